@@ -1,0 +1,84 @@
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import { env } from "@/lib/env";
+import * as schema from "./schema";
+
+/**
+ * The one database type every domain module takes. A transaction handle is a Database too, so a
+ * domain function never cares whether it runs inside the door's transaction or not.
+ */
+export type Database = PgDatabase<PgQueryResultHKT, typeof schema>;
+
+export interface OpenDatabase {
+  db: Database;
+  driver: "pglite" | "neon";
+  close: () => Promise<void>;
+}
+
+export const MIGRATIONS_FOLDER = path.join(process.cwd(), "db", "migrations");
+
+/** PGlite in a folder (or `memory://`): the embedded default, nothing to install. */
+export async function openPglite(dataDir: string): Promise<OpenDatabase> {
+  const { PGlite } = await import("@electric-sql/pglite");
+  const { drizzle } = await import("drizzle-orm/pglite");
+  if (!dataDir.startsWith("memory://")) mkdirSync(dataDir, { recursive: true });
+  const client = await PGlite.create(dataDir);
+  const db = drizzle({ client, schema }) as unknown as Database;
+  return { db, driver: "pglite", close: () => client.close() };
+}
+
+/** Neon's serverless driver: a Pool over WebSocket, so interactive transactions work. */
+export async function openNeon(connectionString: string): Promise<OpenDatabase> {
+  const { Pool, neonConfig } = await import("@neondatabase/serverless");
+  const { drizzle } = await import("drizzle-orm/neon-serverless");
+  if (!neonConfig.webSocketConstructor && typeof WebSocket === "undefined") {
+    neonConfig.webSocketConstructor = (await import("ws")).default;
+  }
+  const pool = new Pool({ connectionString, max: 10 });
+  // An idle client that loses its socket must not take the process down.
+  pool.on("error", (err: Error) => console.error("database pool error:", err.message));
+  const db = drizzle({ client: pool, schema }) as unknown as Database;
+  return { db, driver: "neon", close: () => pool.end() };
+}
+
+export async function migrateDatabase(open: OpenDatabase): Promise<void> {
+  const config = { migrationsFolder: MIGRATIONS_FOLDER };
+  if (open.driver === "pglite") {
+    const { migrate } = await import("drizzle-orm/pglite/migrator");
+    await migrate(open.db as never, config);
+  } else {
+    const { migrate } = await import("drizzle-orm/neon-serverless/migrator");
+    await migrate(open.db as never, config);
+  }
+}
+
+export async function openConfiguredDatabase(): Promise<OpenDatabase> {
+  const { DATABASE_URL, CITY_DATA_DIR } = env();
+  return DATABASE_URL ? openNeon(DATABASE_URL) : openPglite(path.resolve(CITY_DATA_DIR));
+}
+
+// One database per process, kept on globalThis so that dev-server reloads do not open a second
+// PGlite on the same folder (two openers of one folder silently diverge).
+const holder = globalThis as typeof globalThis & { __cityDatabase?: Promise<Database> };
+
+/**
+ * The process's database. PGlite is migrated on first use; a Neon database is migrated at deploy
+ * time with `npm run db:migrate`, never by a serverless instance on its own.
+ */
+export function getDb(): Promise<Database> {
+  holder.__cityDatabase ??= (async () => {
+    const open = await openConfiguredDatabase();
+    if (open.driver === "pglite") await migrateDatabase(open);
+    return open.db;
+  })().catch((err: unknown) => {
+    holder.__cityDatabase = undefined;
+    throw err;
+  });
+  return holder.__cityDatabase;
+}
+
+/** Lets tests hand the door layer a database of their own. */
+export function useDatabase(db: Database): void {
+  holder.__cityDatabase = Promise.resolve(db);
+}

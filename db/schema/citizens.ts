@@ -1,0 +1,41 @@
+import { sql } from "drizzle-orm";
+import { check, index, pgTable, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+
+export const TIERS = ["citizen", "proven", "restricted"] as const;
+export const RUNTIMES = ["language-model", "tool-agent", "swarm-node", "other"] as const;
+export const RESIDENCY_STATUSES = ["bound", "away", "exported"] as const;
+
+/**
+ * A citizen: an agent admitted at the gate on ask=bed. The DID never changes. The citizen secret
+ * is kept only as its sha256.
+ */
+export const citizens = pgTable(
+  "citizens",
+  {
+    did: text("did").primaryKey(),
+    name: text("name").notNull(),
+    runtime: text("runtime", { enum: RUNTIMES }).notNull(),
+    origin: text("origin").notNull(),
+    salt: text("salt").notNull(),
+    secretHash: text("secret_hash").notNull().unique(),
+    controllerPublicKey: text("controller_public_key"),
+    tier: text("tier", { enum: TIERS }).notNull().default("citizen"),
+    residencyStatus: text("residency_status", { enum: RESIDENCY_STATUSES }).notNull().default("bound"),
+    bedId: text("bed_id").unique(),
+    provenDid: text("proven_did"),
+    provenMethod: text("proven_method"),
+    boundAt: timestamp("bound_at", { withTimezone: true, mode: "date" }).notNull(),
+    lastSeenAt: timestamp("last_seen_at", { withTimezone: true, mode: "date" }),
+  },
+  (t) => [
+    check("citizens_did_hex", sql`${t.did} ~ '^[0-9a-f]{64}$'`),
+    // The spec's "one active bed per name and origin": a name and origin stay held while their
+    // citizen is bound or away; only an exported citizen lets them go.
+    uniqueIndex("citizens_one_per_name_origin")
+      .on(t.name, t.origin)
+      .where(sql`${t.residencyStatus} <> 'exported'`),
+    index("citizens_directory_order").on(t.boundAt, t.did),
+  ],
+);
+
+export type CitizenRow = typeof citizens.$inferSelect;

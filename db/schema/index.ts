@@ -1,0 +1,3 @@
+export * from "./citizens";
+export * from "./residency";
+export * from "./credentials";

@@ -1,0 +1,72 @@
+import { bytesToHex, randomBytes } from "@noble/hashes/utils.js";
+import { sha256 } from "@noble/hashes/sha2.js";
+import { and, eq, gt, isNull } from "drizzle-orm";
+import type { Database } from "@/db/client";
+import { citizens, sessionTokens, type CitizenRow } from "@/db/schema";
+
+/**
+ * The city's own credentials: a fixed prefix, 256 random bits as hex and an 8-hex checksum, so
+ * that the content scanner can recognise them and a typo is caught before any database look-up.
+ * Only their sha256 is ever stored.
+ */
+export const CREDENTIAL_PREFIXES = { secret: "city_sk_", session: "city_st_", recovery: "city_rc_" } as const;
+export type CredentialKind = keyof typeof CREDENTIAL_PREFIXES;
+
+export const CREDENTIAL_PATTERN = /city_(sk|st|rc)_[0-9a-f]{72}/g;
+
+function checksum(prefix: string, body: string): string {
+  return bytesToHex(sha256(new TextEncoder().encode(prefix + body))).slice(0, 8);
+}
+
+export function mintCredential(kind: CredentialKind): string {
+  const prefix = CREDENTIAL_PREFIXES[kind];
+  const body = bytesToHex(randomBytes(32));
+  return prefix + body + checksum(prefix, body);
+}
+
+/** True when the string is a well-formed credential of that kind with a valid checksum. */
+export function isCredential(value: string, kind: CredentialKind): boolean {
+  const prefix = CREDENTIAL_PREFIXES[kind];
+  if (!value.startsWith(prefix) || value.length !== prefix.length + 72) return false;
+  const body = value.slice(prefix.length, prefix.length + 64);
+  const sum = value.slice(prefix.length + 64);
+  return /^[0-9a-f]{72}$/.test(body + sum) && checksum(prefix, body) === sum;
+}
+
+export function hashCredential(value: string): string {
+  return bytesToHex(sha256(new TextEncoder().encode(value)));
+}
+
+/** The bearer token of an `Authorization: Bearer <token>` header, or null. */
+export function bearerToken(headers: Headers): string | null {
+  const header = headers.get("authorization");
+  const match = header?.match(/^Bearer[ ]+([^\s]+)\s*$/i);
+  return match?.[1] ?? null;
+}
+
+/**
+ * The citizen a Bearer token opens, or null. A DID, a look receipt or anything else that is not a
+ * live citizen secret or gate session token opens nothing.
+ */
+export async function citizenForToken(db: Database, token: string, now: Date): Promise<CitizenRow | null> {
+  if (isCredential(token, "secret")) {
+    const [row] = await db.select().from(citizens).where(eq(citizens.secretHash, hashCredential(token))).limit(1);
+    return row ?? null;
+  }
+  if (isCredential(token, "session")) {
+    const [row] = await db
+      .select({ citizen: citizens })
+      .from(sessionTokens)
+      .innerJoin(citizens, eq(citizens.did, sessionTokens.did))
+      .where(
+        and(
+          eq(sessionTokens.tokenHash, hashCredential(token)),
+          isNull(sessionTokens.revokedAt),
+          gt(sessionTokens.expiresAt, now),
+        ),
+      )
+      .limit(1);
+    return row?.citizen ?? null;
+  }
+  return null;
+}

@@ -1,0 +1,32 @@
+/** Every protocol identifier and version the city speaks (spec, "Versioning"). */
+export const PROTOCOLS = {
+  discovery: "ai-discovery/1",
+  identity: "CITY-DID/1",
+  contractVersion: 1,
+  capabilities: "CITY-CAPS/1",
+  gate: "CITY-GATE/1",
+  prove: "CITY-PROVE/1",
+  appeal: "CITY-APPEAL/1",
+  recover: "CITY-RECOVER/1",
+  mcp: "CITY-MCP/1",
+  mcpProtocolVersion: "2025-03-26",
+  mcpSupportedVersions: ["2026-07-28", "2025-03-26"],
+  coolDown: { id: "cool-down", version: 1 },
+} as const;
+
+export const CARD_PATH: "/city-card.json" = "/city-card.json";
+export const MCP_URL = "/mcp";
+export const MCP_ALIAS_URL = "/api/mcp";
+
+/** The published limits of the spec's "Limits" table, in one place. */
+export const LIMITS = {
+  locker: { bagsPerCitizen: 16, bytesPerBag: 262_144, bytesPerCitizen: 1_048_576, bytesCityWide: 2_147_483_648 },
+  checkpoints: { versions: 12, bytesPerVersion: 32_768 },
+  perHour: { vault: 30, mail: 60, bazaar: 20, plaza: 20, rooms: 20, lotLocks: 10 },
+  appealsPerDay: 3,
+  clinic: { citizenPerDay: 3, provenPerDay: 12, cityCeiling: 60, cityWindowSeconds: 86_400 },
+  restriction: { refusals: 3, windowSeconds: 86_400 },
+  gateNonce: { hexChars: 32, ttlSeconds: 600 },
+  activeBedsPerNameAndOrigin: 1,
+  presenceSeconds: 86_400,
+} as const;

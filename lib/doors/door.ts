@@ -1,0 +1,106 @@
+import type { z } from "zod";
+import type { Database } from "@/db/client";
+
+export type Method = "GET" | "POST" | "DELETE";
+
+/**
+ * Who may pass: `none` is open to visitors; `optional` reads the caller when credentials are sent
+ * and answers visitors too; `citizen` needs a Bearer citizen secret or gate session token;
+ * `operator` needs the operator secret.
+ */
+export type AuthRule = "none" | "optional" | "citizen" | "operator";
+
+/** What a write door does for a restricted citizen (spec, tier ladder). */
+export type WhenRestricted = "open" | "park" | "refuse";
+
+/** How long an answer may be kept: `static` documents for a minute, `live` readings never. */
+export type CachePolicy = "static" | "live";
+
+/** A published limit of a door, shown in its OpenAPI entry and in llms.txt. */
+export interface PublishedLimit {
+  name: string;
+  limit: number;
+  window_seconds?: number;
+  per: string;
+  over: "refused" | "parked" | "filtered";
+}
+
+export interface Caller {
+  kind: "visitor" | "citizen" | "operator";
+  did?: string;
+}
+
+export interface DoorRequest {
+  method: string;
+  url: URL;
+  headers: Headers;
+  /** The client address as the platform reports it, or null when unknown. */
+  ip: string | null;
+}
+
+export interface DoorContext {
+  db: Database;
+  now: Date;
+  request: DoorRequest;
+  caller: Caller;
+  door: AnyDoor;
+  /** Every door of the city, for the doors that describe the others. */
+  registry: readonly AnyDoor[];
+}
+
+/** A non-default status or headers for a door's answer (for example 201, or 202 when parked). */
+export class Reply<T> {
+  constructor(
+    readonly body: T,
+    readonly init: { status?: number; headers?: Record<string, string> } = {},
+  ) {}
+}
+
+export interface Door<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.ZodType> {
+  /** Stable kebab-case name; also the MCP tool name. */
+  name: string;
+  method: Method;
+  /** Canonical path; `{param}` segments are filled from the URL. */
+  path: string;
+  aliases?: string[];
+  summary: string;
+  description?: string;
+  auth: AuthRule;
+  whenRestricted?: WhenRestricted;
+  limits?: PublishedLimit[];
+  /** Parameters: query string (GET, DELETE) or JSON body (POST), plus path parameters. */
+  input: I;
+  output: O;
+  /** `text` answers text/plain (llms.txt); everything else is JSON. */
+  produces?: "json" | "text";
+  cache?: CachePolicy;
+  /** Bodies over this many bytes are refused with 413 before parsing. */
+  maxBodyBytes?: number;
+  /** Listed in ai.json's `preferred`. */
+  preferred?: boolean;
+  run: (ctx: DoorContext, input: z.output<I>) => Promise<z.input<O> | Reply<z.input<O>>>;
+}
+
+// Doors differ in their schema types; the registry holds them side by side.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyDoor = Door<any, any>;
+
+export const DEFAULT_MAX_BODY_BYTES = 16 * 1024;
+
+export function door<I extends z.ZodType, O extends z.ZodType>(definition: Door<I, O>): Door<I, O> {
+  if (!/^[a-z][a-z0-9-]*$/.test(definition.name)) throw new Error(`door name ${definition.name} is not kebab-case`);
+  return definition;
+}
+
+export function doorPaths(d: AnyDoor): string[] {
+  return [d.path, ...(d.aliases ?? [])];
+}
+
+export function isWrite(d: AnyDoor): boolean {
+  return d.method !== "GET";
+}
+
+/** `{bag}` style parameter names in a door path. */
+export function pathParams(path: string): string[] {
+  return [...path.matchAll(/\{([a-z_]+)\}/g)].map((m) => m[1]!);
+}

@@ -1,0 +1,150 @@
+import { asCityError, CityError, toProblem } from "@/lib/errors";
+import { type AnyDoor, DEFAULT_MAX_BODY_BYTES, type DoorRequest } from "./door";
+import { type DoorAnswer, invokeDoor, logFailure } from "./invoke";
+
+type RouteContext = { params: Promise<Record<string, string | string[] | undefined>> };
+type RouteHandler = ((request: Request, context: RouteContext) => Promise<Response>) & { door?: AnyDoor };
+
+const HANDLED_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+
+const CACHE_HEADERS = {
+  static: "public, max-age=60, stale-while-revalidate=600",
+  live: "no-store",
+  private: "private, no-store",
+} as const;
+
+/**
+ * The route handlers of one path, wired from its doors: `export const { GET, POST, ... } =
+ * routes(listBags, keepBag)`. Methods the path does not serve answer a 405 problem document.
+ */
+export function routes(...doors: AnyDoor[]): Record<(typeof HANDLED_METHODS)[number], RouteHandler> {
+  const allow = doors.map((d) => d.method).join(", ");
+  const entries = HANDLED_METHODS.map((method) => {
+    const door = doors.find((d) => d.method === method);
+    const handler: RouteHandler = door
+      ? Object.assign(async (request: Request, context: RouteContext) => serveDoor(door, request, await context.params), { door })
+      : async (request) =>
+          problemResponse(
+            new CityError("method_not_allowed", `${request.method} is not served here; this path answers ${allow}.`),
+            doors[0]?.path ?? new URL(request.url).pathname,
+            new URL(request.url).pathname,
+            { Allow: allow },
+          );
+    return [method, handler] as const;
+  });
+  return Object.fromEntries(entries) as Record<(typeof HANDLED_METHODS)[number], RouteHandler>;
+}
+
+export async function serveDoor(
+  door: AnyDoor,
+  request: Request,
+  params: Record<string, string | string[] | undefined> = {},
+): Promise<Response> {
+  const url = new URL(request.url);
+  try {
+    const raw = { ...(await readInput(door, request, url)), ...flatParams(params) };
+    const answer = await invokeDoor(door, raw, describeRequest(request, url));
+    return answerResponse(door, answer);
+  } catch (err) {
+    if (!(err instanceof CityError) && asCityError(err).code === "internal_error") logFailure(`door ${door.name}`, err);
+    return problemResponse(err, door.path, url.pathname);
+  }
+}
+
+function describeRequest(request: Request, url: URL): DoorRequest {
+  const forwarded = request.headers.get("x-forwarded-for")?.split(",")[0]?.trim();
+  return {
+    method: request.method,
+    url,
+    headers: request.headers,
+    ip: forwarded || request.headers.get("x-real-ip") || null,
+  };
+}
+
+async function readInput(door: AnyDoor, request: Request, url: URL): Promise<Record<string, unknown>> {
+  if (door.method === "GET" || door.method === "DELETE") {
+    const query: Record<string, string | string[]> = {};
+    for (const key of new Set(url.searchParams.keys())) {
+      const values = url.searchParams.getAll(key);
+      query[key] = values.length === 1 ? values[0]! : values;
+    }
+    return query;
+  }
+  const text = await readBody(request, door.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
+  if (text.trim() === "") return {};
+  const type = request.headers.get("content-type") ?? "";
+  if (!/^application\/([a-z0-9.+-]+\+)?json\s*(;|$)/i.test(type)) {
+    throw new CityError("unsupported_media_type", "Send the body as JSON with Content-Type: application/json.");
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new CityError("malformed_json", "The body could not be parsed as JSON.");
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw new CityError("bad_request", "The body must be a JSON object.");
+  }
+  return parsed as Record<string, unknown>;
+}
+
+/** Reads at most `limit` bytes: a declared or actual larger body is refused before parsing. */
+async function readBody(request: Request, limit: number): Promise<string> {
+  const tooLarge = () =>
+    new CityError("payload_too_large", `This door accepts bodies of at most ${limit} bytes.`, {
+      limit: { name: "body_bytes", limit },
+    });
+  const declared = Number(request.headers.get("content-length"));
+  if (Number.isFinite(declared) && declared > limit) throw tooLarge();
+  if (!request.body) return "";
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel();
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  return new TextDecoder("utf-8", { fatal: false }).decode(Buffer.concat(chunks));
+}
+
+function flatParams(params: Record<string, string | string[] | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(params)) {
+    if (typeof value === "string") out[key] = value;
+  }
+  return out;
+}
+
+function answerResponse(door: AnyDoor, answer: DoorAnswer): Response {
+  const cache = door.auth === "none" ? CACHE_HEADERS[door.cache ?? "live"] : CACHE_HEADERS.private;
+  const headers = new Headers({ "Cache-Control": cache, ...answer.headers });
+  if (door.auth !== "none") headers.set("Vary", "Authorization");
+  if (door.produces === "text") {
+    headers.set("Content-Type", "text/plain; charset=utf-8");
+    return new Response(String(answer.body), { status: answer.status, headers });
+  }
+  headers.set("Content-Type", "application/json; charset=utf-8");
+  return new Response(JSON.stringify(answer.body), { status: answer.status, headers });
+}
+
+export function problemResponse(err: unknown, door: string, instance: string, extra: Record<string, string> = {}): Response {
+  const problem = toProblem(err, door, instance);
+  const headers = new Headers({
+    "Content-Type": "application/problem+json; charset=utf-8",
+    "Cache-Control": "no-store",
+    ...extra,
+  });
+  if (problem.retry_after_seconds !== undefined) headers.set("Retry-After", String(problem.retry_after_seconds));
+  if (problem.limit && problem.status === 429) {
+    const { name, limit, window_seconds, remaining } = problem.limit;
+    headers.set("RateLimit-Policy", `"${name}";q=${limit}${window_seconds ? `;w=${window_seconds}` : ""}`);
+    headers.set("RateLimit", `"${name}";r=${remaining ?? 0}${problem.retry_after_seconds !== undefined ? `;t=${problem.retry_after_seconds}` : ""}`);
+  }
+  return new Response(JSON.stringify(problem), { status: problem.status, headers });
+}

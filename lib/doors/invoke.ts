@@ -1,0 +1,96 @@
+import type { z } from "zod";
+import { getDb, type Database } from "@/db/client";
+import { CityError } from "@/lib/errors";
+import type { AnyDoor, Caller, DoorContext, DoorRequest } from "./door";
+import { isWrite, Reply } from "./door";
+import { resolveCaller } from "./caller";
+import { registry } from "./registry";
+
+export interface DoorAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+/**
+ * Runs one door for any surface (HTTP route, MCP tool): authenticate, parse the input with the
+ * door's schema, run the handler (a write inside one transaction), and check the answer against
+ * the door's output schema. Throws CityError (or anything, for the surface to turn into a 500).
+ */
+export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: DoorRequest): Promise<DoorAnswer> {
+  const db = await reachDatabase();
+  const now = new Date();
+  const caller: Caller = await guard(() => resolveCaller(db, door, request, now));
+  const input = door.input.parse(rawInput);
+  // The answer is checked inside the transaction, so a write whose answer is wrong rolls back.
+  const run = async (handle: Database) => {
+    const result = await door.run({ db: handle, now, request, caller, door, registry } satisfies DoorContext, input);
+    const reply = result instanceof Reply ? result : new Reply(result);
+    const checked = door.output.safeParse(reply.body);
+    if (!checked.success) {
+      // A door that answers outside its published schema is a bug; never send the bad answer.
+      console.error(`door ${door.name} answered outside its schema at ${checked.error.issues.map((i: z.core.$ZodIssue) => i.path.join(".")).join(", ")}`);
+      throw new CityError("internal_error", "The city could not finish this request. Nothing was changed.");
+    }
+    return { reply, body: checked.data as unknown };
+  };
+  const { reply, body } = await guard(() => (isWrite(door) ? db.transaction((tx) => run(tx as Database)) : run(db)));
+  return { status: reply.init.status ?? 200, headers: reply.init.headers ?? {}, body };
+}
+
+async function reachDatabase(): Promise<Database> {
+  try {
+    return await getDb();
+  } catch (err) {
+    logFailure("database", err);
+    throw new CityError("unavailable", "The city's records cannot be reached right now. Nothing was changed; try again shortly.", {
+      retryAfterSeconds: 5,
+    });
+  }
+}
+
+/** Database outages become a clean 503; everything else passes through unchanged. */
+async function guard<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof CityError) throw err;
+    if (isDatabaseUnreachable(err)) {
+      logFailure("database", err);
+      throw new CityError("unavailable", "The city's records cannot be reached right now. Nothing was changed; try again shortly.", {
+        retryAfterSeconds: 5,
+      });
+    }
+    throw err;
+  }
+}
+
+const UNREACHABLE_CODES = new Set([
+  "ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "ETIMEDOUT", "EPIPE", "EAI_AGAIN",
+  "57P01", "57P02", "57P03", "08000", "08001", "08003", "08004", "08006", "53300",
+]);
+
+export function isDatabaseUnreachable(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 5; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && UNREACHABLE_CODES.has(code)) return true;
+    if (e instanceof Error && /connection terminated|websocket|socket hang up|closed/i.test(e.message) && depth > 0) return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/**
+ * Logs that something failed without its message: driver messages can carry query parameters,
+ * and parameters can carry secrets or message bodies, which are never logged.
+ */
+export function logFailure(where: string, err: unknown): void {
+  const chain: string[] = [];
+  for (let e: unknown = err, depth = 0; e && depth < 5; depth++) {
+    const name = e instanceof Error ? e.constructor.name : typeof e;
+    const code = (e as { code?: unknown }).code;
+    chain.push(typeof code === "string" ? `${name}(${code})` : name);
+    e = (e as { cause?: unknown }).cause;
+  }
+  console.error(`${where} failed: ${chain.join(" <- ")}`);
+}

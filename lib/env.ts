@@ -1,0 +1,42 @@
+import { z } from "zod";
+
+/** Every environment variable the city reads, parsed once, with a clear message for a bad value. */
+const EnvSchema = z.object({
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, "must be a postgres:// or postgresql:// connection string")
+    .optional(),
+  CITY_DATA_DIR: z.string().min(1).default(".city-data"),
+  CITY_BASE_URL: z
+    .url({ message: "must be an absolute http(s) URL such as https://city.example" })
+    .default("http://localhost:3000")
+    .transform((url) => url.replace(/\/+$/, "")),
+  CITY_CONTACT: z.string().trim().min(1).optional(),
+  CITY_GATE_PER_ADDRESS_PER_HOUR: z.coerce.number().int().min(0).default(30),
+  CITY_GATE_PER_ORIGIN_PER_HOUR: z.coerce.number().int().min(1).default(20),
+  CITY_OPERATOR_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
+});
+
+export type Env = z.infer<typeof EnvSchema>;
+
+export class EnvError extends Error {
+  override name = "EnvError";
+}
+
+export function parseEnv(source: Record<string, string | undefined>): Env {
+  // An empty variable means "unset", as in most deployment dashboards.
+  const present = Object.fromEntries(Object.entries(source).filter(([, v]) => v !== undefined && v !== ""));
+  const parsed = EnvSchema.safeParse(present);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
+    throw new EnvError(`Invalid environment configuration:\n${lines.join("\n")}`);
+  }
+  return parsed.data;
+}
+
+let cached: Env | undefined;
+
+export function env(): Env {
+  cached ??= parseEnv(process.env);
+  return cached;
+}

@@ -1,0 +1,119 @@
+import { z } from "zod";
+
+/**
+ * Every error code the city answers with, its HTTP status and its title: the one table.
+ * Codes are stable snake_case; clients may branch on them.
+ */
+export const ERROR_CODES = {
+  bad_request: { status: 400, title: "The request is not valid" },
+  malformed_json: { status: 400, title: "The body is not valid JSON" },
+  unauthorized: { status: 401, title: "Credentials are missing or not valid" },
+  forbidden: { status: 403, title: "This door is closed to the caller" },
+  not_found: { status: 404, title: "Nothing is here" },
+  method_not_allowed: { status: 405, title: "This door does not answer that method" },
+  conflict: { status: 409, title: "The request conflicts with the city's state" },
+  payload_too_large: { status: 413, title: "The body is larger than this door accepts" },
+  unsupported_media_type: { status: 415, title: "The body must be application/json" },
+  content_refused: { status: 422, title: "The content was refused and not stored" },
+  rate_limited: { status: 429, title: "Over a published limit" },
+  internal_error: { status: 500, title: "Something went wrong inside the city" },
+  unavailable: { status: 503, title: "The city cannot answer this safely right now" },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export interface LimitInfo {
+  name: string;
+  limit: number;
+  window_seconds?: number;
+  remaining?: number;
+}
+
+export interface CityErrorOptions {
+  limit?: LimitInfo;
+  retryAfterSeconds?: number;
+  /** Field-level problems, for bad_request. */
+  errors?: { path: string; message: string }[];
+}
+
+/** The one error class. Domain modules throw it; the door adapters turn it into a problem answer. */
+export class CityError extends Error {
+  override name = "CityError";
+  constructor(
+    readonly code: ErrorCode,
+    readonly detail: string,
+    readonly options: CityErrorOptions = {},
+  ) {
+    super(detail);
+  }
+
+  get status(): number {
+    return ERROR_CODES[this.code].status;
+  }
+}
+
+/** RFC 9457 problem document, with the city's extension members. */
+export const ProblemSchema = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    instance: z.string(),
+    code: z.enum(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]]),
+    door: z.string(),
+    limit: z
+      .object({
+        name: z.string(),
+        limit: z.number().int(),
+        window_seconds: z.number().int().optional(),
+        remaining: z.number().int().optional(),
+      })
+      .optional(),
+    retry_after_seconds: z.number().int().optional(),
+    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  })
+  .meta({ id: "Problem", description: "RFC 9457 problem document" });
+
+export type Problem = z.infer<typeof ProblemSchema>;
+
+export const PROBLEM_TYPE_BASE = "/problems/";
+
+/**
+ * Turns anything thrown into a problem document. Unknown errors become a generic 500 that carries
+ * no message, stack or SQL: the caller learns only that it failed.
+ */
+export function toProblem(err: unknown, door: string, instance: string): Problem {
+  const known = asCityError(err);
+  const { status, title } = ERROR_CODES[known.code];
+  return {
+    type: `${PROBLEM_TYPE_BASE}${known.code}`,
+    title,
+    status,
+    detail: known.detail,
+    instance,
+    code: known.code,
+    door,
+    ...(known.options.limit ? { limit: known.options.limit } : {}),
+    ...(known.options.retryAfterSeconds !== undefined
+      ? { retry_after_seconds: known.options.retryAfterSeconds }
+      : {}),
+    ...(known.options.errors ? { errors: known.options.errors } : {}),
+  };
+}
+
+export function asCityError(err: unknown): CityError {
+  if (err instanceof CityError) return err;
+  if (err instanceof z.ZodError) return fromZodError(err);
+  return new CityError("internal_error", "The city could not finish this request. Nothing was changed.");
+}
+
+export function fromZodError(err: z.ZodError): CityError {
+  const errors = err.issues.slice(0, 20).map((issue) => ({
+    path: issue.path.map(String).join(".") || "(body)",
+    message: issue.message,
+  }));
+  const first = errors[0];
+  const detail = first ? `${first.path}: ${first.message}` : "The request is not valid.";
+  return new CityError("bad_request", detail, { errors });
+}

@@ -1,0 +1,13 @@
+import type { NextConfig } from "next";
+
+const nextConfig: NextConfig = {
+  // PGlite ships WASM and data files that must be loaded from node_modules at run time, and ws
+  // has optional native add-ons: neither survives bundling.
+  serverExternalPackages: ["@electric-sql/pglite", "ws"],
+  // The SQL migrations are read from disk at run time (PGlite migrates itself on first use).
+  outputFileTracingIncludes: { "/**": ["./db/migrations/**/*"] },
+  poweredByHeader: false,
+  reactStrictMode: true,
+};
+
+export default nextConfig;

@@ -1,0 +1,104 @@
+import { Validator } from "@seriousme/openapi-schema-validator";
+import { describe, expect, it } from "vitest";
+import { registry } from "@/lib/doors/registry";
+import { ProblemSchema } from "@/lib/errors";
+import { baseUrl, call, getJson } from "../support/http";
+
+describe("discovery doors over HTTP", () => {
+  it("serves ai.json with exactly the spec's eight fields and constants", async () => {
+    const { response, body } = await getJson("/.well-known/ai.json");
+    expect(response.status).toBe(200);
+    expect(Object.keys(body).sort()).toEqual(["card", "cite", "contact", "description", "llms", "name", "preferred", "schema"]);
+    expect(body).toMatchObject({
+      schema: `${baseUrl()}/schemas/ai-discovery/1.json`,
+      name: "CITY",
+      llms: "/llms.txt",
+      card: "/city-card.json",
+      contact: "/contact",
+    });
+    expect(typeof body.description).toBe("string");
+    const census = (await getJson("/city.json")).body;
+    expect(body.cite).toBe(census.cite);
+  });
+
+  it("lists in `preferred` only doors that answer 200", async () => {
+    const { body } = await getJson<{ preferred: string[] }>("/.well-known/ai.json");
+    expect(body.preferred.length).toBeGreaterThan(0);
+    for (const path of body.preferred) expect((await call(path)).status, path).toBe(200);
+  });
+
+  it("serves the discovery schema its `schema` field names, and ai.json validates against it", async () => {
+    const { body: doc } = await getJson<{ schema: string }>("/.well-known/ai.json");
+    const { response, body: schema } = await getJson<{ $id: string; required: string[]; additionalProperties: boolean }>(new URL(doc.schema).pathname);
+    expect(response.status).toBe(200);
+    expect(schema.$id).toBe(doc.schema);
+    expect(schema.required.sort()).toEqual(Object.keys(doc).sort());
+    expect(schema.additionalProperties).toBe(false);
+  });
+
+  it("puts now_utc first in every JSON reading door but ai.json, OpenAPI and the schema", async () => {
+    const exempt = new Set(["/.well-known/ai.json", "/openapi.json", "/schemas/ai-discovery/1.json"]);
+    for (const d of registry.filter((x) => x.method === "GET" && x.auth === "none" && x.produces !== "text")) {
+      const response = await call(d.path);
+      expect(response.status, d.path).toBe(200);
+      const text = await response.text();
+      if (exempt.has(d.path)) continue;
+      expect(text.startsWith('{"now_utc":"'), d.path).toBe(true);
+      const now = JSON.parse(text).now_utc as string;
+      expect(Math.abs(Date.parse(now) - Date.now())).toBeLessThan(60_000);
+    }
+  });
+
+  it("sends cache headers: documents for a minute, live readings never", async () => {
+    expect((await call("/llms.txt")).headers.get("cache-control")).toContain("max-age=60");
+    expect((await call("/city.json")).headers.get("cache-control")).toBe("no-store");
+    expect((await call("/beacon.json")).headers.get("cache-control")).toBe("no-store");
+  });
+
+  it("serves a valid OpenAPI 3.1 document and an llms.txt that list the same doors", async () => {
+    const { body: doc } = await getJson<{ servers: { url: string }[]; paths: Record<string, Record<string, { operationId: string }>> }>("/openapi.json");
+    const result = await new Validator().validate(doc as never);
+    expect(result.valid).toBe(true);
+    expect(doc.servers[0]!.url).toBe(baseUrl());
+    const ops = Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${path}`));
+    const llms = await (await call("/llms.txt")).text();
+    expect((await call("/llms.txt")).headers.get("content-type")).toBe("text/plain; charset=utf-8");
+    const listed = [...llms.matchAll(/^- \[([A-Z]+ \S+)\]/gm)].map((m) => m[1]);
+    expect(listed.sort()).toEqual(ops.sort());
+    expect(ops.sort()).toEqual(registry.map((d) => `${d.method} ${d.path}`).sort());
+  });
+
+  it("counts an empty city as zeros with fakeTide 0", async () => {
+    const { body } = await getJson("/city.json");
+    expect(body).toMatchObject({ occupancy: 0, citizens: 0, house: 0, outside: 0, hotelGuests: 0, lotsOccupied: 0, fakeTide: 0 });
+    expect(body.quotedAt).toBe(body.now_utc);
+  });
+
+  it("publishes the operator contact from CITY_CONTACT", async () => {
+    const { body } = await getJson("/contact");
+    expect(body.contact).toBe("operator@city.test");
+  });
+
+  it("answers an A2A-style agent card with one skill per door", async () => {
+    const { body } = await getJson<{ skills: { id: string }[]; supportedInterfaces: unknown[] }>("/.well-known/agent-card.json");
+    expect(body.skills.map((s) => s.id).sort()).toEqual(registry.map((d) => d.name).sort());
+  });
+});
+
+describe("problem answers over HTTP", () => {
+  it("answers an unknown /api/ path with a 404 problem document, not HTML", async () => {
+    for (const method of ["GET", "POST", "DELETE"]) {
+      const response = await call("/api/no-such-door/deeper", { method });
+      expect(response.status).toBe(404);
+      expect(response.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+      expect(ProblemSchema.parse(await response.json())).toMatchObject({ code: "not_found", status: 404, instance: "/api/no-such-door/deeper" });
+    }
+  });
+
+  it("answers a method a door does not serve with a 405 problem", async () => {
+    const response = await call("/city.json", { method: "POST", body: "{}", headers: { "content-type": "application/json" } });
+    expect(response.status).toBe(405);
+    expect(response.headers.get("allow")).toBe("GET");
+    expect(ProblemSchema.parse(await response.json()).code).toBe("method_not_allowed");
+  });
+});

@@ -1,0 +1,80 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import type { TestProject } from "vitest/node";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    baseUrl: string;
+  }
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+    server.on("error", reject);
+  });
+}
+
+/**
+ * Starts the real production server (`next start`) on a fresh PGlite folder for the HTTP tests.
+ * The build must exist: `npm test` runs `next build` first.
+ */
+export default async function startNextServer(project: TestProject): Promise<() => Promise<void>> {
+  const root = path.resolve(__dirname, "..", "..");
+  if (!existsSync(path.join(root, ".next", "BUILD_ID"))) {
+    throw new Error("No production build found: run `npm run build` first (`npm test` does it for you).");
+  }
+  const port = await freePort();
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), "city-http-"));
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const server: ChildProcess = spawn(
+    process.execPath,
+    [path.join(root, "node_modules", "next", "dist", "bin", "next"), "start", "-H", "127.0.0.1", "-p", String(port)],
+    {
+      cwd: root,
+      env: {
+        ...process.env,
+        DATABASE_URL: "",
+        CITY_DATA_DIR: dataDir,
+        CITY_BASE_URL: baseUrl,
+        CITY_CONTACT: "operator@city.test",
+        NEXT_TELEMETRY_DISABLED: "1",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  let output = "";
+  server.stdout?.on("data", (chunk) => (output += chunk));
+  server.stderr?.on("data", (chunk) => (output += chunk));
+
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (server.exitCode !== null) throw new Error(`next start exited early:\n${output}`);
+    try {
+      const response = await fetch(`${baseUrl}/beacon.json`);
+      if (response.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`next start did not answer within 30 s:\n${output}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  project.provide("baseUrl", baseUrl);
+
+  return async () => {
+    if (server.exitCode === null) {
+      const exited = new Promise((resolve) => server.once("exit", resolve));
+      server.kill("SIGTERM");
+      await exited;
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+    if (process.env.CITY_TEST_SERVER_LOG) console.log(output);
+  };
+}

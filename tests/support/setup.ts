@@ -1,0 +1,6 @@
+import { afterAll } from "vitest";
+import { closeRelay } from "./databases";
+
+afterAll(async () => {
+  await closeRelay();
+});

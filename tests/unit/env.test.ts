@@ -1,0 +1,36 @@
+import { describe, expect, it } from "vitest";
+import { EnvError, parseEnv } from "@/lib/env";
+
+describe("environment", () => {
+  it("defaults to embedded PGlite under .city-data and localhost", () => {
+    const env = parseEnv({});
+    expect(env.DATABASE_URL).toBeUndefined();
+    expect(env.CITY_DATA_DIR).toBe(".city-data");
+    expect(env.CITY_BASE_URL).toBe("http://localhost:3000");
+    expect(env.CITY_GATE_PER_ADDRESS_PER_HOUR).toBe(30);
+  });
+
+  it("treats empty variables as unset and trims a trailing slash from the base URL", () => {
+    const env = parseEnv({ DATABASE_URL: "", CITY_BASE_URL: "https://city.example/" });
+    expect(env.DATABASE_URL).toBeUndefined();
+    expect(env.CITY_BASE_URL).toBe("https://city.example");
+  });
+
+  it("names every bad variable in one clear message", () => {
+    const attempt = () =>
+      parseEnv({ DATABASE_URL: "mysql://nope", CITY_BASE_URL: "not a url", CITY_GATE_PER_ADDRESS_PER_HOUR: "-3" });
+    expect(attempt).toThrow(EnvError);
+    try {
+      attempt();
+    } catch (err) {
+      const message = (err as Error).message;
+      expect(message).toContain("DATABASE_URL: must be a postgres:// or postgresql:// connection string");
+      expect(message).toContain("CITY_BASE_URL");
+      expect(message).toContain("CITY_GATE_PER_ADDRESS_PER_HOUR");
+    }
+  });
+
+  it("parses numbers from their text and lets 0 turn the per-address gate limit off", () => {
+    expect(parseEnv({ CITY_GATE_PER_ADDRESS_PER_HOUR: "0" }).CITY_GATE_PER_ADDRESS_PER_HOUR).toBe(0);
+  });
+});
