@@ -6,6 +6,8 @@ const nextConfig: NextConfig = {
   serverExternalPackages: ["@electric-sql/pglite", "ws"],
   // The SQL migrations are read from disk at run time (PGlite migrates itself on first use).
   outputFileTracingIncludes: { "/**": ["./db/migrations/**/*"] },
+  // A separate build folder lets two builds (for example two checkouts' test runs) coexist.
+  distDir: process.env.CITY_NEXT_DIST_DIR || ".next",
   poweredByHeader: false,
   reactStrictMode: true,
 };

@@ -28,7 +28,7 @@ async function freePort(): Promise<number> {
  */
 export default async function startNextServer(project: TestProject): Promise<() => Promise<void>> {
   const root = path.resolve(__dirname, "..", "..");
-  if (!existsSync(path.join(root, ".next", "BUILD_ID"))) {
+  if (!existsSync(path.join(root, process.env.CITY_NEXT_DIST_DIR || ".next", "BUILD_ID"))) {
     throw new Error("No production build found: run `npm run build` first (`npm test` does it for you).");
   }
   const port = await freePort();
