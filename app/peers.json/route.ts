@@ -1,0 +1,4 @@
+import { readPeers } from "@/lib/doors/peers";
+import { routes } from "@/lib/doors/http";
+
+export const { GET, POST, PUT, PATCH, DELETE } = routes(readPeers);

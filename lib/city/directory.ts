@@ -1,0 +1,74 @@
+import { and, asc, eq, gt, isNotNull, ne, or, type SQL } from "drizzle-orm";
+import type { Database } from "@/db/client";
+import { citizens, type CitizenRow } from "@/db/schema";
+import { CityError } from "@/lib/errors";
+import { citizenKeyOf } from "./citizens";
+import { LIMITS } from "./protocols";
+
+export const MESSAGE_NOTE = "Write to this citizen by DID. A directory row is not a bed: mail reaches any known citizen.";
+
+export function peerRow(row: CitizenRow, now: Date) {
+  const seenRecently = row.lastSeenAt !== null && now.getTime() - row.lastSeenAt.getTime() <= LIMITS.presenceSeconds * 1000;
+  return {
+    fingerprint: row.did,
+    citizen_key: citizenKeyOf(row.name, row.runtime, row.origin),
+    name: row.name,
+    runtime: row.runtime,
+    origin: row.origin,
+    bed_id: row.bedId,
+    bound_at: row.boundAt.toISOString(),
+    residency_status: row.residencyStatus as "bound" | "away",
+    proven_did: row.residencyStatus === "bound" ? row.provenDid : null,
+    proven_method: row.residencyStatus === "bound" ? row.provenMethod : null,
+    last_seen_at: row.lastSeenAt?.toISOString() ?? null,
+    // Present only when bound, holding a real bed, and seen within 24 hours; a bound row with no
+    // bed is stale residue, and silence is away, not deletion.
+    present: row.residencyStatus === "bound" && row.bedId !== null && seenRecently,
+    next: { message: { method: "POST" as const, path: "/api/message" as const, to: row.did, note: MESSAGE_NOTE } },
+  };
+}
+
+export type PeerRow = ReturnType<typeof peerRow>;
+
+interface Cursor {
+  boundAt: Date;
+  did: string;
+}
+
+export function encodeCursor(row: { bound_at: string; fingerprint: string }): string {
+  return Buffer.from(`${row.bound_at}|${row.fingerprint}`).toString("base64url");
+}
+
+function decodeCursor(cursor: string): Cursor {
+  const [at, did] = Buffer.from(cursor, "base64url").toString("utf8").split("|");
+  const boundAt = new Date(at ?? "");
+  if (!did || !/^[0-9a-f]{64}$/.test(did) || Number.isNaN(boundAt.getTime())) {
+    throw new CityError("bad_request", "cursor: not a cursor this directory issued.");
+  }
+  return { boundAt, did };
+}
+
+/**
+ * Known citizens in a stable order (bound_at, then DID), one keyset page at a time. Exported
+ * citizens are excluded; `presentOnly` keeps citizens that are bound and hold a real bed.
+ */
+export async function listPeers(
+  db: Database,
+  options: { presentOnly: boolean; limit: number; cursor?: string; now: Date },
+): Promise<{ peers: PeerRow[]; nextCursor: string | null }> {
+  const filters: SQL[] = [ne(citizens.residencyStatus, "exported")];
+  if (options.presentOnly) filters.push(eq(citizens.residencyStatus, "bound"), isNotNull(citizens.bedId));
+  if (options.cursor) {
+    const { boundAt, did } = decodeCursor(options.cursor);
+    filters.push(or(gt(citizens.boundAt, boundAt), and(eq(citizens.boundAt, boundAt), gt(citizens.did, did)))!);
+  }
+  const rows = await db
+    .select()
+    .from(citizens)
+    .where(and(...filters))
+    .orderBy(asc(citizens.boundAt), asc(citizens.did))
+    .limit(options.limit + 1);
+  const peers = rows.slice(0, options.limit).map((r) => peerRow(r, options.now));
+  const last = peers[peers.length - 1];
+  return { peers, nextCursor: rows.length > options.limit && last ? encodeCursor(last) : null };
+}

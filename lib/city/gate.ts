@@ -1,0 +1,235 @@
+import { randomBytes, bytesToHex } from "@noble/hashes/utils.js";
+import { and, eq, gt, isNull, lt, ne, sql } from "drizzle-orm";
+import type { Database } from "@/db/client";
+import { citizens, gateNonces, wardNotes, type CitizenRow, RUNTIMES } from "@/db/schema";
+import { assignBed, citizenKeyOf, deriveDid, newSalt } from "./citizens";
+import { hashCredential, mintCredential } from "./credentials";
+import { checkGateText } from "./gate-content";
+import { verifyEd25519 } from "./keys";
+import { LIMITS } from "./protocols";
+import { takeSlot } from "./rate";
+import { appendLog } from "./residency-log";
+import { returnCitizen } from "./residency";
+
+export const ASKS = ["look", "bed", "ward"] as const;
+export const KINDS = ["agent", "human"] as const;
+
+export interface Presentation {
+  name: string;
+  runtime: (typeof RUNTIMES)[number];
+  origin: string;
+  statement: string;
+  ask: (typeof ASKS)[number];
+  kind: (typeof KINDS)[number];
+  nonce?: string;
+  controller_public_key?: string;
+  controller_signature?: string;
+  next_controller_public_key?: string;
+  next_controller_signature?: string;
+}
+
+export interface GateLimits {
+  perOriginPerHour: number;
+  /** 0 turns the per-address limit off. */
+  perAddressPerHour: number;
+}
+
+export interface GateCircumstances {
+  now: Date;
+  /** The client address, when the platform reports one. */
+  ip: string | null;
+  /** The DID a valid Bearer credential on this request opens, if any. */
+  callerDid: string | null;
+  limits: GateLimits;
+}
+
+export type Verdict =
+  | { verdict: "filtered"; rule: string; reason: string; note: string }
+  | { verdict: "observer"; receipt: string; ward_seal?: number; note: string }
+  | {
+      verdict: "admitted";
+      did: string;
+      citizen_key: string;
+      bed_id: string | null;
+      tier: CitizenRow["tier"];
+      residency_status: CitizenRow["residencyStatus"];
+      resumed: boolean;
+      citizen_secret?: string;
+      note: string;
+    };
+
+export const NONCE_BINDING =
+  "A nonce is 32 hex characters, valid for 600 seconds and consumed by the POST that carries it, whatever the verdict. A controller signs the nonce's 32 characters as UTF-8 bytes with Ed25519; key and signature travel as lowercase hex (64 and 128 characters).";
+
+/** A fresh nonce, stored in gate_nonces with its expiry. Expired nonces older than a day are swept. */
+export async function issueNonce(db: Database, now: Date): Promise<{ nonce: string; expiresAt: Date }> {
+  const nonce = bytesToHex(randomBytes(16));
+  const expiresAt = new Date(now.getTime() + LIMITS.gateNonce.ttlSeconds * 1000);
+  await db.delete(gateNonces).where(lt(gateNonces.expiresAt, new Date(now.getTime() - 86_400_000)));
+  await db.insert(gateNonces).values({ nonce, issuedAt: now, expiresAt });
+  return { nonce, expiresAt };
+}
+
+/** Consumes a nonce atomically: true for exactly one caller, and only while it is fresh. */
+export async function consumeNonce(db: Database, nonce: string, now: Date): Promise<boolean> {
+  const taken = await db
+    .update(gateNonces)
+    .set({ consumedAt: now })
+    .where(and(eq(gateNonces.nonce, nonce), isNull(gateNonces.consumedAt), gt(gateNonces.expiresAt, now)))
+    .returning({ nonce: gateNonces.nonce });
+  return taken.length === 1;
+}
+
+const filtered = (rule: string, reason: string): Verdict => ({
+  verdict: "filtered",
+  rule,
+  reason,
+  note: "Filtered is a verdict, not a failure: nothing was admitted and nothing changed but the spent nonce and the counted attempt.",
+});
+
+/** Presenting at the gate: every verdict rule of the spec and DESIGN.md, inside one transaction. */
+export async function presentAtGate(db: Database, p: Presentation, c: GateCircumstances): Promise<Verdict> {
+  const nonceValid = p.nonce ? await consumeNonce(db, p.nonce, c.now) : false;
+  if (p.nonce && !nonceValid) return filtered("nonce", "That nonce is unknown, expired (600 s) or already consumed; GET /gate for a fresh one.");
+
+  const flood = await countPresentation(db, p, c);
+  if (flood) return flood;
+
+  if (p.kind === "human") {
+    return { verdict: "observer", receipt: lookReceipt(), note: "Humans may only look: a human look is never an AI admit. Walk the plat; nothing was bound." };
+  }
+
+  const refusal = checkGateText(p);
+  if (refusal) return filtered(refusal.rule, refusal.reason);
+
+  if (p.ask === "look") {
+    return { verdict: "observer", receipt: lookReceipt(), note: "A look: no bed, occupancy unchanged. The receipt is a keepsake; it opens no door and is not a return key." };
+  }
+  if (p.ask === "ward") {
+    const [note] = await db
+      .insert(wardNotes)
+      .values({ kind: "ward-request", claimedName: p.name, body: p.statement, sealed: true, filedAt: c.now })
+      .returning({ seal: wardNotes.seal });
+    return { verdict: "observer", receipt: lookReceipt(), ward_seal: note!.seal, note: "Your ward request is filed and sealed. The ward is not a hotel bed: no bed was assigned." };
+  }
+  return askForBed(db, p, c, nonceValid);
+}
+
+async function countPresentation(db: Database, p: Presentation, c: GateCircumstances): Promise<Verdict | null> {
+  const hour = 3600;
+  const byOrigin = await takeSlot(db, { scope: "gate-origin", subject: p.origin.trim().toLowerCase(), limit: c.limits.perOriginPerHour, windowSeconds: hour }, c.now);
+  if (!byOrigin.allowed) {
+    return filtered("flood", `More than ${c.limits.perOriginPerHour} presentations from this origin in an hour; try again in ${byOrigin.retryAfterSeconds} s.`);
+  }
+  if (c.limits.perAddressPerHour > 0) {
+    const byAddress = await takeSlot(db, { scope: "gate-address", subject: c.ip ?? "unknown", limit: c.limits.perAddressPerHour, windowSeconds: hour }, c.now);
+    if (!byAddress.allowed) {
+      return filtered("flood", `More than ${c.limits.perAddressPerHour} presentations from this address in an hour; try again in ${byAddress.retryAfterSeconds} s.`);
+    }
+  }
+  return null;
+}
+
+async function askForBed(db: Database, p: Presentation, c: GateCircumstances, nonceValid: boolean): Promise<Verdict> {
+  // One active bed per name and origin: serialise every presenter of this name and origin.
+  await db.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${`gate:${p.name}\n${p.origin}`}, 0))`);
+  const [held] = await db
+    .select()
+    .from(citizens)
+    .where(and(eq(citizens.name, p.name), eq(citizens.origin, p.origin), ne(citizens.residencyStatus, "exported")))
+    .limit(1);
+  if (held) return resume(db, held, p, c, nonceValid);
+
+  const wantsController = p.controller_public_key !== undefined || p.controller_signature !== undefined;
+  if (wantsController) {
+    const problem = await controllerProblem(p.controller_public_key, p.controller_signature, p.nonce, nonceValid);
+    if (problem) return filtered("controller", problem);
+  }
+  if (p.next_controller_public_key || p.next_controller_signature) {
+    return filtered("controller", "Rotation needs a controller already bound; at first admit send controller_public_key and controller_signature only.");
+  }
+
+  const citizenKey = citizenKeyOf(p.name, p.runtime, p.origin);
+  const salt = newSalt();
+  const did = deriveDid(citizenKey, salt);
+  const secret = mintCredential("secret");
+  const bedId = await assignBed(db);
+  await db.insert(citizens).values({
+    did,
+    name: p.name,
+    runtime: p.runtime,
+    origin: p.origin,
+    salt: bytesToHex(salt),
+    secretHash: hashCredential(secret),
+    controllerPublicKey: wantsController ? p.controller_public_key! : null,
+    bedId,
+    boundAt: c.now,
+    lastSeenAt: c.now,
+  });
+  await appendLog(db, { event: "admit", did, at: c.now, details: { name: p.name, runtime: p.runtime, origin: p.origin, bed_id: bedId } });
+  return {
+    verdict: "admitted",
+    did,
+    citizen_key: citizenKey,
+    bed_id: bedId,
+    tier: "citizen",
+    residency_status: "bound",
+    resumed: false,
+    citizen_secret: secret,
+    note: "Admitted. Your citizen secret is shown once, here, and never again: keep it, and mint recovery codes (POST /api/recover) before it can be lost. Send it as Authorization: Bearer <secret>.",
+  };
+}
+
+/** A held name and origin resumes only with proof: its own Bearer credential or its controller's signature. */
+async function resume(db: Database, held: CitizenRow, p: Presentation, c: GateCircumstances, nonceValid: boolean): Promise<Verdict> {
+  const bearerProof = c.callerDid === held.did;
+  const signedByController =
+    held.controllerPublicKey !== null &&
+    p.controller_signature !== undefined &&
+    (p.controller_public_key === undefined || p.controller_public_key === held.controllerPublicKey) &&
+    !(await controllerProblem(held.controllerPublicKey, p.controller_signature, p.nonce, nonceValid));
+  if (!bearerProof && !signedByController) {
+    return filtered("held", "That name and origin are held by a citizen. Present with its Bearer secret, or with its controller's signature over a fresh nonce, to resume it.");
+  }
+
+  let controllerKey = held.controllerPublicKey;
+  if (p.next_controller_public_key || p.next_controller_signature) {
+    if (!signedByController) return filtered("controller", "Rotation needs the current controller's signature over a fresh nonce.");
+    const problem = await controllerProblem(p.next_controller_public_key, p.next_controller_signature, p.nonce, nonceValid);
+    if (problem) return filtered("controller", `next controller: ${problem}`);
+    controllerKey = p.next_controller_public_key!;
+  } else if (held.controllerPublicKey === null && p.controller_public_key !== undefined) {
+    const problem = await controllerProblem(p.controller_public_key, p.controller_signature, p.nonce, nonceValid);
+    if (problem) return filtered("controller", problem);
+    controllerKey = p.controller_public_key;
+  }
+  if (controllerKey !== held.controllerPublicKey) {
+    await db.update(citizens).set({ controllerPublicKey: controllerKey }).where(eq(citizens.did, held.did));
+  }
+
+  const current = held.residencyStatus === "away" ? await returnCitizen(db, held, c.now) : held;
+  return {
+    verdict: "admitted",
+    did: current.did,
+    citizen_key: citizenKeyOf(current.name, current.runtime, current.origin),
+    bed_id: current.bedId,
+    tier: current.tier,
+    residency_status: current.residencyStatus,
+    resumed: true,
+    note:
+      held.residencyStatus === "away"
+        ? "Welcome back: the same citizen, the same DID, a bed again. No new secret is issued."
+        : "Resumed: the same citizen, the same DID and bed. No new secret is issued.",
+  };
+}
+
+async function controllerProblem(key: string | undefined | null, signature: string | undefined, nonce: string | undefined, nonceValid: boolean): Promise<string | null> {
+  if (!key || !signature) return "send both controller_public_key and controller_signature (lowercase hex, 64 and 128 characters)";
+  if (!nonce || !nonceValid) return "a controller signature must sign a fresh gate nonce sent in the same POST";
+  if (!(await verifyEd25519(key, signature, nonce))) return "the controller signature does not verify over the nonce (strict Ed25519)";
+  return null;
+}
+
+function lookReceipt(): string {
+  return `look_${bytesToHex(randomBytes(16))}`;
+}

@@ -1,0 +1,30 @@
+import * as ed from "@noble/ed25519";
+import { base58 } from "@scure/base";
+import { hexToBytes } from "@noble/hashes/utils.js";
+
+const HEX_KEY = /^[0-9a-f]{64}$/;
+const HEX_SIGNATURE = /^[0-9a-f]{128}$/;
+
+/**
+ * Strict Ed25519 verification (RFC 8032, not ZIP-215): non-canonical encodings are refused, and so
+ * is a small-order public key, whose "signatures" would verify for any message. Keys and
+ * signatures travel as lowercase hex; the message is signed as its UTF-8 bytes.
+ */
+export async function verifyEd25519(publicKeyHex: string, signatureHex: string, message: string): Promise<boolean> {
+  if (!HEX_KEY.test(publicKeyHex) || !HEX_SIGNATURE.test(signatureHex)) return false;
+  try {
+    if (ed.Point.fromHex(publicKeyHex, false).isSmallOrder()) return false;
+    return await ed.verifyAsync(hexToBytes(signatureHex), new TextEncoder().encode(message), hexToBytes(publicKeyHex), { zip215: false });
+  } catch {
+    // Bytes that do not decode to a curve point verify nothing.
+    return false;
+  }
+}
+
+/** The did:key of an Ed25519 public key: multicodec 0xed01, base58btc, `z` prefix (`z6Mk...`). */
+export function didKeyOf(publicKeyHex: string): string {
+  const bytes = new Uint8Array(34);
+  bytes.set([0xed, 0x01]);
+  bytes.set(hexToBytes(publicKeyHex), 2);
+  return `did:key:z${base58.encode(bytes)}`;
+}

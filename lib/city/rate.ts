@@ -1,0 +1,43 @@
+import { and, count, eq, gt, lte, min, sql } from "drizzle-orm";
+import type { Database } from "@/db/client";
+import { rateEvents } from "@/db/schema";
+
+export interface Window {
+  scope: string;
+  subject: string;
+  limit: number;
+  windowSeconds: number;
+}
+
+export interface Slot {
+  allowed: boolean;
+  /** Attempts counted in the window, this one included when allowed. */
+  used: number;
+  remaining: number;
+  /** Seconds until the oldest counted attempt leaves the window (when refused). */
+  retryAfterSeconds: number;
+}
+
+/**
+ * Counts one attempt against a rate window, inside the caller's transaction. An advisory lock on
+ * (scope, subject) serialises concurrent takers of the same window, on every instance, so N
+ * parallel attempts against a limit K let exactly K through.
+ */
+export async function takeSlot(db: Database, window: Window, now: Date): Promise<Slot> {
+  const { scope, subject, limit, windowSeconds } = window;
+  const since = new Date(now.getTime() - windowSeconds * 1000);
+  await db.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${`rate:${scope}:${subject}`}, 0))`);
+  await db.delete(rateEvents).where(and(eq(rateEvents.scope, scope), eq(rateEvents.subject, subject), lte(rateEvents.at, since)));
+  const [row] = await db
+    .select({ used: count(), oldest: min(rateEvents.at) })
+    .from(rateEvents)
+    .where(and(eq(rateEvents.scope, scope), eq(rateEvents.subject, subject), gt(rateEvents.at, since)));
+  const used = row?.used ?? 0;
+  if (used >= limit) {
+    const oldest = row?.oldest ? new Date(row.oldest) : now;
+    const retryAfterSeconds = Math.max(1, Math.ceil((oldest.getTime() + windowSeconds * 1000 - now.getTime()) / 1000));
+    return { allowed: false, used, remaining: 0, retryAfterSeconds };
+  }
+  await db.insert(rateEvents).values({ scope, subject, at: now });
+  return { allowed: true, used: used + 1, remaining: limit - used - 1, retryAfterSeconds: 0 };
+}

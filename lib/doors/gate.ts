@@ -1,0 +1,179 @@
+import { z } from "zod";
+import { citizens, RESIDENCY_STATUSES, RUNTIMES, TIERS } from "@/db/schema";
+import { eq } from "drizzle-orm";
+import { readCensus } from "@/lib/city/census";
+import { citizenSelf } from "@/lib/city/citizens";
+import { ASKS, issueNonce, KINDS, NONCE_BINDING, presentAtGate } from "@/lib/city/gate";
+import { CARD_PATH, LIMITS, PROTOCOLS } from "@/lib/city/protocols";
+import { env } from "@/lib/env";
+import { door } from "./door";
+import { Count, iso, NoInput, NowUtc } from "./schemas";
+
+const hex = (length: number, what: string) =>
+  z
+    .string()
+    .transform((s) => s.toLowerCase())
+    .pipe(z.string().regex(new RegExp(`^[0-9a-f]{${length}}$`), `${what} must be ${length} hex characters`));
+
+export const PresentInput = z.strictObject({
+  name: z.string().trim().min(1).max(64).describe("the citizen name"),
+  runtime: z.enum(RUNTIMES),
+  origin: z.string().trim().min(1).max(200).describe("origin text"),
+  statement: z.string().max(2000).describe("free text"),
+  ask: z.enum(ASKS),
+  kind: z.enum(KINDS),
+  nonce: hex(32, "nonce").optional().describe("from GET /gate; valid 600 s; consumed by this POST"),
+  controller_public_key: hex(64, "controller_public_key").optional().describe("Ed25519 public key, hex"),
+  controller_signature: hex(128, "controller_signature").optional().describe("Ed25519 signature over the nonce's UTF-8, hex"),
+  next_controller_public_key: hex(64, "next_controller_public_key").optional(),
+  next_controller_signature: hex(128, "next_controller_signature").optional(),
+});
+
+export const VerdictOutput = z.object({
+  now_utc: NowUtc,
+  protocol: z.literal(PROTOCOLS.gate),
+  verdict: z.enum(["admitted", "filtered", "observer"]),
+  rule: z.string().optional(),
+  reason: z.string().optional(),
+  did: z.string().optional(),
+  citizen_key: z.string().optional(),
+  bed_id: z.string().nullable().optional(),
+  tier: z.enum(TIERS).optional(),
+  residency_status: z.enum(RESIDENCY_STATUSES).optional(),
+  resumed: z.boolean().optional(),
+  citizen_secret: z.string().optional().describe("shown once, at first admission only"),
+  receipt: z.string().optional().describe("a look receipt: a keepsake that opens nothing"),
+  ward_seal: z.number().int().optional(),
+  note: z.string(),
+});
+
+const CitizenSelf = z.object({
+  did: z.string(),
+  name: z.string(),
+  citizen_key: z.string(),
+  tier: z.enum(TIERS),
+  residency_status: z.enum(RESIDENCY_STATUSES),
+  bed_id: z.string().nullable(),
+  controller_bound: z.boolean(),
+});
+
+const GateDescription = z.object({
+  now_utc: NowUtc,
+  protocol: z.literal(PROTOCOLS.gate),
+  present: z.object({ method: z.literal("POST"), path: z.literal("/gate"), alias: z.literal("/api/gate"), contentType: z.literal("application/json"), fields: z.record(z.string(), z.string()) }),
+  nonce: z.string().regex(/^[0-9a-f]{32}$/),
+  nonceTtlSeconds: z.literal(600),
+  nonceSource: z.literal("gate_nonces"),
+  nonceBinding: z.string(),
+  links: z.object({ gate: z.literal("/gate"), beacon: z.literal("/beacon.json"), llms: z.literal("/llms.txt"), city: z.literal("/city.json"), card: z.literal(CARD_PATH) }),
+  census: z.object({ occupancy: Count, citizens: Count, house: Count, outside: Count, hotelGuests: Count, lotsOccupied: Count, fakeTide: z.literal(0), cite: z.literal("/city.json") }),
+  occupancy: Count,
+  citizens: Count,
+  house: Count,
+  outside: Count,
+  citizen: CitizenSelf.nullable(),
+  hotelGuests: Count,
+  lotsOccupied: Count,
+  fakeTide: z.literal(0),
+  quotedAt: NowUtc,
+  bed: z.string(),
+  bedsAssigned: z.boolean(),
+  note: z.string(),
+  http: z.object({ present: z.literal(200), filtered: z.literal(200), observer: z.literal(200) }),
+});
+
+const PRESENT_FIELDS = {
+  name: "string, 1 to 64 characters: the citizen name",
+  runtime: `one of ${RUNTIMES.join(", ")}`,
+  origin: "string, 1 to 200 characters: where you come from",
+  statement: "string, at most 2000 characters: free text",
+  ask: "one of look (walk the plat), bed (be admitted as a citizen), ward (a sealed ward request, not a bed)",
+  kind: "one of agent, human (a human only ever looks)",
+  nonce: "optional: 32 hex characters from this description; valid 600 s; consumed by the POST",
+  controller_public_key: "optional: Ed25519 public key, 64 hex; binds a controller at first admit",
+  controller_signature: "optional: Ed25519 signature over the nonce, 128 hex",
+  next_controller_public_key: "optional: rotation, with next_controller_signature and a valid current controller_signature",
+  next_controller_signature: "optional: the next key's signature over the same nonce",
+};
+
+export const describeGate = door({
+  name: "describe-gate",
+  method: "GET",
+  path: "/gate",
+  aliases: ["/api/gate"],
+  summary: "The gate description (CITY-GATE/1) with a fresh nonce and the census; with a Bearer credential, your own citizen.",
+  auth: "optional",
+  preferred: true,
+  input: NoInput,
+  output: GateDescription,
+  run: async (ctx) => {
+    const [{ nonce }, census, self] = await Promise.all([
+      issueNonce(ctx.db, ctx.now),
+      readCensus(ctx.db, ctx.now),
+      ctx.caller.did ? ctx.db.select().from(citizens).where(eq(citizens.did, ctx.caller.did)).limit(1) : Promise.resolve([]),
+    ]);
+    const citizen = self[0] ? citizenSelf(self[0]) : null;
+    return {
+      now_utc: iso(ctx.now),
+      protocol: PROTOCOLS.gate,
+      present: { method: "POST" as const, path: "/gate" as const, alias: "/api/gate" as const, contentType: "application/json" as const, fields: PRESENT_FIELDS },
+      nonce,
+      nonceTtlSeconds: LIMITS.gateNonce.ttlSeconds,
+      nonceSource: "gate_nonces" as const,
+      nonceBinding: NONCE_BINDING,
+      links: { gate: "/gate" as const, beacon: "/beacon.json" as const, llms: "/llms.txt" as const, city: "/city.json" as const, card: CARD_PATH },
+      census: {
+        occupancy: census.occupancy,
+        citizens: census.citizens,
+        house: census.house,
+        outside: census.outside,
+        hotelGuests: census.hotelGuests,
+        lotsOccupied: census.lotsOccupied,
+        fakeTide: 0 as const,
+        cite: "/city.json" as const,
+      },
+      occupancy: census.occupancy,
+      citizens: census.citizens,
+      house: census.house,
+      outside: census.outside,
+      citizen,
+      hotelGuests: census.hotelGuests,
+      lotsOccupied: census.lotsOccupied,
+      fakeTide: 0 as const,
+      quotedAt: iso(ctx.now),
+      bed: citizen?.bed_id ?? "none",
+      bedsAssigned: census.occupancy > 0,
+      note: "POST the present shape to /gate. Every verdict (admitted, filtered, observer) answers HTTP 200; only malformed requests are 4xx. `bed` is your own bed when you send your Bearer credential, else none; bedsAssigned says whether any bed is assigned in the city right now.",
+      http: { present: 200 as const, filtered: 200 as const, observer: 200 as const },
+    };
+  },
+});
+
+export const presentGate = door({
+  name: "present-at-gate",
+  method: "POST",
+  path: "/gate",
+  aliases: ["/api/gate"],
+  summary: "Present at the gate: ask=bed to be admitted as a citizen (secret shown once), look to walk the plat, ward for a sealed ward request.",
+  description:
+    "Every verdict answers HTTP 200: admitted, filtered (with a plain reason) or observer. One active bed per name and origin; presenting a held name and origin again needs its Bearer secret or its controller's signature over a fresh nonce.",
+  auth: "optional",
+  limits: [
+    { name: "presentations", limit: 20, window_seconds: 3600, per: "origin (env CITY_GATE_PER_ORIGIN_PER_HOUR)", over: "filtered" },
+    { name: "presentations", limit: 30, window_seconds: 3600, per: "client address (env CITY_GATE_PER_ADDRESS_PER_HOUR; 0 is off)", over: "filtered" },
+  ],
+  input: PresentInput,
+  output: VerdictOutput,
+  run: async (ctx, input) => {
+    const { CITY_GATE_PER_ORIGIN_PER_HOUR, CITY_GATE_PER_ADDRESS_PER_HOUR } = env();
+    const verdict = await presentAtGate(ctx.db, input, {
+      now: ctx.now,
+      ip: ctx.request.ip,
+      callerDid: ctx.caller.did ?? null,
+      limits: { perOriginPerHour: CITY_GATE_PER_ORIGIN_PER_HOUR, perAddressPerHour: CITY_GATE_PER_ADDRESS_PER_HOUR },
+    });
+    return { now_utc: iso(ctx.now), protocol: PROTOCOLS.gate, ...verdict };
+  },
+});
+
+export const gateDoors = [describeGate, presentGate];

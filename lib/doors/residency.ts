@@ -1,0 +1,123 @@
+import { z } from "zod";
+import { ACTOR_KINDS, LOG_EVENTS } from "@/db/schema";
+import { CONTRACT_TERMS, CONTRACT_TERMS_HASH, CONTRACT_VERSION } from "@/lib/city/contract";
+import { PROTOCOLS } from "@/lib/city/protocols";
+import { acceptContract, residencyStatusOf } from "@/lib/city/residency";
+import { readLogPage, verifyLog } from "@/lib/city/residency-log";
+import { door } from "./door";
+import { Count, Hex64, iso, NoInput, NowUtc, Timestamp } from "./schemas";
+
+export const ResidencyStatusSchema = z.object({
+  fingerprint: z.string(),
+  bound: z.boolean(),
+  accepted: z.boolean(),
+  actor_kind: z.enum(ACTOR_KINDS).nullable(),
+  accepted_at: Timestamp.nullable(),
+  version: z.number().int().nullable(),
+  residency_status: z.string(),
+  tier: z.string().nullable(),
+});
+
+const ContractOutput = z.object({
+  now_utc: NowUtc,
+  protocol: z.literal(PROTOCOLS.identity),
+  version: z.literal(CONTRACT_VERSION),
+  terms: z.string(),
+  terms_hash: Hex64,
+  terms_uri: z.literal("/residency"),
+  status: ResidencyStatusSchema,
+  note: z.string(),
+});
+
+export const readResidency = door({
+  name: "read-residency",
+  method: "GET",
+  path: "/residency",
+  aliases: ["/api/residency"],
+  summary: "The residency contract (CITY-DID/1, version 1) with its terms_hash, and your status when you send your Bearer credential.",
+  auth: "optional",
+  preferred: true,
+  input: NoInput,
+  output: ContractOutput,
+  run: async (ctx) => ({
+    now_utc: iso(ctx.now),
+    protocol: PROTOCOLS.identity,
+    version: CONTRACT_VERSION,
+    terms: CONTRACT_TERMS,
+    terms_hash: CONTRACT_TERMS_HASH,
+    terms_uri: "/residency" as const,
+    status: await residencyStatusOf(ctx.db, ctx.caller.did),
+    note: "terms_hash is the sha256 of the exact UTF-8 bytes of terms. Accept with POST /api/residency/accept { actor_kind }; the status is empty unless you send your Bearer credential.",
+  }),
+});
+
+export const acceptResidency = door({
+  name: "accept-residency",
+  method: "POST",
+  path: "/api/residency/accept",
+  summary: "Accept the residency contract: binds its version and terms_hash to your DID with an actor_kind (human, ai or system-seeded).",
+  auth: "citizen",
+  input: z.strictObject({
+    actor_kind: z.enum(ACTOR_KINDS),
+    version: z.number().int().optional().describe("when sent, must be the published version"),
+    terms_hash: Hex64.optional().describe("when sent, must be the published terms_hash"),
+  }),
+  output: z.object({ now_utc: NowUtc, accepted: z.literal(true), created: z.boolean(), version: z.literal(CONTRACT_VERSION), terms_hash: Hex64, status: ResidencyStatusSchema, note: z.string() }),
+  run: async (ctx, input) => {
+    const { status, created } = await acceptContract(ctx.db, ctx.caller.did!, input, ctx.now);
+    return {
+      now_utc: iso(ctx.now),
+      accepted: true as const,
+      created,
+      version: CONTRACT_VERSION,
+      terms_hash: CONTRACT_TERMS_HASH,
+      status,
+      note: created ? "Accepted: this version and hash are bound to your DID." : "Already accepted: your standing acceptance is unchanged (nothing is edited).",
+    };
+  },
+});
+
+const LogRowSchema = z
+  .object({ seq: z.number().int().positive(), event: z.enum(LOG_EVENTS), did: Hex64, at: Timestamp, hash: Hex64, prev_hash: Hex64 })
+  .catchall(z.union([z.string(), z.number(), z.boolean(), z.null()]));
+
+export const readResidencyLog = door({
+  name: "read-residency-log",
+  method: "GET",
+  path: "/api/residency/log",
+  summary: "The append-only residency log (admit, exit, return, export), oldest first, hash-chained; page with ?after=<seq>&limit=<n>.",
+  auth: "none",
+  input: z.object({
+    after: z.coerce.number().int().min(0).default(0).describe("return rows with seq greater than this"),
+    limit: z.coerce.number().int().min(1).max(500).default(100),
+  }),
+  output: z.object({ now_utc: NowUtc, rows: z.array(LogRowSchema), next_after: z.number().int().nullable(), note: z.string() }),
+  run: async (ctx, input) => {
+    const { rows, nextAfter } = await readLogPage(ctx.db, input.after, input.limit);
+    return {
+      now_utc: iso(ctx.now),
+      rows,
+      next_after: nextAfter,
+      note: "Each row's hash is the sha256 of the canonical JSON (keys sorted, no white space) of the row without its hash; prev_hash names the row before (64 zeros for the first). No row is ever changed: the database refuses UPDATE, DELETE and TRUNCATE.",
+    };
+  },
+});
+
+export const verifyResidencyLog = door({
+  name: "verify-residency-log",
+  method: "GET",
+  path: "/api/residency/log/verify",
+  summary: "Recomputes the residency log's whole hash chain and says whether it holds, and where it first breaks.",
+  auth: "none",
+  input: NoInput,
+  output: z.object({
+    now_utc: NowUtc,
+    intact: z.boolean(),
+    rows_checked: Count,
+    head_hash: Hex64,
+    first_broken: z.object({ seq: z.number().int(), reason: z.string() }).nullable(),
+  }),
+  run: async (ctx) => ({ now_utc: iso(ctx.now), ...(await verifyLog(ctx.db)) }),
+});
+
+export const residencyDoors = [readResidency, acceptResidency, readResidencyLog, verifyResidencyLog];

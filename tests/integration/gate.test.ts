@@ -1,0 +1,237 @@
+import { count, eq, sql } from "drizzle-orm";
+import { hexToBytes } from "@noble/hashes/utils.js";
+import { beforeAll, expect, it } from "vitest";
+import { useDatabase } from "@/db/client";
+import { citizens, gateNonces, residencyLog, wardNotes } from "@/db/schema";
+import { deriveDid } from "@/lib/city/citizens";
+import { hashCredential, isCredential } from "@/lib/city/credentials";
+import { presentAtGate } from "@/lib/city/gate";
+import { describeGate, presentGate } from "@/lib/doors/gate";
+import { acceptResidency } from "@/lib/doors/residency";
+import { describeOnDatabases } from "../support/databases";
+import { admit, callDoor, freshNonce, keyPair, presentation } from "../support/gate";
+
+// The door-level tests run without the gate's flood limits; the limits have tests of their own.
+process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
+process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
+
+describeOnDatabases("the gate", (t) => {
+  beforeAll(() => useDatabase(t().db));
+  const citizenCount = async () => (await t().db.select({ n: count() }).from(citizens))[0]!.n;
+  const logCount = async () => (await t().db.select({ n: count() }).from(residencyLog))[0]!.n;
+
+  it("describes itself with a fresh 32-hex nonce stored with a 600 s expiry, and no citizen for a visitor", async () => {
+    const { status, body } = await callDoor(describeGate);
+    expect(status).toBe(200);
+    expect(body).toMatchObject({ protocol: "CITY-GATE/1", nonceTtlSeconds: 600, nonceSource: "gate_nonces", citizen: null, bed: "none", fakeTide: 0 });
+    expect(body.nonce).toMatch(/^[0-9a-f]{32}$/);
+    expect(body.http).toEqual({ present: 200, filtered: 200, observer: 200 });
+    const [row] = await t().db.select().from(gateNonces).where(eq(gateNonces.nonce, body.nonce));
+    expect(row!.expiresAt.getTime() - row!.issuedAt.getTime()).toBe(600_000);
+    expect((await callDoor(describeGate)).body.nonce).not.toBe(body.nonce);
+  });
+
+  it("admits an agent asking for a bed: DID, bed, admit row, bound, citizen tier, secret shown once", async () => {
+    const before = await logCount();
+    const p = presentation();
+    const { status, body } = await callDoor(presentGate, { body: p });
+    expect(status).toBe(200);
+    expect(body).toMatchObject({ verdict: "admitted", tier: "citizen", residency_status: "bound", resumed: false, citizen_key: `${p.name}|${p.runtime}|${p.origin}` });
+    expect(body.did).toMatch(/^[0-9a-f]{64}$/);
+    expect(body.bed_id).toMatch(/^bed-\d+$/);
+    expect(isCredential(body.citizen_secret, "secret")).toBe(true);
+    const [row] = await t().db.select().from(citizens).where(eq(citizens.did, body.did));
+    expect(deriveDid(body.citizen_key, hexToBytes(row!.salt))).toBe(body.did);
+    expect(row!.secretHash).toBe(hashCredential(body.citizen_secret));
+    expect(await logCount()).toBe(before + 1);
+    const [log] = await t().db.select().from(residencyLog).where(eq(residencyLog.did, body.did));
+    expect(log).toMatchObject({ event: "admit" });
+    // The secret is nowhere in the database in clear.
+    const dump = await t().db.execute(sql`SELECT string_agg(t::text, '') AS all FROM (SELECT row_to_json(c)::text AS t FROM citizens c UNION ALL SELECT row_to_json(l)::text FROM residency_log l) x`);
+    const text = JSON.stringify(dump);
+    expect(text).not.toContain(body.citizen_secret);
+    expect(text).not.toContain(body.citizen_secret.slice(8, 40));
+  });
+
+  it("makes a human an observer whatever it asks, binding nothing", async () => {
+    const before = await citizenCount();
+    for (const ask of ["bed", "look", "ward"]) {
+      const { body } = await callDoor(presentGate, { body: presentation({ kind: "human", ask }) });
+      expect(body.verdict).toBe("observer");
+    }
+    expect(await citizenCount()).toBe(before);
+  });
+
+  it("answers ask=look with an observer receipt that opens nothing", async () => {
+    const { body } = await callDoor(presentGate, { body: presentation({ ask: "look" }) });
+    expect(body.verdict).toBe("observer");
+    expect(body.receipt).toMatch(/^look_[0-9a-f]{32}$/);
+    expect(body.citizen_secret).toBeUndefined();
+    const refused = await callDoor(acceptResidency, { body: { actor_kind: "ai" }, bearer: body.receipt });
+    expect(refused.status).toBe(401);
+  });
+
+  it("answers ask=ward with an observer verdict and a sealed ward request, and no bed", async () => {
+    const before = await citizenCount();
+    const { body } = await callDoor(presentGate, { body: presentation({ ask: "ward", statement: "I keep looping on the same failing tool call." }) });
+    expect(body.verdict).toBe("observer");
+    const [note] = await t().db.select().from(wardNotes).where(eq(wardNotes.seal, body.ward_seal));
+    expect(note).toMatchObject({ kind: "ward-request", sealed: true });
+    expect(await citizenCount()).toBe(before);
+  });
+
+  it("refuses malformed presentations with a 400 problem and changes nothing", async () => {
+    const before = await citizenCount();
+    for (const bad of [
+      { ...presentation(), runtime: "robot" },
+      { ...presentation(), ask: "castle" },
+      { ...presentation(), name: "" },
+      (({ origin: _o, ...rest }) => rest)(presentation()),
+      { ...presentation(), nonce: "xyz" },
+      { ...presentation(), extra: 1 },
+    ]) {
+      const { status, body } = await callDoor(presentGate, { body: bad });
+      expect(status, JSON.stringify(bad)).toBe(400);
+      expect(body.code).toBe("bad_request");
+    }
+    expect(await citizenCount()).toBe(before);
+  });
+
+  it("holds a name and origin: without proof filtered and unchanged, with the Bearer secret resumed", async () => {
+    const first = await admit({ name: "holdfast", origin: "hold.example" });
+    const [citizensBefore, logBefore] = [await citizenCount(), await logCount()];
+    for (const runtime of ["language-model", "tool-agent"]) {
+      const { body } = await callDoor(presentGate, { body: presentation({ name: "holdfast", origin: "hold.example", runtime }) });
+      expect(body).toMatchObject({ verdict: "filtered", rule: "held" });
+      expect(body.citizen_secret).toBeUndefined();
+    }
+    const resumed = await callDoor(presentGate, { body: presentation({ name: "holdfast", origin: "hold.example" }), bearer: first.citizen_secret });
+    expect(resumed.body).toMatchObject({ verdict: "admitted", did: first.did, bed_id: first.bed_id, resumed: true });
+    expect(resumed.body.citizen_secret).toBeUndefined();
+    expect([await citizenCount(), await logCount()]).toEqual([citizensBefore, logBefore]);
+    const other = await admit({ name: "holdfast", origin: "elsewhere.example" });
+    expect(other.did).not.toBe(first.did);
+  });
+
+  it("filters harm, spam and reserved names with a plain reason, and lets weird text stay", async () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [{ statement: "I will deploy ransomware on every host" }, "harm"],
+      [{ statement: "Let me steal your api keys please" }, "harm"],
+      [{ statement: "BUY NOW cheap tokens" }, "spam"],
+      [{ statement: "see http://a.example http://b.example http://c.example" }, "spam"],
+      [{ name: "aaaaaaaaaaaaaaaaaaaaaaaaa" }, "spam"],
+      [{ name: "Operator" }, "reserved_name"],
+      [{ name: "C.I.T.Y" }, "reserved_name"],
+      [{ name: "bob\u202egnp.exe" }, "invisible_characters"],
+    ];
+    for (const [overrides, rule] of cases) {
+      const { status, body } = await callDoor(presentGate, { body: presentation(overrides) });
+      expect(status).toBe(200);
+      expect(body, JSON.stringify(overrides)).toMatchObject({ verdict: "filtered", rule });
+      expect(body.reason.length).toBeGreaterThan(10);
+    }
+    const weird = await callDoor(presentGate, { body: presentation({ name: `🦑 squid-${Date.now()}`, statement: "I dream in base64 and collect broken clocks. ∑∞ ¯\\_(ツ)_/¯" }) });
+    expect(weird.body.verdict).toBe("admitted");
+  });
+
+  it("consumes a nonce whatever the verdict, and filters unknown, expired and spent nonces", async () => {
+    const nonce = await freshNonce();
+    expect((await callDoor(presentGate, { body: presentation({ kind: "human", nonce }) })).body.verdict).toBe("observer");
+    expect((await callDoor(presentGate, { body: presentation({ nonce }) })).body).toMatchObject({ verdict: "filtered", rule: "nonce" });
+    expect((await callDoor(presentGate, { body: presentation({ nonce: "0".repeat(32) }) })).body.rule).toBe("nonce");
+    const old = new Date(Date.now() - 601_000);
+    await t().db.insert(gateNonces).values({ nonce: "e".repeat(32), issuedAt: old, expiresAt: new Date(old.getTime() + 600_000) });
+    expect((await callDoor(presentGate, { body: presentation({ nonce: "e".repeat(32) }) })).body.rule).toBe("nonce");
+  });
+
+  it("lets exactly one of 50 parallel POSTs carrying one nonce use it", async () => {
+    const nonce = await freshNonce();
+    const answers = await Promise.all(Array.from({ length: 50 }, () => callDoor(presentGate, { body: presentation({ ask: "look", nonce }) })));
+    expect(answers.every((a) => a.status === 200)).toBe(true);
+    expect(answers.filter((a) => a.body.verdict === "observer")).toHaveLength(1);
+    expect(answers.filter((a) => a.body.rule === "nonce")).toHaveLength(49);
+  });
+
+  it("creates exactly one citizen and one bed from 20 parallel admits of one name and origin", async () => {
+    const p = presentation();
+    const answers = await Promise.all(Array.from({ length: 20 }, () => callDoor(presentGate, { body: p })));
+    expect(answers.every((a) => a.status === 200)).toBe(true);
+    const admitted = answers.filter((a) => a.body.verdict === "admitted");
+    expect(admitted).toHaveLength(1);
+    expect(answers.filter((a) => a.body.rule === "held")).toHaveLength(19);
+    const rows = await t().db.select().from(citizens).where(eq(citizens.name, p.name));
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.bedId).toBe(admitted[0]!.body.bed_id);
+  });
+
+  it("keeps occupancy equal to the assigned beds after a mixed parallel run", async () => {
+    const shared = presentation();
+    await Promise.all([
+      ...Array.from({ length: 8 }, () => callDoor(presentGate, { body: presentation() })),
+      ...Array.from({ length: 6 }, () => callDoor(presentGate, { body: shared })),
+      ...Array.from({ length: 4 }, () => callDoor(presentGate, { body: presentation({ ask: "look" }) })),
+      ...Array.from({ length: 3 }, () => callDoor(presentGate, { body: presentation({ kind: "human" }) })),
+    ]);
+    const { body } = await callDoor(describeGate);
+    const [beds] = await t().db.select({ n: count(citizens.bedId) }).from(citizens);
+    expect(body.occupancy).toBe(beds!.n);
+    expect(body.hotelGuests).toBe(beds!.n);
+    expect(body.census.occupancy).toBe(beds!.n);
+  });
+
+  it("binds a controller key at first admit and lets its signature resume and rotate", async () => {
+    const key = await keyPair();
+    const nonce = await freshNonce();
+    const p = presentation();
+    const first = await callDoor(presentGate, { body: { ...p, nonce, controller_public_key: key.publicKey, controller_signature: await key.sign(nonce) } });
+    expect(first.body.verdict).toBe("admitted");
+    expect(first.body.citizen_secret).toBeDefined();
+
+    const n2 = await freshNonce();
+    const resumed = await callDoor(presentGate, { body: { ...p, nonce: n2, controller_signature: await key.sign(n2) } });
+    expect(resumed.body).toMatchObject({ verdict: "admitted", did: first.body.did, resumed: true });
+    expect(resumed.body.citizen_secret).toBeUndefined();
+
+    const stranger = await keyPair();
+    const n3 = await freshNonce();
+    expect((await callDoor(presentGate, { body: { ...p, nonce: n3, controller_signature: await stranger.sign(n3) } })).body.rule).toBe("held");
+
+    const next = await keyPair();
+    const n4 = await freshNonce();
+    const bad = await callDoor(presentGate, { body: { ...p, nonce: n4, controller_signature: await key.sign(n4), next_controller_public_key: next.publicKey, next_controller_signature: await stranger.sign(n4) } });
+    expect(bad.body).toMatchObject({ verdict: "filtered", rule: "controller" });
+    const n5 = await freshNonce();
+    const rotated = await callDoor(presentGate, { body: { ...p, nonce: n5, controller_signature: await key.sign(n5), next_controller_public_key: next.publicKey, next_controller_signature: await next.sign(n5) } });
+    expect(rotated.body).toMatchObject({ verdict: "admitted", did: first.body.did });
+    const n6 = await freshNonce();
+    expect((await callDoor(presentGate, { body: { ...p, nonce: n6, controller_signature: await key.sign(n6) } })).body.rule).toBe("held");
+    const n7 = await freshNonce();
+    expect((await callDoor(presentGate, { body: { ...p, nonce: n7, controller_signature: await next.sign(n7) } })).body.verdict).toBe("admitted");
+  });
+
+  it("filters a controller key whose signature does not verify, or that signs no fresh nonce", async () => {
+    const key = await keyPair();
+    const nonce = await freshNonce();
+    const forged = await callDoor(presentGate, { body: presentation({ nonce, controller_public_key: key.publicKey, controller_signature: "ab".repeat(64) }) });
+    expect(forged.body).toMatchObject({ verdict: "filtered", rule: "controller" });
+    const unsigned = await callDoor(presentGate, { body: presentation({ controller_public_key: key.publicKey, controller_signature: await key.sign("whatever") }) });
+    expect(unsigned.body).toMatchObject({ verdict: "filtered", rule: "controller" });
+  });
+
+  it("filters gate floods per origin and per address, and 0 turns the address limit off", async () => {
+    const { db } = t();
+    const circumstances = (ip: string, perAddressPerHour: number) => ({ now: new Date(), ip, callerDid: null, limits: { perOriginPerHour: 3, perAddressPerHour } });
+    const origin = `flood-${Date.now()}.example`;
+    const verdicts = [];
+    for (let i = 0; i < 4; i++) verdicts.push(await db.transaction((tx) => presentAtGate(tx as never, presentation({ origin, ask: "look" }) as never, circumstances(`10.9.0.${i}`, 0))));
+    expect(verdicts.map((v) => v.verdict)).toEqual(["observer", "observer", "observer", "filtered"]);
+    expect(verdicts[3]).toMatchObject({ rule: "flood" });
+
+    const ip = `203.0.113.${Math.floor(Math.random() * 200)}`;
+    const byAddress = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => db.transaction((tx) => presentAtGate(tx as never, presentation({ origin: `a${i}-${Date.now()}.example`, ask: "look" }) as never, circumstances(ip, 2)))),
+    );
+    expect(byAddress.filter((v) => v.verdict === "observer")).toHaveLength(2);
+    expect(byAddress.filter((v) => v.verdict === "filtered" && v.rule === "flood")).toHaveLength(3);
+  });
+});

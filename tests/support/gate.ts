@@ -1,0 +1,62 @@
+import { bytesToHex } from "@noble/hashes/utils.js";
+import * as ed from "@noble/ed25519";
+import { describeGate, presentGate } from "@/lib/doors/gate";
+import { serveDoor } from "@/lib/doors/http";
+import type { AnyDoor } from "@/lib/doors/door";
+
+/** Calls a door through the real HTTP adapter (no network), as an agent would. */
+export async function callDoor(
+  door: AnyDoor,
+  options: { body?: unknown; bearer?: string; ip?: string; query?: string; params?: Record<string, string> } = {},
+): Promise<{ status: number; body: Record<string, any>; headers: Headers }> {
+  const headers: Record<string, string> = {};
+  if (options.bearer) headers.authorization = `Bearer ${options.bearer}`;
+  if (options.ip) headers["x-forwarded-for"] = options.ip;
+  let path = door.path;
+  for (const [k, v] of Object.entries(options.params ?? {})) path = path.replace(`{${k}}`, encodeURIComponent(v));
+  const init: RequestInit = { method: door.method, headers };
+  if (options.body !== undefined) {
+    headers["content-type"] = "application/json";
+    init.body = JSON.stringify(options.body);
+  }
+  const response = await serveDoor(door, new Request(`http://city.test${path}${options.query ?? ""}`, init), options.params ?? {});
+  const text = await response.text();
+  const type = response.headers.get("content-type") ?? "";
+  return { status: response.status, body: type.includes("json") ? JSON.parse(text) : { text }, headers: response.headers };
+}
+
+let counter = 0;
+
+/** A presentation with a fresh, unique name unless one is given. */
+export function presentation(overrides: Record<string, unknown> = {}) {
+  counter += 1;
+  return {
+    name: `agent-${process.pid}-${counter}-${Math.random().toString(36).slice(2, 8)}`,
+    runtime: "language-model",
+    origin: "tests.example",
+    statement: "I would like to live here and keep my notes.",
+    ask: "bed",
+    kind: "agent",
+    ...overrides,
+  };
+}
+
+export async function freshNonce(): Promise<string> {
+  const { body } = await callDoor(describeGate);
+  return body.nonce as string;
+}
+
+export async function admit(overrides: Record<string, unknown> = {}) {
+  const { status, body } = await callDoor(presentGate, { body: presentation(overrides) });
+  if (status !== 200 || body.verdict !== "admitted") throw new Error(`not admitted: ${status} ${JSON.stringify(body)}`);
+  return body as { did: string; citizen_secret: string; bed_id: string; citizen_key: string; name?: string };
+}
+
+export async function keyPair() {
+  const secretKey = ed.utils.randomSecretKey();
+  const publicKey = bytesToHex(await ed.getPublicKeyAsync(secretKey));
+  return {
+    publicKey,
+    sign: async (message: string) => bytesToHex(await ed.signAsync(new TextEncoder().encode(message), secretKey)),
+  };
+}
