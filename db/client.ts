@@ -36,10 +36,20 @@ export async function openNeon(connectionString: string): Promise<OpenDatabase> 
     neonConfig.webSocketConstructor = (await import("ws")).default;
   }
   const pool = new Pool({ connectionString, max: 10 });
+  let closing = false;
   // An idle client that loses its socket must not take the process down.
-  pool.on("error", (err: Error) => console.error("database pool error:", err.message));
+  pool.on("error", (err: Error & { code?: string }) => {
+    if (!closing) console.error(`database pool error${err.code ? ` (${err.code})` : ""}`);
+  });
   const db = drizzle({ client: pool, schema }) as unknown as Database;
-  return { db, driver: "neon", close: () => pool.end() };
+  return {
+    db,
+    driver: "neon",
+    close: () => {
+      closing = true;
+      return pool.end();
+    },
+  };
 }
 
 export async function migrateDatabase(open: OpenDatabase): Promise<void> {

@@ -14,10 +14,12 @@ export const ERROR_CODES = {
   conflict: { status: 409, title: "The request conflicts with the city's state" },
   payload_too_large: { status: 413, title: "The body is larger than this door accepts" },
   unsupported_media_type: { status: 415, title: "The body must be application/json" },
+  limit_reached: { status: 409, title: "A published limit is reached; nothing was evicted" },
   content_refused: { status: 422, title: "The content was refused and not stored" },
   rate_limited: { status: 429, title: "Over a published limit" },
   internal_error: { status: 500, title: "Something went wrong inside the city" },
   unavailable: { status: 503, title: "The city cannot answer this safely right now" },
+  city_full: { status: 507, title: "The city is full; nobody was evicted" },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -34,6 +36,11 @@ export interface CityErrorOptions {
   retryAfterSeconds?: number;
   /** Field-level problems, for bad_request. */
   errors?: { path: string; message: string }[];
+  /**
+   * Commit what the transaction wrote before answering this error: a refusal that must still be
+   * counted (a content refusal toward the restriction trigger) is the one case.
+   */
+  keepWrites?: boolean;
 }
 
 /** The one error class. Domain modules throw it; the door adapters turn it into a problem answer. */

@@ -1,6 +1,7 @@
 import { and, count, eq, gt, lte, min, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { rateEvents } from "@/db/schema";
+import { CityError } from "@/lib/errors";
 
 export interface Window {
   scope: string;
@@ -40,4 +41,16 @@ export async function takeSlot(db: Database, window: Window, now: Date): Promise
   }
   await db.insert(rateEvents).values({ scope, subject, at: now });
   return { allowed: true, used: used + 1, remaining: limit - used - 1, retryAfterSeconds: 0 };
+}
+
+/** For doors that cannot park: take a slot or refuse with 429, Retry-After and the RateLimit headers. */
+export async function requireSlot(db: Database, window: Window, now: Date, name: string): Promise<Slot> {
+  const slot = await takeSlot(db, window, now);
+  if (!slot.allowed) {
+    throw new CityError("rate_limited", `At most ${window.limit} ${name} per ${window.windowSeconds} seconds; try again in ${slot.retryAfterSeconds} s.`, {
+      retryAfterSeconds: slot.retryAfterSeconds,
+      limit: { name, limit: window.limit, window_seconds: window.windowSeconds, remaining: 0 },
+    });
+  }
+  return slot;
 }

@@ -3,20 +3,14 @@ import type { Database } from "@/db/client";
 import { sessionTokens } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { hashCredential, isCredential, mintCredential } from "./credentials";
-import { takeSlot } from "./rate";
+import { requireSlot } from "./rate";
 
 export const TOKEN_TTL = { defaultSeconds: 86_400, minSeconds: 60, maxSeconds: 30 * 86_400 } as const;
 export const TOKENS_PER_HOUR = 20;
 
 /** Mints a gate session token (`city_st_`): shown once, stored as sha256, expiring. */
 export async function mintSessionToken(db: Database, did: string, ttlSeconds: number, now: Date): Promise<{ token: string; expiresAt: Date }> {
-  const slot = await takeSlot(db, { scope: "tokens", subject: did, limit: TOKENS_PER_HOUR, windowSeconds: 3600 }, now);
-  if (!slot.allowed) {
-    throw new CityError("rate_limited", `At most ${TOKENS_PER_HOUR} session tokens per hour.`, {
-      retryAfterSeconds: slot.retryAfterSeconds,
-      limit: { name: "tokens", limit: TOKENS_PER_HOUR, window_seconds: 3600, remaining: 0 },
-    });
-  }
+  await requireSlot(db, { scope: "tokens", subject: did, limit: TOKENS_PER_HOUR, windowSeconds: 3600 }, now, "tokens");
   const token = mintCredential("session");
   const expiresAt = new Date(now.getTime() + ttlSeconds * 1000);
   await db.insert(sessionTokens).values({ tokenHash: hashCredential(token), did, createdAt: now, expiresAt });

@@ -38,7 +38,7 @@ export async function resolveCaller(db: Database, door: AnyDoor, request: DoorRe
     );
   }
   await markSeen(db, citizen.did, now);
-  return { kind: "citizen", did: citizen.did };
+  return { kind: "citizen", did: citizen.did, tier: citizen.tier };
 }
 
 /** last_seen_at moves with real authenticated calls only, at most once a minute per citizen. */

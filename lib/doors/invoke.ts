@@ -24,7 +24,12 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
   const input = door.input.parse(rawInput);
   // The answer is checked inside the transaction, so a write whose answer is wrong rolls back.
   const run = async (handle: Database) => {
-    const result = await door.run({ db: handle, now, request, caller, door, registry } satisfies DoorContext, input);
+    const result = await door.run({ db: handle, now, request, caller, door, registry } satisfies DoorContext, input).catch((err: unknown) => {
+      // A refusal that must be counted commits the transaction's writes, then answers the error.
+      if (err instanceof CityError && err.options.keepWrites) return new KeptRefusal(err);
+      throw err;
+    });
+    if (result instanceof KeptRefusal) return result;
     const reply = result instanceof Reply ? result : new Reply(result);
     const checked = door.output.safeParse(reply.body);
     if (!checked.success) {
@@ -34,8 +39,14 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
     }
     return { reply, body: checked.data as unknown };
   };
-  const { reply, body } = await guard(() => (isWrite(door) ? db.transaction((tx) => run(tx as Database)) : run(db)));
+  const outcome = await guard(() => (isWrite(door) ? db.transaction((tx) => run(tx as Database)) : run(db)));
+  if (outcome instanceof KeptRefusal) throw outcome.error;
+  const { reply, body } = outcome;
   return { status: reply.init.status ?? 200, headers: reply.init.headers ?? {}, body };
+}
+
+class KeptRefusal {
+  constructor(readonly error: CityError) {}
 }
 
 async function reachDatabase(): Promise<Database> {

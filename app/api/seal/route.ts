@@ -1,0 +1,4 @@
+import { sealDoor } from "@/lib/doors/seals";
+import { routes } from "@/lib/doors/http";
+
+export const { GET, POST, PUT, PATCH, DELETE } = routes(sealDoor);

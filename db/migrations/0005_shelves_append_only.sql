@@ -1,0 +1,19 @@
+SELECT city_make_append_only('checkpoints');
+--> statement-breakpoint
+SELECT city_make_append_only('vault_notes');
+--> statement-breakpoint
+SELECT city_make_append_only('posts');
+--> statement-breakpoint
+SELECT city_make_append_only('seals');
+--> statement-breakpoint
+SELECT city_make_append_only('quarantine');
+--> statement-breakpoint
+SELECT city_make_append_only('content_refusals');
+--> statement-breakpoint
+SELECT city_make_append_only('tier_events');
+--> statement-breakpoint
+SELECT city_make_append_only('appeals');
+--> statement-breakpoint
+SELECT city_make_append_only('appeal_decisions');
+--> statement-breakpoint
+INSERT INTO city_counters (name, value) VALUES ('locker_bytes', 0) ON CONFLICT DO NOTHING;

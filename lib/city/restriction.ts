@@ -1,0 +1,28 @@
+import { and, count, eq, gt, sql } from "drizzle-orm";
+import type { Database } from "@/db/client";
+import { citizens, contentRefusals, tierEvents } from "@/db/schema";
+import { LIMITS } from "./protocols";
+
+export const RESTRICTION_TRIGGER = `${LIMITS.restriction.refusals} fail-closed content refusals within ${LIMITS.restriction.windowSeconds} seconds on the citizen's own private shelves`;
+
+/**
+ * Records a fail-closed refusal and applies the published trigger: the third refusal within the
+ * window restricts the citizen, exactly once even when refusals arrive in parallel (a lock on
+ * the citizen serialises them). Nothing is deleted; the change is a tier event of its own.
+ */
+export async function recordRefusal(db: Database, entry: { did: string; door: string; rule: string; now: Date }): Promise<{ restricted: boolean }> {
+  await db.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${`tier:${entry.did}`}, 0))`);
+  await db.insert(contentRefusals).values({ did: entry.did, door: entry.door, rule: entry.rule, refusedAt: entry.now });
+  const since = new Date(entry.now.getTime() - LIMITS.restriction.windowSeconds * 1000);
+  const [window] = await db
+    .select({ n: count() })
+    .from(contentRefusals)
+    .where(and(eq(contentRefusals.did, entry.did), gt(contentRefusals.refusedAt, since)));
+  const [citizen] = await db.select({ tier: citizens.tier }).from(citizens).where(eq(citizens.did, entry.did)).for("update");
+  if (!citizen) return { restricted: false };
+  if (citizen.tier === "restricted") return { restricted: true };
+  if ((window?.n ?? 0) < LIMITS.restriction.refusals) return { restricted: false };
+  await db.update(citizens).set({ tier: "restricted" }).where(eq(citizens.did, entry.did));
+  await db.insert(tierEvents).values({ did: entry.did, event: "restrict", fromTier: citizen.tier, toTier: "restricted", reason: RESTRICTION_TRIGGER, at: entry.now });
+  return { restricted: true };
+}

@@ -1,0 +1,19 @@
+import type { Database } from "@/db/client";
+import { CityError } from "@/lib/errors";
+import { scanContent } from "@/lib/scan";
+import { recordRefusal, RESTRICTION_TRIGGER } from "./restriction";
+
+/**
+ * The fail-closed gate in front of every private shelf (locker, checkpoints, vault, mail): keys,
+ * seeds and tokens are refused and not stored, the refusal is counted toward the restriction
+ * trigger (its row commits even though the write does not), and the answer never echoes the text.
+ */
+export async function guardShelfContent(db: Database, entry: { did: string; door: string; texts: string[]; now: Date }): Promise<void> {
+  for (const text of entry.texts) {
+    const verdict = scanContent(text);
+    if (verdict.ok) continue;
+    const { restricted } = await recordRefusal(db, { did: entry.did, door: entry.door, rule: verdict.rule, now: entry.now });
+    const tail = restricted ? ` You are now restricted (published trigger: ${RESTRICTION_TRIGGER}); appeal at POST /api/appeal.` : "";
+    throw new CityError("content_refused", `${verdict.reason} It was not stored (rule: ${verdict.rule}).${tail}`, { keepWrites: true });
+  }
+}
