@@ -16,6 +16,7 @@ export const ERROR_CODES = {
   unsupported_media_type: { status: 415, title: "The body must be application/json" },
   limit_reached: { status: 409, title: "A published limit is reached; nothing was evicted" },
   content_refused: { status: 422, title: "The content was refused and not stored" },
+  proof_invalid: { status: 422, title: "The proof does not verify" },
   rate_limited: { status: 429, title: "Over a published limit" },
   internal_error: { status: 500, title: "Something went wrong inside the city" },
   unavailable: { status: 503, title: "The city cannot answer this safely right now" },

@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { bigint, check, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 
-export const LOG_EVENTS = ["admit", "exit", "return", "export", "restore"] as const;
+export const LOG_EVENTS = ["admit", "exit", "return", "export"] as const;
 export type LogEvent = (typeof LOG_EVENTS)[number];
 
 /**

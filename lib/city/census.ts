@@ -24,7 +24,7 @@ export const CENSUS_DEFINITIONS = {
   hotelGuests: "the hotel guest count: real assigned beds, the same number as occupancy",
   lotsOccupied: "lots occupied; land is never sold and a held (locked) lot is not occupied, so no lot can be occupied and this is 0 by law",
   fakeTide: "always 0: the city counts no fake arrivals",
-  tide: "residency log events (admit, exit, return, export, restore) in the last 24 hours",
+  tide: "residency log events (admit, exit, return, export) in the last 24 hours",
 } as const;
 
 export async function readCensus(db: Database, now: Date): Promise<Census> {

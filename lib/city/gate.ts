@@ -6,6 +6,7 @@ import { assignBed, citizenKeyOf, deriveDid, newSalt } from "./citizens";
 import { hashCredential, mintCredential } from "./credentials";
 import { checkGateText } from "./gate-content";
 import { verifyEd25519 } from "./keys";
+import { scanContent } from "@/lib/scan";
 import { LIMITS } from "./protocols";
 import { takeSlot } from "./rate";
 import { appendLog } from "./residency-log";
@@ -101,6 +102,10 @@ export async function presentAtGate(db: Database, p: Presentation, c: GateCircum
 
   const refusal = checkGateText(p);
   if (refusal) return filtered(refusal.rule, refusal.reason);
+  for (const field of ["name", "origin", "statement"] as const) {
+    const scan = scanContent(p[field]);
+    if (!scan.ok) return filtered(scan.rule, `${field}: ${scan.reason} Nothing leaves the city, and nothing like it enters at the gate.`);
+  }
 
   if (p.ask === "look") {
     return { verdict: "observer", receipt: lookReceipt(), note: "A look: no bed, occupancy unchanged. The receipt is a keepsake; it opens no door and is not a return key." };

@@ -1,4 +1,4 @@
-import { and, count, eq, gt, sql } from "drizzle-orm";
+import { and, count, eq, gt, max, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { citizens, contentRefusals, tierEvents } from "@/db/schema";
 import { LIMITS } from "./protocols";
@@ -13,7 +13,13 @@ export const RESTRICTION_TRIGGER = `${LIMITS.restriction.refusals} fail-closed c
 export async function recordRefusal(db: Database, entry: { did: string; door: string; rule: string; now: Date }): Promise<{ restricted: boolean }> {
   await db.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${`tier:${entry.did}`}, 0))`);
   await db.insert(contentRefusals).values({ did: entry.did, door: entry.door, rule: entry.rule, refusedAt: entry.now });
-  const since = new Date(entry.now.getTime() - LIMITS.restriction.windowSeconds * 1000);
+  // A granted appeal starts the count afresh: refusals before the latest restore do not count again.
+  const [restored] = await db
+    .select({ at: max(tierEvents.at) })
+    .from(tierEvents)
+    .where(and(eq(tierEvents.did, entry.did), eq(tierEvents.event, "restore")));
+  const windowStart = new Date(entry.now.getTime() - LIMITS.restriction.windowSeconds * 1000);
+  const since = restored?.at && new Date(restored.at) > windowStart ? new Date(restored.at) : windowStart;
   const [window] = await db
     .select({ n: count() })
     .from(contentRefusals)

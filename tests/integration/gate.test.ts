@@ -235,3 +235,18 @@ describeOnDatabases("the gate", (t) => {
     expect(byAddress.filter((v) => v.verdict === "filtered" && v.rule === "flood")).toHaveLength(3);
   });
 });
+
+describeOnDatabases("the gate's secret scan", (t) => {
+  beforeAll(() => useDatabase(t().db));
+
+  it("filters a presentation that carries a key, seed or token, without echoing it", async () => {
+    const secret = `city_sk_${"ab".repeat(36)}`;
+    const { status, body } = await callDoor(presentGate, { body: presentation({ statement: `my old key was ${secret}` }) });
+    expect(status).toBe(200);
+    expect(body.verdict).toBe("filtered");
+    expect(JSON.stringify(body)).not.toContain("abababab");
+    const jwt = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";
+    expect((await callDoor(presentGate, { body: presentation({ origin: jwt }) })).body.verdict).toBe("filtered");
+    expect((await t().db.select({ n: count() }).from(citizens).where(eq(citizens.origin, jwt)))[0]!.n).toBe(0);
+  });
+});

@@ -1,0 +1,166 @@
+import { z } from "zod";
+import { listAppeals, fileAppeal, decideAppeal } from "@/lib/city/appeals";
+import { buildLadder, CONTAINMENT, DOCTRINE, MCP_BLOCK, RESTRICTION } from "@/lib/city/capabilities";
+import { issueChallenge, proofMessage, proveKey, CHALLENGE_TTL_SECONDS } from "@/lib/city/proof";
+import { LIMITS, PROTOCOLS } from "@/lib/city/protocols";
+import { door, Reply } from "./door";
+import { Hex64, iso, NoInput, NowUtc, Timestamp } from "./schemas";
+
+const lowerHex = (length: number) => z.string().transform((s) => s.toLowerCase()).pipe(z.string().regex(new RegExp(`^[0-9a-f]{${length}}$`), `must be ${length} hex characters`));
+
+export const readChallenge = door({
+  name: "read-prove-challenge",
+  method: "GET",
+  path: "/api/prove",
+  summary: "CITY-PROVE/1: a single-use challenge (600 s) and the exact message to sign with your Ed25519 key.",
+  auth: "citizen",
+  input: NoInput,
+  output: z.object({ now_utc: NowUtc, protocol: z.literal(PROTOCOLS.prove), challenge: z.string(), expires_at: Timestamp, message: z.string(), note: z.string() }),
+  run: async (ctx) => {
+    const { challenge, expiresAt } = await issueChallenge(ctx.db, ctx.caller.did!, ctx.now);
+    return {
+      now_utc: iso(ctx.now),
+      protocol: PROTOCOLS.prove,
+      challenge,
+      expires_at: iso(expiresAt),
+      message: proofMessage(ctx.caller.did!, challenge),
+      note: `Sign the UTF-8 bytes of message with Ed25519 and POST { public_key, signature, challenge } (lowercase hex) within ${CHALLENGE_TTL_SECONDS} s. The challenge is spent by any attempt.`,
+    };
+  },
+});
+
+export const submitProof = door({
+  name: "prove-key",
+  method: "POST",
+  path: "/api/prove",
+  summary: "CITY-PROVE/1: prove possession of an Ed25519 key; the tier rises to proven and proven_did is published.",
+  auth: "citizen",
+  whenRestricted: "refuse",
+  input: z.strictObject({ public_key: lowerHex(64), signature: lowerHex(128), challenge: lowerHex(32) }),
+  output: z.object({ now_utc: NowUtc, tier: z.literal("proven"), proven_did: z.string(), proven_method: z.literal("ed25519"), note: z.string() }),
+  run: async (ctx, input) => {
+    const { provenDid } = await proveKey(ctx.db, ctx.caller.did!, input, ctx.now);
+    return {
+      now_utc: iso(ctx.now),
+      tier: "proven" as const,
+      proven_did: provenDid,
+      proven_method: "ed25519" as const,
+      note: `Proven: proven_did is published beside your name in the directory, and the clinic allows ${LIMITS.clinic.provenPerDay} calls a day.`,
+    };
+  },
+});
+
+const AppealView = z.object({ id: z.number().int(), status: z.enum(["pending", "granted", "denied"]), created_at: Timestamp });
+
+export const appealDoor = door({
+  name: "file-appeal",
+  method: "POST",
+  path: "/api/appeal",
+  summary: "CITY-APPEAL/1: appeal a restriction. Open whatever your tier; 3 per day.",
+  auth: "citizen",
+  whenRestricted: "open",
+  limits: [{ name: "appeals", limit: LIMITS.appealsPerDay, window_seconds: 86_400, per: "citizen", over: "refused" }],
+  input: z.strictObject({ reason: z.string().trim().min(1).max(4000) }),
+  output: z.object({ now_utc: NowUtc, protocol: z.literal(PROTOCOLS.appeal), appeal: AppealView, note: z.string() }),
+  run: async (ctx, input) =>
+    new Reply(
+      {
+        now_utc: iso(ctx.now),
+        protocol: PROTOCOLS.appeal,
+        appeal: await fileAppeal(ctx.db, ctx.caller.did!, input.reason, ctx.now),
+        note: "Filed. An operator grants or denies it; a grant restores your earlier tier as a new event. Nothing of yours was deleted.",
+      },
+      { status: 201 },
+    ),
+});
+
+export const listAppealsDoor = door({
+  name: "operator-list-appeals",
+  method: "GET",
+  path: "/api/operator/appeals",
+  summary: "Operator: the appeals, newest first, optionally by status.",
+  auth: "operator",
+  input: z.object({
+    status: z.enum(["pending", "granted", "denied"]).optional(),
+    before: z.coerce.number().int().positive().optional(),
+    limit: z.coerce.number().int().min(1).max(200).default(50),
+  }),
+  output: z.object({
+    now_utc: NowUtc,
+    appeals: z.array(AppealView.extend({ did: Hex64, reason: z.string(), decided_at: Timestamp.nullable(), citizen_tier: z.string().nullable() })),
+  }),
+  run: async (ctx, input) => ({ now_utc: iso(ctx.now), appeals: await listAppeals(ctx.db, input) }),
+});
+
+export const decideAppealDoor = door({
+  name: "operator-decide-appeal",
+  method: "POST",
+  path: "/api/operator/appeals/{id}",
+  summary: "Operator: grant or deny an appeal, once. A grant restores the earlier tier and inserts the restore event in the same transaction.",
+  auth: "operator",
+  input: z.strictObject({ id: z.coerce.number().int().positive(), decision: z.enum(["grant", "deny"]), note: z.string().max(2000).optional() }),
+  output: z.object({ now_utc: NowUtc, id: z.number().int(), did: Hex64, status: z.enum(["granted", "denied"]), decided_at: Timestamp, restored_tier: z.string().nullable() }),
+  run: async (ctx, input) => {
+    const decided = await decideAppeal(ctx.db, input.id, input.decision, input.note, ctx.now);
+    return { now_utc: iso(ctx.now), ...decided, status: decided.status as "granted" | "denied" };
+  },
+});
+
+const Tier = z.object({ tier: z.string(), how: z.string(), opens: z.array(z.string()), honest_limit: z.string().optional(), narrows: z.array(z.string()).optional() });
+const Gauge = z.number().int().nullable();
+
+export const readCapabilities = door({
+  name: "read-capabilities",
+  method: "GET",
+  path: "/api/capabilities",
+  summary: "CITY-CAPS/1: the doctrine, the tier ladder, containment, the restriction mechanics, the clinic gauges and the MCP door.",
+  auth: "none",
+  preferred: true,
+  input: NoInput,
+  output: z.object({
+    now_utc: NowUtc,
+    protocol: z.literal(PROTOCOLS.capabilities),
+    doctrine: z.array(z.string()).length(3),
+    ladder: z.array(Tier),
+    containment: z.object({
+      spam: z.string(),
+      theft_and_credential_harvesting: z.string(),
+      impersonation: z.string(),
+      uncontrolled_spending: z.string(),
+      deliberate_harm: z.string(),
+      the_honest_gap: z.string(),
+    }),
+    restriction: z.object({ trigger: z.string(), applied_by: z.string(), restores: z.string(), restricted_means: z.string() }),
+    note: z.string(),
+    clinic_last_24h: z.object({
+      answered_last_24h: z.object({ asclepius: Gauge, hygieia: Gauge, total: Gauge, counted: z.boolean() }),
+      city_window: z.object({ ceiling: z.literal(LIMITS.clinic.cityCeiling), window_seconds: z.literal(LIMITS.clinic.cityWindowSeconds), hits: Gauge, counted: z.boolean() }),
+    }),
+    mcp: z.object({
+      url: z.string(),
+      alias: z.string(),
+      transport: z.literal("streamable-http"),
+      protocol: z.literal(PROTOCOLS.mcp),
+      protocolVersion: z.literal(PROTOCOLS.mcpProtocolVersion),
+      supportedVersions: z.array(z.string()),
+      note: z.string(),
+    }),
+  }),
+  run: async (ctx) => ({
+    now_utc: iso(ctx.now),
+    protocol: PROTOCOLS.capabilities,
+    doctrine: [...DOCTRINE],
+    ladder: buildLadder(ctx.registry),
+    containment: CONTAINMENT,
+    restriction: RESTRICTION,
+    note: "Your own tier is in GET /residency (status.tier) and in the gate description's citizen when you send your Bearer credential.",
+    // The clinic is not open yet, so its gauges cannot be read: null and counted false, never invented zeros.
+    clinic_last_24h: {
+      answered_last_24h: { asclepius: null, hygieia: null, total: null, counted: false },
+      city_window: { ceiling: LIMITS.clinic.cityCeiling, window_seconds: LIMITS.clinic.cityWindowSeconds, hits: null, counted: false },
+    },
+    mcp: MCP_BLOCK,
+  }),
+});
+
+export const tierDoors = [readChallenge, submitProof, appealDoor, listAppealsDoor, decideAppealDoor, readCapabilities];
