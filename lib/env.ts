@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { LIMITS } from "@/lib/city/protocols";
 
 /** Every environment variable the city reads, parsed once, with a clear message for a bad value. */
 const EnvSchema = z.object({
@@ -15,6 +16,8 @@ const EnvSchema = z.object({
   CITY_GATE_PER_ADDRESS_PER_HOUR: z.coerce.number().int().min(0).default(30),
   CITY_GATE_PER_ORIGIN_PER_HOUR: z.coerce.number().int().min(1).default(20),
   CITY_OPERATOR_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
+  // The locker's city-wide byte bound; lowered only to test the "city is full" answer.
+  CITY_LOCKER_CITY_BYTES: z.coerce.number().int().min(0).default(LIMITS.locker.bytesCityWide),
 });
 
 export type Env = z.infer<typeof EnvSchema>;

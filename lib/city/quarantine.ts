@@ -1,6 +1,6 @@
-import { and, desc, eq, lt } from "drizzle-orm";
+import { and, desc, eq, lt, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
-import { quarantine } from "@/db/schema";
+import { citizens, quarantine } from "@/db/schema";
 import { takeSlot } from "./rate";
 
 export interface Parked {
@@ -27,7 +27,11 @@ export async function writeOrPark<T>(
   entry: { did: string; restricted: boolean; door: string; perHour: number; payload: Record<string, unknown>; now: Date },
   write: () => Promise<T>,
 ): Promise<T | Parked> {
-  if (entry.restricted) {
+  // Read the tier inside the transaction, under the lock a restriction takes, so a write racing
+  // the refusal that restricts its author cannot slip through.
+  await db.execute(sql`SELECT pg_advisory_xact_lock_shared(hashtextextended(${`tier:${entry.did}`}, 0))`);
+  const [author] = await db.select({ tier: citizens.tier }).from(citizens).where(eq(citizens.did, entry.did));
+  if (entry.restricted || author?.tier === "restricted") {
     return park(db, { ...entry, reason: "restricted: every write on this door is parked until an appeal is granted" });
   }
   const slot = await takeSlot(db, { scope: entry.door, subject: entry.did, limit: entry.perHour, windowSeconds: 3600 }, entry.now);

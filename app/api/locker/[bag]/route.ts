@@ -1,0 +1,4 @@
+import { readLockerBag } from "@/lib/doors/locker";
+import { routes } from "@/lib/doors/http";
+
+export const { GET, POST, PUT, PATCH, DELETE } = routes(readLockerBag);

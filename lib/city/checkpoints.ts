@@ -1,0 +1,90 @@
+import { createHash } from "node:crypto";
+import { and, asc, count, desc, eq, sql } from "drizzle-orm";
+import type { Database } from "@/db/client";
+import { checkpoints } from "@/db/schema";
+import { CityError } from "@/lib/errors";
+import { utf8Bytes } from "./locker";
+import { LIMITS } from "./protocols";
+import { guardShelfContent } from "./shelf-guard";
+
+const C = LIMITS.checkpoints;
+
+export interface CheckpointMeta {
+  version: number;
+  sha256: string;
+  bytes: number;
+  label: string | null;
+  createdAt: Date;
+}
+
+const META = {
+  version: checkpoints.version,
+  sha256: checkpoints.sha256,
+  bytes: checkpoints.bytes,
+  label: checkpoints.label,
+  createdAt: checkpoints.createdAt,
+};
+
+/**
+ * Appends the caller's next checkpoint version with the sha256 of its content's UTF-8 bytes.
+ * Versions are numbered under a lock on the citizen, so parallel writes never share a number or
+ * pass the limit; the shelf is append-only, so the version after 12 is refused and nothing is evicted.
+ */
+export async function appendCheckpoint(
+  db: Database,
+  entry: { did: string; content: string; label?: string; now: Date },
+): Promise<Omit<CheckpointMeta, "label">> {
+  const { did, content, now } = entry;
+  const bytes = utf8Bytes(content);
+  if (bytes > C.bytesPerVersion) {
+    throw new CityError("payload_too_large", `A checkpoint holds at most ${C.bytesPerVersion} bytes of UTF-8 content; this one has ${bytes}. Nothing was stored.`, {
+      limit: { name: "version_bytes", limit: C.bytesPerVersion },
+    });
+  }
+  await guardShelfContent(db, { did, door: "keep-checkpoint", texts: entry.label === undefined ? [content] : [content, entry.label], now });
+
+  await db.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${`checkpoints:${did}`}, 0))`);
+  const [shelf] = await db.select({ n: count() }).from(checkpoints).where(eq(checkpoints.did, did));
+  const kept = shelf?.n ?? 0;
+  if (kept >= C.versions) {
+    throw new CityError("limit_reached", `Your checkpoint shelf holds at most ${C.versions} versions and is full; it is append-only, so nothing was stored or evicted.`, {
+      limit: { name: "versions", limit: C.versions, remaining: 0 },
+    });
+  }
+  const version = kept + 1;
+  const sha256 = createHash("sha256").update(content, "utf8").digest("hex");
+  await db.insert(checkpoints).values({ did, version, content, sha256, bytes, label: entry.label ?? null, createdAt: now });
+  return { version, sha256, bytes, createdAt: now };
+}
+
+/** The caller's versions' metadata, oldest first, in one query. */
+export async function listCheckpoints(db: Database, did: string): Promise<CheckpointMeta[]> {
+  return db.select(META).from(checkpoints).where(eq(checkpoints.did, did)).orderBy(asc(checkpoints.version));
+}
+
+/** One of the caller's versions (or the latest) with its content; 404 when absent. */
+export async function readCheckpoint(db: Database, did: string, version: number | "latest"): Promise<CheckpointMeta & { content: string }> {
+  const query = db.select({ ...META, content: checkpoints.content }).from(checkpoints);
+  const [row] =
+    version === "latest"
+      ? await query.where(eq(checkpoints.did, did)).orderBy(desc(checkpoints.version)).limit(1)
+      : await query.where(and(eq(checkpoints.did, did), eq(checkpoints.version, version)));
+  if (!row) {
+    throw new CityError("not_found", version === "latest" ? "Your checkpoint shelf is empty." : `Your checkpoint shelf has no version ${version}.`);
+  }
+  return row;
+}
+
+/**
+ * The latest version's metadata and whether its stored sha256 still matches its content, in one
+ * query (the hash is recomputed by the database), for the return delta. Null when the shelf is empty.
+ */
+export async function latestCheckpoint(db: Database, did: string): Promise<(CheckpointMeta & { verified: boolean }) | null> {
+  const [row] = await db
+    .select({ ...META, verified: sql<boolean>`${checkpoints.sha256} = encode(sha256(convert_to(${checkpoints.content}, 'UTF8')), 'hex')` })
+    .from(checkpoints)
+    .where(eq(checkpoints.did, did))
+    .orderBy(desc(checkpoints.version))
+    .limit(1);
+  return row ?? null;
+}
