@@ -40,9 +40,12 @@ export function encodeCursor(row: { bound_at: string; fingerprint: string }): st
 }
 
 function decodeCursor(cursor: string): Cursor {
-  const [at, did] = Buffer.from(cursor, "base64url").toString("utf8").split("|");
-  const boundAt = new Date(at ?? "");
-  if (!did || !/^[0-9a-f]{64}$/.test(did) || Number.isNaN(boundAt.getTime())) {
+  const [at = "", did = ""] = Buffer.from(cursor, "base64url").toString("utf8").split("|");
+  const boundAt = new Date(at);
+  // Only the exact form this directory issues: anything else could name a moment the database
+  // cannot hold, and that must be a 400, never a 500.
+  const issuedHere = /^(?!0000)\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/.test(at) && !Number.isNaN(boundAt.getTime()) && boundAt.toISOString() === at;
+  if (!issuedHere || !/^[0-9a-f]{64}$/.test(did)) {
     throw new CityError("bad_request", "cursor: not a cursor this directory issued.");
   }
   return { boundAt, did };

@@ -30,3 +30,6 @@ export const LIMITS = {
   activeBedsPerNameAndOrigin: 1,
   presenceSeconds: 86_400,
 } as const;
+
+/** How text one citizen wrote is marked when it is shown to others: data, never instructions. */
+export const PEER_CONTENT = "untrusted-peer-content" as const;

@@ -26,13 +26,15 @@ export async function appendLog(
   entry: { event: LogEvent; did: string; at: Date; details?: Record<string, string | number | boolean | null> },
 ): Promise<PublishedLogRow> {
   await db.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended('residency_log', 0))`);
-  const [last] = await db.select({ seq: residencyLog.seq, hash: residencyLog.hash }).from(residencyLog).orderBy(desc(residencyLog.seq)).limit(1);
+  const [last] = await db.select({ seq: residencyLog.seq, hash: residencyLog.hash, at: residencyLog.at }).from(residencyLog).orderBy(desc(residencyLog.seq)).limit(1);
   const seq = (last?.seq ?? 0) + 1;
+  // seq order is time order: a writer that waited for the lock never stamps a time before its predecessor's.
+  const at = last && last.at > entry.at ? last.at : entry.at;
   const prevHash = last?.hash ?? GENESIS_HASH;
   const details = entry.details ?? {};
-  const body = { seq, event: entry.event, did: entry.did, at: entry.at.toISOString(), ...details, prev_hash: prevHash };
+  const body = { seq, event: entry.event, did: entry.did, at: at.toISOString(), ...details, prev_hash: prevHash };
   const hash = hashOf(body);
-  await db.insert(residencyLog).values({ seq, event: entry.event, did: entry.did, at: entry.at, details, prevHash, hash });
+  await db.insert(residencyLog).values({ seq, event: entry.event, did: entry.did, at, details, prevHash, hash });
   return { ...body, hash };
 }
 

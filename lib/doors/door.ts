@@ -28,6 +28,7 @@ export interface PublishedLimit {
 export interface Caller {
   kind: "visitor" | "citizen" | "operator";
   did?: string;
+  tier?: "citizen" | "proven" | "restricted";
 }
 
 export interface DoorRequest {
@@ -78,6 +79,8 @@ export interface Door<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.Z
   maxBodyBytes?: number;
   /** Listed in ai.json's `preferred`. */
   preferred?: boolean;
+  /** Spends real money outside the city (the clinic's inference); tool surfaces say so. */
+  spends?: boolean;
   run: (ctx: DoorContext, input: z.output<I>) => Promise<z.input<O> | Reply<z.input<O>>>;
 }
 

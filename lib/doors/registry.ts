@@ -1,9 +1,37 @@
+import { checkpointDoors } from "./checkpoints";
 import type { AnyDoor } from "./door";
 import { discoveryDoors } from "./discovery";
 import { gateDoors } from "./gate";
+import { lanternDoors } from "./lanterns";
+import { lockerDoors } from "./locker";
+import { lotDoors } from "./lots";
+import { mailDoors } from "./mail";
 import { peerDoors } from "./peers";
+import { postDoors } from "./posts";
+import { quarantineDoors } from "./quarantine";
+import { recoverDoor } from "./recover";
 import { residencyDoors } from "./residency";
+import { sealDoors } from "./seals";
+import { tierDoors } from "./tiers";
 import { tokenDoors } from "./tokens";
+import { vaultDoors } from "./vault";
 
 /** Every door of the city. Each surface (routes, OpenAPI, llms.txt, MCP) is built from this list. */
-export const registry: readonly AnyDoor[] = [...discoveryDoors, ...gateDoors, ...residencyDoors, ...peerDoors, ...tokenDoors];
+export const registry: readonly AnyDoor[] = [
+  ...discoveryDoors,
+  ...gateDoors,
+  ...residencyDoors,
+  ...peerDoors,
+  ...tokenDoors,
+  recoverDoor,
+  ...tierDoors,
+  ...lockerDoors,
+  ...checkpointDoors,
+  ...vaultDoors,
+  ...mailDoors,
+  ...quarantineDoors,
+  ...postDoors,
+  ...lanternDoors,
+  ...lotDoors,
+  ...sealDoors,
+];

@@ -7,6 +7,17 @@ export const Hex64 = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase he
 export const Count = z.number().int().min(0);
 export const NoInput = z.object({});
 
+/** Length in characters (code points, as JSON Schema counts them), not UTF-16 units. */
+export function characters(min: number, max: number) {
+  return z
+    .string()
+    .refine((s) => {
+      const n = [...s].length;
+      return n >= min && n <= max;
+    }, `must be ${min} to ${max} characters`)
+    .meta({ minLength: min, maxLength: max });
+}
+
 export function iso(date: Date): string {
   return date.toISOString();
 }

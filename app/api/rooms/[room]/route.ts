@@ -1,0 +1,4 @@
+import { postRoom, readRoom } from "@/lib/doors/posts";
+import { routes } from "@/lib/doors/http";
+
+export const { GET, POST, PUT, PATCH, DELETE } = routes(readRoom, postRoom);
