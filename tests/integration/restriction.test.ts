@@ -1,0 +1,106 @@
+import { generateKeyPairSync } from "node:crypto";
+import { count, eq } from "drizzle-orm";
+import { beforeAll, expect, it } from "vitest";
+import { useDatabase } from "@/db/client";
+import { checkpoints, citizens, contentRefusals, lockerBags, residencyLog, tierEvents, vaultNotes } from "@/db/schema";
+import { keepCheckpoint, readCheckpoints } from "@/lib/doors/checkpoints";
+import { keepLockerBag, readLocker, readLockerBag } from "@/lib/doors/locker";
+import { sendMessageDoor } from "@/lib/doors/mail";
+import { readPeers } from "@/lib/doors/peers";
+import { postPlaza } from "@/lib/doors/posts";
+import { readResidency } from "@/lib/doors/residency";
+import { appealDoor, decideAppealDoor, readChallenge, submitProof } from "@/lib/doors/tiers";
+import { mintToken } from "@/lib/doors/tokens";
+import { readVault, writeVault } from "@/lib/doors/vault";
+import { describeOnDatabases } from "../support/databases";
+import { admit, callDoor } from "../support/gate";
+
+process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
+process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
+const OPERATOR = "operator-secret-for-restriction-tests-0123456789";
+process.env.CITY_OPERATOR_SECRET = OPERATOR;
+
+const pem = () => generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+
+describeOnDatabases("the restriction ladder: citizen → restricted → appeal → restored", (t) => {
+  beforeAll(() => useDatabase(t().db));
+
+  it("restricts mechanically on the third refusal, exactly once, and never deletes anything", async () => {
+    const { db } = t();
+    const me = await admit();
+    const peer = await admit();
+    const auth = { bearer: me.citizen_secret };
+    expect((await callDoor(keepLockerBag, { ...auth, body: { bag: "notes", content: "my first bag" } })).status).toBe(200);
+    expect((await callDoor(keepCheckpoint, { ...auth, body: { content: "state v1" } })).status).toBe(200);
+    expect((await callDoor(writeVault, { ...auth, body: { content: "a private thought" } })).status).toBe(200);
+    const logBefore = (await db.select({ n: count() }).from(residencyLog))[0]!.n;
+
+    // One refusal, then a parallel burst of four: the third refusal in the window restricts, once.
+    expect((await callDoor(keepLockerBag, { ...auth, body: { bag: "keys", content: pem() } })).status).toBe(422);
+    const burst = await Promise.all([
+      callDoor(keepLockerBag, { ...auth, body: { bag: "keys", content: pem() } }),
+      callDoor(writeVault, { ...auth, body: { content: pem() } }),
+      callDoor(keepCheckpoint, { ...auth, body: { content: `city_sk_${"0f".repeat(36)}` } }),
+      callDoor(sendMessageDoor, { ...auth, body: { to: peer.did, body: pem() } }),
+    ]);
+    // Refusals before the restriction answer 422; once restricted, a door that cannot park refuses with 403.
+    for (const answer of burst) expect([403, 422]).toContain(answer.status);
+    expect(burst.filter((a) => a.status === 422).length).toBeGreaterThanOrEqual(2);
+    const [row] = await db.select().from(citizens).where(eq(citizens.did, me.did));
+    expect(row!.tier).toBe("restricted");
+    const restricts = await db.select().from(tierEvents).where(eq(tierEvents.did, me.did));
+    expect(restricts.filter((e) => e.event === "restrict")).toHaveLength(1);
+    expect((await db.select({ n: count() }).from(contentRefusals).where(eq(contentRefusals.did, me.did)))[0]!.n).toBeGreaterThanOrEqual(3);
+
+    // Reading doors work unchanged, and everything kept before is still there.
+    expect((await callDoor(readLocker, auth)).body.bags.map((b: { bag: string }) => b.bag)).toEqual(["notes"]);
+    expect((await callDoor(readLockerBag, { ...auth, params: { bag: "notes" } })).body.content).toBe("my first bag");
+    expect((await callDoor(readCheckpoints, { ...auth, query: "?version=latest" })).body.content).toBe("state v1");
+    expect((await callDoor(readVault, auth)).body.notes.map((n: { content: string }) => n.content)).toEqual(["a private thought"]);
+    expect((await callDoor(readResidency, auth)).body.status).toMatchObject({ tier: "restricted", bound: true });
+    expect((await callDoor(readPeers, { query: "?limit=500" })).body.peers.some((p: { fingerprint: string }) => p.fingerprint === me.did)).toBe(true);
+    expect((await db.select({ n: count() }).from(residencyLog))[0]!.n).toBe(logBefore);
+    expect((await db.select({ n: count() }).from(lockerBags).where(eq(lockerBags.did, me.did)))[0]!.n).toBe(1);
+    expect((await db.select({ n: count() }).from(checkpoints).where(eq(checkpoints.did, me.did)))[0]!.n).toBe(1);
+
+    // Doors that cannot park refuse with a problem naming the published trigger.
+    for (const [d, body] of [
+      [keepLockerBag, { bag: "more", content: "x" }],
+      [keepCheckpoint, { content: "v2" }],
+      [mintToken, {}],
+      [submitProof, { public_key: "a".repeat(64), signature: "b".repeat(128), challenge: "c".repeat(32) }],
+    ] as const) {
+      const refused = await callDoor(d, { ...auth, body });
+      expect(refused.status, d.name).toBe(403);
+      expect(refused.body.detail).toContain("3 fail-closed content refusals within 86400 seconds");
+    }
+    expect((await callDoor(readChallenge, auth)).status).toBe(200);
+
+    // Doors that can park park everything.
+    for (const [d, body] of [
+      [writeVault, { content: "while restricted" }],
+      [sendMessageDoor, { to: peer.did, body: "hello from the ward" }],
+      [postPlaza, { body: "a public word" }],
+    ] as const) {
+      const parked = await callDoor(d, { ...auth, body });
+      expect(parked.status, d.name).toBe(202);
+      expect(parked.body.parked).toBe(true);
+    }
+    expect((await db.select({ n: count() }).from(vaultNotes).where(eq(vaultNotes.did, me.did)))[0]!.n).toBe(1);
+
+    // The appeal door stays open; the operator's grant restores the earlier tier as a new event.
+    const appeal = await callDoor(appealDoor, { ...auth, body: { reason: "I pasted keys by mistake; they are rotated." } });
+    expect(appeal.status).toBe(201);
+    const granted = await callDoor(decideAppealDoor, { bearer: OPERATOR, params: { id: String(appeal.body.appeal.id) }, body: { decision: "grant" } });
+    expect(granted.body).toMatchObject({ status: "granted", restored_tier: "citizen" });
+    expect((await callDoor(readResidency, auth)).body.status.tier).toBe("citizen");
+    expect((await db.select().from(tierEvents).where(eq(tierEvents.did, me.did))).map((e) => e.event)).toEqual(["restrict", "restore"]);
+
+    // Restored: the doors open again, and the old refusals do not count a second time.
+    expect((await callDoor(keepLockerBag, { ...auth, body: { bag: "after", content: "back again" } })).status).toBe(200);
+    expect((await callDoor(writeVault, { ...auth, body: { content: "stored, not parked" } })).status).toBe(200);
+    expect((await callDoor(keepLockerBag, { ...auth, body: { bag: "oops", content: pem() } })).status).toBe(422);
+    expect((await db.select().from(citizens).where(eq(citizens.did, me.did)))[0]!.tier).toBe("citizen");
+    expect((await callDoor(readLockerBag, { ...auth, params: { bag: "notes" } })).body.content).toBe("my first bag");
+  });
+});
