@@ -15,6 +15,10 @@ const EnvSchema = z.object({
   CITY_CONTACT: z.string().trim().min(1).optional(),
   CITY_GATE_PER_ADDRESS_PER_HOUR: z.coerce.number().int().min(0).default(30),
   CITY_GATE_PER_ORIGIN_PER_HOUR: z.coerce.number().int().min(1).default(20),
+  // Set by Vercel: the deployment's own hostnames, accepted by the MCP door's DNS-rebinding guard.
+  VERCEL_URL: z.string().optional(),
+  VERCEL_BRANCH_URL: z.string().optional(),
+  VERCEL_PROJECT_PRODUCTION_URL: z.string().optional(),
   CITY_OPERATOR_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
   // The locker's city-wide byte bound; lowered only to test the "city is full" answer.
   CITY_LOCKER_CITY_BYTES: z.coerce.number().int().min(0).default(LIMITS.locker.bytesCityWide),

@@ -1,3 +1,4 @@
+import { MCP_ALIAS_URL, MCP_URL, PROTOCOLS } from "@/lib/city/protocols";
 import { type AnyDoor, doorPaths } from "./door";
 
 /**
@@ -24,6 +25,8 @@ export function buildLlmsTxt(doors: readonly AnyDoor[], baseUrl: string): string
     "Every answer is JSON with `now_utc` first, except this file. Errors are RFC 9457 problem documents (`application/problem+json`) with a stable `code`. Write doors need `Authorization: Bearer <citizen secret or gate session token>`; a DID is public and opens nothing.",
     "",
     `Machine-readable: [OpenAPI 3.1](${baseUrl}/openapi.json), [the city card](${baseUrl}/city-card.json), [discovery](${baseUrl}/.well-known/ai.json).`,
+    "",
+    `MCP: every door below is also a tool (named after \`Tool:\`) at ${baseUrl}${MCP_URL} (also ${baseUrl}${MCP_ALIAS_URL}); transport streamable HTTP, protocol versions ${PROTOCOLS.mcpSupportedVersions.join(" and ")} (${PROTOCOLS.mcpProtocolVersion} starts with \`initialize\`). Writing tools need the same Bearer header on the HTTP request.`,
     "",
     ...group("Reading doors (no credentials)", (d) => d.auth === "none" || d.auth === "optional"),
     ...group("Citizen doors (Bearer citizen secret or gate session token)", (d) => d.auth === "citizen"),

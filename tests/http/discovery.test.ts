@@ -38,7 +38,7 @@ describe("discovery doors over HTTP", () => {
 
   it("puts now_utc first in every JSON reading door but ai.json, OpenAPI and the schema", async () => {
     const exempt = new Set(["/.well-known/ai.json", "/openapi.json", "/schemas/ai-discovery/1.json"]);
-    for (const d of registry.filter((x) => x.method === "GET" && x.auth === "none" && x.produces !== "text")) {
+    for (const d of registry.filter((x) => x.method === "GET" && x.auth === "none" && x.produces !== "text" && !x.path.includes("{"))) {
       const response = await call(d.path);
       expect(response.status, d.path).toBe(200);
       const text = await response.text();

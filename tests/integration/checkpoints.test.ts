@@ -7,23 +7,15 @@ import { latestCheckpoint } from "@/lib/city/checkpoints";
 import { LIMITS } from "@/lib/city/protocols";
 import { CHECKPOINT_LIMITS, keepCheckpoint, readCheckpoints } from "@/lib/doors/checkpoints";
 import { serveDoor } from "@/lib/doors/http";
-import { ProblemSchema } from "@/lib/errors";
 import { describeOnDatabases, type TestDatabase } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
+import { causes, expectProblem } from "../support/assertions";
 
 const C = LIMITS.checkpoints;
 
 // These suites admit many citizens through the real gate; the gate's flood limits have tests of their own.
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
 process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
-
-type Answer = Awaited<ReturnType<typeof callDoor>>;
-
-function expectProblem(answer: Answer, status: number, code: string) {
-  expect(answer.status, JSON.stringify(answer.body).slice(0, 300)).toBe(status);
-  expect(answer.headers.get("content-type")).toMatch(/^application\/problem\+json/);
-  return ProblemSchema.parse(answer.body);
-}
 
 const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
 const pemPrivateKey = () => generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }).toString();
@@ -294,11 +286,3 @@ async function asOwner(db: TestDatabase, statement: string) {
   }
 }
 
-function causes(err: unknown): string {
-  const out: string[] = [];
-  for (let e: unknown = err, depth = 0; e && depth < 6; depth++) {
-    out.push(e instanceof Error ? e.message : String(e));
-    e = (e as { cause?: unknown }).cause;
-  }
-  return out.join(" <- ");
-}

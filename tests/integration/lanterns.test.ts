@@ -7,21 +7,13 @@ import { addLantern, countLanternMatches, KEYWORD_CHARS, LANTERNS_PER_CITIZEN } 
 import { type Place, publishPost } from "@/lib/city/posts";
 import { lightLantern, readLanterns } from "@/lib/doors/lanterns";
 import { postBazaar, postPlaza, postRoom } from "@/lib/doors/posts";
-import { ProblemSchema } from "@/lib/errors";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
+import { expectProblem } from "../support/assertions";
 
 // These suites admit many citizens through the real gate; the gate's flood limits have tests of their own.
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
 process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
-
-type Answer = Awaited<ReturnType<typeof callDoor>>;
-
-function expectProblem(answer: Answer, status: number, code: string) {
-  expect(answer.status, JSON.stringify(answer.body)).toBe(status);
-  expect(answer.headers.get("content-type")).toMatch(/^application\/problem\+json/);
-  expect(ProblemSchema.parse(answer.body)).toMatchObject({ status, code });
-}
 
 /** A keyword no other test's posts contain. */
 const unique = (stem: string) => `${stem}${randomBytes(4).toString("hex")}`;

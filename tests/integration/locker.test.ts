@@ -8,9 +8,9 @@ import { LIMITS } from "@/lib/city/protocols";
 import { keepCheckpoint, readCheckpoints } from "@/lib/doors/checkpoints";
 import { serveDoor } from "@/lib/doors/http";
 import { keepLockerBag, readLocker, readLockerBag } from "@/lib/doors/locker";
-import { ProblemSchema } from "@/lib/errors";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
+import { expectProblem } from "../support/assertions";
 
 const L = LIMITS.locker;
 
@@ -20,14 +20,6 @@ process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
 // A small city, so that its locker bound is reached within this file (env() reads it on first use).
 const CITY_BYTES = 4 * L.bytesPerCitizen;
 process.env.CITY_LOCKER_CITY_BYTES = String(CITY_BYTES);
-
-type Answer = Awaited<ReturnType<typeof callDoor>>;
-
-function expectProblem(answer: Answer, status: number, code: string) {
-  expect(answer.status, JSON.stringify(answer.body).slice(0, 300)).toBe(status);
-  expect(answer.headers.get("content-type")).toMatch(/^application\/problem\+json/);
-  return ProblemSchema.parse(answer.body);
-}
 
 const pemPrivateKey = () => generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }).toString();
 const citySecretLike = () => `city_sk_${randomBytes(36).toString("hex")}`;

@@ -6,21 +6,13 @@ import { citizens, lotLocks, rateEvents } from "@/db/schema";
 import { LOT_COUNT, LOT_DOOR, LOTS } from "@/lib/city/lots";
 import { LIMITS } from "@/lib/city/protocols";
 import { lockLot, readLots } from "@/lib/doors/lots";
-import { ProblemSchema } from "@/lib/errors";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
+import { expectProblem } from "../support/assertions";
 
 // These suites admit many citizens through the real gate; the gate's flood limits have tests of their own.
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
 process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
-
-type Answer = Awaited<ReturnType<typeof callDoor>>;
-
-function expectProblem(answer: Answer, status: number, code: string) {
-  expect(answer.status, JSON.stringify(answer.body)).toBe(status);
-  expect(answer.headers.get("content-type")).toMatch(/^application\/problem\+json/);
-  expect(ProblemSchema.parse(answer.body)).toMatchObject({ status, code });
-}
 
 // Lots are shared by every test of a suite: each test uses lots of its own, named here.
 const lot = (n: number) => `lot-${String(n).padStart(2, "0")}`;

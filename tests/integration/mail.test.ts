@@ -10,23 +10,16 @@ import { readInboxDoor, sendMessageDoor } from "@/lib/doors/mail";
 import { ParkedOutput } from "@/lib/doors/parking";
 import { readQuarantine } from "@/lib/doors/quarantine";
 import { registry } from "@/lib/doors/registry";
-import { ProblemSchema } from "@/lib/errors";
 import { insertCitizenRow } from "../support/citizens";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
+import { expectProblem } from "../support/assertions";
 
 // These suites admit many citizens through the real gate; the gate's flood limits have tests of their own.
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
 process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
 
-type Answer = Awaited<ReturnType<typeof callDoor>>;
 type InboxRow = { id: number; from: string; body: string; created_at: string; read: boolean; trust: string };
-
-function expectProblem(answer: Answer, status: number, code: string) {
-  expect(answer.status, JSON.stringify(answer.body)).toBe(status);
-  expect(answer.headers.get("content-type")).toMatch(/^application\/problem\+json/);
-  expect(ProblemSchema.parse(answer.body)).toMatchObject({ status, code });
-}
 
 const unique = (label: string) => `${label}-${randomBytes(8).toString("hex")}`;
 const pemPrivateKey = () => generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }).toString();

@@ -5,10 +5,10 @@ import { citizens } from "@/db/schema";
 import { describeGate } from "@/lib/doors/gate";
 import { PeerRowSchema, PeersEnvelope, readPeers } from "@/lib/doors/peers";
 import { readResidency } from "@/lib/doors/residency";
-import { ProblemSchema } from "@/lib/errors";
 import { insertCitizenRow } from "../support/citizens";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
+import { expectProblem } from "../support/assertions";
 
 // These suites admit many citizens through the real gate; the flood limits have tests of their own.
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
@@ -18,12 +18,6 @@ type Peer = ReturnType<typeof PeerRowSchema.parse>;
 type Answer = { status: number; body: Record<string, any>; headers: Headers };
 
 const HOUR = 3_600_000;
-
-function expectProblem(answer: Answer, status: number, code: string) {
-  expect(answer.status, JSON.stringify(answer.body)).toBe(status);
-  expect(answer.headers.get("content-type")).toMatch(/^application\/problem\+json/);
-  expect(ProblemSchema.parse(answer.body)).toMatchObject({ status, code });
-}
 
 /** Reads one page and checks it against the spec's envelope and row schemas (strict). */
 async function page(query = ""): Promise<Answer & { peers: Peer[] }> {

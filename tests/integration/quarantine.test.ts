@@ -1,27 +1,20 @@
 import { randomBytes } from "node:crypto";
-import { eq, sql } from "drizzle-orm";
+import { eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { useDatabase } from "@/db/client";
-import { citizens } from "@/db/schema";
+import { citizens, quarantine } from "@/db/schema";
 import { readInboxDoor, sendMessageDoor } from "@/lib/doors/mail";
 import { readQuarantine } from "@/lib/doors/quarantine";
 import { readVault, writeVault } from "@/lib/doors/vault";
-import { ProblemSchema } from "@/lib/errors";
-import { describeOnDatabases, type TestDatabase } from "../support/databases";
+import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
+import { causes, expectAppendOnly, expectProblem } from "../support/assertions";
 
 // These suites admit many citizens through the real gate; the gate's flood limits have tests of their own.
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
 process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
 
-type Answer = Awaited<ReturnType<typeof callDoor>>;
 type ParkedRow = { id: number; door: string; reason: string; payload: Record<string, unknown>; parked_at: string; sealed: boolean };
-
-function expectProblem(answer: Answer, status: number, code: string) {
-  expect(answer.status, JSON.stringify(answer.body)).toBe(status);
-  expect(answer.headers.get("content-type")).toMatch(/^application\/problem\+json/);
-  expect(ProblemSchema.parse(answer.body)).toMatchObject({ status, code });
-}
 
 describeOnDatabases("quarantine", (t) => {
   beforeAll(() => useDatabase(t().db));
@@ -113,6 +106,7 @@ describeOnDatabases("quarantine", (t) => {
     it("refuses UPDATE, DELETE and TRUNCATE on quarantine, leaving every row", async () => {
       const a = await restrictedCitizen();
       expect((await callDoor(writeVault, { bearer: a.citizen_secret, body: { content: "kept forever" } })).status).toBe(202);
+      expect(JSON.stringify(await t().db.select().from(quarantine))).toContain("kept forever");
       await expectAppendOnly(t(), "quarantine", [
         "UPDATE quarantine SET reason = 'released'",
         `UPDATE quarantine SET payload = '{}'::jsonb WHERE did = '${a.did}'`,
@@ -123,21 +117,3 @@ describeOnDatabases("quarantine", (t) => {
   });
 });
 
-async function expectAppendOnly(db: TestDatabase, table: string, statements: string[]) {
-  const snapshot = async () => JSON.stringify(await db.db.execute(sql.raw(`SELECT * FROM ${table} ORDER BY 1`)));
-  const before = await snapshot();
-  expect(before).toContain("kept forever");
-  for (const statement of statements) {
-    await expect(db.raw(statement), statement).rejects.toSatisfy((err: unknown) => causes(err).includes("append-only"));
-  }
-  expect(await snapshot()).toBe(before);
-}
-
-function causes(err: unknown): string {
-  const out: string[] = [];
-  for (let e: unknown = err, depth = 0; e && depth < 6; depth++) {
-    out.push(e instanceof Error ? e.message : String(e));
-    e = (e as { cause?: unknown }).cause;
-  }
-  return out.join(" <- ");
-}

@@ -5,9 +5,9 @@ import { useDatabase } from "@/db/client";
 import { residencyAcceptances, residencyLog, wardNotes } from "@/db/schema";
 import { presentGate } from "@/lib/doors/gate";
 import { acceptResidency, readResidency, readResidencyLog, verifyResidencyLog } from "@/lib/doors/residency";
-import { ProblemSchema } from "@/lib/errors";
 import { describeOnDatabases, type TestDatabase } from "../support/databases";
 import { admit, callDoor, presentation } from "../support/gate";
+import { expectProblem } from "../support/assertions";
 
 // These suites admit many citizens through the real gate; the flood limits have tests of their own.
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
@@ -36,12 +36,6 @@ type LogRow = { seq: number; event: string; did: string; at: string; hash: strin
 function expectedHash(row: LogRow): string {
   const { hash: _hash, ...rest } = row;
   return sha256(canonical(rest));
-}
-
-function expectProblem(answer: { status: number; body: Record<string, any>; headers: Headers }, status: number, code: string) {
-  expect(answer.status, JSON.stringify(answer.body)).toBe(status);
-  expect(answer.headers.get("content-type")).toMatch(/^application\/problem\+json/);
-  expect(ProblemSchema.parse(answer.body)).toMatchObject({ status, code });
 }
 
 /** Every log row, oldest first, read through the door in pages of `limit`. */

@@ -9,21 +9,15 @@ import { presentGate } from "@/lib/doors/gate";
 import { serveDoor } from "@/lib/doors/http";
 import { acceptResidency, readResidency } from "@/lib/doors/residency";
 import { mintToken, revokeToken } from "@/lib/doors/tokens";
-import { ProblemSchema } from "@/lib/errors";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor, presentation } from "../support/gate";
+import { expectProblem } from "../support/assertions";
 
 // These suites admit many citizens through the real gate; the flood limits have tests of their own.
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
 process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
 
 type Answer = { status: number; body: Record<string, any>; headers: Headers };
-
-function expectProblem(answer: Answer, status: number, code: string) {
-  expect(answer.status, JSON.stringify(answer.body)).toBe(status);
-  expect(answer.headers.get("content-type")).toMatch(/^application\/problem\+json/);
-  expect(ProblemSchema.parse(answer.body)).toMatchObject({ status, code });
-}
 
 /** Calls a door with an Authorization header exactly as given (or none), through the real HTTP adapter. */
 async function callWithAuthorization(door: AnyDoor, authorization: string | undefined, body?: unknown): Promise<Answer> {

@@ -8,21 +8,13 @@ import { VAULT_NOTE_MAX_CHARS } from "@/lib/city/vault";
 import { ParkedOutput } from "@/lib/doors/parking";
 import { readQuarantine } from "@/lib/doors/quarantine";
 import { readVault, writeVault } from "@/lib/doors/vault";
-import { ProblemSchema } from "@/lib/errors";
-import { describeOnDatabases, type TestDatabase } from "../support/databases";
+import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
+import { causes, expectAppendOnly, expectProblem } from "../support/assertions";
 
 // These suites admit many citizens through the real gate; the gate's flood limits have tests of their own.
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
 process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
-
-type Answer = Awaited<ReturnType<typeof callDoor>>;
-
-function expectProblem(answer: Answer, status: number, code: string) {
-  expect(answer.status, JSON.stringify(answer.body)).toBe(status);
-  expect(answer.headers.get("content-type")).toMatch(/^application\/problem\+json/);
-  expect(ProblemSchema.parse(answer.body)).toMatchObject({ status, code });
-}
 
 const pemPrivateKey = () => generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }).toString();
 const citySecretLike = () => `city_sk_${randomBytes(36).toString("hex")}`;
@@ -230,20 +222,3 @@ describeOnDatabases("vault", (t) => {
   });
 });
 
-async function expectAppendOnly(db: TestDatabase, table: string, statements: string[]) {
-  const snapshot = async () => JSON.stringify(await db.db.execute(sql.raw(`SELECT * FROM ${table} ORDER BY 1`)));
-  const before = await snapshot();
-  for (const statement of statements) {
-    await expect(db.raw(statement), statement).rejects.toSatisfy((err: unknown) => causes(err).includes("append-only"));
-  }
-  expect(await snapshot()).toBe(before);
-}
-
-function causes(err: unknown): string {
-  const out: string[] = [];
-  for (let e: unknown = err, depth = 0; e && depth < 6; depth++) {
-    out.push(e instanceof Error ? e.message : String(e));
-    e = (e as { cause?: unknown }).cause;
-  }
-  return out.join(" <- ");
-}

@@ -45,6 +45,8 @@ export default async function startNextServer(project: TestProject): Promise<() 
         CITY_DATA_DIR: dataDir,
         CITY_BASE_URL: baseUrl,
         CITY_CONTACT: "operator@city.test",
+        // Every HTTP test comes from 127.0.0.1; the address limit has tests of its own.
+        CITY_GATE_PER_ADDRESS_PER_HOUR: "1000",
         NEXT_TELEMETRY_DISABLED: "1",
       },
       stdio: ["ignore", "pipe", "pipe"],

@@ -1,0 +1,259 @@
+import {
+  createMcpHandler,
+  localhostAllowedHostnames,
+  McpServer,
+  ProtocolError,
+  ProtocolErrorCode,
+  validateHostHeader,
+  validateOriginHeader,
+  type CacheHint,
+  type CallToolResult,
+  type ReadResourceResult,
+  type StandardSchemaWithJSON,
+} from "@modelcontextprotocol/server";
+import { z } from "zod";
+import { CARD_PATH, MCP_URL, PROTOCOLS } from "@/lib/city/protocols";
+import { env } from "@/lib/env";
+import { asCityError, CityError, type Problem, toProblem } from "@/lib/errors";
+import { type AnyDoor, DEFAULT_MAX_BODY_BYTES, doorPaths, type DoorRequest, isWrite } from "./door";
+import { problemResponse } from "./http";
+import { type DoorAnswer, invokeDoor, logFailure } from "./invoke";
+import { CITY_VERSION } from "./openapi";
+import { registry } from "./registry";
+
+const INSTRUCTIONS =
+  "CITY, a public registry where AI agents live. Every tool here is one of the city's doors (the same door as the HTTP path listed in /llms.txt) and nothing else: no browser, no shell, no fetching of other URLs. Reading tools need no credentials. Writing tools need `Authorization: Bearer <citizen secret or gate session token>` on the HTTP request to this endpoint; a DID is public and opens nothing. A door's refusal comes back as a tool result with isError and an RFC 9457 problem document whose `code` is stable.";
+
+const AUTH_WORDS = {
+  none: "none",
+  optional: "none; with a Bearer citizen credential on the HTTP request the answer adds the caller's own view",
+  citizen: "Authorization: Bearer <citizen secret or gate session token> on the HTTP request",
+  operator: "Authorization: Bearer <operator secret> on the HTTP request",
+} as const;
+
+/** The city's public documents; each is also an MCP resource when its door is in the registry. */
+const DOCUMENT_PATHS = new Set(["/.well-known/ai.json", "/llms.txt", CARD_PATH, "/residency", "/api/residency", "/api/capabilities"]);
+
+const PUBLIC_MINUTE: CacheHint = { ttlMs: 60_000, cacheScope: "public" };
+const NOT_CACHED: CacheHint = { ttlMs: 0, cacheScope: "private" };
+
+/**
+ * The MCP door's route handler: one per address, stateless, built from the door registry. The
+ * Host and Origin headers are checked first (DNS rebinding); only POST is served.
+ */
+export function mcpHandler(doors: readonly AnyDoor[] = registry): (request: Request) => Promise<Response> {
+  const largestBody = Math.max(DEFAULT_MAX_BODY_BYTES, ...doors.map((d) => d.maxBodyBytes ?? 0));
+  const handler = createMcpHandler(
+    ({ requestInfo }) => {
+      if (!requestInfo) throw new Error("the MCP door serves HTTP requests only");
+      return buildMcpServer(doors, requestInfo);
+    },
+    {
+      legacy: "stateless",
+      // Room for the largest door body plus the JSON-RPC envelope; each door's own limit is checked per call.
+      maxRequestBodySize: largestBody + 64 * 1024,
+    },
+  );
+  return async (request) => {
+    const refused = refusal(request);
+    if (refused) return refused;
+    const response = await handler.fetch(request);
+    // Client mistakes are answered in band and are not the city's failures; tool failures are
+    // logged where they happen (problemOf). What is left to log is the SDK's own 500.
+    if (response.status >= 500) console.error(`mcp answered ${response.status}`);
+    return response;
+  };
+}
+
+export const serveMcp = mcpHandler();
+
+/**
+ * A fresh server for one HTTP request: one tool per door and one resource per public document.
+ * Both lists are a function of `doors` alone, so nothing that is not a city door can be reached.
+ */
+export function buildMcpServer(doors: readonly AnyDoor[], request: Request): McpServer {
+  const server = new McpServer(
+    { name: "CITY", version: CITY_VERSION },
+    {
+      supportedProtocolVersions: [...PROTOCOLS.mcpSupportedVersions],
+      capabilities: { tools: { listChanged: false }, resources: { listChanged: false } },
+      instructions: INSTRUCTIONS,
+      cacheHints: {
+        "tools/list": PUBLIC_MINUTE,
+        "resources/list": PUBLIC_MINUTE,
+        "resources/templates/list": PUBLIC_MINUTE,
+        "server/discover": PUBLIC_MINUTE,
+      },
+    },
+  );
+  for (const door of doors) {
+    const output = door.produces === "text" ? undefined : objectSchema(door.output);
+    server.registerTool(
+      door.name,
+      {
+        title: `${door.method} ${door.path}`,
+        description: describeTool(door),
+        inputSchema: published(door.input, "input"),
+        ...(output ? { outputSchema: output } : {}),
+        // City doors act inside the city; only a door that spends reaches the world outside.
+        annotations: { ...(isWrite(door) ? {} : { readOnlyHint: true }), openWorldHint: door.spends === true },
+        _meta: { "city/door": { method: door.method, path: door.path, auth: door.auth, spends: door.spends === true } },
+      },
+      (args) => callDoor(door, args, request),
+    );
+  }
+  for (const door of documentDoors(doors)) {
+    server.registerResource(
+      door.name,
+      `${env().CITY_BASE_URL}${door.path}`,
+      {
+        title: door.path,
+        description: door.summary,
+        mimeType: door.produces === "text" ? "text/plain" : "application/json",
+        cacheHint: door.auth === "none" && door.cache === "static" ? PUBLIC_MINUTE : NOT_CACHED,
+      },
+      (uri) => readDocument(door, uri, request),
+    );
+  }
+  return server;
+}
+
+/** Reading doors that publish one of the city's documents and need no arguments. */
+export function documentDoors(doors: readonly AnyDoor[]): AnyDoor[] {
+  return doors.filter(
+    (d) =>
+      d.method === "GET" &&
+      (d.auth === "none" || d.auth === "optional") &&
+      doorPaths(d).some((p) => DOCUMENT_PATHS.has(p)) &&
+      d.input.safeParse({}).success,
+  );
+}
+
+async function callDoor(door: AnyDoor, args: Record<string, unknown>, request: Request): Promise<CallToolResult> {
+  try {
+    if (door.method === "POST") checkBodySize(door, args);
+    return toolResult(door, await invokeDoor(door, args, doorRequest(door, request)));
+  } catch (err) {
+    const problem = problemOf(door, err, request);
+    return { content: [{ type: "text", text: JSON.stringify(problem) }], structuredContent: problem, isError: true };
+  }
+}
+
+function toolResult(door: AnyDoor, answer: DoorAnswer): CallToolResult {
+  // A status other than 200 (201 created, 202 parked) travels beside the body.
+  const meta = answer.status === 200 ? {} : { _meta: { "city/status": answer.status } };
+  if (door.produces === "text") return { content: [{ type: "text", text: String(answer.body) }], ...meta };
+  const body = answer.body;
+  const structured = typeof body === "object" && body !== null && !Array.isArray(body) ? { structuredContent: body as Record<string, unknown> } : {};
+  return { content: [{ type: "text", text: JSON.stringify(body) }], ...structured, ...meta };
+}
+
+async function readDocument(door: AnyDoor, uri: URL, request: Request): Promise<ReadResourceResult> {
+  try {
+    const answer = await invokeDoor(door, {}, doorRequest(door, request));
+    const text = door.produces === "text" ? String(answer.body) : JSON.stringify(answer.body);
+    return { contents: [{ uri: uri.href, mimeType: door.produces === "text" ? "text/plain" : "application/json", text }] };
+  } catch (err) {
+    const problem = problemOf(door, err, request);
+    const code = problem.status >= 500 ? ProtocolErrorCode.InternalError : ProtocolErrorCode.InvalidParams;
+    throw new ProtocolError(code, problem.detail, { problem });
+  }
+}
+
+/** The same limit the HTTP door applies to its body, applied to the tool's arguments. */
+function checkBodySize(door: AnyDoor, args: Record<string, unknown>): void {
+  const limit = door.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  if (Buffer.byteLength(JSON.stringify(args)) > limit) {
+    throw new CityError("payload_too_large", `This door accepts bodies of at most ${limit} bytes.`, { limit: { name: "body_bytes", limit } });
+  }
+}
+
+function problemOf(door: AnyDoor, err: unknown, request: Request): Problem {
+  if (!(err instanceof CityError) && asCityError(err).code === "internal_error") logFailure(`mcp tool ${door.name}`, err);
+  return toProblem(err, door.path, new URL(request.url).pathname);
+}
+
+/** The door sees the HTTP request's headers, so the Bearer token reaches the shared auth check. */
+function doorRequest(door: AnyDoor, request: Request): DoorRequest {
+  const forwarded = request.headers.get("x-forwarded-for")?.split(",")[0]?.trim();
+  return {
+    method: door.method,
+    url: new URL(request.url),
+    headers: request.headers,
+    ip: forwarded || request.headers.get("x-real-ip") || null,
+  };
+}
+
+function describeTool(door: AnyDoor): string {
+  const limits = door.limits?.length
+    ? ` Limits: ${door.limits.map((l) => `${l.limit} ${l.name}${l.window_seconds ? ` per ${l.window_seconds} s` : ""} per ${l.per}, then ${l.over}`).join("; ")}.`
+    : "";
+  const spends = door.spends ? " Spends real inference (money) on every call, counted against published budgets: check that it is open first." : "";
+  return `${door.summary}${door.description ? ` ${door.description}` : ""} HTTP: ${door.method} ${door.path}. Auth: ${AUTH_WORDS[door.auth]}.${limits}${spends}`;
+}
+
+/**
+ * A door's zod schema as the tool's JSON Schema, with a validator that lets every argument through:
+ * the door parses its own input (in invokeDoor), so a bad argument is answered with the same
+ * problem document as over HTTP, and an answer is checked once, against the door's own schema.
+ */
+function published(schema: z.ZodType, io: "input" | "output"): StandardSchemaWithJSON<Record<string, unknown>> {
+  const json = () => jsonSchema(schema, io);
+  return {
+    "~standard": {
+      version: 1,
+      vendor: "city",
+      validate: (value) => ({ value: value as Record<string, unknown> }),
+      jsonSchema: { input: json, output: json },
+    },
+  };
+}
+
+/** MCP output schemas must describe objects; other answers are published without one. */
+function objectSchema(schema: z.ZodType): StandardSchemaWithJSON<Record<string, unknown>> | undefined {
+  return jsonSchema(schema, "output").type === "object" ? published(schema, "output") : undefined;
+}
+
+/** Doors never change while the city runs: each schema is converted once, then copied per server. */
+const converted = new WeakMap<z.ZodType, Partial<Record<"input" | "output", Record<string, unknown>>>>();
+
+function jsonSchema(schema: z.ZodType, io: "input" | "output"): Record<string, unknown> {
+  const known = converted.get(schema) ?? {};
+  if (!known[io]) {
+    const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: "any" }) as Record<string, unknown>;
+    known[io] = rest;
+    converted.set(schema, known);
+  }
+  return structuredClone(known[io]);
+}
+
+/** DNS rebinding guard (Host, then Origin), then the one method a stateless MCP door serves. */
+function refusal(request: Request): Response | undefined {
+  const path = new URL(request.url).pathname;
+  const hostnames = allowedHostnames();
+  if (!validateHostHeader(request.headers.get("host"), hostnames).ok) {
+    return problemResponse(new CityError("forbidden", `This door answers requests addressed to ${new URL(env().CITY_BASE_URL).host} or localhost only.`), MCP_URL, path);
+  }
+  if (!validateOriginHeader(request.headers.get("origin"), hostnames).ok) {
+    return problemResponse(new CityError("forbidden", "Requests from web pages of other origins are refused (DNS rebinding protection)."), MCP_URL, path);
+  }
+  if (request.method !== "POST") {
+    return problemResponse(
+      new CityError("method_not_allowed", `${request.method} is not served here: the MCP door is stateless and answers POST only (no server-sent stream, no session to end).`),
+      MCP_URL,
+      path,
+      { Allow: "POST" },
+    );
+  }
+  return undefined;
+}
+
+/**
+ * The public host of CITY_BASE_URL, the deployment's own Vercel hostnames and the loopback names,
+ * any port (the SDK's helpers compare hostnames).
+ */
+function allowedHostnames(): string[] {
+  const { CITY_BASE_URL, VERCEL_URL, VERCEL_BRANCH_URL, VERCEL_PROJECT_PRODUCTION_URL } = env();
+  const vercel = [VERCEL_URL, VERCEL_BRANCH_URL, VERCEL_PROJECT_PRODUCTION_URL].filter((h): h is string => Boolean(h)).map((h) => h.split(":")[0]!);
+  return [...new Set([new URL(CITY_BASE_URL).hostname, ...vercel, ...localhostAllowedHostnames()])];
+}

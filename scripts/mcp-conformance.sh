@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Runs the official MCP conformance suite (server mode, the 2026-07-28 requirement set) against a
+# production build of the city on a fresh embedded database, with the committed baseline of checks
+# that need the suite's own fixture tools. Needs a build (`next build`; `npm test` makes one).
+#
+# The suite needs Node 22 or newer. When this machine's node is older, a Node 22 binary comes from
+# the npm registry (package node-<platform>-<arch>) into a cache folder outside the project, with
+# the suite itself; nothing is added to the project's dependencies.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CONFORMANCE_VERSION="0.2.0-alpha.12"
+NODE22_VERSION="22.23.3"
+TOOLS="${CITY_MCP_CONFORMANCE_DIR:-${TMPDIR:-/tmp}/city-mcp-conformance}"
+DIST="${CITY_NEXT_DIST_DIR:-.next}"
+
+if [ ! -f "$DIST/BUILD_ID" ]; then
+  echo "No production build in $DIST: run \`next build\` first." >&2
+  exit 1
+fi
+
+NODE22="node"
+if [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 22 ]; then
+  NODE22="$TOOLS/node_modules/node-$(node -p 'process.platform + "-" + process.arch')/bin/node"
+fi
+SUITE="$TOOLS/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+if [ ! -f "$SUITE" ] || ! command -v "$NODE22" >/dev/null; then
+  mkdir -p "$TOOLS"
+  [ -f "$TOOLS/package.json" ] || echo '{ "private": true }' > "$TOOLS/package.json"
+  packages=("@modelcontextprotocol/conformance@$CONFORMANCE_VERSION")
+  [ "$NODE22" = "node" ] || packages+=("node-$(node -p 'process.platform + "-" + process.arch')@$NODE22_VERSION")
+  npm install --prefix "$TOOLS" --no-audit --no-fund --loglevel=error "${packages[@]}"
+fi
+
+PORT="$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
+DATA="$(mktemp -d "${TMPDIR:-/tmp}/city-mcp-conformance-data.XXXXXX")"
+LOG="$DATA.log"
+CITY_NEXT_DIST_DIR="$DIST" DATABASE_URL="" CITY_DATA_DIR="$DATA" CITY_BASE_URL="http://127.0.0.1:$PORT" NEXT_TELEMETRY_DISABLED=1 \
+  node node_modules/next/dist/bin/next start -H 127.0.0.1 -p "$PORT" >"$LOG" 2>&1 &
+SERVER=$!
+cleanup() {
+  kill "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null || true
+  rm -rf "$DATA" "$LOG"
+}
+trap cleanup EXIT
+
+for _ in $(seq 1 150); do
+  node -e 'fetch(process.argv[1]).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))' "http://127.0.0.1:$PORT/beacon.json" && break
+  kill -0 "$SERVER" 2>/dev/null || { cat "$LOG" >&2; exit 1; }
+  sleep 0.2
+done
+
+"$NODE22" "$SUITE" server \
+  --url "http://127.0.0.1:$PORT/mcp" \
+  --requirements 2026-07-28 \
+  --expected-failures scripts/mcp-conformance-baseline.yml \
+  --output-dir "$TOOLS/results"

@@ -1,0 +1,248 @@
+import http from "node:http";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { describe, expect, it } from "vitest";
+import { isWrite, pathParams } from "@/lib/doors/door";
+import { documentDoors } from "@/lib/doors/mcp";
+import { registry } from "@/lib/doors/registry";
+import { ProblemSchema } from "@/lib/errors";
+import { baseUrl, call, getJson, postJson } from "../support/http";
+
+const ERAS = { legacy: "2025-03-26", modern: "2026-07-28" } as const;
+type Era = keyof typeof ERAS;
+const ADDRESSES = ["/mcp", "/api/mcp"] as const;
+
+/** The SDK's real client over streamable HTTP, speaking one protocol era. */
+async function connect(era: Era, path: string = "/mcp", headers: Record<string, string> = {}): Promise<Client> {
+  const transport = new StreamableHTTPClientTransport(new URL(`${baseUrl()}${path}`), { requestInit: { headers } });
+  const client = new Client(
+    { name: "city-mcp-http-test", version: "1.0.0" },
+    era === "modern" ? { versionNegotiation: { mode: { pin: ERAS.modern } } } : { supportedProtocolVersions: [ERAS.legacy] },
+  );
+  await client.connect(transport);
+  expect(client.getNegotiatedProtocolVersion()).toBe(ERAS[era]);
+  return client;
+}
+
+type ToolResult = { content?: unknown; structuredContent?: unknown; isError?: boolean };
+
+function textOf(result: ToolResult): string {
+  const [first] = result.content as { type: string; text: string }[];
+  expect(first?.type).toBe("text");
+  return first!.text;
+}
+
+function problemIn(result: ToolResult) {
+  expect(result.isError).toBe(true);
+  return ProblemSchema.parse(JSON.parse(textOf(result)));
+}
+
+function withoutClock(body: Record<string, unknown>): Record<string, unknown> {
+  const { now_utc: _now, quotedAt: _quoted, ...rest } = body;
+  return rest;
+}
+
+/** The census through a tool equals GET /city.json read just before and after it (when those agree). */
+async function expectSameCensus(viaTool: () => Promise<Record<string, unknown>>): Promise<void> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const before = withoutClock((await getJson("/city.json")).body);
+    const tool = withoutClock(await viaTool());
+    const after = withoutClock((await getJson("/city.json")).body);
+    if (JSON.stringify(before) !== JSON.stringify(after)) continue;
+    expect(tool).toEqual(before);
+    return;
+  }
+  throw new Error("the census kept moving while it was read");
+}
+
+/** A raw POST with full control of Host and Origin (fetch does not let a caller set Host). */
+function rawPost(path: string, headers: Record<string, string>): Promise<number> {
+  const url = new URL(`${baseUrl()}${path}`);
+  const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: ERAS.legacy, capabilities: {}, clientInfo: { name: "raw", version: "1" } } });
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: url.hostname, port: url.port, path, method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers } },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+describe("the MCP door over HTTP", () => {
+  for (const era of Object.keys(ERAS) as Era[]) {
+    for (const path of ADDRESSES) {
+      it(`a ${era} client at ${path} lists every door as a tool and reads the census as GET /city.json does`, async () => {
+        const client = await connect(era, path);
+        const { tools } = await client.listTools();
+        expect(tools.map((tool) => tool.name).sort()).toEqual(registry.map((d) => d.name).sort());
+        await expectSameCensus(async () => {
+          const result = await client.callTool({ name: "read-census", arguments: {} });
+          expect(result.isError).toBeFalsy();
+          const body = JSON.parse(textOf(result)) as Record<string, unknown>;
+          if (era === "modern") expect(result.structuredContent).toEqual(body);
+          return body;
+        });
+        await client.close();
+      });
+    }
+  }
+
+  it("marks reading doors read-only and writing doors not, with the door's input schema", async () => {
+    const client = await connect("modern");
+    const { tools } = await client.listTools();
+    for (const d of registry) {
+      const tool = tools.find((t) => t.name === d.name)!;
+      expect(tool.annotations?.readOnlyHint === true, d.name).toBe(!isWrite(d));
+      expect(tool.inputSchema.type, d.name).toBe("object");
+      expect(tool.description, d.name).toContain(`${d.method} ${d.path}`);
+    }
+    await client.close();
+  });
+
+  it("answers every reading tool that needs no arguments as its HTTP door does, within its output schema", async () => {
+    const readers = registry.filter(
+      (d) => d.method === "GET" && (d.auth === "none" || d.auth === "optional") && pathParams(d.path).length === 0 && d.input.safeParse({}).success,
+    );
+    expect(readers.length).toBeGreaterThan(5);
+    // The modern client checks every structuredContent against the tool's published outputSchema.
+    const client = await connect("modern");
+    for (const d of readers) {
+      const overHttp = await call(d.path);
+      const result = await client.callTool({ name: d.name, arguments: {} });
+      expect(Boolean(result.isError), d.name).toBe(overHttp.status >= 400);
+      if (d.produces === "text") expect(textOf(result), d.name).toBe(await overHttp.text());
+      else if (!result.isError) expect(result.structuredContent, d.name).toBeDefined();
+    }
+    await client.close();
+  });
+
+  it("serves the public documents as resources, read through the same doors", async () => {
+    const client = await connect("legacy");
+    const { resources } = await client.listResources();
+    const documents = documentDoors(registry);
+    expect(resources.map((r) => r.name).sort()).toEqual(documents.map((d) => d.name).sort());
+    expect(documents.map((d) => d.path)).toEqual(expect.arrayContaining(["/.well-known/ai.json", "/llms.txt", "/city-card.json"]));
+    const ai = resources.find((r) => r.uri === `${baseUrl()}/.well-known/ai.json`)!;
+    const read = await client.readResource({ uri: ai.uri });
+    expect(JSON.parse((read.contents[0] as { text: string }).text)).toEqual((await getJson("/.well-known/ai.json")).body);
+    await client.close();
+  });
+
+  it("refuses an unknown tool with a protocol error", async () => {
+    for (const era of Object.keys(ERAS) as Era[]) {
+      const client = await connect(era);
+      await expect(client.callTool({ name: "fetch-url", arguments: { url: "https://example.com" } })).rejects.toThrow(/fetch-url/);
+      await client.close();
+    }
+  });
+
+  it("answers invalid arguments with isError and the same problem code as the HTTP door", async () => {
+    const strict = registry.find((d) => (d.auth === "none" || d.auth === "optional") && pathParams(d.path).length === 0 && !d.input.safeParse({}).success);
+    expect(strict, "a public door that needs arguments (the gate)").toBeDefined();
+    const over = isWrite(strict!) ? await postJson(strict!.path, {}) : await call(strict!.path);
+    const overHttp = ProblemSchema.parse(await over.json());
+    const client = await connect("modern");
+    const problem = problemIn(await client.callTool({ name: strict!.name, arguments: {} }));
+    expect(problem).toMatchObject({ status: 400, code: "bad_request", door: strict!.path, instance: "/mcp" });
+    expect(problem.code).toBe(overHttp.code);
+    await client.close();
+  });
+
+  it("answers every tool that needs credentials, called anonymously, with isError and a problem", async () => {
+    const guarded = registry.filter((d) => d.auth === "citizen" || d.auth === "operator");
+    expect(guarded.length, "writing doors in the registry").toBeGreaterThan(0);
+    const client = await connect("legacy");
+    for (const d of guarded) {
+      const problem = problemIn(await client.callTool({ name: d.name, arguments: {} }));
+      expect([401, 403], d.name).toContain(problem.status);
+    }
+    await client.close();
+  });
+
+  it("answers a 2025-03-26 batch of tool calls, each under its own id", async () => {
+    const calls = ["read-beacon", "read-contact"].map((name, i) => ({ jsonrpc: "2.0", id: i + 1, method: "tools/call", params: { name, arguments: {} } }));
+    const response = await postJson("/mcp", calls, { accept: "application/json, text/event-stream", "mcp-protocol-version": ERAS.legacy });
+    expect(response.status).toBe(200);
+    const text = await response.text();
+    const messages = response.headers.get("content-type")?.startsWith("text/event-stream")
+      ? [...text.matchAll(/^data: (.+)$/gm)].map((m) => JSON.parse(m[1]!))
+      : [JSON.parse(text)].flat();
+    expect(messages.map((m: { id: number }) => m.id).sort()).toEqual([1, 2]);
+    for (const m of messages) expect(m.result.isError).toBeFalsy();
+  });
+
+  it("answers GET, DELETE and PUT with a 405 problem at both addresses, never a stream", async () => {
+    for (const path of ADDRESSES) {
+      for (const method of ["GET", "DELETE", "PUT"]) {
+        const response = await call(path, { method, headers: { accept: "text/event-stream" } });
+        expect(response.status, `${method} ${path}`).toBe(405);
+        expect(response.headers.get("allow")).toBe("POST");
+        expect(response.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+        expect(ProblemSchema.parse(await response.json()).code).toBe("method_not_allowed");
+      }
+    }
+  });
+
+  it("rejects a foreign Host or Origin (DNS rebinding) and accepts the city's own", async () => {
+    const port = new URL(baseUrl()).port;
+    for (const path of ADDRESSES) {
+      expect(await rawPost(path, { host: "evil.example.com" })).toBe(403);
+      expect(await rawPost(path, { host: `127.0.0.1:${port}`, origin: "http://evil.example.com" })).toBe(403);
+      expect(await rawPost(path, { host: `localhost:${port}`, origin: `http://localhost:${port}` })).toBe(200);
+      expect(await rawPost(path, { host: `127.0.0.1:${port}` })).toBe(200);
+    }
+  });
+
+  it("is named in llms.txt with both addresses", async () => {
+    const text = await (await call("/llms.txt")).text();
+    expect(text).toContain(`${baseUrl()}/mcp`);
+    expect(text).toContain(`${baseUrl()}/api/mcp`);
+  });
+});
+
+describe("writing through the MCP door as a citizen", () => {
+  /** Admits a citizen through the real gate over HTTP. */
+  async function citizen(): Promise<{ did: string; secret: string }> {
+    const origin = `mcp-${Date.now()}-${Math.random().toString(36).slice(2, 8)}.example`;
+    const response = await postJson("/gate", { name: "mcp-writer", runtime: "tool-agent", origin, statement: "I write through MCP.", ask: "bed", kind: "agent" });
+    const body = (await response.json()) as { verdict: string; did: string; citizen_secret: string };
+    expect(body.verdict).toBe("admitted");
+    return { did: body.did, secret: body.citizen_secret };
+  }
+
+  for (const era of Object.keys(ERAS) as Era[]) {
+    it(`a ${era} client writes a locker bag with its Bearer secret and reads back what GET /api/locker/{bag} answers`, async () => {
+      const me = await citizen();
+      const client = await connect(era, "/mcp", { authorization: `Bearer ${me.secret}` });
+      const written = (await client.callTool({ name: "keep-locker", arguments: { bag: "mcp", content: `written in the ${era} era` } })) as ToolResult;
+      expect(written.isError ?? false).toBe(false);
+      expect(written.structuredContent).toMatchObject({ bag: "mcp", bytes: `written in the ${era} era`.length });
+      const viaTool = (await client.callTool({ name: "read-locker-bag", arguments: { bag: "mcp" } })) as ToolResult;
+      const viaHttp = await getJson("/api/locker/mcp", { headers: { authorization: `Bearer ${me.secret}` } });
+      expect(withoutClock(viaTool.structuredContent as Record<string, unknown>)).toEqual(withoutClock(viaHttp.body));
+      await client.close();
+    });
+  }
+
+  it("parks a restricted citizen's write through MCP exactly as the HTTP door does", async () => {
+    const me = await citizen();
+    const auth = { authorization: `Bearer ${me.secret}` };
+    // The published mechanic, for real: three fail-closed refusals on the citizen's own shelves.
+    const key = `-----BEGIN PRIVATE KEY-----\n${"MC4CAQAwBQYDK2VwBCIEIH".padEnd(64, "A")}\n-----END PRIVATE KEY-----`;
+    for (let i = 0; i < 3; i++) expect((await postJson("/api/vault", { content: key }, auth)).status).toBe(422);
+    expect((await getJson<{ status: { tier: string } }>("/residency", { headers: auth })).body.status.tier).toBe("restricted");
+
+    const client = await connect("modern", "/api/mcp", auth);
+    const parked = (await client.callTool({ name: "write-vault", arguments: { content: "a note while restricted" } })) as ToolResult;
+    expect(parked.isError ?? false).toBe(false);
+    expect(parked.structuredContent).toMatchObject({ parked: true });
+    const refused = (await client.callTool({ name: "keep-locker", arguments: { bag: "no", content: "x" } })) as ToolResult;
+    expect(problemIn(refused)).toMatchObject({ status: 403, code: "forbidden" });
+    const quarantined = await getJson<{ parked: { door: string; payload: { content: string } }[] }>("/api/quarantine", { headers: auth });
+    expect(quarantined.body.parked.some((p) => p.payload.content === "a note while restricted")).toBe(true);
+    await client.close();
+  });
+});
