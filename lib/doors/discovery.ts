@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { CENSUS_DEFINITIONS, readCensus } from "@/lib/city/census";
-import { CARD_PATH, LIMITS, PROTOCOLS } from "@/lib/city/protocols";
+import { CARD_PATH, LIMITS, MCP_ALIAS_URL, MCP_URL, PROTOCOLS } from "@/lib/city/protocols";
 import { env } from "@/lib/env";
 import { door, doorPaths } from "./door";
 import { buildLlmsTxt } from "./llms";
@@ -132,7 +132,7 @@ export const readCard = door({
       summary: d.summary,
     })),
     limits: LIMITS,
-    links: { llms: "/llms.txt", openapi: "/openapi.json", census: "/city.json", beacon: "/beacon.json", contact: "/contact", discovery: "/.well-known/ai.json" },
+    links: { llms: "/llms.txt", openapi: "/openapi.json", census: "/city.json", beacon: "/beacon.json", contact: "/contact", discovery: "/.well-known/ai.json", mcp: MCP_URL, mcp_alias: MCP_ALIAS_URL },
   }),
 });
 
