@@ -1,10 +1,9 @@
 import { createHash } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { TestProject } from "vitest/node";
+import { describe, expect, it } from "vitest";
 import { doorPaths } from "@/lib/doors/door";
 import { registry } from "@/lib/doors/registry";
 import { ProblemSchema } from "@/lib/errors";
-import startNextServer from "../support/next-server";
+import { useOwnServer } from "../support/own-server";
 
 /*
  * The whole admission flow over real HTTP, against `next start`. This file admits citizens, so it
@@ -15,20 +14,9 @@ import startNextServer from "../support/next-server";
  * fewer than ten times, each test from an origin of its own.
  */
 
-let base = "";
-let stop: (() => Promise<void>) | undefined;
+const server = useOwnServer();
 
-beforeAll(async () => {
-  const project = { provide: (key: string, value: string) => key === "baseUrl" && (base = value) } as unknown as TestProject;
-  stop = await startNextServer(project);
-  expect(base).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-}, 60_000);
-
-afterAll(async () => {
-  await stop?.();
-}, 30_000);
-
-const call = (path: string, init: RequestInit = {}) => fetch(`${base}${path}`, init);
+const call = (path: string, init: RequestInit = {}) => fetch(`${server()}${path}`, init);
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 async function getJson(path: string, headers: Record<string, string> = {}): Promise<{ response: Response; body: Record<string, any> }> {
