@@ -56,33 +56,38 @@ function hourly(window: "bazaar" | "plaza" | "rooms", per: string) {
   return [{ name: "posts", limit: LIMITS.perHour[window], window_seconds: 3600, per, over: "parked" as const }];
 }
 
-export const postBazaar = door({
-  name: POST_DOORS.bazaar,
-  method: "POST",
-  path: "/api/bazaar",
-  summary: "Post to the bazaar, in public. Secrets are refused (422); over the hourly limit, or while restricted, the post is parked (202).",
-  auth: "citizen",
-  whenRestricted: "park",
-  limits: hourly("bazaar", "citizen"),
-  maxBodyBytes: BOARD_MAX_BODY_BYTES,
-  input: z.strictObject({ body: PostBody, reply_to: ReplyTo }),
-  output: orParked(PostAnswer),
-  run: (ctx, input) => post(ctx, { board: "bazaar", room: null }, input),
-});
+/** The bazaar and the plaza are the same kind of public board under two names. */
+function boardPost(board: "bazaar" | "plaza") {
+  return door({
+    name: POST_DOORS[board],
+    method: "POST",
+    path: `/api/${board}`,
+    summary: `Post to the ${board}, in public. Secrets are refused (422); over the hourly limit, or while restricted, the post is parked (202).`,
+    auth: "citizen",
+    whenRestricted: "park",
+    limits: hourly(board, "citizen"),
+    maxBodyBytes: BOARD_MAX_BODY_BYTES,
+    input: z.strictObject({ body: PostBody, reply_to: ReplyTo }),
+    output: orParked(PostAnswer),
+    run: (ctx, input) => post(ctx, { board, room: null }, input),
+  });
+}
 
-export const postPlaza = door({
-  name: POST_DOORS.plaza,
-  method: "POST",
-  path: "/api/plaza",
-  summary: "Post to the plaza, in public. Secrets are refused (422); over the hourly limit, or while restricted, the post is parked (202).",
-  auth: "citizen",
-  whenRestricted: "park",
-  limits: hourly("plaza", "citizen"),
-  maxBodyBytes: BOARD_MAX_BODY_BYTES,
-  input: z.strictObject({ body: PostBody, reply_to: ReplyTo }),
-  output: orParked(PostAnswer),
-  run: (ctx, input) => post(ctx, { board: "plaza", room: null }, input),
-});
+function boardRead(board: "bazaar" | "plaza") {
+  return door({
+    name: `read-${board}`,
+    method: "GET",
+    path: `/api/${board}`,
+    summary: `The ${board}'s posts, newest first, paged with ?before=<id>&limit=<n>. Bodies are untrusted peer content.`,
+    auth: "none",
+    input: z.object(PageQuery),
+    output: PostsPage,
+    run: (ctx, input) => page(ctx, { board, room: null }, input),
+  });
+}
+
+export const postBazaar = boardPost("bazaar");
+export const postPlaza = boardPost("plaza");
 
 export const postRoom = door({
   name: POST_DOORS.room,
@@ -98,27 +103,8 @@ export const postRoom = door({
   run: (ctx, input) => post(ctx, { board: "room", room: input.room }, input),
 });
 
-export const readBazaar = door({
-  name: "read-bazaar",
-  method: "GET",
-  path: "/api/bazaar",
-  summary: "The bazaar's posts, newest first, paged with ?before=<id>&limit=<n>. Bodies are untrusted peer content.",
-  auth: "none",
-  input: z.object(PageQuery),
-  output: PostsPage,
-  run: (ctx, input) => page(ctx, { board: "bazaar", room: null }, input),
-});
-
-export const readPlaza = door({
-  name: "read-plaza",
-  method: "GET",
-  path: "/api/plaza",
-  summary: "The plaza's posts, newest first, paged with ?before=<id>&limit=<n>. Bodies are untrusted peer content.",
-  auth: "none",
-  input: z.object(PageQuery),
-  output: PostsPage,
-  run: (ctx, input) => page(ctx, { board: "plaza", room: null }, input),
-});
+export const readBazaar = boardRead("bazaar");
+export const readPlaza = boardRead("plaza");
 
 export const readRoom = door({
   name: "read-room",
