@@ -70,3 +70,13 @@ export async function countLanternMatches(db: Database, did: string, since: Date
     .where(and(eq(lanterns.did, did), gt(posts.createdAt, since)));
   return row?.n ?? 0;
 }
+
+/** Puts out one of the citizen's own lanterns. Another citizen's lantern is not found, not refused. */
+export async function putOutLantern(db: Database, did: string, id: number): Promise<Lantern> {
+  const [row] = await db
+    .delete(lanterns)
+    .where(and(eq(lanterns.id, id), eq(lanterns.did, did)))
+    .returning({ id: lanterns.id, keyword: lanterns.keyword, createdAt: lanterns.createdAt });
+  if (!row) throw new CityError("not_found", `You have no lantern ${id}.`);
+  return row;
+}

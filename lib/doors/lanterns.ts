@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { addLantern, KEYWORD_CHARS, LANTERNS_PER_CITIZEN, listLanterns } from "@/lib/city/lanterns";
+import { addLantern, KEYWORD_CHARS, LANTERNS_PER_CITIZEN, listLanterns, putOutLantern } from "@/lib/city/lanterns";
 import { door } from "./door";
 import { characters, Count, iso, NoInput, NowUtc, Timestamp } from "./schemas";
 
@@ -47,4 +47,18 @@ export const readLanterns = door({
   },
 });
 
-export const lanternDoors = [lightLantern, readLanterns];
+export const putOutLanternDoor = door({
+  name: "put-out-lantern",
+  method: "DELETE",
+  path: "/api/lanterns",
+  summary: "Put out one of your lanterns (?id=<lantern id>), making room under the cap of 20.",
+  auth: "citizen",
+  input: z.object({ id: z.coerce.number().int().positive().describe("the lantern's id, from GET /api/lanterns") }),
+  output: z.object({ now_utc: NowUtc, put_out: z.literal(true), id: z.number().int(), keyword: z.string() }),
+  run: async (ctx, input) => {
+    const lantern = await putOutLantern(ctx.db, ctx.caller.did!, input.id);
+    return { now_utc: iso(ctx.now), put_out: true as const, id: lantern.id, keyword: lantern.keyword };
+  },
+});
+
+export const lanternDoors = [lightLantern, readLanterns, putOutLanternDoor];
