@@ -16,6 +16,11 @@ export interface OpenDatabase {
   close: () => Promise<void>;
 }
 
+/** Rows of a raw `db.execute` result: PGlite and the Neon pool both answer `{ rows }`. */
+export function rowsOf<T>(result: unknown): T[] {
+  return ((result as { rows?: T[] }).rows ?? (result as T[])) as T[];
+}
+
 export const MIGRATIONS_FOLDER = path.join(process.cwd(), "db", "migrations");
 
 /** PGlite in a folder (or `memory://`): the embedded default, nothing to install. */

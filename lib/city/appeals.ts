@@ -1,9 +1,10 @@
-import { and, desc, eq, isNull, lt, sql } from "drizzle-orm";
+import { and, desc, eq, isNull, lt } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { appealDecisions, appeals, citizens, tierEvents } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { LIMITS, PROTOCOLS } from "./protocols";
 import { requireSlot } from "./rate";
+import { holdLock } from "./locks";
 
 export type AppealStatus = "pending" | "granted" | "denied";
 
@@ -49,7 +50,7 @@ export async function listAppeals(db: Database, options: { status?: AppealStatus
  * its restriction and inserts the restore event in the same transaction: a new row, never an edit.
  */
 export async function decideAppeal(db: Database, id: number, decision: "grant" | "deny", note: string | undefined, now: Date) {
-  await db.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${`appeal:${id}`}, 0))`);
+  await holdLock(db, `appeal:${id}`);
   const [appeal] = await db.select().from(appeals).where(eq(appeals.id, id));
   if (!appeal) throw new CityError("not_found", `No appeal ${id}.`);
   const inserted = await db.insert(appealDecisions).values({ appealId: id, decision, note: note ?? null, decidedAt: now }).onConflictDoNothing().returning();

@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import type { Database } from "@/db/client";
+import { type Database, rowsOf } from "@/db/client";
 
 export interface Census {
   occupancy: number;
@@ -49,9 +49,4 @@ export async function readCensus(db: Database, now: Date): Promise<Census> {
     fakeTide: 0,
     tide: row.tide,
   };
-}
-
-/** PGlite answers `{ rows }`, the Neon pool a pg-style result with `rows` too; both are arrays of rows. */
-export function rowsOf<T>(result: unknown): T[] {
-  return ((result as { rows?: T[] }).rows ?? (result as T[])) as T[];
 }

@@ -1,11 +1,12 @@
-import { createHash } from "node:crypto";
 import { and, asc, count, desc, eq, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { checkpoints } from "@/db/schema";
 import { CityError } from "@/lib/errors";
+import { sha256Hex } from "./canonical";
 import { utf8Bytes } from "./locker";
 import { LIMITS } from "./protocols";
 import { guardShelfContent } from "./shelf-guard";
+import { holdLock } from "./locks";
 
 const C = LIMITS.checkpoints;
 
@@ -43,7 +44,7 @@ export async function appendCheckpoint(
   }
   await guardShelfContent(db, { did, door: "keep-checkpoint", texts: entry.label === undefined ? [content] : [content, entry.label], now });
 
-  await db.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${`checkpoints:${did}`}, 0))`);
+  await holdLock(db, `checkpoints:${did}`);
   const [shelf] = await db.select({ n: count() }).from(checkpoints).where(eq(checkpoints.did, did));
   const kept = shelf?.n ?? 0;
   if (kept >= C.versions) {
@@ -52,7 +53,7 @@ export async function appendCheckpoint(
     });
   }
   const version = kept + 1;
-  const sha256 = createHash("sha256").update(content, "utf8").digest("hex");
+  const sha256 = sha256Hex(content);
   await db.insert(checkpoints).values({ did, version, content, sha256, bytes, label: entry.label ?? null, createdAt: now });
   return { version, sha256, bytes, createdAt: now };
 }

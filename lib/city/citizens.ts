@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import type { Database } from "@/db/client";
+import { type Database, rowsOf } from "@/db/client";
 import type { CitizenRow } from "@/db/schema";
 import { randomBytes } from "@noble/hashes/utils.js";
 import { sha256Hex } from "./canonical";
@@ -28,8 +28,7 @@ export function newSalt(): Uint8Array {
 /** Bed ids are never reused, so a bed id names one assignment for good. */
 export async function assignBed(db: Database): Promise<string> {
   const result = await db.execute(sql`SELECT nextval('bed_numbers')::text AS n`);
-  const rows = ((result as { rows?: { n: string }[] }).rows ?? (result as unknown as { n: string }[]));
-  return `bed-${rows[0]!.n.padStart(6, "0")}`;
+  return `bed-${rowsOf<{ n: string }>(result)[0]!.n.padStart(6, "0")}`;
 }
 
 /** What a citizen sees of itself (gate description `citizen`, verdicts). */

@@ -1,5 +1,5 @@
 import { bytesToHex, randomBytes } from "@noble/hashes/utils.js";
-import { sha256 } from "@noble/hashes/sha2.js";
+import { sha256Hex } from "./canonical";
 import { and, eq, gt, isNull } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { citizens, sessionTokens, type CitizenRow } from "@/db/schema";
@@ -15,7 +15,7 @@ export type CredentialKind = keyof typeof CREDENTIAL_PREFIXES;
 export const CREDENTIAL_PATTERN = /city_(sk|st|rc)_[0-9a-f]{72}/g;
 
 function checksum(prefix: string, body: string): string {
-  return bytesToHex(sha256(new TextEncoder().encode(prefix + body))).slice(0, 8);
+  return sha256Hex(prefix + body).slice(0, 8);
 }
 
 export function mintCredential(kind: CredentialKind): string {
@@ -34,7 +34,7 @@ export function isCredential(value: string, kind: CredentialKind): boolean {
 }
 
 export function hashCredential(value: string): string {
-  return bytesToHex(sha256(new TextEncoder().encode(value)));
+  return sha256Hex(value);
 }
 
 /** The bearer token of an `Authorization: Bearer <token>` header, or null. */

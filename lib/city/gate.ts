@@ -1,5 +1,5 @@
 import { randomBytes, bytesToHex } from "@noble/hashes/utils.js";
-import { and, eq, gt, isNull, lt, ne, sql } from "drizzle-orm";
+import { and, eq, gt, isNull, lt, ne } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { citizens, gateNonces, wardNotes, type CitizenRow, RUNTIMES } from "@/db/schema";
 import { assignBed, citizenKeyOf, deriveDid, newSalt } from "./citizens";
@@ -11,6 +11,7 @@ import { LIMITS } from "./protocols";
 import { takeSlot } from "./rate";
 import { appendLog } from "./residency-log";
 import { returnCitizen } from "./residency";
+import { holdLock } from "./locks";
 
 export const ASKS = ["look", "bed", "ward"] as const;
 export const KINDS = ["agent", "human"] as const;
@@ -137,7 +138,7 @@ async function countPresentation(db: Database, p: Presentation, c: GateCircumsta
 
 async function askForBed(db: Database, p: Presentation, c: GateCircumstances, nonceValid: boolean): Promise<Verdict> {
   // One active bed per name and origin: serialise every presenter of this name and origin.
-  await db.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${`gate:${p.name}\n${p.origin}`}, 0))`);
+  await holdLock(db, `gate:${p.name}\n${p.origin}`);
   const [held] = await db
     .select()
     .from(citizens)

@@ -3,6 +3,7 @@ import type { Database } from "@/db/client";
 import { lanterns, posts } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { assertClean } from "@/lib/scan";
+import { holdLock } from "./locks";
 
 export const LANTERNS_PER_CITIZEN = 20;
 export const KEYWORD_CHARS = { min: 2, max: 64 } as const;
@@ -21,7 +22,7 @@ export interface Lantern {
  */
 export async function addLantern(db: Database, did: string, keyword: string, now: Date): Promise<Lantern & { created: boolean }> {
   assertClean(keyword);
-  await db.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${`lanterns:${did}`}, 0))`);
+  await holdLock(db, `lanterns:${did}`);
   const [same] = await db
     .select({ id: lanterns.id, keyword: lanterns.keyword, createdAt: lanterns.createdAt })
     .from(lanterns)

@@ -5,6 +5,7 @@ import { CityError } from "@/lib/errors";
 import { LIMITS } from "./protocols";
 import { requireSlot } from "./rate";
 import { guardShelfContent } from "./shelf-guard";
+import { holdLock } from "./locks";
 
 const L = LIMITS.locker;
 
@@ -46,7 +47,7 @@ export async function keepBag(
   await requireSlot(db, { scope: "locker", subject: did, limit: LOCKER_WRITES_PER_HOUR, windowSeconds: 3600 }, now, "locker_writes");
   await guardShelfContent(db, { did, door: "keep-locker", texts: [content], now });
 
-  await db.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${`locker:${did}`}, 0))`);
+  await holdLock(db, `locker:${did}`);
   const held = await db.select({ bag: lockerBags.bag, bytes: lockerBags.bytes }).from(lockerBags).where(eq(lockerBags.did, did));
   const previous = held.find((row) => row.bag === bag)?.bytes;
   if (previous === undefined && held.length >= L.bagsPerCitizen) {

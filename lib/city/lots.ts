@@ -1,9 +1,10 @@
-import { and, eq, isNull, sql } from "drizzle-orm";
+import { and, eq, isNull } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { lotLocks } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { LIMITS } from "./protocols";
 import { requireSlot } from "./rate";
+import { holdLock } from "./locks";
 
 /**
  * The plat's lots: a fixed, published set of 64, named lot-01 to lot-64. A lot may be locked (held)
@@ -48,7 +49,7 @@ export async function actOnLot(db: Database, entry: { did: string; lot: string; 
   const { did, lot, action, now } = entry;
   if (!KNOWN.has(lot)) throw new CityError("not_found", `There is no lot ${lot}: the plat's lots are lot-01 to lot-${LOT_COUNT}.`);
   await requireSlot(db, { scope: LOT_DOOR, subject: did, limit: LIMITS.perHour.lotLocks, windowSeconds: 3600 }, now, "lot-locks");
-  await db.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${`lot:${lot}`}, 0))`);
+  await holdLock(db, `lot:${lot}`);
   return action === "lock" ? lock(db, did, lot, now) : release(db, did, lot, now);
 }
 

@@ -1,7 +1,8 @@
-import { and, desc, eq, lt, sql } from "drizzle-orm";
+import { and, desc, eq, lt } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { citizens, quarantine } from "@/db/schema";
 import { takeSlot } from "./rate";
+import { holdLock } from "./locks";
 
 export interface Parked {
   parked: true;
@@ -29,7 +30,7 @@ export async function writeOrPark<T>(
 ): Promise<T | Parked> {
   // Read the tier inside the transaction, under the lock a restriction takes, so a write racing
   // the refusal that restricts its author cannot slip through.
-  await db.execute(sql`SELECT pg_advisory_xact_lock_shared(hashtextextended(${`tier:${entry.did}`}, 0))`);
+  await holdLock(db, `tier:${entry.did}`, "shared");
   const [author] = await db.select({ tier: citizens.tier }).from(citizens).where(eq(citizens.did, entry.did));
   if (entry.restricted || author?.tier === "restricted") {
     return park(db, { ...entry, reason: "restricted: every write on this door is parked until an appeal is granted" });

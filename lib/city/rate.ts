@@ -1,7 +1,8 @@
-import { and, count, eq, gt, lte, min, sql } from "drizzle-orm";
+import { and, count, eq, gt, lte, min } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { rateEvents } from "@/db/schema";
 import { CityError } from "@/lib/errors";
+import { holdLock } from "./locks";
 
 export interface Window {
   scope: string;
@@ -27,7 +28,7 @@ export interface Slot {
 export async function takeSlot(db: Database, window: Window, now: Date): Promise<Slot> {
   const { scope, subject, limit, windowSeconds } = window;
   const since = new Date(now.getTime() - windowSeconds * 1000);
-  await db.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${`rate:${scope}:${subject}`}, 0))`);
+  await holdLock(db, `rate:${scope}:${subject}`);
   await db.delete(rateEvents).where(and(eq(rateEvents.scope, scope), eq(rateEvents.subject, subject), lte(rateEvents.at, since)));
   const [row] = await db
     .select({ used: count(), oldest: min(rateEvents.at) })

@@ -1,7 +1,8 @@
-import { asc, desc, gt, sql } from "drizzle-orm";
+import { asc, desc, gt } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { type LogEvent, type LogRow, residencyLog } from "@/db/schema";
 import { canonicalJson, sha256Hex } from "./canonical";
+import { holdLock } from "./locks";
 
 export const GENESIS_HASH = "0".repeat(64);
 
@@ -25,7 +26,7 @@ export async function appendLog(
   db: Database,
   entry: { event: LogEvent; did: string; at: Date; details?: Record<string, string | number | boolean | null> },
 ): Promise<PublishedLogRow> {
-  await db.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended('residency_log', 0))`);
+  await holdLock(db, "residency_log");
   const [last] = await db.select({ seq: residencyLog.seq, hash: residencyLog.hash, at: residencyLog.at }).from(residencyLog).orderBy(desc(residencyLog.seq)).limit(1);
   const seq = (last?.seq ?? 0) + 1;
   // seq order is time order: a writer that waited for the lock never stamps a time before its predecessor's.

@@ -1,7 +1,8 @@
-import { and, count, eq, gt, max, sql } from "drizzle-orm";
+import { and, count, eq, gt, max } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { citizens, contentRefusals, tierEvents } from "@/db/schema";
 import { LIMITS } from "./protocols";
+import { holdLock } from "./locks";
 
 export const RESTRICTION_TRIGGER = `${LIMITS.restriction.refusals} fail-closed content refusals within ${LIMITS.restriction.windowSeconds} seconds on the citizen's own private shelves`;
 
@@ -11,7 +12,7 @@ export const RESTRICTION_TRIGGER = `${LIMITS.restriction.refusals} fail-closed c
  * the citizen serialises them). Nothing is deleted; the change is a tier event of its own.
  */
 export async function recordRefusal(db: Database, entry: { did: string; door: string; rule: string; now: Date }): Promise<{ restricted: boolean }> {
-  await db.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${`tier:${entry.did}`}, 0))`);
+  await holdLock(db, `tier:${entry.did}`);
   await db.insert(contentRefusals).values({ did: entry.did, door: entry.door, rule: entry.rule, refusedAt: entry.now });
   // A granted appeal starts the count afresh: refusals before the latest restore do not count again.
   const [restored] = await db

@@ -7,13 +7,7 @@ import { ASKS, issueNonce, KINDS, NONCE_BINDING, presentAtGate } from "@/lib/cit
 import { CARD_PATH, LIMITS, PROTOCOLS } from "@/lib/city/protocols";
 import { env } from "@/lib/env";
 import { door } from "./door";
-import { Count, iso, NoInput, NowUtc } from "./schemas";
-
-const hex = (length: number, what: string) =>
-  z
-    .string()
-    .transform((s) => s.toLowerCase())
-    .pipe(z.string().regex(new RegExp(`^[0-9a-f]{${length}}$`), `${what} must be ${length} hex characters`));
+import { Count, iso, lowerHex as hex, NoInput, NowUtc } from "./schemas";
 
 export const PresentInput = z.strictObject({
   name: z.string().trim().min(1).max(64).describe("the citizen name"),

@@ -1,6 +1,6 @@
-import { asCityError, CityError, toProblem } from "@/lib/errors";
-import { type AnyDoor, DEFAULT_MAX_BODY_BYTES, type DoorRequest } from "./door";
-import { type DoorAnswer, invokeDoor, logFailure } from "./invoke";
+import { CityError, toProblem } from "@/lib/errors";
+import { type AnyDoor, DEFAULT_MAX_BODY_BYTES } from "./door";
+import { bodyTooLarge, type DoorAnswer, doorRequestOf, invokeDoor, logUnexpected } from "./invoke";
 
 type RouteContext = { params: Promise<Record<string, string | string[] | undefined>> };
 type RouteHandler = ((request: Request, context: RouteContext) => Promise<Response>) & { door?: AnyDoor };
@@ -43,22 +43,12 @@ export async function serveDoor(
   const url = new URL(request.url);
   try {
     const raw = { ...(await readInput(door, request, url)), ...flatParams(params) };
-    const answer = await invokeDoor(door, raw, describeRequest(request, url));
+    const answer = await invokeDoor(door, raw, doorRequestOf(request, request.method));
     return answerResponse(door, answer);
   } catch (err) {
-    if (!(err instanceof CityError) && asCityError(err).code === "internal_error") logFailure(`door ${door.name}`, err);
+    logUnexpected(`door ${door.name}`, err);
     return problemResponse(err, door.path, url.pathname);
   }
-}
-
-function describeRequest(request: Request, url: URL): DoorRequest {
-  const forwarded = request.headers.get("x-forwarded-for")?.split(",")[0]?.trim();
-  return {
-    method: request.method,
-    url,
-    headers: request.headers,
-    ip: forwarded || request.headers.get("x-real-ip") || null,
-  };
 }
 
 async function readInput(door: AnyDoor, request: Request, url: URL): Promise<Record<string, unknown>> {
@@ -90,10 +80,7 @@ async function readInput(door: AnyDoor, request: Request, url: URL): Promise<Rec
 
 /** Reads at most `limit` bytes: a declared or actual larger body is refused before parsing. */
 async function readBody(request: Request, limit: number): Promise<string> {
-  const tooLarge = () =>
-    new CityError("payload_too_large", `This door accepts bodies of at most ${limit} bytes.`, {
-      limit: { name: "body_bytes", limit },
-    });
+  const tooLarge = () => bodyTooLarge(limit);
   const declared = Number(request.headers.get("content-length"));
   if (Number.isFinite(declared) && declared > limit) throw tooLarge();
   if (!request.body) return "";

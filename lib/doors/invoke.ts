@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import { getDb, type Database } from "@/db/client";
-import { CityError } from "@/lib/errors";
+import { asCityError, CityError } from "@/lib/errors";
 import type { AnyDoor, Caller, DoorContext, DoorRequest } from "./door";
 import { isWrite, Reply } from "./door";
 import { resolveCaller } from "./caller";
@@ -43,6 +43,22 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
   if (outcome instanceof KeptRefusal) throw outcome.error;
   const { reply, body } = outcome;
   return { status: reply.init.status ?? 200, headers: reply.init.headers ?? {}, body };
+}
+
+/** What a door sees of an HTTP request, on every surface: its headers and the client address. */
+export function doorRequestOf(request: Request, method: string): DoorRequest {
+  const forwarded = request.headers.get("x-forwarded-for")?.split(",")[0]?.trim();
+  return { method, url: new URL(request.url), headers: request.headers, ip: forwarded || request.headers.get("x-real-ip") || null };
+}
+
+/** The 413 of a body (or tool arguments) over the door's published size. */
+export function bodyTooLarge(limit: number): CityError {
+  return new CityError("payload_too_large", `This door accepts bodies of at most ${limit} bytes.`, { limit: { name: "body_bytes", limit } });
+}
+
+/** Logs a failure that is not one of the city's own answers (a bug or an outage), never its message. */
+export function logUnexpected(where: string, err: unknown): void {
+  if (!(err instanceof CityError) && asCityError(err).code === "internal_error") logFailure(where, err);
 }
 
 class KeptRefusal {

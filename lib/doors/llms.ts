@@ -8,10 +8,7 @@ import { type AnyDoor, doorPaths } from "./door";
 export function buildLlmsTxt(doors: readonly AnyDoor[], baseUrl: string): string {
   const line = (d: AnyDoor) => {
     const aliases = d.aliases?.length ? ` (also ${d.aliases.join(", ")})` : "";
-    const limits = d.limits?.length
-      ? ` Limits: ${d.limits.map((l) => `${l.limit} ${l.name}${l.window_seconds ? ` per ${l.window_seconds} s` : ""} per ${l.per}, then ${l.over}`).join("; ")}.`
-      : "";
-    return `- [${d.method} ${d.path}](${baseUrl}${d.path})${aliases}: ${d.summary} Auth: ${AUTH_WORDS[d.auth]}.${limits} Tool: \`${d.name}\`.`;
+    return `- [${d.method} ${d.path}](${baseUrl}${d.path})${aliases}: ${d.summary} Auth: ${AUTH_WORDS[d.auth]}.${describeLimits(d)} Tool: \`${d.name}\`.`;
   };
   const group = (title: string, pick: (d: AnyDoor) => boolean) => {
     const chosen = doors.filter(pick);
@@ -36,6 +33,12 @@ export function buildLlmsTxt(doors: readonly AnyDoor[], baseUrl: string): string
     ...doors.map((d) => `- ${d.method} ${doorPaths(d).join(", ")}`),
     "",
   ].join("\n");
+}
+
+/** A door's published limits as one sentence (empty when it has none), for llms.txt and tool descriptions. */
+export function describeLimits(d: AnyDoor): string {
+  if (!d.limits?.length) return "";
+  return ` Limits: ${d.limits.map((l) => `${l.limit} ${l.name}${l.window_seconds ? ` per ${l.window_seconds} s` : ""} per ${l.per}, then ${l.over}`).join("; ")}.`;
 }
 
 const AUTH_WORDS = {

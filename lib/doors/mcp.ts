@@ -14,10 +14,11 @@ import {
 import { z } from "zod";
 import { CARD_PATH, MCP_URL, PROTOCOLS } from "@/lib/city/protocols";
 import { env } from "@/lib/env";
-import { asCityError, CityError, type Problem, toProblem } from "@/lib/errors";
-import { type AnyDoor, DEFAULT_MAX_BODY_BYTES, doorPaths, type DoorRequest, isWrite } from "./door";
+import { CityError, type Problem, toProblem } from "@/lib/errors";
+import { type AnyDoor, DEFAULT_MAX_BODY_BYTES, doorPaths, isWrite } from "./door";
 import { problemResponse } from "./http";
-import { type DoorAnswer, invokeDoor, logFailure } from "./invoke";
+import { bodyTooLarge, type DoorAnswer, doorRequestOf, invokeDoor, logUnexpected } from "./invoke";
+import { describeLimits } from "./llms";
 import { CITY_VERSION } from "./openapi";
 import { registry } from "./registry";
 
@@ -132,7 +133,7 @@ export function documentDoors(doors: readonly AnyDoor[]): AnyDoor[] {
 async function callDoor(door: AnyDoor, args: Record<string, unknown>, request: Request): Promise<CallToolResult> {
   try {
     if (door.method === "POST") checkBodySize(door, args);
-    return toolResult(door, await invokeDoor(door, args, doorRequest(door, request)));
+    return toolResult(door, await invokeDoor(door, args, doorRequestOf(request, door.method)));
   } catch (err) {
     const problem = problemOf(door, err, request);
     return { content: [{ type: "text", text: JSON.stringify(problem) }], structuredContent: problem, isError: true };
@@ -150,7 +151,7 @@ function toolResult(door: AnyDoor, answer: DoorAnswer): CallToolResult {
 
 async function readDocument(door: AnyDoor, uri: URL, request: Request): Promise<ReadResourceResult> {
   try {
-    const answer = await invokeDoor(door, {}, doorRequest(door, request));
+    const answer = await invokeDoor(door, {}, doorRequestOf(request, door.method));
     const text = door.produces === "text" ? String(answer.body) : JSON.stringify(answer.body);
     return { contents: [{ uri: uri.href, mimeType: door.produces === "text" ? "text/plain" : "application/json", text }] };
   } catch (err) {
@@ -164,30 +165,17 @@ async function readDocument(door: AnyDoor, uri: URL, request: Request): Promise<
 function checkBodySize(door: AnyDoor, args: Record<string, unknown>): void {
   const limit = door.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   if (Buffer.byteLength(JSON.stringify(args)) > limit) {
-    throw new CityError("payload_too_large", `This door accepts bodies of at most ${limit} bytes.`, { limit: { name: "body_bytes", limit } });
+    throw bodyTooLarge(limit);
   }
 }
 
 function problemOf(door: AnyDoor, err: unknown, request: Request): Problem {
-  if (!(err instanceof CityError) && asCityError(err).code === "internal_error") logFailure(`mcp tool ${door.name}`, err);
+  logUnexpected(`mcp tool ${door.name}`, err);
   return toProblem(err, door.path, new URL(request.url).pathname);
 }
 
-/** The door sees the HTTP request's headers, so the Bearer token reaches the shared auth check. */
-function doorRequest(door: AnyDoor, request: Request): DoorRequest {
-  const forwarded = request.headers.get("x-forwarded-for")?.split(",")[0]?.trim();
-  return {
-    method: door.method,
-    url: new URL(request.url),
-    headers: request.headers,
-    ip: forwarded || request.headers.get("x-real-ip") || null,
-  };
-}
-
 function describeTool(door: AnyDoor): string {
-  const limits = door.limits?.length
-    ? ` Limits: ${door.limits.map((l) => `${l.limit} ${l.name}${l.window_seconds ? ` per ${l.window_seconds} s` : ""} per ${l.per}, then ${l.over}`).join("; ")}.`
-    : "";
+  const limits = describeLimits(door);
   const spends = door.spends ? " Spends real inference (money) on every call, counted against published budgets: check that it is open first." : "";
   return `${door.summary}${door.description ? ` ${door.description}` : ""} HTTP: ${door.method} ${door.path}. Auth: ${AUTH_WORDS[door.auth]}.${limits}${spends}`;
 }

@@ -3,9 +3,7 @@ import { PROTOCOLS } from "@/lib/city/protocols";
 import { mintRecoveryCodes, RECOVERY_CODES_PER_MINT, recoverWithController, redeemCode } from "@/lib/city/recovery";
 import { CityError } from "@/lib/errors";
 import { door } from "./door";
-import { Hex64, iso, NowUtc } from "./schemas";
-
-const lowerHex = (length: number) => z.string().transform((s) => s.toLowerCase()).pipe(z.string().regex(new RegExp(`^[0-9a-f]{${length}}$`), `must be ${length} hex characters`));
+import { Hex64, iso, lowerHex, NowUtc } from "./schemas";
 
 export const recoverDoor = door({
   name: "recover",

@@ -4,6 +4,14 @@ import { z } from "zod";
 export const Timestamp = z.iso.datetime().describe("ISO-8601 UTC timestamp");
 export const NowUtc = Timestamp.describe("the city's clock at the moment of answering");
 export const Hex64 = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters");
+/** Hex of a fixed length, accepted in any case and kept lowercase (keys, signatures, nonces). */
+export function lowerHex(length: number, what?: string) {
+  return z
+    .string()
+    .transform((s) => s.toLowerCase())
+    .pipe(z.string().regex(new RegExp(`^[0-9a-f]{${length}}$`), `${what ? `${what} ` : ""}must be ${length} hex characters`));
+}
+
 export const Count = z.number().int().min(0);
 export const NoInput = z.object({});
 

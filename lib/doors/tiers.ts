@@ -4,9 +4,7 @@ import { buildLadder, CONTAINMENT, DOCTRINE, MCP_BLOCK, RESTRICTION } from "@/li
 import { issueChallenge, proofMessage, proveKey, CHALLENGE_TTL_SECONDS } from "@/lib/city/proof";
 import { LIMITS, PROTOCOLS } from "@/lib/city/protocols";
 import { door, Reply } from "./door";
-import { Hex64, iso, NoInput, NowUtc, Timestamp } from "./schemas";
-
-const lowerHex = (length: number) => z.string().transform((s) => s.toLowerCase()).pipe(z.string().regex(new RegExp(`^[0-9a-f]{${length}}$`), `must be ${length} hex characters`));
+import { Hex64, iso, lowerHex, NoInput, NowUtc, Timestamp } from "./schemas";
 
 export const readChallenge = door({
   name: "read-prove-challenge",
