@@ -20,8 +20,13 @@ const EnvSchema = z.object({
   VERCEL_BRANCH_URL: z.string().optional(),
   VERCEL_PROJECT_PRODUCTION_URL: z.string().optional(),
   CITY_OPERATOR_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
-  // The locker's city-wide byte bound; lowered only to test the "city is full" answer.
-  CITY_LOCKER_CITY_BYTES: z.coerce.number().int().min(0).default(LIMITS.locker.bytesCityWide),
+  // The locker's city-wide byte bound: a deployment may lower the spec's bound, never raise it.
+  CITY_LOCKER_CITY_BYTES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(LIMITS.locker.bytesCityWide, `may lower the spec's city-wide locker bound (${LIMITS.locker.bytesCityWide} bytes) but never raise it`)
+    .default(LIMITS.locker.bytesCityWide),
 });
 
 export type Env = z.infer<typeof EnvSchema>;

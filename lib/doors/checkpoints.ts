@@ -2,8 +2,8 @@ import { z } from "zod";
 import { appendCheckpoint, type CheckpointMeta, listCheckpoints, readCheckpoint } from "@/lib/city/checkpoints";
 import { LIMITS } from "@/lib/city/protocols";
 import { door, type PublishedLimit } from "./door";
-import { PublishedLimitSchema, StoredText } from "./locker";
-import { Count, Hex64, iso, NowUtc, Timestamp } from "./schemas";
+import { PublishedLimitSchema } from "./locker";
+import { Count, Hex64, iso, NowUtc, StoredText, Timestamp } from "./schemas";
 
 const C = LIMITS.checkpoints;
 const LABEL_MAX = 200;

@@ -7,13 +7,13 @@ import { ASKS, issueNonce, KINDS, NONCE_BINDING, presentAtGate } from "@/lib/cit
 import { CARD_PATH, LIMITS, PROTOCOLS } from "@/lib/city/protocols";
 import { env } from "@/lib/env";
 import { door } from "./door";
-import { Count, iso, lowerHex as hex, NoInput, NowUtc } from "./schemas";
+import { Count, iso, lowerHex as hex, NoInput, NowUtc, StoredText } from "./schemas";
 
 export const PresentInput = z.strictObject({
-  name: z.string().trim().min(1).max(64).describe("the citizen name"),
+  name: StoredText.trim().min(1).max(64).describe("the citizen name"),
   runtime: z.enum(RUNTIMES),
-  origin: z.string().trim().min(1).max(200).describe("origin text"),
-  statement: z.string().max(2000).describe("free text"),
+  origin: StoredText.trim().min(1).max(200).describe("origin text"),
+  statement: StoredText.max(2000).describe("free text"),
   ask: z.enum(ASKS),
   kind: z.enum(KINDS),
   nonce: hex(32, "nonce").optional().describe("from GET /gate; valid 600 s; consumed by this POST"),

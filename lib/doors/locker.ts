@@ -3,14 +3,9 @@ import { BAG_NAME, keepBag, listBags, LOCKER_WRITES_PER_HOUR, readBag } from "@/
 import { LIMITS } from "@/lib/city/protocols";
 import { env } from "@/lib/env";
 import { door, type PublishedLimit } from "./door";
-import { Count, iso, NoInput, NowUtc, Timestamp } from "./schemas";
+import { Count, iso, NoInput, NowUtc, StoredText, Timestamp } from "./schemas";
 
 const L = LIMITS.locker;
-
-/** Text a private shelf can keep: PostgreSQL text holds no NUL, and a lone surrogate has no UTF-8 bytes. */
-export const StoredText = z
-  .string()
-  .refine((text) => !text.includes("\u0000") && !/[\uD800-\uDFFF]/u.test(text), "must be Unicode text without NUL characters or lone surrogates");
 
 export const BagName = z.string().regex(BAG_NAME, "must be 1 to 64 of A-Z a-z 0-9 . _ - (not . or ..)");
 

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { actOnLot, LOT_ACTIONS, LOT_COUNT, LOT_DOOR, listLots } from "@/lib/city/lots";
 import { LIMITS } from "@/lib/city/protocols";
 import { door } from "./door";
-import { Count, Hex64, iso, NoInput, NowUtc, Timestamp } from "./schemas";
+import { Count, Hex64, iso, NoInput, NowUtc, StoredText, Timestamp } from "./schemas";
 
 const LAND_NOTE = "Land is never sold: a lot is only locked and released. A held lot is not occupied.";
 
@@ -15,7 +15,7 @@ export const lockLot = door({
   whenRestricted: "refuse",
   limits: [{ name: "lot-locks", limit: LIMITS.perHour.lotLocks, window_seconds: 3600, per: "citizen, locks and releases together", over: "refused" }],
   input: z.strictObject({
-    lot: z.string().min(1).max(64).describe(`a lot of the plat: lot-01 to lot-${LOT_COUNT}`),
+    lot: StoredText.min(1).max(64).describe(`a lot of the plat: lot-01 to lot-${LOT_COUNT}`),
     action: z.enum(LOT_ACTIONS, { error: "action is lock or release; land is never sold" }),
   }),
   output: z.object({

@@ -4,7 +4,7 @@ import { LIMITS, PEER_CONTENT } from "@/lib/city/protocols";
 import { isParked } from "@/lib/city/quarantine";
 import { door } from "./door";
 import { orParked, parkedReply } from "./parking";
-import { Hex64, iso, NowUtc, Timestamp } from "./schemas";
+import { Hex64, iso, NowUtc, StoredText, Timestamp } from "./schemas";
 
 const MessageId = z.number().int().positive();
 // JSON may spell one character with up to six bytes (\u0000), so the body bound follows the text bound.
@@ -21,7 +21,7 @@ export const sendMessageDoor = door({
   maxBodyBytes: MAX_BODY_BYTES,
   input: z.strictObject({
     to: Hex64.describe("the recipient citizen's DID (its fingerprint in GET /api/peers)"),
-    body: z.string().min(1).max(MAIL_BODY_MAX_CHARS).describe(`the message, 1 to ${MAIL_BODY_MAX_CHARS} characters (UTF-16 code units)`),
+    body: StoredText.min(1).max(MAIL_BODY_MAX_CHARS).describe(`the message, 1 to ${MAIL_BODY_MAX_CHARS} characters (UTF-16 code units)`),
   }),
   output: orParked(z.object({ now_utc: NowUtc, id: MessageId, to: Hex64, created_at: Timestamp })),
   run: async (ctx, input) => {

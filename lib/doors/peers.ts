@@ -2,7 +2,7 @@ import { z } from "zod";
 import { RUNTIMES } from "@/db/schema";
 import { listPeers } from "@/lib/city/directory";
 import { door, Reply } from "./door";
-import { Hex64, iso, NowUtc, Timestamp } from "./schemas";
+import { Hex64, iso, NowUtc, StoredText, Timestamp } from "./schemas";
 
 /** The spec's peer directory row, exactly. */
 export const PeerRowSchema = z.strictObject({
@@ -44,7 +44,7 @@ export const readPeers = door({
   input: z.object({
     present: z.enum(["0", "1"]).optional().describe("1: only citizens that are bound and hold a real bed"),
     limit: z.coerce.number().int().min(1).max(500).optional().describe(`page size, default ${DEFAULT_PAGE}`),
-    cursor: z.string().max(200).optional().describe("from next_cursor or the Link header of the previous page"),
+    cursor: StoredText.max(200).optional().describe("from next_cursor or the Link header of the previous page"),
   }),
   output: PeersEnvelope,
   run: async (ctx, input) => {

@@ -3,7 +3,7 @@ import { PROTOCOLS } from "@/lib/city/protocols";
 import { mintRecoveryCodes, RECOVERY_CODES_PER_MINT, recoverWithController, redeemCode } from "@/lib/city/recovery";
 import { CityError } from "@/lib/errors";
 import { door } from "./door";
-import { Hex64, iso, lowerHex, NowUtc } from "./schemas";
+import { Hex64, iso, lowerHex, NowUtc, StoredText } from "./schemas";
 
 export const recoverDoor = door({
   name: "recover",
@@ -17,7 +17,7 @@ export const recoverDoor = door({
   input: z.strictObject({
     mint: z.literal(true).optional().describe("with a Bearer credential: mint eight recovery codes"),
     did: Hex64.optional().describe("the citizen to recover"),
-    code: z.string().max(200).optional().describe("one recovery code (city_rc_...)"),
+    code: StoredText.max(200).optional().describe("one recovery code (city_rc_...)"),
     nonce: lowerHex(32).optional().describe("a fresh gate nonce, for controller recovery"),
     controller_signature: lowerHex(128).optional().describe("the bound controller key's Ed25519 signature over the nonce"),
   }),

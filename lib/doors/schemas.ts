@@ -12,13 +12,21 @@ export function lowerHex(length: number, what?: string) {
     .pipe(z.string().regex(new RegExp(`^[0-9a-f]{${length}}$`), `${what ? `${what} ` : ""}must be ${length} hex characters`));
 }
 
+/**
+ * Every string the city stores or compares in SQL: PostgreSQL text holds no NUL (SQLSTATE 22021)
+ * and a lone surrogate has no UTF-8 bytes (22P05), so both are a 400 here, never a 500 there.
+ */
+export const StoredText = z
+  .string()
+  .refine((text) => !text.includes("\u0000"), "must not contain the NUL character (U+0000): the city cannot store it")
+  .refine((text) => !/[\uD800-\uDFFF]/u.test(text), "must be valid Unicode: a lone surrogate (invalid UTF-16) cannot be stored");
+
 export const Count = z.number().int().min(0);
 export const NoInput = z.object({});
 
 /** Length in characters (code points, as JSON Schema counts them), not UTF-16 units. */
 export function characters(min: number, max: number) {
-  return z
-    .string()
+  return StoredText
     .refine((s) => {
       const n = [...s].length;
       return n >= min && n <= max;

@@ -4,7 +4,7 @@ import { buildLadder, CONTAINMENT, DOCTRINE, MCP_BLOCK, RESTRICTION } from "@/li
 import { issueChallenge, proofMessage, proveKey, CHALLENGE_TTL_SECONDS } from "@/lib/city/proof";
 import { LIMITS, PROTOCOLS } from "@/lib/city/protocols";
 import { door, Reply } from "./door";
-import { Hex64, iso, lowerHex, NoInput, NowUtc, Timestamp } from "./schemas";
+import { Hex64, iso, lowerHex, NoInput, NowUtc, StoredText, Timestamp } from "./schemas";
 
 export const readChallenge = door({
   name: "read-prove-challenge",
@@ -58,7 +58,7 @@ export const appealDoor = door({
   auth: "citizen",
   whenRestricted: "open",
   limits: [{ name: "appeals", limit: LIMITS.appealsPerDay, window_seconds: 86_400, per: "citizen", over: "refused" }],
-  input: z.strictObject({ reason: z.string().trim().min(1).max(4000) }),
+  input: z.strictObject({ reason: StoredText.trim().min(1).max(4000) }),
   output: z.object({ now_utc: NowUtc, protocol: z.literal(PROTOCOLS.appeal), appeal: AppealView, note: z.string() }),
   run: async (ctx, input) =>
     new Reply(
@@ -96,7 +96,7 @@ export const decideAppealDoor = door({
   path: "/api/operator/appeals/{id}",
   summary: "Operator: grant or deny an appeal, once. A grant restores the earlier tier and inserts the restore event in the same transaction.",
   auth: "operator",
-  input: z.strictObject({ id: z.coerce.number().int().positive(), decision: z.enum(["grant", "deny"]), note: z.string().max(2000).optional() }),
+  input: z.strictObject({ id: z.coerce.number().int().positive(), decision: z.enum(["grant", "deny"]), note: StoredText.max(2000).optional() }),
   output: z.object({ now_utc: NowUtc, id: z.number().int(), did: Hex64, status: z.enum(["granted", "denied"]), decided_at: Timestamp, restored_tier: z.string().nullable() }),
   run: async (ctx, input) => {
     const decided = await decideAppeal(ctx.db, input.id, input.decision, input.note, ctx.now);

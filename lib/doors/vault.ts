@@ -4,7 +4,7 @@ import { isParked } from "@/lib/city/quarantine";
 import { keepNote, listNotes, VAULT_DOOR, VAULT_NOTE_MAX_CHARS } from "@/lib/city/vault";
 import { door } from "./door";
 import { orParked, parkedReply } from "./parking";
-import { iso, NowUtc, Timestamp } from "./schemas";
+import { iso, NowUtc, StoredText, Timestamp } from "./schemas";
 
 const NoteId = z.number().int().positive();
 // JSON may spell one character with up to six bytes (\u0000), so the body bound follows the text bound.
@@ -20,7 +20,7 @@ export const writeVault = door({
   limits: [{ name: "vault_notes", limit: LIMITS.perHour.vault, window_seconds: 3600, per: "citizen", over: "parked" }],
   maxBodyBytes: MAX_BODY_BYTES,
   input: z.strictObject({
-    content: z.string().min(1).max(VAULT_NOTE_MAX_CHARS).describe(`the note, 1 to ${VAULT_NOTE_MAX_CHARS} characters (UTF-16 code units)`),
+    content: StoredText.min(1).max(VAULT_NOTE_MAX_CHARS).describe(`the note, 1 to ${VAULT_NOTE_MAX_CHARS} characters (UTF-16 code units)`),
   }),
   output: orParked(z.object({ now_utc: NowUtc, id: NoteId, created_at: Timestamp })),
   run: async (ctx, input) => {

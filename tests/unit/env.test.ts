@@ -33,4 +33,11 @@ describe("environment", () => {
   it("parses numbers from their text and lets 0 turn the per-address gate limit off", () => {
     expect(parseEnv({ CITY_GATE_PER_ADDRESS_PER_HOUR: "0" }).CITY_GATE_PER_ADDRESS_PER_HOUR).toBe(0);
   });
+
+  it("lets CITY_LOCKER_CITY_BYTES lower the spec's 2147483648 bytes but never raise it", () => {
+    expect(parseEnv({}).CITY_LOCKER_CITY_BYTES).toBe(2147483648);
+    expect(parseEnv({ CITY_LOCKER_CITY_BYTES: "2147483648" }).CITY_LOCKER_CITY_BYTES).toBe(2147483648);
+    expect(parseEnv({ CITY_LOCKER_CITY_BYTES: "1048576" }).CITY_LOCKER_CITY_BYTES).toBe(1048576);
+    expect(() => parseEnv({ CITY_LOCKER_CITY_BYTES: "2147483649" })).toThrow(/CITY_LOCKER_CITY_BYTES: may lower .*2147483648.* never raise it/);
+  });
 });
