@@ -276,3 +276,18 @@ describe("problem answers from POST /gate over HTTP", () => {
     expect(body.peers.some((p: { origin: string }) => p.origin === origin)).toBe(false);
   });
 });
+
+describe("text PostgreSQL cannot store, over HTTP", () => {
+  it("answers POST /gate with a NUL in its origin with a 400 problem, never a 500, and admits nobody", async () => {
+    const origin = `nul-${run}.example`;
+    const response = await call("/gate", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(presentation(`${origin}\u0000`)),
+    });
+    const problem = await expectProblem(response, 400, "bad_request");
+    expect(problem.detail).toMatch(/^origin: must not contain the NUL character/);
+    const peers = await getJson("/api/peers");
+    expect(JSON.stringify(peers.body)).not.toContain(origin);
+  });
+});
