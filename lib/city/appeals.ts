@@ -5,6 +5,7 @@ import { CityError } from "@/lib/errors";
 import { LIMITS, PROTOCOLS } from "./protocols";
 import { requireSlot } from "./rate";
 import { holdLock } from "./locks";
+import { holdTierLock } from "./restriction";
 
 export type AppealStatus = "pending" | "granted" | "denied";
 
@@ -58,6 +59,7 @@ export async function decideAppeal(db: Database, id: number, decision: "grant" |
 
   let restoredTier: string | null = null;
   if (decision === "grant") {
+    await holdTierLock(db, appeal.did);
     const [citizen] = await db.select({ tier: citizens.tier }).from(citizens).where(eq(citizens.did, appeal.did)).for("update");
     if (citizen?.tier === "restricted") {
       const [restriction] = await db

@@ -5,6 +5,7 @@ import { citizens, proveChallenges, tierEvents } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { didKeyOf, verifyEd25519 } from "./keys";
 import { PROTOCOLS } from "./protocols";
+import { holdTierLock, restrictedRefusal } from "./restriction";
 
 export const CHALLENGE_TTL_SECONDS = 600;
 
@@ -45,8 +46,12 @@ export async function proveKey(
     });
   }
   const provenDid = didKeyOf(proof.public_key);
+  // A tier change under the tier lock: a proof never lifts a restriction (only a granted appeal does).
+  await holdTierLock(db, did);
   const [before] = await db.select({ tier: citizens.tier }).from(citizens).where(eq(citizens.did, did)).for("update");
+  if (!before) throw new CityError("not_found", "No such citizen.");
+  if (before.tier === "restricted") throw restrictedRefusal();
   await db.update(citizens).set({ tier: "proven", provenDid, provenMethod: "ed25519" }).where(eq(citizens.did, did));
-  await db.insert(tierEvents).values({ did, event: "prove", fromTier: before!.tier, toTier: "proven", reason: `${PROTOCOLS.prove} proof of ${provenDid}`, at: now });
+  await db.insert(tierEvents).values({ did, event: "prove", fromTier: before.tier, toTier: "proven", reason: `${PROTOCOLS.prove} proof of ${provenDid}`, at: now });
   return { provenDid };
 }

@@ -1,8 +1,8 @@
 import { and, desc, eq, lt } from "drizzle-orm";
 import type { Database } from "@/db/client";
-import { citizens, quarantine } from "@/db/schema";
+import { quarantine } from "@/db/schema";
 import { takeSlot } from "./rate";
-import { holdLock } from "./locks";
+import { currentTier, holdTierLock } from "./restriction";
 
 export interface Parked {
   parked: true;
@@ -30,9 +30,8 @@ export async function writeOrPark<T>(
 ): Promise<T | Parked> {
   // Read the tier inside the transaction, under the lock a restriction takes, so a write racing
   // the refusal that restricts its author cannot slip through.
-  await holdLock(db, `tier:${entry.did}`, "shared");
-  const [author] = await db.select({ tier: citizens.tier }).from(citizens).where(eq(citizens.did, entry.did));
-  if (entry.restricted || author?.tier === "restricted") {
+  await holdTierLock(db, entry.did, "shared");
+  if (entry.restricted || (await currentTier(db, entry.did)) === "restricted") {
     return park(db, { ...entry, reason: "restricted: every write on this door is parked until an appeal is granted" });
   }
   const slot = await takeSlot(db, { scope: entry.door, subject: entry.did, limit: entry.perHour, windowSeconds: 3600 }, entry.now);

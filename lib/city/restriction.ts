@@ -1,8 +1,31 @@
 import { and, count, eq, gt, max } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { citizens, contentRefusals, tierEvents } from "@/db/schema";
+import { CityError } from "@/lib/errors";
 import { LIMITS } from "./protocols";
 import { holdLock } from "./locks";
+
+/**
+ * The citizen's tier lock, held until the transaction ends. Every tier change takes it exclusive;
+ * a write that must not race a restriction takes it too (shared when it never changes a tier,
+ * exclusive when it might: a shared holder asking for exclusive would deadlock its twin).
+ */
+export async function holdTierLock(db: Database, did: string, mode: "exclusive" | "shared" = "exclusive"): Promise<void> {
+  await holdLock(db, `tier:${did}`, mode);
+}
+
+/** The citizen's tier as the transaction sees it, under its tier lock. */
+export async function currentTier(db: Database, did: string): Promise<string | null> {
+  const [row] = await db.select({ tier: citizens.tier }).from(citizens).where(eq(citizens.did, did));
+  return row?.tier ?? null;
+}
+
+export function restrictedRefusal(): CityError {
+  return new CityError(
+    "forbidden",
+    "This door cannot park writes and the caller is restricted (published trigger: 3 fail-closed content refusals within 86400 seconds). Appeal at POST /api/appeal.",
+  );
+}
 
 export const RESTRICTION_TRIGGER = `${LIMITS.restriction.refusals} fail-closed content refusals within ${LIMITS.restriction.windowSeconds} seconds on the citizen's own private shelves`;
 
@@ -12,7 +35,7 @@ export const RESTRICTION_TRIGGER = `${LIMITS.restriction.refusals} fail-closed c
  * the citizen serialises them). Nothing is deleted; the change is a tier event of its own.
  */
 export async function recordRefusal(db: Database, entry: { did: string; door: string; rule: string; now: Date }): Promise<{ restricted: boolean }> {
-  await holdLock(db, `tier:${entry.did}`);
+  await holdTierLock(db, entry.did);
   await db.insert(contentRefusals).values({ did: entry.did, door: entry.door, rule: entry.rule, refusedAt: entry.now });
   // A granted appeal starts the count afresh: refusals before the latest restore do not count again.
   const [restored] = await db

@@ -31,12 +31,6 @@ export async function resolveCaller(db: Database, door: AnyDoor, request: DoorRe
         : "This door needs proof: Authorization: Bearer <citizen secret or gate session token>.",
     );
   }
-  if (citizen.tier === "restricted" && door.whenRestricted === "refuse") {
-    throw new CityError(
-      "forbidden",
-      "This door cannot park writes and the caller is restricted (published trigger: 3 fail-closed content refusals within 86400 seconds). Appeal at POST /api/appeal.",
-    );
-  }
   await markSeen(db, citizen.did, now);
   return { kind: "citizen", did: citizen.did, tier: citizen.tier };
 }

@@ -68,6 +68,8 @@ export interface Door<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.Z
   description?: string;
   auth: AuthRule;
   whenRestricted?: WhenRestricted;
+  /** For a refusing door: the requests it still lets a restricted citizen make (releasing its own lot). */
+  openWhileRestricted?: (input: z.output<I>) => boolean;
   limits?: PublishedLimit[];
   /** Parameters: query string (GET, DELETE) or JSON body (POST), plus path parameters. */
   input: I;

@@ -3,6 +3,7 @@ import { getDb, type Database } from "@/db/client";
 import { asCityError, CityError } from "@/lib/errors";
 import type { AnyDoor, Caller, DoorContext, DoorRequest } from "./door";
 import { isWrite, Reply } from "./door";
+import { currentTier, holdTierLock, restrictedRefusal } from "@/lib/city/restriction";
 import { resolveCaller } from "./caller";
 import { registry } from "./registry";
 
@@ -24,6 +25,7 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
   const input = door.input.parse(rawInput);
   // The answer is checked inside the transaction, so a write whose answer is wrong rolls back.
   const run = async (handle: Database) => {
+    if (isWrite(door)) await refuseIfRestricted(handle, door, caller, input);
     const result = await door.run({ db: handle, now, request, caller, door, registry } satisfies DoorContext, input).catch((err: unknown) => {
       // A refusal that must be counted commits the transaction's writes, then answers the error.
       if (err instanceof CityError && err.options.keepWrites) return new KeptRefusal(err);
@@ -59,6 +61,17 @@ export function bodyTooLarge(limit: number): CityError {
 /** Logs a failure that is not one of the city's own answers (a bug or an outage), never its message. */
 export function logUnexpected(where: string, err: unknown): void {
   if (!(err instanceof CityError) && asCityError(err).code === "internal_error") logFailure(where, err);
+}
+
+/**
+ * The restricted check of refusing doors, inside the write's transaction under the citizen's tier
+ * lock, so a restriction committed a moment ago is seen and none can commit while the door runs.
+ * Exclusive, because these doors may change the tier themselves (a proof, a third refusal).
+ */
+async function refuseIfRestricted(db: Database, door: AnyDoor, caller: Caller, input: unknown): Promise<void> {
+  if (door.whenRestricted !== "refuse" || caller.kind !== "citizen" || !caller.did) return;
+  await holdTierLock(db, caller.did);
+  if ((await currentTier(db, caller.did)) === "restricted" && !door.openWhileRestricted?.(input)) throw restrictedRefusal();
 }
 
 class KeptRefusal {

@@ -1,6 +1,6 @@
 import { generateKeyPairSync } from "node:crypto";
 import { count, eq } from "drizzle-orm";
-import { beforeAll, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { useDatabase } from "@/db/client";
 import { checkpoints, citizens, contentRefusals, lockerBags, residencyLog, tierEvents, vaultNotes } from "@/db/schema";
 import { keepCheckpoint, readCheckpoints } from "@/lib/doors/checkpoints";
@@ -13,7 +13,8 @@ import { appealDoor, decideAppealDoor, readChallenge, submitProof } from "@/lib/
 import { mintToken } from "@/lib/doors/tokens";
 import { readVault, writeVault } from "@/lib/doors/vault";
 import { describeOnDatabases } from "../support/databases";
-import { admit, callDoor } from "../support/gate";
+import { admit, callDoor, keyPair } from "../support/gate";
+import { proveKey } from "@/lib/city/proof";
 
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
 process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
@@ -102,5 +103,68 @@ describeOnDatabases("the restriction ladder: citizen → restricted → appeal �
     expect((await callDoor(keepLockerBag, { ...auth, body: { bag: "oops", content: pem() } })).status).toBe(422);
     expect((await db.select().from(citizens).where(eq(citizens.did, me.did)))[0]!.tier).toBe("citizen");
     expect((await callDoor(readLockerBag, { ...auth, params: { bag: "notes" } })).body.content).toBe("my first bag");
+  });
+
+  describe("the prove race: a proof never lifts a restriction", () => {
+    /** Restricted tiers leave only through a restore: no restricted → proven step, ever. */
+    const expectNoEscape = (events: { event: string; fromTier: string; toTier: string }[]) => {
+      for (const e of events) if (e.fromTier === "restricted") expect(e.event, JSON.stringify(events)).toBe("restore");
+    };
+
+    it("many parallel proofs racing the third refusal: restricted whenever the restrict event exists", async () => {
+      const { db } = t();
+      for (let round = 0; round < 3; round++) {
+        const me = await admit();
+        const auth = { bearer: me.citizen_secret };
+        for (let i = 0; i < 2; i++) expect((await callDoor(keepLockerBag, { ...auth, body: { bag: "keys", content: pem() } })).status).toBe(422);
+        const proofs = [];
+        for (let i = 0; i < 12; i++) {
+          const key = await keyPair();
+          const { body } = await callDoor(readChallenge, auth);
+          proofs.push({ public_key: key.publicKey, signature: await key.sign(body.message), challenge: body.challenge });
+        }
+        const answers = await Promise.all([
+          ...proofs.slice(0, 6).map((proof) => callDoor(submitProof, { ...auth, body: proof })),
+          callDoor(keepLockerBag, { ...auth, body: { bag: "keys", content: pem() } }),
+          ...proofs.slice(6).map((proof) => callDoor(submitProof, { ...auth, body: proof })),
+        ]);
+        for (const answer of answers) expect([200, 403, 422]).toContain(answer.status);
+        const events = await db.select().from(tierEvents).where(eq(tierEvents.did, me.did)).orderBy(tierEvents.id);
+        expect(events.filter((e) => e.event === "restrict")).toHaveLength(1);
+        expect((await db.select().from(citizens).where(eq(citizens.did, me.did)))[0]!.tier).toBe("restricted");
+        expectNoEscape(events);
+        // Every proof after the restriction was refused with 403, and none was recorded.
+        const proven = answers.filter((a) => a.status === 200).length;
+        expect(events.filter((e) => e.event === "prove")).toHaveLength(proven);
+        expect(answers.filter((a) => a.status === 403).length).toBe(12 - proven);
+      }
+    });
+
+    it("refuses a proof from a restricted citizen with 403 and leaves its tier and events alone", async () => {
+      const { db } = t();
+      const me = await admit();
+      const auth = { bearer: me.citizen_secret };
+      const key = await keyPair();
+      const { body } = await callDoor(readChallenge, auth);
+      for (let i = 0; i < 3; i++) await callDoor(keepLockerBag, { ...auth, body: { bag: "keys", content: pem() } });
+      const refused = await callDoor(submitProof, { ...auth, body: { public_key: key.publicKey, signature: await key.sign(body.message), challenge: body.challenge } });
+      expect(refused.status).toBe(403);
+      expect(refused.body.code).toBe("forbidden");
+      expect((await db.select().from(citizens).where(eq(citizens.did, me.did)))[0]).toMatchObject({ tier: "restricted", provenDid: null });
+      expect((await db.select().from(tierEvents).where(eq(tierEvents.did, me.did))).map((e) => e.event)).toEqual(["restrict"]);
+    });
+
+    it("the proof's own tier check holds even when a caller skips the door (domain function under the tier lock)", async () => {
+      const { db } = t();
+      const me = await admit();
+      const key = await keyPair();
+      const { body } = await callDoor(readChallenge, { bearer: me.citizen_secret });
+      await db.update(citizens).set({ tier: "restricted" }).where(eq(citizens.did, me.did));
+      const signature = await key.sign(body.message);
+      await expect(db.transaction((tx) => proveKey(tx as typeof db, me.did, { public_key: key.publicKey, signature, challenge: body.challenge }, new Date()))).rejects.toMatchObject({
+        code: "forbidden",
+      });
+      expect((await db.select().from(citizens).where(eq(citizens.did, me.did)))[0]!.tier).toBe("restricted");
+    });
   });
 });
