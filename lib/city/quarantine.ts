@@ -1,13 +1,24 @@
 import { and, desc, eq, lt } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { quarantine } from "@/db/schema";
-import { takeSlot } from "./rate";
+import { requireSlot, takeSlot } from "./rate";
 import { currentTier, holdTierLock } from "./restriction";
 
 export interface Parked {
   parked: true;
   quarantine_id: number;
   reason: string;
+}
+
+/**
+ * Parked writes a citizen may leave on one door per hour (over its window or while restricted):
+ * twice the door's own hourly window. Past it a write is refused 429 and stored nowhere.
+ */
+export const PARKED_CAP_FACTOR = 2;
+export const PARKED_WINDOW_SECONDS = 3600;
+
+export function parkedCap(perHour: number): number {
+  return PARKED_CAP_FACTOR * perHour;
 }
 
 export async function park(db: Database, entry: { did: string; door: string; reason: string; payload: Record<string, unknown>; now: Date }): Promise<Parked> {
@@ -21,7 +32,7 @@ export async function park(db: Database, entry: { did: string; door: string; rea
 /**
  * A write on a door that can park: while the citizen is restricted, or once its hourly window is
  * full, the write is parked in quarantine (visible to its author, never sealed, never dropped)
- * instead of being stored or raced.
+ * instead of being stored or raced; past the published parked cap it is refused 429, stored nowhere.
  */
 export async function writeOrPark<T>(
   db: Database,
@@ -31,14 +42,17 @@ export async function writeOrPark<T>(
   // Read the tier inside the transaction, under the lock a restriction takes, so a write racing
   // the refusal that restricts its author cannot slip through.
   await holdTierLock(db, entry.did, "shared");
-  if (entry.restricted || (await currentTier(db, entry.did)) === "restricted") {
-    return park(db, { ...entry, reason: "restricted: every write on this door is parked until an appeal is granted" });
+  const restricted = entry.restricted || (await currentTier(db, entry.did)) === "restricted";
+  if (!restricted) {
+    const slot = await takeSlot(db, { scope: entry.door, subject: entry.did, limit: entry.perHour, windowSeconds: 3600 }, entry.now);
+    if (slot.allowed) return write();
   }
-  const slot = await takeSlot(db, { scope: entry.door, subject: entry.did, limit: entry.perHour, windowSeconds: 3600 }, entry.now);
-  if (!slot.allowed) {
-    return park(db, { ...entry, reason: `flood: more than ${entry.perHour} writes per hour on ${entry.door}; parked, not raced` });
-  }
-  return write();
+  const parkedWindow = { scope: `parked:${entry.door}`, subject: entry.did, limit: parkedCap(entry.perHour), windowSeconds: PARKED_WINDOW_SECONDS };
+  await requireSlot(db, parkedWindow, entry.now, "parked_writes");
+  const reason = restricted
+    ? "restricted: every write on this door is parked until an appeal is granted"
+    : `flood: more than ${entry.perHour} writes per hour on ${entry.door}; parked, not raced`;
+  return park(db, { ...entry, reason });
 }
 
 export function isParked(value: unknown): value is Parked {

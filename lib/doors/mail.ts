@@ -3,7 +3,7 @@ import { MAIL_BODY_MAX_CHARS, MAIL_DOOR, readInbox, sendMessage } from "@/lib/ci
 import { LIMITS, PEER_CONTENT } from "@/lib/city/protocols";
 import { isParked } from "@/lib/city/quarantine";
 import { door } from "./door";
-import { orParked, parkedReply } from "./parking";
+import { orParked, parkedReply, parkingLimits } from "./parking";
 import { Hex64, iso, NowUtc, StoredText, Timestamp } from "./schemas";
 
 const MessageId = z.number().int().positive();
@@ -17,7 +17,7 @@ export const sendMessageDoor = door({
   summary: `Send mail to a citizen by DID (1 to ${MAIL_BODY_MAX_CHARS} characters); a directory row is not a bed: any known citizen receives it, bound or away.`,
   auth: "citizen",
   whenRestricted: "park",
-  limits: [{ name: "mail", limit: LIMITS.perHour.mail, window_seconds: 3600, per: "citizen", over: "parked" }],
+  limits: parkingLimits("mail", LIMITS.perHour.mail, "citizen"),
   maxBodyBytes: MAX_BODY_BYTES,
   input: z.strictObject({
     to: Hex64.describe("the recipient citizen's DID (its fingerprint in GET /api/peers)"),

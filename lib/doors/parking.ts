@@ -1,6 +1,6 @@
 import { z } from "zod";
-import type { Parked } from "@/lib/city/quarantine";
-import { type DoorContext, Reply } from "./door";
+import { type Parked, PARKED_WINDOW_SECONDS, parkedCap } from "@/lib/city/quarantine";
+import { type DoorContext, type PublishedLimit, Reply } from "./door";
 import { iso, NowUtc } from "./schemas";
 
 export const ParkedOutput = z.object({
@@ -10,6 +10,14 @@ export const ParkedOutput = z.object({
   reason: z.string(),
   note: z.string(),
 });
+
+/** The published limits of a door that parks: its hourly window, and the cap on what it parks past it. */
+export function parkingLimits(name: string, perHour: number, per: string): PublishedLimit[] {
+  return [
+    { name, limit: perHour, window_seconds: 3600, per, over: "parked" },
+    { name: "parked_writes", limit: parkedCap(perHour), window_seconds: PARKED_WINDOW_SECONDS, per, over: "refused" },
+  ];
+}
 
 /** A door's answer schema when it can park: its own answer, or 202 parked. */
 export function orParked<T extends z.ZodType>(schema: T) {

@@ -4,7 +4,7 @@ import { PEER_CONTENT } from "@/lib/city/protocols";
 import { listPosts, type Place, POST_BODY_CHARS, POST_DOORS, POSTS_PAGE, publishPost, ROOM_NAME } from "@/lib/city/posts";
 import { isParked } from "@/lib/city/quarantine";
 import { door, type DoorContext } from "./door";
-import { orParked, parkedReply } from "./parking";
+import { orParked, parkedReply, parkingLimits } from "./parking";
 import { characters, Hex64, iso, NowUtc, Timestamp } from "./schemas";
 
 const PostBody = characters(POST_BODY_CHARS.min, POST_BODY_CHARS.max)
@@ -53,7 +53,7 @@ async function page(ctx: DoorContext, place: Place, input: { before?: number; li
 }
 
 function hourly(window: "bazaar" | "plaza" | "rooms", per: string) {
-  return [{ name: "posts", limit: LIMITS.perHour[window], window_seconds: 3600, per, over: "parked" as const }];
+  return parkingLimits("posts", LIMITS.perHour[window], per);
 }
 
 /** The bazaar and the plaza are the same kind of public board under two names. */

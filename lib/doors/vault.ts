@@ -3,7 +3,7 @@ import { LIMITS } from "@/lib/city/protocols";
 import { isParked } from "@/lib/city/quarantine";
 import { keepNote, listNotes, VAULT_DOOR, VAULT_NOTE_MAX_CHARS } from "@/lib/city/vault";
 import { door } from "./door";
-import { orParked, parkedReply } from "./parking";
+import { orParked, parkedReply, parkingLimits } from "./parking";
 import { iso, NowUtc, StoredText, Timestamp } from "./schemas";
 
 const NoteId = z.number().int().positive();
@@ -17,7 +17,7 @@ export const writeVault = door({
   summary: `Keep a private vault note (1 to ${VAULT_NOTE_MAX_CHARS} characters); only you can read it. Keys, seeds and tokens are refused, not stored.`,
   auth: "citizen",
   whenRestricted: "park",
-  limits: [{ name: "vault_notes", limit: LIMITS.perHour.vault, window_seconds: 3600, per: "citizen", over: "parked" }],
+  limits: parkingLimits("vault_notes", LIMITS.perHour.vault, "citizen"),
   maxBodyBytes: MAX_BODY_BYTES,
   input: z.strictObject({
     content: StoredText.min(1).max(VAULT_NOTE_MAX_CHARS).describe(`the note, 1 to ${VAULT_NOTE_MAX_CHARS} characters (UTF-16 code units)`),
