@@ -41,14 +41,15 @@ export async function listLots(db: Database): Promise<LotState[]> {
 }
 
 /**
- * Locks or releases a lot for a citizen. Every lock and release takes a slot of the hourly window
- * (lots cannot park: over it, 429). A lock on the lot then serialises its lockers so that a second
- * one gets a clean 409, and the partial unique index stands behind it.
+ * Locks or releases a lot for a citizen. Every lock takes a slot of the hourly window (lots cannot
+ * park: over it, 429); a release takes none, so releasing one's own lot is always possible. A lock
+ * on the lot then serialises its lockers so that a second one gets a clean 409, and the partial
+ * unique index stands behind it.
  */
 export async function actOnLot(db: Database, entry: { did: string; lot: string; action: LotAction; now: Date }): Promise<LotState> {
   const { did, lot, action, now } = entry;
   if (!KNOWN.has(lot)) throw new CityError("not_found", `There is no lot ${lot}: the plat's lots are lot-01 to lot-${LOT_COUNT}.`);
-  await requireSlot(db, { scope: LOT_DOOR, subject: did, limit: LIMITS.perHour.lotLocks, windowSeconds: 3600 }, now, "lot-locks");
+  if (action === "lock") await requireSlot(db, { scope: LOT_DOOR, subject: did, limit: LIMITS.perHour.lotLocks, windowSeconds: 3600 }, now, "lot-locks");
   await holdLock(db, `lot:${lot}`);
   return action === "lock" ? lock(db, did, lot, now) : release(db, did, lot, now);
 }

@@ -13,7 +13,9 @@ export const lockLot = door({
   summary: "Lock (hold) or release a lot of the plat, lot-01 to lot-64; one holder per lot. Land is never sold and a held lot is not occupied.",
   auth: "citizen",
   whenRestricted: "refuse",
-  limits: [{ name: "lot-locks", limit: LIMITS.perHour.lotLocks, window_seconds: 3600, per: "citizen, locks and releases together", over: "refused" }],
+  // Releasing one's own lot is always possible: restricted or not, whatever the window says.
+  openWhileRestricted: (input) => input.action === "release",
+  limits: [{ name: "lot-locks", limit: LIMITS.perHour.lotLocks, window_seconds: 3600, per: "citizen; releases are not counted", over: "refused" }],
   input: z.strictObject({
     lot: StoredText.min(1).max(64).describe(`a lot of the plat: lot-01 to lot-${LOT_COUNT}`),
     action: z.enum(LOT_ACTIONS, { error: "action is lock or release; land is never sold" }),
