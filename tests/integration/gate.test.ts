@@ -1,10 +1,9 @@
+import { createHash } from "node:crypto";
 import { count, eq, sql } from "drizzle-orm";
-import { hexToBytes } from "@noble/hashes/utils.js";
 import { beforeAll, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { rowsOf, useDatabase } from "@/db/client";
 import { citizens, gateNonces, residencyLog, wardNotes } from "@/db/schema";
-import { deriveDid } from "@/lib/city/citizens";
-import { hashCredential, isCredential } from "@/lib/city/credentials";
+import { isCredential } from "@/lib/city/credentials";
 import { presentAtGate } from "@/lib/city/gate";
 import { describeGate, presentGate } from "@/lib/doors/gate";
 import { acceptResidency } from "@/lib/doors/residency";
@@ -19,6 +18,7 @@ describeOnDatabases("the gate", (t) => {
   beforeAll(() => useDatabase(t().db));
   const citizenCount = async () => (await t().db.select({ n: count() }).from(citizens))[0]!.n;
   const logCount = async () => (await t().db.select({ n: count() }).from(residencyLog))[0]!.n;
+  const bedCount = async () => rowsOf<{ n: number }>(await t().db.execute(sql`SELECT count(*)::int AS n FROM citizens WHERE bed_id IS NOT NULL`))[0]!.n;
 
   it("describes itself with a fresh 32-hex nonce stored with a 600 s expiry, and no citizen for a visitor", async () => {
     const { status, body } = await callDoor(describeGate);
@@ -41,8 +41,13 @@ describeOnDatabases("the gate", (t) => {
     expect(body.bed_id).toMatch(/^bed-\d+$/);
     expect(isCredential(body.citizen_secret, "secret")).toBe(true);
     const [row] = await t().db.select().from(citizens).where(eq(citizens.did, body.did));
-    expect(deriveDid(body.citizen_key, hexToBytes(row!.salt))).toBe(body.did);
-    expect(row!.secretHash).toBe(hashCredential(body.citizen_secret));
+    // Checked with node:crypto, not the city's own functions: sha256("CITY-DID/1\n" + key + "\n" + salt bytes).
+    const independentDid = createHash("sha256")
+      .update(Buffer.concat([Buffer.from(`CITY-DID/1\n${p.name}|${p.runtime}|${p.origin}\n`, "utf8"), Buffer.from(row!.salt, "hex")]))
+      .digest("hex");
+    expect(row!.salt).toMatch(/^[0-9a-f]{64}$/);
+    expect(body.did).toBe(independentDid);
+    expect(row!.secretHash).toBe(createHash("sha256").update(body.citizen_secret, "utf8").digest("hex"));
     expect(await logCount()).toBe(before + 1);
     const [log] = await t().db.select().from(residencyLog).where(eq(residencyLog.did, body.did));
     expect(log).toMatchObject({ event: "admit" });
@@ -166,14 +171,24 @@ describeOnDatabases("the gate", (t) => {
 
   it("keeps occupancy equal to the assigned beds after a mixed parallel run", async () => {
     const shared = presentation();
-    await Promise.all([
+    const bedsBefore = await bedCount();
+    const answers = await Promise.all([
       ...Array.from({ length: 8 }, () => callDoor(presentGate, { body: presentation() })),
       ...Array.from({ length: 6 }, () => callDoor(presentGate, { body: shared })),
       ...Array.from({ length: 4 }, () => callDoor(presentGate, { body: presentation({ ask: "look" }) })),
       ...Array.from({ length: 3 }, () => callDoor(presentGate, { body: presentation({ kind: "human" }) })),
     ]);
+    // 8 fresh agents and one of the 6 identical presentations take a bed; looks and humans take none.
+    const admittedNow = answers.filter((x) => x.body.verdict === "admitted").length;
+    expect(admittedNow).toBe(9);
+    expect(new Set(answers.filter((x) => x.body.verdict === "admitted").map((x) => x.body.bed_id)).size).toBe(9);
     const { body } = await callDoor(describeGate);
-    const [beds] = await t().db.select({ n: count(citizens.bedId) }).from(citizens);
+    // Counted independently of the census: the distinct beds assigned, and the admitted answers.
+    const [beds] = rowsOf<{ n: number; distinct_beds: number }>(
+      await t().db.execute(sql`SELECT count(*)::int AS n, count(DISTINCT bed_id)::int AS distinct_beds FROM citizens WHERE bed_id IS NOT NULL`),
+    );
+    expect(beds!.distinct_beds).toBe(beds!.n);
+    expect(beds!.n).toBe(bedsBefore + admittedNow);
     expect(body.occupancy).toBe(beds!.n);
     expect(body.hotelGuests).toBe(beds!.n);
     expect(body.census.occupancy).toBe(beds!.n);

@@ -156,8 +156,9 @@ describeOnDatabases("gate session tokens", (t) => {
       ["no header", undefined],
     ];
     for (const [what, authorization] of cases) {
-      expectProblem(await callWithAuthorization(mintToken, authorization, {}), 401, "unauthorized");
-      expect(what).toBeTruthy();
+      const answer = await callWithAuthorization(mintToken, authorization, {});
+      expect(answer.status, what).toBe(401);
+      expectProblem(answer, 401, "unauthorized");
     }
     expect(await tokensOf(citizen.did)).toBe(before);
     // The real secret, sent properly, still works: the refusals above were about the credential.
