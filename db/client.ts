@@ -66,6 +66,9 @@ export async function migrateDatabase(open: OpenDatabase): Promise<void> {
     const { migrate } = await import("drizzle-orm/neon-serverless/migrator");
     await migrate(open.db as never, config);
   }
+  // Data a SQL migration cannot compute: the published normal form of names (Unicode tables).
+  const { backfillNameKeys } = await import("@/lib/city/names");
+  await backfillNameKeys(open.db);
 }
 
 export async function openConfiguredDatabase(): Promise<OpenDatabase> {
