@@ -99,11 +99,12 @@ export const describeGate = door({
   summary: "The gate description (CITY-GATE/1) with a fresh nonce and the census; with a Bearer credential, your own citizen.",
   auth: "optional",
   preferred: true,
+  limits: [{ name: "gate nonces", limit: 30, window_seconds: 3600, per: "client address (env CITY_GATE_PER_ADDRESS_PER_HOUR; 0 is off)", over: "refused" }],
   input: NoInput,
   output: GateDescription,
   run: async (ctx) => {
     const [{ nonce }, census, self] = await Promise.all([
-      issueNonce(ctx.db, ctx.now),
+      issueNonce(ctx.db, ctx.now, ctx.request.ip, env().CITY_GATE_PER_ADDRESS_PER_HOUR),
       readCensus(ctx.db, ctx.now),
       ctx.caller.did ? ctx.db.select().from(citizens).where(eq(citizens.did, ctx.caller.did)).limit(1) : Promise.resolve([]),
     ]);

@@ -9,7 +9,7 @@ import { backfillNameKeys } from "@/lib/city/names";
 import { mintToken, revokeToken } from "@/lib/doors/tokens";
 import { expectProblem } from "../support/assertions";
 import { insertCitizenRow } from "../support/citizens";
-import { presentAtGate } from "@/lib/city/gate";
+import { issueNonce, presentAtGate } from "@/lib/city/gate";
 import { describeGate, presentGate } from "@/lib/doors/gate";
 import { acceptResidency } from "@/lib/doors/residency";
 import { describeOnDatabases } from "../support/databases";
@@ -369,6 +369,20 @@ describeOnDatabases("the gate's credentials, names and floods (issue 9)", (t) =>
     expect(await present(presentation({ nonce: stale }), circumstances(limits, { ip }))).toMatchObject({ rule: "nonce" });
     expect(await present(presentation(), circumstances(limits, { ip, credentialRejected: true }))).toMatchObject({ rule: "credential" });
     expect(await present(presentation({ ask: "look" }), circumstances(limits, { ip }))).toMatchObject({ verdict: "filtered", rule: "flood" });
+  });
+
+  it("bounds nonce issuance per client address (0 is off) and sweeps expired nonces at every issue", async () => {
+    const ip = `203.0.113.${Math.floor(Math.random() * 250)}`;
+    const now = new Date();
+    for (let i = 0; i < 3; i++) await issueNonce(t().db, now, ip, 3);
+    await expect(issueNonce(t().db, now, ip, 3)).rejects.toMatchObject({ code: "rate_limited" });
+    await issueNonce(t().db, now, `${ip}9`, 3);
+    for (let i = 0; i < 5; i++) await issueNonce(t().db, now, ip, 0);
+    await t().db.insert(gateNonces).values({ nonce: "e".repeat(32), issuedAt: new Date(now.getTime() - 700_000), expiresAt: new Date(now.getTime() - 100_000) });
+    await issueNonce(t().db, now, null, 0);
+    expect(await t().db.select().from(gateNonces).where(eq(gateNonces.nonce, "e".repeat(32)))).toHaveLength(0);
+    const stale = await t().db.select({ n: count() }).from(gateNonces).where(sql`expires_at < ${now.toISOString()}::timestamptz`);
+    expect(stale[0]!.n).toBe(0);
   });
 
   it("holds the city-wide ceiling on new admissions and ward requests under parallel presentations", async () => {
