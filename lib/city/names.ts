@@ -4,14 +4,16 @@ import type { Database } from "@/db/client";
 import { citizens } from "@/db/schema";
 
 /**
- * The published normal form the one-bed rule compares (name and origin alike): Unicode NFKC,
- * case-folded, then every look-alike character reduced to its base by the Unicode confusables
- * table (the `unhomoglyph` library, built from Unicode's confusables.txt), case-folded and NFKC
- * again. `Alice` and `аlice` (Cyrillic a), `Example.com` and `example.com` share one key. The key
+ * The published normal form the one-bed rule compares (name and origin alike): Unicode NFKC, then
+ * look-alike characters reduced to their base by the Unicode confusables table (the `unhomoglyph`
+ * library, built from Unicode's confusables.txt), case-folded, reduced again, folded and NFKC. `Alice` and `аlice` (Cyrillic a), `Example.com` and `example.com` share one key. The key
  * is for comparison only: the name and origin are kept and shown exactly as given.
  */
 export function normalKey(text: string): string {
-  return unhomoglyph(text.normalize("NFKC").toLowerCase()).toLowerCase().normalize("NFKC");
+  // Non-ASCII look-alikes first (capital Greek Kappa is a K, its small form is not a k), then
+  // case-fold, then the whole table (ASCII capitals are not reduced before folding: I is not l).
+  const reduced = text.normalize("NFKC").replace(/[^\x00-\x7f]/gu, (ch) => unhomoglyph(ch));
+  return unhomoglyph(reduced.toLowerCase()).toLowerCase().normalize("NFKC");
 }
 
 export const NAME_RULE =
