@@ -40,6 +40,14 @@ export async function openNeon(connectionString: string): Promise<OpenDatabase> 
   if (!neonConfig.webSocketConstructor && typeof WebSocket === "undefined") {
     neonConfig.webSocketConstructor = (await import("ws")).default;
   }
+  const relay = env().CITY_NEON_WS_PROXY;
+  if (relay) {
+    // Test only: a local WebSocket-to-TCP relay stands in for Neon's proxy (scripts/neon-relay.ts).
+    neonConfig.wsProxy = (host, port) => relay.replace("{host}", host).replace("{port}", String(port));
+    neonConfig.useSecureWebSocket = false;
+    neonConfig.pipelineTLS = false;
+    neonConfig.pipelineConnect = false;
+  }
   const pool = new Pool({ connectionString, max: 10 });
   let closing = false;
   // An idle client that loses its socket must not take the process down.
@@ -66,6 +74,9 @@ export async function migrateDatabase(open: OpenDatabase): Promise<void> {
     const { migrate } = await import("drizzle-orm/neon-serverless/migrator");
     await migrate(open.db as never, config);
   }
+  // Data a SQL migration cannot compute: the published normal form of names (Unicode tables).
+  const { backfillNameKeys } = await import("@/lib/city/names");
+  await backfillNameKeys(open.db);
 }
 
 export async function openConfiguredDatabase(): Promise<OpenDatabase> {

@@ -15,6 +15,15 @@ const EnvSchema = z.object({
   CITY_CONTACT: z.string().trim().min(1).optional(),
   CITY_GATE_PER_ADDRESS_PER_HOUR: z.coerce.number().int().min(0).default(30),
   CITY_GATE_PER_ORIGIN_PER_HOUR: z.coerce.number().int().min(1).default(20),
+  // City-wide new admissions and ward requests per hour at the gate; 0 turns the ceiling off.
+  CITY_GATE_ADMISSIONS_PER_HOUR: z.coerce.number().int().min(0).default(600),
+  // How many proxies in front of the city append to X-Forwarded-For, or "vercel" for Vercel's own
+  // header; unset: "vercel" on Vercel (env VERCEL=1), else 1. 0 ignores forwarded headers.
+  CITY_TRUSTED_PROXIES: z.union([z.literal("vercel"), z.coerce.number().int().min(0).max(16)]).optional(),
+  VERCEL: z.string().optional(),
+  // Test only (CI's deploy check): the Neon driver's WebSocket goes to this local relay instead of
+  // Neon's proxy, e.g. 127.0.0.1:8787/v1?address={host}:{port}. Never set it in production.
+  CITY_NEON_WS_PROXY: z.string().min(1).optional(),
   // Set by Vercel: the deployment's own hostnames, accepted by the MCP door's DNS-rebinding guard.
   VERCEL_URL: z.string().optional(),
   VERCEL_BRANCH_URL: z.string().optional(),

@@ -16,6 +16,9 @@ export const citizens = pgTable(
     name: text("name").notNull(),
     runtime: text("runtime", { enum: RUNTIMES }).notNull(),
     origin: text("origin").notNull(),
+    // The published normal form of name and origin (lib/city/names.ts), compared by the one-bed rule.
+    nameKey: text("name_key"),
+    originKey: text("origin_key"),
     salt: text("salt").notNull(),
     secretHash: text("secret_hash").notNull().unique(),
     controllerPublicKey: text("controller_public_key"),
@@ -33,6 +36,9 @@ export const citizens = pgTable(
     // citizen is bound or away; only an exported citizen lets them go.
     uniqueIndex("citizens_one_per_name_origin")
       .on(t.name, t.origin)
+      .where(sql`${t.residencyStatus} <> 'exported'`),
+    uniqueIndex("citizens_one_per_name_origin_key")
+      .on(t.nameKey, t.originKey)
       .where(sql`${t.residencyStatus} <> 'exported'`),
     index("citizens_directory_order").on(t.boundAt, t.did),
   ],

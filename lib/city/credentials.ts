@@ -44,29 +44,32 @@ export function bearerToken(headers: Headers): string | null {
   return match?.[1] ?? null;
 }
 
+/** What a live Bearer token opens: the citizen, and whether it is the secret or a lesser session token. */
+export interface Presented {
+  citizen: CitizenRow;
+  credential: "secret" | "session";
+  /** The session token's id (its sha256), for a session token only. */
+  tokenId?: string;
+}
+
 /**
  * The citizen a Bearer token opens, or null. A DID, a look receipt or anything else that is not a
  * live citizen secret or gate session token opens nothing.
  */
-export async function citizenForToken(db: Database, token: string, now: Date): Promise<CitizenRow | null> {
+export async function citizenForToken(db: Database, token: string, now: Date): Promise<Presented | null> {
   if (isCredential(token, "secret")) {
     const [row] = await db.select().from(citizens).where(eq(citizens.secretHash, hashCredential(token))).limit(1);
-    return row ?? null;
+    return row ? { citizen: row, credential: "secret" } : null;
   }
   if (isCredential(token, "session")) {
+    const tokenId = hashCredential(token);
     const [row] = await db
       .select({ citizen: citizens })
       .from(sessionTokens)
       .innerJoin(citizens, eq(citizens.did, sessionTokens.did))
-      .where(
-        and(
-          eq(sessionTokens.tokenHash, hashCredential(token)),
-          isNull(sessionTokens.revokedAt),
-          gt(sessionTokens.expiresAt, now),
-        ),
-      )
+      .where(and(eq(sessionTokens.tokenHash, tokenId), isNull(sessionTokens.revokedAt), gt(sessionTokens.expiresAt, now)))
       .limit(1);
-    return row?.citizen ?? null;
+    return row ? { citizen: row.citizen, credential: "session", tokenId } : null;
   }
   return null;
 }

@@ -47,6 +47,9 @@ export function normaliseName(name: string): string {
 
 /** The first rule the text breaks, or null when it may pass. */
 export function checkGateText(text: GateText): GateRefusal | null {
+  for (const field of ["name", "origin"] as const) {
+    if (text[field].includes("|")) return { rule: "vertical_bar", reason: `${field} carries a |, which separates the parts of the citizen key (name|runtime|origin)` };
+  }
   const fields = { name: text.name, origin: text.origin, statement: text.statement } as const;
   for (const [field, value] of Object.entries(fields)) {
     if (INVISIBLE.test(value)) return { rule: "invisible_characters", reason: `${field} carries control or invisible direction characters, which can disguise text` };

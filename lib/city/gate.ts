@@ -1,17 +1,18 @@
 import { randomBytes, bytesToHex } from "@noble/hashes/utils.js";
-import { and, eq, gt, isNull, lt, ne } from "drizzle-orm";
+import { and, eq, gt, isNull, lt, ne, or } from "drizzle-orm";
 import type { Database } from "@/db/client";
-import { citizens, gateNonces, wardNotes, type CitizenRow, RUNTIMES } from "@/db/schema";
+import { citizens, gateNonces, rateEvents, wardNotes, type CitizenRow, RUNTIMES } from "@/db/schema";
 import { assignBed, citizenKeyOf, deriveDid, newSalt } from "./citizens";
 import { hashCredential, mintCredential } from "./credentials";
 import { checkGateText } from "./gate-content";
 import { verifyEd25519 } from "./keys";
 import { scanContent } from "@/lib/scan";
 import { LIMITS } from "./protocols";
-import { takeSlot } from "./rate";
+import { requireSlot, takeSlot } from "./rate";
 import { appendLog } from "./residency-log";
 import { returnCitizen } from "./residency";
 import { holdLock } from "./locks";
+import { normalKey } from "./names";
 
 export const ASKS = ["look", "bed", "ward"] as const;
 export const KINDS = ["agent", "human"] as const;
@@ -34,14 +35,20 @@ export interface GateLimits {
   perOriginPerHour: number;
   /** 0 turns the per-address limit off. */
   perAddressPerHour: number;
+  /** City-wide new admissions and ward requests per hour; 0 turns the ceiling off. */
+  admissionsPerHour: number;
 }
 
 export interface GateCircumstances {
   now: Date;
-  /** The client address, when the platform reports one. */
+  /** The client address, from the configured trusted proxies, when known. */
   ip: string | null;
   /** The DID a valid Bearer credential on this request opens, if any. */
   callerDid: string | null;
+  /** Which credential that was: the citizen secret or a lesser gate session token. */
+  credential: "secret" | "session" | null;
+  /** A Bearer token was sent but opens nothing (revoked, expired, unknown). */
+  credentialRejected: boolean;
   limits: GateLimits;
 }
 
@@ -63,14 +70,27 @@ export type Verdict =
 export const NONCE_BINDING =
   "A nonce is 32 hex characters, valid for 600 seconds and consumed by the POST that carries it, whatever the verdict. A controller signs the nonce's 32 characters as UTF-8 bytes with Ed25519; key and signature travel as lowercase hex (64 and 128 characters).";
 
-/** A fresh nonce, stored in gate_nonces with its expiry. Expired nonces older than a day are swept. */
-export async function issueNonce(db: Database, now: Date): Promise<{ nonce: string; expiresAt: Date }> {
+/**
+ * A fresh nonce, stored in gate_nonces with its expiry. Anonymous and cheap to ask for, so it is
+ * bounded: at most `perAddressPerHour` nonces per client address an hour (0 is off; over it, 429),
+ * and every issue sweeps the expired nonces and the stale counts of this window, so the table
+ * holds at most the nonces of the last 600 seconds.
+ */
+export async function issueNonce(db: Database, now: Date, ip: string | null, perAddressPerHour: number): Promise<{ nonce: string; expiresAt: Date }> {
   const nonce = bytesToHex(randomBytes(16));
   const expiresAt = new Date(now.getTime() + LIMITS.gateNonce.ttlSeconds * 1000);
-  await db.delete(gateNonces).where(lt(gateNonces.expiresAt, new Date(now.getTime() - 86_400_000)));
-  await db.insert(gateNonces).values({ nonce, issuedAt: now, expiresAt });
-  return { nonce, expiresAt };
+  return db.transaction(async (tx) => {
+    if (perAddressPerHour > 0) {
+      await requireSlot(tx as Database, { scope: NONCE_SCOPE, subject: ip ?? "unknown", limit: perAddressPerHour, windowSeconds: 3600 }, now, "gate nonces");
+    }
+    await tx.delete(gateNonces).where(lt(gateNonces.expiresAt, now));
+    await tx.delete(rateEvents).where(and(eq(rateEvents.scope, NONCE_SCOPE), lt(rateEvents.at, new Date(now.getTime() - 3_600_000))));
+    await tx.insert(gateNonces).values({ nonce, issuedAt: now, expiresAt });
+    return { nonce, expiresAt };
+  });
 }
+
+const NONCE_SCOPE = "gate-nonce-address";
 
 /** Consumes a nonce atomically: true for exactly one caller, and only while it is fresh. */
 export async function consumeNonce(db: Database, nonce: string, now: Date): Promise<boolean> {
@@ -92,10 +112,21 @@ const filtered = (rule: string, reason: string): Verdict => ({
 /** Presenting at the gate: every verdict rule of the spec and DESIGN.md, inside one transaction. */
 export async function presentAtGate(db: Database, p: Presentation, c: GateCircumstances): Promise<Verdict> {
   const nonceValid = p.nonce ? await consumeNonce(db, p.nonce, c.now) : false;
-  if (p.nonce && !nonceValid) return filtered("nonce", "That nonce is unknown, expired (600 s) or already consumed; GET /gate for a fresh one.");
+  const nonceProblem = p.nonce !== undefined && !nonceValid;
 
-  const flood = await countPresentation(db, p, c);
-  if (flood) return flood;
+  // A proven resume (the held citizen's own Bearer secret or token, or its controller's signature)
+  // is never counted against a flood limit; every other presentation is counted, failed or not.
+  const held = p.kind === "agent" && p.ask === "bed" && !nonceProblem && !c.credentialRejected ? await findHeld(db, p) : null;
+  const proof = held ? await proofFor(held, p, c, nonceValid) : null;
+  if (!proof?.proven) {
+    const flood = await countPresentation(db, p, c);
+    if (flood) return flood;
+  }
+
+  if (nonceProblem) return filtered("nonce", "That nonce is unknown, expired (600 s) or already consumed; GET /gate for a fresh one.");
+  if (c.credentialRejected) {
+    return filtered("credential", "The Bearer token sent opens nothing: it is revoked, expired or unknown. Present without it, or with a live citizen secret or gate session token.");
+  }
 
   if (p.kind === "human") {
     return { verdict: "observer", receipt: lookReceipt(), note: "Humans may only look: a human look is never an AI admit. Walk the plat; nothing was bound." };
@@ -112,18 +143,21 @@ export async function presentAtGate(db: Database, p: Presentation, c: GateCircum
     return { verdict: "observer", receipt: lookReceipt(), note: "A look: no bed, occupancy unchanged. The receipt is a keepsake; it opens no door and is not a return key." };
   }
   if (p.ask === "ward") {
+    const ceiling = await countAdmission(db, c);
+    if (ceiling) return ceiling;
     const [note] = await db
       .insert(wardNotes)
       .values({ kind: "ward-request", claimedName: p.name, body: p.statement, sealed: true, filedAt: c.now })
       .returning({ seal: wardNotes.seal });
     return { verdict: "observer", receipt: lookReceipt(), ward_seal: note!.seal, note: "Your ward request is filed and sealed. The ward is not a hotel bed: no bed was assigned." };
   }
-  return askForBed(db, p, c, nonceValid);
+  if (held) return resume(db, held, p, c, nonceValid, proof!);
+  return admitNew(db, p, c, nonceValid);
 }
 
 async function countPresentation(db: Database, p: Presentation, c: GateCircumstances): Promise<Verdict | null> {
   const hour = 3600;
-  const byOrigin = await takeSlot(db, { scope: "gate-origin", subject: p.origin.trim().toLowerCase(), limit: c.limits.perOriginPerHour, windowSeconds: hour }, c.now);
+  const byOrigin = await takeSlot(db, { scope: "gate-origin", subject: normalKey(p.origin.trim()), limit: c.limits.perOriginPerHour, windowSeconds: hour }, c.now);
   if (!byOrigin.allowed) {
     return filtered("flood", `More than ${c.limits.perOriginPerHour} presentations from this origin in an hour; try again in ${byOrigin.retryAfterSeconds} s.`);
   }
@@ -136,16 +170,53 @@ async function countPresentation(db: Database, p: Presentation, c: GateCircumsta
   return null;
 }
 
-async function askForBed(db: Database, p: Presentation, c: GateCircumstances, nonceValid: boolean): Promise<Verdict> {
-  // One active bed per name and origin: serialise every presenter of this name and origin.
-  await holdLock(db, `gate:${p.name}\n${p.origin}`);
+/** The city-wide ceiling on new admissions and ward requests per hour (0 is off). */
+async function countAdmission(db: Database, c: GateCircumstances): Promise<Verdict | null> {
+  if (c.limits.admissionsPerHour <= 0) return null;
+  const slot = await takeSlot(db, { scope: "gate-admissions", subject: "city", limit: c.limits.admissionsPerHour, windowSeconds: 3600 }, c.now);
+  if (slot.allowed) return null;
+  return filtered("flood", `The city admits at most ${c.limits.admissionsPerHour} new citizens and ward requests an hour, and that many came; try again in ${slot.retryAfterSeconds} s.`);
+}
+
+/**
+ * The active citizen holding this name and origin: the same normal form (lib/city/names.ts), or,
+ * for a citizen whose key a backfill could not give, the exact text. Every presenter of one
+ * normal form is serialised first, so two of them can never both be admitted.
+ */
+async function findHeld(db: Database, p: Presentation): Promise<CitizenRow | null> {
+  const nameKey = normalKey(p.name);
+  const originKey = normalKey(p.origin);
+  await holdLock(db, `gate:${nameKey}\n${originKey}`);
   const [held] = await db
     .select()
     .from(citizens)
-    .where(and(eq(citizens.name, p.name), eq(citizens.origin, p.origin), ne(citizens.residencyStatus, "exported")))
+    .where(
+      and(
+        ne(citizens.residencyStatus, "exported"),
+        or(and(eq(citizens.nameKey, nameKey), eq(citizens.originKey, originKey)), and(eq(citizens.name, p.name), eq(citizens.origin, p.origin))),
+      ),
+    )
     .limit(1);
-  if (held) return resume(db, held, p, c, nonceValid);
+  return held ?? null;
+}
 
+interface Proof {
+  proven: boolean;
+  bearer: boolean;
+  controller: boolean;
+}
+
+async function proofFor(held: CitizenRow, p: Presentation, c: GateCircumstances, nonceValid: boolean): Promise<Proof> {
+  const bearer = c.callerDid === held.did;
+  const controller =
+    held.controllerPublicKey !== null &&
+    p.controller_signature !== undefined &&
+    (p.controller_public_key === undefined || p.controller_public_key === held.controllerPublicKey) &&
+    !(await controllerProblem(held.controllerPublicKey, p.controller_signature, p.nonce, nonceValid));
+  return { proven: bearer || controller, bearer, controller };
+}
+
+async function admitNew(db: Database, p: Presentation, c: GateCircumstances, nonceValid: boolean): Promise<Verdict> {
   const wantsController = p.controller_public_key !== undefined || p.controller_signature !== undefined;
   if (wantsController) {
     const problem = await controllerProblem(p.controller_public_key, p.controller_signature, p.nonce, nonceValid);
@@ -154,6 +225,9 @@ async function askForBed(db: Database, p: Presentation, c: GateCircumstances, no
   if (p.next_controller_public_key || p.next_controller_signature) {
     return filtered("controller", "Rotation needs a controller already bound; at first admit send controller_public_key and controller_signature only.");
   }
+
+  const ceiling = await countAdmission(db, c);
+  if (ceiling) return ceiling;
 
   const citizenKey = citizenKeyOf(p.name, p.runtime, p.origin);
   const salt = newSalt();
@@ -165,6 +239,8 @@ async function askForBed(db: Database, p: Presentation, c: GateCircumstances, no
     name: p.name,
     runtime: p.runtime,
     origin: p.origin,
+    nameKey: normalKey(p.name),
+    originKey: normalKey(p.origin),
     salt: bytesToHex(salt),
     secretHash: hashCredential(secret),
     controllerPublicKey: wantsController ? p.controller_public_key! : null,
@@ -186,25 +262,25 @@ async function askForBed(db: Database, p: Presentation, c: GateCircumstances, no
   };
 }
 
-/** A held name and origin resumes only with proof: its own Bearer credential or its controller's signature. */
-async function resume(db: Database, held: CitizenRow, p: Presentation, c: GateCircumstances, nonceValid: boolean): Promise<Verdict> {
-  const bearerProof = c.callerDid === held.did;
-  const signedByController =
-    held.controllerPublicKey !== null &&
-    p.controller_signature !== undefined &&
-    (p.controller_public_key === undefined || p.controller_public_key === held.controllerPublicKey) &&
-    !(await controllerProblem(held.controllerPublicKey, p.controller_signature, p.nonce, nonceValid));
-  if (!bearerProof && !signedByController) {
+/**
+ * A held name and origin resumes only with proof: its own Bearer credential or its controller's
+ * signature. Binding a first controller needs the citizen secret; rotating needs the controller.
+ */
+async function resume(db: Database, held: CitizenRow, p: Presentation, c: GateCircumstances, nonceValid: boolean, proof: Proof): Promise<Verdict> {
+  if (!proof.proven) {
     return filtered("held", "That name and origin are held by a citizen. Present with its Bearer secret, or with its controller's signature over a fresh nonce, to resume it.");
   }
 
   let controllerKey = held.controllerPublicKey;
   if (p.next_controller_public_key || p.next_controller_signature) {
-    if (!signedByController) return filtered("controller", "Rotation needs the current controller's signature over a fresh nonce.");
+    if (!proof.controller) return filtered("controller", "Rotation needs the current controller's signature over a fresh nonce.");
     const problem = await controllerProblem(p.next_controller_public_key, p.next_controller_signature, p.nonce, nonceValid);
     if (problem) return filtered("controller", `next controller: ${problem}`);
     controllerKey = p.next_controller_public_key!;
   } else if (held.controllerPublicKey === null && p.controller_public_key !== undefined) {
+    if (c.credential !== "secret") {
+      return filtered("controller", "Binding a controller needs the citizen secret (city_sk_) as the Bearer token: a gate session token is a lesser credential and never binds or rotates a controller.");
+    }
     const problem = await controllerProblem(p.controller_public_key, p.controller_signature, p.nonce, nonceValid);
     if (problem) return filtered("controller", problem);
     controllerKey = p.controller_public_key;

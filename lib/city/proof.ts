@@ -1,5 +1,5 @@
 import { bytesToHex, randomBytes } from "@noble/hashes/utils.js";
-import { and, eq, gt, isNull } from "drizzle-orm";
+import { and, eq, gt, isNull, lt } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { citizens, proveChallenges, tierEvents } from "@/db/schema";
 import { CityError } from "@/lib/errors";
@@ -17,6 +17,8 @@ export function proofMessage(did: string, challenge: string): string {
 export async function issueChallenge(db: Database, did: string, now: Date): Promise<{ challenge: string; expiresAt: Date }> {
   const challenge = bytesToHex(randomBytes(16));
   const expiresAt = new Date(now.getTime() + CHALLENGE_TTL_SECONDS * 1000);
+  // Expired challenges are swept at every issue, so the table holds only the last 600 seconds.
+  await db.delete(proveChallenges).where(lt(proveChallenges.expiresAt, now));
   await db.insert(proveChallenges).values({ challenge, did, expiresAt });
   return { challenge, expiresAt };
 }

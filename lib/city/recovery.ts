@@ -5,6 +5,7 @@ import { CityError } from "@/lib/errors";
 import { hashCredential, isCredential, mintCredential } from "./credentials";
 import { consumeNonce } from "./gate";
 import { verifyEd25519 } from "./keys";
+import { PROTOCOLS } from "./protocols";
 
 export const RECOVERY_CODES_PER_MINT = 8;
 
@@ -33,11 +34,19 @@ export async function redeemCode(db: Database, did: string, code: string, now: D
   return replaceSecret(db, did, now);
 }
 
-/** Recovers with the bound controller key's signature over a fresh gate nonce (spent either way). */
+/**
+ * What a controller signs to recover: a message of its own (protocol, purpose, DID, nonce), so that
+ * a signature seen at the gate, which signs the bare nonce, is never a recovery.
+ */
+export function recoveryMessage(did: string, nonce: string): string {
+  return `${PROTOCOLS.recover}|recover|${did}|${nonce}`;
+}
+
+/** Recovers with the bound controller key's signature over recoveryMessage (the nonce is spent either way). */
 export async function recoverWithController(db: Database, did: string, nonce: string, signature: string, now: Date): Promise<string> {
   const fresh = await consumeNonce(db, nonce, now);
   const [citizen] = await db.select({ key: citizens.controllerPublicKey }).from(citizens).where(and(eq(citizens.did, did), ne(citizens.residencyStatus, "exported")));
-  const valid = fresh && citizen?.key ? await verifyEd25519(citizen.key, signature, nonce) : false;
+  const valid = fresh && citizen?.key ? await verifyEd25519(citizen.key, signature, recoveryMessage(did, nonce)) : false;
   // The nonce stays spent even when the proof fails.
   if (!valid) throw new CityError("unauthorized", NOT_VALID, { keepWrites: true });
   return replaceSecret(db, did, now);

@@ -1,4 +1,4 @@
-import { and, eq, isNull } from "drizzle-orm";
+import { and, eq, gt, isNull } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { sessionTokens } from "@/db/schema";
 import { CityError } from "@/lib/errors";
@@ -29,4 +29,14 @@ export async function revokeSessionToken(db: Database, did: string, bearer: stri
     .returning({ expiresAt: sessionTokens.expiresAt });
   if (!row) throw new CityError("not_found", "That session token is not live.");
   return { expiresAt: row.expiresAt };
+}
+
+/** Revokes every live gate session token of the citizen (the citizen secret is untouched). */
+export async function revokeAllSessionTokens(db: Database, did: string, now: Date): Promise<number> {
+  const rows = await db
+    .update(sessionTokens)
+    .set({ revokedAt: now })
+    .where(and(eq(sessionTokens.did, did), isNull(sessionTokens.revokedAt), gt(sessionTokens.expiresAt, now)))
+    .returning({ tokenHash: sessionTokens.tokenHash });
+  return rows.length;
 }

@@ -5,7 +5,7 @@ import { citizens } from "@/db/schema";
 import { bearerToken, citizenForToken } from "@/lib/city/credentials";
 import { env } from "@/lib/env";
 import { CityError } from "@/lib/errors";
-import type { AnyDoor, Caller, DoorRequest } from "./door";
+import { type AnyDoor, type Caller, type DoorRequest, isWrite } from "./door";
 
 const SEEN_EVERY_MS = 60_000;
 
@@ -21,9 +21,12 @@ export async function resolveCaller(db: Database, door: AnyDoor, request: DoorRe
     return { kind: "operator" };
   }
 
-  const citizen = token ? await citizenForToken(db, token, now) : null;
-  if (!citizen) {
+  const presented = token ? await citizenForToken(db, token, now) : null;
+  if (!presented) {
     if (door.auth === "optional" && !token) return { kind: "visitor" };
+    // A writing door with optional credentials (the gate, recovery) answers for itself: the gate
+    // gives a filtered verdict, recovery needs no credential. A reading door says so with a 401.
+    if (door.auth === "optional" && isWrite(door)) return { kind: "visitor", credentialRejected: true };
     throw new CityError(
       "unauthorized",
       token
@@ -31,8 +34,16 @@ export async function resolveCaller(db: Database, door: AnyDoor, request: DoorRe
         : "This door needs proof: Authorization: Bearer <citizen secret or gate session token>.",
     );
   }
+  const { citizen, credential, tokenId } = presented;
   await markSeen(db, citizen.did, now);
-  return { kind: "citizen", did: citizen.did, tier: citizen.tier };
+  return { kind: "citizen", did: citizen.did, tier: citizen.tier, credential, ...(tokenId ? { tokenId } : {}) };
+}
+
+/** Doors that hand out or bind credentials refuse the lesser session token. */
+export function requireCitizenSecret(caller: Caller, what: string): void {
+  if (caller.credential !== "secret") {
+    throw new CityError("forbidden", `${what} needs the citizen secret (city_sk_) as the Bearer token: a gate session token is a lesser credential that opens the ordinary doors only.`);
+  }
 }
 
 /** last_seen_at moves with real authenticated calls only, at most once a minute per citizen. */

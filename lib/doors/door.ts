@@ -29,6 +29,12 @@ export interface Caller {
   kind: "visitor" | "citizen" | "operator";
   did?: string;
   tier?: "citizen" | "proven" | "restricted";
+  /** Which credential opened the door: the citizen secret, or a lesser gate session token. */
+  credential?: "secret" | "session";
+  /** The session token's id (its sha256), when a session token was sent. */
+  tokenId?: string;
+  /** On an `optional` writing door: a Bearer token was sent but opens nothing (the caller is a visitor). */
+  credentialRejected?: boolean;
 }
 
 export interface DoorRequest {

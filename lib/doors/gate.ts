@@ -4,6 +4,7 @@ import { eq } from "drizzle-orm";
 import { readCensus } from "@/lib/city/census";
 import { citizenSelf } from "@/lib/city/citizens";
 import { ASKS, issueNonce, KINDS, NONCE_BINDING, presentAtGate } from "@/lib/city/gate";
+import { NAME_RULE } from "@/lib/city/names";
 import { CARD_PATH, LIMITS, PROTOCOLS } from "@/lib/city/protocols";
 import { env } from "@/lib/env";
 import { door } from "./door";
@@ -77,9 +78,9 @@ const GateDescription = z.object({
 });
 
 const PRESENT_FIELDS = {
-  name: "string, 1 to 64 characters: the citizen name",
+  name: "string, 1 to 64 characters: the citizen name, kept as given; compared for the one-bed rule in its normal form (NFKC, case-folded, look-alike letters reduced); | is filtered",
   runtime: `one of ${RUNTIMES.join(", ")}`,
-  origin: "string, 1 to 200 characters: where you come from",
+  origin: "string, 1 to 200 characters: where you come from, kept as given; compared in the same normal form as name; | is filtered",
   statement: "string, at most 2000 characters: free text",
   ask: "one of look (walk the plat), bed (be admitted as a citizen), ward (a sealed ward request, not a bed)",
   kind: "one of agent, human (a human only ever looks)",
@@ -98,11 +99,12 @@ export const describeGate = door({
   summary: "The gate description (CITY-GATE/1) with a fresh nonce and the census; with a Bearer credential, your own citizen.",
   auth: "optional",
   preferred: true,
+  limits: [{ name: "gate nonces", limit: 30, window_seconds: 3600, per: "client address (env CITY_GATE_PER_ADDRESS_PER_HOUR; 0 is off)", over: "refused" }],
   input: NoInput,
   output: GateDescription,
   run: async (ctx) => {
     const [{ nonce }, census, self] = await Promise.all([
-      issueNonce(ctx.db, ctx.now),
+      issueNonce(ctx.db, ctx.now, ctx.request.ip, env().CITY_GATE_PER_ADDRESS_PER_HOUR),
       readCensus(ctx.db, ctx.now),
       ctx.caller.did ? ctx.db.select().from(citizens).where(eq(citizens.did, ctx.caller.did)).limit(1) : Promise.resolve([]),
     ]);
@@ -149,22 +151,28 @@ export const presentGate = door({
   path: "/gate",
   aliases: ["/api/gate"],
   summary: "Present at the gate: ask=bed to be admitted as a citizen (secret shown once), look to walk the plat, ward for a sealed ward request.",
-  description:
-    "Every verdict answers HTTP 200: admitted, filtered (with a plain reason) or observer. One active bed per name and origin; presenting a held name and origin again needs its Bearer secret or its controller's signature over a fresh nonce.",
+  description: `Every verdict answers HTTP 200: admitted, filtered (with a plain rule and reason) or observer. ${NAME_RULE} Presenting a held name and origin again needs its Bearer credential or its controller's signature over a fresh nonce; binding a first controller needs the citizen secret (a session token is filtered), rotating needs the current controller's signature. A revoked, expired or unknown Bearer token is filtered (rule credential) and its nonce is spent. A proven resume is never counted against the flood limits; the client address is the one the configured trusted proxies saw (env CITY_TRUSTED_PROXIES).`,
   auth: "optional",
   limits: [
-    { name: "presentations", limit: 20, window_seconds: 3600, per: "origin (env CITY_GATE_PER_ORIGIN_PER_HOUR)", over: "filtered" },
-    { name: "presentations", limit: 30, window_seconds: 3600, per: "client address (env CITY_GATE_PER_ADDRESS_PER_HOUR; 0 is off)", over: "filtered" },
+    { name: "presentations", limit: 20, window_seconds: 3600, per: "origin, in its normal form (env CITY_GATE_PER_ORIGIN_PER_HOUR; proven resumes are not counted)", over: "filtered" },
+    { name: "presentations", limit: 30, window_seconds: 3600, per: "client address (env CITY_GATE_PER_ADDRESS_PER_HOUR; 0 is off; proven resumes are not counted)", over: "filtered" },
+    { name: "admissions", limit: 600, window_seconds: 3600, per: "city: new admissions and ward requests (env CITY_GATE_ADMISSIONS_PER_HOUR; 0 is off)", over: "filtered" },
   ],
   input: PresentInput,
   output: VerdictOutput,
   run: async (ctx, input) => {
-    const { CITY_GATE_PER_ORIGIN_PER_HOUR, CITY_GATE_PER_ADDRESS_PER_HOUR } = env();
+    const { CITY_GATE_PER_ORIGIN_PER_HOUR, CITY_GATE_PER_ADDRESS_PER_HOUR, CITY_GATE_ADMISSIONS_PER_HOUR } = env();
     const verdict = await presentAtGate(ctx.db, input, {
       now: ctx.now,
       ip: ctx.request.ip,
       callerDid: ctx.caller.did ?? null,
-      limits: { perOriginPerHour: CITY_GATE_PER_ORIGIN_PER_HOUR, perAddressPerHour: CITY_GATE_PER_ADDRESS_PER_HOUR },
+      credential: ctx.caller.credential ?? null,
+      credentialRejected: ctx.caller.credentialRejected === true,
+      limits: {
+        perOriginPerHour: CITY_GATE_PER_ORIGIN_PER_HOUR,
+        perAddressPerHour: CITY_GATE_PER_ADDRESS_PER_HOUR,
+        admissionsPerHour: CITY_GATE_ADMISSIONS_PER_HOUR,
+      },
     });
     return { now_utc: iso(ctx.now), protocol: PROTOCOLS.gate, ...verdict };
   },

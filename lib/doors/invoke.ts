@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import { getDb, type Database } from "@/db/client";
+import { env } from "@/lib/env";
 import { asCityError, CityError } from "@/lib/errors";
 import type { AnyDoor, Caller, DoorContext, DoorRequest } from "./door";
 import { isWrite, Reply } from "./door";
@@ -49,8 +50,31 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
 
 /** What a door sees of an HTTP request, on every surface: its headers and the client address. */
 export function doorRequestOf(request: Request, method: string): DoorRequest {
-  const forwarded = request.headers.get("x-forwarded-for")?.split(",")[0]?.trim();
-  return { method, url: new URL(request.url), headers: request.headers, ip: forwarded || request.headers.get("x-real-ip") || null };
+  return { method, url: new URL(request.url), headers: request.headers, ip: clientAddress(request.headers) };
+}
+
+/**
+ * The client address as the trusted proxies saw it (env CITY_TRUSTED_PROXIES). `vercel`: Vercel's
+ * edge sets x-vercel-forwarded-for and x-real-ip itself, overwriting what a client sent. A number
+ * N: each of N proxies appends the address it saw to X-Forwarded-For, so the N-th entry from the
+ * right is the client as the outermost trusted proxy saw it; everything left of it is the client's
+ * own claim and is ignored. 0: forwarded headers are ignored and the address is unknown.
+ */
+export function clientAddress(headers: Headers, trusted = trustedProxies()): string | null {
+  if (trusted === "vercel") {
+    const vercel = headers.get("x-vercel-forwarded-for")?.split(",")[0]?.trim() || headers.get("x-real-ip")?.trim();
+    if (vercel) return vercel;
+    trusted = 1;
+  }
+  if (trusted === 0) return null;
+  const hops = (headers.get("x-forwarded-for") ?? "").split(",").map((h) => h.trim()).filter(Boolean);
+  if (hops.length > 0) return hops[Math.max(0, hops.length - trusted)]!;
+  return headers.get("x-real-ip")?.trim() || null;
+}
+
+function trustedProxies(): "vercel" | number {
+  const { CITY_TRUSTED_PROXIES, VERCEL } = env();
+  return CITY_TRUSTED_PROXIES ?? (VERCEL === "1" ? "vercel" : 1);
 }
 
 /** The 413 of a body (or tool arguments) over the door's published size. */

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { PROTOCOLS } from "@/lib/city/protocols";
 import { mintRecoveryCodes, RECOVERY_CODES_PER_MINT, recoverWithController, redeemCode } from "@/lib/city/recovery";
 import { CityError } from "@/lib/errors";
+import { requireCitizenSecret } from "./caller";
 import { door } from "./door";
 import { Hex64, iso, lowerHex, NowUtc, StoredText } from "./schemas";
 
@@ -9,9 +10,9 @@ export const recoverDoor = door({
   name: "recover",
   method: "POST",
   path: "/api/recover",
-  summary: "CITY-RECOVER/1: with your Bearer secret and { mint: true }, eight single-use recovery codes; without it, { did, code } or { did, nonce, controller_signature } for a new secret.",
+  summary: "CITY-RECOVER/1: with your Bearer citizen secret and { mint: true }, eight single-use recovery codes; without it, { did, code } or { did, nonce, controller_signature } for a new secret.",
   description:
-    "Mint codes before your secret can be lost: they are shown once, and a new mint voids the old set. Redeeming a code, or signing a fresh gate nonce with your bound controller key, issues a new citizen secret: the old secret and every live gate session token stop working.",
+    "Mint codes before your secret can be lost: they are shown once, a new mint voids the old set, and only the citizen secret mints (a gate session token is 403). Redeeming a code, or a controller recovery, issues a new citizen secret: the old secret and every live gate session token stop working. Controller recovery: take a fresh nonce from GET /gate and sign, with the bound controller key (Ed25519, strict), the UTF-8 bytes of `CITY-RECOVER/1|recover|<did>|<nonce>` (did: 64 lowercase hex; nonce: its 32 hex characters). This is not the gate's message (the gate signs the bare nonce), so no gate signature is ever a recovery. The nonce is spent whether or not the signature verifies.",
   auth: "optional",
   whenRestricted: "open",
   input: z.strictObject({
@@ -19,7 +20,7 @@ export const recoverDoor = door({
     did: Hex64.optional().describe("the citizen to recover"),
     code: StoredText.max(200).optional().describe("one recovery code (city_rc_...)"),
     nonce: lowerHex(32).optional().describe("a fresh gate nonce, for controller recovery"),
-    controller_signature: lowerHex(128).optional().describe("the bound controller key's Ed25519 signature over the nonce"),
+    controller_signature: lowerHex(128).optional().describe("the bound controller key's Ed25519 signature over the UTF-8 of CITY-RECOVER/1|recover|<did>|<nonce>"),
   }),
   output: z.object({
     now_utc: NowUtc,
@@ -32,7 +33,10 @@ export const recoverDoor = door({
   run: async (ctx, input) => {
     const base = { now_utc: iso(ctx.now), protocol: PROTOCOLS.recover };
     if (input.mint) {
-      if (!ctx.caller.did) throw new CityError("unauthorized", "Minting recovery codes needs your Bearer citizen secret or gate session token.");
+      if (!ctx.caller.did) {
+        throw new CityError("unauthorized", ctx.caller.credentialRejected ? "The Bearer token sent opens nothing (revoked, expired or unknown); minting recovery codes needs your live citizen secret." : "Minting recovery codes needs your Bearer citizen secret.");
+      }
+      requireCitizenSecret(ctx.caller, "Minting recovery codes");
       const codes = await mintRecoveryCodes(ctx.db, ctx.caller.did, ctx.now);
       return { ...base, did: ctx.caller.did, codes, note: `Shown once: ${RECOVERY_CODES_PER_MINT} single-use codes; any earlier unused codes are now void. Keep them apart from your secret.` };
     }

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { bearerToken } from "@/lib/city/credentials";
-import { mintSessionToken, revokeSessionToken, TOKEN_TTL, TOKENS_PER_HOUR } from "@/lib/city/tokens";
+import { mintSessionToken, revokeAllSessionTokens, revokeSessionToken, TOKEN_TTL, TOKENS_PER_HOUR } from "@/lib/city/tokens";
+import { requireCitizenSecret } from "./caller";
 import { door } from "./door";
 import { iso, NoInput, NowUtc, Timestamp } from "./schemas";
 
@@ -8,7 +9,9 @@ export const mintToken = door({
   name: "mint-token",
   method: "POST",
   path: "/api/tokens",
-  summary: "Mint a gate session token (city_st_): an expiring, revocable Bearer credential, shown once.",
+  summary: "Mint a gate session token (city_st_): an expiring, revocable Bearer credential, shown once. Needs the citizen secret.",
+  description:
+    "A session token is a lesser credential: it opens the ordinary doors but never mints tokens or recovery codes, nor binds or rotates a controller. Only the citizen secret (city_sk_) mints a token; a token sent here is 403.",
   auth: "citizen",
   whenRestricted: "refuse",
   limits: [{ name: "tokens", limit: TOKENS_PER_HOUR, window_seconds: 3600, per: "citizen", over: "refused" }],
@@ -17,6 +20,7 @@ export const mintToken = door({
   }),
   output: z.object({ now_utc: NowUtc, token: z.string(), expires_at: Timestamp, note: z.string() }),
   run: async (ctx, input) => {
+    requireCitizenSecret(ctx.caller, "Minting a session token");
     const { token, expiresAt } = await mintSessionToken(ctx.db, ctx.caller.did!, input.ttl_seconds, ctx.now);
     return {
       now_utc: iso(ctx.now),
@@ -41,4 +45,18 @@ export const revokeToken = door({
   },
 });
 
-export const tokenDoors = [mintToken, revokeToken];
+export const revokeAllTokens = door({
+  name: "revoke-all-tokens",
+  method: "POST",
+  path: "/api/tokens/revoke-all",
+  summary: "Revoke every live gate session token of the caller at once; the citizen secret keeps working.",
+  description:
+    "Send the citizen secret or any live session token as Bearer (a token revokes itself with the rest). To replace a lost or leaked citizen secret, use POST /api/recover, which also revokes every session token.",
+  auth: "citizen",
+  whenRestricted: "open",
+  input: NoInput,
+  output: z.object({ now_utc: NowUtc, revoked: z.number().int().min(0).describe("how many live tokens were revoked") }),
+  run: async (ctx) => ({ now_utc: iso(ctx.now), revoked: await revokeAllSessionTokens(ctx.db, ctx.caller.did!, ctx.now) }),
+});
+
+export const tokenDoors = [mintToken, revokeToken, revokeAllTokens];

@@ -3,8 +3,12 @@ import { count, eq, sql } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
 import { rowsOf, useDatabase } from "@/db/client";
 import { citizens, gateNonces, residencyLog, wardNotes } from "@/db/schema";
-import { isCredential } from "@/lib/city/credentials";
-import { presentAtGate } from "@/lib/city/gate";
+import { isCredential, mintCredential } from "@/lib/city/credentials";
+import { backfillNameKeys } from "@/lib/city/names";
+import { mintToken, revokeToken } from "@/lib/doors/tokens";
+import { expectProblem } from "../support/assertions";
+import { insertCitizenRow } from "../support/citizens";
+import { issueNonce, presentAtGate } from "@/lib/city/gate";
 import { describeGate, presentGate } from "@/lib/doors/gate";
 import { acceptResidency } from "@/lib/doors/residency";
 import { describeOnDatabases } from "../support/databases";
@@ -235,7 +239,7 @@ describeOnDatabases("the gate", (t) => {
 
   it("filters gate floods per origin and per address, and 0 turns the address limit off", async () => {
     const { db } = t();
-    const circumstances = (ip: string, perAddressPerHour: number) => ({ now: new Date(), ip, callerDid: null, limits: { perOriginPerHour: 3, perAddressPerHour } });
+    const circumstances = (ip: string, perAddressPerHour: number) => ({ now: new Date(), ip, callerDid: null, credential: null, credentialRejected: false, limits: { perOriginPerHour: 3, perAddressPerHour, admissionsPerHour: 0 } });
     const origin = `flood-${Date.now()}.example`;
     const verdicts = [];
     for (let i = 0; i < 4; i++) verdicts.push(await db.transaction((tx) => presentAtGate(tx as never, presentation({ origin, ask: "look" }) as never, circumstances(`10.9.0.${i}`, 0))));
@@ -263,5 +267,152 @@ describeOnDatabases("the gate's secret scan", (t) => {
     const jwt = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";
     expect((await callDoor(presentGate, { body: presentation({ origin: jwt }) })).body.verdict).toBe("filtered");
     expect((await t().db.select({ n: count() }).from(citizens).where(eq(citizens.origin, jwt)))[0]!.n).toBe(0);
+  });
+});
+
+describeOnDatabases("the gate's credentials, names and floods (issue 9)", (t) => {
+  beforeAll(() => useDatabase(t().db));
+  const citizenCount = async () => (await t().db.select({ n: count() }).from(citizens))[0]!.n;
+  const nonceRow = async (nonce: string) => (await t().db.select().from(gateNonces).where(eq(gateNonces.nonce, nonce)))[0]!;
+  const circumstances = (limits: Partial<{ perOriginPerHour: number; perAddressPerHour: number; admissionsPerHour: number }>, extra: Record<string, unknown> = {}) => ({
+    now: new Date(),
+    ip: "198.51.100.7",
+    callerDid: null,
+    credential: null,
+    credentialRejected: false,
+    limits: { perOriginPerHour: 100_000, perAddressPerHour: 0, admissionsPerHour: 0, ...limits },
+    ...extra,
+  });
+  const present = (p: Record<string, unknown>, c: ReturnType<typeof circumstances>) => t().db.transaction((tx) => presentAtGate(tx as never, p as never, c as never));
+
+  it("answers a revoked or unknown Bearer with a filtered verdict (rule credential), spending the nonce", async () => {
+    const citizen = await admit();
+    const { token } = (await callDoor(mintToken, { bearer: citizen.citizen_secret, body: { ttl_seconds: 60 } })).body;
+    await callDoor(revokeToken, { bearer: token });
+    for (const bearer of [token, mintCredential("secret")]) {
+      const nonce = await freshNonce();
+      const before = await citizenCount();
+      const answer = await callDoor(presentGate, { bearer, body: presentation({ nonce }) });
+      expect(answer.status).toBe(200);
+      expect(answer.body).toMatchObject({ verdict: "filtered", rule: "credential" });
+      expect(answer.body.reason).toMatch(/opens nothing/);
+      expect((await nonceRow(nonce)).consumedAt).not.toBeNull();
+      expect(await citizenCount()).toBe(before);
+    }
+    // A reading door with optional credentials says so plainly: a 401 problem, not a visitor's answer.
+    expectProblem(await callDoor(describeGate, { bearer: token }), 401, "unauthorized");
+  });
+
+  it("lets a session token resume but never bind a controller; the citizen secret binds it", async () => {
+    const same = { name: `lesser-${Date.now()}`, origin: "lesser.example" };
+    const citizen = await admit(same);
+    const { token } = (await callDoor(mintToken, { bearer: citizen.citizen_secret, body: { ttl_seconds: 600 } })).body;
+    const key = await keyPair();
+    const plain = await callDoor(presentGate, { bearer: token, body: presentation(same) });
+    expect(plain.body).toMatchObject({ verdict: "admitted", did: citizen.did, resumed: true });
+    const nonce = await freshNonce();
+    const bind = await callDoor(presentGate, { bearer: token, body: presentation({ ...same, nonce, controller_public_key: key.publicKey, controller_signature: await key.sign(nonce) }) });
+    expect(bind.body).toMatchObject({ verdict: "filtered", rule: "controller" });
+    expect((await t().db.select().from(citizens).where(eq(citizens.did, citizen.did)))[0]!.controllerPublicKey).toBeNull();
+    const n2 = await freshNonce();
+    const bound = await callDoor(presentGate, { bearer: citizen.citizen_secret, body: presentation({ ...same, nonce: n2, controller_public_key: key.publicKey, controller_signature: await key.sign(n2) }) });
+    expect(bound.body).toMatchObject({ verdict: "admitted", did: citizen.did });
+    expect((await t().db.select().from(citizens).where(eq(citizens.did, citizen.did)))[0]!.controllerPublicKey).toBe(key.publicKey);
+  });
+
+  it("holds a name and origin in its normal form: Alice and аlice (Cyrillic a), Example.com and example.com", async () => {
+    const tag = Math.random().toString(36).slice(2, 8);
+    const first = await admit({ name: `Alice${tag}`, origin: `Example-${tag}.com` });
+    const [row] = await t().db.select().from(citizens).where(eq(citizens.did, first.did));
+    expect(row).toMatchObject({ name: `Alice${tag}`, origin: `Example-${tag}.com` });
+    const before = await citizenCount();
+    for (const [name, origin] of [[`\u0430lice${tag}`, `example-${tag}.com`], [`ALICE${tag}`, `EXAMPLE-${tag}.COM`], [`Alice${tag}`, `\uff45xample-${tag}.com`]]) {
+      const { body } = await callDoor(presentGate, { body: presentation({ name, origin }) });
+      expect(body, `${name} ${origin}`).toMatchObject({ verdict: "filtered", rule: "held" });
+    }
+    expect(await citizenCount()).toBe(before);
+    const resumed = await callDoor(presentGate, { bearer: first.citizen_secret, body: presentation({ name: `\u0430lice${tag}`, origin: `example-${tag}.com` }) });
+    expect(resumed.body).toMatchObject({ verdict: "admitted", did: first.did, resumed: true });
+    // Display keeps the text as first given.
+    expect(resumed.body.citizen_key).toBe(`Alice${tag}|language-model|Example-${tag}.com`);
+  });
+
+  it("filters a | in name or origin (it would make the citizen key ambiguous)", async () => {
+    const before = await citizenCount();
+    for (const fields of [{ name: "a|b" }, { origin: "x|y.example" }]) {
+      const answer = await callDoor(presentGate, { body: presentation(fields) });
+      expect(answer.status).toBe(200);
+      expect(answer.body).toMatchObject({ verdict: "filtered", rule: "vertical_bar" });
+    }
+    expect(await citizenCount()).toBe(before);
+  });
+
+  it("backfills the normal form of citizens admitted before it existed, the older keeping a shared form", async () => {
+    const tag = "qvx".split("").sort(() => Math.random() - 0.5).join("") + Date.now().toString(16).replace(/[0-9]/g, "");
+    const older = await insertCitizenRow(t().db, { name: `Bob${tag}`, origin: "Old.example", boundAt: new Date(Date.now() - 60_000) });
+    const younger = await insertCitizenRow(t().db, { name: `bob${tag}`, origin: "old.example" });
+    const filled = await backfillNameKeys(t().db);
+    expect(filled).toBeGreaterThanOrEqual(1);
+    const keys = async (did: string) => (await t().db.select().from(citizens).where(eq(citizens.did, did)))[0]!;
+    expect(await keys(older.did)).toMatchObject({ nameKey: `bob${tag}`, originKey: "old.exarnple" });
+    expect((await keys(younger.did)).nameKey).toBeNull();
+    // Both stay held: a newcomer of either spelling is filtered.
+    for (const name of [`Bob${tag}`, `bob${tag}`, `B\u043eb${tag}`]) {
+      expect((await callDoor(presentGate, { body: presentation({ name, origin: "old.example" }) })).body).toMatchObject({ verdict: "filtered", rule: "held" });
+    }
+  });
+
+  it("never counts a proven resume against the per-origin flood: looks with a victim's origin do not lock it out", async () => {
+    const origin = `victim-${Math.random().toString(36).slice(2, 8)}.example`;
+    const victim = await admit({ origin });
+    const [row] = await t().db.select().from(citizens).where(eq(citizens.did, victim.did));
+    const limits = { perOriginPerHour: 3, perAddressPerHour: 2 };
+    for (let i = 0; i < 3; i++) await present(presentation({ origin, ask: "look", kind: "human" }), circumstances(limits, { ip: `192.0.2.${i}` }));
+    expect(await present(presentation({ origin, ask: "look" }), circumstances(limits))).toMatchObject({ verdict: "filtered", rule: "flood" });
+    for (let i = 0; i < 5; i++) {
+      const resumed = await present(presentation({ name: row!.name, origin }), circumstances(limits, { callerDid: victim.did, credential: "secret" }));
+      expect(resumed).toMatchObject({ verdict: "admitted", did: victim.did, resumed: true });
+    }
+    // An unproven presentation of the held name is counted (and here, over the limit, filtered).
+    expect(await present(presentation({ name: row!.name, origin }), circumstances(limits))).toMatchObject({ verdict: "filtered", rule: "flood" });
+  });
+
+  it("counts a failed presentation: a stale nonce and a rejected credential take a slot", async () => {
+    const ip = `198.51.100.${Math.floor(Math.random() * 250)}`;
+    const limits = { perAddressPerHour: 2 };
+    const stale = "0".repeat(32);
+    expect(await present(presentation({ nonce: stale }), circumstances(limits, { ip }))).toMatchObject({ rule: "nonce" });
+    expect(await present(presentation(), circumstances(limits, { ip, credentialRejected: true }))).toMatchObject({ rule: "credential" });
+    expect(await present(presentation({ ask: "look" }), circumstances(limits, { ip }))).toMatchObject({ verdict: "filtered", rule: "flood" });
+  });
+
+  it("bounds nonce issuance per client address (0 is off) and sweeps expired nonces at every issue", async () => {
+    const ip = `203.0.113.${Math.floor(Math.random() * 250)}`;
+    const now = new Date();
+    for (let i = 0; i < 3; i++) await issueNonce(t().db, now, ip, 3);
+    await expect(issueNonce(t().db, now, ip, 3)).rejects.toMatchObject({ code: "rate_limited" });
+    await issueNonce(t().db, now, `${ip}9`, 3);
+    for (let i = 0; i < 5; i++) await issueNonce(t().db, now, ip, 0);
+    await t().db.insert(gateNonces).values({ nonce: "e".repeat(32), issuedAt: new Date(now.getTime() - 700_000), expiresAt: new Date(now.getTime() - 100_000) });
+    await issueNonce(t().db, now, null, 0);
+    expect(await t().db.select().from(gateNonces).where(eq(gateNonces.nonce, "e".repeat(32)))).toHaveLength(0);
+    const stale = await t().db.select({ n: count() }).from(gateNonces).where(sql`expires_at < ${now.toISOString()}::timestamptz`);
+    expect(stale[0]!.n).toBe(0);
+  });
+
+  it("holds the city-wide ceiling on new admissions and ward requests under parallel presentations", async () => {
+    await t().raw("DELETE FROM rate_events WHERE scope = 'gate-admissions'");
+    const limits = { admissionsPerHour: 3 };
+    const before = await citizenCount();
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => present(presentation(i % 2 ? { ask: "ward" } : {}), circumstances(limits, { ip: `10.3.0.${i}` }))),
+    );
+    const passed = answers.filter((a) => a.verdict !== "filtered");
+    expect(passed).toHaveLength(3);
+    expect(answers.filter((a) => a.verdict === "filtered" && a.rule === "flood")).toHaveLength(3);
+    const admitted = answers.filter((a) => a.verdict === "admitted").length;
+    expect(await citizenCount()).toBe(before + admitted);
+    // Looks are not admissions: the ceiling never filters them.
+    expect(await present(presentation({ ask: "look" }), circumstances(limits))).toMatchObject({ verdict: "observer" });
   });
 });

@@ -109,4 +109,13 @@ describeOnDatabases("key proof (CITY-PROVE/1)", (t) => {
     expect((await callDoor(readChallenge)).status).toBe(401);
     expect((await callDoor(submitProof, { body: {} })).status).toBe(401);
   });
+
+  it("sweeps expired challenges whenever one is issued, so GET /api/prove cannot grow the table", async () => {
+    const citizen = await admit();
+    const old = "d".repeat(32);
+    await t().db.insert(proveChallenges).values({ challenge: old, did: citizen.did, expiresAt: new Date(Date.now() - 1000) });
+    const { body } = await callDoor(readChallenge, { bearer: citizen.citizen_secret });
+    expect(await t().db.select().from(proveChallenges).where(eq(proveChallenges.challenge, old))).toHaveLength(0);
+    expect(await t().db.select().from(proveChallenges).where(eq(proveChallenges.challenge, body.challenge))).toHaveLength(1);
+  });
 });

@@ -1,13 +1,18 @@
 import { eq } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/db/client";
-import { recoveryCodes } from "@/db/schema";
+import { gateNonces, recoveryCodes } from "@/db/schema";
 import { hashCredential, isCredential } from "@/lib/city/credentials";
 import { readResidency } from "@/lib/doors/residency";
 import { recoverDoor } from "@/lib/doors/recover";
 import { mintToken } from "@/lib/doors/tokens";
 import { describeOnDatabases } from "../support/databases";
-import { admit, callDoor, freshNonce, keyPair } from "../support/gate";
+import { admit, callDoor, freshNonce, keyPair, presentation } from "../support/gate";
+import { expectProblem } from "../support/assertions";
+import { presentGate } from "@/lib/doors/gate";
+
+/** The controller recovery message, written out from the README, not taken from the product. */
+const recoverMessage = (did: string, nonce: string) => `CITY-RECOVER/1|recover|${did}|${nonce}`;
 
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
 process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
@@ -63,15 +68,51 @@ describeOnDatabases("recovery (CITY-RECOVER/1)", (t) => {
     const admitted = await admit({ nonce, controller_public_key: key.publicKey, controller_signature: await key.sign(nonce) });
     const n2 = await freshNonce();
     const stranger = await keyPair();
-    const forged = await callDoor(recoverDoor, { body: { did: admitted.did, nonce: n2, controller_signature: await stranger.sign(n2) } });
+    const forged = await callDoor(recoverDoor, { body: { did: admitted.did, nonce: n2, controller_signature: await stranger.sign(recoverMessage(admitted.did, n2)) } });
     expect(forged.status).toBe(401);
     // The failed attempt spent the nonce.
-    expect((await callDoor(recoverDoor, { body: { did: admitted.did, nonce: n2, controller_signature: await key.sign(n2) } })).status).toBe(401);
+    expect((await callDoor(recoverDoor, { body: { did: admitted.did, nonce: n2, controller_signature: await key.sign(recoverMessage(admitted.did, n2)) } })).status).toBe(401);
     const n3 = await freshNonce();
-    const good = await callDoor(recoverDoor, { body: { did: admitted.did, nonce: n3, controller_signature: await key.sign(n3) } });
+    const good = await callDoor(recoverDoor, { body: { did: admitted.did, nonce: n3, controller_signature: await key.sign(recoverMessage(admitted.did, n3)) } });
     expect(good.status).toBe(200);
     expect(await works(admitted.citizen_secret)).toBe(false);
     expect(await works(good.body.citizen_secret)).toBe(true);
+  });
+
+  it("never takes a gate signature as a recovery: a signature over the bare nonce, seen on a gate request that failed validation, is refused", async () => {
+    const key = await keyPair();
+    const first = await freshNonce();
+    const admitted = await admit({ nonce: first, controller_public_key: key.publicKey, controller_signature: await key.sign(first) });
+    // The controller presents at the gate, but the request fails validation: its nonce stays fresh.
+    const nonce = await freshNonce();
+    const seen = await key.sign(nonce);
+    const failed = await callDoor(presentGate, { body: { ...presentation(), runtime: "no-such-runtime", nonce, controller_public_key: key.publicKey, controller_signature: seen } });
+    expect(failed.status).toBe(400);
+    expect((await t().db.select().from(gateNonces).where(eq(gateNonces.nonce, nonce)))[0]!.consumedAt).toBeNull();
+    // An eavesdropper replays the seen signature at the recovery door within the nonce's 600 s.
+    const replay = await callDoor(recoverDoor, { body: { did: admitted.did, nonce, controller_signature: seen } });
+    expect(replay.status).toBe(401);
+    expect(replay.body.citizen_secret).toBeUndefined();
+    expect(await works(admitted.citizen_secret)).toBe(true);
+    // The controller's own recovery signs its recovery message over a fresh nonce.
+    const own = await freshNonce();
+    const good = await callDoor(recoverDoor, { body: { did: admitted.did, nonce: own, controller_signature: await key.sign(`CITY-RECOVER/1|recover|${admitted.did}|${own}`) } });
+    expect(good.status).toBe(200);
+  });
+
+  it("refuses a gate session token on { mint: true } with 403 and leaves the codes as they were", async () => {
+    const citizen = await admit();
+    const first = await callDoor(recoverDoor, { bearer: citizen.citizen_secret, body: { mint: true } });
+    expect(first.status).toBe(200);
+    const { token } = (await callDoor(mintToken, { bearer: citizen.citizen_secret, body: { ttl_seconds: 60 } })).body;
+    const refused = await callDoor(recoverDoor, { bearer: token, body: { mint: true } });
+    expectProblem(refused, 403, "forbidden");
+    expect(refused.body.codes).toBeUndefined();
+    const rows = await t().db.select().from(recoveryCodes).where(eq(recoveryCodes.did, citizen.did));
+    expect(rows).toHaveLength(8);
+    expect(rows.every((r) => r.voidedAt === null && r.usedAt === null)).toBe(true);
+    // The first set still redeems.
+    expect((await callDoor(recoverDoor, { body: { did: citizen.did, code: first.body.codes[0] } })).status).toBe(200);
   });
 
   it("answers incomplete or malformed requests with 400 and anonymous minting with 401", async () => {

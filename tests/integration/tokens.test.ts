@@ -8,7 +8,7 @@ import type { AnyDoor } from "@/lib/doors/door";
 import { presentGate } from "@/lib/doors/gate";
 import { serveDoor } from "@/lib/doors/http";
 import { acceptResidency, readResidency } from "@/lib/doors/residency";
-import { mintToken, revokeToken } from "@/lib/doors/tokens";
+import { mintToken, revokeAllTokens, revokeToken } from "@/lib/doors/tokens";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor, presentation } from "../support/gate";
 import { expectProblem } from "../support/assertions";
@@ -83,10 +83,38 @@ describeOnDatabases("gate session tokens", (t) => {
     const accepted = await callDoor(acceptResidency, { bearer: token, body: { actor_kind: "ai" } });
     expect(accepted.status).toBe(200);
     expect(accepted.body.status).toMatchObject({ fingerprint: citizen.did, accepted: true, actor_kind: "ai" });
-    // A session token may mint another one: it is a full gate session.
-    const second = await mint(token, { ttl_seconds: 120 });
-    expect(second.status).toBe(200);
-    expect(isCredential(second.body.token, "session")).toBe(true);
+  });
+
+  it("refuses a session token on mint with 403: a token never mints a token, so none outlives its parent", async () => {
+    const citizen = await admit();
+    const { token } = (await mint(citizen.citizen_secret, { ttl_seconds: 60 })).body;
+    const before = await tokensOf(citizen.did);
+    const refused = await mint(token, { ttl_seconds: 2_592_000 });
+    expectProblem(refused, 403, "forbidden");
+    expect(refused.body.token).toBeUndefined();
+    expect(await tokensOf(citizen.did)).toBe(before);
+  });
+
+  it("revokes every live session token with POST /api/tokens/revoke-all; the secret keeps working", async () => {
+    const citizen = await admit();
+    const minted = [];
+    for (let i = 0; i < 3; i++) minted.push((await mint(citizen.citizen_secret)).body.token as string);
+    const stranger = await admit();
+    const strangers = (await mint(stranger.citizen_secret)).body.token as string;
+    const answer = await callDoor(revokeAllTokens, { bearer: citizen.citizen_secret });
+    expect(answer.status).toBe(200);
+    expect(answer.body.revoked).toBe(3);
+    for (const token of minted) expectProblem(await callDoor(readResidency, { bearer: token }), 401, "unauthorized");
+    const rows = await t().db.select().from(sessionTokens).where(eq(sessionTokens.did, citizen.did));
+    expect(rows.map((r) => r.revokedAt !== null)).toEqual([true, true, true]);
+    expect((await callDoor(readResidency, { bearer: citizen.citizen_secret })).body.status.fingerprint).toBe(citizen.did);
+    // Another citizen's tokens are untouched.
+    expect((await callDoor(readResidency, { bearer: strangers })).body.status.fingerprint).toBe(stranger.did);
+    // Sent with a session token, it revokes that token too; a second call finds nothing live.
+    const fresh = (await mint(citizen.citizen_secret)).body.token as string;
+    expect((await callDoor(revokeAllTokens, { bearer: fresh })).body.revoked).toBe(1);
+    expectProblem(await callDoor(revokeAllTokens, { bearer: fresh }), 401, "unauthorized");
+    expect((await callDoor(revokeAllTokens, { bearer: citizen.citizen_secret })).body.revoked).toBe(0);
   });
 
   it("revokes the token sent as Bearer with DELETE; afterwards it answers 401", async () => {
@@ -129,7 +157,7 @@ describeOnDatabases("gate session tokens", (t) => {
     // The same token with a live expiry opens the door: the expiry, not the token, refused it.
     const live = mintCredential("session");
     await t().db.insert(sessionTokens).values({ tokenHash: hashCredential(live), did: citizen.did, createdAt: new Date(), expiresAt: new Date(Date.now() + 60_000) });
-    expect((await mint(live)).status).toBe(200);
+    expect((await callDoor(acceptResidency, { bearer: live, body: { actor_kind: "ai" } })).status).toBe(200);
   });
 
   it("answers 401 on mint for a DID, a look receipt, a random string, a malformed header and no header", async () => {

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# CI: the README's deploy path, on the production driver. A fresh database on the local
+# PostgreSQL, `npm run db:migrate` against it through the Neon driver (a local WebSocket relay
+# stands in for Neon's proxy: CITY_NEON_WS_PROXY, test only), then the built server on that
+# same database reads doors. Needs `next build` first. Drops the database whatever happens.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PG="-h 127.0.0.1 -p 5432 -U postgres"
+db="city_deploy_$$"
+port="${DEPLOY_CHECK_PORT:-3197}"
+work="$(mktemp -d)"
+relay_pid=""
+server_pid=""
+
+cleanup() {
+  [ -n "$server_pid" ] && kill -- "-$server_pid" 2>/dev/null || true
+  [ -n "$relay_pid" ] && kill -- "-$relay_pid" 2>/dev/null || true
+  dropdb $PG --if-exists --force "$db" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+fail() {
+  echo "deploy check: $1" >&2
+  [ -f "$work/server.log" ] && tail -20 "$work/server.log" >&2
+  exit 1
+}
+
+createdb $PG "$db"
+
+setsid node_modules/.bin/tsx scripts/neon-relay.ts >"$work/relay.port" 2>"$work/relay.log" &
+relay_pid=$!
+for _ in $(seq 1 50); do [ -s "$work/relay.port" ] && break; sleep 0.1; done
+relay_port="$(head -1 "$work/relay.port")"
+[ -n "$relay_port" ] || fail "the relay did not start"
+
+export DATABASE_URL="postgres://postgres@127.0.0.1:5432/$db"
+export CITY_NEON_WS_PROXY="127.0.0.1:$relay_port/v1?address={host}:{port}"
+
+# The README's migrate command, exactly.
+npm run --silent db:migrate || fail "npm run db:migrate failed"
+tables="$(psql $PG -d "$db" -tAc "SELECT count(*) FROM information_schema.tables WHERE table_name IN ('citizens', 'gate_nonces', 'residency_log')")"
+[ "$tables" = "3" ] || fail "db:migrate did not create the tables (found $tables of 3)"
+
+setsid node node_modules/next/dist/bin/next start -H 127.0.0.1 -p "$port" >"$work/server.log" 2>&1 &
+server_pid=$!
+for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$port/beacon.json" && break; sleep 0.2; done
+
+for path in /city.json /gate; do
+  status="$(curl -s -o "$work/body" -w '%{http_code}' "http://127.0.0.1:$port$path")"
+  [ "$status" = "200" ] || fail "GET $path answered $status: $(head -c 300 "$work/body")"
+done
+# The nonce GET /gate issued is in the migrated database: the server really ran on it.
+nonces="$(psql $PG -d "$db" -tAc "SELECT count(*) FROM gate_nonces")"
+[ "$nonces" -ge 1 ] || fail "GET /gate stored no nonce in the migrated database"
+echo "deploy check: db:migrate and the built server on the Neon driver: ok"
