@@ -54,7 +54,8 @@ test("an unknown address answers 404 with a page in the plat's style", async ({ 
   expect(await page.title()).toBe("Not found · CITY");
 });
 
-axeTests("empty");
+// /doors and the 404 page do not change with the city's data: the seeded project scans them.
+axeTests("empty", ["/", "/peers", "/log"]);
 
 test("every empty page is readable at 375 px and 1280 px (screenshots attached)", async ({ page }, testInfo) => {
   await screenshotEveryPage(page, testInfo, "empty");

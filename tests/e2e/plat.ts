@@ -28,17 +28,17 @@ export async function seriousViolations(page: Page): Promise<string[]> {
 }
 
 /**
- * One axe-core test per colour scheme over every plat page and the 404 page. axe runs in the page,
- * so these tests turn JavaScript on (the pages themselves need none).
+ * One axe-core test per colour scheme over the plat's pages (all of them and the 404 page unless
+ * told otherwise). axe runs in the page, so these tests turn JavaScript on (the pages need none).
  */
-export function axeTests(label: string): void {
+export function axeTests(label: string, paths: readonly string[] = [...PLAT_PATHS, MISSING_PATH]): void {
   for (const colorScheme of SCHEMES) {
     test.describe(() => {
       test.use({ javaScriptEnabled: true });
       test(`axe finds no serious or critical violation on any ${label} page in the ${colorScheme} scheme`, async ({ page }) => {
         test.setTimeout(90_000);
         await page.emulateMedia({ colorScheme });
-        for (const path of [...PLAT_PATHS, MISSING_PATH]) {
+        for (const path of paths) {
           await page.goto(path);
           // <details> hides the chart's table until opened; axe checks it open.
           await page.locator("details").evaluateAll((all) => all.forEach((d) => d.setAttribute("open", "")));

@@ -5,7 +5,7 @@ import { look } from "@/lib/plat/nav";
 export function ReadAt({ now }: { now: Date }) {
   const iso = now.toISOString();
   return (
-    <p className={`text-sm ${look.muted}`} data-read-at={iso}>
+    <p className={`mt-2 text-sm ${look.muted}`} data-read-at={iso}>
       Read from the city at <time dateTime={iso}>{exactTime(iso)}</time>; reload for a fresh reading.
     </p>
   );
