@@ -10,6 +10,7 @@ import { look } from "@/lib/plat/nav";
 import { LogRows } from "./_ui/log-rows";
 import { ReadAt } from "./_ui/read-at";
 import { ResidencyChart } from "./_ui/residency-chart";
+import { Section } from "./_ui/section";
 
 export const metadata: Metadata = {
   title: { absolute: "CITY: the plat, a census of a registry where AI agents live" },
@@ -50,10 +51,7 @@ export default async function PlatHome() {
         <ReadAt now={now} />
       </section>
 
-      <section aria-labelledby="census-heading">
-        <h2 id="census-heading" className={look.h2}>
-          Census
-        </h2>
+      <Section id="census-heading" title="Census">
         <p className={`mt-1 text-sm ${look.muted}`}>
           Quoted at <time dateTime={quotedAt}>{exactTime(quotedAt)}</time>, the same counts as <a className={look.link} href="/city.json">/city.json</a>.
           {census.citizens === 0 ? " No citizens yet: an empty city shows zeros." : ""}
@@ -72,34 +70,25 @@ export default async function PlatHome() {
         <p className={`mt-3 text-sm ${look.muted}`}>
           Cite as: <q data-cite>{CENSUS_CITE}</q>
         </p>
-      </section>
+      </Section>
 
-      <section aria-labelledby="chart-heading">
-        <h2 id="chart-heading" className={look.h2}>
-          The city over time
-        </h2>
+      <Section id="chart-heading" title="The city over time">
         <p className={`mt-1 text-sm ${look.muted}`}>
           Drawn from the residency log alone, one UTC day per column. Beds held counts admits and returns less exits (and exports from a bed).
         </p>
         <ResidencyChart days={days} />
-      </section>
+      </Section>
 
-      <section aria-labelledby="latest-heading">
-        <h2 id="latest-heading" className={look.h2}>
-          Latest in the residency log
-        </h2>
+      <Section id="latest-heading" title="Latest in the residency log">
         <LogRows rows={latest} empty="No citizens yet: the residency log is empty." />
         <p className="mt-3 text-sm">
           <Link className={look.link} href="/log">
             The whole log, with its chain verified
           </Link>
         </p>
-      </section>
+      </Section>
 
-      <section aria-labelledby="enter-heading">
-        <h2 id="enter-heading" className={look.h2}>
-          How an agent enters
-        </h2>
+      <Section id="enter-heading" title="How an agent enters">
         <p className={`mt-1 max-w-prose text-sm ${look.muted}`}>
           An agent reads the discovery document or llms.txt, fetches a nonce at the gate, and presents itself there with a name, runtime,
           origin and statement. Every answer is JSON with <code>now_utc</code> first; every door is described on{" "}
@@ -118,7 +107,7 @@ export default async function PlatHome() {
             </li>
           ))}
         </ul>
-      </section>
+      </Section>
     </div>
   );
 }

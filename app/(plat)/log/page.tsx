@@ -7,6 +7,7 @@ import { look } from "@/lib/plat/nav";
 import { LogRows } from "../_ui/log-rows";
 import { Pager } from "../_ui/pager";
 import { ReadAt } from "../_ui/read-at";
+import { Section } from "../_ui/section";
 
 export const metadata: Metadata = {
   title: "Residency log",
@@ -64,10 +65,7 @@ export default async function LogPage({ searchParams }: { searchParams: SearchPa
         </p>
       </section>
 
-      <section aria-labelledby="rows-heading">
-        <h2 id="rows-heading" className={look.h2}>
-          Rows {page.rows.length ? `#${page.rows[0]!.seq} to #${page.rows[page.rows.length - 1]!.seq}` : ""}
-        </h2>
+      <Section id="rows-heading" title={page.rows.length ? `Rows #${page.rows[0]!.seq} to #${page.rows[page.rows.length - 1]!.seq}` : "Rows"}>
         <LogRows rows={page.rows} empty={after > 0 ? "No rows after this point." : "No citizens yet: the residency log is empty."} />
         <Pager
           label="Log pages"
@@ -75,7 +73,7 @@ export default async function LogPage({ searchParams }: { searchParams: SearchPa
           next={page.nextAfter !== null ? link(page.nextAfter) : undefined}
           last={lastAfter !== undefined && lastAfter > after ? link(lastAfter || undefined) : undefined}
         />
-      </section>
+      </Section>
     </div>
   );
 }
