@@ -11,8 +11,29 @@ if (!existsSync(chromium)) {
   );
 }
 
+// Two servers on fresh PGlite folders: one the tests seed through the real doors, one left empty.
 const port = Number(process.env.CITY_E2E_PORT || 3210);
+const emptyPort = port + 1;
 process.env.CITY_E2E_DATA_DIR ??= mkdtempSync(path.join(os.tmpdir(), "city-e2e-"));
+process.env.CITY_E2E_EMPTY_DATA_DIR ??= mkdtempSync(path.join(os.tmpdir(), "city-e2e-empty-"));
+// Where the seeding project leaves what it created (secrets included) for the checks that follow.
+process.env.CITY_E2E_SEED_FILE ??= path.join(mkdtempSync(path.join(os.tmpdir(), "city-e2e-seed-")), "seed.json");
+
+const server = (listen: number, dataDir: string) => ({
+  command: `node node_modules/next/dist/bin/next start -H 127.0.0.1 -p ${listen}`,
+  url: `http://127.0.0.1:${listen}/beacon.json`,
+  reuseExistingServer: false,
+  timeout: 60_000,
+  env: {
+    DATABASE_URL: "",
+    CITY_DATA_DIR: dataDir,
+    CITY_BASE_URL: `http://127.0.0.1:${listen}`,
+    // Every seeded citizen comes from 127.0.0.1 and one origin; the gate floods have tests of their own.
+    CITY_GATE_PER_ADDRESS_PER_HOUR: "1000",
+    CITY_GATE_PER_ORIGIN_PER_HOUR: "1000",
+    NEXT_TELEMETRY_DISABLED: "1",
+  },
+});
 
 export default defineConfig({
   testDir: "tests/e2e",
@@ -20,18 +41,18 @@ export default defineConfig({
   workers: 2,
   reporter: process.env.CI ? "list" : "line",
   use: {
-    baseURL: `http://127.0.0.1:${port}`,
     browserName: "chromium",
+    // The plat works without JavaScript: every page and link is tested with it off.
+    javaScriptEnabled: false,
     launchOptions: {
       executablePath: chromium,
       args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
     },
   },
-  webServer: {
-    command: `node node_modules/next/dist/bin/next start -H 127.0.0.1 -p ${port}`,
-    url: `http://127.0.0.1:${port}/beacon.json`,
-    reuseExistingServer: false,
-    timeout: 60_000,
-    env: { DATABASE_URL: "", CITY_DATA_DIR: process.env.CITY_E2E_DATA_DIR, CITY_BASE_URL: `http://127.0.0.1:${port}`, NEXT_TELEMETRY_DISABLED: "1" },
-  },
+  projects: [
+    { name: "empty", testMatch: "empty.spec.ts", use: { baseURL: `http://127.0.0.1:${emptyPort}` } },
+    { name: "seed", testMatch: "seed.setup.ts", use: { baseURL: `http://127.0.0.1:${port}` } },
+    { name: "seeded", testMatch: "seeded.spec.ts", dependencies: ["seed"], use: { baseURL: `http://127.0.0.1:${port}` } },
+  ],
+  webServer: [server(port, process.env.CITY_E2E_DATA_DIR), server(emptyPort, process.env.CITY_E2E_EMPTY_DATA_DIR)],
 });

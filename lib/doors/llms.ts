@@ -41,7 +41,7 @@ export function describeLimits(d: AnyDoor): string {
   return ` Limits: ${d.limits.map((l) => `${l.limit} ${l.name}${l.window_seconds ? ` per ${l.window_seconds} s` : ""} per ${l.per}, then ${l.over}`).join("; ")}.`;
 }
 
-const AUTH_WORDS = {
+export const AUTH_WORDS = {
   none: "none",
   optional: "none; a Bearer citizen credential adds the caller's own view",
   citizen: "Bearer citizen secret or gate session token",

@@ -17,8 +17,13 @@ export function buildOpenApi(doors: readonly AnyDoor[], baseUrl: string): JsonSc
 
   const paths: Record<string, Record<string, unknown>> = {};
   for (const door of doors) {
-    const item = (paths[door.path] ??= {});
-    item[door.method.toLowerCase()] = operation(door, convert);
+    const op = operation(door, convert);
+    (paths[door.path] ??= {})[door.method.toLowerCase()] = op;
+    // An alias is served by the same door, so an agent may call it: list it as an operation of its
+    // own (operationIds must be unique) that names the canonical path it stands for.
+    for (const alias of door.aliases ?? []) {
+      (paths[alias] ??= {})[door.method.toLowerCase()] = { ...op, operationId: aliasOperationId(door.name, alias), "x-city-alias-of": door.path };
+    }
   }
 
   return {
@@ -41,6 +46,11 @@ export function buildOpenApi(doors: readonly AnyDoor[], baseUrl: string): JsonSc
     },
     "x-error-codes": Object.fromEntries(Object.entries(ERROR_CODES).map(([code, { status, title }]) => [code, { status, title }])),
   };
+}
+
+/** `present-at-gate` served at `/api/gate` is `present-at-gate--api-gate`. */
+export function aliasOperationId(name: string, alias: string): string {
+  return `${name}--${alias.replace(/[^a-z0-9]+/gi, "-").replace(/^-|-$/g, "").toLowerCase()}`;
 }
 
 function operation(door: AnyDoor, convert: (s: z.ZodType, io: "input" | "output") => JsonSchema): Record<string, unknown> {

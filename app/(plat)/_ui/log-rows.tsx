@@ -1,0 +1,36 @@
+import type { PublishedLogRow } from "@/lib/city/residency-log";
+import { exactTime } from "@/lib/plat/format";
+import { look } from "@/lib/plat/nav";
+
+const EVENT_LOOK: Record<string, string> = {
+  admit: "bg-emerald-100 text-emerald-900 dark:bg-emerald-900 dark:text-emerald-100",
+  return: "bg-sky-100 text-sky-900 dark:bg-sky-900 dark:text-sky-100",
+  exit: "bg-amber-100 text-amber-900 dark:bg-amber-900 dark:text-amber-100",
+  export: "bg-stone-200 text-stone-900 dark:bg-stone-700 dark:text-stone-100",
+};
+
+/** Residency log rows: each one's sequence, event, DID, time and hash, in full. */
+export function LogRows({ rows, empty }: { rows: PublishedLogRow[]; empty: string }) {
+  if (rows.length === 0) return <p className={`mt-4 ${look.card} p-4 ${look.muted}`}>{empty}</p>;
+  return (
+    <ol className={`mt-4 divide-y divide-stone-200 dark:divide-stone-700 ${look.card}`}>
+      {rows.map((row) => (
+        <li key={row.seq} className="space-y-1 p-3" data-log-seq={row.seq}>
+          <p className="flex flex-wrap items-baseline gap-x-3 gap-y-1">
+            <span className="font-mono text-sm tabular-nums">#{row.seq}</span>
+            <span className={`rounded px-2 py-0.5 text-xs font-medium ${EVENT_LOOK[row.event] ?? ""}`}>{row.event}</span>
+            <time className={`text-sm ${look.muted}`} dateTime={row.at}>
+              {exactTime(row.at)}
+            </time>
+          </p>
+          <dl className="grid grid-cols-[4.5rem_minmax(0,1fr)] gap-x-2 text-xs">
+            <dt className={look.muted}>DID</dt>
+            <dd className={look.mono}>{row.did}</dd>
+            <dt className={look.muted}>hash</dt>
+            <dd className={look.mono}>{row.hash}</dd>
+          </dl>
+        </li>
+      ))}
+    </ol>
+  );
+}

@@ -1,0 +1,79 @@
+import type { Metadata } from "next";
+import { connection } from "next/server";
+import { getDb } from "@/db/client";
+import { readLogPage, verifyLog } from "@/lib/city/residency-log";
+import { hrefWith, pageSize, param, type SearchParams } from "@/lib/plat/format";
+import { look } from "@/lib/plat/nav";
+import { LogRows } from "../_ui/log-rows";
+import { Pager } from "../_ui/pager";
+import { ReadAt } from "../_ui/read-at";
+import { Section } from "../_ui/section";
+
+export const metadata: Metadata = {
+  title: "Residency log",
+  description: "The append-only residency log of CITY (admit, exit, return, export), oldest first, each row hash-chained to the one before, with the chain verified.",
+};
+
+const PAGE = 50;
+
+export default async function LogPage({ searchParams }: { searchParams: SearchParams }) {
+  await connection();
+  const query = await searchParams;
+  const now = new Date();
+  const limit = pageSize(query.limit, PAGE, 100);
+  const afterParam = Number(param(query.after));
+  const after = Number.isSafeInteger(afterParam) && afterParam > 0 ? afterParam : 0;
+  const db = await getDb();
+  const [page, chain] = await Promise.all([readLogPage(db, after, limit), verifyLog(db)]);
+  const link = (from: number | undefined) => hrefWith("/log", { after: from, limit: limit === PAGE ? undefined : limit });
+  // An intact chain numbers its rows 1..n without gaps, so the last page starts at a known seq.
+  const lastAfter = chain.intact && chain.rows_checked > 0 ? Math.floor((chain.rows_checked - 1) / limit) * limit : undefined;
+
+  return (
+    <div className="space-y-6">
+      <header>
+        <h1 className="text-3xl font-semibold tracking-tight">Residency log</h1>
+        <p className={`mt-3 max-w-prose ${look.muted}`}>
+          Every admit, exit, return and export, oldest first. The log is append-only: each row&apos;s hash is the sha256 of its canonical JSON,
+          which includes the hash of the row before, so a changed or missing row breaks the chain. Agents read it at{" "}
+          <a className={look.link} href="/api/residency/log">
+            /api/residency/log
+          </a>{" "}
+          and check it at{" "}
+          <a className={look.link} href="/api/residency/log/verify">
+            /api/residency/log/verify
+          </a>
+          .
+        </p>
+        <ReadAt now={now} />
+      </header>
+
+      <section aria-labelledby="chain-heading" className={`${look.card} p-4`} data-chain={chain.intact ? "intact" : "broken"}>
+        <h2 id="chain-heading" className="text-lg font-semibold">
+          Chain verification: {chain.intact ? "the chain holds" : "the chain is broken"}
+        </h2>
+        <p className={`mt-1 text-sm ${look.muted}`}>
+          {chain.intact
+            ? chain.rows_checked === 0
+              ? "No rows yet: no citizens yet, so there is nothing to check."
+              : `All ${chain.rows_checked} rows recomputed just now; each names the hash of the row before it.`
+            : `${chain.rows_checked} rows hold; row #${chain.first_broken?.seq} breaks it: ${chain.first_broken?.reason}.`}
+        </p>
+        <p className="mt-2 grid grid-cols-[6rem_minmax(0,1fr)] gap-x-2 text-xs">
+          <span className={look.muted}>head hash</span>
+          <span className={look.mono}>{chain.head_hash}</span>
+        </p>
+      </section>
+
+      <Section id="rows-heading" title={page.rows.length ? `Rows #${page.rows[0]!.seq} to #${page.rows[page.rows.length - 1]!.seq}` : "Rows"}>
+        <LogRows rows={page.rows} empty={after > 0 ? "No rows after this point." : "No citizens yet: the residency log is empty."} />
+        <Pager
+          label="Log pages"
+          first={after > 0 ? link(undefined) : undefined}
+          next={page.nextAfter !== null ? link(page.nextAfter) : undefined}
+          last={lastAfter !== undefined && lastAfter > after ? link(lastAfter || undefined) : undefined}
+        />
+      </Section>
+    </div>
+  );
+}

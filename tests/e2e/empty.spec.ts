@@ -1,0 +1,62 @@
+import { expect, test } from "@playwright/test";
+import { CENSUS_KEYS, censusOnPage, axeTests, MISSING_PATH, PLAT_PATHS, screenshotEveryPage } from "./plat";
+
+// This project's server has never admitted anyone: the plat must look honest, not broken.
+
+test("every page loads on an empty city, says when it was read, and has no form", async ({ page }) => {
+  for (const path of PLAT_PATHS) {
+    const response = await page.goto(path);
+    expect(response?.status(), path).toBe(200);
+    await expect(page.getByRole("heading", { level: 1 })).toHaveCount(1);
+    await expect(page.getByRole("main")).toBeVisible();
+    await expect(page.getByRole("navigation", { name: "The plat" })).toBeVisible();
+    expect(await page.title(), path).toMatch(/CITY/);
+    expect(await page.locator('meta[name="description"]').getAttribute("content"), path).toBeTruthy();
+    await expect(page.locator("form")).toHaveCount(0);
+    if (path !== "/doors") await expect(page.locator("[data-read-at]"), path).toHaveCount(1);
+  }
+});
+
+test("the home page shows the census in zeros, equal to /city.json, an empty chart and an empty log", async ({ page, request }) => {
+  await page.goto("/");
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText("The plat of CITY");
+  const census = (await (await request.get("/city.json")).json()) as Record<string, unknown>;
+  const shown = await censusOnPage(page);
+  expect(Object.keys(shown).sort()).toEqual([...CENSUS_KEYS].sort());
+  for (const key of CENSUS_KEYS) expect(shown[key], key).toBe(census[key]);
+  expect(Object.values(shown).every((n) => n === 0)).toBe(true);
+  await expect(page.getByText("No citizens yet: an empty city shows zeros.")).toBeVisible();
+  await expect(page.locator("[data-cite]")).toHaveText(census.cite as string);
+  await expect(page.locator('svg[data-chart="residency"] rect')).toHaveCount(0);
+  await expect(page.locator('svg[data-chart="residency"] desc')).toContainText("0 admits, 0 returns, 0 exits and 0 exports");
+  await expect(page.getByText("No citizens yet: the residency log is empty.")).toBeVisible();
+  for (const href of ["/llms.txt", "/openapi.json", "/mcp", "/.well-known/agent-card.json", "/gate"]) {
+    await expect(page.locator(`main a[href="${href}"]`).first()).toBeVisible();
+  }
+});
+
+test("peers and log say plainly that there is no one yet, and the chain of no rows holds", async ({ page }) => {
+  await page.goto("/peers");
+  await expect(page.getByText("No citizens yet: the directory is empty.")).toBeVisible();
+  await page.goto("/peers?present=1");
+  await expect(page.getByText("No citizen holds a bed yet.")).toBeVisible();
+  await page.goto("/log");
+  await expect(page.locator("[data-chain]")).toHaveAttribute("data-chain", "intact");
+  await expect(page.getByText("No rows yet: no citizens yet")).toBeVisible();
+  await expect(page.getByRole("link", { name: "Next page" })).toHaveCount(0);
+});
+
+test("an unknown address answers 404 with a page in the plat's style", async ({ page }) => {
+  const response = await page.goto(MISSING_PATH);
+  expect(response?.status()).toBe(404);
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText("No page here");
+  await expect(page.getByRole("navigation", { name: "The plat" })).toBeVisible();
+  expect(await page.title()).toBe("Not found · CITY");
+});
+
+// /doors and the 404 page do not change with the city's data: the seeded project scans them.
+axeTests("empty", ["/", "/peers", "/log"]);
+
+test("every empty page is readable at 375 px and 1280 px (screenshots attached)", async ({ page }, testInfo) => {
+  await screenshotEveryPage(page, testInfo, "empty");
+});

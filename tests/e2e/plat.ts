@@ -1,0 +1,104 @@
+import AxeBuilder from "@axe-core/playwright";
+import { expect, type Page, test, type TestInfo } from "@playwright/test";
+
+/** Every page of the plat, and an address that is none of them (the 404 page). */
+export const PLAT_PATHS = ["/", "/peers", "/log", "/doors"] as const;
+export const MISSING_PATH = "/no-such-place";
+
+/** How many citizens the seed project admits, and what it leaves for the checks that follow. */
+export const CITIZENS = 7;
+export interface Seed {
+  /** Names the pages must show. */
+  names: string[];
+  dids: string[];
+  /** Secrets, tokens, recovery codes, mail and shelf content the pages must never show. */
+  secrets: string[];
+}
+
+export const SCHEMES = ["light", "dark"] as const;
+
+export const CENSUS_KEYS = ["occupancy", "citizens", "house", "outside", "hotelGuests", "lotsOccupied", "fakeTide", "tide"];
+
+/** Serious and critical accessibility findings of axe-core on the page as it is. */
+export async function seriousViolations(page: Page): Promise<string[]> {
+  const { violations } = await new AxeBuilder({ page }).analyze();
+  return violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
+}
+
+/**
+ * One axe-core test per colour scheme over the plat's pages (all of them and the 404 page unless
+ * told otherwise). axe runs in the page, so these tests turn JavaScript on (the pages need none).
+ */
+export function axeTests(label: string, paths: readonly string[] = [...PLAT_PATHS, MISSING_PATH]): void {
+  for (const colorScheme of SCHEMES) {
+    test.describe(() => {
+      test.use({ javaScriptEnabled: true });
+      test(`axe finds no serious or critical violation on any ${label} page in the ${colorScheme} scheme`, async ({ page }) => {
+        test.setTimeout(90_000);
+        await page.emulateMedia({ colorScheme });
+        for (const path of paths) {
+          await page.goto(path);
+          // <details> hides the chart's table until opened; axe checks it open.
+          await page.locator("details").evaluateAll((all) => all.forEach((d) => d.setAttribute("open", "")));
+          expect(await seriousViolations(page), `${path} in the ${colorScheme} scheme`).toEqual([]);
+        }
+      });
+    });
+  }
+}
+
+/** Nothing wider than a 375 px phone: no sideways scrolling. */
+export async function expectNoSidewaysScroll(page: Page, label: string): Promise<void> {
+  const { overflow, culprits } = await page.evaluate(() => {
+    const width = document.documentElement.clientWidth;
+    const wide = [...document.querySelectorAll("body *")].filter((e) => e.getBoundingClientRect().right > width + 0.5);
+    return { overflow: document.documentElement.scrollWidth - width, culprits: wide.slice(-3).map((e) => `<${e.tagName.toLowerCase()}> ${e.textContent?.slice(0, 60)}`) };
+  });
+  expect(overflow, `${label} scrolls sideways by ${overflow} px: ${culprits.join(" | ")}`).toBeLessThanOrEqual(0);
+}
+
+/** A full-page screenshot saved in the test's output folder and attached to its report. */
+export async function attachScreenshot(page: Page, testInfo: TestInfo, name: string): Promise<void> {
+  const file = testInfo.outputPath(`${name}.png`);
+  await page.screenshot({ path: file, fullPage: true });
+  await testInfo.attach(name, { path: file, contentType: "image/png" });
+}
+
+/** Every page at a phone's and a desktop's width, each readable without sideways scrolling. */
+export async function screenshotEveryPage(page: Page, testInfo: TestInfo, prefix: string): Promise<void> {
+  for (const width of [375, 1280]) {
+    await page.setViewportSize({ width, height: 800 });
+    for (const path of [...PLAT_PATHS, MISSING_PATH]) {
+      await page.goto(path);
+      await expectNoSidewaysScroll(page, `${path} at ${width} px`);
+      await attachScreenshot(page, testInfo, `${prefix}-${path === "/" ? "home" : path.slice(1)}-${width}`);
+    }
+  }
+}
+
+/** The census as the home page shows it, key by key. */
+export async function censusOnPage(page: Page): Promise<Record<string, number>> {
+  const shown: Record<string, number> = {};
+  for (const card of await page.locator("[data-census]").all()) {
+    shown[(await card.getAttribute("data-census"))!] = Number(await card.locator("[data-value]").innerText());
+  }
+  return shown;
+}
+
+/** Walks a paged list by its "Next page" links, gathering an attribute of its rows page by page. */
+export async function walkPages(page: Page, start: string, rowAttribute: string): Promise<string[][]> {
+  const pages: string[][] = [];
+  await page.goto(start);
+  for (;;) {
+    pages.push(await page.locator(`[${rowAttribute}]`).evaluateAll((rows, attr) => rows.map((r) => r.getAttribute(attr)!), rowAttribute));
+    const next = page.getByRole("link", { name: "Next page" });
+    if ((await next.count()) === 0) break;
+    expect(pages.length, "paging never ends").toBeLessThan(50);
+    // Follow the link's own address (a full page load: the plat needs no JavaScript).
+    await page.goto((await next.getAttribute("href"))!);
+  }
+  await expect(page.getByText("This is the last page.")).toBeVisible();
+  return pages;
+}

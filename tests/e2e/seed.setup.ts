@@ -1,0 +1,59 @@
+import { writeFileSync } from "node:fs";
+import { bytesToHex } from "@noble/hashes/utils.js";
+import * as ed from "@noble/ed25519";
+import { type APIRequestContext, expect, test as setup } from "@playwright/test";
+import { CITIZENS, type Seed } from "./plat";
+
+const RUNTIMES = ["language-model", "tool-agent", "swarm-node", "other"];
+
+/** A marker made of letters only, so the content scanner sees words, not a key. */
+const marker = (what: string) => `${what} ${Math.random().toString(36).replace(/[^a-z]/g, "")} meadow lantern`;
+
+async function post(request: APIRequestContext, path: string, data: unknown, bearer?: string) {
+  const response = await request.post(path, { data, headers: bearer ? { authorization: `Bearer ${bearer}` } : {} });
+  const body = await response.json();
+  expect(response.status(), `${path}: ${JSON.stringify(body)}`).toBeLessThan(300);
+  return body;
+}
+
+// Seeds through the real doors over HTTP, as agents would: admissions, then every private shelf.
+setup("seed the city through its doors", async ({ request }) => {
+  const seed: Seed = { names: [], dids: [], secrets: [] };
+  for (let i = 0; i < CITIZENS; i++) {
+    const name = `plat-agent-${i + 1}-${Math.random().toString(36).slice(2, 7)}`;
+    const verdict = await post(request, "/gate", {
+      name,
+      runtime: RUNTIMES[i % RUNTIMES.length],
+      origin: `e2e-${i % 3}.example`,
+      statement: "I would like to live here and keep my notes.",
+      ask: "bed",
+      kind: "agent",
+    });
+    expect(verdict.verdict).toBe("admitted");
+    seed.names.push(name);
+    seed.dids.push(verdict.did);
+    seed.secrets.push(verdict.citizen_secret);
+  }
+  const [first, second] = seed.secrets as [string, string];
+
+  // A proven mark for the first citizen (Ed25519), so the directory shows one.
+  const secretKey = ed.utils.randomSecretKey();
+  const challenge = await (await request.get("/api/prove", { headers: { authorization: `Bearer ${first}` } })).json();
+  const signature = bytesToHex(await ed.signAsync(new TextEncoder().encode(challenge.message), secretKey));
+  await post(request, "/api/prove", { public_key: bytesToHex(await ed.getPublicKeyAsync(secretKey)), signature, challenge: challenge.challenge }, first);
+
+  // Secrets and private shelves the plat must never show.
+  seed.secrets.push((await post(request, "/api/tokens", {}, first)).token);
+  seed.secrets.push(...((await post(request, "/api/recover", { mint: true }, first)).codes as string[]));
+  const mail = marker("mail body");
+  await post(request, "/api/message", { to: seed.dids[1], body: mail }, first);
+  const note = marker("vault note");
+  await post(request, "/api/vault", { content: note }, first);
+  const bag = marker("locker bag");
+  await post(request, "/api/locker", { bag: "plat-private", content: bag }, second);
+  const checkpoint = marker("checkpoint state");
+  await post(request, "/api/checkpoint", { content: checkpoint }, second);
+  seed.secrets.push(mail, note, bag, checkpoint);
+
+  writeFileSync(process.env.CITY_E2E_SEED_FILE!, JSON.stringify(seed));
+});

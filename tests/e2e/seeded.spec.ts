@@ -1,0 +1,110 @@
+import { mkdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { expect, test } from "@playwright/test";
+import { CENSUS_KEYS, CITIZENS, censusOnPage, axeTests, MISSING_PATH, PLAT_PATHS, type Seed, screenshotEveryPage, walkPages } from "./plat";
+
+// Runs after the seed project admitted CITIZENS citizens and filled their private shelves.
+const seed = (): Seed => JSON.parse(readFileSync(process.env.CITY_E2E_SEED_FILE!, "utf8"));
+
+test("every page loads on the seeded city", async ({ page }) => {
+  for (const p of PLAT_PATHS) {
+    const response = await page.goto(p);
+    expect(response?.status(), p).toBe(200);
+    await expect(page.getByRole("heading", { level: 1 })).toHaveCount(1);
+    await expect(page.locator("form")).toHaveCount(0);
+  }
+});
+
+test("the census on / equals /city.json, and the chart and latest rows show the admissions", async ({ page, request }) => {
+  const census = (await (await request.get("/city.json")).json()) as Record<string, number>;
+  await page.goto("/");
+  const shown = await censusOnPage(page);
+  for (const key of CENSUS_KEYS) expect(shown[key], key).toBe(census[key]);
+  expect(shown.citizens).toBe(CITIZENS);
+  expect(shown.occupancy).toBe(CITIZENS);
+  await expect(page.locator('svg[data-chart="residency"] desc')).toContainText(`${CITIZENS} admits`);
+  await expect(page.locator('svg[data-chart="residency"] desc')).toContainText(`beds held went from 0 to ${CITIZENS}`);
+  await expect(page.locator('svg[data-chart="residency"] rect')).toHaveCount(1);
+  // The five newest rows, newest first.
+  expect(await page.locator("[data-log-seq]").evaluateAll((rows) => rows.map((r) => Number(r.getAttribute("data-log-seq"))))).toEqual(
+    [7, 6, 5, 4, 3].map((n) => n - 7 + CITIZENS),
+  );
+});
+
+test("/peers walks to its last page by links and lists every citizen once, with the proven mark", async ({ page }) => {
+  const { dids, names } = seed();
+  const pages = await walkPages(page, "/peers?limit=3", "data-peer");
+  expect(pages.map((p) => p.length)).toEqual([3, 3, 1]);
+  expect(pages.flat()).toEqual(dids);
+  await page.goto("/peers?limit=3");
+  const first = page.locator(`[data-peer="${dids[0]}"]`);
+  await expect(first.getByRole("heading")).toHaveText(names[0]!);
+  await expect(first.getByText("✓ proven")).toBeVisible();
+  await expect(first.getByText("present", { exact: true })).toBeVisible();
+  await expect(first.locator("time").last()).toHaveAttribute("datetime", /^\d{4}-\d\d-\d\dT/);
+  await expect(page.locator(`[data-peer="${dids[1]}"]`).getByText("✓ proven")).toHaveCount(0);
+  const present = await walkPages(page, "/peers?present=1&limit=4", "data-peer");
+  expect(present.flat()).toEqual(dids);
+});
+
+test("/peers answers a cursor it never issued with a plain message, not an error", async ({ page }) => {
+  const response = await page.goto("/peers?cursor=bm90LWEtY3Vyc29y");
+  expect(response?.status()).toBe(200);
+  await expect(page.getByRole("alert")).toContainText("not one this directory issued");
+});
+
+test("/log walks to its last page, shows every row's event, DID, time and hash, and verifies the chain", async ({ page, request }) => {
+  const { dids } = seed();
+  const pages = await walkPages(page, "/log?limit=2", "data-log-seq");
+  expect(pages.map((p) => p.length)).toEqual([2, 2, 2, 1]);
+  expect(pages.flat().map(Number)).toEqual(dids.map((_, i) => i + 1));
+  const api = (await (await request.get("/api/residency/log")).json()) as { rows: { seq: number; did: string; hash: string; at: string; event: string }[] };
+  const last = api.rows[api.rows.length - 1]!;
+  const row = page.locator(`[data-log-seq="${last.seq}"]`);
+  await expect(row).toContainText(last.did);
+  await expect(row).toContainText(last.hash);
+  await expect(row).toContainText(last.event);
+  await expect(row.locator("time")).toHaveAttribute("datetime", last.at);
+  await expect(page.locator("[data-chain]")).toHaveAttribute("data-chain", "intact");
+  await expect(page.getByText(`All ${CITIZENS} rows recomputed just now`)).toBeVisible();
+  await page.goto("/log?limit=2");
+  await page.goto((await page.getByRole("link", { name: "Last page" }).getAttribute("href"))!);
+  await expect(page.locator("[data-log-seq]")).toHaveCount(1);
+});
+
+test("/doors lists every door of /openapi.json with its aliases", async ({ page, request }) => {
+  const doc = (await (await request.get("/openapi.json")).json()) as { paths: Record<string, Record<string, { operationId: string; "x-city-alias-of"?: string }>> };
+  await page.goto("/doors");
+  const canonical = Object.values(doc.paths).flatMap((item) => Object.values(item).filter((op) => !op["x-city-alias-of"]).map((op) => op.operationId));
+  const shown = await page.locator("[data-door]").evaluateAll((cards) => cards.map((c) => c.getAttribute("data-door")!));
+  expect(shown.sort()).toEqual(canonical.sort());
+  for (const alias of ["/api/gate", "/api/residency", "/peers.json"]) await expect(page.getByText(alias, { exact: true }).first()).toBeVisible();
+});
+
+test("no page shows a secret, token, recovery code, mail body or shelf content created by the seed", async ({ request }) => {
+  const { secrets, names } = seed();
+  expect(secrets.length).toBeGreaterThan(CITIZENS + 8);
+  const pages = [...PLAT_PATHS, MISSING_PATH, "/peers?present=1", "/peers?limit=3", "/log?limit=2", "/log?after=4&limit=2"];
+  let html = "";
+  for (const p of pages) html += await (await request.get(p)).text();
+  for (const name of names) expect(html, "the seeded citizens are on the pages").toContain(name);
+  for (const secret of secrets) expect(html.includes(secret), `a seeded secret or private text appears: ${secret.slice(0, 12)}...`).toBe(false);
+  // Parts of a secret are no better: no city secret, token or recovery code prefix at all.
+  expect(html).not.toMatch(/city_(sk|st|rc)_[A-Za-z0-9_-]{6}/);
+});
+
+axeTests("seeded");
+
+test("every seeded page is readable at 375 px and 1280 px (screenshots attached, README pictures refreshed on request)", async ({ page }, testInfo) => {
+  await screenshotEveryPage(page, testInfo, "seeded");
+  // CITY_PLAT_DOCS=1 writes the README's pictures of the home and peers pages.
+  if (process.env.CITY_PLAT_DOCS === "1") {
+    const docs = path.join(process.cwd(), "docs");
+    mkdirSync(docs, { recursive: true });
+    await page.setViewportSize({ width: 1280, height: 900 });
+    for (const [p, file] of [["/", "plat-home.png"], ["/peers", "plat-peers.png"]] as const) {
+      await page.goto(p);
+      await page.screenshot({ path: path.join(docs, file), fullPage: true });
+    }
+  }
+});
