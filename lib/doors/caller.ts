@@ -31,18 +31,26 @@ export async function resolveCaller(db: Database, door: AnyDoor, request: DoorRe
         : "This door needs proof: Authorization: Bearer <citizen secret or gate session token>.",
     );
   }
+  if (citizen.residencyStatus === "exported") {
+    throw new CityError(
+      "unauthorized",
+      "That credential belonged to a citizen who exported its data and left the city for good: it opens nothing now. The name and origin may present at the gate again as a new citizen.",
+    );
+  }
   if (citizen.tier === "restricted" && door.whenRestricted === "refuse") {
     throw new CityError(
       "forbidden",
       "This door cannot park writes and the caller is restricted (published trigger: 3 fail-closed content refusals within 86400 seconds). Appeal at POST /api/appeal.",
     );
   }
-  await markSeen(db, citizen.did, now);
   return { kind: "citizen", did: citizen.did, tier: citizen.tier };
 }
 
-/** last_seen_at moves with real authenticated calls only, at most once a minute per citizen. */
-async function markSeen(db: Database, did: string, now: Date): Promise<void> {
+/**
+ * last_seen_at moves with proven calls only (called once the request has parsed: a request refused
+ * as malformed is not seen), at most once a minute per citizen.
+ */
+export async function markSeen(db: Database, did: string, now: Date): Promise<void> {
   await db
     .update(citizens)
     .set({ lastSeenAt: now })

@@ -6,7 +6,9 @@ import { citizenSelf } from "@/lib/city/citizens";
 import { ASKS, issueNonce, KINDS, NONCE_BINDING, presentAtGate } from "@/lib/city/gate";
 import { CARD_PATH, LIMITS, PROTOCOLS } from "@/lib/city/protocols";
 import { env } from "@/lib/env";
+import { markSeen } from "./caller";
 import { door } from "./door";
+import { GateReturnInput, ReturnOutput, runReturn } from "./live";
 import { Count, iso, lowerHex as hex, NoInput, NowUtc } from "./schemas";
 
 export const PresentInput = z.strictObject({
@@ -156,9 +158,11 @@ export const presentGate = door({
     { name: "presentations", limit: 20, window_seconds: 3600, per: "origin (env CITY_GATE_PER_ORIGIN_PER_HOUR)", over: "filtered" },
     { name: "presentations", limit: 30, window_seconds: 3600, per: "client address (env CITY_GATE_PER_ADDRESS_PER_HOUR; 0 is off)", over: "filtered" },
   ],
-  input: PresentInput,
-  output: VerdictOutput,
+  // `action: "return"` is the leave-and-return door (POST /api/live), reached through the gate.
+  input: z.discriminatedUnion("action", [PresentInput.extend({ action: z.literal("present").optional().describe("present (the default) or return") }), GateReturnInput]),
+  output: z.union([VerdictOutput, ReturnOutput]),
   run: async (ctx, input) => {
+    if (input.action === "return") return runReturn(ctx, input);
     const { CITY_GATE_PER_ORIGIN_PER_HOUR, CITY_GATE_PER_ADDRESS_PER_HOUR } = env();
     const verdict = await presentAtGate(ctx.db, input, {
       now: ctx.now,
@@ -166,6 +170,8 @@ export const presentGate = door({
       callerDid: ctx.caller.did ?? null,
       limits: { perOriginPerHour: CITY_GATE_PER_ORIGIN_PER_HOUR, perAddressPerHour: CITY_GATE_PER_ADDRESS_PER_HOUR },
     });
+    // A resume proved by Bearer or controller signature is a proven call: presence moves.
+    if (verdict.verdict === "admitted" && verdict.resumed) await markSeen(ctx.db, verdict.did, ctx.now);
     return { now_utc: iso(ctx.now), protocol: PROTOCOLS.gate, ...verdict };
   },
 });

@@ -3,7 +3,7 @@ import { getDb, type Database } from "@/db/client";
 import { asCityError, CityError } from "@/lib/errors";
 import type { AnyDoor, Caller, DoorContext, DoorRequest } from "./door";
 import { isWrite, Reply } from "./door";
-import { resolveCaller } from "./caller";
+import { markSeen, resolveCaller } from "./caller";
 import { registry } from "./registry";
 
 export interface DoorAnswer {
@@ -22,6 +22,7 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
   const now = new Date();
   const caller: Caller = await guard(() => resolveCaller(db, door, request, now));
   const input = door.input.parse(rawInput);
+  if (caller.did) await guard(() => markSeen(db, caller.did!, now));
   // The answer is checked inside the transaction, so a write whose answer is wrong rolls back.
   const run = async (handle: Database) => {
     const result = await door.run({ db: handle, now, request, caller, door, registry } satisfies DoorContext, input).catch((err: unknown) => {
