@@ -100,6 +100,8 @@ export const describeGate = door({
   summary: "The gate description (CITY-GATE/1) with a fresh nonce and the census; with a Bearer credential, your own citizen.",
   auth: "optional",
   preferred: true,
+  // Every description issues a fresh nonce row: a read that writes, declared so tools say it.
+  hints: { readOnly: false, idempotent: false },
   input: NoInput,
   output: GateDescription,
   run: async (ctx) => {

@@ -14,6 +14,8 @@ export const recoverDoor = door({
     "Mint codes before your secret can be lost: they are shown once, and a new mint voids the old set. Redeeming a code, or signing a fresh gate nonce with your bound controller key, issues a new citizen secret: the old secret and every live gate session token stop working.",
   auth: "optional",
   whenRestricted: "open",
+  // A mint voids the previous codes; a redemption kills the old secret.
+  hints: { destructive: true },
   input: z.strictObject({
     mint: z.literal(true).optional().describe("with a Bearer credential: mint eight recovery codes"),
     did: Hex64.optional().describe("the citizen to recover"),
