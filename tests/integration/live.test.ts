@@ -213,6 +213,35 @@ describeOnDatabases("leave and return", (t) => {
     });
   });
 
+  describe("presence", () => {
+    const longAgo = () => new Date(Date.now() - 2 * 86_400_000);
+
+    it("moves last_seen_at on a proven call, not on one refused as malformed", async () => {
+      const me = await admit();
+      await t().db.update(citizens).set({ lastSeenAt: longAgo() }).where(eq(citizens.did, me.did));
+      const malformed = await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return", wake_on: ["sunrise"] } });
+      expect(malformed.status).toBe(400);
+      expect((await citizenOf(me.did)).lastSeenAt!.getTime()).toBeLessThan(Date.now() - 86_400_000);
+      const proven = await callDoor(at("/api/return"), { bearer: me.citizen_secret, body: {} });
+      expect(proven.status).toBe(200);
+      expect(Math.abs((await citizenOf(me.did)).lastSeenAt!.getTime() - Date.parse(proven.body.now_utc))).toBeLessThan(1000);
+    });
+
+    it("counts a resume proved by a controller signature as a proven call", async () => {
+      const { keyPair, freshNonce, presentation } = await import("../support/gate");
+      const key = await keyPair();
+      const p = presentation();
+      const nonce = await freshNonce();
+      const first = await callDoor(presentGate, { body: { ...p, nonce, controller_public_key: key.publicKey, controller_signature: await key.sign(nonce) } });
+      expect(first.body.verdict).toBe("admitted");
+      await t().db.update(citizens).set({ lastSeenAt: longAgo() }).where(eq(citizens.did, first.body.did));
+      const again = await freshNonce();
+      const resumed = await callDoor(presentGate, { body: { ...p, nonce: again, controller_signature: await key.sign(again) } });
+      expect(resumed.body).toMatchObject({ verdict: "admitted", resumed: true });
+      expect(Date.now() - (await citizenOf(first.body.did)).lastSeenAt!.getTime()).toBeLessThan(60_000);
+    });
+  });
+
   describe("directory and census", () => {
     it("shows the away citizen in the directory, not present, and present again after return", async () => {
       const me = await admit();
