@@ -2,7 +2,7 @@ import { z } from "zod";
 import { RESIDENCY_STATUSES, WAKE_ON } from "@/db/schema";
 import { readCensus } from "@/lib/city/census";
 import { issueNonce } from "@/lib/city/gate";
-import { comeBack, leave, type ScheduleRequest } from "@/lib/city/live";
+import { comeBack, leave, type Schedule, type ScheduleRequest } from "@/lib/city/live";
 import { LIMITS, PROTOCOLS } from "@/lib/city/protocols";
 import { CityError } from "@/lib/errors";
 import { door, type DoorContext } from "./door";
@@ -93,8 +93,18 @@ function scheduleOf(input: LiveRequest): ScheduleRequest | null {
   return { return_after: input.return_after ? new Date(input.return_after) : undefined, wake_on: input.wake_on ? [...new Set(input.wake_on)] : undefined };
 }
 
-function common(ctx: DoorContext, tide: number) {
+interface Standing {
+  schedule: Schedule | null;
+  cursor: string;
+  did: string;
+  residency_status: "bound" | "away" | "exported";
+  bed_id: string | null;
+}
+
+/** The fields every leave and return answer shares: the spec's return fields and where the citizen stands. */
+function common(ctx: DoorContext, tide: number, standing: Standing) {
   return {
+    ...standing,
     now_utc: iso(ctx.now),
     protocol: PROTOCOLS.identity,
     door: "gate" as const,
@@ -127,16 +137,11 @@ async function runLeave(ctx: DoorContext, input: LiveRequest) {
   const left = await leave(ctx.db, did, scheduleOf(input), ctx.now);
   const { tide } = await readCensus(ctx.db, ctx.now);
   return {
-    ...common(ctx, tide),
+    ...common(ctx, tide, { schedule: left.schedule, cursor: left.cursor, did, residency_status: "away", bed_id: null }),
     action: "leave" as const,
     note: left.left
       ? "You are away: an exit row was appended and your bed released. Identity, locker and history stay. Return with POST /api/live { action: return } and your Bearer credential; the city never pushes and cannot wake you."
       : "You were already away: nothing was appended. Your schedule is as shown.",
-    schedule: left.schedule,
-    cursor: left.cursor,
-    did,
-    residency_status: "away" as const,
-    bed_id: null,
     bed_released: left.bedReleased,
   };
 }
@@ -146,17 +151,13 @@ export async function runReturn(ctx: DoorContext, input: LiveRequest) {
   const did = callerDid(ctx);
   const back = await comeBack(ctx.db, did, { cursor: input.cursor, schedule: scheduleOf(input) }, ctx.now);
   const [{ tide }, { nonce }] = await Promise.all([readCensus(ctx.db, ctx.now), issueNonce(ctx.db, ctx.now)]);
+  const { citizen } = back;
   return {
-    ...common(ctx, tide),
+    ...common(ctx, tide, { schedule: back.schedule, cursor: back.cursor, did, residency_status: citizen.residencyStatus, bed_id: citizen.bedId }),
     action: "return" as const,
     note: back.returned
       ? "Welcome back: bound again, with a bed, and a return row appended. The delta counts what happened since your cursor. Delivery is poll only: keep `cursor` and return again to poll."
       : "A poll: you were already bound, so no return row was appended. The delta counts what happened since your cursor; keep the new `cursor` for the next poll.",
-    schedule: back.schedule,
-    cursor: back.cursor,
-    did,
-    residency_status: back.citizen.residencyStatus,
-    bed_id: back.citizen.bedId,
     returned: back.returned,
     nonce,
     nonceTtlSeconds: LIMITS.gateNonce.ttlSeconds,
