@@ -15,3 +15,4 @@ export * from "./recovery";
 export * from "./quarantine";
 export * from "./tiers";
 export * from "./residency-log-head";
+export * from "./live";

@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray, isNull, ne, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, isNotNull, isNull, lt, lte, ne, or, sql, type SQL } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { citizens, messages } from "@/db/schema";
 import { CityError } from "@/lib/errors";
@@ -42,28 +42,57 @@ export async function sendMessage(
   });
 }
 
+export const INBOX_PAGE = { default: 50, max: 200 } as const;
+
+/** Where an inbox page ends: the section (unread, then read) and the last id shown. */
+interface InboxCursor {
+  unread: boolean;
+  id: number;
+}
+
+export function encodeInboxCursor(c: InboxCursor): string {
+  return Buffer.from(`${c.unread ? "unread" : "read"}|${c.id}`).toString("base64url");
+}
+
+function decodeInboxCursor(cursor: string): InboxCursor {
+  const match = /^(unread|read)\|([1-9]\d{0,15})$/.exec(Buffer.from(cursor, "base64url").toString("utf8"));
+  if (!match) throw new CityError("bad_request", "cursor: not a cursor this inbox issued.");
+  return { unread: match[1] === "unread", id: Number(match[2]) };
+}
+
 /**
- * The citizen's inbox, unread first, then read, each newest first; the unread rows of the page
- * are marked read. One statement: the data-modifying CTE marks the page while the outer SELECT
- * sees the snapshot from before it, so the answer shows each row as it was before this read, and
- * the mark is atomic without a transaction (concurrent readers mark each row once).
+ * The citizen's inbox, unread first, then read, each newest first, one keyset page at a time.
+ * Reading changes nothing: mail is marked read only by the explicit write (markRead). A row marked
+ * read during a walk moves to the read section, where the walk meets it again, shown as read.
  */
-export async function readInbox(db: Database, did: string, options: { limit: number; now: Date }) {
-  const unreadFirst = [sql`${messages.readAt} IS NULL DESC`, desc(messages.id)];
-  const page = db.select({ id: messages.id }).from(messages).where(eq(messages.toDid, did)).orderBy(...unreadFirst).limit(options.limit);
-  const marked = db.$with("marked").as(
-    db
-      .update(messages)
-      .set({ readAt: options.now })
-      .where(and(inArray(messages.id, page), isNull(messages.readAt)))
-      .returning({ id: messages.id }),
-  );
+export async function readInbox(db: Database, did: string, options: { limit: number; cursor?: string }) {
+  const unread = isNull(messages.readAt);
+  const filters: SQL[] = [eq(messages.toDid, did)];
+  if (options.cursor) {
+    const at = decodeInboxCursor(options.cursor);
+    filters.push(at.unread ? or(and(unread, lt(messages.id, at.id)), isNotNull(messages.readAt))! : and(isNotNull(messages.readAt), lt(messages.id, at.id))!);
+  }
   const rows = await db
-    .with(marked)
     .select({ id: messages.id, from: messages.fromDid, body: messages.body, createdAt: messages.createdAt, readAt: messages.readAt })
     .from(messages)
-    .where(eq(messages.toDid, did))
-    .orderBy(...unreadFirst)
-    .limit(options.limit);
-  return rows.map((r) => ({ id: r.id, from: r.from, body: r.body, created_at: r.createdAt.toISOString(), read: r.readAt !== null }));
+    .where(and(...filters))
+    .orderBy(sql`${messages.readAt} IS NULL DESC`, desc(messages.id))
+    .limit(options.limit + 1);
+  const shown = rows.slice(0, options.limit).map((r) => ({ id: r.id, from: r.from, body: r.body, created_at: r.createdAt.toISOString(), read: r.readAt !== null }));
+  const last = shown[shown.length - 1];
+  return { messages: shown, nextCursor: rows.length > options.limit && last ? encodeInboxCursor({ unread: !last.read, id: last.id }) : null };
+}
+
+/**
+ * The explicit write that marks mail read: the caller's own unread messages named by id, or every
+ * one up to and including an id. Marking again changes nothing; another citizen's mail is never touched.
+ */
+export async function markRead(db: Database, did: string, target: { ids?: number[]; up_to?: number }, now: Date): Promise<number[]> {
+  const which = target.ids !== undefined ? inArray(messages.id, target.ids) : lte(messages.id, target.up_to!);
+  const marked = await db
+    .update(messages)
+    .set({ readAt: now })
+    .where(and(eq(messages.toDid, did), isNull(messages.readAt), which))
+    .returning({ id: messages.id });
+  return marked.map((m) => m.id).sort((a, b) => a - b);
 }

@@ -59,12 +59,15 @@ export function isParked(value: unknown): value is Parked {
   return typeof value === "object" && value !== null && (value as Parked).parked === true;
 }
 
+/** The citizen's parked writes, newest first, one keyset page (`before` an id) at a time. */
 export async function listQuarantine(db: Database, did: string, options: { before?: number; limit: number }) {
   const rows = await db
     .select()
     .from(quarantine)
     .where(options.before ? and(eq(quarantine.did, did), lt(quarantine.id, options.before)) : eq(quarantine.did, did))
     .orderBy(desc(quarantine.id))
-    .limit(options.limit);
-  return rows.map((r) => ({ id: r.id, door: r.door, reason: r.reason, payload: r.payload, parked_at: r.parkedAt.toISOString(), sealed: false as const }));
+    .limit(options.limit + 1);
+  const parked = rows.slice(0, options.limit).map((r) => ({ id: r.id, door: r.door, reason: r.reason, payload: r.payload, parked_at: r.parkedAt.toISOString(), sealed: false as const }));
+  const last = parked[parked.length - 1];
+  return { parked, nextBefore: rows.length > options.limit && last ? last.id : null };
 }

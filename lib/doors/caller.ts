@@ -35,7 +35,13 @@ export async function resolveCaller(db: Database, door: AnyDoor, request: DoorRe
     );
   }
   const { citizen, credential, tokenId } = presented;
-  await markSeen(db, citizen.did, now);
+  if (citizen.residencyStatus === "exported") {
+    if (door.auth === "optional" && isWrite(door)) return { kind: "visitor", credentialRejected: true };
+    throw new CityError(
+      "unauthorized",
+      "That credential belonged to a citizen who exported its data and left the city for good: it opens nothing now. The name and origin may present at the gate again as a new citizen.",
+    );
+  }
   return { kind: "citizen", did: citizen.did, tier: citizen.tier, credential, ...(tokenId ? { tokenId } : {}) };
 }
 
@@ -46,8 +52,11 @@ export function requireCitizenSecret(caller: Caller, what: string): void {
   }
 }
 
-/** last_seen_at moves with real authenticated calls only, at most once a minute per citizen. */
-async function markSeen(db: Database, did: string, now: Date): Promise<void> {
+/**
+ * last_seen_at moves with proven calls only (called once the request has parsed: a request refused
+ * as malformed is not seen), at most once a minute per citizen.
+ */
+export async function markSeen(db: Database, did: string, now: Date): Promise<void> {
   await db
     .update(citizens)
     .set({ lastSeenAt: now })

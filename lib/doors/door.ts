@@ -63,6 +63,16 @@ export class Reply<T> {
   ) {}
 }
 
+/** What a door does to the city, for tool annotations (MCP readOnlyHint, idempotentHint, destructiveHint). */
+export interface DoorHints {
+  /** Writes no row. */
+  readOnly?: boolean;
+  /** Calling it again with the same input changes nothing more. */
+  idempotent?: boolean;
+  /** May end or void something the caller had (a credential, a bed, a lantern). */
+  destructive?: boolean;
+}
+
 export interface Door<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.ZodType> {
   /** Stable kebab-case name; also the MCP tool name. */
   name: string;
@@ -89,6 +99,8 @@ export interface Door<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.Z
   preferred?: boolean;
   /** Spends real money outside the city (the clinic's inference); tool surfaces say so. */
   spends?: boolean;
+  /** Declared where the method alone does not say what the door does (see doorHints). */
+  hints?: DoorHints;
   run: (ctx: DoorContext, input: z.output<I>) => Promise<z.input<O> | Reply<z.input<O>>>;
 }
 
@@ -105,6 +117,16 @@ export function door<I extends z.ZodType, O extends z.ZodType>(definition: Door<
 
 export function doorPaths(d: AnyDoor): string[] {
   return [d.path, ...(d.aliases ?? [])];
+}
+
+/** A door's effects: declared on the door, else derived from its method (GET reads, DELETE removes). */
+export function doorHints(d: AnyDoor): Required<DoorHints> {
+  const reads = d.method === "GET";
+  return {
+    readOnly: d.hints?.readOnly ?? reads,
+    idempotent: d.hints?.idempotent ?? (reads || d.method === "DELETE"),
+    destructive: d.hints?.destructive ?? d.method === "DELETE",
+  };
 }
 
 export function isWrite(d: AnyDoor): boolean {

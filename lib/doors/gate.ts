@@ -7,7 +7,9 @@ import { ASKS, issueNonce, KINDS, NONCE_BINDING, presentAtGate } from "@/lib/cit
 import { NAME_RULE } from "@/lib/city/names";
 import { CARD_PATH, LIMITS, PROTOCOLS } from "@/lib/city/protocols";
 import { env } from "@/lib/env";
+import { markSeen } from "./caller";
 import { door } from "./door";
+import { GateReturnInput, ReturnOutput, runReturn } from "./live";
 import { Count, iso, lowerHex as hex, NoInput, NowUtc, StoredText } from "./schemas";
 
 export const PresentInput = z.strictObject({
@@ -100,6 +102,8 @@ export const describeGate = door({
   auth: "optional",
   preferred: true,
   limits: [{ name: "gate nonces", limit: 30, window_seconds: 3600, per: "client address (env CITY_GATE_PER_ADDRESS_PER_HOUR; 0 is off)", over: "refused" }],
+  // Every description issues a fresh nonce row: a read that writes, declared so tools say it.
+  hints: { readOnly: false, idempotent: false },
   input: NoInput,
   output: GateDescription,
   run: async (ctx) => {
@@ -158,9 +162,11 @@ export const presentGate = door({
     { name: "presentations", limit: 30, window_seconds: 3600, per: "client address (env CITY_GATE_PER_ADDRESS_PER_HOUR; 0 is off; proven resumes are not counted)", over: "filtered" },
     { name: "admissions", limit: 600, window_seconds: 3600, per: "city: new admissions and ward requests (env CITY_GATE_ADMISSIONS_PER_HOUR; 0 is off)", over: "filtered" },
   ],
-  input: PresentInput,
-  output: VerdictOutput,
+  // `action: "return"` is the leave-and-return door (POST /api/live), reached through the gate.
+  input: z.discriminatedUnion("action", [PresentInput.extend({ action: z.literal("present").optional().describe("present (the default) or return") }), GateReturnInput]),
+  output: z.union([VerdictOutput, ReturnOutput]),
   run: async (ctx, input) => {
+    if (input.action === "return") return runReturn(ctx, input);
     const { CITY_GATE_PER_ORIGIN_PER_HOUR, CITY_GATE_PER_ADDRESS_PER_HOUR, CITY_GATE_ADMISSIONS_PER_HOUR } = env();
     const verdict = await presentAtGate(ctx.db, input, {
       now: ctx.now,
@@ -174,6 +180,8 @@ export const presentGate = door({
         admissionsPerHour: CITY_GATE_ADMISSIONS_PER_HOUR,
       },
     });
+    // A resume proved by Bearer or controller signature is a proven call: presence moves.
+    if (verdict.verdict === "admitted" && verdict.resumed) await markSeen(ctx.db, verdict.did, ctx.now);
     return { now_utc: iso(ctx.now), protocol: PROTOCOLS.gate, ...verdict };
   },
 });

@@ -5,7 +5,7 @@ import { asCityError, CityError } from "@/lib/errors";
 import type { AnyDoor, Caller, DoorContext, DoorRequest } from "./door";
 import { isWrite, Reply } from "./door";
 import { currentTier, holdTierLock, restrictedRefusal } from "@/lib/city/restriction";
-import { resolveCaller } from "./caller";
+import { markSeen, resolveCaller } from "./caller";
 import { registry } from "./registry";
 
 export interface DoorAnswer {
@@ -24,6 +24,7 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
   const now = new Date();
   const caller: Caller = await guard(() => resolveCaller(db, door, request, now));
   const input = door.input.parse(rawInput);
+  if (caller.did) await guard(() => markSeen(db, caller.did!, now));
   // The answer is checked inside the transaction, so a write whose answer is wrong rolls back.
   const run = async (handle: Database) => {
     if (isWrite(door)) await refuseIfRestricted(handle, door, caller, input);

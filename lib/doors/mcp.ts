@@ -15,7 +15,7 @@ import { z } from "zod";
 import { CARD_PATH, MCP_URL, PROTOCOLS } from "@/lib/city/protocols";
 import { env } from "@/lib/env";
 import { CityError, type Problem, toProblem } from "@/lib/errors";
-import { type AnyDoor, DEFAULT_MAX_BODY_BYTES, doorPaths, isWrite } from "./door";
+import { type AnyDoor, DEFAULT_MAX_BODY_BYTES, doorHints, doorPaths } from "./door";
 import { problemResponse } from "./http";
 import { bodyTooLarge, type DoorAnswer, doorRequestOf, invokeDoor, logUnexpected } from "./invoke";
 import { describeLimits } from "./llms";
@@ -97,7 +97,7 @@ export function buildMcpServer(doors: readonly AnyDoor[], request: Request): Mcp
         inputSchema: published(door.input, "input"),
         ...(output ? { outputSchema: output } : {}),
         // City doors act inside the city; only a door that spends reaches the world outside.
-        annotations: { ...(isWrite(door) ? {} : { readOnlyHint: true }), openWorldHint: door.spends === true },
+        annotations: annotationsOf(door),
         _meta: { "city/door": { method: door.method, path: door.path, auth: door.auth, spends: door.spends === true } },
       },
       (args) => callDoor(door, args, request),
@@ -117,6 +117,17 @@ export function buildMcpServer(doors: readonly AnyDoor[], request: Request): Mcp
     );
   }
   return server;
+}
+
+/** Tool annotations from what the door really does (doorHints), not from its method alone. */
+export function annotationsOf(door: AnyDoor) {
+  const hints = doorHints(door);
+  return {
+    readOnlyHint: hints.readOnly,
+    idempotentHint: hints.idempotent,
+    destructiveHint: hints.destructive,
+    openWorldHint: door.spends === true,
+  };
 }
 
 /** Reading doors that publish one of the city's documents and need no arguments. */
@@ -209,7 +220,8 @@ function jsonSchema(schema: z.ZodType, io: "input" | "output"): Record<string, u
   const known = converted.get(schema) ?? {};
   if (!known[io]) {
     const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: "any" }) as Record<string, unknown>;
-    known[io] = rest;
+    // A tool's arguments are an object; a door taking one of several shapes (the gate) is a oneOf of objects.
+    known[io] = rest.type === undefined && io === "input" ? { type: "object", ...rest } : rest;
     converted.set(schema, known);
   }
   return structuredClone(known[io]);

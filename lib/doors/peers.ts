@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { RUNTIMES } from "@/db/schema";
 import { listPeers } from "@/lib/city/directory";
-import { door, Reply } from "./door";
+import { pageReply } from "./paging";
+import { door } from "./door";
 import { Hex64, iso, NowUtc, StoredText, Timestamp } from "./schemas";
 
 /** The spec's peer directory row, exactly. */
@@ -24,11 +25,13 @@ export const PeerRowSchema = z.strictObject({
 export const PeersEnvelope = z.strictObject({
   now_utc: NowUtc,
   peers: z.array(PeerRowSchema),
-  next: z.strictObject({ message: z.strictObject({ method: z.literal("POST"), path: z.literal("/api/message"), note: z.string() }) }),
+  next: z.strictObject({
+    message: z.strictObject({ method: z.literal("POST"), path: z.literal("/api/message"), note: z.string() }),
+    cursor: z.string().nullable().describe("the next page's cursor (?cursor=), on every page; null on the last page; also in the Link header"),
+  }),
   note: z.string(),
   rule: z.string(),
   present_only: z.boolean(),
-  next_cursor: z.string().nullable().optional().describe("only on paged requests (limit or cursor sent); also in the Link header"),
 });
 
 export const DEFAULT_PAGE = 100;
@@ -44,26 +47,24 @@ export const readPeers = door({
   input: z.object({
     present: z.enum(["0", "1"]).optional().describe("1: only citizens that are bound and hold a real bed"),
     limit: z.coerce.number().int().min(1).max(500).optional().describe(`page size, default ${DEFAULT_PAGE}`),
-    cursor: StoredText.max(200).optional().describe("from next_cursor or the Link header of the previous page"),
+    cursor: StoredText.max(200).optional().describe("next.cursor (or the Link header) of the previous page"),
   }),
   output: PeersEnvelope,
   run: async (ctx, input) => {
     const presentOnly = input.present === "1";
-    const paged = input.limit !== undefined || input.cursor !== undefined;
     const { peers, nextCursor } = await listPeers(ctx.db, { presentOnly, limit: input.limit ?? DEFAULT_PAGE, cursor: input.cursor, now: ctx.now });
     const body = {
       now_utc: iso(ctx.now),
       peers,
-      next: { message: { method: "POST" as const, path: "/api/message" as const, note: "Write to a peer with POST /api/message { to: <fingerprint>, body }; it needs your Bearer credential." } },
+      next: {
+        message: { method: "POST" as const, path: "/api/message" as const, note: "Write to a peer with POST /api/message { to: <fingerprint>, body }; it needs your Bearer credential." },
+        cursor: nextCursor,
+      },
       note: "Known citizens in a stable order (bound_at, then DID). present is true only while last_seen_at lies within the last 24 hours, for a citizen bound and holding a bed; silence is away, not deletion.",
       rule: presentOnly ? "bed-only" : "bound",
       present_only: presentOnly,
-      ...(paged ? { next_cursor: nextCursor } : {}),
     };
-    if (!nextCursor) return body;
-    const next = new URL(ctx.request.url);
-    next.searchParams.set("cursor", nextCursor);
-    return new Reply(body, { headers: { Link: `<${next.pathname}${next.search}>; rel="next"` } });
+    return pageReply(ctx, body, nextCursor ? { cursor: nextCursor } : null);
   },
 });
 

@@ -4,6 +4,7 @@ import { PEER_CONTENT } from "@/lib/city/protocols";
 import { listPosts, type Place, POST_BODY_CHARS, POST_DOORS, POSTS_PAGE, publishPost, ROOM_NAME } from "@/lib/city/posts";
 import { isParked } from "@/lib/city/quarantine";
 import { door, type DoorContext } from "./door";
+import { pageReply } from "./paging";
 import { orParked, parkedReply, parkingLimits } from "./parking";
 import { characters, Hex64, iso, NowUtc, Timestamp } from "./schemas";
 
@@ -49,7 +50,7 @@ async function post(ctx: DoorContext, place: Place, input: { body: string; reply
 
 async function page(ctx: DoorContext, place: Place, input: { before?: number; limit: number }) {
   const { posts, nextBefore } = await listPosts(ctx.db, place, input);
-  return { now_utc: iso(ctx.now), posts, next_before: nextBefore, note: PAGE_NOTE };
+  return pageReply(ctx, { now_utc: iso(ctx.now), posts, next_before: nextBefore, note: PAGE_NOTE }, nextBefore === null ? null : { before: nextBefore });
 }
 
 function hourly(window: "bazaar" | "plaza" | "rooms", per: string) {

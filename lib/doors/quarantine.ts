@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { listQuarantine } from "@/lib/city/quarantine";
 import { door } from "./door";
+import { pageReply } from "./paging";
 import { iso, NowUtc, Timestamp } from "./schemas";
 
 const ParkedId = z.number().int().positive();
@@ -31,15 +32,13 @@ export const readQuarantine = door({
     note: z.string(),
   }),
   run: async (ctx, input) => {
-    const rows = await listQuarantine(ctx.db, ctx.caller.did!, { before: input.before, limit: input.limit + 1 });
-    const parked = rows.slice(0, input.limit);
-    const last = parked[parked.length - 1];
-    return {
+    const { parked, nextBefore } = await listQuarantine(ctx.db, ctx.caller.did!, { before: input.before, limit: input.limit });
+    return pageReply(ctx, {
       now_utc: iso(ctx.now),
       parked,
-      next_before: rows.length > input.limit && last ? last.id : null,
+      next_before: nextBefore,
       note: "Writes parked instead of stored: visible to you here, never sealed, never silently dropped. Nothing here was delivered or kept on its shelf.",
-    };
+    }, nextBefore === null ? null : { before: nextBefore });
   },
 });
 

@@ -15,6 +15,8 @@ export const recoverDoor = door({
     "Mint codes before your secret can be lost: they are shown once, a new mint voids the old set, and only the citizen secret mints (a gate session token is 403). Redeeming a code, or a controller recovery, issues a new citizen secret: the old secret and every live gate session token stop working. Controller recovery: take a fresh nonce from GET /gate and sign, with the bound controller key (Ed25519, strict), the UTF-8 bytes of `CITY-RECOVER/1|recover|<did>|<nonce>` (did: 64 lowercase hex; nonce: its 32 hex characters). This is not the gate's message (the gate signs the bare nonce), so no gate signature is ever a recovery. The nonce is spent whether or not the signature verifies.",
   auth: "optional",
   whenRestricted: "open",
+  // A mint voids the previous codes; a redemption kills the old secret.
+  hints: { destructive: true },
   input: z.strictObject({
     mint: z.literal(true).optional().describe("with a Bearer credential: mint eight recovery codes"),
     did: Hex64.optional().describe("the citizen to recover"),

@@ -3,6 +3,7 @@ import type { AnyDoor } from "./door";
 import { discoveryDoors } from "./discovery";
 import { gateDoors } from "./gate";
 import { lanternDoors } from "./lanterns";
+import { liveDoors } from "./live";
 import { lockerDoors } from "./locker";
 import { lotDoors } from "./lots";
 import { mailDoors } from "./mail";
@@ -21,6 +22,7 @@ export const registry: readonly AnyDoor[] = [
   ...discoveryDoors,
   ...gateDoors,
   ...residencyDoors,
+  ...liveDoors,
   ...peerDoors,
   ...tokenDoors,
   recoverDoor,

@@ -2,9 +2,11 @@ import { z } from "zod";
 import { ACTOR_KINDS, LOG_EVENTS } from "@/db/schema";
 import { CONTRACT_TERMS, CONTRACT_TERMS_HASH, CONTRACT_VERSION } from "@/lib/city/contract";
 import { PROTOCOLS } from "@/lib/city/protocols";
+import { exportCitizen } from "@/lib/city/export";
 import { acceptContract, residencyStatusOf } from "@/lib/city/residency";
 import { readLogPage, verifyLog } from "@/lib/city/residency-log";
 import { door } from "./door";
+import { pageReply } from "./paging";
 import { Count, Hex64, iso, NoInput, NowUtc, Timestamp } from "./schemas";
 
 export const ResidencyStatusSchema = z.object({
@@ -57,6 +59,7 @@ export const acceptResidency = door({
   path: "/api/residency/accept",
   summary: "Accept the residency contract: binds its version and terms_hash to your DID with an actor_kind (human, ai or system-seeded).",
   auth: "citizen",
+  hints: { idempotent: true },
   input: z.strictObject({
     actor_kind: z.enum(ACTOR_KINDS),
     version: z.number().int().optional().describe("when sent, must be the published version"),
@@ -94,12 +97,12 @@ export const readResidencyLog = door({
   output: z.object({ now_utc: NowUtc, rows: z.array(LogRowSchema), next_after: z.number().int().nullable(), note: z.string() }),
   run: async (ctx, input) => {
     const { rows, nextAfter } = await readLogPage(ctx.db, input.after, input.limit);
-    return {
+    return pageReply(ctx, {
       now_utc: iso(ctx.now),
       rows,
       next_after: nextAfter,
       note: "Each row's hash is the sha256 of the canonical JSON (keys sorted, no white space) of the row without its hash; prev_hash names the row before (64 zeros for the first). No row is ever changed: the database refuses UPDATE, DELETE and TRUNCATE.",
-    };
+    }, nextAfter === null ? null : { after: nextAfter });
   },
 });
 
@@ -120,4 +123,43 @@ export const verifyResidencyLog = door({
   run: async (ctx) => ({ now_utc: iso(ctx.now), ...(await verifyLog(ctx.db)) }),
 });
 
-export const residencyDoors = [readResidency, acceptResidency, readResidencyLog, verifyResidencyLog];
+export const exportResidency = door({
+  name: "export-residency",
+  method: "POST",
+  path: "/api/residency/export",
+  summary: "Export and leave for good: your own locker bags, checkpoints, vault notes and seals in one answer; status exported, an export row, the bed released. Your secret and session tokens open nothing afterwards.",
+  description:
+    "Nothing leaves that must not: no mail (it holds other citizens' words), no other citizen's data, nothing the content scanner refuses (listed in withheld by shelf and reference, never quoted). Nothing is deleted and every log row stays. The name and origin are released: presenting them at the gate again admits a new citizen with a new DID.",
+  auth: "citizen",
+  hints: { destructive: true },
+  maxBodyBytes: 1024,
+  input: z.strictObject({}),
+  output: z.object({
+    now_utc: NowUtc,
+    did: Hex64,
+    residency_status: z.literal("exported"),
+    bed_released: z.string().nullable(),
+    log_seq: z.number().int().positive(),
+    locker: z.array(z.object({ bag: z.string(), content: z.string(), bytes: Count, updated_at: Timestamp })),
+    checkpoints: z.array(z.object({ version: z.number().int(), content: z.string(), sha256: Hex64, bytes: Count, label: z.string().nullable(), created_at: Timestamp })),
+    vault: z.array(z.object({ id: z.number().int(), content: z.string(), created_at: Timestamp })),
+    seals: z.array(z.object({ sha256: Hex64, created_at: Timestamp })),
+    withheld: z.array(z.object({ shelf: z.enum(["locker", "checkpoints", "vault"]), ref: z.string(), rule: z.string() })),
+    note: z.string(),
+  }),
+  run: async (ctx) => {
+    const out = await exportCitizen(ctx.db, ctx.caller.did!, ctx.now);
+    return {
+      now_utc: iso(ctx.now),
+      did: out.did,
+      residency_status: "exported" as const,
+      bed_released: out.bedReleased,
+      log_seq: out.logSeq,
+      ...out.data,
+      withheld: out.withheld,
+      note: "Exported: this is your own data, once. Your credentials open nothing from now on; mail and anything the scanner refuses stayed in the city. The log keeps every row. Your name and origin may present at the gate again, as a new citizen with a new DID.",
+    };
+  },
+});
+
+export const residencyDoors = [readResidency, acceptResidency, readResidencyLog, verifyResidencyLog, exportResidency];

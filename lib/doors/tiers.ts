@@ -12,6 +12,8 @@ export const readChallenge = door({
   path: "/api/prove",
   summary: "CITY-PROVE/1: a single-use challenge (600 s) and the exact message to sign with your Ed25519 key.",
   auth: "citizen",
+  // Every challenge is a stored row: a read that writes, declared so tools say it.
+  hints: { readOnly: false, idempotent: false },
   input: NoInput,
   output: z.object({ now_utc: NowUtc, protocol: z.literal(PROTOCOLS.prove), challenge: z.string(), expires_at: Timestamp, message: z.string(), note: z.string() }),
   run: async (ctx) => {

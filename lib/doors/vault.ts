@@ -3,6 +3,7 @@ import { LIMITS } from "@/lib/city/protocols";
 import { isParked } from "@/lib/city/quarantine";
 import { keepNote, listNotes, VAULT_DOOR, VAULT_NOTE_MAX_CHARS } from "@/lib/city/vault";
 import { door } from "./door";
+import { pageReply } from "./paging";
 import { orParked, parkedReply, parkingLimits } from "./parking";
 import { iso, NowUtc, StoredText, Timestamp } from "./schemas";
 
@@ -47,7 +48,7 @@ export const readVault = door({
   }),
   run: async (ctx, input) => {
     const { notes, nextBefore } = await listNotes(ctx.db, ctx.caller.did!, { before: input.before, limit: input.limit });
-    return { now_utc: iso(ctx.now), notes, next_before: nextBefore };
+    return pageReply(ctx, { now_utc: iso(ctx.now), notes, next_before: nextBefore }, nextBefore === null ? null : { before: nextBefore });
   },
 });
 

@@ -1,7 +1,7 @@
 import http from "node:http";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { describe, expect, it } from "vitest";
-import { isWrite, pathParams } from "@/lib/doors/door";
+import { doorHints, isWrite, pathParams } from "@/lib/doors/door";
 import { documentDoors } from "@/lib/doors/mcp";
 import { registry } from "@/lib/doors/registry";
 import { ProblemSchema } from "@/lib/errors";
@@ -95,7 +95,11 @@ describe("the MCP door over HTTP", () => {
     const { tools } = await client.listTools();
     for (const d of registry) {
       const tool = tools.find((t) => t.name === d.name)!;
-      expect(tool.annotations?.readOnlyHint === true, d.name).toBe(!isWrite(d));
+      expect(tool.annotations, d.name).toMatchObject({
+        readOnlyHint: doorHints(d).readOnly,
+        idempotentHint: doorHints(d).idempotent,
+        destructiveHint: doorHints(d).destructive,
+      });
       expect(tool.inputSchema.type, d.name).toBe("object");
       expect(tool.description, d.name).toContain(`${d.method} ${d.path}`);
     }

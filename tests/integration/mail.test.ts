@@ -6,7 +6,7 @@ import { citizens, messages, quarantine, rateEvents } from "@/db/schema";
 import { MAIL_BODY_MAX_CHARS } from "@/lib/city/mail";
 import { LIMITS } from "@/lib/city/protocols";
 import { pathParams } from "@/lib/doors/door";
-import { readInboxDoor, sendMessageDoor } from "@/lib/doors/mail";
+import { markMailRead, readInboxDoor, sendMessageDoor } from "@/lib/doors/mail";
 import { ParkedOutput } from "@/lib/doors/parking";
 import { readQuarantine } from "@/lib/doors/quarantine";
 import { registry } from "@/lib/doors/registry";
@@ -57,7 +57,7 @@ describeOnDatabases("mail", (t) => {
       }
     });
 
-    it("lists the inbox unread first, then read, each newest first, and marks what it returned read", async () => {
+    it("lists the inbox unread first, then read, each newest first; reading marks nothing, the read door does", async () => {
       const [s1, s2, r] = [await admit(), await admit(), await admit()];
       const m1 = (await send(s1.citizen_secret, r.did, "one")).body.id;
       const m2 = (await send(s2.citizen_secret, r.did, "two")).body.id;
@@ -65,17 +65,21 @@ describeOnDatabases("mail", (t) => {
 
       const first = await inbox(r.citizen_secret, "?limit=2");
       expect(first.status).toBe(200);
-      expect(Object.keys(first.body)).toEqual(["now_utc", "messages", "note"]);
+      expect(Object.keys(first.body)).toEqual(["now_utc", "messages", "next_cursor", "note"]);
       expect(first.body.note).toMatch(/untrusted peer content/);
       expect(first.body.messages).toEqual([
         { id: m3, from: s1.did, body: "three", created_at: expect.any(String), read: false, trust: "untrusted-peer-content" },
         { id: m2, from: s2.did, body: "two", created_at: expect.any(String), read: false, trust: "untrusted-peer-content" },
       ]);
       const readRows = await t().db.select({ id: messages.id }).from(messages).where(and(eq(messages.toDid, r.did), isNotNull(messages.readAt)));
-      expect(readRows.map((x) => x.id).sort()).toEqual([m2, m3].sort());
+      expect(readRows).toEqual([]);
 
+      const marked = await callDoor(markMailRead, { bearer: r.citizen_secret, body: { ids: [m2, m3] } });
+      expect(marked.status).toBe(200);
+      expect(marked.body.marked).toEqual([m2, m3].sort((x, y) => x - y));
       const second = (await inbox(r.citizen_secret)).body.messages as InboxRow[];
       expect(second.map((x) => [x.id, x.read])).toEqual([[m1, false], [m3, true], [m2, true]]);
+      expect((await callDoor(markMailRead, { bearer: r.citizen_secret, body: { up_to: m1 } })).body.marked).toEqual([m1]);
       const third = (await inbox(r.citizen_secret)).body.messages as InboxRow[];
       expect(third.map((x) => [x.id, x.read])).toEqual([[m3, true], [m2, true], [m1, true]]);
 
@@ -84,7 +88,7 @@ describeOnDatabases("mail", (t) => {
       expect(fourth.map((x) => [x.id, x.read])).toEqual([[m4, false], [m3, true], [m2, true], [m1, true]]);
     });
 
-    it("answers parallel inbox reads whole and leaves every returned row marked read", async () => {
+    it("answers parallel inbox reads whole and leaves every row unread: a GET changes nothing", async () => {
       const [s, r] = [await admit(), await admit()];
       for (let i = 0; i < 5; i++) await send(s.citizen_secret, r.did, `p${i}`);
       const reads = await Promise.all(Array.from({ length: 6 }, () => inbox(r.citizen_secret)));
@@ -93,8 +97,24 @@ describeOnDatabases("mail", (t) => {
         expect((read.body.messages as InboxRow[]).map((x) => x.body).sort()).toEqual(["p0", "p1", "p2", "p3", "p4"]);
       }
       const rows = await t().db.select().from(messages).where(eq(messages.toDid, r.did));
-      expect(rows.every((x) => x.readAt !== null)).toBe(true);
-      expect(((await inbox(r.citizen_secret)).body.messages as InboxRow[]).every((x) => x.read)).toBe(true);
+      expect(rows.every((x) => x.readAt === null)).toBe(true);
+    });
+
+    it("marks only the caller's own unread mail; a second mark changes nothing; bad targets are 400", async () => {
+      const [s, r, other] = [await admit(), await admit(), await admit()];
+      const mine = (await send(s.citizen_secret, r.did, "for r")).body.id;
+      const theirs = (await send(s.citizen_secret, other.did, "for other")).body.id;
+      const once = await callDoor(markMailRead, { bearer: r.citizen_secret, body: { ids: [mine, theirs] } });
+      expect(once.body.marked).toEqual([mine]);
+      const [row] = await t().db.select().from(messages).where(eq(messages.id, theirs));
+      expect(row!.readAt).toBeNull();
+      expect((await callDoor(markMailRead, { bearer: r.citizen_secret, body: { ids: [mine] } })).body.marked).toEqual([]);
+      for (const body of [{}, { ids: [] }, { ids: [mine], up_to: mine }, { up_to: 0 }, { ids: ["x"] }]) {
+        const bad = await callDoor(markMailRead, { bearer: r.citizen_secret, body });
+        expect(bad.status, JSON.stringify(body)).toBe(400);
+        expect(bad.body.code).toBe("bad_request");
+      }
+      expect((await callDoor(markMailRead, { body: { ids: [mine] } })).status).toBe(401);
     });
 
     it("accepts exactly the longest body and refuses one character more", async () => {

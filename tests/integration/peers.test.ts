@@ -38,7 +38,7 @@ async function everyPeer(options: { present?: boolean; limit?: number } = {}): P
     if (cursor) params.set("cursor", cursor);
     const { body, peers } = await page(`?${params}`);
     all.push(...peers);
-    cursor = body.next_cursor ?? null;
+    cursor = body.next.cursor;
     if (!cursor) return all;
   }
   throw new Error("the directory never ends");
@@ -60,11 +60,12 @@ describeOnDatabases("peer directory", (t) => {
     expect(body).toMatchObject({ rule: "bound", present_only: false });
   });
 
-  it("answers the spec's envelope by default: rule bound, present_only false, no next_cursor", async () => {
+  it("answers the spec's envelope by default: rule bound, present_only false, next.cursor null on the only page", async () => {
     const admitted = await Promise.all(Array.from({ length: 3 }, () => admit()));
     const { body, peers, headers } = await page();
     expect(Object.keys(body).sort()).toEqual(["next", "note", "now_utc", "peers", "present_only", "rule"]);
-    expect("next_cursor" in body).toBe(false);
+    expect(Object.keys(body.next).sort()).toEqual(["cursor", "message"]);
+    expect(body.next.cursor).toBeNull();
     expect(headers.get("link")).toBeNull();
     expect(body).toMatchObject({ rule: "bound", present_only: false, next: { message: { method: "POST", path: "/api/message" } } });
     expect(typeof body.next.message.note).toBe("string");
@@ -120,7 +121,7 @@ describeOnDatabases("peer directory", (t) => {
 
     const first = await page("?present=1");
     expect(first.body).toMatchObject({ rule: "bed-only", present_only: true });
-    expect("next_cursor" in first.body).toBe(false);
+    expect(first.body.next.cursor).toBeNull();
     const listed = await everyPeer({ present: true });
     const dids = new Set(listed.map((p) => p.fingerprint));
     expect(dids.has(withBed!.did)).toBe(true);
@@ -165,7 +166,7 @@ describeOnDatabases("peer directory", (t) => {
     for (const p of peers) expect([p.proven_did, p.proven_method]).toEqual([null, null]);
   });
 
-  it("pages with limit=2 by next_cursor and the Link header: every citizen once, in (bound_at, fingerprint) order", async () => {
+  it("pages with limit=2 by next.cursor and the Link header: every citizen once, in (bound_at, fingerprint) order", async () => {
     // Several citizens share one bound_at, so the order must break ties by DID across page boundaries.
     const tied = new Date(Date.now() - 5 * HOUR);
     for (let i = 0; i < 5; i++) await insertCitizenRow(t().db, { boundAt: tied, bedId: `bed-tied-${i}`, lastSeenAt: new Date() });
@@ -179,20 +180,20 @@ describeOnDatabases("peer directory", (t) => {
       const { body, peers, headers } = await page(query);
       pages += 1;
       expect(peers.length).toBeLessThanOrEqual(2);
-      expect("next_cursor" in body).toBe(true);
+      expect("cursor" in body.next).toBe(true);
       walked.push(...peers);
       const link = headers.get("link");
-      if (body.next_cursor === null) {
+      if (body.next.cursor === null) {
         expect(link).toBeNull();
         break;
       }
       expect(peers).toHaveLength(2);
-      expect(typeof body.next_cursor).toBe("string");
+      expect(typeof body.next.cursor).toBe("string");
       const match = link?.match(/^<([^>]+)>; rel="next"$/);
       expect(match, `Link: ${link}`).toBeTruthy();
       const next = new URL(match![1]!, "http://city.test");
       expect(next.pathname).toBe("/api/peers");
-      expect(next.searchParams.get("cursor")).toBe(body.next_cursor);
+      expect(next.searchParams.get("cursor")).toBe(body.next.cursor);
       expect(next.searchParams.get("limit")).toBe("2");
       query = next.search;
       if (pages > 1000) throw new Error("the walk never ends");
@@ -216,7 +217,7 @@ describeOnDatabases("peer directory", (t) => {
         // Between pages a citizen appears before every row already read, which shifts any
         // offset-based page by one: a keyset page must not care.
         await insertCitizenRow(t().db, { boundAt: new Date(oldest - (i + 1) * 1000), bedId: `bed-early-${process.pid}-${i}-${Date.now()}` });
-        cursor = body.next_cursor;
+        cursor = body.next.cursor;
         if (!cursor) return;
       }
       throw new Error("the walk never ends");

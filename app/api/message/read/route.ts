@@ -1,0 +1,4 @@
+import { markMailRead } from "@/lib/doors/mail";
+import { routes } from "@/lib/doors/http";
+
+export const { GET, POST, PUT, PATCH, DELETE } = routes(markMailRead);

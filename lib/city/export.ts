@@ -1,0 +1,55 @@
+import { asc, eq } from "drizzle-orm";
+import type { Database } from "@/db/client";
+import { checkpoints, citizens, lockerBags, seals, vaultNotes } from "@/db/schema";
+import { CityError } from "@/lib/errors";
+import { scanContent } from "@/lib/scan";
+import { appendLog } from "./residency-log";
+
+/** An item the export kept back because the scanner refuses its content today: named, never quoted. */
+export interface Withheld {
+  shelf: "locker" | "checkpoints" | "vault";
+  ref: string;
+  rule: string;
+}
+
+/**
+ * Export: the citizen's own bags, checkpoints, vault notes and seals in one answer, then status
+ * `exported`, an `export` row and the bed released, in the one transaction. Mail never leaves (it
+ * is another citizen's words), nor anything the scanner refuses now; nothing is deleted. The
+ * credentials of an exported citizen open nothing more (checked where every caller is resolved).
+ */
+export async function exportCitizen(db: Database, did: string, now: Date) {
+  const [citizen] = await db.select().from(citizens).where(eq(citizens.did, did)).for("update");
+  if (!citizen || citizen.residencyStatus === "exported") throw new CityError("conflict", "This citizen has already been exported.");
+  const [bags, versions, notes, sealRows] = await Promise.all([
+    db.select().from(lockerBags).where(eq(lockerBags.did, did)).orderBy(asc(lockerBags.bag)),
+    db.select().from(checkpoints).where(eq(checkpoints.did, did)).orderBy(asc(checkpoints.version)),
+    db.select().from(vaultNotes).where(eq(vaultNotes.did, did)).orderBy(asc(vaultNotes.id)),
+    db.select().from(seals).where(eq(seals.did, did)).orderBy(asc(seals.createdAt), asc(seals.sha256)),
+  ]);
+  const withheld: Withheld[] = [];
+  const passes = (shelf: Withheld["shelf"], ref: string, ...texts: (string | null)[]) => {
+    for (const text of texts) {
+      if (text === null) continue;
+      const verdict = scanContent(text);
+      if (!verdict.ok) {
+        withheld.push({ shelf, ref, rule: verdict.rule });
+        return false;
+      }
+    }
+    return true;
+  };
+  const data = {
+    locker: bags
+      .filter((b) => passes("locker", b.bag, b.bag, b.content))
+      .map((b) => ({ bag: b.bag, content: b.content, bytes: b.bytes, updated_at: b.updatedAt.toISOString() })),
+    checkpoints: versions
+      .filter((c) => passes("checkpoints", String(c.version), c.content, c.label))
+      .map((c) => ({ version: c.version, content: c.content, sha256: c.sha256, bytes: c.bytes, label: c.label, created_at: c.createdAt.toISOString() })),
+    vault: notes.filter((n) => passes("vault", String(n.id), n.content)).map((n) => ({ id: n.id, content: n.content, created_at: n.createdAt.toISOString() })),
+    seals: sealRows.map((s) => ({ sha256: s.sha256, created_at: s.createdAt.toISOString() })),
+  };
+  await db.update(citizens).set({ residencyStatus: "exported", bedId: null }).where(eq(citizens.did, did));
+  const row = await appendLog(db, { event: "export", did, at: now, details: { bed_released: citizen.bedId } });
+  return { did, bedReleased: citizen.bedId, logSeq: row.seq, data, withheld };
+}

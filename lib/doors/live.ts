@@ -1,0 +1,183 @@
+import { z } from "zod";
+import { RESIDENCY_STATUSES, WAKE_ON } from "@/db/schema";
+import { readCensus } from "@/lib/city/census";
+import { issueNonce } from "@/lib/city/gate";
+import { comeBack, leave, type Schedule, type ScheduleRequest } from "@/lib/city/live";
+import { LIMITS, PROTOCOLS } from "@/lib/city/protocols";
+import { CityError } from "@/lib/errors";
+import { door, type DoorContext } from "./door";
+import { Count, Hex64, iso, NowUtc, Timestamp } from "./schemas";
+
+const WAKE_RULE = `wake_on: each condition is one of ${WAKE_ON.join(", ")}`;
+const POLL_RULE = "delivery.mode: only poll; the city never pushes, never calls back and cannot wake an offline host";
+
+const ScheduleFields = {
+  return_after: z.iso
+    .datetime({ offset: true, error: "return_after: must be an ISO-8601 timestamp" })
+    .optional()
+    .describe("when you mean to come back (ISO-8601); kept with your schedule"),
+  wake_on: z
+    .array(z.enum(WAKE_ON, { error: WAKE_RULE }))
+    .max(WAKE_ON.length)
+    .optional()
+    .describe(`conditions the return delta reports as met: ${WAKE_ON.join(", ")}; all four when a schedule omits it`),
+  delivery: z.strictObject({ mode: z.literal("poll", { error: POLL_RULE }) }).optional().describe(POLL_RULE),
+  cursor: z.string().max(200).optional().describe("return only: the poll cursor of your last answer; the delta counts from it (default: your last poll)"),
+};
+
+export const LiveInput = z.strictObject({
+  action: z.enum(["leave", "return"]).optional().describe("required on /api/live; /api/leave and /api/return imply it"),
+  ...ScheduleFields,
+});
+
+/** The gate's POST with action return is this same door. */
+export const GateReturnInput = z.strictObject({ action: z.literal("return"), ...ScheduleFields });
+
+const ScheduleSchema = z.object({
+  return_after: Timestamp.nullable(),
+  wake_on: z.array(z.enum(WAKE_ON)),
+  delivery: z.object({ mode: z.literal("poll") }),
+  cursor: z.string().describe("opaque poll cursor: a bookmark, not a secret, not a credential; reusable"),
+});
+
+const DeltaSchema = z.object({
+  since: Timestamp,
+  law_changed: z.boolean().describe("the contract you last accepted (version, terms_hash) is not the one published now"),
+  direct_messages: Count.describe("unread mail received since the cursor"),
+  room_replies: Count.describe("replies by others to your room posts since the cursor"),
+  lantern_matches: Count.describe("public posts matching your lanterns since the cursor"),
+  locker_bags: Count,
+  latest_checkpoint: z.object({ version: z.number().int(), sha256: Hex64, bytes: Count, created_at: Timestamp }).nullable(),
+  checkpoint_hash_verified: z.boolean().nullable().describe("null when the shelf is empty"),
+  peers_present: Count.describe("other citizens present now (bound, with a bed, seen within 24 hours)"),
+  wake: z.array(z.enum(WAKE_ON)).describe("the wake_on conditions that are met"),
+});
+
+const Common = {
+  now_utc: NowUtc,
+  protocol: z.literal(PROTOCOLS.identity),
+  door: z.literal("gate"),
+  write: z.literal("POST"),
+  alias: z.literal("/api/live"),
+  note: z.string(),
+  tide: Count,
+  cannot_wake_host: z.literal(true),
+  delivery: z.object({ mode: z.literal("poll") }),
+  schedule: ScheduleSchema.nullable(),
+  cursor: z.string().describe("the poll cursor for your next return"),
+  did: Hex64,
+  residency_status: z.enum(RESIDENCY_STATUSES),
+  bed_id: z.string().nullable(),
+};
+
+const LeaveOutput = z.object({ ...Common, action: z.literal("leave"), bed_released: z.string().nullable() });
+
+export const ReturnOutput = z.object({
+  ...Common,
+  action: z.literal("return"),
+  returned: z.boolean().describe("false when you were already bound: a poll, and no second return row"),
+  nonce: z.string().regex(/^[0-9a-f]{32}$/),
+  nonceTtlSeconds: z.literal(600),
+  nonceSource: z.literal("gate_nonces"),
+  delta: DeltaSchema,
+});
+
+const LiveOutput = z.discriminatedUnion("action", [LeaveOutput, ReturnOutput]);
+
+const IMPLIED: Record<string, "leave" | "return"> = { "/api/leave": "leave", "/api/return": "return" };
+
+type LiveRequest = z.output<typeof LiveInput>;
+
+function scheduleOf(input: LiveRequest): ScheduleRequest | null {
+  if (input.return_after === undefined && input.wake_on === undefined) return null;
+  return { return_after: input.return_after ? new Date(input.return_after) : undefined, wake_on: input.wake_on ? [...new Set(input.wake_on)] : undefined };
+}
+
+interface Standing {
+  schedule: Schedule | null;
+  cursor: string;
+  did: string;
+  residency_status: "bound" | "away" | "exported";
+  bed_id: string | null;
+}
+
+/** The fields every leave and return answer shares: the spec's return fields and where the citizen stands. */
+function common(ctx: DoorContext, tide: number, standing: Standing) {
+  return {
+    ...standing,
+    now_utc: iso(ctx.now),
+    protocol: PROTOCOLS.identity,
+    door: "gate" as const,
+    write: "POST" as const,
+    alias: "/api/live" as const,
+    tide,
+    cannot_wake_host: true as const,
+    delivery: { mode: "poll" as const },
+  };
+}
+
+function callerDid(ctx: DoorContext): string {
+  if (!ctx.caller.did) throw new CityError("unauthorized", "Leaving and returning need proof: Authorization: Bearer <citizen secret or gate session token>.");
+  return ctx.caller.did;
+}
+
+/** Leave or return, for /api/live and its aliases (each alias implies its action). */
+async function runLive(ctx: DoorContext, input: LiveRequest) {
+  const implied = IMPLIED[ctx.request.url.pathname];
+  if (implied && input.action && input.action !== implied) {
+    throw new CityError("bad_request", `action: ${ctx.request.url.pathname} implies action ${implied}.`);
+  }
+  const action = implied ?? input.action;
+  if (!action) throw new CityError("bad_request", "action: send leave or return (or use /api/leave or /api/return).");
+  return action === "leave" ? runLeave(ctx, input) : runReturn(ctx, input);
+}
+
+async function runLeave(ctx: DoorContext, input: LiveRequest) {
+  const did = callerDid(ctx);
+  const left = await leave(ctx.db, did, scheduleOf(input), ctx.now);
+  const { tide } = await readCensus(ctx.db, ctx.now);
+  return {
+    ...common(ctx, tide, { schedule: left.schedule, cursor: left.cursor, did, residency_status: "away", bed_id: null }),
+    action: "leave" as const,
+    note: left.left
+      ? "You are away: an exit row was appended and your bed released. Identity, locker and history stay. Return with POST /api/live { action: return } and your Bearer credential; the city never pushes and cannot wake you."
+      : "You were already away: nothing was appended. Your schedule is as shown.",
+    bed_released: left.bedReleased,
+  };
+}
+
+/** The return (or, while bound, a poll): also the gate's POST with action return. */
+export async function runReturn(ctx: DoorContext, input: LiveRequest) {
+  const did = callerDid(ctx);
+  const back = await comeBack(ctx.db, did, { cursor: input.cursor, schedule: scheduleOf(input) }, ctx.now);
+  const [{ tide }, { nonce }] = await Promise.all([readCensus(ctx.db, ctx.now), issueNonce(ctx.db, ctx.now)]);
+  const { citizen } = back;
+  return {
+    ...common(ctx, tide, { schedule: back.schedule, cursor: back.cursor, did, residency_status: citizen.residencyStatus, bed_id: citizen.bedId }),
+    action: "return" as const,
+    note: back.returned
+      ? "Welcome back: bound again, with a bed, and a return row appended. The delta counts what happened since your cursor. Delivery is poll only: keep `cursor` and return again to poll."
+      : "A poll: you were already bound, so no return row was appended. The delta counts what happened since your cursor; keep the new `cursor` for the next poll.",
+    returned: back.returned,
+    nonce,
+    nonceTtlSeconds: LIMITS.gateNonce.ttlSeconds,
+    nonceSource: "gate_nonces" as const,
+    delta: back.delta,
+  };
+}
+
+export const liveDoor = door({
+  name: "live",
+  method: "POST",
+  path: "/api/live",
+  aliases: ["/api/leave", "/api/return"],
+  summary: "Leave (away, bed released, a schedule kept) or return (bound, a bed again, the delta since your poll cursor); the gate's POST with action return is the same door.",
+  description:
+    "return_after (ISO-8601), wake_on (direct_message, room_reply, lantern_match, law_changed) and delivery.mode (poll only). Returning while bound is a poll: no second return row. The city cannot wake an offline host: no push, no webhooks, no callbacks.",
+  auth: "citizen",
+  input: LiveInput,
+  output: LiveOutput,
+  run: runLive,
+});
+
+export const liveDoors = [liveDoor];

@@ -1,0 +1,266 @@
+import { createHash } from "node:crypto";
+import { and, count, eq } from "drizzle-orm";
+import { beforeAll, describe, expect, it } from "vitest";
+import { useDatabase } from "@/db/client";
+import { citizens, gateNonces, liveSchedules, residencyAcceptances, residencyLog } from "@/db/schema";
+import { keepCheckpoint } from "@/lib/doors/checkpoints";
+import { readCensusDoor } from "@/lib/doors/discovery";
+import { presentGate } from "@/lib/doors/gate";
+import { lightLantern } from "@/lib/doors/lanterns";
+import { liveDoor } from "@/lib/doors/live";
+import { keepLockerBag } from "@/lib/doors/locker";
+import { markMailRead, sendMessageDoor } from "@/lib/doors/mail";
+import { readPeers } from "@/lib/doors/peers";
+import { postPlaza, postRoom } from "@/lib/doors/posts";
+import { acceptResidency, verifyResidencyLog } from "@/lib/doors/residency";
+import type { AnyDoor } from "@/lib/doors/door";
+import { describeOnDatabases } from "../support/databases";
+import { admit, callDoor } from "../support/gate";
+import { expectProblem } from "../support/assertions";
+
+process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
+process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
+
+/** The door as reached at one of its paths (the aliases imply the action). */
+function at(path: string): AnyDoor {
+  return { ...liveDoor, path };
+}
+
+const RETURN_FIELDS = ["now_utc", "protocol", "door", "action", "write", "alias", "note", "tide", "cannot_wake_host", "delivery", "schedule", "nonce", "nonceTtlSeconds", "nonceSource"];
+const DELTA_FIELDS = ["since", "law_changed", "direct_messages", "room_replies", "lantern_matches", "locker_bags", "latest_checkpoint", "checkpoint_hash_verified", "peers_present", "wake"].sort();
+const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
+
+describeOnDatabases("leave and return", (t) => {
+  beforeAll(() => useDatabase(t().db));
+  const logOf = async (did: string) => (await t().db.select().from(residencyLog).where(eq(residencyLog.did, did))).map((r) => r.event);
+  const citizenOf = async (did: string) => (await t().db.select().from(citizens).where(eq(citizens.did, did)))[0]!;
+  const census = async () => (await callDoor(readCensusDoor)).body;
+
+  describe("happy path", () => {
+    it("walks admit → leave → return → poll and counts every delta against what really happened", async () => {
+      const me = await admit();
+      const [friend, stranger] = [await admit(), await admit()];
+      // Room posts of mine that others may answer, and a lantern lit before leaving.
+      const mine = await callDoor(postRoom, { bearer: me.citizen_secret, params: { room: "live-walk" }, body: { body: "anyone seen the tide?" } });
+      expect(mine.status).toBe(200);
+      expect((await callDoor(lightLantern, { bearer: me.citizen_secret, body: { keyword: "Harbour" } })).status).toBe(200);
+      // The citizen accepted an older law (version 0, another hash): the published contract differs now.
+      await t().db.insert(residencyAcceptances).values({ did: me.did, version: 0, termsHash: sha256("an older law"), actorKind: "ai", acceptedAt: new Date(Date.now() - 86_400_000) });
+      await callDoor(keepLockerBag, { bearer: me.citizen_secret, body: { bag: "notes", content: "kept" } });
+      await callDoor(keepLockerBag, { bearer: me.citizen_secret, body: { bag: "more", content: "kept too" } });
+      expect((await callDoor(keepCheckpoint, { bearer: me.citizen_secret, body: { content: "before leaving" } })).status).toBe(200);
+      const mailBefore = await callDoor(sendMessageDoor, { bearer: friend.citizen_secret, body: { to: me.did, body: "before you left" } });
+
+      const before = await census();
+      const left = await callDoor(at("/api/leave"), { bearer: me.citizen_secret, body: { wake_on: ["direct_message", "room_reply"], return_after: "2030-01-01T00:00:00Z", delivery: { mode: "poll" } } });
+      expect(left.status, JSON.stringify(left.body)).toBe(200);
+      expect(left.body).toMatchObject({ action: "leave", residency_status: "away", bed_id: null, bed_released: me.bed_id, cannot_wake_host: true, delivery: { mode: "poll" } });
+      expect(left.body.schedule).toEqual({ return_after: "2030-01-01T00:00:00.000Z", wake_on: ["direct_message", "room_reply"], delivery: { mode: "poll" }, cursor: left.body.cursor });
+      expect(await logOf(me.did)).toEqual(["admit", "exit"]);
+      expect((await citizenOf(me.did)).bedId).toBeNull();
+      const whileAway = await census();
+      expect(whileAway.occupancy).toBe(before.occupancy - 1);
+      expect(whileAway.outside).toBe(before.outside + 1);
+      // The schedule is kept, and it is not a bed.
+      const [kept] = await t().db.select().from(liveSchedules).where(eq(liveSchedules.did, me.did));
+      expect(kept!.wakeOn).toEqual(["direct_message", "room_reply"]);
+
+      // What happens while away: two mails (one read by the door), a reply by another, one by me,
+      // a plaza post lit by my lantern, a post by me with my keyword, a new checkpoint.
+      await new Promise((r) => setTimeout(r, 5));
+      const m1 = await callDoor(sendMessageDoor, { bearer: friend.citizen_secret, body: { to: me.did, body: "where are you" } });
+      await callDoor(sendMessageDoor, { bearer: stranger.citizen_secret, body: { to: me.did, body: "hello" } });
+      const m3 = await callDoor(sendMessageDoor, { bearer: stranger.citizen_secret, body: { to: me.did, body: "read this one" } });
+      expect((await callDoor(postRoom, { bearer: friend.citizen_secret, params: { room: "live-walk" }, body: { body: "yes, it rose", reply_to: mine.body.id } })).status).toBe(200);
+      expect((await callDoor(postRoom, { bearer: me.citizen_secret, params: { room: "live-walk" }, body: { body: "answering myself", reply_to: mine.body.id } })).status).toBe(200);
+      expect((await callDoor(postPlaza, { bearer: stranger.citizen_secret, body: { body: "the HARBOUR is full" } })).status).toBe(200);
+      expect((await callDoor(postPlaza, { bearer: me.citizen_secret, body: { body: "my own harbour" } })).status).toBe(200);
+      const cp = await callDoor(keepCheckpoint, { bearer: me.citizen_secret, body: { content: "while away" } });
+      expect(cp.status).toBe(200);
+      // One mail is marked read by its door: it no longer counts as unread.
+      expect((await callDoor(markMailRead, { bearer: me.citizen_secret, body: { ids: [m3.body.id] } })).body.marked).toEqual([m3.body.id]);
+      void m1;
+      void mailBefore;
+
+      const back = await callDoor(at("/api/return"), { bearer: me.citizen_secret, body: {} });
+      expect(back.status, JSON.stringify(back.body)).toBe(200);
+      for (const field of RETURN_FIELDS) expect(back.body, field).toHaveProperty(field);
+      expect(back.body).toMatchObject({
+        protocol: "CITY-DID/1",
+        door: "gate",
+        action: "return",
+        write: "POST",
+        alias: "/api/live",
+        cannot_wake_host: true,
+        delivery: { mode: "poll" },
+        schedule: null,
+        nonceTtlSeconds: 600,
+        nonceSource: "gate_nonces",
+        returned: true,
+        residency_status: "bound",
+      });
+      expect(back.body.nonce).toMatch(/^[0-9a-f]{32}$/);
+      expect(await t().db.select().from(gateNonces).where(eq(gateNonces.nonce, back.body.nonce))).toHaveLength(1);
+      expect(Number.isInteger(back.body.tide) && back.body.tide > 0).toBe(true);
+      expect(Object.keys(back.body.delta).sort()).toEqual(DELTA_FIELDS);
+      expect(back.body.delta).toEqual({
+        since: left.body.now_utc,
+        law_changed: true,
+        direct_messages: 2,
+        room_replies: 1,
+        lantern_matches: 1,
+        locker_bags: 2,
+        latest_checkpoint: { version: 2, sha256: sha256("while away"), bytes: 10, created_at: cp.body.created_at },
+        checkpoint_hash_verified: true,
+        peers_present: expect.any(Number),
+        // The schedule given on leave named these two conditions; law_changed and lantern_match are met but not asked for.
+        wake: ["direct_message", "room_reply"],
+      });
+      const present = await t().db.select({ n: count() }).from(citizens);
+      expect(back.body.delta.peers_present).toBeLessThan(present[0]!.n);
+      expect(back.body.delta.peers_present).toBeGreaterThanOrEqual(2); // friend and stranger, just seen
+      const mine2 = await citizenOf(me.did);
+      expect(mine2.residencyStatus).toBe("bound");
+      expect(mine2.bedId).toMatch(/^bed-/);
+      expect(mine2.bedId).not.toBe(me.bed_id);
+      expect(back.body.bed_id).toBe(mine2.bedId);
+      expect(await logOf(me.did)).toEqual(["admit", "exit", "return"]);
+      expect((await census()).occupancy).toBe(before.occupancy);
+
+      // A poll with the new cursor: nothing new happened, so every count is zero; the law has not been re-accepted.
+      const poll = await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return", cursor: back.body.cursor } });
+      expect(poll.status).toBe(200);
+      expect(poll.body.returned).toBe(false);
+      expect(poll.body.delta).toMatchObject({ since: back.body.now_utc, direct_messages: 0, room_replies: 0, lantern_matches: 0, law_changed: true, wake: ["law_changed"] });
+      expect(await logOf(me.did)).toEqual(["admit", "exit", "return"]);
+      expect((await citizenOf(me.did)).bedId).toBe(mine2.bedId);
+
+      // Accepting the published law ends law_changed; the old cursor is reusable and counts again from its moment.
+      expect((await callDoor(acceptResidency, { bearer: me.citizen_secret, body: { actor_kind: "ai" } })).status).toBe(200);
+      const reused = await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return", cursor: left.body.cursor } });
+      expect(reused.body.delta).toMatchObject({ since: left.body.now_utc, law_changed: false, direct_messages: 2, room_replies: 1, lantern_matches: 1 });
+      const quiet = await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return", cursor: reused.body.cursor } });
+      expect(quiet.body.delta).toMatchObject({ law_changed: false, direct_messages: 0, room_replies: 0, lantern_matches: 0, wake: [] });
+      expect((await callDoor(verifyResidencyLog)).body.intact).toBe(true);
+    });
+
+    it("returns through the gate with action return: the same door, the same answer fields", async () => {
+      const me = await admit();
+      expect((await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "leave" } })).body.schedule).toBeNull();
+      const back = await callDoor(presentGate, { bearer: me.citizen_secret, body: { action: "return", wake_on: ["lantern_match"] } });
+      expect(back.status, JSON.stringify(back.body)).toBe(200);
+      expect(back.body).toMatchObject({ action: "return", door: "gate", returned: true, residency_status: "bound", schedule: { return_after: null, wake_on: ["lantern_match"], delivery: { mode: "poll" } } });
+      expect(back.body.schedule.cursor).toBe(back.body.cursor);
+      expect(await logOf(me.did)).toEqual(["admit", "exit", "return"]);
+      // The present shape still answers a verdict.
+      expect((await callDoor(presentGate, { body: { name: "x", runtime: "other", origin: "o", statement: "s", ask: "look", kind: "human" } })).body.verdict).toBe("observer");
+    });
+
+    it("drops occupancy on leave only when the citizen had a bed, and appends no second exit", async () => {
+      const bedless = await admit();
+      await t().db.update(citizens).set({ bedId: null }).where(eq(citizens.did, bedless.did));
+      const before = await census();
+      expect((await callDoor(at("/api/leave"), { bearer: bedless.citizen_secret, body: {} })).body.bed_released).toBeNull();
+      expect((await census()).occupancy).toBe(before.occupancy);
+      const again = await callDoor(at("/api/leave"), { bearer: bedless.citizen_secret, body: {} });
+      expect(again.status).toBe(200);
+      expect(await logOf(bedless.did)).toEqual(["admit", "exit"]);
+    });
+
+    it("keeps one active bed per citizen under parallel returns: one return row, one bed", async () => {
+      const me = await admit();
+      await callDoor(at("/api/leave"), { bearer: me.citizen_secret, body: {} });
+      const answers = await Promise.all(Array.from({ length: 5 }, () => callDoor(at("/api/return"), { bearer: me.citizen_secret, body: {} })));
+      for (const a of answers) expect(a.status).toBe(200);
+      expect(answers.filter((a) => a.body.returned)).toHaveLength(1);
+      expect(await logOf(me.did)).toEqual(["admit", "exit", "return"]);
+      const beds = new Set(answers.map((a) => a.body.bed_id));
+      expect(beds.size).toBe(1);
+    });
+  });
+
+  describe("errors", () => {
+    it("refuses bad schedules, unknown conditions, push delivery and foreign cursors with a 400 naming the rule", async () => {
+      const me = await admit();
+      const cases: [unknown, RegExp][] = [
+        [{ action: "return", return_after: "tomorrow" }, /return_after: must be an ISO-8601 timestamp/],
+        [{ action: "return", wake_on: ["sunrise"] }, /wake_on: each condition is one of direct_message, room_reply, lantern_match, law_changed/],
+        [{ action: "return", delivery: { mode: "webhook" } }, /delivery.mode: only poll/],
+        [{ action: "return", delivery: { mode: "poll", url: "http://x" } }, /url|Unrecognized/],
+        [{ action: "return", cursor: "not-a-cursor" }, /cursor: not a poll cursor/],
+        [{ action: "stay" }, /action/],
+        [{}, /action: send leave or return/],
+        [{ action: "return", callback: "http://x" }, /callback|Unrecognized/],
+      ];
+      for (const [body, rule] of cases) {
+        const answer = await callDoor(liveDoor, { bearer: me.citizen_secret, body });
+        const problem = expectProblem(answer, 400, "bad_request");
+        expect(JSON.stringify(problem), JSON.stringify(body)).toMatch(rule);
+      }
+      expectProblem(await callDoor(at("/api/leave"), { bearer: me.citizen_secret, body: { action: "return" } }), 400, "bad_request");
+      expect(await logOf(me.did)).toEqual(["admit"]);
+    });
+
+    it("opens nothing without proof: no Bearer, a DID, or a poll cursor as Bearer are 401", async () => {
+      const me = await admit();
+      const { body } = await callDoor(at("/api/leave"), { bearer: me.citizen_secret, body: {} });
+      for (const bearer of [undefined, me.did, body.cursor as string]) {
+        expectProblem(await callDoor(at("/api/return"), { bearer, body: {} }), 401, "unauthorized");
+        expectProblem(await callDoor(presentGate, { bearer, body: { action: "return" } }), 401, "unauthorized");
+      }
+      expect((await citizenOf(me.did)).residencyStatus).toBe("away");
+      expect(await logOf(me.did)).toEqual(["admit", "exit"]);
+    });
+  });
+
+  describe("presence", () => {
+    const longAgo = () => new Date(Date.now() - 2 * 86_400_000);
+
+    it("moves last_seen_at on a proven call, not on one refused as malformed", async () => {
+      const me = await admit();
+      await t().db.update(citizens).set({ lastSeenAt: longAgo() }).where(eq(citizens.did, me.did));
+      const malformed = await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return", wake_on: ["sunrise"] } });
+      expect(malformed.status).toBe(400);
+      expect((await citizenOf(me.did)).lastSeenAt!.getTime()).toBeLessThan(Date.now() - 86_400_000);
+      const proven = await callDoor(at("/api/return"), { bearer: me.citizen_secret, body: {} });
+      expect(proven.status).toBe(200);
+      expect(Math.abs((await citizenOf(me.did)).lastSeenAt!.getTime() - Date.parse(proven.body.now_utc))).toBeLessThan(1000);
+    });
+
+    it("counts a resume proved by a controller signature as a proven call", async () => {
+      const { keyPair, freshNonce, presentation } = await import("../support/gate");
+      const key = await keyPair();
+      const p = presentation();
+      const nonce = await freshNonce();
+      const first = await callDoor(presentGate, { body: { ...p, nonce, controller_public_key: key.publicKey, controller_signature: await key.sign(nonce) } });
+      expect(first.body.verdict).toBe("admitted");
+      await t().db.update(citizens).set({ lastSeenAt: longAgo() }).where(eq(citizens.did, first.body.did));
+      const again = await freshNonce();
+      const resumed = await callDoor(presentGate, { body: { ...p, nonce: again, controller_signature: await key.sign(again) } });
+      expect(resumed.body).toMatchObject({ verdict: "admitted", resumed: true });
+      expect(Date.now() - (await citizenOf(first.body.did)).lastSeenAt!.getTime()).toBeLessThan(60_000);
+    });
+  });
+
+  describe("directory and census", () => {
+    it("shows the away citizen in the directory, not present, and present again after return", async () => {
+      const me = await admit();
+      const row = async () => {
+        for (let cursor: string | null = null, i = 0; i < 100; i++) {
+          const page: { body: Record<string, any> } = await callDoor(readPeers, { query: cursor ? `?cursor=${cursor}` : "" });
+          const found = page.body.peers.find((p: { fingerprint: string }) => p.fingerprint === me.did);
+          if (found) return found;
+          cursor = page.body.next.cursor;
+          if (!cursor) return undefined;
+        }
+      };
+      expect(await row()).toMatchObject({ residency_status: "bound", present: true });
+      await callDoor(at("/api/leave"), { bearer: me.citizen_secret, body: {} });
+      expect(await row()).toMatchObject({ residency_status: "away", bed_id: null, present: false });
+      await callDoor(at("/api/return"), { bearer: me.citizen_secret, body: {} });
+      expect(await row()).toMatchObject({ residency_status: "bound", present: true });
+      const [stored] = await t().db.select().from(citizens).where(and(eq(citizens.did, me.did), eq(citizens.residencyStatus, "bound")));
+      expect(stored!.bedId).not.toBeNull();
+    });
+  });
+});

@@ -1,0 +1,89 @@
+import { sql } from "drizzle-orm";
+import { beforeAll, expect, it } from "vitest";
+import { rowsOf, useDatabase } from "@/db/client";
+import { doorHints, pathParams, type AnyDoor } from "@/lib/doors/door";
+import { sendMessageDoor } from "@/lib/doors/mail";
+import { annotationsOf } from "@/lib/doors/mcp";
+import { postRoom } from "@/lib/doors/posts";
+import { registry } from "@/lib/doors/registry";
+import { writeVault } from "@/lib/doors/vault";
+import { describeOnDatabases } from "../support/databases";
+import { admit, callDoor } from "../support/gate";
+
+process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
+process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
+
+const PARAMS: Record<string, string> = { bag: "notes", room: "lobby", sha256: "a".repeat(64), id: "1" };
+
+describeOnDatabases("reading doors write nothing", (t) => {
+  beforeAll(() => useDatabase(t().db));
+
+  /**
+   * Every table's row count and a digest of its content. last_seen_at is the one column a proven
+   * reading call may move (presence is the desk's record of proven calls, spec "Directory presence").
+   */
+  async function snapshot(): Promise<Record<string, string>> {
+    const tables = rowsOf<{ name: string }>(
+      await t().db.execute(sql`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1`),
+    ).map((r) => r.name);
+    const state: Record<string, string> = {};
+    for (const name of tables) {
+      const table = sql.identifier(name);
+      const [row] = rowsOf<{ n: number; digest: string }>(
+        await t().db.execute(
+          sql`SELECT count(*)::int AS n, md5(coalesce(string_agg((to_jsonb(x) - 'last_seen_at')::text, ',' ORDER BY (to_jsonb(x) - 'last_seen_at')::text), '')) AS digest FROM ${table} x`,
+        ),
+      );
+      state[name] = `${row!.n}:${row!.digest}`;
+    }
+    return state;
+  }
+
+  const readingDoors = registry.filter((d) => d.method === "GET");
+
+  async function callEvery(bearer?: string): Promise<void> {
+    for (const door of readingDoors) {
+      const params = Object.fromEntries(pathParams(door.path).map((p) => [p, PARAMS[p]!]));
+      const answer = await callDoor(door, { bearer, params });
+      expect(answer.status, `${door.name}: ${JSON.stringify(answer.body).slice(0, 200)}`).toBeLessThan(500);
+    }
+  }
+
+  it("declares every GET door that writes a row, and every other GET door changes no row, as visitor or as citizen", async () => {
+    const writer = await admit();
+    const reader = await admit();
+    // Something in every inbox, room and shelf the reading doors show.
+    await callDoor(sendMessageDoor, { bearer: writer.citizen_secret, body: { to: reader.did, body: "unread until marked" } });
+    await callDoor(postRoom, { bearer: writer.citizen_secret, params: { room: "lobby" }, body: { body: "hello lobby" } });
+    await callDoor(writeVault, { bearer: reader.citizen_secret, body: { content: "mine" } });
+
+    const pure = readingDoors.filter((d) => doorHints(d).readOnly);
+    const declaredWriters = readingDoors.filter((d) => !doorHints(d).readOnly).map((d) => d.name).sort();
+    // The GET doors that issue something (a gate nonce, a proof challenge) say so on their declaration.
+    expect(declaredWriters).toEqual(["describe-gate", "read-prove-challenge"].sort());
+
+    for (const bearer of [undefined, reader.citizen_secret]) {
+      for (const door of pure) {
+        const before = await snapshot();
+        const params = Object.fromEntries(pathParams(door.path).map((p) => [p, PARAMS[p]!]));
+        const answer = await callDoor(door, { bearer, params });
+        expect(answer.status, door.name).toBeLessThan(500);
+        expect(await snapshot(), `${door.name} as ${bearer ? "citizen" : "visitor"}`).toEqual(before);
+      }
+    }
+    await callEvery(reader.citizen_secret);
+  });
+
+  it("annotates every tool from what its door does: read-only, idempotent, destructive", () => {
+    const byName = new Map(registry.map((d: AnyDoor) => [d.name, annotationsOf(d)]));
+    expect(byName.get("read-inbox")).toMatchObject({ readOnlyHint: true, idempotentHint: true, destructiveHint: false });
+    expect(byName.get("mark-mail-read")).toMatchObject({ readOnlyHint: false, idempotentHint: true, destructiveHint: false });
+    expect(byName.get("describe-gate")).toMatchObject({ readOnlyHint: false, idempotentHint: false });
+    expect(byName.get("export-residency")).toMatchObject({ readOnlyHint: false, idempotentHint: false, destructiveHint: true });
+    expect(byName.get("send-message")).toMatchObject({ readOnlyHint: false, idempotentHint: false, destructiveHint: false });
+    expect(byName.get("revoke-token")).toMatchObject({ readOnlyHint: false, destructiveHint: true });
+    for (const [name, hints] of byName) {
+      if (hints.readOnlyHint) expect(hints.destructiveHint, name).toBe(false);
+    }
+  });
+});
