@@ -22,6 +22,10 @@ const EnvSchema = z.object({
   CITY_OPERATOR_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
   // The locker's city-wide byte bound; lowered only to test the "city is full" answer.
   CITY_LOCKER_CITY_BYTES: z.coerce.number().int().min(0).default(LIMITS.locker.bytesCityWide),
+  // The city's Ed25519 signing key (a private JWK as JSON, or PKCS#8 PEM); unset: one kept in the database.
+  CITY_SIGNING_KEY: z.string().trim().min(1).optional(),
+  // Public keys still published in /.well-known/jwks.json after a rotation: a JWK Set or an array of JWKs, as JSON.
+  CITY_SIGNING_KEYS_RETIRED: z.string().trim().min(1).optional(),
 });
 
 export type Env = z.infer<typeof EnvSchema>;

@@ -14,3 +14,5 @@ export * from "./seals";
 export * from "./recovery";
 export * from "./quarantine";
 export * from "./tiers";
+export * from "./signing";
+export * from "./a2a-tasks";
