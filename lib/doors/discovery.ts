@@ -117,6 +117,7 @@ export const readCard = door({
     doors: z.array(DoorSummary),
     limits: z.record(z.string(), z.unknown()),
     links: z.record(z.string(), z.string()),
+    signing: z.string(),
     signatures: z.array(z.object({ protected: z.string(), signature: z.string() })),
   }),
   run: async (ctx) => signDocument(ctx.db, {
