@@ -173,6 +173,13 @@ export async function serveA2a(request: Request): Promise<Response> {
   } catch (err) {
     return problemResponse(err, A2A_PATH, path);
   }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return rpcResponse({ jsonrpc: "2.0", id: null, error: { code: A2A_ERROR_CODE.PARSE_ERROR, message: "The body is not JSON: send one JSON-RPC 2.0 request object." } });
+  }
+  const id = idOf(parsed);
   const version = request.headers.get("a2a-version")?.trim() || undefined;
   const legacy = (version ?? "0.3") === "0.3";
   const { current, legacy: legacyHandler, card } = transportHandlers();
@@ -185,12 +192,16 @@ export async function serveA2a(request: Request): Promise<Response> {
   let envelope: { jsonrpc: string; id: string | number | null; result?: unknown; error?: unknown };
   try {
     validateVersion(context.requestedVersion, card, "JSONRPC");
-    const answer = await (legacy ? legacyHandler : current).handle(body, context);
-    envelope = Symbol.asyncIterator in answer ? await firstOfStream(answer, idOf(body), errorOf) : answer;
+    const answer = await (legacy ? legacyHandler : current).handle(parsed as Record<string, unknown>, context);
+    envelope = Symbol.asyncIterator in answer ? await firstOfStream(answer, id, errorOf) : answer;
   } catch (err) {
-    envelope = { jsonrpc: "2.0", id: idOf(body), error: errorOf(err) };
+    envelope = { jsonrpc: "2.0", id, error: errorOf(err) };
   }
   if (envelope.error) envelope = { ...envelope, error: withProblem(envelope.error, context.state.get(PROBLEM) as Problem | undefined, legacy) };
+  return rpcResponse(envelope);
+}
+
+function rpcResponse(envelope: unknown): Response {
   return new Response(JSON.stringify(envelope), { headers: { "Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store", Vary: "Authorization, A2A-Version" } });
 }
 
@@ -230,11 +241,7 @@ async function ownerHash(request: Request): Promise<string | null> {
   }
 }
 
-function idOf(body: string): string | number | null {
-  try {
-    const id = (JSON.parse(body) as { id?: unknown }).id;
-    return typeof id === "string" || typeof id === "number" ? id : null;
-  } catch {
-    return null;
-  }
+function idOf(request: unknown): string | number | null {
+  const id = request && typeof request === "object" ? (request as { id?: unknown }).id : null;
+  return typeof id === "string" || typeof id === "number" ? id : null;
 }

@@ -130,6 +130,14 @@ describeOnDatabases("the A2A bridge", (t) => {
       expect(twoParts.error!.code).toBe(-32602);
     });
 
+    it("answers malformed JSON with -32700, and a 0.3 refusal with the problem document itself in data", async () => {
+      const response = await serveA2a(new Request("http://city.test/api/a2a", { method: "POST", headers: { "content-type": "application/json", "a2a-version": "1.0" }, body: "{not json" }));
+      expect(((await response.json()) as { error: { code: number } }).error.code).toBe(-32700);
+      const legacy = await rpc("message/send", { message: { kind: "message", messageId: "m1", role: "user", parts: [{ kind: "data", data: { skill: "read-locker" } }] } }, { version: null });
+      expect(legacy.error!.code).toBe(-32602);
+      expect(legacy.error!.data).toMatchObject({ status: 401, code: "unauthorized", door: "/api/locker", instance: "/api/a2a" });
+    });
+
     it("answers the A2A unsupported-operation error for streaming, and the push error for push configs", async () => {
       const me = await admit();
       const message = { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ data: { skill: "read-locker" } }] };
