@@ -151,7 +151,7 @@ let handlers: { current: JsonRpcTransportHandler; legacy: LegacyJsonRpcTransport
 
 function transportHandlers() {
   if (!handlers) {
-    // The SDK needs the card for its version and capability checks; the published card is the same one, signed.
+    // The SDK reads the card for its version and capability checks: the same interfaces and capabilities as the published one.
     const card = AgentCardCodec.fromJSON(buildAgentCard(registry, env().CITY_BASE_URL, "CITY", CITY_VERSION));
     const requestHandler = new CityRequestHandler(card, databaseTaskStore, doorExecutor);
     handlers = { current: new JsonRpcTransportHandler(requestHandler), legacy: new LegacyJsonRpcTransportHandler(requestHandler), card };

@@ -2,13 +2,14 @@ import { generateKeyPairSync } from "node:crypto";
 import { eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { useDatabase } from "@/db/client";
-import { a2aTasks, citizens, quarantine } from "@/db/schema";
+import { a2aTasks, citizens, messages, quarantine } from "@/db/schema";
 import { taskOwnerHash, sweepTasks } from "@/lib/city/a2a-tasks";
 import { forgetSigningKey } from "@/lib/city/signing";
 import { serveA2a } from "@/lib/doors/a2a-server";
 import { keepLockerBag, readLockerBag } from "@/lib/doors/locker";
 import { readPeers } from "@/lib/doors/peers";
 import { registry } from "@/lib/doors/registry";
+import { sendMessageDoor } from "@/lib/doors/mail";
 import { mintToken } from "@/lib/doors/tokens";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
@@ -181,6 +182,22 @@ describeOnDatabases("the A2A bridge", (t) => {
       expect(rows.some((r) => String(r.id) === String(parked.body.quarantine_id))).toBe(true);
       const refused = await send("keep-locker", { bag: "b", content: "fine" }, { bearer: me.citizen_secret });
       expect(problemOf(refused)).toMatchObject({ status: 403, code: "forbidden" });
+    });
+
+    it("counts one limit across HTTP and A2A: 70 parallel letters in an hour deliver exactly 60 and park 10", async () => {
+      const me = await admit();
+      const peer = await admit();
+      const letter = (i: number) => ({ to: peer.did, body: `letter ${i}` });
+      const [viaHttp, viaBridge] = await Promise.all([
+        Promise.all(Array.from({ length: 35 }, (_, i) => callDoor(sendMessageDoor, { bearer: me.citizen_secret, body: letter(i) }))),
+        Promise.all(Array.from({ length: 35 }, (_, i) => send("send-message", letter(100 + i), { bearer: me.citizen_secret }))),
+      ]);
+      const parkedHttp = viaHttp.filter((a) => a.status === 202).length;
+      const parkedBridge = viaBridge.filter((a) => artifactOf(a).metadata["city/status"] === 202).length;
+      expect(viaHttp.every((a) => a.status === 200 || a.status === 201 || a.status === 202)).toBe(true);
+      expect(parkedHttp + parkedBridge).toBe(10);
+      const delivered = await t().db.select().from(messages).where(eq(messages.toDid, peer.did));
+      expect(delivered).toHaveLength(60);
     });
 
     it("sweeps tasks past the published retention of 7 days, and GetTask no longer finds them", async () => {
