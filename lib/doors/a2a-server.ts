@@ -19,7 +19,8 @@ import { CityError, type Problem, toProblem } from "@/lib/errors";
 import { A2A_PATH, A2A_VERSIONS, buildAgentCard, UNSIGNED_SKILL } from "./a2a-card";
 import type { AnyDoor, DoorRequest } from "./door";
 import { DEFAULT_MAX_BODY_BYTES } from "./door";
-import { problemResponse, readBody } from "./http";
+import { describeA2a } from "./a2a";
+import { problemResponse, readBody, routes } from "./http";
 import { checkBodySize, type DoorAnswer, doorRequestOf, invokeDoor, logUnexpected } from "./invoke";
 import { CITY_VERSION } from "./openapi";
 import { registry } from "./registry";
@@ -244,4 +245,16 @@ async function ownerHash(request: Request): Promise<string | null> {
 function idOf(request: unknown): string | number | null {
   const id = request && typeof request === "object" ? (request as { id?: unknown }).id : null;
   return typeof id === "string" || typeof id === "number" ? id : null;
+}
+
+/** The handlers of /api/a2a: GET is the bridge's description (a door), POST the JSON-RPC bridge. */
+export function a2aRoutes() {
+  const notServed = async (request: Request) =>
+    problemResponse(
+      new CityError("method_not_allowed", `${request.method} is not served here; this path answers GET (the bridge's description) and POST (A2A JSON-RPC).`),
+      A2A_PATH,
+      new URL(request.url).pathname,
+      { Allow: "GET, POST" },
+    );
+  return { GET: routes(describeA2a).GET, POST: serveA2a, PUT: notServed, PATCH: notServed, DELETE: notServed };
 }

@@ -5,7 +5,7 @@ import { useDatabase } from "@/db/client";
 import { a2aTasks, citizens, messages, quarantine } from "@/db/schema";
 import { taskOwnerHash, sweepTasks } from "@/lib/city/a2a-tasks";
 import { forgetSigningKey } from "@/lib/city/signing";
-import { serveA2a } from "@/lib/doors/a2a-server";
+import { a2aRoutes, serveA2a } from "@/lib/doors/a2a-server";
 import { keepLockerBag, readLockerBag } from "@/lib/doors/locker";
 import { readPeers } from "@/lib/doors/peers";
 import { registry } from "@/lib/doors/registry";
@@ -129,6 +129,13 @@ describeOnDatabases("the A2A bridge", (t) => {
       expect((await send("no-such-skill", {}, { bearer: me.citizen_secret })).error!.code).toBe(-32602);
       const twoParts = await rpc("SendMessage", { message: { messageId: "m", role: "ROLE_USER", parts: [{ text: "hello" }] } }, { bearer: me.citizen_secret });
       expect(twoParts.error!.code).toBe(-32602);
+    });
+
+    it("answers methods other than GET and POST with a 405 problem naming both", async () => {
+      const response = await a2aRoutes().DELETE(new Request("http://city.test/api/a2a", { method: "DELETE" }));
+      expect(response.status).toBe(405);
+      expect(response.headers.get("allow")).toBe("GET, POST");
+      expect(((await a2aRoutes().GET(new Request("http://city.test/api/a2a"), { params: Promise.resolve({}) })).status)).toBe(200);
     });
 
     it("answers malformed JSON with -32700, and a 0.3 refusal with the problem document itself in data", async () => {

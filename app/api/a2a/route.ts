@@ -1,6 +1,3 @@
-import { describeA2a } from "@/lib/doors/a2a";
-import { serveA2a } from "@/lib/doors/a2a-server";
-import { routes } from "@/lib/doors/http";
+import { a2aRoutes } from "@/lib/doors/a2a-server";
 
-export const { GET, PUT, PATCH, DELETE } = routes(describeA2a);
-export const POST = serveA2a;
+export const { GET, POST, PUT, PATCH, DELETE } = a2aRoutes();
