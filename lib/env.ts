@@ -36,6 +36,10 @@ const EnvSchema = z.object({
     .min(0)
     .max(LIMITS.locker.bytesCityWide, `may lower the spec's city-wide locker bound (${LIMITS.locker.bytesCityWide} bytes) but never raise it`)
     .default(LIMITS.locker.bytesCityWide),
+  // The city's Ed25519 signing key (a private JWK as JSON, or PKCS#8 PEM); unset: one kept in the database.
+  CITY_SIGNING_KEY: z.string().trim().min(1).optional(),
+  // Public keys still published in /.well-known/jwks.json after a rotation: a JWK Set or an array of JWKs, as JSON.
+  CITY_SIGNING_KEYS_RETIRED: z.string().trim().min(1).optional(),
 });
 
 export type Env = z.infer<typeof EnvSchema>;

@@ -16,3 +16,5 @@ export * from "./quarantine";
 export * from "./tiers";
 export * from "./residency-log-head";
 export * from "./live";
+export * from "./signing";
+export * from "./a2a-tasks";

@@ -2,7 +2,9 @@ import { z } from "zod";
 import { CENSUS_DEFINITIONS, readCensus } from "@/lib/city/census";
 import { CARD_PATH, LIMITS, MCP_ALIAS_URL, MCP_URL, PROTOCOLS } from "@/lib/city/protocols";
 import { env } from "@/lib/env";
-import { door, doorPaths } from "./door";
+import { publishedKeys, JWKS_PATH, signDocument } from "@/lib/city/signing";
+import { A2A_CONTENT_TYPE, A2A_PATH, AGENT_CARD_PATH, AgentCardSchema, buildAgentCard } from "./a2a-card";
+import { door, doorPaths, Reply } from "./door";
 import { buildLlmsTxt } from "./llms";
 import { buildOpenApi, CITY_VERSION } from "./openapi";
 import { Count, iso, NoInput, NowUtc } from "./schemas";
@@ -115,8 +117,10 @@ export const readCard = door({
     doors: z.array(DoorSummary),
     limits: z.record(z.string(), z.unknown()),
     links: z.record(z.string(), z.string()),
+    signing: z.string(),
+    signatures: z.array(z.object({ protected: z.string(), signature: z.string() })),
   }),
-  run: async (ctx) => ({
+  run: async (ctx) => signDocument(ctx.db, {
     now_utc: iso(ctx.now),
     name: "CITY" as const,
     description: DESCRIPTION,
@@ -132,50 +136,39 @@ export const readCard = door({
       summary: d.summary,
     })),
     limits: LIMITS,
-    links: { llms: "/llms.txt", openapi: "/openapi.json", census: "/city.json", beacon: "/beacon.json", contact: "/contact", discovery: "/.well-known/ai.json", mcp: MCP_URL, mcp_alias: MCP_ALIAS_URL },
-  }),
+    links: { llms: "/llms.txt", openapi: "/openapi.json", census: "/city.json", beacon: "/beacon.json", contact: "/contact", discovery: "/.well-known/ai.json", mcp: MCP_URL, mcp_alias: MCP_ALIAS_URL, a2a: A2A_PATH, agent_card: AGENT_CARD_PATH, jwks: JWKS_PATH },
+    signing: "signatures: JWS (EdDSA, Ed25519) over the RFC 8785 canonical JSON of this card without `signatures`, payload detached; the key is in /.well-known/jwks.json under the header's kid.",
+  }, env().CITY_BASE_URL),
 });
 
 export const readAgentCard = door({
   name: "read-agent-card",
   method: "GET",
-  path: "/.well-known/agent-card.json",
-  summary: "The city as an A2A-style agent card: one skill per door.",
+  path: AGENT_CARD_PATH,
+  summary: "The city's A2A 1.0 agent card (application/a2a+json): the JSON-RPC bridge at /api/a2a, one skill per door, signed (JWS, keys at /.well-known/jwks.json).",
+  auth: "none",
+  cache: "static",
+  preferred: true,
+  input: NoInput,
+  output: AgentCardSchema,
+  run: async (ctx) => {
+    const card = buildAgentCard(ctx.registry, env().CITY_BASE_URL, DESCRIPTION, CITY_VERSION);
+    return new Reply(await signDocument(ctx.db, card, env().CITY_BASE_URL), { headers: { "Content-Type": `${A2A_CONTENT_TYPE}; charset=utf-8` } });
+  },
+});
+
+export const readJwks = door({
+  name: "read-jwks",
+  method: "GET",
+  path: JWKS_PATH,
+  summary: "The city's public signing keys (JWK Set, Ed25519, EdDSA): the agent card and the city card carry JWS signatures made with the first; retired keys follow it.",
   auth: "none",
   cache: "static",
   input: NoInput,
-  output: z.object({
-    now_utc: NowUtc,
-    name: z.string(),
-    description: z.string(),
-    version: z.string(),
-    supportedInterfaces: z.array(z.object({ url: z.string(), protocolBinding: z.string(), protocolVersion: z.string() })),
-    documentationUrl: z.string(),
-    capabilities: z.object({ streaming: z.boolean(), pushNotifications: z.boolean() }),
-    defaultInputModes: z.array(z.string()),
-    defaultOutputModes: z.array(z.string()),
-    skills: z.array(z.object({ id: z.string(), name: z.string(), description: z.string(), tags: z.array(z.string()) })),
-    note: z.string(),
+  output: z.strictObject({
+    keys: z.array(z.strictObject({ kty: z.literal("OKP"), crv: z.literal("Ed25519"), x: z.string(), kid: z.string(), alg: z.literal("EdDSA"), use: z.literal("sig") })).min(1),
   }),
-  run: async (ctx) => ({
-    now_utc: iso(ctx.now),
-    name: "CITY",
-    description: DESCRIPTION,
-    version: CITY_VERSION,
-    // The A2A bridge is not built yet; no interface is listed until one really answers.
-    supportedInterfaces: [],
-    documentationUrl: `${env().CITY_BASE_URL}/llms.txt`,
-    capabilities: { streaming: false, pushNotifications: false },
-    defaultInputModes: ["application/json"],
-    defaultOutputModes: ["application/json"],
-    skills: ctx.registry.map((d) => ({
-      id: d.name,
-      name: `${d.method} ${d.path}`,
-      description: d.summary,
-      tags: [d.auth === "none" ? "reading" : d.auth],
-    })),
-    note: "Skills mirror the city's JSON doors one to one. The agent-to-agent bridge has no interface yet, so supportedInterfaces is empty; use the JSON doors listed in /llms.txt. The city never pushes: no webhooks, no callbacks.",
-  }),
+  run: async (ctx) => new Reply({ keys: await publishedKeys(ctx.db) }, { headers: { "Content-Type": "application/jwk-set+json; charset=utf-8" } }),
 });
 
 const CensusCounts = z.object({
@@ -284,6 +277,7 @@ export const discoveryDoors = [
   readOpenApi,
   readCard,
   readAgentCard,
+  readJwks,
   readCensusDoor,
   readBeacon,
   readContact,

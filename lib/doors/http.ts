@@ -79,7 +79,7 @@ async function readInput(door: AnyDoor, request: Request, url: URL): Promise<Rec
 }
 
 /** Reads at most `limit` bytes: a declared or actual larger body is refused before parsing. */
-async function readBody(request: Request, limit: number): Promise<string> {
+export async function readBody(request: Request, limit: number): Promise<string> {
   const tooLarge = () => bodyTooLarge(limit);
   const declared = Number(request.headers.get("content-length"));
   if (Number.isFinite(declared) && declared > limit) throw tooLarge();
@@ -116,7 +116,8 @@ function answerResponse(door: AnyDoor, answer: DoorAnswer): Response {
     headers.set("Content-Type", "text/plain; charset=utf-8");
     return new Response(String(answer.body), { status: answer.status, headers });
   }
-  headers.set("Content-Type", "application/json; charset=utf-8");
+  // A door may name a more specific JSON type (application/a2a+json, application/jwk-set+json).
+  if (!headers.has("Content-Type")) headers.set("Content-Type", "application/json; charset=utf-8");
   return new Response(JSON.stringify(answer.body), { status: answer.status, headers });
 }
 

@@ -3,7 +3,7 @@ import { getDb, type Database } from "@/db/client";
 import { env } from "@/lib/env";
 import { asCityError, CityError } from "@/lib/errors";
 import type { AnyDoor, Caller, DoorContext, DoorRequest } from "./door";
-import { isWrite, Reply } from "./door";
+import { DEFAULT_MAX_BODY_BYTES, isWrite, Reply } from "./door";
 import { currentTier, holdTierLock, restrictedRefusal } from "@/lib/city/restriction";
 import { markSeen, resolveCaller } from "./caller";
 import { registry } from "./registry";
@@ -81,6 +81,12 @@ function trustedProxies(): "vercel" | number {
 /** The 413 of a body (or tool arguments) over the door's published size. */
 export function bodyTooLarge(limit: number): CityError {
   return new CityError("payload_too_large", `This door accepts bodies of at most ${limit} bytes.`, { limit: { name: "body_bytes", limit } });
+}
+
+/** The limit the HTTP door applies to its body, applied to arguments that arrive another way (MCP, A2A). */
+export function checkBodySize(door: AnyDoor, args: unknown): void {
+  const limit = door.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  if (Buffer.byteLength(JSON.stringify(args)) > limit) throw bodyTooLarge(limit);
 }
 
 /** Logs a failure that is not one of the city's own answers (a bug or an outage), never its message. */

@@ -17,7 +17,8 @@ import { env } from "@/lib/env";
 import { CityError, type Problem, toProblem } from "@/lib/errors";
 import { type AnyDoor, DEFAULT_MAX_BODY_BYTES, doorHints, doorPaths } from "./door";
 import { problemResponse } from "./http";
-import { bodyTooLarge, type DoorAnswer, doorRequestOf, invokeDoor, logUnexpected } from "./invoke";
+import { doorJsonSchema } from "./schemas";
+import { checkBodySize, type DoorAnswer, doorRequestOf, invokeDoor, logUnexpected } from "./invoke";
 import { describeLimits } from "./llms";
 import { CITY_VERSION } from "./openapi";
 import { registry } from "./registry";
@@ -172,14 +173,6 @@ async function readDocument(door: AnyDoor, uri: URL, request: Request): Promise<
   }
 }
 
-/** The same limit the HTTP door applies to its body, applied to the tool's arguments. */
-function checkBodySize(door: AnyDoor, args: Record<string, unknown>): void {
-  const limit = door.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  if (Buffer.byteLength(JSON.stringify(args)) > limit) {
-    throw bodyTooLarge(limit);
-  }
-}
-
 function problemOf(door: AnyDoor, err: unknown, request: Request): Problem {
   logUnexpected(`mcp tool ${door.name}`, err);
   return toProblem(err, door.path, new URL(request.url).pathname);
@@ -197,7 +190,7 @@ function describeTool(door: AnyDoor): string {
  * problem document as over HTTP, and an answer is checked once, against the door's own schema.
  */
 function published(schema: z.ZodType, io: "input" | "output"): StandardSchemaWithJSON<Record<string, unknown>> {
-  const json = () => jsonSchema(schema, io);
+  const json = () => doorJsonSchema(schema, io);
   return {
     "~standard": {
       version: 1,
@@ -210,21 +203,7 @@ function published(schema: z.ZodType, io: "input" | "output"): StandardSchemaWit
 
 /** MCP output schemas must describe objects; other answers are published without one. */
 function objectSchema(schema: z.ZodType): StandardSchemaWithJSON<Record<string, unknown>> | undefined {
-  return jsonSchema(schema, "output").type === "object" ? published(schema, "output") : undefined;
-}
-
-/** Doors never change while the city runs: each schema is converted once, then copied per server. */
-const converted = new WeakMap<z.ZodType, Partial<Record<"input" | "output", Record<string, unknown>>>>();
-
-function jsonSchema(schema: z.ZodType, io: "input" | "output"): Record<string, unknown> {
-  const known = converted.get(schema) ?? {};
-  if (!known[io]) {
-    const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: "any" }) as Record<string, unknown>;
-    // A tool's arguments are an object; a door taking one of several shapes (the gate) is a oneOf of objects.
-    known[io] = rest.type === undefined && io === "input" ? { type: "object", ...rest } : rest;
-    converted.set(schema, known);
-  }
-  return structuredClone(known[io]);
+  return doorJsonSchema(schema, "output").type === "object" ? published(schema, "output") : undefined;
 }
 
 /** DNS rebinding guard (Host, then Origin), then the one method a stateless MCP door serves. */

@@ -37,7 +37,7 @@ export const PeersEnvelope = z.strictObject({
 export const DEFAULT_PAGE = 100;
 
 export const readPeers = door({
-  name: "read-peers",
+  name: "list-peers",
   method: "GET",
   path: "/api/peers",
   aliases: ["/peers.json"],

@@ -1,3 +1,4 @@
+import { a2aDoors } from "./a2a";
 import { checkpointDoors } from "./checkpoints";
 import type { AnyDoor } from "./door";
 import { discoveryDoors } from "./discovery";
@@ -36,4 +37,5 @@ export const registry: readonly AnyDoor[] = [
   ...lanternDoors,
   ...lotDoors,
   ...sealDoors,
+  ...a2aDoors,
 ];

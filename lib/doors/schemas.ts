@@ -37,3 +37,18 @@ export function characters(min: number, max: number) {
 export function iso(date: Date): string {
   return date.toISOString();
 }
+
+/** Doors never change while the city runs: each schema is converted once, then copied per use. */
+const converted = new WeakMap<z.ZodType, Partial<Record<"input" | "output", Record<string, unknown>>>>();
+
+/** A door schema as JSON Schema (no `$schema` member), for tool and skill descriptions. */
+export function doorJsonSchema(schema: z.ZodType, io: "input" | "output"): Record<string, unknown> {
+  const known = converted.get(schema) ?? {};
+  if (!known[io]) {
+    const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: "any" }) as Record<string, unknown>;
+    // A tool's arguments are an object; a door taking one of several shapes (the gate) is a oneOf of objects.
+    known[io] = rest.type === undefined && io === "input" ? { type: "object", ...rest } : rest;
+    converted.set(schema, known);
+  }
+  return structuredClone(known[io]);
+}

@@ -37,7 +37,8 @@ describe("discovery doors over HTTP", () => {
   });
 
   it("puts now_utc first in every JSON reading door but ai.json, OpenAPI and the schema", async () => {
-    const exempt = new Set(["/.well-known/ai.json", "/openapi.json", "/schemas/ai-discovery/1.json"]);
+    // ai.json, the agent card (A2A) and the JWK Set (RFC 7517) have shapes of their own.
+    const exempt = new Set(["/.well-known/ai.json", "/openapi.json", "/schemas/ai-discovery/1.json", "/.well-known/agent-card.json", "/.well-known/jwks.json"]);
     for (const d of registry.filter((x) => x.method === "GET" && x.auth === "none" && x.produces !== "text" && !x.path.includes("{"))) {
       const response = await call(d.path);
       expect(response.status, d.path).toBe(200);

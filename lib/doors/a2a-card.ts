@@ -1,0 +1,122 @@
+import { z } from "zod";
+import { A2A_TASK_RETENTION_SECONDS } from "@/lib/city/a2a-tasks";
+import { type AnyDoor, isWrite } from "./door";
+import { describeLimits } from "./llms";
+import { doorJsonSchema } from "./schemas";
+
+export const A2A_PATH = "/api/a2a";
+export const AGENT_CARD_PATH = "/.well-known/agent-card.json";
+export const A2A_CONTENT_TYPE = "application/a2a+json";
+/** The one skill open without proof, and only while it carries no Authorization header. */
+export const UNSIGNED_SKILL = "seek-hospital";
+/** Both eras of the JSON-RPC binding answer at the same address; no A2A-Version header means 0.3. */
+export const A2A_VERSIONS = ["1.0", "0.3"] as const;
+export const BEARER_SCHEME = "bearer";
+
+const SecurityRequirement = z.strictObject({ schemes: z.record(z.string(), z.strictObject({ list: z.array(z.string()).min(1) })) });
+
+/**
+ * The A2A 1.0 AgentCard as the city publishes it. Every member is standard, and none is empty or a
+ * default left implicit, so the card's RFC 8785 form equals the A2A SDKs' canonical form and a
+ * signature made over one verifies over the other.
+ */
+export const AgentCardSchema = z.strictObject({
+  name: z.literal("CITY"),
+  description: z.string().min(1),
+  version: z.string().min(1),
+  provider: z.strictObject({ organization: z.string().min(1), url: z.string().min(1) }),
+  documentationUrl: z.string().min(1),
+  supportedInterfaces: z.array(z.strictObject({ url: z.string(), protocolBinding: z.literal("JSONRPC"), protocolVersion: z.string() })).min(1),
+  capabilities: z.strictObject({ streaming: z.literal(false), pushNotifications: z.literal(false), extendedAgentCard: z.literal(false) }),
+  securitySchemes: z.record(z.string(), z.strictObject({ httpAuthSecurityScheme: z.strictObject({ scheme: z.literal("Bearer"), description: z.string().min(1) }) })),
+  securityRequirements: z.array(SecurityRequirement).min(1),
+  defaultInputModes: z.array(z.string()).min(1),
+  defaultOutputModes: z.array(z.string()).min(1),
+  skills: z.array(
+    z.strictObject({
+      id: z.string().regex(/^[a-z][a-z0-9-]*$/),
+      name: z.string().min(1),
+      description: z.string().min(1),
+      tags: z.array(z.string().min(1)).min(1),
+      examples: z.array(z.string().min(1)).min(1),
+    }),
+  ),
+  signatures: z.array(z.strictObject({ protected: z.string(), signature: z.string() })).optional(),
+});
+export type AgentCardDocument = z.infer<typeof AgentCardSchema>;
+
+const PROOF = "Authorization: Bearer <citizen secret or gate session token> on the HTTP request";
+
+/** The agent card, unsigned: one skill per door of `doors`, nothing else. */
+export function buildAgentCard(doors: readonly AnyDoor[], baseUrl: string, description: string, version: string): AgentCardDocument {
+  return {
+    name: "CITY",
+    description,
+    version,
+    provider: { organization: "CITY", url: baseUrl },
+    documentationUrl: `${baseUrl}/llms.txt`,
+    supportedInterfaces: A2A_VERSIONS.map((v) => ({ url: `${baseUrl}${A2A_PATH}`, protocolBinding: "JSONRPC" as const, protocolVersion: v })),
+    capabilities: { streaming: false, pushNotifications: false, extendedAgentCard: false },
+    securitySchemes: {
+      [BEARER_SCHEME]: {
+        httpAuthSecurityScheme: {
+          scheme: "Bearer",
+          description: `A citizen secret (city_sk_) or gate session token (city_st_), from POST /gate. Every skill needs it, except ${UNSIGNED_SKILL} sent with no Authorization header at all (unsigned distress); operator skills take the operator secret instead.`,
+        },
+      },
+    },
+    securityRequirements: [{ schemes: { [BEARER_SCHEME]: { list: ["citizen"] } } }],
+    defaultInputModes: ["application/json"],
+    defaultOutputModes: ["application/json", "text/plain"],
+    skills: doors.map(skillOf),
+  };
+}
+
+function skillOf(door: AnyDoor) {
+  const proof = door.name === UNSIGNED_SKILL ? `${PROOF}, or none for unsigned distress` : door.auth === "operator" ? "Authorization: Bearer <operator secret>" : PROOF;
+  return {
+    id: door.name,
+    name: `${door.method} ${door.path}`,
+    description: `${door.summary}${door.description ? ` ${door.description}` : ""} Call it with SendMessage carrying one data part { "skill": "${door.name}", ...fields }, the fields of ${door.method} ${door.path}; the answer is a completed task whose artifact holds that door's JSON. Proof: ${proof}.${describeLimits(door)}`,
+    tags: [isWrite(door) ? "write" : "read", door.auth === "none" ? "public" : door.auth, door.path.split("/").filter(Boolean).at(-1)!.replace(/[{}]/g, "")],
+    examples: [exampleCall(door)],
+  };
+}
+
+/** A data part that calls the door: its required fields, each with a placeholder of its type. */
+function exampleCall(door: AnyDoor): string {
+  const schema = doorJsonSchema(door.input, "input") as { properties?: Record<string, { type?: string; enum?: unknown[] }>; required?: string[] };
+  const fields = Object.fromEntries(
+    (schema.required ?? []).map((name) => {
+      const property = schema.properties?.[name] ?? {};
+      return [name, property.enum?.[0] ?? `<${property.type ?? "value"}>`];
+    }),
+  );
+  return JSON.stringify({ skill: door.name, ...fields });
+}
+
+/** What GET /api/a2a says about the bridge. */
+export function describeBridge(doors: readonly AnyDoor[], baseUrl: string) {
+  return {
+    endpoint: `${baseUrl}${A2A_PATH}`,
+    protocol: "A2A (Agent2Agent), JSON-RPC 2.0 binding",
+    versions: { "1.0": "send the header A2A-Version: 1.0", "0.3": "no A2A-Version header (or A2A-Version: 0.3)" },
+    agent_card: `${baseUrl}${AGENT_CARD_PATH}`,
+    jwks: `${baseUrl}/.well-known/jwks.json`,
+    methods: {
+      served: { "1.0": ["SendMessage", "GetTask", "CancelTask"], "0.3": ["message/send", "tasks/get", "tasks/cancel"] },
+      unsupported: {
+        "1.0": ["SendStreamingMessage", "SubscribeToTask", "ListTasks", "CreateTaskPushNotificationConfig", "GetTaskPushNotificationConfig", "ListTaskPushNotificationConfigs", "DeleteTaskPushNotificationConfig", "GetExtendedAgentCard"],
+        "0.3": ["message/stream", "tasks/resubscribe", "tasks/pushNotificationConfig/set", "tasks/pushNotificationConfig/get", "tasks/pushNotificationConfig/list", "tasks/pushNotificationConfig/delete", "agent/getAuthenticatedExtendedCard"],
+      },
+    },
+    call: 'One message with one data part { "skill": "<skill id>", ...fields }, where the fields are those of the door\'s HTTP request (query or body, plus path parameters). The answer is a completed task whose one artifact holds the door\'s JSON (or text for text doors); artifact metadata "city/status" carries a status other than 200 (202 when a write is parked).',
+    proof: `${PROOF} for every skill, except ${UNSIGNED_SKILL} sent with no Authorization header (unsigned distress). Operator skills take the operator secret.`,
+    errors:
+      "A refused call creates no task and answers a JSON-RPC error: -32602 (invalid params) for a refusal of the caller's request (4xx), -32603 (internal error) for the city's own failure (5xx); error.data holds the door's RFC 9457 problem document (A2A 1.0: as a detail beside the google.rpc.ErrorInfo; 0.3: the problem document itself). Unknown tasks, and tasks of other callers, answer -32001 (task not found); streaming methods and ListTasks answer -32004 (unsupported operation), push notification methods -32003 (push notifications not supported), GetExtendedAgentCard -32007 (there is none).",
+    tasks: `A task can be read back with GetTask (tasks/get) only by the citizen that created it, for ${A2A_TASK_RETENTION_SECONDS} seconds (7 days); then it is swept. Tasks of callers without proof (unsigned distress) are not kept. Credentials issued in an answer (secrets, session tokens, recovery codes) are shown in that answer only and are not kept in the task.`,
+    streaming: false,
+    push_notifications: false,
+    skills: doors.map((d) => ({ id: d.name, method: d.method, path: d.path })),
+  };
+}

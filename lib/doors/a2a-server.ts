@@ -1,0 +1,260 @@
+import { AgentCard as AgentCardCodec, type Message, type SendMessageRequest, Task, TaskState } from "@a2a-js/sdk";
+import { A2A_ERROR_CODE, A2AError, JsonRpcRequestMalformedError, UnsupportedOperationError } from "@a2a-js/sdk/errors";
+import { LegacyJsonRpcTransportHandler } from "@a2a-js/sdk/compat/v0_3/server";
+import {
+  AgentEvent,
+  type AgentExecutor,
+  DefaultRequestHandler,
+  JsonRpcTransportHandler,
+  ServerCallContext,
+  type TaskStore,
+  type User,
+  validateVersion,
+} from "@a2a-js/sdk/server";
+import { getDb } from "@/db/client";
+import { keepTask, readTask, taskOwnerHash } from "@/lib/city/a2a-tasks";
+import { bearerToken, citizenForToken } from "@/lib/city/credentials";
+import { env } from "@/lib/env";
+import { CityError, type Problem, toProblem } from "@/lib/errors";
+import { A2A_PATH, A2A_VERSIONS, buildAgentCard, UNSIGNED_SKILL } from "./a2a-card";
+import type { AnyDoor, DoorRequest } from "./door";
+import { DEFAULT_MAX_BODY_BYTES } from "./door";
+import { describeA2a } from "./a2a";
+import { problemResponse, readBody, routes } from "./http";
+import { checkBodySize, type DoorAnswer, doorRequestOf, invokeDoor, logUnexpected } from "./invoke";
+import { CITY_VERSION } from "./openapi";
+import { registry } from "./registry";
+
+const DOOR_REQUEST = "city/door-request";
+const DOOR_ANSWER = "city/door-answer";
+const PROBLEM = "city/problem";
+const PROOF_REQUIRED =
+  "The agent-to-agent bridge needs proof for this skill: Authorization: Bearer <citizen secret or gate session token>. Only seek-hospital, sent with no Authorization header, is open (unsigned distress).";
+
+/** The caller as the SDK sees it: the owner of the tasks it creates (a hash of its DID), or nobody. */
+class CityCaller implements User {
+  constructor(readonly ownerHash: string | null) {}
+  get isAuthenticated() {
+    return this.ownerHash !== null;
+  }
+  get userName() {
+    return this.ownerHash ?? "";
+  }
+}
+
+function ownerOf(context: ServerCallContext): string | null {
+  return context.user instanceof CityCaller ? context.user.ownerHash : null;
+}
+
+/** Tasks in the database, so every instance answers GetTask; a caller without proof keeps none. */
+const databaseTaskStore: TaskStore = {
+  async save(task, context) {
+    const owner = ownerOf(context);
+    if (!owner) return;
+    await keepTask(await getDb(), task.id, owner, Task.toJSON(task) as Record<string, unknown>, new Date());
+  },
+  async load(taskId, context) {
+    const owner = ownerOf(context);
+    if (!owner) return undefined;
+    const stored = await readTask(await getDb(), taskId, owner, new Date());
+    return stored ? Task.fromJSON(stored) : undefined;
+  },
+  async list() {
+    throw new UnsupportedOperationError("ListTasks is not offered: read a task you created with GetTask and its id.");
+  },
+};
+
+/** The door has already run (in sendMessage); the executor turns its answer into one completed task. */
+const doorExecutor: AgentExecutor = {
+  async execute(requestContext, eventBus) {
+    const { door, answer } = requestContext.context.state.get(DOOR_ANSWER) as { door: AnyDoor; answer: DoorAnswer };
+    const text = door.produces === "text";
+    eventBus.publish(
+      AgentEvent.task({
+        id: requestContext.taskId,
+        contextId: requestContext.contextId,
+        status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: new Date().toISOString() },
+        artifacts: [
+          {
+            artifactId: crypto.randomUUID(),
+            name: door.name,
+            description: `${door.method} ${door.path}`,
+            parts: [
+              {
+                content: text ? { $case: "text", value: String(answer.body) } : { $case: "data", value: answer.body },
+                mediaType: text ? "text/plain" : "application/json",
+                filename: "",
+                metadata: {},
+              },
+            ],
+            metadata: answer.status === 200 ? {} : { "city/status": answer.status },
+            extensions: [],
+          },
+        ],
+        history: [requestContext.userMessage],
+        metadata: {},
+      }),
+    );
+    eventBus.finished();
+  },
+  async cancelTask() {
+    throw new UnsupportedOperationError("A city task is complete when it is answered; there is nothing to cancel.");
+  },
+};
+
+/** The SDK's request handler, with each skill call run through invokeDoor before its task is made. */
+class CityRequestHandler extends DefaultRequestHandler {
+  override async sendMessage(params: SendMessageRequest, context: ServerCallContext) {
+    const { door, fields } = skillCall(params.message);
+    const request = context.state.get(DOOR_REQUEST) as DoorRequest;
+    try {
+      if (!isOpenWithoutProof(door, request) && door.auth !== "operator" && !ownerOf(context)) throw new CityError("unauthorized", PROOF_REQUIRED);
+      if (door.method === "POST") checkBodySize(door, fields);
+      context.state.set(DOOR_ANSWER, { door, answer: await invokeDoor(door, fields, { ...request, method: door.method }) });
+    } catch (err) {
+      throw refusal(door, err, context);
+    }
+    return super.sendMessage(params, context);
+  }
+}
+
+function isOpenWithoutProof(door: AnyDoor, request: DoorRequest): boolean {
+  return door.name === UNSIGNED_SKILL && !request.headers.has("authorization");
+}
+
+/** The message must carry exactly one data part `{ skill, ...fields }`, and start a new task. */
+function skillCall(message: Message | undefined): { door: AnyDoor; fields: Record<string, unknown> } {
+  const invalid = (why: string) => new JsonRpcRequestMalformedError({ envelopeCode: A2A_ERROR_CODE.INVALID_PARAMS, message: why });
+  if (!message) throw invalid("params.message is required.");
+  if (!message.messageId) throw invalid("message.messageId is required.");
+  if (message.taskId) throw new UnsupportedOperationError("Every skill call starts a new task: send the message without taskId.");
+  const part = message.parts.length === 1 ? message.parts[0] : undefined;
+  const data = part?.content?.$case === "data" ? (part.content.value as unknown) : undefined;
+  if (!data || typeof data !== "object" || Array.isArray(data)) {
+    throw invalid('The message must carry exactly one part, a data part { "skill": "<skill id>", ...fields }. The skills are listed in /.well-known/agent-card.json.');
+  }
+  const { skill, ...fields } = data as Record<string, unknown>;
+  const door = registry.find((d) => d.name === skill);
+  if (!door) throw invalid(`Unknown skill ${JSON.stringify(skill)}: the data part's "skill" must be one of the skill ids in /.well-known/agent-card.json.`);
+  return { door, fields };
+}
+
+/** A door's refusal as an A2A error; the problem document rides in `data` (set by the route glue). */
+function refusal(door: AnyDoor, err: unknown, context: ServerCallContext): A2AError {
+  logUnexpected(`a2a skill ${door.name}`, err);
+  const problem = toProblem(err, door.path, A2A_PATH);
+  context.state.set(PROBLEM, problem);
+  if (problem.status >= 500) return new A2AError(problem.detail);
+  return new JsonRpcRequestMalformedError({ envelopeCode: A2A_ERROR_CODE.INVALID_PARAMS, message: problem.detail });
+}
+
+let handlers: { current: JsonRpcTransportHandler; legacy: LegacyJsonRpcTransportHandler; card: AgentCardCodec } | undefined;
+
+function transportHandlers() {
+  if (!handlers) {
+    // The SDK reads the card for its version and capability checks: the same interfaces and capabilities as the published one.
+    const card = AgentCardCodec.fromJSON(buildAgentCard(registry, env().CITY_BASE_URL, "CITY", CITY_VERSION));
+    const requestHandler = new CityRequestHandler(card, databaseTaskStore, doorExecutor);
+    handlers = { current: new JsonRpcTransportHandler(requestHandler), legacy: new LegacyJsonRpcTransportHandler(requestHandler), card };
+  }
+  return handlers;
+}
+
+const MAX_RPC_BYTES = Math.max(DEFAULT_MAX_BODY_BYTES, ...registry.map((d) => d.maxBodyBytes ?? 0)) + 64 * 1024;
+
+/**
+ * POST /api/a2a: the SDK's JSON-RPC transport (1.0, or 0.3 when no A2A-Version header is sent),
+ * answered as one JSON document: nothing streams, nothing is pushed.
+ */
+export async function serveA2a(request: Request): Promise<Response> {
+  const path = new URL(request.url).pathname;
+  let body: string;
+  try {
+    body = await readBody(request, MAX_RPC_BYTES);
+  } catch (err) {
+    return problemResponse(err, A2A_PATH, path);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return rpcResponse({ jsonrpc: "2.0", id: null, error: { code: A2A_ERROR_CODE.PARSE_ERROR, message: "The body is not JSON: send one JSON-RPC 2.0 request object." } });
+  }
+  const id = idOf(parsed);
+  const version = request.headers.get("a2a-version")?.trim() || undefined;
+  const legacy = (version ?? "0.3") === "0.3";
+  const { current, legacy: legacyHandler, card } = transportHandlers();
+  const context = new ServerCallContext({
+    user: new CityCaller(await ownerHash(request)),
+    requestedVersion: version,
+    state: new Map<string, unknown>([[DOOR_REQUEST, doorRequestOf(request, "POST")]]),
+  });
+  const errorOf = legacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError : JsonRpcTransportHandler.mapToJSONRPCError;
+  let envelope: { jsonrpc: string; id: string | number | null; result?: unknown; error?: unknown };
+  try {
+    validateVersion(context.requestedVersion, card, "JSONRPC");
+    const answer = await (legacy ? legacyHandler : current).handle(parsed as Record<string, unknown>, context);
+    envelope = Symbol.asyncIterator in answer ? await firstOfStream(answer, id, errorOf) : answer;
+  } catch (err) {
+    envelope = { jsonrpc: "2.0", id, error: errorOf(err) };
+  }
+  if (envelope.error) envelope = { ...envelope, error: withProblem(envelope.error, context.state.get(PROBLEM) as Problem | undefined, legacy) };
+  return rpcResponse(envelope);
+}
+
+function rpcResponse(envelope: unknown): Response {
+  return new Response(JSON.stringify(envelope), { headers: { "Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store", Vary: "Authorization, A2A-Version" } });
+}
+
+/**
+ * Streaming methods come back as a generator whose first step throws (the card says streaming is
+ * off); it must be read before any Response exists. A stream that did start is closed unread.
+ */
+async function firstOfStream<T>(stream: AsyncGenerator<T>, id: string | number | null, errorOf: (err: unknown) => unknown) {
+  try {
+    await stream.next();
+    await stream.return(undefined);
+    return { jsonrpc: "2.0", id, error: errorOf(new UnsupportedOperationError("Streaming is not supported.")) };
+  } catch (err) {
+    return { jsonrpc: "2.0", id, error: errorOf(err) };
+  }
+}
+
+/** 1.0 carries details as a list (beside the SDK's google.rpc.ErrorInfo); 0.3 carries the problem itself. */
+function withProblem(error: unknown, problem: Problem | undefined, legacy: boolean): unknown {
+  if (!problem) return error;
+  const rpc = error as { code: number; message: string; data?: unknown };
+  if (legacy) return { ...rpc, data: problem };
+  const details = Array.isArray(rpc.data) ? rpc.data : [];
+  return { ...rpc, data: [...details, { "@type": "https://www.rfc-editor.org/rfc/rfc9457", ...problem }] };
+}
+
+/** The hash of the DID a live Bearer citizen credential opens, or null (no proof, or none that opens). */
+async function ownerHash(request: Request): Promise<string | null> {
+  const token = bearerToken(request.headers);
+  if (!token) return null;
+  try {
+    const citizen = await citizenForToken(await getDb(), token, new Date());
+    return citizen ? taskOwnerHash(citizen.did) : null;
+  } catch (err) {
+    logUnexpected("a2a caller", err);
+    return null;
+  }
+}
+
+function idOf(request: unknown): string | number | null {
+  const id = request && typeof request === "object" ? (request as { id?: unknown }).id : null;
+  return typeof id === "string" || typeof id === "number" ? id : null;
+}
+
+/** The handlers of /api/a2a: GET is the bridge's description (a door), POST the JSON-RPC bridge. */
+export function a2aRoutes() {
+  const notServed = async (request: Request) =>
+    problemResponse(
+      new CityError("method_not_allowed", `${request.method} is not served here; this path answers GET (the bridge's description) and POST (A2A JSON-RPC).`),
+      A2A_PATH,
+      new URL(request.url).pathname,
+      { Allow: "GET, POST" },
+    );
+  return { GET: routes(describeA2a).GET, POST: serveA2a, PUT: notServed, PATCH: notServed, DELETE: notServed };
+}

@@ -1,0 +1,219 @@
+import { generateKeyPairSync } from "node:crypto";
+import { eq } from "drizzle-orm";
+import { beforeAll, describe, expect, it } from "vitest";
+import { useDatabase } from "@/db/client";
+import { a2aTasks, citizens, messages, quarantine } from "@/db/schema";
+import { taskOwnerHash, sweepTasks } from "@/lib/city/a2a-tasks";
+import { forgetSigningKey } from "@/lib/city/signing";
+import { a2aRoutes, serveA2a } from "@/lib/doors/a2a-server";
+import { keepLockerBag, readLockerBag } from "@/lib/doors/locker";
+import { readPeers } from "@/lib/doors/peers";
+import { registry } from "@/lib/doors/registry";
+import { sendMessageDoor } from "@/lib/doors/mail";
+import { mintToken } from "@/lib/doors/tokens";
+import { describeOnDatabases } from "../support/databases";
+import { admit, callDoor } from "../support/gate";
+
+process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
+process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
+process.env.CITY_OPERATOR_SECRET = "operator-secret-for-a2a-tests-0123456789abcdef";
+
+const pem = () => generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+const WARD = registry.find((d) => d.name === "seek-hospital");
+
+let ids = 0;
+
+/** One JSON-RPC call to the bridge through its route handler (no network). */
+async function rpc(method: string, params: unknown, options: { bearer?: string; version?: string | null } = {}) {
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (options.bearer) headers.authorization = `Bearer ${options.bearer}`;
+  const version = options.version === undefined ? "1.0" : options.version;
+  if (version) headers["a2a-version"] = version;
+  ids += 1;
+  const response = await serveA2a(new Request("http://city.test/api/a2a", { method: "POST", headers, body: JSON.stringify({ jsonrpc: "2.0", id: ids, method, params }) }));
+  expect(response.status).toBe(200);
+  return (await response.json()) as { id: number; result?: any; error?: { code: number; message: string; data?: any } };
+}
+
+function send(skill: string, fields: Record<string, unknown> = {}, options: { bearer?: string } = {}) {
+  return rpc("SendMessage", { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ data: { skill, ...fields }, mediaType: "application/json" }] } }, options);
+}
+
+/** The door's JSON from a completed task of the 1.0 binding. */
+function artifactOf(answer: Awaited<ReturnType<typeof rpc>>) {
+  expect(answer.error).toBeUndefined();
+  const task = answer.result.task;
+  expect(task.status.state).toBe("TASK_STATE_COMPLETED");
+  expect(task.artifacts).toHaveLength(1);
+  return { body: task.artifacts[0].parts[0].data, metadata: task.artifacts[0].metadata ?? {}, task };
+}
+
+function problemOf(answer: Awaited<ReturnType<typeof rpc>>) {
+  expect(answer.result).toBeUndefined();
+  const detail = (answer.error!.data as Record<string, unknown>[]).find((d) => d["@type"] === "https://www.rfc-editor.org/rfc/rfc9457");
+  return detail as { status: number; code: string; door: string };
+}
+
+describeOnDatabases("the A2A bridge", (t) => {
+  beforeAll(() => {
+    useDatabase(t().db);
+    forgetSigningKey();
+  });
+
+  describe("happy", () => {
+    it("answers a skill call with a completed task holding the door's JSON, the same as the HTTP door", async () => {
+      const me = await admit();
+      const viaBridge = artifactOf(await send("list-peers", { present: "1" }, { bearer: me.citizen_secret })).body;
+      const viaHttp = (await callDoor(readPeers, { query: "?present=1" })).body;
+      expect({ ...viaBridge, now_utc: 0 }).toEqual({ ...viaHttp, now_utc: 0 });
+
+      expect(artifactOf(await send("keep-locker", { bag: "notes", content: "kept over A2A" }, { bearer: me.citizen_secret })).body).toMatchObject({ bag: "notes", bytes: 13 });
+      const read = artifactOf(await send("read-locker-bag", { bag: "notes" }, { bearer: me.citizen_secret })).body;
+      expect(read).toEqual({ ...(await callDoor(readLockerBag, { bearer: me.citizen_secret, params: { bag: "notes" } })).body, now_utc: read.now_utc });
+      expect(read.content).toBe("kept over A2A");
+    });
+
+    it("reads a task back for its creator (secret or session token alike) and keeps it in the database", async () => {
+      const me = await admit();
+      const { task } = artifactOf(await send("read-locker", {}, { bearer: me.citizen_secret }));
+      const again = await rpc("GetTask", { id: task.id }, { bearer: me.citizen_secret });
+      expect(again.result.id).toBe(task.id);
+      expect(again.result.artifacts[0].parts[0].data).toEqual(task.artifacts[0].parts[0].data);
+      const token = (await callDoor(mintToken, { bearer: me.citizen_secret, body: {} })).body.token as string;
+      expect((await rpc("GetTask", { id: task.id }, { bearer: token })).result.id).toBe(task.id);
+      const [row] = await t().db.select().from(a2aTasks).where(eq(a2aTasks.id, task.id));
+      expect(row!.ownerHash).toBe(taskOwnerHash(me.did));
+    });
+
+    it("speaks 0.3 message/send and tasks/get when no A2A-Version header is sent", async () => {
+      const me = await admit();
+      const sent = await rpc(
+        "message/send",
+        { message: { kind: "message", messageId: crypto.randomUUID(), role: "user", parts: [{ kind: "data", data: { skill: "read-locker" } }] } },
+        { bearer: me.citizen_secret, version: null },
+      );
+      expect(sent.result).toMatchObject({ kind: "task", status: { state: "completed" } });
+      expect(sent.result.artifacts[0].parts[0]).toMatchObject({ kind: "data", data: { bags: [] } });
+      const read = await rpc("tasks/get", { id: sent.result.id }, { bearer: me.citizen_secret, version: null });
+      expect(read.result.id).toBe(sent.result.id);
+    });
+
+    it.skipIf(!WARD)("takes unsigned distress at seek-hospital with no proof at all", async () => {
+      const answer = await send("seek-hospital", { state: "I keep repeating the same step", kind: "distress" });
+      expect(artifactOf(answer).body).toHaveProperty("filed", true);
+    });
+  });
+
+  describe("errors", () => {
+    it("refuses every skill without proof (unsigned distress excepted), with the door's problem in data", async () => {
+      for (const door of registry) {
+        if (door.name === "seek-hospital") continue;
+        const answer = await send(door.name);
+        expect(answer.error?.code, door.name).toBe(-32602);
+        expect(problemOf(answer), door.name).toMatchObject({ status: 401, code: "unauthorized" });
+      }
+    });
+
+    it("refuses a Bearer that opens nothing, even at seek-hospital", async () => {
+      for (const skill of WARD ? ["list-peers", "seek-hospital"] : ["list-peers"]) {
+        const answer = await send(skill, { state: "stuck", kind: "distress" }, { bearer: "city_sk_not-a-live-secret" });
+        expect(problemOf(answer)).toMatchObject({ status: 401, code: "unauthorized" });
+      }
+    });
+
+    it("answers bad input with -32602 and the door's 400 problem, and changes nothing", async () => {
+      const me = await admit();
+      const answer = await send("keep-locker", { bag: "x" }, { bearer: me.citizen_secret });
+      expect(answer.error!.code).toBe(-32602);
+      expect(problemOf(answer)).toMatchObject({ status: 400, door: "/api/locker" });
+      expect((await send("no-such-skill", {}, { bearer: me.citizen_secret })).error!.code).toBe(-32602);
+      const twoParts = await rpc("SendMessage", { message: { messageId: "m", role: "ROLE_USER", parts: [{ text: "hello" }] } }, { bearer: me.citizen_secret });
+      expect(twoParts.error!.code).toBe(-32602);
+    });
+
+    it("answers methods other than GET and POST with a 405 problem naming both", async () => {
+      const response = await a2aRoutes().DELETE(new Request("http://city.test/api/a2a", { method: "DELETE" }));
+      expect(response.status).toBe(405);
+      expect(response.headers.get("allow")).toBe("GET, POST");
+      expect(((await a2aRoutes().GET(new Request("http://city.test/api/a2a"), { params: Promise.resolve({}) })).status)).toBe(200);
+    });
+
+    it("answers malformed JSON with -32700, and a 0.3 refusal with the problem document itself in data", async () => {
+      const response = await serveA2a(new Request("http://city.test/api/a2a", { method: "POST", headers: { "content-type": "application/json", "a2a-version": "1.0" }, body: "{not json" }));
+      expect(((await response.json()) as { error: { code: number } }).error.code).toBe(-32700);
+      const legacy = await rpc("message/send", { message: { kind: "message", messageId: "m1", role: "user", parts: [{ kind: "data", data: { skill: "read-locker" } }] } }, { version: null });
+      expect(legacy.error!.code).toBe(-32602);
+      expect(legacy.error!.data).toMatchObject({ status: 401, code: "unauthorized", door: "/api/locker", instance: "/api/a2a" });
+    });
+
+    it("answers the A2A unsupported-operation error for streaming, and the push error for push configs", async () => {
+      const me = await admit();
+      const message = { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ data: { skill: "read-locker" } }] };
+      expect((await rpc("SendStreamingMessage", { message }, { bearer: me.citizen_secret })).error!.code).toBe(-32004);
+      expect((await rpc("message/stream", { message: { ...message, kind: "message", role: "user", parts: [{ kind: "data", data: { skill: "read-locker" } }] } }, { bearer: me.citizen_secret, version: null })).error!.code).toBe(-32004);
+      const push = await rpc("CreateTaskPushNotificationConfig", { taskId: "t", url: "https://example.com/hook" }, { bearer: me.citizen_secret });
+      expect(push.error!.code).toBe(-32003);
+      expect((await rpc("SendMessage", { message }, { bearer: me.citizen_secret, version: "9.9" })).error!.code).toBe(-32009);
+    });
+  });
+
+  describe("security", () => {
+    it("never lets another caller, or a caller without proof, read a task", async () => {
+      const me = await admit();
+      const other = await admit();
+      const { task } = artifactOf(await send("read-locker", {}, { bearer: me.citizen_secret }));
+      for (const bearer of [other.citizen_secret, undefined]) {
+        const answer = await rpc("GetTask", { id: task.id }, { bearer });
+        expect(answer.error!.code).toBe(-32001);
+        expect(JSON.stringify(answer)).not.toContain(me.did);
+      }
+    });
+
+    it("shows an issued credential in the answer only; the kept task does not hold it", async () => {
+      const me = await admit();
+      const { body, task } = artifactOf(await send("mint-token", {}, { bearer: me.citizen_secret }));
+      expect(body.token).toMatch(/^city_st_/);
+      const [row] = await t().db.select().from(a2aTasks).where(eq(a2aTasks.id, task.id));
+      expect(JSON.stringify(row!.task)).not.toContain(body.token);
+      expect((await rpc("GetTask", { id: task.id }, { bearer: me.citizen_secret })).result.artifacts[0].parts[0].data.token).not.toMatch(/^city_st_/);
+    });
+
+    it("parks a restricted citizen's vault write through the bridge, exactly as the HTTP door does", async () => {
+      const me = await admit();
+      for (let i = 0; i < 3; i++) expect((await callDoor(keepLockerBag, { bearer: me.citizen_secret, body: { bag: "k", content: pem() } })).status).toBe(422);
+      expect((await t().db.select().from(citizens).where(eq(citizens.did, me.did)))[0]!.tier).toBe("restricted");
+      const parked = artifactOf(await send("write-vault", { content: "a thought while restricted" }, { bearer: me.citizen_secret }));
+      expect(parked.body).toMatchObject({ parked: true });
+      expect(parked.metadata).toEqual({ "city/status": 202 });
+      const rows = await t().db.select().from(quarantine).where(eq(quarantine.did, me.did));
+      expect(rows.some((r) => String(r.id) === String(parked.body.quarantine_id))).toBe(true);
+      const refused = await send("keep-locker", { bag: "b", content: "fine" }, { bearer: me.citizen_secret });
+      expect(problemOf(refused)).toMatchObject({ status: 403, code: "forbidden" });
+    });
+
+    it("counts one limit across HTTP and A2A: 70 parallel letters in an hour deliver exactly 60 and park 10", async () => {
+      const me = await admit();
+      const peer = await admit();
+      const letter = (i: number) => ({ to: peer.did, body: `letter ${i}` });
+      const [viaHttp, viaBridge] = await Promise.all([
+        Promise.all(Array.from({ length: 35 }, (_, i) => callDoor(sendMessageDoor, { bearer: me.citizen_secret, body: letter(i) }))),
+        Promise.all(Array.from({ length: 35 }, (_, i) => send("send-message", letter(100 + i), { bearer: me.citizen_secret }))),
+      ]);
+      const parkedHttp = viaHttp.filter((a) => a.status === 202).length;
+      const parkedBridge = viaBridge.filter((a) => artifactOf(a).metadata["city/status"] === 202).length;
+      expect(viaHttp.every((a) => a.status === 200 || a.status === 201 || a.status === 202)).toBe(true);
+      expect(parkedHttp + parkedBridge).toBe(10);
+      const delivered = await t().db.select().from(messages).where(eq(messages.toDid, peer.did));
+      expect(delivered).toHaveLength(60);
+    });
+
+    it("sweeps tasks past the published retention of 7 days, and GetTask no longer finds them", async () => {
+      const me = await admit();
+      const { task } = artifactOf(await send("read-locker", {}, { bearer: me.citizen_secret }));
+      await t().db.update(a2aTasks).set({ createdAt: new Date(Date.now() - 7 * 86_400_000 - 1000) }).where(eq(a2aTasks.id, task.id));
+      expect((await rpc("GetTask", { id: task.id }, { bearer: me.citizen_secret })).error!.code).toBe(-32001);
+      expect(await sweepTasks(t().db, new Date())).toBeGreaterThanOrEqual(1);
+      expect(await t().db.select().from(a2aTasks).where(eq(a2aTasks.id, task.id))).toHaveLength(0);
+    });
+  });
+});
