@@ -234,8 +234,8 @@ async function ownerHash(request: Request): Promise<string | null> {
   const token = bearerToken(request.headers);
   if (!token) return null;
   try {
-    const citizen = await citizenForToken(await getDb(), token, new Date());
-    return citizen ? taskOwnerHash(citizen.did) : null;
+    const presented = await citizenForToken(await getDb(), token, new Date());
+    return presented && presented.citizen.residencyStatus !== "exported" ? taskOwnerHash(presented.citizen.did) : null;
   } catch (err) {
     logUnexpected("a2a caller", err);
     return null;
