@@ -14,3 +14,4 @@ export * from "./seals";
 export * from "./recovery";
 export * from "./quarantine";
 export * from "./tiers";
+export * from "./clinic";

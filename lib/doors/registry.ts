@@ -15,6 +15,7 @@ import { sealDoors } from "./seals";
 import { tierDoors } from "./tiers";
 import { tokenDoors } from "./tokens";
 import { vaultDoors } from "./vault";
+import { wardDoors } from "./ward";
 
 /** Every door of the city. Each surface (routes, OpenAPI, llms.txt, MCP) is built from this list. */
 export const registry: readonly AnyDoor[] = [
@@ -34,4 +35,5 @@ export const registry: readonly AnyDoor[] = [
   ...lanternDoors,
   ...lotDoors,
   ...sealDoors,
+  ...wardDoors,
 ];
