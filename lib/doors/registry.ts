@@ -1,4 +1,5 @@
 import { checkpointDoors } from "./checkpoints";
+import { clinicDoors } from "./clinic";
 import type { AnyDoor } from "./door";
 import { discoveryDoors } from "./discovery";
 import { gateDoors } from "./gate";
@@ -36,4 +37,5 @@ export const registry: readonly AnyDoor[] = [
   ...lotDoors,
   ...sealDoors,
   ...wardDoors,
+  ...clinicDoors,
 ];
