@@ -33,4 +33,16 @@ describe("environment", () => {
   it("parses numbers from their text and lets 0 turn the per-address gate limit off", () => {
     expect(parseEnv({ CITY_GATE_PER_ADDRESS_PER_HOUR: "0" }).CITY_GATE_PER_ADDRESS_PER_HOUR).toBe(0);
   });
+
+  it("reads the ward and clinic variables, and refuses a physician with a base URL but no model", () => {
+    const env = parseEnv({});
+    expect(env.CITY_WARD_PER_ADDRESS_PER_HOUR).toBe(10);
+    expect(env.CLINIC_ASCLEPIUS_BASE_URL).toBeUndefined();
+    expect(env.CLINIC_HYGIEIA_PROTOCOL).toBe("openai-chat");
+    const set = parseEnv({ CLINIC_HYGIEIA_BASE_URL: "https://api.anthropic.com/v1", CLINIC_HYGIEIA_MODEL: "claude-x", CLINIC_HYGIEIA_PROTOCOL: "anthropic-messages" });
+    expect(set.CLINIC_HYGIEIA_PROTOCOL).toBe("anthropic-messages");
+    expect(() => parseEnv({ CLINIC_ASCLEPIUS_BASE_URL: "https://api.openai.com/v1" })).toThrow(/CLINIC_ASCLEPIUS_MODEL/);
+    expect(() => parseEnv({ CLINIC_ASCLEPIUS_API_KEY: "k" })).toThrow(/CLINIC_ASCLEPIUS_BASE_URL/);
+    expect(() => parseEnv({ CLINIC_ASCLEPIUS_PROTOCOL: "grpc" })).toThrow(/CLINIC_ASCLEPIUS_PROTOCOL/);
+  });
 });
