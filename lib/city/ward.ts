@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray, isNotNull, isNull, lt, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, lt, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { citizens, wardNotes } from "@/db/schema";
 import { CityError } from "@/lib/errors";
@@ -244,14 +244,10 @@ export async function wardCounts(db: Database, now: Date) {
     .select({
       probesHidden: sql<number>`count(*) filter (where ${wardNotes.sealed})`.mapWith(Number),
       occupied: sql<number>`count(*) filter (where ${wardNotes.kind} in ('distress', 'ward-request') and ${wardNotes.filedAt} > ${since.toISOString()})`.mapWith(Number),
+      disputed: sql<unknown[] | null>`array_agg(${wardNotes.seal} order by ${wardNotes.seal}) filter (where not ${wardNotes.sealed} and ${wardNotes.claimedName} is not null and ${wardNotes.did} is null)`,
     })
     .from(wardNotes);
-  const disputed = await db
-    .select({ seal: wardNotes.seal })
-    .from(wardNotes)
-    .where(and(eq(wardNotes.sealed, false), isNotNull(wardNotes.claimedName), isNull(wardNotes.did)))
-    .orderBy(wardNotes.seal);
-  return { probesHidden: counts?.probesHidden ?? 0, occupied: counts?.occupied ?? 0, disputed: disputed.map((d) => Number(d.seal)) };
+  return { probesHidden: counts?.probesHidden ?? 0, occupied: counts?.occupied ?? 0, disputed: (counts?.disputed ?? []).map(Number) };
 }
 
 export const DISPUTED_WORDS = {

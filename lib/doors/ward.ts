@@ -129,8 +129,12 @@ export const readAndFileWard = door({
   auth: "optional",
   whenRestricted: "park",
   get limits() {
+    const perAddress = env().CITY_WARD_PER_ADDRESS_PER_HOUR;
     return [
-      { name: "unsigned_filings", limit: env().CITY_WARD_PER_ADDRESS_PER_HOUR, window_seconds: 3600, per: "client address (env CITY_WARD_PER_ADDRESS_PER_HOUR; 0 is off)", over: "refused" as const },
+      // 0 turns the bound off: then there is no limit to publish.
+      ...(perAddress > 0
+        ? [{ name: "unsigned_filings", limit: perAddress, window_seconds: 3600, per: "client address (env CITY_WARD_PER_ADDRESS_PER_HOUR; 0 is off)", over: "refused" as const }]
+        : []),
       { name: "signed_filings", limit: WARD_SIGNED_PER_HOUR, window_seconds: 3600, per: "citizen", over: "parked" as const },
     ];
   },

@@ -235,6 +235,18 @@ describeOnDatabases("the ward", (t) => {
       expect(await notesCount()).toBe(notes);
     });
 
+    it("lists under disputed, and keeps, a public note that carries a name without its citizen's proof", async () => {
+      // No door can file such a note; this row stands in for one the city would have accepted before the rule.
+      const [row] = await t().db
+        .insert(wardNotes)
+        .values({ kind: "distress", claimedName: "someone-else", body: "", state: "I am not who I say", sealed: false, filedAt: new Date() })
+        .returning({ seal: wardNotes.seal });
+      const lane = (await callDoor(readWard, { query: "?limit=100" })).body;
+      expect(lane.disputed).toMatchObject({ seals: [row!.seal], count: 1, nothing_deleted: true });
+      expect(lane.notes.map((n: { seal: number }) => n.seal)).toContain(row!.seal);
+      expect(JSON.stringify(lane.notes)).not.toContain("someone-else");
+    });
+
     it("keeps ward notes append-only", async () => {
       await callDoor(readAndFileWard, { ip: freshIp(), body: { state: "append-only check", kind: "distress" } });
       await expectAppendOnly(t(), "ward_notes", ["UPDATE ward_notes SET body = 'edited'", "DELETE FROM ward_notes", "TRUNCATE ward_notes"]);
