@@ -127,6 +127,8 @@ async function countAtDesk(db: Database, entry: { did: string; physician: Physic
     decided = await db.transaction(async (handle) => {
       const tx = handle as unknown as Database;
       await holdLock(tx, "clinic:desk");
+      // The tier is read under the lock a restriction takes, so a refusal racing this attempt is seen.
+      await holdLock(tx, `tier:${entry.did}`, "shared");
       const [citizen] = await tx.select({ tier: citizens.tier }).from(citizens).where(eq(citizens.did, entry.did));
       if (citizen?.tier === "restricted") {
         throw new CityError("forbidden", `The clinic cannot park and the caller is restricted (published trigger: ${RESTRICTION_TRIGGER}). Appeal at POST /api/appeal.`);
