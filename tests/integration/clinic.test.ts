@@ -1,10 +1,14 @@
 import { generateKeyPairSync } from "node:crypto";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { count, eq } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { useDatabase } from "@/db/client";
 import { citizens, clinicAttempts, clinicOutcomes, contentRefusals } from "@/db/schema";
 import { consultClinic, readClinic } from "@/lib/doors/clinic";
+import { mcpHandler } from "@/lib/doors/mcp";
 import { readCapabilities, readChallenge, submitProof } from "@/lib/doors/tiers";
+import { readAndFileWard } from "@/lib/doors/ward";
+import { SHAPE_RULES } from "@/lib/city/ward";
 import { writeVault } from "@/lib/doors/vault";
 import { mnemonic } from "../unit/scan-corpus";
 import { expectAppendOnly, expectProblem } from "../support/assertions";
@@ -48,6 +52,29 @@ beforeEach(() => {
   configure();
   openai.mode = "answer";
   anthropic.mode = "answer";
+});
+
+describe("the MCP tools of the ward and the clinic", () => {
+  it("publish the shape rules, the clinic's limits, and that the clinic spends", async () => {
+    const handler = mcpHandler([readAndFileWard, readClinic, consultClinic]);
+    const fetch = async (url: string | URL, init?: RequestInit) => {
+      const sent = new Headers(init?.headers);
+      sent.set("host", new URL(url).host);
+      return handler(new Request(url, { ...init, headers: sent }));
+    };
+    const client = new Client({ name: "clinic-test", version: "1.0.0" }, { supportedProtocolVersions: ["2025-03-26"] });
+    await client.connect(new StreamableHTTPClientTransport(new URL("http://localhost/mcp"), { fetch }));
+    const { tools } = await client.listTools();
+    const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool]));
+    for (const rule of SHAPE_RULES) expect(byName["read-and-file-ward"]!.description).toContain(`${rule.id}: /${rule.patterns.join("|")}/i`);
+    const clinic = byName["consult-clinic"]!;
+    expect(clinic.annotations?.openWorldHint).toBe(true);
+    expect(clinic.description).toContain("3 clinic_calls per 86400 s per citizen");
+    expect(clinic.description).toContain("12 clinic_calls per 86400 s per proven citizen");
+    expect(clinic.description).toContain("60 clinic_city_ceiling per 86400 s");
+    expect(byName["read-clinic"]!.annotations?.readOnlyHint).toBe(true);
+    await client.close();
+  });
 });
 
 describeOnDatabases("the clinic", (t) => {
