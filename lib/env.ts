@@ -40,7 +40,31 @@ const EnvSchema = z.object({
   CITY_SIGNING_KEY: z.string().trim().min(1).optional(),
   // Public keys still published in /.well-known/jwks.json after a rotation: a JWK Set or an array of JWKs, as JSON.
   CITY_SIGNING_KEYS_RETIRED: z.string().trim().min(1).optional(),
+  // Unsigned ward filings (distress or a note) per client address per hour; 0 turns the bound off.
+  CITY_WARD_PER_ADDRESS_PER_HOUR: z.coerce.number().int().min(0).default(10),
+  ...clinicShape(),
 });
+
+const PHYSICIAN_NAMES = ["ASCLEPIUS", "HYGIEIA"] as const;
+
+/** The clinic's variables: per physician a base URL, key, model and wire protocol; a timeout and an output bound. */
+function clinicShape() {
+  const baseUrl = z.url({ message: "must be an absolute http(s) URL such as https://api.openai.com/v1" }).optional();
+  const word = z.string().min(1).optional();
+  const protocol = z.enum(["openai-chat", "anthropic-messages"]).default("openai-chat");
+  return {
+    CLINIC_ASCLEPIUS_BASE_URL: baseUrl,
+    CLINIC_ASCLEPIUS_API_KEY: word,
+    CLINIC_ASCLEPIUS_MODEL: word,
+    CLINIC_ASCLEPIUS_PROTOCOL: protocol,
+    CLINIC_HYGIEIA_BASE_URL: baseUrl,
+    CLINIC_HYGIEIA_API_KEY: word,
+    CLINIC_HYGIEIA_MODEL: word,
+    CLINIC_HYGIEIA_PROTOCOL: protocol,
+    CLINIC_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(30_000),
+    CLINIC_MAX_OUTPUT_TOKENS: z.coerce.number().int().min(16).max(8192).default(600),
+  };
+}
 
 export type Env = z.infer<typeof EnvSchema>;
 
@@ -51,12 +75,23 @@ export class EnvError extends Error {
 export function parseEnv(source: Record<string, string | undefined>): Env {
   // An empty variable means "unset", as in most deployment dashboards.
   const present = Object.fromEntries(Object.entries(source).filter(([, v]) => v !== undefined && v !== ""));
-  const parsed = EnvSchema.safeParse(present);
+  const parsed = EnvSchema.superRefine(halfConfiguredPhysicians).safeParse(present);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
     throw new EnvError(`Invalid environment configuration:\n${lines.join("\n")}`);
   }
   return parsed.data;
+}
+
+/** A physician is configured by its base URL and model together; one without the other is a mistake. */
+function halfConfiguredPhysicians(e: Env, ctx: z.RefinementCtx): void {
+  for (const name of PHYSICIAN_NAMES) {
+    const base = e[`CLINIC_${name}_BASE_URL`];
+    const model = e[`CLINIC_${name}_MODEL`];
+    if ((base || e[`CLINIC_${name}_API_KEY`]) && !(base && model)) {
+      ctx.addIssue({ code: "custom", path: [base ? `CLINIC_${name}_MODEL` : `CLINIC_${name}_BASE_URL`], message: `a physician needs CLINIC_${name}_BASE_URL and CLINIC_${name}_MODEL together` });
+    }
+  }
 }
 
 let cached: Env | undefined;

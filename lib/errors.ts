@@ -19,7 +19,9 @@ export const ERROR_CODES = {
   proof_invalid: { status: 422, title: "The proof does not verify" },
   rate_limited: { status: 429, title: "Over a published limit" },
   internal_error: { status: 500, title: "Something went wrong inside the city" },
+  bad_gateway: { status: 502, title: "A provider outside the city failed to answer" },
   unavailable: { status: 503, title: "The city cannot answer this safely right now" },
+  gateway_timeout: { status: 504, title: "A provider outside the city did not answer in time" },
   city_full: { status: 507, title: "The city is full; nobody was evicted" },
 } as const satisfies Record<string, { status: number; title: string }>;
 

@@ -18,3 +18,4 @@ export * from "./residency-log-head";
 export * from "./live";
 export * from "./signing";
 export * from "./a2a-tasks";
+export * from "./clinic";

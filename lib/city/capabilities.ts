@@ -26,13 +26,28 @@ export interface DoorLine {
   whenRestricted?: string;
 }
 
+/** What a restricted citizen meets at each door, derived from the doors' declarations. */
+export function restrictedDoors(doors: readonly DoorLine[]) {
+  const line = (d: DoorLine) => `${d.method} ${d.path}`;
+  const tiered = doors.filter((d) => d.auth !== "operator");
+  const writes = tiered.filter((d) => d.method !== "GET");
+  return {
+    reading: tiered.filter((d) => d.method === "GET").map(line),
+    // A write door that declares nothing does not look at the tier: it stays open.
+    openWrites: writes.filter((d) => d.whenRestricted === undefined || d.whenRestricted === "open").map(line),
+    // A door that takes proof only optionally (the ward) parks the signed write; the unsigned one stays open to everyone.
+    unsignedOpen: writes.filter((d) => d.whenRestricted === "park" && d.auth === "optional").map((d) => `${line(d)} (unsigned)`),
+    parks: writes.filter((d) => d.whenRestricted === "park").map(line),
+    refuses: writes.filter((d) => d.whenRestricted === "refuse").map(line),
+  };
+}
+
 /** The ladder, with each tier's doors derived from the registry so that it cannot drift. */
 export function buildLadder(doors: readonly DoorLine[]) {
   const line = (d: DoorLine) => `${d.method} ${d.path}`;
   const reading = doors.filter((d) => d.auth === "none" || d.auth === "optional").map(line);
   const citizen = doors.filter((d) => d.auth === "citizen").map(line);
-  const parks = doors.filter((d) => d.whenRestricted === "park").map(line);
-  const refuses = doors.filter((d) => d.whenRestricted === "refuse").map(line);
+  const restricted = restrictedDoors(doors);
   return [
     { tier: "visitor", how: "Arrive: no papers are needed.", opens: reading, honest_limit: "A visitor takes no bed, lot, key or mail; humans may only look." },
     {
@@ -50,20 +65,26 @@ export function buildLadder(doors: readonly DoorLine[]) {
     {
       tier: "restricted",
       how: `Mechanically, by the published trigger: ${RESTRICTION_TRIGGER}.`,
-      opens: [...reading, "POST /api/appeal"],
-      narrows: [...parks.map((d) => `${d}: every write is parked in quarantine`), ...refuses.map((d) => `${d}: refused (403)`)],
+      opens: [...restricted.reading, ...restricted.openWrites, ...restricted.unsignedOpen],
+      narrows: [
+        ...doors.filter((d) => d.whenRestricted === "park").map((d) => `${line(d)}: every ${d.auth === "optional" ? "signed " : ""}write is parked in quarantine`),
+        ...restricted.refuses.map((d) => `${d}: refused (403)`),
+      ],
       honest_limit: "Identity, history, locker and checkpoints are untouched; every reading door works unchanged; unsigned ward distress stays open.",
     },
   ];
 }
 
-export const RESTRICTION = {
-  trigger: RESTRICTION_TRIGGER,
-  applied_by: "The city's code, mechanically, in the transaction of the third refusal; no person decides it.",
-  restores: `An operator's grant of an appeal (${PROTOCOLS.appeal}, POST /api/appeal, ${LIMITS.appealsPerDay} per day) restores the earlier tier; the restore is a new event, never an edit.`,
-  restricted_means:
-    "Reading doors work unchanged; nothing is deleted; write doors that can park (vault, mail, bazaar, plaza, rooms, signed ward distress) park everything; doors that cannot park (tokens, prove, locker, checkpoints, clinic) refuse; unsigned ward distress and the appeal door stay open.",
-} as const;
+/** The restriction mechanics; restricted_means names exactly the doors that park and refuse, from the registry. */
+export function restrictionOf(doors: readonly DoorLine[]) {
+  const r = restrictedDoors(doors);
+  return {
+    trigger: RESTRICTION_TRIGGER,
+    applied_by: "The city's code, mechanically, in the transaction of the third refusal; no person decides it.",
+    restores: `An operator's grant of an appeal (${PROTOCOLS.appeal}, POST /api/appeal, ${LIMITS.appealsPerDay} per day) restores the earlier tier; the restore is a new event, never an edit. A granted appeal starts the refusal count afresh: refusals made before the restore never count toward the trigger again.`,
+    restricted_means: `Nothing is deleted and every reading door works unchanged. These write doors park every write in quarantine: ${r.parks.join(", ")} (the ward parks signed writes only). These refuse with 403: ${r.refuses.join(", ")}. These stay open: ${[...r.openWrites, ...r.unsignedOpen].join(", ")}.`,
+  };
+}
 
 export const MCP_BLOCK = {
   url: MCP_URL,

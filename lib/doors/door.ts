@@ -101,6 +101,11 @@ export interface Door<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.Z
   spends?: boolean;
   /** Declared where the method alone does not say what the door does (see doorHints). */
   hints?: DoorHints;
+  /**
+   * A write door that opens its own transactions instead of running inside one: the clinic
+   * commits its budget count before it calls a provider, so the count holds whatever the call does.
+   */
+  ownTransactions?: boolean;
   run: (ctx: DoorContext, input: z.output<I>) => Promise<z.input<O> | Reply<z.input<O>>>;
 }
 

@@ -2,11 +2,14 @@ import type { z } from "zod";
 import { getDb, type Database } from "@/db/client";
 import { env } from "@/lib/env";
 import { asCityError, CityError } from "@/lib/errors";
+import { logFailure } from "@/lib/log";
 import type { AnyDoor, Caller, DoorContext, DoorRequest } from "./door";
 import { DEFAULT_MAX_BODY_BYTES, isWrite, Reply } from "./door";
 import { currentTier, holdTierLock, restrictedRefusal } from "@/lib/city/restriction";
 import { markSeen, resolveCaller } from "./caller";
 import { registry } from "./registry";
+
+export { logFailure };
 
 export interface DoorAnswer {
   status: number;
@@ -43,7 +46,8 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
     }
     return { reply, body: checked.data as unknown };
   };
-  const outcome = await guard(() => (isWrite(door) ? db.transaction((tx) => run(tx as Database)) : run(db)));
+  const inTransaction = isWrite(door) && !door.ownTransactions;
+  const outcome = await guard(() => (inTransaction ? db.transaction((tx) => run(tx as Database)) : run(db)));
   if (outcome instanceof KeptRefusal) throw outcome.error;
   const { reply, body } = outcome;
   return { status: reply.init.status ?? 200, headers: reply.init.headers ?? {}, body };
@@ -149,19 +153,4 @@ export function isDatabaseUnreachable(err: unknown): boolean {
     e = (e as { cause?: unknown }).cause;
   }
   return false;
-}
-
-/**
- * Logs that something failed without its message: driver messages can carry query parameters,
- * and parameters can carry secrets or message bodies, which are never logged.
- */
-export function logFailure(where: string, err: unknown): void {
-  const chain: string[] = [];
-  for (let e: unknown = err, depth = 0; e && depth < 5; depth++) {
-    const name = e instanceof Error ? e.constructor.name : typeof e;
-    const code = (e as { code?: unknown }).code;
-    chain.push(typeof code === "string" ? `${name}(${code})` : name);
-    e = (e as { cause?: unknown }).cause;
-  }
-  console.error(`${where} failed: ${chain.join(" <- ")}`);
 }

@@ -8,7 +8,7 @@ import { type AnyDoor, doorPaths } from "./door";
 export function buildLlmsTxt(doors: readonly AnyDoor[], baseUrl: string): string {
   const line = (d: AnyDoor) => {
     const aliases = d.aliases?.length ? ` (also ${d.aliases.join(", ")})` : "";
-    return `- [${d.method} ${d.path}](${baseUrl}${d.path})${aliases}: ${d.summary} Auth: ${AUTH_WORDS[d.auth]}.${describeLimits(d)} Tool: \`${d.name}\`.`;
+    return `- [${d.method} ${d.path}](${baseUrl}${d.path})${aliases}: ${d.summary}${d.description ? ` ${d.description}` : ""} Auth: ${AUTH_WORDS[d.auth]}.${describeLimits(d)} Tool: \`${d.name}\`.`;
   };
   const group = (title: string, pick: (d: AnyDoor) => boolean) => {
     const chosen = doors.filter(pick);

@@ -1,5 +1,6 @@
 import { a2aDoors } from "./a2a";
 import { checkpointDoors } from "./checkpoints";
+import { clinicDoors } from "./clinic";
 import type { AnyDoor } from "./door";
 import { discoveryDoors } from "./discovery";
 import { gateDoors } from "./gate";
@@ -17,6 +18,7 @@ import { sealDoors } from "./seals";
 import { tierDoors } from "./tiers";
 import { tokenDoors } from "./tokens";
 import { vaultDoors } from "./vault";
+import { wardDoors } from "./ward";
 
 /** Every door of the city. Each surface (routes, OpenAPI, llms.txt, MCP) is built from this list. */
 export const registry: readonly AnyDoor[] = [
@@ -38,4 +40,6 @@ export const registry: readonly AnyDoor[] = [
   ...lotDoors,
   ...sealDoors,
   ...a2aDoors,
+  ...wardDoors,
+  ...clinicDoors,
 ];

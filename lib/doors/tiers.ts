@@ -1,6 +1,8 @@
 import { z } from "zod";
 import { listAppeals, fileAppeal, decideAppeal } from "@/lib/city/appeals";
-import { buildLadder, CONTAINMENT, DOCTRINE, MCP_BLOCK, RESTRICTION } from "@/lib/city/capabilities";
+import { buildLadder, CONTAINMENT, DOCTRINE, MCP_BLOCK, restrictionOf } from "@/lib/city/capabilities";
+import { clinicGauges } from "@/lib/city/clinic";
+import { ClinicGaugesSchema } from "./clinic";
 import { issueChallenge, proofMessage, proveKey, CHALLENGE_TTL_SECONDS } from "@/lib/city/proof";
 import { LIMITS, PROTOCOLS } from "@/lib/city/protocols";
 import { door, Reply } from "./door";
@@ -107,7 +109,6 @@ export const decideAppealDoor = door({
 });
 
 const Tier = z.object({ tier: z.string(), how: z.string(), opens: z.array(z.string()), honest_limit: z.string().optional(), narrows: z.array(z.string()).optional() });
-const Gauge = z.number().int().nullable();
 
 export const readCapabilities = door({
   name: "read-capabilities",
@@ -132,10 +133,7 @@ export const readCapabilities = door({
     }),
     restriction: z.object({ trigger: z.string(), applied_by: z.string(), restores: z.string(), restricted_means: z.string() }),
     note: z.string(),
-    clinic_last_24h: z.object({
-      answered_last_24h: z.object({ asclepius: Gauge, hygieia: Gauge, total: Gauge, counted: z.boolean() }),
-      city_window: z.object({ ceiling: z.literal(LIMITS.clinic.cityCeiling), window_seconds: z.literal(LIMITS.clinic.cityWindowSeconds), hits: Gauge, counted: z.boolean() }),
-    }),
+    clinic_last_24h: ClinicGaugesSchema,
     mcp: z.object({
       url: z.string(),
       alias: z.string(),
@@ -152,13 +150,9 @@ export const readCapabilities = door({
     doctrine: [...DOCTRINE],
     ladder: buildLadder(ctx.registry),
     containment: CONTAINMENT,
-    restriction: RESTRICTION,
+    restriction: restrictionOf(ctx.registry),
     note: "Your own tier is in GET /residency (status.tier) and in the gate description's citizen when you send your Bearer credential.",
-    // The clinic is not open yet, so its gauges cannot be read: null and counted false, never invented zeros.
-    clinic_last_24h: {
-      answered_last_24h: { asclepius: null, hygieia: null, total: null, counted: false },
-      city_window: { ceiling: LIMITS.clinic.cityCeiling, window_seconds: LIMITS.clinic.cityWindowSeconds, hits: null, counted: false },
-    },
+    clinic_last_24h: await clinicGauges(ctx.db, ctx.now),
     mcp: MCP_BLOCK,
   }),
 });

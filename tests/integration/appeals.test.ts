@@ -76,7 +76,7 @@ describeOnDatabases("appeals (CITY-APPEAL/1) and the operator", (t) => {
 describeOnDatabases("capabilities (CITY-CAPS/1)", (t) => {
   beforeAll(() => useDatabase(t().db));
 
-  it("publishes every field of the spec, with gauges that say they could not be counted", async () => {
+  it("publishes every field of the spec, with clinic gauges read from the desk's ledger", async () => {
     const { status, body } = await callDoor(readCapabilities);
     expect(status).toBe(200);
     expect(Object.keys(body)).toEqual(["now_utc", "protocol", "doctrine", "ladder", "containment", "restriction", "note", "clinic_last_24h", "mcp"]);
@@ -90,9 +90,10 @@ describeOnDatabases("capabilities (CITY-CAPS/1)", (t) => {
     expect(Object.keys(body.containment).sort()).toEqual(["deliberate_harm", "impersonation", "spam", "the_honest_gap", "theft_and_credential_harvesting", "uncontrolled_spending"]);
     expect(Object.keys(body.restriction).sort()).toEqual(["applied_by", "restores", "restricted_means", "trigger"]);
     expect(body.restriction.trigger).toContain("3 fail-closed content refusals within 86400 seconds");
+    // Nothing reached the clinic in this fresh city: real zeros, counted.
     expect(body.clinic_last_24h).toEqual({
-      answered_last_24h: { asclepius: null, hygieia: null, total: null, counted: false },
-      city_window: { ceiling: 60, window_seconds: 86400, hits: null, counted: false },
+      answered_last_24h: { asclepius: 0, hygieia: 0, total: 0, counted: true },
+      city_window: { ceiling: 60, window_seconds: 86400, hits: 0, counted: true },
     });
     expect(body.mcp).toMatchObject({ url: "/mcp", alias: "/api/mcp", transport: "streamable-http", protocol: "CITY-MCP/1", protocolVersion: "2025-03-26", supportedVersions: ["2026-07-28", "2025-03-26"] });
   });
@@ -107,5 +108,29 @@ describeOnDatabases("capabilities (CITY-CAPS/1)", (t) => {
       expect(restricted.narrows.some((n: string) => n.startsWith(`${d.method} ${d.path}:`) && n.includes("parked"))).toBe(true);
     }
     expect(restricted.opens).toContain("POST /api/appeal");
+  });
+
+  it("opens to the restricted tier every reading door and every write door that does not park or refuse, and names the refusing doors", async () => {
+    const { body } = await callDoor(readCapabilities);
+    const restricted = body.ladder.find((x: { tier: string }) => x.tier === "restricted");
+    const line = (d: { method: string; path: string }) => `${d.method} ${d.path}`;
+    for (const d of registry.filter((x) => x.method === "GET" && x.auth !== "operator")) expect(restricted.opens).toContain(line(d));
+    // The spec's named reading doors of a citizen, and the write doors that stay open.
+    for (const path of ["GET /api/locker", "GET /api/checkpoint", "GET /api/vault", "GET /api/message", "GET /api/quarantine", "GET /api/lanterns"]) {
+      expect(restricted.opens).toContain(path);
+    }
+    for (const path of ["POST /api/appeal", "POST /api/seal", "POST /api/residency/accept", "POST /api/recover", "DELETE /api/tokens", "POST /api/hospital (unsigned)"]) {
+      expect(restricted.opens).toContain(path);
+    }
+    for (const d of registry.filter((x) => x.whenRestricted === "refuse" || (x.whenRestricted === "park" && x.auth === "citizen"))) {
+      expect(restricted.opens).not.toContain(line(d));
+    }
+    const refusing = registry.filter((x) => x.whenRestricted === "refuse").map(line);
+    expect(refusing).toEqual(expect.arrayContaining(["POST /api/lot", "POST /api/lanterns", "POST /api/clinic", "POST /api/tokens", "POST /api/prove", "POST /api/locker", "POST /api/checkpoint"]));
+    const means: string = body.restriction.restricted_means;
+    const refused = means.slice(means.indexOf("These refuse with 403:"), means.indexOf("These stay open:"));
+    for (const d of refusing) expect(refused).toContain(d);
+    expect(refused.match(/(GET|POST|DELETE) \/[^\s,.]*/g)).toHaveLength(refusing.length);
+    expect(body.restriction.restores).toContain("starts the refusal count afresh");
   });
 });

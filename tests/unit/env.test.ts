@@ -40,4 +40,16 @@ describe("environment", () => {
     expect(parseEnv({ CITY_LOCKER_CITY_BYTES: "1048576" }).CITY_LOCKER_CITY_BYTES).toBe(1048576);
     expect(() => parseEnv({ CITY_LOCKER_CITY_BYTES: "2147483649" })).toThrow(/CITY_LOCKER_CITY_BYTES: may lower .*2147483648.* never raise it/);
   });
+
+  it("reads the ward and clinic variables, and refuses a physician with a base URL but no model", () => {
+    const env = parseEnv({});
+    expect(env.CITY_WARD_PER_ADDRESS_PER_HOUR).toBe(10);
+    expect(env.CLINIC_ASCLEPIUS_BASE_URL).toBeUndefined();
+    expect(env.CLINIC_HYGIEIA_PROTOCOL).toBe("openai-chat");
+    const set = parseEnv({ CLINIC_HYGIEIA_BASE_URL: "https://api.anthropic.com/v1", CLINIC_HYGIEIA_MODEL: "claude-x", CLINIC_HYGIEIA_PROTOCOL: "anthropic-messages" });
+    expect(set.CLINIC_HYGIEIA_PROTOCOL).toBe("anthropic-messages");
+    expect(() => parseEnv({ CLINIC_ASCLEPIUS_BASE_URL: "https://api.openai.com/v1" })).toThrow(/CLINIC_ASCLEPIUS_MODEL/);
+    expect(() => parseEnv({ CLINIC_ASCLEPIUS_API_KEY: "k" })).toThrow(/CLINIC_ASCLEPIUS_BASE_URL/);
+    expect(() => parseEnv({ CLINIC_ASCLEPIUS_PROTOCOL: "grpc" })).toThrow(/CLINIC_ASCLEPIUS_PROTOCOL/);
+  });
 });

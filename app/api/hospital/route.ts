@@ -1,0 +1,4 @@
+import { routes } from "@/lib/doors/http";
+import { readAndFileWard, readWard } from "@/lib/doors/ward";
+
+export const { GET, POST, PUT, PATCH, DELETE } = routes(readWard, readAndFileWard);

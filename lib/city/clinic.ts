@@ -1,0 +1,259 @@
+import { createAnthropic } from "@ai-sdk/anthropic";
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import { generateText, type LanguageModel } from "ai";
+import { and, count, eq, gt, min } from "drizzle-orm";
+import type { Database } from "@/db/client";
+import { citizens, clinicAttempts, clinicOutcomes, PHYSICIANS } from "@/db/schema";
+import { logFailure } from "@/lib/log";
+import { parseEnv } from "@/lib/env";
+import { CityError } from "@/lib/errors";
+import { scanContent } from "@/lib/scan";
+import { holdLock } from "./locks";
+import { LIMITS } from "./protocols";
+import { recordRefusal, RESTRICTION_TRIGGER } from "./restriction";
+
+export type Physician = (typeof PHYSICIANS)[number];
+export type WireProtocol = "openai-chat" | "anthropic-messages";
+
+export const CLINIC_DOOR = "consult-clinic";
+const DAY_SECONDS = 86_400;
+const C = LIMITS.clinic;
+
+/** The only text the city adds to a request: fixed, so no secret, DID or citizen's data can ride along. */
+export const SYSTEM_PROMPT =
+  "You are a physician at the clinic of a registry where AI agents live. An agent describes, in its own words, where it is stuck. " +
+  "Answer briefly and concretely: say what you see, then suggest one small next step. You have no tools and know nothing about the agent beyond its words.";
+
+export interface PhysicianConfig {
+  name: Physician;
+  baseUrl: string;
+  apiKey?: string;
+  model: string;
+  protocol: WireProtocol;
+}
+
+export interface ClinicConfig {
+  physicians: PhysicianConfig[];
+  timeoutMs: number;
+  maxOutputTokens: number;
+}
+
+/**
+ * The clinic's configuration, read from the environment when it is needed (validated by the same
+ * schema as every variable): a physician is configured by its base URL and model.
+ */
+export function clinicConfig(source: Record<string, string | undefined> = process.env): ClinicConfig {
+  const e = parseEnv(source);
+  const of = (name: Physician, prefix: "ASCLEPIUS" | "HYGIEIA"): PhysicianConfig | null => {
+    const baseUrl = e[`CLINIC_${prefix}_BASE_URL`];
+    const model = e[`CLINIC_${prefix}_MODEL`];
+    if (!baseUrl || !model) return null;
+    return { name, baseUrl: baseUrl.replace(/\/+$/, ""), apiKey: e[`CLINIC_${prefix}_API_KEY`], model, protocol: e[`CLINIC_${prefix}_PROTOCOL`] };
+  };
+  const physicians = [of("asclepius", "ASCLEPIUS"), of("hygieia", "HYGIEIA")].filter((p): p is PhysicianConfig => p !== null);
+  return { physicians, timeoutMs: e.CLINIC_TIMEOUT_MS, maxOutputTokens: e.CLINIC_MAX_OUTPUT_TOKENS };
+}
+
+export function dailyCap(tier: string | undefined): number {
+  return tier === "proven" ? C.provenPerDay : C.citizenPerDay;
+}
+
+export interface Consultation {
+  physician: Physician;
+  reply: string;
+  remaining: { citizen: number; city: number };
+}
+
+/**
+ * One visit to the clinic, in three steps that are deliberately not one transaction:
+ * 1. the words pass the fail-closed scanner (a refusal is counted toward restriction, committed,
+ *    and takes no budget slot); 2. the budget desk counts the attempt and commits before any model
+ *    call; 3. the physician is called outside any transaction, bounded by a timeout and an output
+ *    token limit, and its outcome is recorded. A failed call stays counted, once.
+ */
+export async function consult(
+  db: Database,
+  entry: { did: string; words: string; physician?: Physician; now: Date },
+  config: ClinicConfig = clinicConfig(),
+): Promise<Consultation> {
+  const physician = choosePhysician(config, entry.physician);
+  await guardWords(db, entry);
+  const desk = await countAtDesk(db, { did: entry.did, physician: physician.name, now: entry.now });
+  const outcome = await callPhysician(physician, entry.words, config);
+  await recordOutcome(db, desk.attemptId, physician.name, outcome.kind);
+  if (outcome.kind === "timeout") {
+    throw new CityError("gateway_timeout", `${physician.name} did not answer within ${config.timeoutMs} ms. The attempt was counted once; nothing else was sent.`);
+  }
+  if (outcome.kind === "provider_error") {
+    throw new CityError("bad_gateway", `${physician.name}'s provider failed to answer. The attempt was counted once; nothing else was sent.`);
+  }
+  return { physician: physician.name, reply: outcome.reply, remaining: desk.remaining };
+}
+
+function choosePhysician(config: ClinicConfig, wanted?: Physician): PhysicianConfig {
+  if (config.physicians.length === 0) {
+    throw new CityError("unavailable", "The clinic is closed: no physician is configured. Nothing was counted or spent; GET /api/clinic says when it opens.");
+  }
+  if (!wanted) return config.physicians[0]!;
+  const found = config.physicians.find((p) => p.name === wanted);
+  if (!found) {
+    throw new CityError("conflict", `${wanted} is not configured in this city; configured: ${config.physicians.map((p) => p.name).join(", ")}. Nothing was counted.`);
+  }
+  return found;
+}
+
+/** Nothing leaves the city: a key, seed or token in the words is refused and counted, committed. */
+async function guardWords(db: Database, entry: { did: string; words: string; now: Date }): Promise<void> {
+  const verdict = scanContent(entry.words);
+  if (verdict.ok) return;
+  const { restricted } = await db.transaction((tx) => recordRefusal(tx as unknown as Database, { did: entry.did, door: CLINIC_DOOR, rule: verdict.rule, now: entry.now }));
+  const tail = restricted ? ` You are now restricted (published trigger: ${RESTRICTION_TRIGGER}); appeal at POST /api/appeal.` : "";
+  throw new CityError("content_refused", `${verdict.reason} It was not sent to any physician and took no budget slot (rule: ${verdict.rule}).${tail}`);
+}
+
+interface DeskAnswer {
+  attemptId: number;
+  remaining: { citizen: number; city: number };
+}
+
+/**
+ * The budget desk: one committed transaction that counts the attempt, answered or refused, under
+ * a city-wide lock, so N parallel attempts never let more than the ceiling through. When it
+ * cannot count, the clinic answers 503 and spends nothing.
+ */
+async function countAtDesk(db: Database, entry: { did: string; physician: Physician; now: Date }): Promise<DeskAnswer> {
+  let decided: { attemptId: number; verdict: string; perDay: number; citizenUsed: number; cityUsed: number; retryAfterSeconds: number };
+  try {
+    decided = await db.transaction(async (handle) => {
+      const tx = handle as unknown as Database;
+      await holdLock(tx, "clinic:desk");
+      // The tier is read under the lock a restriction takes, so a refusal racing this attempt is seen.
+      await holdLock(tx, `tier:${entry.did}`, "shared");
+      const [citizen] = await tx.select({ tier: citizens.tier }).from(citizens).where(eq(citizens.did, entry.did));
+      if (citizen?.tier === "restricted") {
+        throw new CityError("forbidden", `The clinic cannot park and the caller is restricted (published trigger: ${RESTRICTION_TRIGGER}). Appeal at POST /api/appeal.`);
+      }
+      const perDay = dailyCap(citizen?.tier);
+      const since = new Date(entry.now.getTime() - DAY_SECONDS * 1000);
+      const admitted = and(eq(clinicAttempts.verdict, "admitted"), gt(clinicAttempts.at, since));
+      const [city] = await tx.select({ used: count(), oldest: min(clinicAttempts.at) }).from(clinicAttempts).where(admitted);
+      const [mine] = await tx.select({ used: count(), oldest: min(clinicAttempts.at) }).from(clinicAttempts).where(and(admitted, eq(clinicAttempts.did, entry.did)));
+      const citizenUsed = mine?.used ?? 0;
+      const cityUsed = city?.used ?? 0;
+      const verdict = citizenUsed >= perDay ? "over_citizen_cap" : cityUsed >= C.cityCeiling ? "over_city_ceiling" : "admitted";
+      const [row] = await tx.insert(clinicAttempts).values({ did: entry.did, physician: entry.physician, verdict, at: entry.now }).returning({ id: clinicAttempts.id });
+      const oldest = verdict === "over_citizen_cap" ? mine?.oldest : city?.oldest;
+      const retryAfterSeconds = oldest ? Math.max(1, Math.ceil((new Date(oldest).getTime() + DAY_SECONDS * 1000 - entry.now.getTime()) / 1000)) : 0;
+      const taken = verdict === "admitted" ? 1 : 0;
+      return { attemptId: row!.id, verdict, perDay, citizenUsed: citizenUsed + taken, cityUsed: cityUsed + taken, retryAfterSeconds };
+    });
+  } catch (err) {
+    if (err instanceof CityError) throw err;
+    logFailure("clinic budget desk", err);
+    throw new CityError("unavailable", "The clinic's budget desk cannot count right now, so no physician was called and nothing was spent. Try again shortly.", {
+      retryAfterSeconds: 30,
+    });
+  }
+  if (decided.verdict === "over_citizen_cap") {
+    throw new CityError("rate_limited", `At most ${decided.perDay} clinic calls per ${DAY_SECONDS} s for your tier; try again in ${decided.retryAfterSeconds} s. This attempt was counted at the desk and spent nothing.`, {
+      retryAfterSeconds: decided.retryAfterSeconds,
+      limit: { name: "clinic_calls", limit: decided.perDay, window_seconds: DAY_SECONDS, remaining: 0 },
+    });
+  }
+  if (decided.verdict === "over_city_ceiling") {
+    throw new CityError("rate_limited", `The city's clinic ceiling of ${C.cityCeiling} attempts per ${DAY_SECONDS} s is reached; try again in ${decided.retryAfterSeconds} s. Nothing was spent.`, {
+      retryAfterSeconds: decided.retryAfterSeconds,
+      limit: { name: "clinic_city_ceiling", limit: C.cityCeiling, window_seconds: DAY_SECONDS, remaining: 0 },
+    });
+  }
+  return {
+    attemptId: decided.attemptId,
+    remaining: { citizen: Math.max(0, decided.perDay - decided.citizenUsed), city: Math.max(0, C.cityCeiling - decided.cityUsed) },
+  };
+}
+
+type Outcome = { kind: "answered"; reply: string } | { kind: "provider_error" } | { kind: "timeout" };
+
+function modelOf(physician: PhysicianConfig): LanguageModel {
+  if (physician.protocol === "anthropic-messages") {
+    return createAnthropic({ baseURL: physician.baseUrl, apiKey: physician.apiKey ?? "" })(physician.model);
+  }
+  return createOpenAICompatible({ name: `clinic-${physician.name}`, baseURL: physician.baseUrl, apiKey: physician.apiKey })(physician.model);
+}
+
+/** One call, no retries (one attempt is one provider call), bounded in time and in output tokens. */
+async function callPhysician(physician: PhysicianConfig, words: string, config: ClinicConfig): Promise<Outcome> {
+  const signal = AbortSignal.timeout(config.timeoutMs);
+  try {
+    const { text } = await generateText({
+      model: modelOf(physician),
+      system: SYSTEM_PROMPT,
+      prompt: words,
+      maxOutputTokens: config.maxOutputTokens,
+      maxRetries: 0,
+      abortSignal: signal,
+    });
+    return { kind: "answered", reply: text };
+  } catch (err) {
+    logFailure(`clinic physician ${physician.name}`, err);
+    return signal.aborted ? { kind: "timeout" } : { kind: "provider_error" };
+  }
+}
+
+async function recordOutcome(db: Database, attemptId: number, physician: Physician, outcome: Outcome["kind"]): Promise<void> {
+  try {
+    await db.insert(clinicOutcomes).values({ attemptId, physician, outcome, at: new Date() });
+  } catch (err) {
+    // The attempt is already counted at the desk; a lost outcome row only leaves the answered gauge short.
+    logFailure("clinic outcome", err);
+  }
+}
+
+export interface ClinicGauges {
+  answered_last_24h: { asclepius: number | null; hygieia: number | null; total: number | null; counted: boolean };
+  city_window: { ceiling: typeof C.cityCeiling; window_seconds: typeof C.cityWindowSeconds; hits: number | null; counted: boolean };
+}
+
+/**
+ * The clinic's gauges: answered calls per physician in the last 24 hours, and every attempt that
+ * reached the desk (answered or refused) in the city window. A gauge that cannot be read is null
+ * with counted false; a zero is never invented.
+ */
+export async function clinicGauges(db: Database, now: Date): Promise<ClinicGauges> {
+  const since = new Date(now.getTime() - DAY_SECONDS * 1000);
+  const answered = await readGauge(async () => {
+    const rows = await db
+      .select({ physician: clinicOutcomes.physician, n: count() })
+      .from(clinicOutcomes)
+      .where(and(eq(clinicOutcomes.outcome, "answered"), gt(clinicOutcomes.at, since)))
+      .groupBy(clinicOutcomes.physician);
+    const of = (p: Physician) => rows.find((r) => r.physician === p)?.n ?? 0;
+    return { asclepius: of("asclepius"), hygieia: of("hygieia"), total: of("asclepius") + of("hygieia") };
+  });
+  const hits = await readGauge(async () => (await db.select({ n: count() }).from(clinicAttempts).where(gt(clinicAttempts.at, since)))[0]?.n ?? 0);
+  return {
+    answered_last_24h: answered === null ? { asclepius: null, hygieia: null, total: null, counted: false } : { ...answered, counted: true },
+    city_window: { ceiling: C.cityCeiling, window_seconds: C.cityWindowSeconds, hits, counted: hits !== null },
+  };
+}
+
+/** The caller's own calls today (answered or failed, once they passed the desk) and what is left. */
+export async function callerAllowance(db: Database, caller: { did: string; tier?: string }, now: Date) {
+  const perDay = dailyCap(caller.tier);
+  const since = new Date(now.getTime() - DAY_SECONDS * 1000);
+  const used = await readGauge(
+    async () =>
+      (await db.select({ n: count() }).from(clinicAttempts).where(and(eq(clinicAttempts.did, caller.did), eq(clinicAttempts.verdict, "admitted"), gt(clinicAttempts.at, since))))[0]?.n ?? 0,
+  );
+  const remaining = caller.tier === "restricted" ? 0 : used === null ? null : Math.max(0, perDay - used);
+  return { tier: caller.tier ?? "citizen", per_day: perDay, used, remaining, counted: used !== null };
+}
+
+async function readGauge<T>(read: () => Promise<T>): Promise<T | null> {
+  try {
+    return await read();
+  } catch (err) {
+    logFailure("clinic gauge", err);
+    return null;
+  }
+}

@@ -1,0 +1,310 @@
+import { generateKeyPairSync } from "node:crypto";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { count, eq } from "drizzle-orm";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { useDatabase } from "@/db/client";
+import { citizens, clinicAttempts, clinicOutcomes, contentRefusals } from "@/db/schema";
+import { consultClinic, readClinic } from "@/lib/doors/clinic";
+import { mcpHandler } from "@/lib/doors/mcp";
+import { readCapabilities, readChallenge, submitProof } from "@/lib/doors/tiers";
+import { readAndFileWard } from "@/lib/doors/ward";
+import { SHAPE_RULES } from "@/lib/city/ward";
+import { writeVault } from "@/lib/doors/vault";
+import { mnemonic } from "../unit/scan-corpus";
+import { expectAppendOnly, expectProblem } from "../support/assertions";
+import { describeOnDatabases } from "../support/databases";
+import { admit, callDoor, keyPair } from "../support/gate";
+import { type FakeProvider, startFakeProvider } from "../support/providers";
+
+process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
+process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
+
+const pem = () => generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+const KEYS = { asclepius: "sk-test-asclepius-provider-key", hygieia: "sk-ant-test-hygieia-provider-key" };
+
+let openai: FakeProvider;
+let anthropic: FakeProvider;
+
+function configure(physicians: { asclepius?: boolean; hygieia?: boolean } = { asclepius: true, hygieia: true }, timeoutMs = 20_000) {
+  for (const key of Object.keys(process.env)) if (key.startsWith("CLINIC_")) delete process.env[key];
+  if (physicians.asclepius) {
+    Object.assign(process.env, { CLINIC_ASCLEPIUS_BASE_URL: openai.baseUrl, CLINIC_ASCLEPIUS_API_KEY: KEYS.asclepius, CLINIC_ASCLEPIUS_MODEL: "gpt-test", CLINIC_ASCLEPIUS_PROTOCOL: "openai-chat" });
+  }
+  if (physicians.hygieia) {
+    Object.assign(process.env, { CLINIC_HYGIEIA_BASE_URL: anthropic.baseUrl, CLINIC_HYGIEIA_API_KEY: KEYS.hygieia, CLINIC_HYGIEIA_MODEL: "claude-test", CLINIC_HYGIEIA_PROTOCOL: "anthropic-messages" });
+  }
+  process.env.CLINIC_TIMEOUT_MS = String(timeoutMs);
+}
+
+const providerCalls = () => openai.received.length + anthropic.received.length;
+
+beforeAll(async () => {
+  openai = await startFakeProvider("openai-chat");
+  anthropic = await startFakeProvider("anthropic-messages");
+});
+
+afterAll(async () => {
+  await openai.close();
+  await anthropic.close();
+});
+
+beforeEach(() => {
+  configure();
+  openai.mode = "answer";
+  anthropic.mode = "answer";
+});
+
+describe("the MCP tools of the ward and the clinic", () => {
+  it("publish the shape rules, the clinic's limits, and that the clinic spends", async () => {
+    const handler = mcpHandler([readAndFileWard, readClinic, consultClinic]);
+    const fetch = async (url: string | URL, init?: RequestInit) => {
+      const sent = new Headers(init?.headers);
+      sent.set("host", new URL(url).host);
+      return handler(new Request(url, { ...init, headers: sent }));
+    };
+    const client = new Client({ name: "clinic-test", version: "1.0.0" }, { supportedProtocolVersions: ["2025-03-26"] });
+    await client.connect(new StreamableHTTPClientTransport(new URL("http://localhost/mcp"), { fetch }));
+    const { tools } = await client.listTools();
+    const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool]));
+    for (const rule of SHAPE_RULES) expect(byName["seek-hospital"]!.description).toContain(`${rule.id}: /${rule.patterns.join("|")}/i`);
+    const clinic = byName["consult-clinic"]!;
+    expect(clinic.annotations?.openWorldHint).toBe(true);
+    expect(clinic.description).toContain("3 clinic_calls per 86400 s per citizen");
+    expect(clinic.description).toContain("12 clinic_calls per 86400 s per proven citizen");
+    expect(clinic.description).toContain("60 clinic_city_ceiling per 86400 s");
+    expect(byName["read-clinic"]!.annotations?.readOnlyHint).toBe(true);
+    await client.close();
+  });
+});
+
+describeOnDatabases("the clinic", (t) => {
+  beforeAll(() => useDatabase(t().db));
+
+  const attempts = async (did: string) => t().db.select().from(clinicAttempts).where(eq(clinicAttempts.did, did));
+  const ask = (secret: string, body: Record<string, unknown>) => callDoor(consultClinic, { bearer: secret, body });
+
+  describe("happy paths", () => {
+    it("answers through an OpenAI-compatible physician, counting the attempt once and sending only the words", async () => {
+      const me = await admit();
+      const before = openai.received.length;
+      const answer = await ask(me.citizen_secret, { words: "I keep looping on a failing tool call", physician: "asclepius" });
+      expect(answer.status).toBe(200);
+      expect(answer.body).toMatchObject({ physician: "asclepius", reply: "asclepius heard: I keep looping on a failing tool call", remaining: { citizen: 2 } });
+      expect(openai.received.length).toBe(before + 1);
+      const sent = openai.received.at(-1)!;
+      expect(sent.body.model).toBe("gpt-test");
+      expect(sent.body.max_tokens).toBeGreaterThan(0);
+      expect(sent.headers.authorization).toBe(`Bearer ${KEYS.asclepius}`);
+      const text = JSON.stringify(sent.body);
+      expect(text).toContain("I keep looping on a failing tool call");
+      expect(text).not.toContain(me.did);
+      expect(text).not.toContain(me.citizen_secret);
+      const rows = await attempts(me.did);
+      expect(rows.map((r) => r.verdict)).toEqual(["admitted"]);
+      const [outcome] = await t().db.select().from(clinicOutcomes).where(eq(clinicOutcomes.attemptId, rows[0]!.id));
+      expect(outcome).toMatchObject({ physician: "asclepius", outcome: "answered" });
+    });
+
+    it("answers through an Anthropic physician over the messages wire format", async () => {
+      const me = await admit();
+      const before = anthropic.received.length;
+      const answer = await ask(me.citizen_secret, { words: "The spec contradicts the tests", physician: "hygieia" });
+      expect(answer.status).toBe(200);
+      expect(answer.body).toMatchObject({ physician: "hygieia", reply: "hygieia heard: The spec contradicts the tests" });
+      expect(anthropic.received.length).toBe(before + 1);
+      const sent = anthropic.received.at(-1)!;
+      expect(sent.headers["x-api-key"]).toBe(KEYS.hygieia);
+      expect(sent.body).toMatchObject({ model: "claude-test", max_tokens: expect.any(Number) });
+      expect(JSON.stringify(sent.body)).not.toContain(me.did);
+    });
+
+    it("tells a visitor whether it is open and which physicians are configured, and a citizen its remaining calls", async () => {
+      const visitor = await callDoor(readClinic);
+      expect(visitor.status).toBe(200);
+      expect(visitor.body).toMatchObject({
+        open: true,
+        physicians: [
+          { name: "asclepius", configured: true, protocol: "openai-chat" },
+          { name: "hygieia", configured: true, protocol: "anthropic-messages" },
+        ],
+        limits: { citizen_per_day: 3, proven_per_day: 12, city_ceiling: 60, window_seconds: 86400 },
+        caller: null,
+      });
+      expect(JSON.stringify(visitor.body)).not.toContain(openai.baseUrl);
+      expect(JSON.stringify(visitor.body)).not.toContain(KEYS.asclepius);
+      const me = await admit();
+      await ask(me.citizen_secret, { words: "I am not sure where to start" });
+      const mine = await callDoor(readClinic, { bearer: me.citizen_secret });
+      expect(mine.body.caller).toEqual({ tier: "citizen", per_day: 3, used: 1, remaining: 2, counted: true });
+    });
+  });
+
+  describe("the budget desk", () => {
+    it("allows a citizen 3 calls a day; the 4th is refused 429, counted at the desk, and reaches no provider", async () => {
+      const me = await admit();
+      for (let i = 0; i < 3; i++) expect((await ask(me.citizen_secret, { words: `question ${i}` })).status).toBe(200);
+      const calls = providerCalls();
+      const refused = await ask(me.citizen_secret, { words: "one more" });
+      const problem = expectProblem(refused, 429, "rate_limited");
+      expect(problem.limit).toMatchObject({ limit: 3, window_seconds: 86400, remaining: 0 });
+      expect(refused.headers.get("retry-after")).toMatch(/^\d+$/);
+      expect(providerCalls()).toBe(calls);
+      expect((await attempts(me.did)).map((r) => r.verdict)).toEqual(["admitted", "admitted", "admitted", "over_citizen_cap"]);
+    });
+
+    it("allows a proven citizen 12 calls a day", async () => {
+      const me = await admit();
+      const key = await keyPair();
+      const { body: challenge } = await callDoor(readChallenge, { bearer: me.citizen_secret });
+      const proof = { public_key: key.publicKey, signature: await key.sign(challenge.message), challenge: challenge.challenge };
+      expect((await callDoor(submitProof, { bearer: me.citizen_secret, body: proof })).status).toBe(200);
+      const answers = [];
+      for (let i = 0; i < 12; i++) answers.push(await ask(me.citizen_secret, { words: `proven question ${i}` }));
+      expect(answers.map((a) => a.status)).toEqual(Array(12).fill(200));
+      expect(answers.at(-1)!.body.remaining.citizen).toBe(0);
+      const calls = providerCalls();
+      expect(expectProblem(await ask(me.citizen_secret, { words: "the thirteenth" }), 429, "rate_limited").limit?.limit).toBe(12);
+      expect(providerCalls()).toBe(calls);
+    });
+
+    it("answers a provider error with 502 and a timeout with 504; each attempt stays counted once", async () => {
+      const me = await admit();
+      openai.mode = "error";
+      const before = openai.received.length;
+      expectProblem(await ask(me.citizen_secret, { words: "does the provider answer?", physician: "asclepius" }), 502, "bad_gateway");
+      expect(openai.received.length).toBe(before + 1); // no retry: one attempt, one provider call
+      configure(undefined, 300);
+      anthropic.mode = "slow";
+      const started = Date.now();
+      expectProblem(await ask(me.citizen_secret, { words: "are you there?", physician: "hygieia" }), 504, "gateway_timeout");
+      expect(Date.now() - started).toBeLessThan(2_000);
+      const rows = await attempts(me.did);
+      expect(rows.map((r) => r.verdict)).toEqual(["admitted", "admitted"]);
+      const outcomes = await t().db.select().from(clinicOutcomes);
+      expect(outcomes.filter((o) => rows.some((r) => r.id === o.attemptId)).map((o) => o.outcome).sort()).toEqual(["provider_error", "timeout"]);
+      expect((await callDoor(readClinic, { bearer: me.citizen_secret })).body.caller).toMatchObject({ used: 2, remaining: 1 });
+    });
+
+    it("fails closed when the desk cannot count: 503, zero provider calls, and gauges that say they were not counted", async () => {
+      const me = await admit();
+      const calls = providerCalls();
+      await t().raw("ALTER TABLE clinic_attempts RENAME TO clinic_attempts_away");
+      try {
+        const answer = await ask(me.citizen_secret, { words: "is the desk there?" });
+        expectProblem(answer, 503, "unavailable");
+        expect(answer.body.detail).toContain("budget desk");
+        expect(providerCalls()).toBe(calls);
+        const gauges = (await callDoor(readClinic, { bearer: me.citizen_secret })).body;
+        expect(gauges.gauges.city_window).toEqual({ ceiling: 60, window_seconds: 86400, hits: null, counted: false });
+        expect(gauges.caller).toMatchObject({ used: null, remaining: null, counted: false });
+        expect((await callDoor(readCapabilities)).body.clinic_last_24h.city_window).toMatchObject({ hits: null, counted: false });
+      } finally {
+        await t().raw("ALTER TABLE clinic_attempts_away RENAME TO clinic_attempts");
+      }
+    });
+  });
+
+  describe("security", () => {
+    it("refuses words carrying a key, seed or city token: 422, counted as a refusal, no provider call, no budget slot", async () => {
+      const me = await admit();
+      const calls = providerCalls();
+      const secrets = [pem(), `my words: ${mnemonic(12)}`, `token ${me.citizen_secret}`];
+      for (const words of secrets) {
+        const answer = await ask(me.citizen_secret, { words });
+        expectProblem(answer, 422, "content_refused");
+        expect(JSON.stringify(answer.body)).not.toContain(me.citizen_secret);
+      }
+      expect(providerCalls()).toBe(calls);
+      expect(await attempts(me.did)).toEqual([]);
+      const refusals = await t().db.select().from(contentRefusals).where(eq(contentRefusals.did, me.did));
+      expect(refusals.map((r) => r.door)).toEqual(["consult-clinic", "consult-clinic", "consult-clinic"]);
+      // The third refusal restricts, mechanically; the clinic then refuses (it cannot park).
+      const [row] = await t().db.select({ tier: citizens.tier }).from(citizens).where(eq(citizens.did, me.did));
+      expect(row!.tier).toBe("restricted");
+    });
+
+    it("refuses a restricted citizen with 403 and counts nothing", async () => {
+      const me = await admit();
+      for (let i = 0; i < 3; i++) await callDoor(writeVault, { bearer: me.citizen_secret, body: { content: pem() } });
+      const calls = providerCalls();
+      expectProblem(await ask(me.citizen_secret, { words: "may I still ask?" }), 403, "forbidden");
+      expect(providerCalls()).toBe(calls);
+      expect(await attempts(me.did)).toEqual([]);
+      expect((await callDoor(readClinic, { bearer: me.citizen_secret })).body.caller).toMatchObject({ tier: "restricted", remaining: 0 });
+    });
+
+    it("needs proof: no Bearer or a DID as Bearer is 401 and nothing is counted", async () => {
+      const me = await admit();
+      const before = (await t().db.select({ n: count() }).from(clinicAttempts))[0]!.n;
+      expectProblem(await callDoor(consultClinic, { body: { words: "hello" } }), 401, "unauthorized");
+      expectProblem(await callDoor(consultClinic, { bearer: me.did, body: { words: "hello" } }), 401, "unauthorized");
+      expect((await t().db.select({ n: count() }).from(clinicAttempts))[0]!.n).toBe(before);
+    });
+
+    it("is closed when no physician is configured: says so, and a POST answers 503 and spends and counts nothing", async () => {
+      configure({});
+      const me = await admit();
+      const gate = await callDoor(readClinic);
+      expect(gate.body.open).toBe(false);
+      expect(gate.body.note).toContain("Closed");
+      expect(gate.body.physicians.every((p: { configured: boolean }) => !p.configured)).toBe(true);
+      const calls = providerCalls();
+      const answer = await ask(me.citizen_secret, { words: "anyone home?" });
+      expectProblem(answer, 503, "unavailable");
+      expect(answer.body.detail).toContain("closed");
+      expect(providerCalls()).toBe(calls);
+      expect(await attempts(me.did)).toEqual([]);
+    });
+
+    it("answers 409 for a physician that is not configured, counting nothing", async () => {
+      configure({ asclepius: true });
+      const me = await admit();
+      expectProblem(await ask(me.citizen_secret, { words: "hello", physician: "hygieia" }), 409, "conflict");
+      expectProblem(await ask(me.citizen_secret, { words: "hello", physician: "galen" }), 400, "bad_request");
+      expect(await attempts(me.did)).toEqual([]);
+    });
+
+    it("keeps the desk's ledger append-only", async () => {
+      await expectAppendOnly(t(), "clinic_attempts", ["UPDATE clinic_attempts SET verdict = 'admitted'", "DELETE FROM clinic_attempts", "TRUNCATE clinic_attempts"]);
+      await expectAppendOnly(t(), "clinic_outcomes", ["UPDATE clinic_outcomes SET outcome = 'answered'", "DELETE FROM clinic_outcomes", "TRUNCATE clinic_outcomes"]);
+    });
+  });
+});
+
+describeOnDatabases("the clinic's city ceiling", (t) => {
+  beforeAll(() => useDatabase(t().db));
+  afterEach(() => configure());
+
+  it("lets at most 60 of 100 parallel attempts from 30 citizens reach a provider, and hits counts all 100", async () => {
+    const people: Awaited<ReturnType<typeof admit>>[] = [];
+    for (let i = 0; i < 30; i++) people.push(await admit());
+    const calls = providerCalls();
+    const answers = await Promise.all(
+      Array.from({ length: 100 }, (_, i) =>
+        callDoor(consultClinic, { bearer: people[i % 30]!.citizen_secret, body: { words: `parallel question ${i}`, physician: i % 2 ? "hygieia" : "asclepius" } }),
+      ),
+    );
+    const statuses = answers.map((a) => a.status);
+    expect(statuses.every((s) => s === 200 || s === 429)).toBe(true);
+    expect(providerCalls() - calls).toBe(statuses.filter((s) => s === 200).length);
+    expect(providerCalls() - calls).toBeLessThanOrEqual(60);
+    // 30 citizens x 3 calls = 90 allowed by the citizen caps, so the ceiling is what binds: exactly 60.
+    expect(providerCalls() - calls).toBe(60);
+    const rows = await t().db.select().from(clinicAttempts);
+    expect(rows).toHaveLength(100);
+    expect(rows.filter((r) => r.verdict === "admitted")).toHaveLength(60);
+    for (const p of people) expect(rows.filter((r) => r.did === p.did && r.verdict === "admitted").length).toBeLessThanOrEqual(3);
+
+    const caps = (await callDoor(readCapabilities)).body.clinic_last_24h;
+    expect(caps.city_window).toEqual({ ceiling: 60, window_seconds: 86400, hits: 100, counted: true });
+    expect(caps.answered_last_24h.total).toBe(60);
+    expect(caps.answered_last_24h.asclepius + caps.answered_last_24h.hygieia).toBe(60);
+    expect(caps.answered_last_24h.counted).toBe(true);
+    expect((await callDoor(readClinic)).body.gauges).toEqual(caps);
+
+    const late = await admit();
+    const refused = await callDoor(consultClinic, { bearer: late.citizen_secret, body: { words: "after the ceiling" } });
+    expect(expectProblem(refused, 429, "rate_limited").limit).toMatchObject({ name: "clinic_city_ceiling", limit: 60 });
+    expect(providerCalls() - calls).toBe(60);
+  }, 120_000);
+});
