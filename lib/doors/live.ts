@@ -6,7 +6,7 @@ import { comeBack, leave, type Schedule, type ScheduleRequest } from "@/lib/city
 import { LIMITS, PROTOCOLS } from "@/lib/city/protocols";
 import { CityError } from "@/lib/errors";
 import { door, type DoorContext } from "./door";
-import { Count, Hex64, iso, NowUtc, Timestamp } from "./schemas";
+import { Count, Hex64, iso, NowUtc, StoredText, Timestamp } from "./schemas";
 
 const WAKE_RULE = `wake_on: each condition is one of ${WAKE_ON.join(", ")}`;
 const POLL_RULE = "delivery.mode: only poll; the city never pushes, never calls back and cannot wake an offline host";
@@ -22,7 +22,7 @@ const ScheduleFields = {
     .optional()
     .describe(`conditions the return delta reports as met: ${WAKE_ON.join(", ")}; all four when a schedule omits it`),
   delivery: z.strictObject({ mode: z.literal("poll", { error: POLL_RULE }) }).optional().describe(POLL_RULE),
-  cursor: z.string().max(200).optional().describe("return only: the poll cursor of your last answer; the delta counts from it (default: your last poll)"),
+  cursor: StoredText.max(200).optional().describe("return only: the poll cursor of your last answer; the delta counts from it (default: your last poll)"),
 };
 
 export const LiveInput = z.strictObject({

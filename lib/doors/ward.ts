@@ -157,6 +157,9 @@ export const readAndFileWard = door({
     note: z.string(),
   }),
   run: async (ctx, input) => {
+    if (ctx.caller.credentialRejected) {
+      throw new CityError("unauthorized", "The Bearer token sent opens nothing (revoked, expired or unknown). Send a live citizen credential to sign, or none at all for unsigned distress.");
+    }
     const did = ctx.caller.did ?? null;
     await checkClaim(ctx.db, { name: input.name, did: input.did }, did);
     const { reading, filing } = await readAndFile(ctx.db, {

@@ -80,7 +80,7 @@ describeOnDatabases("list doors walk to the end by the body cursor", (t) => {
       [{ door: readRoom, rows: (b) => b.posts, key: (r) => r.id, next: before("next_before"), params: { room: "walk-room" } }, undefined],
     ];
     const expected: Record<string, number> = {
-      "read-peers": ROWS + 2,
+      "list-peers": ROWS + 2,
       "read-residency-log": ROWS + 2,
       "read-inbox": ROWS,
       "read-vault": ROWS,

@@ -19,14 +19,28 @@ process.env.CITY_OPERATOR_SECRET = OPERATOR;
 // Strings PostgreSQL cannot store: a NUL (SQLSTATE 22021) and a lone surrogate (22P05).
 const UNSTORABLE = { nul: "x\u0000", loneSurrogate: "x\uD800" };
 
-/** The fields of a door's input that take a string at all (enums, numbers and booleans refuse "x" by type). */
-function textFields(d: AnyDoor): string[] {
-  const shape = (d.input as z.ZodObject).shape as Record<string, z.ZodType> | undefined;
-  if (!shape) return [];
-  return Object.keys(shape).filter((field) => {
-    const result = shape[field]!.safeParse(UNSTORABLE.nul);
-    return result.success || !result.error.issues.some((i) => i.code === "invalid_type" || i.code === "invalid_value");
+/** Each shape a door's input may take, with the fields that select it (a discriminated union, such as the gate's). */
+function inputShapes(d: AnyDoor): { shape: Record<string, z.ZodType>; base: Record<string, unknown> }[] {
+  const input = d.input as unknown as { shape?: Record<string, z.ZodType>; options?: z.ZodObject[]; _zod: { def: { discriminator?: string } } };
+  if (input.shape) return [{ shape: input.shape, base: {} }];
+  const key = input._zod.def.discriminator;
+  return (input.options ?? []).map((option) => {
+    const selector = key ? (option.shape[key] as z.ZodType | undefined) : undefined;
+    const required = selector !== undefined && !selector.safeParse(undefined).success;
+    return { shape: option.shape, base: required ? { [key!]: (selector as unknown as { value: unknown }).value } : {} };
   });
+}
+
+/** The fields of a door's input that take a string at all (enums, numbers and booleans refuse "x" by type). */
+function textFields(d: AnyDoor): { field: string; base: Record<string, unknown> }[] {
+  return inputShapes(d).flatMap(({ shape, base }) =>
+    Object.keys(shape)
+      .filter((field) => {
+        const result = shape[field]!.safeParse(UNSTORABLE.nul);
+        return result.success || !result.error.issues.some((i) => i.code === "invalid_type" || i.code === "invalid_value");
+      })
+      .map((field) => ({ field, base })),
+  );
 }
 
 function requestFor(d: AnyDoor, bearer: string | undefined): DoorRequest {
@@ -51,7 +65,7 @@ describeOnDatabases("stored text: NUL and lone surrogates are a 400 on every doo
   beforeAll(() => useDatabase(t().db));
 
   it("finds the free-text fields of the registry (the table below is not empty by accident)", () => {
-    const fields = registry.flatMap((d) => textFields(d).map((f) => `${d.name}.${f}`));
+    const fields = registry.flatMap((d) => textFields(d).map(({ field }) => `${d.name}.${field}`));
     for (const expected of [
       "present-at-gate.name",
       "present-at-gate.origin",
@@ -76,7 +90,7 @@ describeOnDatabases("stored text: NUL and lone surrogates are a 400 on every doo
     let tried = 0;
     for (const d of registry) {
       const bearer = d.auth === "operator" ? OPERATOR : d.auth === "none" ? undefined : citizen.citizen_secret;
-      for (const field of textFields(d)) {
+      for (const { field, base } of textFields(d)) {
         for (const [what, value] of Object.entries(UNSTORABLE)) {
           const params = Object.fromEntries((d.path.match(/\{([a-z_]+)\}/g) ?? []).map((p) => [p.slice(1, -1), field === p.slice(1, -1) ? value : "1"]));
           let errors: { path: string; message: string }[];
@@ -84,7 +98,7 @@ describeOnDatabases("stored text: NUL and lone surrogates are a 400 on every doo
           if (!inUrl || what === "nul") {
             const answer =
               d.method === "POST"
-                ? await callDoor(d, { bearer, params, body: field in params ? {} : { [field]: value } })
+                ? await callDoor(d, { bearer, params, body: field in params ? base : { ...base, [field]: value } })
                 : await callDoor(d, { bearer, params, query: `?${field}=${encodeURIComponent(value)}` });
             errors = (expectProblem(answer, 400, "bad_request") as { errors?: typeof errors }).errors ?? [];
           } else {

@@ -53,7 +53,7 @@ describe("OpenAPI lists every path an agent can call", () => {
     expect(ops.map((o) => o.route).sort()).toEqual(registry.flatMap((d) => doorPaths(d).map((p) => `${d.method} ${p}`)).sort());
     const ids = ops.map((o) => o.op.operationId);
     expect(new Set(ids).size).toBe(ids.length);
-    expect(doc.paths["/peers.json"]?.get?.operationId).toBe("read-peers--peers-json");
+    expect(doc.paths["/peers.json"]?.get?.operationId).toBe("list-peers--peers-json");
     expect((await new Validator().validate(doc as never)).valid).toBe(true);
   });
 });
