@@ -44,3 +44,15 @@ describe("the published normal form of names and origins", () => {
     expect(normalKey("alice")).not.toBe(normalKey("alicia"));
   });
 });
+
+describe("what /llms.txt tells agents about credentials", () => {
+  it("publishes the recovery message, the lesser session token and the revoke-all door", async () => {
+    const { buildLlmsTxt } = await import("@/lib/doors/llms");
+    const { registry } = await import("@/lib/doors/registry");
+    const text = buildLlmsTxt(registry, "http://city.test");
+    expect(text).toContain("CITY-RECOVER/1|recover|<did>|<nonce>");
+    expect(text).toMatch(/POST \/api\/tokens\/revoke-all/);
+    expect(text).toMatch(/Mint a gate session token[^\n]*Needs the citizen secret/);
+    expect(text).toMatch(/admissions per 3600 s per city/);
+  });
+});
