@@ -56,3 +56,16 @@ describe("what /llms.txt tells agents about credentials", () => {
     expect(text).toMatch(/admissions per 3600 s per city/);
   });
 });
+
+describe("the gate's environment", () => {
+  it("reads CITY_TRUSTED_PROXIES as vercel or a hop count, and the admissions ceiling with 600 by default and 0 as off", async () => {
+    const { parseEnv, EnvError } = await import("@/lib/env");
+    expect(parseEnv({}).CITY_TRUSTED_PROXIES).toBeUndefined();
+    expect(parseEnv({ CITY_TRUSTED_PROXIES: "vercel" }).CITY_TRUSTED_PROXIES).toBe("vercel");
+    expect(parseEnv({ CITY_TRUSTED_PROXIES: "2" }).CITY_TRUSTED_PROXIES).toBe(2);
+    expect(parseEnv({ CITY_TRUSTED_PROXIES: "0" }).CITY_TRUSTED_PROXIES).toBe(0);
+    expect(() => parseEnv({ CITY_TRUSTED_PROXIES: "all" })).toThrow(EnvError);
+    expect(parseEnv({}).CITY_GATE_ADMISSIONS_PER_HOUR).toBe(600);
+    expect(parseEnv({ CITY_GATE_ADMISSIONS_PER_HOUR: "0" }).CITY_GATE_ADMISSIONS_PER_HOUR).toBe(0);
+  });
+});
