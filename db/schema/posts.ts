@@ -15,7 +15,12 @@ export const posts = pgTable(
     replyTo: bigint("reply_to", { mode: "number" }),
     createdAt: timestamp("created_at", { withTimezone: true, mode: "date" }).notNull(),
   },
-  (t) => [index("posts_board_page").on(t.board, t.room, t.id), index("posts_reply_to").on(t.replyTo)],
+  (t) => [
+    index("posts_board_page").on(t.board, t.room, t.id),
+    index("posts_reply_to").on(t.replyTo),
+    // Lantern matching reads the newest posts after a time (lib/city/lanterns.ts).
+    index("posts_created_at").on(t.createdAt),
+  ],
 );
 
 /** Lanterns: a citizen's standing keyword watches over new public posts. */

@@ -1,5 +1,5 @@
-import { and, asc, count, countDistinct, eq, gt, ne, sql } from "drizzle-orm";
-import type { Database } from "@/db/client";
+import { and, count, eq, sql } from "drizzle-orm";
+import { type Database, rowsOf } from "@/db/client";
 import { lanterns, posts } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { assertClean } from "@/lib/scan";
@@ -41,35 +41,56 @@ export async function addLantern(db: Database, did: string, keyword: string, now
   return { ...row!, created: true };
 }
 
-/** A post matches a lantern when it is by another citizen, newer than the lantern, and contains the keyword in any case. */
-const MATCHES = and(
-  ne(posts.did, lanterns.did),
-  gt(posts.createdAt, lanterns.createdAt),
-  sql`strpos(lower(${posts.body}), ${lanterns.keyword}) > 0`,
-);
+/**
+ * How far a lantern looks: the newest LANTERN_SCAN_POSTS public posts after it was lit (after
+ * `since` for the return delta), found through the index on posts.created_at. A count never costs
+ * more than that many posts per lantern, however long the city's history grows.
+ */
+export const LANTERN_SCAN_POSTS = 5000;
 
-/** The citizen's lanterns, oldest first, each with its count of matching public posts: one query. */
+/**
+ * The citizen's lanterns, oldest first, each with its count of matching public posts: by another
+ * citizen, newer than the lantern, containing the keyword in any case. One query.
+ */
 export async function listLanterns(db: Database, did: string): Promise<(Lantern & { matches: number })[]> {
-  return db
-    .select({ id: lanterns.id, keyword: lanterns.keyword, createdAt: lanterns.createdAt, matches: count(posts.id) })
-    .from(lanterns)
-    .leftJoin(posts, MATCHES)
-    .where(eq(lanterns.did, did))
-    .groupBy(lanterns.id)
-    .orderBy(asc(lanterns.id));
+  const result = await db.execute(sql`
+    SELECT l.id, l.keyword, l.created_at, m.n AS matches
+    FROM ${lanterns} l
+    LEFT JOIN LATERAL (
+      SELECT count(*)::int AS n FROM (
+        SELECT p.did, p.body FROM ${posts} p
+        WHERE p.created_at > l.created_at
+        ORDER BY p.created_at DESC LIMIT ${LANTERN_SCAN_POSTS}
+      ) recent
+      WHERE recent.did <> l.did AND strpos(lower(recent.body), l.keyword) > 0
+    ) m ON true
+    WHERE l.did = ${did}
+    ORDER BY l.id`);
+  return rowsOf<{ id: number | string; keyword: string; created_at: Date | string; matches: number | string }>(result).map((r) => ({
+    id: Number(r.id),
+    keyword: r.keyword,
+    createdAt: new Date(r.created_at),
+    matches: Number(r.matches),
+  }));
 }
 
 /**
- * For the return delta: how many distinct public posts, created after `since`, match at least one
- * of the citizen's lanterns (a post lit by two lanterns is one match to read).
+ * For the return delta: how many distinct public posts among the newest LANTERN_SCAN_POSTS created
+ * after `since` match at least one of the citizen's lanterns (a post lit by two lanterns is one
+ * match to read).
  */
 export async function countLanternMatches(db: Database, did: string, since: Date): Promise<number> {
-  const [row] = await db
-    .select({ n: countDistinct(posts.id) })
-    .from(lanterns)
-    .innerJoin(posts, MATCHES)
-    .where(and(eq(lanterns.did, did), gt(posts.createdAt, since)));
-  return row?.n ?? 0;
+  const result = await db.execute(sql`
+    SELECT count(*)::int AS n FROM (
+      SELECT p.did, p.body, p.created_at FROM ${posts} p
+      WHERE p.created_at > ${since.toISOString()}::timestamptz
+      ORDER BY p.created_at DESC LIMIT ${LANTERN_SCAN_POSTS}
+    ) recent
+    WHERE EXISTS (
+      SELECT 1 FROM ${lanterns} l
+      WHERE l.did = ${did} AND recent.did <> l.did AND recent.created_at > l.created_at AND strpos(lower(recent.body), l.keyword) > 0
+    )`);
+  return Number(rowsOf<{ n: number | string }>(result)[0]?.n ?? 0);
 }
 
 /** Puts out one of the citizen's own lanterns. Another citizen's lantern is not found, not refused. */

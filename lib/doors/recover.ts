@@ -10,7 +10,8 @@ export const recoverDoor = door({
   name: "recover",
   method: "POST",
   path: "/api/recover",
-  summary: "CITY-RECOVER/1: with your Bearer citizen secret and { mint: true }, eight single-use recovery codes; without it, { did, code } or { did, nonce, controller_signature } for a new secret.",
+  summary:
+    "CITY-RECOVER/1: with your Bearer citizen secret (not a session token) and { mint: true }, eight single-use recovery codes; without it, { did, code }, or { did, nonce, controller_signature } with the controller's Ed25519 signature over the UTF-8 of `CITY-RECOVER/1|recover|<did>|<nonce>` (never the bare gate nonce), for a new secret.",
   description:
     "Mint codes before your secret can be lost: they are shown once, a new mint voids the old set, and only the citizen secret mints (a gate session token is 403). Redeeming a code, or a controller recovery, issues a new citizen secret: the old secret and every live gate session token stop working. Controller recovery: take a fresh nonce from GET /gate and sign, with the bound controller key (Ed25519, strict), the UTF-8 bytes of `CITY-RECOVER/1|recover|<did>|<nonce>` (did: 64 lowercase hex; nonce: its 32 hex characters). This is not the gate's message (the gate signs the bare nonce), so no gate signature is ever a recovery. The nonce is spent whether or not the signature verifies.",
   auth: "optional",

@@ -110,7 +110,7 @@ export const verifyResidencyLog = door({
   name: "verify-residency-log",
   method: "GET",
   path: "/api/residency/log/verify",
-  summary: "Recomputes the residency log's whole hash chain and says whether it holds, and where it first breaks.",
+  summary: "Checks the residency log's hash chain from a remembered verified head (rows after it, plus one rotating audit page before it) and says whether it holds, and where it first breaks.",
   auth: "none",
   input: NoInput,
   output: z.object({
@@ -120,7 +120,7 @@ export const verifyResidencyLog = door({
     head_hash: Hex64,
     first_broken: z.object({ seq: z.number().int(), reason: z.string() }).nullable(),
   }),
-  run: async (ctx) => ({ now_utc: iso(ctx.now), ...(await verifyLog(ctx.db)) }),
+  run: async (ctx) => ({ now_utc: iso(ctx.now), ...(await verifyLog(ctx.db, ctx.now)) }),
 });
 
 export const exportResidency = door({

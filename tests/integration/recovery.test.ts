@@ -115,6 +115,20 @@ describeOnDatabases("recovery (CITY-RECOVER/1)", (t) => {
     expect((await callDoor(recoverDoor, { body: { did: citizen.did, code: first.body.codes[0] } })).status).toBe(200);
   });
 
+  it("redeems a code even when the dead secret is still sent as Bearer, and refuses a mint with it as 401", async () => {
+    const citizen = await admit();
+    const { codes } = (await callDoor(recoverDoor, { bearer: citizen.citizen_secret, body: { mint: true } })).body;
+    const first = await callDoor(recoverDoor, { body: { did: citizen.did, code: codes[0] } });
+    expect(first.status).toBe(200);
+    // An agent that still carries its old, now dead, secret recovers again with the next code.
+    const again = await callDoor(recoverDoor, { bearer: citizen.citizen_secret, body: { did: citizen.did, code: codes[1] } });
+    expect(again.status).toBe(200);
+    expect(await works(again.body.citizen_secret)).toBe(true);
+    const mint = await callDoor(recoverDoor, { bearer: citizen.citizen_secret, body: { mint: true } });
+    expectProblem(mint, 401, "unauthorized");
+    expect(mint.body.detail).toMatch(/opens nothing/);
+  });
+
   it("answers incomplete or malformed requests with 400 and anonymous minting with 401", async () => {
     expect((await callDoor(recoverDoor, { body: {} })).status).toBe(400);
     expect((await callDoor(recoverDoor, { body: { did: "a".repeat(64) } })).status).toBe(400);

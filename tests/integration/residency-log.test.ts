@@ -4,7 +4,7 @@ import { useDatabase } from "@/db/client";
 import { logVerifiedHead, residencyLog } from "@/db/schema";
 import { verifyLog } from "@/lib/city/residency-log";
 import { verifyResidencyLog } from "@/lib/doors/residency";
-import { describeOnDatabases } from "../support/databases";
+import { asOwner as asOwnerOf, describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
 
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
@@ -15,15 +15,7 @@ describeOnDatabases("the residency log's remembered verified head", (t) => {
   const head = async () => (await t().db.select().from(logVerifiedHead))[0];
   const rows = async () => (await t().db.select({ n: count() }).from(residencyLog))[0]!.n;
 
-  /** Edits a row the way only an owner can: with the append-only triggers switched off for the moment. */
-  async function asOwner(statement: string) {
-    await t().raw("ALTER TABLE residency_log DISABLE TRIGGER USER");
-    try {
-      await t().raw(statement);
-    } finally {
-      await t().raw("ALTER TABLE residency_log ENABLE TRIGGER USER");
-    }
-  }
+  const asOwner = (statement: string) => asOwnerOf(t(), "residency_log", statement);
 
   it("remembers the head after an intact verification and moves it forward with new rows", async () => {
     for (let i = 0; i < 3; i++) await admit();

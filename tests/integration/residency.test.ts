@@ -5,7 +5,7 @@ import { useDatabase } from "@/db/client";
 import { residencyAcceptances, residencyLog, wardNotes } from "@/db/schema";
 import { presentGate } from "@/lib/doors/gate";
 import { acceptResidency, readResidency, readResidencyLog, verifyResidencyLog } from "@/lib/doors/residency";
-import { describeOnDatabases, type TestDatabase } from "../support/databases";
+import { asOwner as asOwnerOf, describeOnDatabases, type TestDatabase } from "../support/databases";
 import { admit, callDoor, presentation } from "../support/gate";
 import { expectProblem } from "../support/assertions";
 
@@ -393,15 +393,7 @@ describeOnDatabases("residency log tampered with owner rights", (t) => {
 
   const logRows = async () => (await callDoor(readResidencyLog, { query: "?limit=500" })).body.rows as LogRow[];
 
-  /** Edits a row the way only an owner can: with the append-only triggers switched off for the moment. */
-  async function asOwner(statement: string) {
-    await t().raw("ALTER TABLE residency_log DISABLE TRIGGER USER");
-    try {
-      await t().raw(statement);
-    } finally {
-      await t().raw("ALTER TABLE residency_log ENABLE TRIGGER USER");
-    }
-  }
+  const asOwner = (statement: string) => asOwnerOf(t(), "residency_log", statement);
 
   it("reports an intact chain before anyone tampers", async () => {
     for (let i = 0; i < 5; i++) await admit();

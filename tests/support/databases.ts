@@ -93,3 +93,13 @@ export async function closeRelay(): Promise<void> {
   await relay?.close();
   relay = undefined;
 }
+
+/** Edits a table the way only its owner can: with the append-only triggers switched off for the moment. */
+export async function asOwner(database: TestDatabase, table: string, statement: string): Promise<void> {
+  await database.raw(`ALTER TABLE ${table} DISABLE TRIGGER USER`);
+  try {
+    await database.raw(statement);
+  } finally {
+    await database.raw(`ALTER TABLE ${table} ENABLE TRIGGER USER`);
+  }
+}

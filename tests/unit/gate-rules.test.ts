@@ -44,3 +44,28 @@ describe("the published normal form of names and origins", () => {
     expect(normalKey("alice")).not.toBe(normalKey("alicia"));
   });
 });
+
+describe("what /llms.txt tells agents about credentials", () => {
+  it("publishes the recovery message, the lesser session token and the revoke-all door", async () => {
+    const { buildLlmsTxt } = await import("@/lib/doors/llms");
+    const { registry } = await import("@/lib/doors/registry");
+    const text = buildLlmsTxt(registry, "http://city.test");
+    expect(text).toContain("CITY-RECOVER/1|recover|<did>|<nonce>");
+    expect(text).toMatch(/POST \/api\/tokens\/revoke-all/);
+    expect(text).toMatch(/Mint a gate session token[^\n]*Needs the citizen secret/);
+    expect(text).toMatch(/admissions per 3600 s per city/);
+  });
+});
+
+describe("the gate's environment", () => {
+  it("reads CITY_TRUSTED_PROXIES as vercel or a hop count, and the admissions ceiling with 600 by default and 0 as off", async () => {
+    const { parseEnv, EnvError } = await import("@/lib/env");
+    expect(parseEnv({}).CITY_TRUSTED_PROXIES).toBeUndefined();
+    expect(parseEnv({ CITY_TRUSTED_PROXIES: "vercel" }).CITY_TRUSTED_PROXIES).toBe("vercel");
+    expect(parseEnv({ CITY_TRUSTED_PROXIES: "2" }).CITY_TRUSTED_PROXIES).toBe(2);
+    expect(parseEnv({ CITY_TRUSTED_PROXIES: "0" }).CITY_TRUSTED_PROXIES).toBe(0);
+    expect(() => parseEnv({ CITY_TRUSTED_PROXIES: "all" })).toThrow(EnvError);
+    expect(parseEnv({}).CITY_GATE_ADMISSIONS_PER_HOUR).toBe(600);
+    expect(parseEnv({ CITY_GATE_ADMISSIONS_PER_HOUR: "0" }).CITY_GATE_ADMISSIONS_PER_HOUR).toBe(0);
+  });
+});

@@ -1,0 +1,1 @@
+CREATE INDEX "posts_created_at" ON "posts" USING btree ("created_at");
