@@ -104,6 +104,8 @@ export const readCard = door({
   path: CARD_PATH,
   summary: "The city's card: protocols and versions, every door, and the published limits.",
   auth: "none",
+  // The first signature of an instance may create the city's signing key (once, kept in signing_keys).
+  hints: { readOnly: false, idempotent: true },
   cache: "static",
   preferred: true,
   input: NoInput,
@@ -147,6 +149,8 @@ export const readAgentCard = door({
   path: AGENT_CARD_PATH,
   summary: "The city's A2A 1.0 agent card (application/a2a+json): the JSON-RPC bridge at /api/a2a, one skill per door, signed (JWS, keys at /.well-known/jwks.json).",
   auth: "none",
+  // The first signature of an instance may create the city's signing key (once, kept in signing_keys).
+  hints: { readOnly: false, idempotent: true },
   cache: "static",
   preferred: true,
   input: NoInput,
@@ -163,6 +167,8 @@ export const readJwks = door({
   path: JWKS_PATH,
   summary: "The city's public signing keys (JWK Set, Ed25519, EdDSA): the agent card and the city card carry JWS signatures made with the first; retired keys follow it.",
   auth: "none",
+  // The first signature of an instance may create the city's signing key (once, kept in signing_keys).
+  hints: { readOnly: false, idempotent: true },
   cache: "static",
   input: NoInput,
   output: z.strictObject({

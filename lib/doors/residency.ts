@@ -112,6 +112,8 @@ export const verifyResidencyLog = door({
   path: "/api/residency/log/verify",
   summary: "Checks the residency log's hash chain from a remembered verified head (rows after it, plus one rotating audit page before it) and says whether it holds, and where it first breaks.",
   auth: "none",
+  // It remembers the verified head and moves the audit page: bookkeeping rows, never the log.
+  hints: { readOnly: false, idempotent: false },
   input: NoInput,
   output: z.object({
     now_utc: NowUtc,
