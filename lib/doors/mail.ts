@@ -40,7 +40,7 @@ export const readInboxDoor = door({
   auth: "citizen",
   input: z.object({
     limit: z.coerce.number().int().min(1).max(INBOX_PAGE.max).default(INBOX_PAGE.default),
-    cursor: z.string().max(200).optional().describe("next_cursor of the previous page"),
+    cursor: StoredText.max(200).optional().describe("next_cursor of the previous page"),
   }),
   output: z.object({
     now_utc: NowUtc,
