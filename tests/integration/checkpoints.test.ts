@@ -9,7 +9,7 @@ import { CHECKPOINT_LIMITS, keepCheckpoint, readCheckpoints } from "@/lib/doors/
 import { serveDoor } from "@/lib/doors/http";
 import { describeOnDatabases, type TestDatabase } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
-import { causes, expectProblem } from "../support/assertions";
+import { causes, expectAppendOnly, expectProblem } from "../support/assertions";
 
 const C = LIMITS.checkpoints;
 
@@ -252,7 +252,7 @@ describeOnDatabases("checkpoints", (t) => {
       await asOwner(t(), `UPDATE checkpoints SET content = 'forged one' WHERE did = '${b.did}' AND version = 1`);
       expect(await latestCheckpoint(t().db, b.did)).toMatchObject({ version: 2, verified: true });
       // The triggers are back on.
-      await expect(t().raw(`UPDATE checkpoints SET content = 'again' WHERE did = '${a.did}'`)).rejects.toThrow();
+      await expectAppendOnly(t(), "checkpoints", [`UPDATE checkpoints SET content = 'again' WHERE did = '${a.did}'`]);
     });
   });
 

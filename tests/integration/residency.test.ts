@@ -7,7 +7,7 @@ import { presentGate } from "@/lib/doors/gate";
 import { acceptResidency, readResidency, readResidencyLog, verifyResidencyLog } from "@/lib/doors/residency";
 import { describeOnDatabases, type TestDatabase } from "../support/databases";
 import { admit, callDoor, presentation } from "../support/gate";
-import { expectProblem } from "../support/assertions";
+import { expectAppendOnly, expectProblem } from "../support/assertions";
 
 // These suites admit many citizens through the real gate; the flood limits have tests of their own.
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
@@ -418,7 +418,7 @@ describeOnDatabases("residency log tampered with owner rights", (t) => {
     const after = await logRows();
     expect(after[k - 1]!.name).toBe("forged-name");
     // The triggers are back on: the edit was an owner's act, not the application's.
-    await expect(t().raw(`UPDATE residency_log SET event = 'exit' WHERE seq = 1`)).rejects.toThrow();
+    await expectAppendOnly(t(), "residency_log", [`UPDATE residency_log SET event = 'exit' WHERE seq = 1`]);
 
     const { status, body } = await callDoor(verifyResidencyLog);
     expect(status).toBe(200);
