@@ -412,4 +412,4 @@ describeOnDatabases("locker", (t) => {
       expect((await list(a.citizen_secret)).body.used_bytes).toBe(SLACK - 10);
     }, 120_000);
   });
-});
+}, { ordered: "the city-wide bound tests fill the city's locker last; earlier tests need room" });

@@ -450,4 +450,4 @@ describeOnDatabases("residency log tampered with owner rights", (t) => {
     expect(body.first_broken).toMatchObject({ seq: 3 });
     expect(body.rows_checked).toBe(1);
   });
-});
+}, { ordered: "each tampering builds on the previous one, as an attacker's steps would" });

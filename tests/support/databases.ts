@@ -82,11 +82,13 @@ async function rawOn(open: OpenDatabase, statement: string): Promise<unknown> {
 /**
  * Runs the same suite once per driver, each on its own fresh database:
  * `describeOnDatabases("locker", (t) => { it("...", async () => { await t().db... }) })`.
+ * Tests run in random order (vitest.config.mts); a suite that is one story told in steps (each
+ * test building on the city the previous ones left) says why in `ordered`, and keeps its order.
  */
-export function describeOnDatabases(name: string, suite: (current: () => TestDatabase) => void): void {
+export function describeOnDatabases(name: string, suite: (current: () => TestDatabase) => void, options: { ordered?: string } = {}): void {
   describeMissingServer(name);
   for (const driver of testDrivers()) {
-    describe(`${name} [${driver}]`, () => {
+    describe(`${name} [${driver}]`, { shuffle: options.ordered === undefined }, () => {
       let handle: (TestDatabase & { dispose: () => Promise<void> }) | undefined;
       beforeAll(async () => {
         handle = await createTestDatabase(driver);
