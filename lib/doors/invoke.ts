@@ -1,9 +1,9 @@
 import type { z } from "zod";
 import { getDb, type Database } from "@/db/client";
+import { currentTier, holdTierLock, restrictedRefusal } from "@/lib/city/restriction";
 import { asCityError, CityError } from "@/lib/errors";
 import type { AnyDoor, Caller, DoorContext, DoorRequest } from "./door";
 import { isWrite, Reply } from "./door";
-import { currentTier, holdTierLock, restrictedRefusal } from "@/lib/city/restriction";
 import { resolveCaller } from "./caller";
 import { registry } from "./registry";
 
