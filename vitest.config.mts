@@ -17,6 +17,9 @@ export default defineConfig({
           environment: "node",
           testTimeout: 30_000,
           hookTimeout: 60_000,
+          // Files and tests run in random order, so no test passes only in file order; a suite
+          // told as steps of one story opts out by name (describeOnDatabases' `ordered`).
+          sequence: { shuffle: true },
         },
       },
       {

@@ -4,6 +4,8 @@ import { useDatabase } from "@/db/client";
 import { appealDecisions, citizens, tierEvents } from "@/db/schema";
 import { appealDoor, decideAppealDoor, listAppealsDoor, readCapabilities } from "@/lib/doors/tiers";
 import { registry } from "@/lib/doors/registry";
+import { keepLockerBag } from "@/lib/doors/locker";
+import { expectAppendOnly } from "../support/assertions";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
 
@@ -64,11 +66,15 @@ describeOnDatabases("appeals (CITY-APPEAL/1) and the operator", (t) => {
     expect((await t().db.select().from(citizens).where(eq(citizens.did, did)))[0]!.tier).toBe("restricted");
   });
 
-  it("refuses UPDATE, DELETE and TRUNCATE on appeals, decisions and tier events", async () => {
-    for (const table of ["appeals", "appeal_decisions", "tier_events"]) {
-      for (const statement of [`UPDATE ${table} SET id = id`, `DELETE FROM ${table}`, `TRUNCATE ${table}`]) {
-        await expect(t().raw(statement.replace("SET id = id", table === "appeal_decisions" ? "SET note = 'x'" : "SET did = 'x'")), statement).rejects.toThrow();
-      }
+  it("refuses UPDATE, DELETE and TRUNCATE on appeals, decisions, tier events and content refusals, leaving every row", async () => {
+    // Deleting refusals would undo a restriction's cause: they are append-only like the rest.
+    const { citizen_secret } = await admit();
+    for (let i = 0; i < 3; i++) await callDoor(keepLockerBag, { bearer: citizen_secret, body: { bag: "k", content: `city_sk_${"0f".repeat(36)}` } });
+    const filed = await callDoor(appealDoor, { body: { reason: "rows for the append-only check" }, bearer: citizen_secret });
+    expect((await callDoor(decideAppealDoor, { body: { decision: "deny" }, params: { id: String(filed.body.appeal.id) }, bearer: OPERATOR })).status).toBe(200);
+    for (const table of ["appeals", "appeal_decisions", "tier_events", "content_refusals"]) {
+      const column = table === "appeal_decisions" ? "note" : "did";
+      await expectAppendOnly(t(), table, [`UPDATE ${table} SET ${column} = 'x'`, `DELETE FROM ${table}`, `TRUNCATE ${table}`]);
     }
   });
 });

@@ -184,4 +184,4 @@ describeOnDatabases("lot locks", (t) => {
       }
     });
   });
-});
+}, { ordered: "the plat starts empty and each test holds lots the next ones count" });

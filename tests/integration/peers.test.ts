@@ -324,4 +324,4 @@ describeOnDatabases("peer directory", (t) => {
     const rows = await t().db.select().from(citizens).where(isNotNull(citizens.lastSeenAt));
     expect(rows.every((r) => r.lastSeenAt!.getTime() <= Date.now())).toBe(true);
   });
-});
+}, { ordered: "the directory's counts start from an empty city and grow test by test" });

@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { expect } from "vitest";
+import { rowsOf } from "@/db/client";
 import { type Problem, ProblemSchema } from "@/lib/errors";
 import type { TestDatabase } from "./databases";
 
@@ -12,12 +13,17 @@ export function expectProblem(answer: { status: number; headers: Headers; body: 
   return problem;
 }
 
-/** Every statement is refused by the append-only trigger, and the table is exactly as before. */
-export async function expectAppendOnly(db: TestDatabase, table: string, statements: string[]): Promise<void> {
-  const snapshot = async () => JSON.stringify(await db.db.execute(sql.raw(`SELECT * FROM ${table} ORDER BY 1`)));
+/**
+ * Every statement is refused by the table's trigger (its message names the refusal: `append-only`
+ * unless told otherwise), and the table is exactly as before.
+ */
+export async function expectAppendOnly(db: TestDatabase, table: string, statements: string[], refusal = `table ${table} is append-only`): Promise<void> {
+  const rows = async () => rowsOf(await db.db.execute(sql.raw(`SELECT * FROM ${table} ORDER BY 1`)));
+  const snapshot = async () => JSON.stringify(await rows());
+  expect(await rows(), `${table} has rows to protect`).not.toHaveLength(0);
   const before = await snapshot();
   for (const statement of statements) {
-    await expect(db.raw(statement), statement).rejects.toSatisfy((err: unknown) => causes(err).includes("append-only"));
+    await expect(db.raw(statement), statement).rejects.toSatisfy((err: unknown) => causes(err).includes(refusal));
   }
   expect(await snapshot()).toBe(before);
 }

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe } from "vitest";
+import { afterAll, beforeAll, describe, it } from "vitest";
 import { migrateDatabase, openNeon, openPglite, type Database, type OpenDatabase } from "@/db/client";
 import { startNeonRelay } from "./neon-relay";
 
@@ -10,6 +10,11 @@ export interface TestDatabase {
   db: Database;
   /** Runs SQL as the database owner (for tampering tests and set-up only). */
   raw: (sql: string) => Promise<unknown>;
+  /**
+   * Opens another handle on the same database: on PostgreSQL a second Neon pool, which is what a
+   * second serverless instance is. Null on PGlite (one in-memory database, one handle).
+   */
+  openAnotherInstance: () => Promise<{ db: Database; close: () => Promise<void> } | null>;
 }
 
 /** The drivers this run covers: PGlite always; Neon through the relay when TEST_DATABASE_URL is set. */
@@ -39,7 +44,7 @@ export async function createTestDatabase(driver: DriverName): Promise<TestDataba
   if (driver === "pglite") {
     const open = await openPglite("memory://");
     await migrateDatabase(open);
-    return { driver, db: open.db, raw: (sql) => rawOn(open, sql), dispose: open.close };
+    return { driver, db: open.db, raw: (sql) => rawOn(open, sql), openAnotherInstance: async () => null, dispose: open.close };
   }
   await configureNeonDriver();
   const serverUrl = new URL(process.env.TEST_DATABASE_URL!);
@@ -50,11 +55,18 @@ export async function createTestDatabase(driver: DriverName): Promise<TestDataba
   url.pathname = `/${name}`;
   const open = await openNeon(url.toString());
   await migrateDatabase(open);
+  const others: OpenDatabase[] = [];
   return {
     driver,
     db: open.db,
     raw: (sql) => rawOn(open, sql),
+    openAnotherInstance: async () => {
+      const other = await openNeon(url.toString());
+      others.push(other);
+      return { db: other.db, close: other.close };
+    },
     dispose: async () => {
+      for (const other of others.splice(0)) await other.close().catch(() => undefined);
       await open.close();
       await rawOn(admin, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await admin.close();
@@ -70,10 +82,13 @@ async function rawOn(open: OpenDatabase, statement: string): Promise<unknown> {
 /**
  * Runs the same suite once per driver, each on its own fresh database:
  * `describeOnDatabases("locker", (t) => { it("...", async () => { await t().db... }) })`.
+ * Tests run in random order (vitest.config.mts); a suite that is one story told in steps (each
+ * test building on the city the previous ones left) says why in `ordered`, and keeps its order.
  */
-export function describeOnDatabases(name: string, suite: (current: () => TestDatabase) => void): void {
+export function describeOnDatabases(name: string, suite: (current: () => TestDatabase) => void, options: { ordered?: string } = {}): void {
+  describeMissingServer(name);
   for (const driver of testDrivers()) {
-    describe(`${name} [${driver}]`, () => {
+    describe(`${name} [${driver}]`, { shuffle: options.ordered === undefined }, () => {
       let handle: (TestDatabase & { dispose: () => Promise<void> }) | undefined;
       beforeAll(async () => {
         handle = await createTestDatabase(driver);
@@ -87,6 +102,25 @@ export function describeOnDatabases(name: string, suite: (current: () => TestDat
       });
     });
   }
+}
+
+/**
+ * PGlite runs one transaction at a time, so only the PostgreSQL leg really races. Its absence is
+ * shown in the report as a skipped suite, and in CI (CI=true) it is a failure: CI must race.
+ */
+function describeMissingServer(name: string): void {
+  if (process.env.TEST_DATABASE_URL) return;
+  if (process.env.CI === "true") {
+    describe(`${name} [neon]`, () => {
+      it("needs TEST_DATABASE_URL in CI: without PostgreSQL no parallel test really races", () => {
+        throw new Error("TEST_DATABASE_URL is not set; CI runs every database suite on PostgreSQL too.");
+      });
+    });
+    return;
+  }
+  describe.skip(`${name} [neon] skipped: TEST_DATABASE_URL not set`, () => {
+    it("runs this suite on PostgreSQL through the Neon driver", () => undefined);
+  });
 }
 
 export async function closeRelay(): Promise<void> {

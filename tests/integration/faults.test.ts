@@ -1,0 +1,120 @@
+import { eq } from "drizzle-orm";
+import { afterEach, beforeAll, expect, it, vi } from "vitest";
+import { z } from "zod";
+import { openNeon, useDatabase } from "@/db/client";
+import { citizens } from "@/db/schema";
+import { door } from "@/lib/doors/door";
+import { readCensusDoor } from "@/lib/doors/discovery";
+import { sendMessageDoor } from "@/lib/doors/mail";
+import { recoverDoor } from "@/lib/doors/recover";
+import { writeVault } from "@/lib/doors/vault";
+import { expectProblem } from "../support/assertions";
+import { insertCitizenRow } from "../support/citizens";
+import { describeOnDatabases } from "../support/databases";
+import { admit, callDoor } from "../support/gate";
+
+process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
+process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
+
+/** A write door that inserts a citizen, then answers outside its own schema. */
+let insertedDid = "";
+const badAnswer = door({
+  name: "bad-answer-test",
+  method: "POST",
+  path: "/api/bad-answer",
+  summary: "Inserts a row, then answers outside its schema (test door).",
+  auth: "none",
+  input: z.object({}),
+  output: z.object({ now_utc: z.string(), did: z.string() }),
+  run: async (ctx) => {
+    insertedDid = (await insertCitizenRow(ctx.db)).did;
+    return { now_utc: ctx.now.toISOString(), did: 42 } as unknown as { now_utc: string; did: string };
+  },
+});
+
+/** Everything the process prints while `work` runs: every console method and both streams. */
+async function captureLogs(work: () => Promise<void>): Promise<string> {
+  const lines: string[] = [];
+  const keep = (...args: unknown[]) => void lines.push(args.map((a) => (typeof a === "string" ? a : JSON.stringify(a, Object.getOwnPropertyNames(a ?? {})))).join(" "));
+  for (const method of ["log", "info", "warn", "error", "debug", "trace"] as const) vi.spyOn(console, method).mockImplementation(keep);
+  for (const stream of [process.stdout, process.stderr]) {
+    vi.spyOn(stream, "write").mockImplementation(((chunk: unknown) => {
+      lines.push(String(chunk));
+      return true;
+    }) as typeof stream.write);
+  }
+  try {
+    await work();
+  } finally {
+    vi.restoreAllMocks();
+  }
+  return lines.join("\n");
+}
+
+describeOnDatabases("faults, rollbacks and logs", (t) => {
+  beforeAll(() => useDatabase(t().db));
+  afterEach(() => useDatabase(t().db));
+
+  it("rolls a write back when the door's answer fails its own schema: 500, and the row is absent", async () => {
+    const logs = await captureLogs(async () => {
+      expectProblem(await callDoor(badAnswer, { body: {} }), 500, "internal_error");
+    });
+    expect(insertedDid).toMatch(/^[0-9a-f]{64}$/);
+    expect(await t().db.select().from(citizens).where(eq(citizens.did, insertedDid))).toEqual([]);
+    expect(logs).toContain("bad-answer-test answered outside its schema at did");
+  });
+
+  it("answers 503 with Retry-After when the database is unreachable, for reading and writing doors", async (ctx) => {
+    if (t().driver !== "neon") return ctx.skip("needs the Neon driver: its WebSocket relay is pointed at a port where nothing listens");
+    // A real unreachable server: the relay's TCP connection to 127.0.0.1:1 is refused.
+    const admitted = await admit();
+    const citizen = { secret: admitted.citizen_secret };
+    const unreachable = await openNeon("postgres://postgres@127.0.0.1:1/postgres");
+    try {
+      useDatabase(unreachable.db);
+      const logs = await captureLogs(async () => {
+        for (const answer of [await callDoor(readCensusDoor), await callDoor(writeVault, { bearer: citizen.secret, body: { content: "a note for nobody" } })]) {
+          const problem = expectProblem(answer, 503, "unavailable");
+          expect(answer.headers.get("retry-after")).toMatch(/^\d+$/);
+          expect(problem.retry_after_seconds).toBeGreaterThan(0);
+          expect(JSON.stringify(problem)).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|postgres|select|insert/i);
+        }
+      });
+      expect(logs).not.toContain(citizen.secret);
+      expect(logs).not.toContain("a note for nobody");
+    } finally {
+      useDatabase(t().db);
+      await unreachable.close().catch(() => undefined);
+    }
+  });
+
+  it("never logs a secret, a code or a body: admissions, recovery, mail, vault, refusals and failures", async () => {
+    const secrets: string[] = [];
+    const logs = await captureLogs(async () => {
+      const a = await admit();
+      const b = await admit();
+      secrets.push(a.citizen_secret, b.citizen_secret);
+      const minted = await callDoor(recoverDoor, { bearer: a.citizen_secret, body: { mint: true } });
+      expect(minted.status).toBe(200);
+      secrets.push(...(minted.body.codes as string[]));
+      const redeemed = await callDoor(recoverDoor, { body: { did: a.did, code: minted.body.codes[0] } });
+      expect(redeemed.status).toBe(200);
+      secrets.push(redeemed.body.citizen_secret);
+      const mailBody = `mail body ${Math.random().toString(36).slice(2)}`;
+      const note = `vault note ${Math.random().toString(36).slice(2)}`;
+      secrets.push(mailBody, note);
+      expect((await callDoor(sendMessageDoor, { bearer: b.citizen_secret, body: { to: a.did, body: mailBody } })).status).toBe(200);
+      expect((await callDoor(writeVault, { bearer: b.citizen_secret, body: { content: note } })).status).toBe(200);
+      const pasted = `city_sk_${"5e".repeat(36)}`;
+      secrets.push(pasted);
+      expect((await callDoor(writeVault, { bearer: b.citizen_secret, body: { content: pasted } })).status).toBe(422);
+      // The old secret is dead now: a refused credential is not logged either.
+      expect((await callDoor(writeVault, { bearer: a.citizen_secret, body: { content: note } })).status).toBe(401);
+      expectProblem(await callDoor(badAnswer, { body: {} }), 500, "internal_error");
+    });
+    expect(secrets.length).toBeGreaterThanOrEqual(14);
+    for (const secret of secrets) expect(logs, "a secret or a body reached the logs").not.toContain(secret);
+    // The capture works: the failure above was logged, by its door's name only.
+    expect(logs).toContain("bad-answer-test");
+  });
+});
