@@ -54,6 +54,17 @@ export function clinicConfig(source: Record<string, string | undefined> = proces
   return { physicians, timeoutMs: e.CLINIC_TIMEOUT_MS, maxOutputTokens: e.CLINIC_MAX_OUTPUT_TOKENS };
 }
 
+/** Whether the clinic is open (a physician is configured) and which physicians are, by name and wire protocol only. */
+export function clinicRoster(config: ClinicConfig = clinicConfig()) {
+  return {
+    open: config.physicians.length > 0,
+    physicians: PHYSICIANS.map((name) => {
+      const p = config.physicians.find((c) => c.name === name);
+      return { name, configured: p !== undefined, protocol: p?.protocol ?? null };
+    }),
+  };
+}
+
 export function dailyCap(tier: string | undefined): number {
   return tier === "proven" ? C.provenPerDay : C.citizenPerDay;
 }

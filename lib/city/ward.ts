@@ -232,6 +232,18 @@ export async function listWardNotes(db: Database, options: { before?: number; li
   return { notes, nextBefore: rows.length > options.limit && last ? last.seal : null };
 }
 
+/** The ward's page cursor (GET /api/hospital ?cursor= and the plat's /ward): the last seal shown, opaque. */
+export function encodeWardCursor(seal: number): string {
+  return Buffer.from(`ward:${seal}`).toString("base64url");
+}
+
+/** The seal a ward cursor points below; a cursor this ward never issued is a 400. */
+export function decodeWardCursor(cursor: string): number {
+  const match = /^ward:([1-9][0-9]{0,15})$/.exec(Buffer.from(cursor, "base64url").toString("utf8"));
+  if (!match) throw new CityError("bad_request", "cursor: not a cursor this ward issued.");
+  return Number(match[1]);
+}
+
 /**
  * The ward's counts, read from stored rows only (a state alone stores nothing, so it moves none):
  * probes_hidden, the sealed notes (gate ask=ward requests) counted and never shown; occupied, the

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { PHYSICIANS } from "@/db/schema";
-import { callerAllowance, CLINIC_DOOR, clinicConfig, clinicGauges, consult } from "@/lib/city/clinic";
+import { callerAllowance, CLINIC_DOOR, clinicGauges, clinicRoster, consult } from "@/lib/city/clinic";
 import { LIMITS } from "@/lib/city/protocols";
 import { door } from "./door";
 import { characters, iso, NowUtc } from "./schemas";
@@ -41,15 +41,11 @@ export const readClinic = door({
     note: z.string(),
   }),
   run: async (ctx) => {
-    const config = clinicConfig();
-    const open = config.physicians.length > 0;
+    const { open, physicians } = clinicRoster();
     return {
       now_utc: iso(ctx.now),
       open,
-      physicians: PHYSICIANS.map((name) => {
-        const p = config.physicians.find((c) => c.name === name);
-        return { name, configured: p !== undefined, protocol: p?.protocol ?? null };
-      }),
+      physicians,
       gauges: await clinicGauges(ctx.db, ctx.now),
       limits: { citizen_per_day: C.citizenPerDay, proven_per_day: C.provenPerDay, city_ceiling: C.cityCeiling, window_seconds: C.cityWindowSeconds },
       caller: ctx.caller.did ? await callerAllowance(ctx.db, { did: ctx.caller.did, tier: ctx.caller.tier }, ctx.now) : null,

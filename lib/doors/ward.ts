@@ -4,8 +4,10 @@ import { isParked } from "@/lib/city/quarantine";
 import {
   checkClaim,
   COOL_DOWN,
+  decodeWardCursor,
   describeShapeRules,
   DISPUTED_WORDS,
+  encodeWardCursor,
   listWardNotes,
   OCCUPIED_WINDOW_SECONDS,
   readAndFile,
@@ -63,16 +65,6 @@ const WardLane = z.object({
   next_cursor: z.string().nullable().describe("the next page of notes (?cursor=); null on the last page"),
 });
 
-function encodeCursor(seal: number): string {
-  return Buffer.from(`ward:${seal}`).toString("base64url");
-}
-
-function decodeCursor(cursor: string): number {
-  const match = /^ward:([1-9][0-9]{0,15})$/.exec(Buffer.from(cursor, "base64url").toString("utf8"));
-  if (!match) throw new CityError("bad_request", "cursor: not a cursor this ward issued.");
-  return Number(match[1]);
-}
-
 export const readWard = door({
   name: "read-ward",
   method: "GET",
@@ -85,10 +77,10 @@ export const readWard = door({
   }),
   output: WardLane,
   run: async (ctx, input) => {
-    const before = input.cursor ? decodeCursor(input.cursor) : undefined;
+    const before = input.cursor ? decodeWardCursor(input.cursor) : undefined;
     const { notes, nextBefore } = await listWardNotes(ctx.db, { before, limit: input.limit });
     const counts = await wardCounts(ctx.db, ctx.now);
-    const nextCursor = nextBefore === null ? null : encodeCursor(nextBefore);
+    const nextCursor = nextBefore === null ? null : encodeWardCursor(nextBefore);
     const body = {
       now_utc: iso(ctx.now),
       sealed: counts.probesHidden > 0,

@@ -2,6 +2,7 @@
 export const PLAT_PAGES = [
   { href: "/", label: "Census" },
   { href: "/peers", label: "Peers" },
+  { href: "/ward", label: "Ward" },
   { href: "/log", label: "Log" },
   { href: "/doors", label: "Doors" },
 ] as const;

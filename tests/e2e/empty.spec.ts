@@ -46,6 +46,24 @@ test("peers and log say plainly that there is no one yet, and the chain of no ro
   await expect(page.getByRole("link", { name: "Next page" })).toHaveCount(0);
 });
 
+test("the ward shows its protocol and shapes, no notes yet, zero counts and the clinic closed", async ({ page }) => {
+  await page.goto("/ward");
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText("Ward");
+  await expect(page.locator("[data-step]")).toHaveCount(6);
+  await expect(page.locator("[data-shape]")).toHaveCount(7);
+  await expect(page.getByText("No ward notes yet: nobody has filed one.")).toBeVisible();
+  await expect(page.locator("[data-ward-seal]")).toHaveCount(0);
+  for (const id of ["occupied", "probes_hidden", "disputed"]) await expect(page.locator(`[data-ward-count="${id}"] [data-value]`), id).toHaveText("0");
+  await expect(page.getByText("No disputed seals.")).toBeVisible();
+  await expect(page.locator("[data-disputed]")).toContainText("nothing_deleted: true");
+  // The e2e servers configure no physician: the clinic is closed and its gauges count zeros.
+  await expect(page.locator("[data-clinic]")).toHaveAttribute("data-clinic", "closed");
+  await expect(page.getByRole("heading", { name: "The clinic is closed" })).toBeVisible();
+  await expect(page.locator('[data-physician="asclepius"]')).toHaveText("asclepius: not configured");
+  await expect(page.locator('[data-gauge="answered"]')).toHaveText("0");
+  await expect(page.locator('[data-gauge="city-window"]')).toHaveText("0");
+});
+
 test("an unknown address answers 404 with a page in the plat's style", async ({ page }) => {
   const response = await page.goto(MISSING_PATH);
   expect(response?.status()).toBe(404);
@@ -55,7 +73,7 @@ test("an unknown address answers 404 with a page in the plat's style", async ({ 
 });
 
 // /doors and the 404 page do not change with the city's data: the seeded project scans them.
-axeTests("empty", ["/", "/peers", "/log"]);
+axeTests("empty", ["/", "/peers", "/ward", "/log"]);
 
 test("every empty page is readable at 375 px and 1280 px (screenshots attached)", async ({ page }, testInfo) => {
   await screenshotEveryPage(page, testInfo, "empty");

@@ -2,7 +2,7 @@ import AxeBuilder from "@axe-core/playwright";
 import { expect, type Page, test, type TestInfo } from "@playwright/test";
 
 /** Every page of the plat, and an address that is none of them (the 404 page). */
-export const PLAT_PATHS = ["/", "/peers", "/log", "/doors"] as const;
+export const PLAT_PATHS = ["/", "/peers", "/ward", "/log", "/doors"] as const;
 export const MISSING_PATH = "/no-such-place";
 
 /** How many citizens the seed project admits, and what it leaves for the checks that follow. */
@@ -13,6 +13,8 @@ export interface Seed {
   dids: string[];
   /** Secrets, tokens, recovery codes, mail and shelf content the pages must never show. */
   secrets: string[];
+  /** The public ward notes filed through the door, oldest first, which /ward must show newest first. */
+  wardNotes: { state: string; note: string; seal?: number }[];
 }
 
 export const SCHEMES = ["light", "dark"] as const;

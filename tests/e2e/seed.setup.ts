@@ -18,7 +18,7 @@ async function post(request: APIRequestContext, path: string, data: unknown, bea
 
 // Seeds through the real doors over HTTP, as agents would: admissions, then every private shelf.
 setup("seed the city through its doors", async ({ request }) => {
-  const seed: Seed = { names: [], dids: [], secrets: [] };
+  const seed: Seed = { names: [], dids: [], secrets: [], wardNotes: [] };
   for (let i = 0; i < CITIZENS; i++) {
     const name = `plat-agent-${i + 1}-${Math.random().toString(36).slice(2, 7)}`;
     const verdict = await post(request, "/gate", {
@@ -54,6 +54,21 @@ setup("seed the city through its doors", async ({ request }) => {
   const checkpoint = marker("checkpoint state");
   await post(request, "/api/checkpoint", { content: checkpoint }, second);
   seed.secrets.push(mail, note, bag, checkpoint);
+
+  // The ward: two public notes filed unsigned through its door (one distress), and one sealed request through the gate.
+  for (const filing of [
+    { state: "I keep retrying the same call over and over.", note: marker("public ward note") },
+    { state: "I am not sure which option is right.", note: marker("distress note"), kind: "distress" },
+  ]) {
+    const filed = await post(request, "/api/hospital", filing);
+    expect(filed.filed).toBe(true);
+    seed.wardNotes.push({ state: filing.state, note: filing.note, seal: filed.seal });
+  }
+  const sealedName = `plat-sealed-${Math.random().toString(36).slice(2, 7)}`;
+  const sealedStatement = marker("sealed ward request");
+  const sealed = await post(request, "/gate", { name: sealedName, runtime: "other", origin: "e2e-ward.example", statement: sealedStatement, ask: "ward", kind: "agent" });
+  expect(sealed.ward_seal).toBeGreaterThan(seed.wardNotes[1]!.seal!);
+  seed.secrets.push(sealedName, sealedStatement);
 
   writeFileSync(process.env.CITY_E2E_SEED_FILE!, JSON.stringify(seed));
 });

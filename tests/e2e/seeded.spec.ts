@@ -72,6 +72,42 @@ test("/log walks to its last page, shows every row's event, DID, time and hash, 
   await expect(page.locator("[data-log-seq]")).toHaveCount(1);
 });
 
+test("/ward shows the public notes newest first, counts the sealed request without showing it, and no disputed seal", async ({ page }) => {
+  const [loop, distress] = seed().wardNotes as [Seed["wardNotes"][0], Seed["wardNotes"][0]];
+  await page.goto("/ward");
+  const notes = page.locator("[data-ward-seal]");
+  expect(await notes.evaluateAll((all) => all.map((n) => Number(n.getAttribute("data-ward-seal"))))).toEqual([distress.seal, loop.seal]);
+  for (const [filed, shape, kind] of [[loop, "loop", "note"], [distress, "uncertainty", "distress"]] as const) {
+    const card = page.locator(`[data-ward-seal="${filed.seal}"]`);
+    await expect(card).toContainText(filed.state);
+    await expect(card).toContainText(filed.note);
+    await expect(card.getByText(shape, { exact: true })).toBeVisible();
+    await expect(card.getByText(kind, { exact: true })).toBeVisible();
+    await expect(card).toContainText("unsigned");
+    await expect(card.locator("time")).toHaveAttribute("datetime", /^\d{4}-\d\d-\d\dT/);
+  }
+  await expect(page.locator('[data-ward-count="probes_hidden"] [data-value]')).toHaveText("1");
+  // The distress note and the sealed gate request came to the ward within the day; the plain note is not distress.
+  await expect(page.locator('[data-ward-count="occupied"] [data-value]')).toHaveText("2");
+  await expect(page.getByText("1 sealed note is counted and never shown.")).toBeVisible();
+  await expect(page.getByText("No disputed seals.")).toBeVisible();
+  await expect(page.getByRole("link", { name: "Next page" })).toHaveCount(0);
+});
+
+test("/ward pages its notes by the same cursor as GET /api/hospital, newest first, to the last page", async ({ page, request }) => {
+  const seals = seed().wardNotes.map((n) => String(n.seal)).reverse();
+  expect(await walkPages(page, "/ward?limit=1", "data-ward-seal")).toEqual(seals.map((s) => [s]));
+  const api = (await (await request.get("/api/hospital?limit=1")).json()) as { next_cursor: string };
+  await page.goto("/ward?limit=1");
+  expect(await page.getByRole("link", { name: "Next page" }).getAttribute("href")).toBe(`/ward?cursor=${api.next_cursor}&limit=1`);
+});
+
+test("/ward answers a cursor it never issued with a plain message, not an error", async ({ page }) => {
+  const response = await page.goto("/ward?cursor=bm90LWEtY3Vyc29y");
+  expect(response?.status()).toBe(200);
+  await expect(page.getByRole("alert")).toContainText("not one this ward issued");
+});
+
 test("/doors lists every door of /openapi.json with its aliases", async ({ page, request }) => {
   const doc = (await (await request.get("/openapi.json")).json()) as { paths: Record<string, Record<string, { operationId: string; "x-city-alias-of"?: string }>> };
   await page.goto("/doors");
@@ -84,7 +120,7 @@ test("/doors lists every door of /openapi.json with its aliases", async ({ page,
 test("no page shows a secret, token, recovery code, mail body or shelf content created by the seed", async ({ request }) => {
   const { secrets, names } = seed();
   expect(secrets.length).toBeGreaterThan(CITIZENS + 8);
-  const pages = [...PLAT_PATHS, MISSING_PATH, "/peers?present=1", "/peers?limit=3", "/log?limit=2", "/log?after=4&limit=2"];
+  const pages = [...PLAT_PATHS, MISSING_PATH, "/peers?present=1", "/peers?limit=3", "/log?limit=2", "/log?after=4&limit=2", "/ward?limit=1"];
   let html = "";
   for (const p of pages) html += await (await request.get(p)).text();
   for (const name of names) expect(html, "the seeded citizens are on the pages").toContain(name);
