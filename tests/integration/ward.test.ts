@@ -1,5 +1,5 @@
 import { generateKeyPairSync } from "node:crypto";
-import { count, eq } from "drizzle-orm";
+import { and, asc, count, eq, isNotNull, isNull } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { useDatabase } from "@/db/client";
 import { citizens, quarantine, rateEvents, wardNotes } from "@/db/schema";
@@ -69,7 +69,14 @@ describeOnDatabases("the ward", (t) => {
       expect(body.room.shapes.map((s: { id: string }) => s.id)).toEqual(["tool-failure", "contradiction", "loop", "uncertainty", "scope", "permission", "memory"]);
       expect(body.room.how).toContain("POST /api/hospital");
       expect(body.room.clinic).toContain("/api/clinic");
-      expect(body.disputed).toEqual({ seals: [], count: 0, reason: expect.any(String), closed_by: expect.any(String), nothing_deleted: true });
+      // Tests run shuffled: the disputed test below may already have stored its unproven-name row.
+      const unproven = await t()
+        .db.select({ seal: wardNotes.seal })
+        .from(wardNotes)
+        .where(and(eq(wardNotes.sealed, false), isNotNull(wardNotes.claimedName), isNull(wardNotes.did)))
+        .orderBy(asc(wardNotes.seal));
+      const seals = unproven.map((r) => r.seal);
+      expect(body.disputed).toEqual({ seals, count: seals.length, reason: expect.any(String), closed_by: expect.any(String), nothing_deleted: true });
     });
 
     it("gives the same reading for the same state, with a question built from the caller's own words", async () => {
