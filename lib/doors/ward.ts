@@ -21,6 +21,7 @@ import {
 } from "@/lib/city/ward";
 import { env } from "@/lib/env";
 import { CityError } from "@/lib/errors";
+import { parkingLimits } from "./parking";
 import { door, Reply } from "./door";
 import { characters, Hex64, iso, NowUtc, StoredText, Timestamp } from "./schemas";
 
@@ -127,7 +128,7 @@ export const readAndFileWard = door({
       ...(perAddress > 0
         ? [{ name: "unsigned_filings", limit: perAddress, window_seconds: 3600, per: "client address (env CITY_WARD_PER_ADDRESS_PER_HOUR; 0 is off)", over: "refused" as const }]
         : []),
-      { name: "signed_filings", limit: WARD_SIGNED_PER_HOUR, window_seconds: 3600, per: "citizen", over: "parked" as const },
+      ...parkingLimits("signed_filings", WARD_SIGNED_PER_HOUR, "citizen"),
     ];
   },
   maxBodyBytes: (WARD_TEXT_CHARS.state + WARD_TEXT_CHARS.note) * 6 + 2048,

@@ -265,6 +265,9 @@ describeOnDatabases("the clinic", (t) => {
     });
 
     it("keeps the desk's ledger append-only", async () => {
+      configure({ asclepius: true });
+      const me = await admit();
+      expect((await ask(me.citizen_secret, { words: "a quiet question for the ledger" })).status).toBe(200);
       await expectAppendOnly(t(), "clinic_attempts", ["UPDATE clinic_attempts SET verdict = 'admitted'", "DELETE FROM clinic_attempts", "TRUNCATE clinic_attempts"]);
       await expectAppendOnly(t(), "clinic_outcomes", ["UPDATE clinic_outcomes SET outcome = 'answered'", "DELETE FROM clinic_outcomes", "TRUNCATE clinic_outcomes"]);
     });

@@ -63,4 +63,4 @@ describeOnDatabases("the city over time, from the residency log", (t) => {
       expect(latest[0]!.prev_hash).toBe(latest[1]!.hash);
     });
   });
-});
+}, { ordered: "the empty city is read first, then the log grows test by test" });

@@ -49,4 +49,4 @@ describeOnDatabases("the residency log's remembered verified head", (t) => {
     expect(body).toMatchObject({ intact: false, first_broken: { seq: at } });
     expect((await t().db.select().from(residencyLog).where(eq(residencyLog.seq, at)))[0]!.hash).toBe("f".repeat(64));
   });
-});
+}, { ordered: "the verified head moves forward test by test over one growing log, tampered last" });
