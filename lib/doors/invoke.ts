@@ -2,6 +2,7 @@ import type { z } from "zod";
 import { getDb, type Database } from "@/db/client";
 import { env } from "@/lib/env";
 import { asCityError, CityError } from "@/lib/errors";
+import { logLine } from "@/lib/log";
 import type { AnyDoor, Caller, DoorContext, DoorRequest } from "./door";
 import { DEFAULT_MAX_BODY_BYTES, isWrite, Reply } from "./door";
 import { currentTier, holdTierLock, restrictedRefusal } from "@/lib/city/restriction";
@@ -38,7 +39,7 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
     const checked = door.output.safeParse(reply.body);
     if (!checked.success) {
       // A door that answers outside its published schema is a bug; never send the bad answer.
-      console.error(`door ${door.name} answered outside its schema at ${checked.error.issues.map((i: z.core.$ZodIssue) => i.path.join(".")).join(", ")}`);
+      logLine("error", "answer outside schema", { door: door.name, paths: checked.error.issues.map((i: z.core.$ZodIssue) => i.path.join(".")).join(", ") });
       throw new CityError("internal_error", "The city could not finish this request. Nothing was changed.");
     }
     return { reply, body: checked.data as unknown };
@@ -163,5 +164,5 @@ export function logFailure(where: string, err: unknown): void {
     chain.push(typeof code === "string" ? `${name}(${code})` : name);
     e = (e as { cause?: unknown }).cause;
   }
-  console.error(`${where} failed: ${chain.join(" <- ")}`);
+  logLine("error", "failure", { where, chain: chain.join(" <- ") });
 }
