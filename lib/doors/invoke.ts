@@ -147,9 +147,15 @@ export function isDatabaseUnreachable(err: unknown): boolean {
     const code = (e as { code?: unknown }).code;
     if (typeof code === "string" && UNREACHABLE_CODES.has(code)) return true;
     if (e instanceof Error && /connection terminated|websocket|socket hang up|closed/i.test(e.message) && depth > 0) return true;
-    e = (e as { cause?: unknown }).cause;
+    // The Neon driver rejects with the WebSocket's error event when its proxy cannot be reached.
+    if (depth > 0 && isWebSocketErrorEvent(e)) return true;
+    e = (e as { cause?: unknown }).cause ?? (e as { error?: unknown }).error;
   }
   return false;
+}
+
+function isWebSocketErrorEvent(e: unknown): boolean {
+  return typeof e === "object" && e !== null && !(e instanceof Error) && (e as { type?: unknown }).type === "error" && "target" in e;
 }
 
 /**
