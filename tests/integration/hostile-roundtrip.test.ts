@@ -14,7 +14,7 @@ process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
 process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
 process.env.CITY_GATE_ADMISSIONS_PER_HOUR = "0";
 
-const RUNS = process.env.TEST_DATABASE_URL ? 4 : 10;
+const runsOn = (driver: string) => (driver === "neon" ? 4 : 10);
 
 /** Any Unicode text, the odd constants included; short enough for every shelf's bounds. */
 const text = fc.oneof(
@@ -52,7 +52,7 @@ describeOnDatabases("text kept and read back byte for byte", (t) => {
         const bag = `bag-${(n++) % 20}`;
         await roundTrip(content, () => callDoor(keepLockerBag, { bearer, body: { bag, content } }), async () => (await callDoor(readLockerBag, { bearer, params: { bag } })).body.content);
       }),
-      { numRuns: RUNS },
+      { numRuns: runsOn(t().driver) },
     );
   });
 
@@ -65,7 +65,7 @@ describeOnDatabases("text kept and read back byte for byte", (t) => {
           return notes.find((note) => note.id === kept.id)!.content;
         });
       }),
-      { numRuns: RUNS },
+      { numRuns: runsOn(t().driver) },
     );
   });
 
@@ -77,7 +77,7 @@ describeOnDatabases("text kept and read back byte for byte", (t) => {
           return (await callDoor(readCheckpoints, { bearer, query: `?version=${kept.version}` })).body.content;
         });
       }),
-      { numRuns: Math.min(RUNS, 12) },
+      { numRuns: runsOn(t().driver) },
     );
   });
 
@@ -91,7 +91,7 @@ describeOnDatabases("text kept and read back byte for byte", (t) => {
           return messages.find((m) => m.id === sent.id)!.body;
         });
       }),
-      { numRuns: RUNS },
+      { numRuns: runsOn(t().driver) },
     );
     recordFigures({ [`round_trips_${t().driver}`]: stored });
   });
