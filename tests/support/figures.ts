@@ -1,9 +1,10 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
-const FILE = path.join(process.cwd(), "test-results", "security-figures.json");
+// Not test-results/: Playwright empties that folder when it starts, after the vitest projects ran.
+const FILE = path.join(process.cwd(), "reports", "security-figures.json");
 
-/** Adds figures of this run to test-results/security-figures.json (read by SECURITY.md's author). */
+/** Adds figures of this run to reports/security-figures.json (read by SECURITY.md's author). */
 export function recordFigures(figures: Record<string, number>): void {
   mkdirSync(path.dirname(FILE), { recursive: true });
   let current: Record<string, unknown> = {};
