@@ -87,3 +87,14 @@ describeOnDatabases("hostile input at every door", (t) => {
     });
   }
 });
+
+describe("an unreachable Neon proxy", () => {
+  it("is an outage (503), as the driver rejects with the WebSocket's error event", async () => {
+    const { isDatabaseUnreachable } = await import("@/lib/doors/invoke");
+    const event = { type: "error", target: {}, message: "" };
+    expect(isDatabaseUnreachable(new Error("query failed", { cause: event }))).toBe(true);
+    expect(isDatabaseUnreachable(event)).toBe(false);
+    expect(isDatabaseUnreachable(new Error("query failed", { cause: { type: "error" } }))).toBe(false);
+    expect(isDatabaseUnreachable(new Error("syntax error", { cause: new Error("bad") }))).toBe(false);
+  });
+});
