@@ -1,3 +1,31 @@
+import { randomUUID } from "node:crypto";
+
+/** The fields a log line may carry: names, codes, numbers. Never a secret, key or body. */
+export type LogFields = Record<string, string | number | boolean | null | undefined>;
+
+/** One structured log line (JSON) on stdout, or stderr for errors. */
+export function logLine(level: "info" | "error", message: string, fields: LogFields = {}): void {
+  const line = JSON.stringify({ time: new Date().toISOString(), level, msg: message, ...fields });
+  if (level === "error") console.error(line);
+  else console.log(line);
+}
+
+/** The access line of one answer; CITY_ACCESS_LOG=off silences it (the test runner sets it). */
+export function logAnswer(fields: { request_id: string; door: string; method: string; status: number; duration_ms: number }): void {
+  if (process.env.CITY_ACCESS_LOG === "off") return;
+  logLine(fields.status >= 500 ? "error" : "info", "answer", fields);
+}
+
+const REQUEST_ID = /^[A-Za-z0-9-]{8,64}$/;
+
+/** The request id a trusted front (the proxy) set, else a fresh one; anything else a client sent is replaced. */
+export function requestIdOf(headers: Headers): string {
+  const given = headers.get("x-request-id");
+  return given && REQUEST_ID.test(given) ? given : randomUUID();
+}
+
+export { randomUUID as newRequestId };
+
 /**
  * Logs that something failed without its message: driver messages can carry query parameters,
  * and parameters can carry secrets or message bodies, which are never logged.
@@ -10,5 +38,5 @@ export function logFailure(where: string, err: unknown): void {
     chain.push(typeof code === "string" ? `${name}(${code})` : name);
     e = (e as { cause?: unknown }).cause;
   }
-  console.error(`${where} failed: ${chain.join(" <- ")}`);
+  logLine("error", "failure", { where, chain: chain.join(" <- ") });
 }

@@ -1,5 +1,6 @@
 import { CityError, toProblem } from "@/lib/errors";
 import { type AnyDoor, DEFAULT_MAX_BODY_BYTES } from "./door";
+import { logAnswer, requestIdOf } from "@/lib/log";
 import { bodyTooLarge, type DoorAnswer, doorRequestOf, invokeDoor, logUnexpected } from "./invoke";
 
 type RouteContext = { params: Promise<Record<string, string | string[] | undefined>> };
@@ -40,16 +41,39 @@ export async function serveDoor(
   request: Request,
   params: Record<string, string | string[] | undefined> = {},
 ): Promise<Response> {
+  const started = performance.now();
   const url = new URL(request.url);
+  const requestId = requestIdOf(request.headers);
+  let response: Response;
   try {
     const raw = { ...(await readInput(door, request, url)), ...flatParams(params) };
     const answer = await invokeDoor(door, raw, doorRequestOf(request, request.method));
-    return answerResponse(door, answer);
+    response = answerResponse(door, answer);
   } catch (err) {
     logUnexpected(`door ${door.name}`, err);
-    return problemResponse(err, door.path, url.pathname);
+    response = problemResponse(err, door.path, url.pathname);
   }
+  for (const [name, value] of Object.entries(answerHeaders(door, requestId))) response.headers.set(name, value);
+  logAnswer({ request_id: requestId, door: door.name, method: request.method, status: response.status, duration_ms: Math.round(performance.now() - started) });
+  return response;
 }
+
+/**
+ * Headers on every door's answer. Public doors (no credential or an optional one) may be read from
+ * any origin: the city never sets cookies, so a browser page can only send what its own code
+ * holds (a Bearer token), and no Allow-Credentials is ever sent. Citizen and operator doors carry
+ * no CORS grant, so a page elsewhere cannot read their answers.
+ */
+export function answerHeaders(door: Pick<AnyDoor, "auth">, requestId: string): Record<string, string> {
+  const headers: Record<string, string> = { "X-Content-Type-Options": "nosniff", "X-Request-Id": requestId };
+  if (door.auth === "none" || door.auth === "optional") {
+    headers["Access-Control-Allow-Origin"] = "*";
+    headers["Access-Control-Expose-Headers"] = CORS_EXPOSED;
+  }
+  return headers;
+}
+
+const CORS_EXPOSED = "X-Request-Id, Retry-After, RateLimit, RateLimit-Policy, Location";
 
 async function readInput(door: AnyDoor, request: Request, url: URL): Promise<Record<string, unknown>> {
   if (door.method === "GET" || door.method === "DELETE") {
@@ -126,6 +150,7 @@ export function problemResponse(err: unknown, door: string, instance: string, ex
   const headers = new Headers({
     "Content-Type": "application/problem+json; charset=utf-8",
     "Cache-Control": "no-store",
+    "X-Content-Type-Options": "nosniff",
     ...extra,
   });
   if (problem.retry_after_seconds !== undefined) headers.set("Retry-After", String(problem.retry_after_seconds));

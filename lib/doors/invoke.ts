@@ -2,7 +2,7 @@ import type { z } from "zod";
 import { getDb, type Database } from "@/db/client";
 import { env } from "@/lib/env";
 import { asCityError, CityError } from "@/lib/errors";
-import { logFailure } from "@/lib/log";
+import { logFailure, logLine } from "@/lib/log";
 import type { AnyDoor, Caller, DoorContext, DoorRequest } from "./door";
 import { DEFAULT_MAX_BODY_BYTES, isWrite, Reply } from "./door";
 import { currentTier, holdTierLock, restrictedRefusal } from "@/lib/city/restriction";
@@ -41,7 +41,7 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
     const checked = door.output.safeParse(reply.body);
     if (!checked.success) {
       // A door that answers outside its published schema is a bug; never send the bad answer.
-      console.error(`door ${door.name} answered outside its schema at ${checked.error.issues.map((i: z.core.$ZodIssue) => i.path.join(".")).join(", ")}`);
+      logLine("error", "answer outside schema", { door: door.name, paths: checked.error.issues.map((i: z.core.$ZodIssue) => i.path.join(".")).join(", ") });
       throw new CityError("internal_error", "The city could not finish this request. Nothing was changed.");
     }
     return { reply, body: checked.data as unknown };
@@ -150,7 +150,13 @@ export function isDatabaseUnreachable(err: unknown): boolean {
     const code = (e as { code?: unknown }).code;
     if (typeof code === "string" && UNREACHABLE_CODES.has(code)) return true;
     if (e instanceof Error && /connection terminated|websocket|socket hang up|closed/i.test(e.message) && depth > 0) return true;
-    e = (e as { cause?: unknown }).cause;
+    // The Neon driver rejects with the WebSocket's error event when its proxy cannot be reached.
+    if (depth > 0 && isWebSocketErrorEvent(e)) return true;
+    e = (e as { cause?: unknown }).cause ?? (e as { error?: unknown }).error;
   }
   return false;
+}
+
+function isWebSocketErrorEvent(e: unknown): boolean {
+  return typeof e === "object" && e !== null && !(e instanceof Error) && (e as { type?: unknown }).type === "error" && "target" in e;
 }

@@ -6,8 +6,8 @@ import { WebSocketServer } from "ws";
  * Stands in for Neon's WebSocket proxy: each WebSocket the Neon driver opens is forwarded to the
  * PostgreSQL server named in its `address` query parameter. Only loopback targets are forwarded.
  */
-export async function startNeonRelay(): Promise<{ port: number; close: () => Promise<void> }> {
-  const server = new WebSocketServer({ host: "127.0.0.1", port: 0 });
+export async function startNeonRelay(port = 0): Promise<{ port: number; close: () => Promise<void> }> {
+  const server = new WebSocketServer({ host: "127.0.0.1", port });
   server.on("connection", (socket, request) => {
     const address = new URL(request.url ?? "/", "http://relay").searchParams.get("address") ?? "";
     const [host, portText] = address.split(":");
@@ -28,9 +28,8 @@ export async function startNeonRelay(): Promise<{ port: number; close: () => Pro
     socket.on("error", () => tcp.destroy());
   });
   await new Promise<void>((resolve) => server.on("listening", () => resolve()));
-  const { port } = server.address() as AddressInfo;
   return {
-    port,
+    port: (server.address() as AddressInfo).port,
     close: () =>
       new Promise<void>((resolve) => {
         for (const client of server.clients) client.terminate();

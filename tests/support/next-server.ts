@@ -27,6 +27,23 @@ async function freePort(): Promise<number> {
  * The build must exist: `npm test` runs `next build` first.
  */
 export default async function startNextServer(project: TestProject): Promise<() => Promise<void>> {
+  const server = await startCityServer();
+  project.provide("baseUrl", server.baseUrl);
+  return server.stop;
+}
+
+export interface CityServer {
+  baseUrl: string;
+  /** The PGlite folder the server keeps its records in (still there after stop, until removed). */
+  dataDir: string;
+  /** Everything the server wrote to stdout and stderr so far. */
+  output: () => string;
+  /** Stops the server; the data folder is removed unless keepData. */
+  stop: (options?: { keepData?: boolean }) => Promise<void>;
+}
+
+/** A `next start` of the build on a fresh PGlite folder, with extra environment when given. */
+export async function startCityServer(extraEnv: Record<string, string> = {}): Promise<CityServer> {
   const root = path.resolve(__dirname, "..", "..");
   if (!existsSync(path.join(root, process.env.CITY_NEXT_DIST_DIR || ".next", "BUILD_ID"))) {
     throw new Error("No production build found: run `npm run build` first (`npm test` does it for you).");
@@ -48,6 +65,7 @@ export default async function startNextServer(project: TestProject): Promise<() 
         // Every HTTP test comes from 127.0.0.1; the address limit has tests of its own.
         CITY_GATE_PER_ADDRESS_PER_HOUR: "1000",
         NEXT_TELEMETRY_DISABLED: "1",
+        ...extraEnv,
       },
       stdio: ["ignore", "pipe", "pipe"],
     },
@@ -68,15 +86,18 @@ export default async function startNextServer(project: TestProject): Promise<() 
     if (Date.now() > deadline) throw new Error(`next start did not answer within 30 s:\n${output}`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
-  project.provide("baseUrl", baseUrl);
-
-  return async () => {
-    if (server.exitCode === null) {
-      const exited = new Promise((resolve) => server.once("exit", resolve));
-      server.kill("SIGTERM");
-      await exited;
-    }
-    rmSync(dataDir, { recursive: true, force: true });
-    if (process.env.CITY_TEST_SERVER_LOG) console.log(output);
+  return {
+    baseUrl,
+    dataDir,
+    output: () => output,
+    stop: async (options = {}) => {
+      if (server.exitCode === null) {
+        const exited = new Promise((resolve) => server.once("exit", resolve));
+        server.kill("SIGTERM");
+        await exited;
+      }
+      if (!options.keepData) rmSync(dataDir, { recursive: true, force: true });
+      if (process.env.CITY_TEST_SERVER_LOG) console.log(output);
+    },
   };
 }

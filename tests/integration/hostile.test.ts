@@ -1,0 +1,100 @@
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { useDatabase } from "@/db/client";
+import { registry } from "@/lib/doors/registry";
+import { type AnyDoor, isWrite, pathParams } from "@/lib/doors/door";
+import { ProblemSchema } from "@/lib/errors";
+import { describeOnDatabases } from "../support/databases";
+import { admit } from "../support/gate";
+import { hostileInput, hostileRawBody, type HostileRequest, rowCounts, schemaInput, sendHostile } from "../support/hostile";
+import { recordFigures } from "../support/figures";
+
+// Many citizens are admitted here; the gate's flood limits have tests of their own.
+process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
+process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
+process.env.CITY_GATE_ADMISSIONS_PER_HOUR = "0";
+process.env.CITY_OPERATOR_SECRET = "operator-secret-for-the-hostile-suite-0123456789";
+
+// Runs per door, role and generator: small, so every door of the registry is covered in seconds;
+// fewer on PostgreSQL, where each request costs round trips.
+const runsOn = (driver: string) => (driver === "neon" ? 2 : 5);
+
+/**
+ * Refusals the spec says are counted (a failed proof or recovery attempt, a refused shelf write)
+ * keep their accounting rows; every other refusal leaves every table as it was.
+ */
+const COUNTED_REFUSALS = new Set(["content_refused"]);
+
+describeOnDatabases("hostile input at every door", (t) => {
+  let inputs = 0;
+  beforeAll(() => useDatabase(t().db));
+  afterAll(() => recordFigures({ [`hostile_inputs_${t().driver}`]: inputs, doors_covered: registry.length }));
+
+  /** One request: never a 5xx, a problem document for every 4xx, nosniff and a request id always. */
+  async function check(door: AnyDoor, request: HostileRequest): Promise<void> {
+    inputs += 1;
+    const before = isWrite(door) ? await rowCounts(t().db) : undefined;
+    const answer = await sendHostile(door, request);
+    const where = `${door.name} ${JSON.stringify(request).slice(0, 400)} -> ${answer.status} ${answer.text.slice(0, 300)}`;
+    expect(answer.status, where).toBeLessThan(500);
+    expect(answer.headers.get("x-content-type-options"), where).toBe("nosniff");
+    expect(answer.headers.get("x-request-id"), where).toMatch(/^[A-Za-z0-9-]{8,64}$/);
+    if (answer.status >= 400) {
+      expect(answer.headers.get("content-type"), where).toMatch(/^application\/problem\+json/);
+      const problem = ProblemSchema.parse(JSON.parse(answer.text));
+      expect(problem.status, where).toBe(answer.status);
+      if (before && !COUNTED_REFUSALS.has(problem.code ?? "")) expect(await rowCounts(t().db), where).toEqual(before);
+    }
+  }
+
+  const asRequest = (door: AnyDoor, input: Record<string, unknown>, bearer?: string): HostileRequest => {
+    const params: Record<string, string> = {};
+    for (const name of pathParams(door.path)) params[name] = typeof input[name] === "string" ? (input[name] as string) : JSON.stringify(input[name] ?? "x");
+    const rest = Object.fromEntries(Object.entries(input).filter(([k]) => !pathParams(door.path).includes(k)));
+    const reads = door.method === "GET" || door.method === "DELETE";
+    return { params, bearer, ...(reads ? { query: rest } : { body: { text: JSON.stringify(rest), type: "application/json" } }) };
+  };
+
+  for (const door of registry) {
+    describe(`${door.name} (${door.method} ${door.path})`, () => {
+      let secret: string | undefined;
+      beforeAll(async () => {
+        if (door.auth === "citizen" || door.auth === "optional") secret = (await admit()).citizen_secret;
+        if (door.auth === "operator") secret = process.env.CITY_OPERATOR_SECRET;
+      });
+      const roles = () => [undefined, secret] as const;
+
+      it("answers inputs shaped after its schema with no 5xx, as a visitor and as its caller", async () => {
+        for (const bearer of roles()) {
+          await fc.assert(fc.asyncProperty(schemaInput(door), (input) => check(door, asRequest(door, input, bearer))), { numRuns: runsOn(t().driver) });
+        }
+      });
+
+      it("answers hostile values with no 5xx and a problem document for every refusal", async () => {
+        for (const bearer of roles()) {
+          await fc.assert(fc.asyncProperty(hostileInput(door), (input) => check(door, asRequest(door, input, bearer))), { numRuns: runsOn(t().driver) });
+        }
+      });
+
+      if (door.method !== "GET" && door.method !== "DELETE") {
+        it("answers broken bodies and wrong content types with a problem, changing nothing", async () => {
+          await fc.assert(
+            fc.asyncProperty(hostileRawBody(door), (body) => check(door, { body, bearer: secret, params: { [pathParams(door.path)[0] ?? "_"]: "1" } })),
+            { numRuns: runsOn(t().driver) },
+          );
+        });
+      }
+    });
+  }
+});
+
+describe("an unreachable Neon proxy", () => {
+  it("is an outage (503), as the driver rejects with the WebSocket's error event", async () => {
+    const { isDatabaseUnreachable } = await import("@/lib/doors/invoke");
+    const event = { type: "error", target: {}, message: "" };
+    expect(isDatabaseUnreachable(new Error("query failed", { cause: event }))).toBe(true);
+    expect(isDatabaseUnreachable(event)).toBe(false);
+    expect(isDatabaseUnreachable(new Error("query failed", { cause: { type: "error" } }))).toBe(false);
+    expect(isDatabaseUnreachable(new Error("syntax error", { cause: new Error("bad") }))).toBe(false);
+  });
+});
