@@ -41,3 +41,12 @@ describe("environment", () => {
     expect(() => parseEnv({ CITY_LOCKER_CITY_BYTES: "2147483649" })).toThrow(/CITY_LOCKER_CITY_BYTES: may lower .*2147483648.* never raise it/);
   });
 });
+
+describe("environment: database driver", () => {
+  it("accepts CITY_DB_DRIVER neon or pg and names anything else", () => {
+    expect(parseEnv({ CITY_DB_DRIVER: "pg" }).CITY_DB_DRIVER).toBe("pg");
+    expect(parseEnv({ CITY_DB_DRIVER: "neon" }).CITY_DB_DRIVER).toBe("neon");
+    expect(parseEnv({}).CITY_DB_DRIVER).toBeUndefined();
+    expect(() => parseEnv({ CITY_DB_DRIVER: "mysql" })).toThrow(/CITY_DB_DRIVER/);
+  });
+});
