@@ -49,7 +49,7 @@ function documentOf(door: AnyDoor, answer: DoorAnswer): ConstantDocument {
   const text = JSON.stringify(answer.body);
   const body = answer.body as Record<string, unknown>;
   const split = splitNowUtc(text);
-  if (!split) return { ...base, tag: contentTag(text), textAt: async () => text };
+  if (!("now_utc" in body)) return { ...base, tag: contentTag(text), textAt: async () => text };
   if (Array.isArray(body.signatures)) {
     const { signatures: _old, now_utc: _then, ...unsigned } = body;
     return {
@@ -58,5 +58,11 @@ function documentOf(door: AnyDoor, answer: DoorAnswer): ConstantDocument {
       textAt: async (now) => JSON.stringify(await signDocument(await getDb(), { now_utc: now.toISOString(), ...unsigned }, env().CITY_BASE_URL)),
     };
   }
-  return { ...base, tag: contentTag(text), textAt: async (now) => spliceNowUtc(split.rest, now) };
+  if (split) return { ...base, tag: contentTag(text), textAt: async (now) => spliceNowUtc(split.rest, now) };
+  // now_utc not first: the object keeps its key order with the live value in place.
+  return {
+    ...base,
+    tag: contentTag(JSON.stringify({ ...body, now_utc: "" })),
+    textAt: async (now) => JSON.stringify({ ...body, now_utc: now.toISOString() }),
+  };
 }

@@ -46,10 +46,11 @@ export async function serveDoor(
 ): Promise<Response> {
   const url = new URL(request.url);
   try {
-    if (isConstantDocument(door, request)) return await serveConstant(door, request);
-    const raw = { ...(await readInput(door, request, url)), ...flatParams(params) };
-    const { value: answer, queries } = await countingQueries(() => invokeDoor(door, raw, doorRequestOf(request, request.method)));
-    const response = answerResponse(door, answer, request);
+    const { value: response, queries } = await countingQueries(async () => {
+      if (isConstantDocument(door, request)) return serveConstant(door, request);
+      const raw = { ...(await readInput(door, request, url)), ...flatParams(params) };
+      return answerResponse(door, await invokeDoor(door, raw, doorRequestOf(request, request.method)), request);
+    });
     if (env().CITY_COUNT_QUERIES === "1") response.headers.set("X-City-Queries", String(queries));
     return response;
   } catch (err) {
