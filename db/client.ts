@@ -52,15 +52,22 @@ export async function openNeon(connectionString: string): Promise<OpenDatabase> 
     neonConfig.pipelineConnect = false;
   }
   const pool = new Pool({ connectionString, max: 10 });
+  return pooled("neon", pool, drizzle({ client: pool, schema, logger: drizzleLogger() }) as unknown as Database);
+}
+
+/** A pool-backed database whose idle clients losing their sockets never take the process down. */
+function pooled(
+  driver: "neon" | "pg",
+  pool: { on: (event: "error", listener: (err: Error & { code?: string }) => void) => unknown; end: () => Promise<void> },
+  db: Database,
+): OpenDatabase {
   let closing = false;
-  // An idle client that loses its socket must not take the process down.
-  pool.on("error", (err: Error & { code?: string }) => {
+  pool.on("error", (err) => {
     if (!closing) console.error(`database pool error${err.code ? ` (${err.code})` : ""}`);
   });
-  const db = drizzle({ client: pool, schema, logger: drizzleLogger() }) as unknown as Database;
   return {
     db,
-    driver: "neon",
+    driver,
     close: () => {
       closing = true;
       return pool.end();
@@ -73,19 +80,7 @@ export async function openPg(connectionString: string): Promise<OpenDatabase> {
   const { Pool } = (await import("pg")).default;
   const { drizzle } = await import("drizzle-orm/node-postgres");
   const pool = new Pool({ connectionString, max: 10 });
-  let closing = false;
-  pool.on("error", (err: Error & { code?: string }) => {
-    if (!closing) console.error(`database pool error${err.code ? ` (${err.code})` : ""}`);
-  });
-  const db = drizzle({ client: pool, schema, logger: drizzleLogger() }) as unknown as Database;
-  return {
-    db,
-    driver: "pg",
-    close: () => {
-      closing = true;
-      return pool.end();
-    },
-  };
+  return pooled("pg", pool, drizzle({ client: pool, schema, logger: drizzleLogger() }) as unknown as Database);
 }
 
 function drizzleLogger(): typeof queryCounter | undefined {
