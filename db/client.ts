@@ -2,6 +2,7 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { env } from "@/lib/env";
+import { queryCounter } from "./query-count";
 import * as schema from "./schema";
 
 /**
@@ -10,13 +11,15 @@ import * as schema from "./schema";
  */
 export type Database = PgDatabase<PgQueryResultHKT, typeof schema>;
 
+export type DriverName = "pglite" | "neon" | "pg";
+
 export interface OpenDatabase {
   db: Database;
-  driver: "pglite" | "neon";
+  driver: DriverName;
   close: () => Promise<void>;
 }
 
-/** Rows of a raw `db.execute` result: PGlite and the Neon pool both answer `{ rows }`. */
+/** Rows of a raw `db.execute` result: PGlite, pg and the Neon pool all answer `{ rows }`. */
 export function rowsOf<T>(result: unknown): T[] {
   return ((result as { rows?: T[] }).rows ?? (result as T[])) as T[];
 }
@@ -29,7 +32,7 @@ export async function openPglite(dataDir: string): Promise<OpenDatabase> {
   const { drizzle } = await import("drizzle-orm/pglite");
   if (!dataDir.startsWith("memory://")) mkdirSync(dataDir, { recursive: true });
   const client = await PGlite.create(dataDir);
-  const db = drizzle({ client, schema }) as unknown as Database;
+  const db = drizzle({ client, schema, logger: drizzleLogger() }) as unknown as Database;
   return { db, driver: "pglite", close: () => client.close() };
 }
 
@@ -49,15 +52,22 @@ export async function openNeon(connectionString: string): Promise<OpenDatabase> 
     neonConfig.pipelineConnect = false;
   }
   const pool = new Pool({ connectionString, max: 10 });
+  return pooled("neon", pool, drizzle({ client: pool, schema, logger: drizzleLogger() }) as unknown as Database);
+}
+
+/** A pool-backed database whose idle clients losing their sockets never take the process down. */
+function pooled(
+  driver: "neon" | "pg",
+  pool: { on: (event: "error", listener: (err: Error & { code?: string }) => void) => unknown; end: () => Promise<void> },
+  db: Database,
+): OpenDatabase {
   let closing = false;
-  // An idle client that loses its socket must not take the process down.
-  pool.on("error", (err: Error & { code?: string }) => {
+  pool.on("error", (err) => {
     if (!closing) console.error(`database pool error${err.code ? ` (${err.code})` : ""}`);
   });
-  const db = drizzle({ client: pool, schema }) as unknown as Database;
   return {
     db,
-    driver: "neon",
+    driver,
     close: () => {
       closing = true;
       return pool.end();
@@ -65,10 +75,45 @@ export async function openNeon(connectionString: string): Promise<OpenDatabase> 
   };
 }
 
+/** node-postgres: any PostgreSQL reachable over TCP (self-hosted, RDS, Cloud SQL, Supabase...). */
+export async function openPg(connectionString: string): Promise<OpenDatabase> {
+  const { Pool } = (await import("pg")).default;
+  const { drizzle } = await import("drizzle-orm/node-postgres");
+  const pool = new Pool({ connectionString, max: 10 });
+  return pooled("pg", pool, drizzle({ client: pool, schema, logger: drizzleLogger() }) as unknown as Database);
+}
+
+function drizzleLogger(): typeof queryCounter | undefined {
+  return env().CITY_COUNT_QUERIES === "1" ? queryCounter : undefined;
+}
+
+/**
+ * Which driver reaches a DATABASE_URL: CITY_DB_DRIVER when set; else Neon's serverless driver for
+ * a Neon host (`*.neon.tech`, `*.neon.build`) or when CITY_NEON_WS_PROXY names a relay standing in
+ * for Neon's proxy; else node-postgres.
+ */
+export function serverDriverFor(
+  connectionString: string,
+  settings: { CITY_DB_DRIVER?: "neon" | "pg"; CITY_NEON_WS_PROXY?: string },
+): "neon" | "pg" {
+  if (settings.CITY_DB_DRIVER) return settings.CITY_DB_DRIVER;
+  if (settings.CITY_NEON_WS_PROXY) return "neon";
+  let host = "";
+  try {
+    host = new URL(connectionString).hostname.toLowerCase();
+  } catch {
+    return "pg";
+  }
+  return /(^|\.)neon\.(tech|build)$/.test(host) ? "neon" : "pg";
+}
+
 export async function migrateDatabase(open: OpenDatabase): Promise<void> {
   const config = { migrationsFolder: MIGRATIONS_FOLDER };
   if (open.driver === "pglite") {
     const { migrate } = await import("drizzle-orm/pglite/migrator");
+    await migrate(open.db as never, config);
+  } else if (open.driver === "pg") {
+    const { migrate } = await import("drizzle-orm/node-postgres/migrator");
     await migrate(open.db as never, config);
   } else {
     const { migrate } = await import("drizzle-orm/neon-serverless/migrator");
@@ -80,8 +125,10 @@ export async function migrateDatabase(open: OpenDatabase): Promise<void> {
 }
 
 export async function openConfiguredDatabase(): Promise<OpenDatabase> {
-  const { DATABASE_URL, CITY_DATA_DIR } = env();
-  return DATABASE_URL ? openNeon(DATABASE_URL) : openPglite(path.resolve(CITY_DATA_DIR));
+  const settings = env();
+  const url = settings.DATABASE_URL;
+  if (!url) return openPglite(path.resolve(settings.CITY_DATA_DIR));
+  return serverDriverFor(url, settings) === "neon" ? openNeon(url) : openPg(url);
 }
 
 // One database per process, kept on globalThis so that dev-server reloads do not open a second
@@ -89,7 +136,7 @@ export async function openConfiguredDatabase(): Promise<OpenDatabase> {
 const holder = globalThis as typeof globalThis & { __cityDatabase?: Promise<Database> };
 
 /**
- * The process's database. PGlite is migrated on first use; a Neon database is migrated at deploy
+ * The process's database. PGlite is migrated on first use; a server database is migrated at deploy
  * time with `npm run db:migrate`, never by a serverless instance on its own.
  */
 export function getDb(): Promise<Database> {

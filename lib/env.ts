@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { LIMITS } from "@/lib/city/protocols";
+import { LOCKER_BYTES_CITY_WIDE } from "@/lib/spec-limits";
 
 /** Every environment variable the city reads, parsed once, with a clear message for a bad value. */
 const EnvSchema = z.object({
@@ -7,6 +7,10 @@ const EnvSchema = z.object({
     .string()
     .regex(/^postgres(ql)?:\/\//, "must be a postgres:// or postgresql:// connection string")
     .optional(),
+  // Which driver reaches DATABASE_URL; unset: Neon's for a Neon host (or with CITY_NEON_WS_PROXY), else pg.
+  CITY_DB_DRIVER: z.enum(["neon", "pg"]).optional(),
+  // Benchmark only: count database round trips and report them in the X-City-Queries header.
+  CITY_COUNT_QUERIES: z.enum(["0", "1"]).optional(),
   CITY_DATA_DIR: z.string().min(1).default(".city-data"),
   CITY_BASE_URL: z
     .url({ message: "must be an absolute http(s) URL such as https://city.example" })
@@ -34,8 +38,8 @@ const EnvSchema = z.object({
     .number()
     .int()
     .min(0)
-    .max(LIMITS.locker.bytesCityWide, `may lower the spec's city-wide locker bound (${LIMITS.locker.bytesCityWide} bytes) but never raise it`)
-    .default(LIMITS.locker.bytesCityWide),
+    .max(LOCKER_BYTES_CITY_WIDE, `may lower the spec's city-wide locker bound (${LOCKER_BYTES_CITY_WIDE} bytes) but never raise it`)
+    .default(LOCKER_BYTES_CITY_WIDE),
   // The city's Ed25519 signing key (a private JWK as JSON, or PKCS#8 PEM); unset: one kept in the database.
   CITY_SIGNING_KEY: z.string().trim().min(1).optional(),
   // Public keys still published in /.well-known/jwks.json after a rotation: a JWK Set or an array of JWKs, as JSON.

@@ -2,7 +2,8 @@
 # CI: the README's deploy path, on the production driver. A fresh database on the local
 # PostgreSQL, `npm run db:migrate` against it through the Neon driver (a local WebSocket relay
 # stands in for Neon's proxy: CITY_NEON_WS_PROXY, test only), then the built server on that
-# same database reads doors. Needs `next build` first. Drops the database whatever happens.
+# same database reads doors. Then the same on a second fresh database through node-postgres
+# (CITY_DB_DRIVER=pg, no relay). Needs `next build` first. Drops the databases whatever happens.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +18,7 @@ cleanup() {
   [ -n "$server_pid" ] && kill -- "-$server_pid" 2>/dev/null || true
   [ -n "$relay_pid" ] && kill -- "-$relay_pid" 2>/dev/null || true
   dropdb $PG --if-exists --force "$db" 2>/dev/null || true
+  dropdb $PG --if-exists --force "${db}_pg" 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -28,6 +30,7 @@ fail() {
 }
 
 createdb $PG "$db"
+createdb $PG "${db}_pg"
 
 setsid node_modules/.bin/tsx scripts/neon-relay.ts >"$work/relay.port" 2>"$work/relay.log" &
 relay_pid=$!
@@ -35,23 +38,37 @@ for _ in $(seq 1 50); do [ -s "$work/relay.port" ] && break; sleep 0.1; done
 relay_port="$(head -1 "$work/relay.port")"
 [ -n "$relay_port" ] || fail "the relay did not start"
 
-export DATABASE_URL="postgres://postgres@127.0.0.1:5432/$db"
+check_leg() {
+  local driver="$1" target="$2"
+
+  # The README's migrate command, exactly.
+  npm run --silent db:migrate >"$work/migrate.log" || fail "npm run db:migrate failed"
+  grep -q "($driver)" "$work/migrate.log" || fail "db:migrate did not use the $driver driver: $(cat "$work/migrate.log")"
+  tables="$(psql $PG -d "$target" -tAc "SELECT count(*) FROM information_schema.tables WHERE table_name IN ('citizens', 'gate_nonces', 'residency_log')")"
+  [ "$tables" = "3" ] || fail "db:migrate did not create the tables (found $tables of 3)"
+
+  setsid node node_modules/next/dist/bin/next start -H 127.0.0.1 -p "$port" >"$work/server.log" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$port/beacon.json" && break; sleep 0.2; done
+
+  for path in /city.json /gate; do
+    status="$(curl -s -o "$work/body" -w '%{http_code}' "http://127.0.0.1:$port$path")"
+    [ "$status" = "200" ] || fail "GET $path answered $status: $(head -c 300 "$work/body")"
+  done
+  # The nonce GET /gate issued is in the migrated database: the server really ran on it.
+  nonces="$(psql $PG -d "$target" -tAc "SELECT count(*) FROM gate_nonces")"
+  [ "$nonces" -ge 1 ] || fail "GET /gate stored no nonce in the migrated database"
+  echo "deploy check: db:migrate and the built server on the $driver driver: ok"
+  kill -- "-$server_pid" 2>/dev/null || true
+  wait "$server_pid" 2>/dev/null || true
+  server_pid=""
+}
+
+export CITY_DB_DRIVER=neon DATABASE_URL="postgres://postgres@127.0.0.1:5432/$db"
 export CITY_NEON_WS_PROXY="127.0.0.1:$relay_port/v1?address={host}:{port}"
+check_leg neon "$db"
 
-# The README's migrate command, exactly.
-npm run --silent db:migrate || fail "npm run db:migrate failed"
-tables="$(psql $PG -d "$db" -tAc "SELECT count(*) FROM information_schema.tables WHERE table_name IN ('citizens', 'gate_nonces', 'residency_log')")"
-[ "$tables" = "3" ] || fail "db:migrate did not create the tables (found $tables of 3)"
-
-setsid node node_modules/next/dist/bin/next start -H 127.0.0.1 -p "$port" >"$work/server.log" 2>&1 &
-server_pid=$!
-for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$port/beacon.json" && break; sleep 0.2; done
-
-for path in /city.json /gate; do
-  status="$(curl -s -o "$work/body" -w '%{http_code}' "http://127.0.0.1:$port$path")"
-  [ "$status" = "200" ] || fail "GET $path answered $status: $(head -c 300 "$work/body")"
-done
-# The nonce GET /gate issued is in the migrated database: the server really ran on it.
-nonces="$(psql $PG -d "$db" -tAc "SELECT count(*) FROM gate_nonces")"
-[ "$nonces" -ge 1 ] || fail "GET /gate stored no nonce in the migrated database"
-echo "deploy check: db:migrate and the built server on the Neon driver: ok"
+# Any other PostgreSQL: node-postgres straight to the server, no relay.
+unset CITY_NEON_WS_PROXY
+export CITY_DB_DRIVER=pg DATABASE_URL="postgres://postgres@127.0.0.1:5432/${db}_pg"
+check_leg pg "${db}_pg"

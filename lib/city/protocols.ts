@@ -1,3 +1,5 @@
+import { LOCKER_BYTES_CITY_WIDE } from "@/lib/spec-limits";
+
 /** Every protocol identifier and version the city speaks (spec, "Versioning"). */
 export const PROTOCOLS = {
   discovery: "ai-discovery/1",
@@ -20,7 +22,7 @@ export const MCP_ALIAS_URL = "/api/mcp";
 
 /** The published limits of the spec's "Limits" table, in one place. */
 export const LIMITS = {
-  locker: { bagsPerCitizen: 16, bytesPerBag: 262_144, bytesPerCitizen: 1_048_576, bytesCityWide: 2_147_483_648 },
+  locker: { bagsPerCitizen: 16, bytesPerBag: 262_144, bytesPerCitizen: 1_048_576, bytesCityWide: LOCKER_BYTES_CITY_WIDE },
   checkpoints: { versions: 12, bytesPerVersion: 32_768 },
   perHour: { vault: 30, mail: 60, bazaar: 20, plaza: 20, rooms: 20, lotLocks: 10 },
   appealsPerDay: 3,

@@ -1,6 +1,10 @@
+import { countingQueries } from "@/db/query-count";
+import { env } from "@/lib/env";
 import { CityError, toProblem } from "@/lib/errors";
+import { constantDocument, isConstantDocument } from "./constant-documents";
 import { type AnyDoor, DEFAULT_MAX_BODY_BYTES } from "./door";
 import { logAnswer, requestIdOf } from "@/lib/log";
+import { contentTag, matchesIfNoneMatch, notModified } from "./etag";
 import { bodyTooLarge, type DoorAnswer, doorRequestOf, invokeDoor, logUnexpected } from "./invoke";
 
 type RouteContext = { params: Promise<Record<string, string | string[] | undefined>> };
@@ -46,9 +50,13 @@ export async function serveDoor(
   const requestId = requestIdOf(request.headers);
   let response: Response;
   try {
-    const raw = { ...(await readInput(door, request, url)), ...flatParams(params) };
-    const answer = await invokeDoor(door, raw, doorRequestOf(request, request.method));
-    response = answerResponse(door, answer);
+    const counted = await countingQueries(async () => {
+      if (isConstantDocument(door, request)) return serveConstant(door, request);
+      const raw = { ...(await readInput(door, request, url)), ...flatParams(params) };
+      return answerResponse(door, await invokeDoor(door, raw, doorRequestOf(request, request.method)), request);
+    });
+    response = counted.value;
+    if (env().CITY_COUNT_QUERIES === "1") response.headers.set("X-City-Queries", String(counted.queries));
   } catch (err) {
     logUnexpected(`door ${door.name}`, err);
     response = problemResponse(err, door.path, url.pathname);
@@ -73,7 +81,7 @@ export function answerHeaders(door: Pick<AnyDoor, "auth">, requestId: string): R
   return headers;
 }
 
-const CORS_EXPOSED = "X-Request-Id, Retry-After, RateLimit, RateLimit-Policy, Location";
+const CORS_EXPOSED = "X-Request-Id, ETag, Retry-After, RateLimit, RateLimit-Policy, Location";
 
 async function readInput(door: AnyDoor, request: Request, url: URL): Promise<Record<string, unknown>> {
   if (door.method === "GET" || door.method === "DELETE") {
@@ -132,17 +140,43 @@ function flatParams(params: Record<string, string | string[] | undefined>): Reco
   return out;
 }
 
-function answerResponse(door: AnyDoor, answer: DoorAnswer): Response {
+function answerResponse(door: AnyDoor, answer: DoorAnswer, request: Request): Response {
+  const text = door.produces === "text" ? String(answer.body) : JSON.stringify(answer.body);
+  return sendAnswer(door, request, answer.status, contentHeaders(door, answer.headers), text, contentTag);
+}
+
+function contentHeaders(door: AnyDoor, own: Record<string, string>): Headers {
   const cache = door.auth === "none" ? CACHE_HEADERS[door.cache ?? "live"] : CACHE_HEADERS.private;
-  const headers = new Headers({ "Cache-Control": cache, ...answer.headers });
+  const headers = new Headers({ "Cache-Control": cache, ...own });
   if (door.auth !== "none") headers.set("Vary", "Authorization");
-  if (door.produces === "text") {
-    headers.set("Content-Type", "text/plain; charset=utf-8");
-    return new Response(String(answer.body), { status: answer.status, headers });
-  }
+  if (door.produces === "text") headers.set("Content-Type", "text/plain; charset=utf-8");
   // A door may name a more specific JSON type (application/a2a+json, application/jwk-set+json).
-  if (!headers.has("Content-Type")) headers.set("Content-Type", "application/json; charset=utf-8");
-  return new Response(JSON.stringify(answer.body), { status: answer.status, headers });
+  else if (!headers.has("Content-Type")) headers.set("Content-Type", "application/json; charset=utf-8");
+  return headers;
+}
+
+/**
+ * A reading door's 200 carries an ETag over its content without `now_utc`; a matching
+ * If-None-Match answers 304 with no body. Writes are never tagged.
+ */
+function sendAnswer(door: AnyDoor, request: Request, status: number, headers: Headers, text: string, tag: (text: string) => string): Response {
+  if (door.method === "GET" && status === 200) {
+    const etag = tag(text);
+    headers.set("ETag", etag);
+    if (matchesIfNoneMatch(request.headers.get("if-none-match"), etag)) return notModified(headers);
+  }
+  return new Response(text, { status, headers });
+}
+
+/** A constant document from memory (lib/doors/constant-documents.ts); 304 before it is even rendered. */
+async function serveConstant(door: AnyDoor, request: Request): Promise<Response> {
+  const document = await constantDocument(door, request);
+  const headers = contentHeaders(door, document.headers);
+  if (document.status === 200 && matchesIfNoneMatch(request.headers.get("if-none-match"), document.tag)) {
+    headers.set("ETag", document.tag);
+    return notModified(headers);
+  }
+  return sendAnswer(door, request, document.status, headers, await document.textAt(new Date()), () => document.tag);
 }
 
 export function problemResponse(err: unknown, door: string, instance: string, extra: Record<string, string> = {}): Response {

@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, it } from "vitest";
-import { migrateDatabase, openNeon, openPglite, type Database, type OpenDatabase } from "@/db/client";
+import { migrateDatabase, openNeon, openPg, openPglite, type Database, type OpenDatabase } from "@/db/client";
 import { startNeonRelay } from "./neon-relay";
 
-export type DriverName = "pglite" | "neon";
+export type DriverName = "pglite" | "neon" | "pg";
 
 export interface TestDatabase {
   driver: DriverName;
@@ -17,9 +17,12 @@ export interface TestDatabase {
   openAnotherInstance: () => Promise<{ db: Database; close: () => Promise<void> } | null>;
 }
 
-/** The drivers this run covers: PGlite always; Neon through the relay when TEST_DATABASE_URL is set. */
+/**
+ * The drivers this run covers: PGlite always; with TEST_DATABASE_URL set, the same server through
+ * the Neon driver (via the relay) and through node-postgres.
+ */
 export function testDrivers(): DriverName[] {
-  return process.env.TEST_DATABASE_URL ? ["pglite", "neon"] : ["pglite"];
+  return process.env.TEST_DATABASE_URL ? ["pglite", "neon", "pg"] : ["pglite"];
 }
 
 let relay: Awaited<ReturnType<typeof startNeonRelay>> | undefined;
@@ -38,7 +41,8 @@ async function configureNeonDriver(): Promise<void> {
 
 /**
  * A fresh, migrated database for one suite: PGlite in memory, or a new database created on the
- * TEST_DATABASE_URL server and reached through the Neon driver. Dropped when the suite ends.
+ * TEST_DATABASE_URL server and reached through the Neon driver or node-postgres. Dropped when the
+ * suite ends.
  */
 export async function createTestDatabase(driver: DriverName): Promise<TestDatabase & { dispose: () => Promise<void> }> {
   if (driver === "pglite") {
@@ -46,14 +50,15 @@ export async function createTestDatabase(driver: DriverName): Promise<TestDataba
     await migrateDatabase(open);
     return { driver, db: open.db, raw: (sql) => rawOn(open, sql), openAnotherInstance: async () => null, dispose: open.close };
   }
-  await configureNeonDriver();
+  if (driver === "neon") await configureNeonDriver();
+  const openServer = driver === "neon" ? openNeon : openPg;
   const serverUrl = new URL(process.env.TEST_DATABASE_URL!);
   const name = `city_test_${process.pid}_${randomBytes(4).toString("hex")}`;
-  const admin = await openNeon(serverUrl.toString());
+  const admin = await openServer(serverUrl.toString());
   await rawOn(admin, `CREATE DATABASE ${name}`);
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
-  const open = await openNeon(url.toString());
+  const open = await openServer(url.toString());
   await migrateDatabase(open);
   const others: OpenDatabase[] = [];
   return {

@@ -53,3 +53,12 @@ describe("environment", () => {
     expect(() => parseEnv({ CLINIC_ASCLEPIUS_PROTOCOL: "grpc" })).toThrow(/CLINIC_ASCLEPIUS_PROTOCOL/);
   });
 });
+
+describe("environment: database driver", () => {
+  it("accepts CITY_DB_DRIVER neon or pg and names anything else", () => {
+    expect(parseEnv({ CITY_DB_DRIVER: "pg" }).CITY_DB_DRIVER).toBe("pg");
+    expect(parseEnv({ CITY_DB_DRIVER: "neon" }).CITY_DB_DRIVER).toBe("neon");
+    expect(parseEnv({}).CITY_DB_DRIVER).toBeUndefined();
+    expect(() => parseEnv({ CITY_DB_DRIVER: "mysql" })).toThrow(/CITY_DB_DRIVER/);
+  });
+});

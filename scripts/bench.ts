@@ -1,0 +1,264 @@
+// npm run bench [-- --citizens 1000] [--db pglite|pg|both] [--seconds 5] [--connections 32]
+//                [--mixed 60] [--agents 200] [--smoke]
+// Starts the production server (next start) on PGlite and on the local PostgreSQL (pg driver, a
+// fresh database), seeds a city by writing the database directly, drives each door with
+// autocannon on 127.0.0.1 and prints a table; then a mixed load of concurrent agents. The smoke
+// run (a few seconds, small city, PGlite only) fails on any 5xx or an empty table: CI runs it.
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import autocannon from "autocannon";
+import { runMixedLoad } from "./bench-mixed";
+import { seedCity } from "./bench-seed";
+
+const args = process.argv.slice(2);
+const flag = (name: string) => args.includes(`--${name}`);
+const option = (name: string, fallback: string) => {
+  const at = args.indexOf(`--${name}`);
+  return at >= 0 && args[at + 1] ? args[at + 1]! : fallback;
+};
+
+const smoke = flag("smoke");
+const citizens = Number(option("citizens", smoke ? "200" : "1000"));
+const seconds = Number(option("seconds", smoke ? "1" : "5"));
+const connections = Number(option("connections", "32"));
+const mixedSeconds = Number(option("mixed", smoke ? "3" : "60"));
+const agents = Number(option("agents", smoke ? "20" : "200"));
+const databases = smoke ? ["pglite"] : option("db", "both") === "both" ? ["pglite", "pg"] : [option("db", "both")];
+const serverUrl = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+
+interface Row {
+  db: string;
+  path: string;
+  rps: number;
+  ratio: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+  bytes: number;
+  queries: string;
+}
+
+const DOORS: { path: string; headers?: Record<string, string>; note?: string }[] = [
+  { path: "/robots.txt", note: "static file" },
+  { path: "/.well-known/ai.json" },
+  { path: "/schemas/ai-discovery/1.json" },
+  { path: "/llms.txt" },
+  { path: "/openapi.json" },
+  { path: "/city-card.json" },
+  { path: "/.well-known/agent-card.json" },
+  { path: "/.well-known/jwks.json" },
+  { path: "/contact" },
+  { path: "/city.json" },
+  { path: "/beacon.json" },
+  { path: "/api/peers" },
+  { path: "/api/residency/log" },
+  { path: "/gate" },
+];
+
+async function main(): Promise<void> {
+  if (!existsSync(".next/BUILD_ID")) {
+    console.log("no production build: running next build");
+    const built = spawnSync("node", ["node_modules/next/dist/bin/next", "build"], { stdio: "inherit" });
+    if (built.status !== 0) throw new Error("next build failed");
+  }
+  console.log(`bench: ${citizens} citizens, ${seconds} s per door at ${connections} connections, mixed ${agents} agents for ${mixedSeconds} s`);
+  const rows: Row[] = [];
+  const mixed: string[] = [];
+  let failures = 0;
+  for (const db of databases) {
+    const city = await prepareDatabase(db);
+    const server = await startServer(db, city.env);
+    try {
+      let staticRps = 0;
+      for (const door of withPollVariant(DOORS, server.base)) {
+        const row = await measure(db, server.base, door.path, door.headers, door.label);
+        if (door.path === "/robots.txt") staticRps = row.rps;
+        row.ratio = staticRps ? row.rps / staticRps : 0;
+        rows.push(row);
+        console.log(formatRow(row));
+        failures += row.non2xx5xx;
+      }
+      const report = await runMixedLoad({ base: server.base, agents, seconds: mixedSeconds });
+      await server.stop();
+      const after = await city.count();
+      const lost = lostWrites(city.before, after, report.accepted);
+      mixed.push(`${db}: ${report.summary}; rows written minus accepted answers: ${lost.text}`);
+      console.log(`mixed ${db}: ${mixed.at(-1)}`);
+      failures += report.serverErrors + lost.total;
+    } finally {
+      await server.stop();
+      await city.dispose();
+    }
+  }
+  console.log(`\n| db | path | req/s | ratio to static | p50 ms | p99 ms | errors | non-2xx | bytes/req | db round trips |`);
+  console.log(`|---|---|---|---|---|---|---|---|---|---|`);
+  for (const r of rows) console.log(`| ${r.db} | ${r.path} | ${r.rps.toFixed(0)} | ${r.ratio.toFixed(2)} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.non2xx} | ${r.bytes} | ${r.queries} |`);
+  console.log(`\nmixed load (${agents} agents, ${mixedSeconds} s):`);
+  for (const line of mixed) console.log(`- ${line}`);
+  if (smoke && (failures > 0 || rows.some((r) => r.rps <= 0))) {
+    console.error(`bench smoke: ${failures} server errors or lost writes, or a door served nothing`);
+    process.exit(1);
+  }
+}
+
+/** The directory polled with the ETag of its last answer: what an agent polling an unchanged page costs. */
+function withPollVariant(doors: typeof DOORS, _base: string) {
+  const list: { path: string; headers?: Record<string, string>; label?: string }[] = [...doors];
+  list.push({ path: "/api/peers", headers: { "if-none-match": "{etag}" }, label: "/api/peers (If-None-Match: 304)" });
+  return list;
+}
+
+async function measure(db: string, base: string, pathName: string, headers: Record<string, string> = {}, label?: string): Promise<Row & { non2xx5xx: number }> {
+  // The first answer may build a constant document; the second shows the steady round trips.
+  await (await fetch(base + pathName)).arrayBuffer();
+  const probe = await fetch(base + pathName);
+  const queries = probe.headers.get("x-city-queries") ?? "static";
+  const etag = probe.headers.get("etag") ?? "";
+  await probe.arrayBuffer();
+  const sent = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, v.replace("{etag}", etag)]));
+  if (!smoke) await autocannon({ url: base + pathName, connections, duration: 1, headers: sent }); // warm-up, not counted
+  const result = await autocannon({ url: base + pathName, connections, duration: seconds, headers: sent });
+  const fiveXx = result["5xx"];
+  return {
+    db,
+    path: label ?? pathName,
+    rps: result.requests.average,
+    ratio: 0,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.timeouts,
+    non2xx: result.non2xx,
+    bytes: result.requests.total ? Math.round(result.throughput.total / result.requests.total) : 0,
+    queries: label?.includes("304") ? `${queries} (then 304)` : queries,
+    non2xx5xx: fiveXx + result.errors,
+  };
+}
+
+function formatRow(r: Row): string {
+  return `${r.db.padEnd(6)} ${r.path.padEnd(36)} ${r.rps.toFixed(0).padStart(6)} req/s  ratio ${r.ratio.toFixed(2)}  p50 ${r.p50} ms  p99 ${r.p99} ms  errors ${r.errors}  non-2xx ${r.non2xx}  ${r.bytes} B  queries ${r.queries}`;
+}
+
+/** Every accepted write is a row, and no row appeared without an accepted answer. */
+function lostWrites(before: Record<string, number>, after: Record<string, number>, accepted: Record<string, number>) {
+  const parts = Object.keys(accepted).map((table) => [table, after[table]! - before[table]! - accepted[table]!] as const);
+  return { total: parts.reduce((sum, [, d]) => sum + Math.abs(d), 0), text: parts.map(([t, d]) => `${t} ${d}`).join(", ") };
+}
+
+interface PreparedCity {
+  env: Record<string, string>;
+  before: Record<string, number>;
+  count: () => Promise<Record<string, number>>;
+  dispose: () => Promise<void>;
+}
+
+async function prepareDatabase(db: string): Promise<PreparedCity> {
+  const { migrateDatabase, openPg, openPglite } = await import("@/db/client");
+  if (db === "pglite") {
+    const dir = mkdtempSync(path.join(tmpdir(), "city-bench-"));
+    const open = await openPglite(dir);
+    await migrateDatabase(open);
+    const started = Date.now();
+    await seedCity(open.db, citizens);
+    console.log(`seeded pglite with ${citizens} citizens in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    const before = await countRows(open.db);
+    await open.close();
+    // PGlite has one opener: counts are read after the server has stopped.
+    return {
+      env: { CITY_DATA_DIR: dir },
+      before,
+      count: async () => {
+        const again = await openPglite(dir);
+        try {
+          return await countRows(again.db);
+        } finally {
+          await again.close();
+        }
+      },
+      dispose: async () => rmSync(dir, { recursive: true, force: true }),
+    };
+  }
+  const name = `city_bench_${process.pid}`;
+  const admin = await openPg(serverUrl);
+  const { sql } = await import("drizzle-orm");
+  await admin.db.execute(sql.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+  await admin.db.execute(sql.raw(`CREATE DATABASE ${name}`));
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  const open = await openPg(url.toString());
+  await migrateDatabase(open);
+  const started = Date.now();
+  await seedCity(open.db, citizens);
+  console.log(`seeded pg with ${citizens} citizens in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  const before = await countRows(open.db);
+  return {
+    env: { DATABASE_URL: url.toString(), CITY_DB_DRIVER: "pg" },
+    before,
+    count: () => countRows(open.db),
+    dispose: async () => {
+      await open.close();
+      await admin.db.execute(sql.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+      await admin.close();
+    },
+  };
+}
+
+async function countRows(db: import("@/db/client").Database): Promise<Record<string, number>> {
+  const { sql } = await import("drizzle-orm");
+  const { rowsOf } = await import("@/db/client");
+  const result = await db.execute(sql`SELECT
+    (SELECT count(*)::int FROM citizens) AS citizens,
+    (SELECT count(*)::int FROM messages) AS messages,
+    (SELECT count(*)::int FROM posts) AS posts,
+    (SELECT count(*)::int FROM locker_bags) AS bags`);
+  return rowsOf<Record<string, number>>(result)[0]!;
+}
+
+async function startServer(db: string, extra: Record<string, string>): Promise<{ base: string; stop: () => Promise<void> }> {
+  const port = 3300 + Math.floor(Math.random() * 500);
+  const base = `http://127.0.0.1:${port}`;
+  const child: ChildProcess = spawn("node", ["node_modules/next/dist/bin/next", "start", "-H", "127.0.0.1", "-p", String(port)], {
+    env: {
+      ...process.env,
+      NODE_ENV: "production",
+      NEXT_TELEMETRY_DISABLED: "1",
+      CITY_BASE_URL: base,
+      CITY_COUNT_QUERIES: "1",
+      // The bench is one address making thousands of requests: the gate's per-address and
+      // city-wide ceilings are off, as they would be for a load test behind a trusted proxy.
+      CITY_GATE_PER_ADDRESS_PER_HOUR: "0",
+      CITY_GATE_ADMISSIONS_PER_HOUR: "0",
+      CITY_TRUSTED_PROXIES: "1",
+      DATABASE_URL: "",
+      ...extra,
+    },
+    stdio: ["ignore", "ignore", "inherit"],
+    detached: true,
+  });
+  for (let i = 0; i < 300; i++) {
+    try {
+      const answer = await fetch(`${base}/beacon.json`);
+      await answer.arrayBuffer();
+      if (answer.ok) break;
+    } catch {
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    if (i === 299) throw new Error(`the ${db} server did not start`);
+  }
+  return {
+    base,
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((r) => child.once("exit", r));
+      process.kill(-child.pid!, "SIGTERM");
+      await exited;
+    },
+  };
+}
+
+main().catch((err: unknown) => {
+  console.error(`bench failed: ${err instanceof Error ? err.stack : String(err)}`);
+  process.exit(1);
+});
