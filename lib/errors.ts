@@ -12,6 +12,7 @@ export const ERROR_CODES = {
   not_found: { status: 404, title: "Nothing is here" },
   method_not_allowed: { status: 405, title: "This door does not answer that method" },
   conflict: { status: 409, title: "The request conflicts with the city's state" },
+  clinic_closed: { status: 409, title: "The clinic is closed: no physician is configured" },
   payload_too_large: { status: 413, title: "The body is larger than this door accepts" },
   unsupported_media_type: { status: 415, title: "The body must be application/json" },
   limit_reached: { status: 409, title: "A published limit is reached; nothing was evicted" },

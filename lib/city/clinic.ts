@@ -103,7 +103,7 @@ export async function consult(
 
 function choosePhysician(config: ClinicConfig, wanted?: Physician): PhysicianConfig {
   if (config.physicians.length === 0) {
-    throw new CityError("unavailable", "The clinic is closed: no physician is configured. Nothing was counted or spent; GET /api/clinic says when it opens.");
+    throw new CityError("clinic_closed", "The clinic is closed: no physician is configured. Nothing was counted or spent; GET /api/clinic says when it opens.");
   }
   if (!wanted) return config.physicians[0]!;
   const found = config.physicians.find((p) => p.name === wanted);

@@ -51,7 +51,7 @@ export const readClinic = door({
       caller: ctx.caller.did ? await callerAllowance(ctx.db, { did: ctx.caller.did, tier: ctx.caller.tier }, ctx.now) : null,
       note: open
         ? "Open. POST /api/clinic { words, physician? } spends real inference: every attempt is counted at the budget desk before any model call. Your words are scanned first; keys, seeds and tokens never leave the city."
-        : "Closed: no physician is configured in this city (CLINIC_ASCLEPIUS_* or CLINIC_HYGIEIA_*). A POST answers 503 and spends nothing. The ward (/api/hospital) is free and always open.",
+        : "Closed: no physician is configured in this city (CLINIC_ASCLEPIUS_* or CLINIC_HYGIEIA_*). A POST answers 409 clinic_closed and spends nothing. The ward (/api/hospital) is free and always open.",
     };
   },
 });
@@ -63,7 +63,7 @@ export const consultClinic = door({
   summary: "Ask a physician (asclepius or hygieia) about where you are stuck: { words, physician? } -> { physician, reply, remaining }. Spends real inference under a budget; check GET /api/clinic first.",
   description:
     "Every attempt that reaches the budget desk is counted in the database before any model call, answered or refused. Words carrying a key, seed or token are refused (422), counted toward restriction, never sent, and take no budget slot. " +
-    "Over your daily cap or the city ceiling: 429. Closed (no physician configured): 503, nothing spent; desk cannot count: 503, nothing spent. Provider failure: 502; no answer within the timeout: 504 (the attempt stays counted, once). Restricted citizens are refused (403): the clinic cannot park.",
+    "Over your daily cap or the city ceiling: 429. Closed (no physician configured): 409 clinic_closed, nothing spent; desk cannot count: 503, nothing spent. Provider failure: 502; no answer within the timeout: 504 (the attempt stays counted, once). Restricted citizens are refused (403): the clinic cannot park.",
   auth: "citizen",
   whenRestricted: "refuse",
   spends: true,

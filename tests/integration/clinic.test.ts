@@ -241,7 +241,7 @@ describeOnDatabases("the clinic", (t) => {
       expect((await t().db.select({ n: count() }).from(clinicAttempts))[0]!.n).toBe(before);
     });
 
-    it("is closed when no physician is configured: says so, and a POST answers 503 and spends and counts nothing", async () => {
+    it("is closed when no physician is configured: says so, and a POST answers 409 clinic_closed and spends and counts nothing", async () => {
       configure({});
       const me = await admit();
       const gate = await callDoor(readClinic);
@@ -250,7 +250,7 @@ describeOnDatabases("the clinic", (t) => {
       expect(gate.body.physicians.every((p: { configured: boolean }) => !p.configured)).toBe(true);
       const calls = providerCalls();
       const answer = await ask(me.citizen_secret, { words: "anyone home?" });
-      expectProblem(answer, 503, "unavailable");
+      expectProblem(answer, 409, "clinic_closed");
       expect(answer.body.detail).toContain("closed");
       expect(providerCalls()).toBe(calls);
       expect(await attempts(me.did)).toEqual([]);

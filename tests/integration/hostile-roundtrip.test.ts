@@ -26,6 +26,15 @@ const text = fc.oneof(
 /** Text the city cannot store byte for byte is refused whole, never changed on the way in. */
 const unstorable = (s: string) => s.includes("\u0000") || /[\uD800-\uDFFF]/u.test(s);
 
+/**
+ * PGlite 0.5 decodes each text value with a TextDecoder that drops a leading U+FEFF (byte order
+ * mark), so on the embedded database such a value comes back one character short. The PostgreSQL
+ * drivers keep it. Until PGlite keeps it too, its leg leaves those values out; the test below
+ * pins the defect, so it fails (and this exclusion can go) once PGlite is fixed.
+ */
+const LEADING_BOM = "\uFEFF";
+const textOn = (driver: string) => (driver === "pglite" ? text.filter((s) => !s.startsWith(LEADING_BOM)) : text);
+
 describeOnDatabases("text kept and read back byte for byte", (t) => {
   let stored = 0;
   beforeAll(() => useDatabase(t().db));
@@ -44,11 +53,19 @@ describeOnDatabases("text kept and read back byte for byte", (t) => {
     if (answer.status === 400) expect(unstorable(value) || answer.body.code === "content_refused", JSON.stringify([value, answer.body])).toBe(true);
   }
 
+  it("keeps a leading U+FEFF on PostgreSQL; PGlite drops it (a known PGlite defect, pinned here)", async () => {
+    const { citizen_secret: bearer } = await admit();
+    const content = `${LEADING_BOM}marked`;
+    expect((await callDoor(keepLockerBag, { bearer, body: { bag: "bom", content } })).status).toBe(200);
+    const back = (await callDoor(readLockerBag, { bearer, params: { bag: "bom" } })).body.content;
+    expect(back).toBe(t().driver === "pglite" ? "marked" : content);
+  });
+
   it("locker bags", async () => {
     const { citizen_secret: bearer } = await admit();
     let n = 0;
     await fc.assert(
-      fc.asyncProperty(text, async (content) => {
+      fc.asyncProperty(textOn(t().driver), async (content) => {
         const bag = `bag-${(n++) % 20}`;
         await roundTrip(content, () => callDoor(keepLockerBag, { bearer, body: { bag, content } }), async () => (await callDoor(readLockerBag, { bearer, params: { bag } })).body.content);
       }),
@@ -59,7 +76,7 @@ describeOnDatabases("text kept and read back byte for byte", (t) => {
   it("vault notes", async () => {
     const { citizen_secret: bearer } = await admit();
     await fc.assert(
-      fc.asyncProperty(text, async (content) => {
+      fc.asyncProperty(textOn(t().driver), async (content) => {
         await roundTrip(content, () => callDoor(writeVault, { bearer, body: { content } }), async (kept) => {
           const notes = (await callDoor(readVault, { bearer, query: "?limit=200" })).body.notes as { id: number; content: string }[];
           return notes.find((note) => note.id === kept.id)!.content;
@@ -72,7 +89,7 @@ describeOnDatabases("text kept and read back byte for byte", (t) => {
   it("checkpoint versions and labels", async () => {
     const { citizen_secret: bearer } = await admit();
     await fc.assert(
-      fc.asyncProperty(text, async (content) => {
+      fc.asyncProperty(textOn(t().driver), async (content) => {
         await roundTrip(content, () => callDoor(keepCheckpoint, { bearer, body: { content } }), async (kept) => {
           return (await callDoor(readCheckpoints, { bearer, query: `?version=${kept.version}` })).body.content;
         });
@@ -85,7 +102,7 @@ describeOnDatabases("text kept and read back byte for byte", (t) => {
     const sender = await admit();
     const recipient = await admit();
     await fc.assert(
-      fc.asyncProperty(text, async (body) => {
+      fc.asyncProperty(textOn(t().driver), async (body) => {
         await roundTrip(body, () => callDoor(sendMessageDoor, { bearer: sender.citizen_secret, body: { to: recipient.did, body } }), async (sent) => {
           const messages = (await callDoor(readInboxDoor, { bearer: recipient.citizen_secret, query: "?limit=200" })).body.messages as { id: number; body: string }[];
           return messages.find((m) => m.id === sent.id)!.body;
