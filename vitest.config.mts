@@ -7,6 +7,9 @@ const alias = { "@": path.dirname(fileURLToPath(import.meta.url)) };
 export default defineConfig({
   resolve: { alias },
   test: {
+    // Most test time is spent waiting on PostgreSQL and on `next start` servers, not on this
+    // process: two files at a time even on a 2-core machine (vitest's default there is one).
+    maxWorkers: 2,
     projects: [
       {
         resolve: { alias },
