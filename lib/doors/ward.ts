@@ -21,6 +21,7 @@ import {
 } from "@/lib/city/ward";
 import { env } from "@/lib/env";
 import { CityError } from "@/lib/errors";
+import { pageReply } from "./paging";
 import { parkingLimits } from "./parking";
 import { door, Reply } from "./door";
 import { characters, Hex64, iso, NowUtc, StoredText, Timestamp } from "./schemas";
@@ -79,8 +80,7 @@ export const readWard = door({
   output: WardLane,
   run: async (ctx, input) => {
     const before = input.cursor ? decodeWardCursor(input.cursor) : undefined;
-    const { notes, nextBefore } = await listWardNotes(ctx.db, { before, limit: input.limit });
-    const counts = await wardCounts(ctx.db, ctx.now);
+    const [{ notes, nextBefore }, counts] = await Promise.all([listWardNotes(ctx.db, { before, limit: input.limit }), wardCounts(ctx.db, ctx.now)]);
     const nextCursor = nextBefore === null ? null : encodeWardCursor(nextBefore);
     const body = {
       now_utc: iso(ctx.now),
@@ -101,10 +101,7 @@ export const readWard = door({
       note: LANE_NOTE,
       next_cursor: nextCursor,
     };
-    if (!nextCursor) return body;
-    const next = new URL(ctx.request.url);
-    next.searchParams.set("cursor", nextCursor);
-    return new Reply(body, { headers: { Link: `<${next.pathname}${next.search}>; rel="next"` } });
+    return pageReply(ctx, body, nextCursor ? { cursor: nextCursor } : null);
   },
 });
 
