@@ -3,14 +3,15 @@ import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { generateText, type LanguageModel } from "ai";
 import { and, count, eq, gt, min } from "drizzle-orm";
 import type { Database } from "@/db/client";
-import { citizens, clinicAttempts, clinicOutcomes, PHYSICIANS } from "@/db/schema";
+import { clinicAttempts, clinicOutcomes, PHYSICIANS } from "@/db/schema";
 import { logFailure } from "@/lib/log";
 import { parseEnv } from "@/lib/env";
 import { CityError } from "@/lib/errors";
 import { scanContent } from "@/lib/scan";
 import { holdLock } from "./locks";
 import { LIMITS } from "./protocols";
-import { recordRefusal, RESTRICTION_TRIGGER } from "./restriction";
+import { currentTier, holdTierLock, restrictedRefusal } from "./restriction";
+import { countRefusal } from "./shelf-guard";
 
 export type Physician = (typeof PHYSICIANS)[number];
 export type WireProtocol = "openai-chat" | "anthropic-messages";
@@ -117,8 +118,7 @@ function choosePhysician(config: ClinicConfig, wanted?: Physician): PhysicianCon
 async function guardWords(db: Database, entry: { did: string; words: string; now: Date }): Promise<void> {
   const verdict = scanContent(entry.words);
   if (verdict.ok) return;
-  const { restricted } = await db.transaction((tx) => recordRefusal(tx as unknown as Database, { did: entry.did, door: CLINIC_DOOR, rule: verdict.rule, now: entry.now }));
-  const tail = restricted ? ` You are now restricted (published trigger: ${RESTRICTION_TRIGGER}); appeal at POST /api/appeal.` : "";
+  const tail = await db.transaction((tx) => countRefusal(tx as unknown as Database, { did: entry.did, door: CLINIC_DOOR, rule: verdict.rule, now: entry.now }));
   throw new CityError("content_refused", `${verdict.reason} It was not sent to any physician and took no budget slot (rule: ${verdict.rule}).${tail}`);
 }
 
@@ -139,12 +139,10 @@ async function countAtDesk(db: Database, entry: { did: string; physician: Physic
       const tx = handle as unknown as Database;
       await holdLock(tx, "clinic:desk");
       // The tier is read under the lock a restriction takes, so a refusal racing this attempt is seen.
-      await holdLock(tx, `tier:${entry.did}`, "shared");
-      const [citizen] = await tx.select({ tier: citizens.tier }).from(citizens).where(eq(citizens.did, entry.did));
-      if (citizen?.tier === "restricted") {
-        throw new CityError("forbidden", `The clinic cannot park and the caller is restricted (published trigger: ${RESTRICTION_TRIGGER}). Appeal at POST /api/appeal.`);
-      }
-      const perDay = dailyCap(citizen?.tier);
+      await holdTierLock(tx, entry.did, "shared");
+      const tier = await currentTier(tx, entry.did);
+      if (tier === "restricted") throw restrictedRefusal();
+      const perDay = dailyCap(tier ?? undefined);
       const since = new Date(entry.now.getTime() - DAY_SECONDS * 1000);
       const admitted = and(eq(clinicAttempts.verdict, "admitted"), gt(clinicAttempts.at, since));
       const [city] = await tx.select({ used: count(), oldest: min(clinicAttempts.at) }).from(clinicAttempts).where(admitted);

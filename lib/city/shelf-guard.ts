@@ -12,8 +12,13 @@ export async function guardShelfContent(db: Database, entry: { did: string; door
   for (const text of entry.texts) {
     const verdict = scanContent(text);
     if (verdict.ok) continue;
-    const { restricted } = await recordRefusal(db, { did: entry.did, door: entry.door, rule: verdict.rule, now: entry.now });
-    const tail = restricted ? ` You are now restricted (published trigger: ${RESTRICTION_TRIGGER}); appeal at POST /api/appeal.` : "";
+    const tail = await countRefusal(db, { did: entry.did, door: entry.door, rule: verdict.rule, now: entry.now });
     throw new CityError("content_refused", `${verdict.reason} It was not stored (rule: ${verdict.rule}).${tail}`, { keepWrites: true });
   }
+}
+
+/** Counts a fail-closed refusal toward the restriction trigger; the words to add when it restricted the citizen. */
+export async function countRefusal(db: Database, entry: { did: string; door: string; rule: string; now: Date }): Promise<string> {
+  const { restricted } = await recordRefusal(db, entry);
+  return restricted ? ` You are now restricted (published trigger: ${RESTRICTION_TRIGGER}); appeal at POST /api/appeal.` : "";
 }
