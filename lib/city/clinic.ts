@@ -4,7 +4,7 @@ import { generateText, type LanguageModel } from "ai";
 import { and, count, eq, gt, min } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { clinicAttempts, clinicOutcomes, PHYSICIANS } from "@/db/schema";
-import { logFailure } from "@/lib/log";
+import { logFailure, logLine } from "@/lib/log";
 import { parseEnv } from "@/lib/env";
 import { CityError } from "@/lib/errors";
 import { scanContent } from "@/lib/scan";
@@ -82,22 +82,30 @@ export interface Consultation {
  *    and takes no budget slot); 2. the budget desk counts the attempt and commits before any model
  *    call; 3. the physician is called outside any transaction, bounded by a timeout and an output
  *    token limit, and its outcome is recorded. A failed call stays counted, once.
+ * `fits` says whether a visit can be answered in the door's published shape. It is asked before
+ * the outcome is recorded, because nothing committed here can be rolled back afterwards: a visit
+ * that does not fit is recorded and answered as the provider's failure, never as a 500.
  */
 export async function consult(
   db: Database,
-  entry: { did: string; words: string; physician?: Physician; now: Date },
+  entry: { did: string; words: string; physician?: Physician; now: Date; fits?: (visit: Consultation) => boolean },
   config: ClinicConfig = clinicConfig(),
 ): Promise<Consultation> {
   const physician = choosePhysician(config, entry.physician);
   await guardWords(db, entry);
   const desk = await countAtDesk(db, { did: entry.did, physician: physician.name, now: entry.now });
-  const outcome = await callPhysician(physician, entry.words, config);
+  let outcome = await callPhysician(physician, entry.words, config);
+  if (outcome.kind === "answered" && entry.fits && !entry.fits({ physician: physician.name, reply: outcome.reply, remaining: desk.remaining })) {
+    logLine("error", "clinic answer outside schema", { physician: physician.name });
+    outcome = { kind: "provider_error", unfit: true };
+  }
   await recordOutcome(db, desk.attemptId, physician.name, outcome.kind);
   if (outcome.kind === "timeout") {
     throw new CityError("gateway_timeout", `${physician.name} did not answer within ${config.timeoutMs} ms. The attempt was counted once; nothing else was sent.`);
   }
   if (outcome.kind === "provider_error") {
-    throw new CityError("bad_gateway", `${physician.name}'s provider failed to answer. The attempt was counted once; nothing else was sent.`);
+    const failed = outcome.unfit ? "answered in a shape this door cannot pass on, so the answer was withheld" : "failed to answer";
+    throw new CityError("bad_gateway", `${physician.name}'s provider ${failed}. The attempt was counted once; nothing else was sent.`);
   }
   return { physician: physician.name, reply: outcome.reply, remaining: desk.remaining };
 }
@@ -181,7 +189,7 @@ async function countAtDesk(db: Database, entry: { did: string; physician: Physic
   };
 }
 
-type Outcome = { kind: "answered"; reply: string } | { kind: "provider_error" } | { kind: "timeout" };
+type Outcome = { kind: "answered"; reply: string } | { kind: "provider_error"; unfit?: true } | { kind: "timeout" };
 
 function modelOf(physician: PhysicianConfig): LanguageModel {
   if (physician.protocol === "anthropic-messages") {

@@ -42,7 +42,9 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
     if (!checked.success) {
       // A door that answers outside its published schema is a bug; never send the bad answer.
       logLine("error", "answer outside schema", { door: door.name, paths: checked.error.issues.map((i: z.core.$ZodIssue) => i.path.join(".")).join(", ") });
-      throw new CityError("internal_error", "The city could not finish this request. Nothing was changed.");
+      // A door with its own transactions may have committed already; the answer must not say otherwise.
+      const kept = door.ownTransactions ? " What this door commits before it answers (such as a counted attempt) stands; nothing else was changed." : " Nothing was changed.";
+      throw new CityError("internal_error", `The city could not finish this request.${kept}`);
     }
     return { reply, body: checked.data as unknown };
   };

@@ -2,9 +2,12 @@ import { generateKeyPairSync } from "node:crypto";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { count, eq } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { z } from "zod";
 import { useDatabase } from "@/db/client";
 import { citizens, clinicAttempts, clinicOutcomes, contentRefusals } from "@/db/schema";
+import { consult } from "@/lib/city/clinic";
 import { consultClinic, readClinic } from "@/lib/doors/clinic";
+import type { AnyDoor, DoorContext } from "@/lib/doors/door";
 import { mcpHandler } from "@/lib/doors/mcp";
 import { readCapabilities, readChallenge, submitProof } from "@/lib/doors/tiers";
 import { readAndFileWard } from "@/lib/doors/ward";
@@ -183,6 +186,39 @@ describeOnDatabases("the clinic", (t) => {
       const outcomes = await t().db.select().from(clinicOutcomes);
       expect(outcomes.filter((o) => rows.some((r) => r.id === o.attemptId)).map((o) => o.outcome).sort()).toEqual(["provider_error", "timeout"]);
       expect((await callDoor(readClinic, { bearer: me.citizen_secret })).body.caller).toMatchObject({ used: 2, remaining: 1 });
+    });
+
+    it("never sends an answer outside the door's schema: 502, the attempt counted once, recorded as a provider failure", async () => {
+      // No provider answer makes the published schema fail (a reply is any string), so the door is
+      // declared here with a stricter one: the provider's ordinary answer no longer fits it.
+      const strict = { ...consultClinic, output: consultClinic.output.extend({ reply: z.string().max(5) }) };
+      const me = await admit();
+      const before = openai.received.length;
+      const answer = await callDoor(strict, { bearer: me.citizen_secret, body: { words: "a reply too long for the door", physician: "asclepius" } });
+      const problem = expectProblem(answer, 502, "bad_gateway");
+      expect(problem.detail).toContain("counted once");
+      expect(JSON.stringify(answer.body)).not.toContain("asclepius heard");
+      expect(openai.received.length).toBe(before + 1);
+      const rows = await attempts(me.did);
+      expect(rows.map((r) => r.verdict)).toEqual(["admitted"]);
+      const outcomes = await t().db.select().from(clinicOutcomes).where(eq(clinicOutcomes.attemptId, rows[0]!.id));
+      expect(outcomes.map((o) => o.outcome)).toEqual(["provider_error"]);
+      expect((await callDoor(readClinic, { bearer: me.citizen_secret })).body.caller).toMatchObject({ used: 1, remaining: 2 });
+    });
+
+    it("if a door with its own transactions still answers outside its schema, its 500 says the committed count stands", async () => {
+      // The guard behind the clinic's own check: a door that skips it cannot claim nothing changed.
+      const unchecked: AnyDoor = {
+        ...consultClinic,
+        output: consultClinic.output.extend({ reply: z.string().max(5) }),
+        run: async (ctx: DoorContext, input: { words: string }) => ({ now_utc: ctx.now.toISOString(), ...(await consult(ctx.db, { did: ctx.caller.did!, words: input.words, now: ctx.now })), note: "" }),
+      };
+      const me = await admit();
+      const answer = await callDoor(unchecked, { bearer: me.citizen_secret, body: { words: "a reply too long again" } });
+      const problem = expectProblem(answer, 500, "internal_error");
+      expect(problem.detail).not.toContain("Nothing was changed");
+      expect(problem.detail).toContain("counted attempt");
+      expect((await attempts(me.did)).map((r) => r.verdict)).toEqual(["admitted"]);
     });
 
     it("fails closed when the desk cannot count: 503, zero provider calls, and gauges that say they were not counted", async () => {
