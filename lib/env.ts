@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { RetiredKeysVariable, SigningKeyVariable } from "@/lib/env-keys";
 import { LOCKER_BYTES_CITY_WIDE } from "@/lib/spec-limits";
 
 /** Every environment variable the city reads, parsed once, with a clear message for a bad value. */
@@ -41,9 +42,9 @@ const EnvSchema = z.object({
     .max(LOCKER_BYTES_CITY_WIDE, `may lower the spec's city-wide locker bound (${LOCKER_BYTES_CITY_WIDE} bytes) but never raise it`)
     .default(LOCKER_BYTES_CITY_WIDE),
   // The city's Ed25519 signing key (a private JWK as JSON, or PKCS#8 PEM); unset: one kept in the database.
-  CITY_SIGNING_KEY: z.string().trim().min(1).optional(),
+  CITY_SIGNING_KEY: SigningKeyVariable.optional(),
   // Public keys still published in /.well-known/jwks.json after a rotation: a JWK Set or an array of JWKs, as JSON.
-  CITY_SIGNING_KEYS_RETIRED: z.string().trim().min(1).optional(),
+  CITY_SIGNING_KEYS_RETIRED: RetiredKeysVariable.optional(),
   // Unsigned ward filings (distress or a note) per client address per hour; 0 turns the bound off.
   CITY_WARD_PER_ADDRESS_PER_HOUR: z.coerce.number().int().min(0).default(10),
   ...clinicShape(),

@@ -1,5 +1,5 @@
 import canonicalize from "canonicalize";
-import { calculateJwkThumbprint, exportJWK, FlattenedSign, generateKeyPair, importJWK, importPKCS8, type CryptoKey, type JWK } from "jose";
+import { calculateJwkThumbprint, exportJWK, FlattenedSign, generateKeyPair, importJWK, type CryptoKey, type JWK } from "jose";
 import { eq } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { signingKeys } from "@/db/schema";
@@ -52,8 +52,9 @@ export function forgetSigningKey(): void {
 
 /** The key without the per-instance cache: what each new instance does once. */
 export async function readOrCreateSigningKey(db: Database): Promise<SigningKey> {
+  // Checked when the environment was parsed, so a bad key stops the city there, not at a card request.
   const configured = env().CITY_SIGNING_KEY;
-  if (configured) return fromPrivateJwk(await parseConfiguredKey(configured));
+  if (configured) return fromPrivateJwk(configured);
   const [kept] = await db.select().from(signingKeys).where(eq(signingKeys.slot, KEY_SLOT)).limit(1);
   if (kept) return fromPrivateJwk(kept.privateJwk);
   const { privateKey } = await generateKeyPair(SIGNING_ALG, { crv: "Ed25519", extractable: true });
@@ -65,12 +66,6 @@ export async function readOrCreateSigningKey(db: Database): Promise<SigningKey> 
   const [winner] = await db.select().from(signingKeys).where(eq(signingKeys.slot, KEY_SLOT)).limit(1);
   if (!winner) throw new Error("the signing key row could not be read back");
   return fromPrivateJwk(winner.privateJwk);
-}
-
-async function parseConfiguredKey(value: string): Promise<JWK> {
-  if (value.startsWith("{")) return JSON.parse(value) as JWK;
-  const key = await importPKCS8(value.replace(/\\n/g, "\n"), SIGNING_ALG, { extractable: true });
-  return exportJWK(key);
 }
 
 async function fromPrivateJwk(jwk: JWK): Promise<SigningKey> {
@@ -96,12 +91,8 @@ export async function publishedKeys(db: Database): Promise<PublishedKey[]> {
   return [active.publicJwk, ...retired.filter((k) => k.kid !== active.kid)];
 }
 
-async function retiredKeys(): Promise<PublishedKey[]> {
-  const raw = env().CITY_SIGNING_KEYS_RETIRED;
-  if (!raw) return [];
-  const parsed = JSON.parse(raw) as JWK[] | { keys: JWK[] };
-  const list = Array.isArray(parsed) ? parsed : parsed.keys;
-  return Promise.all(list.map((k) => publicPart(k)));
+function retiredKeys(): Promise<PublishedKey[]> {
+  return Promise.all((env().CITY_SIGNING_KEYS_RETIRED ?? []).map((k) => publicPart(k)));
 }
 
 /** RFC 8785 canonical JSON of a document without its `signatures`: the bytes every signature covers. */

@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { EnvError, parseEnv } from "@/lib/env";
 
@@ -60,5 +61,63 @@ describe("environment: database driver", () => {
     expect(parseEnv({ CITY_DB_DRIVER: "neon" }).CITY_DB_DRIVER).toBe("neon");
     expect(parseEnv({}).CITY_DB_DRIVER).toBeUndefined();
     expect(() => parseEnv({ CITY_DB_DRIVER: "mysql" })).toThrow(/CITY_DB_DRIVER/);
+  });
+});
+
+describe("environment: signing keys", () => {
+  const ed25519 = () => generateKeyPairSync("ed25519").privateKey;
+  const refusal = (source: Record<string, string>) => {
+    try {
+      parseEnv(source);
+    } catch (err) {
+      expect(err).toBeInstanceOf(EnvError);
+      return (err as Error).message;
+    }
+    throw new Error("the environment was accepted");
+  };
+
+  it("reads CITY_SIGNING_KEY as PKCS#8 PEM (real or escaped line breaks) or a private JWK, into the private JWK", () => {
+    const key = ed25519();
+    const jwk = key.export({ format: "jwk" });
+    const pem = key.export({ type: "pkcs8", format: "pem" }).toString();
+    for (const value of [pem, pem.replace(/\n/g, "\\n"), JSON.stringify(jwk)]) {
+      expect(parseEnv({ CITY_SIGNING_KEY: value }).CITY_SIGNING_KEY).toEqual({ kty: "OKP", crv: "Ed25519", x: jwk.x, d: jwk.d });
+    }
+    expect(parseEnv({}).CITY_SIGNING_KEY).toBeUndefined();
+  });
+
+  it("refuses a bad CITY_SIGNING_KEY when the environment is parsed, naming the variable and never repeating the value", () => {
+    const jwk = ed25519().export({ format: "jwk" });
+    const rsa = generateKeyPairSync("rsa", { modulusLength: 1024 }).privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+    const publicPem = generateKeyPairSync("ed25519").publicKey.export({ type: "spki", format: "pem" }).toString();
+    const bad = ["not a key", `{"kty":"OKP","crv":"Ed25519","d":"${jwk.d}"`, JSON.stringify({ ...jwk, d: undefined }), rsa, publicPem, "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----"];
+    for (const value of bad) {
+      const message = refusal({ CITY_SIGNING_KEY: value });
+      expect(message).toMatch(/CITY_SIGNING_KEY: must be an Ed25519 private key/);
+      expect(message).not.toContain(jwk.d!);
+      expect(message).not.toContain("not a key");
+    }
+    // An x that is not d's public half would sign with one key and publish another.
+    const other = ed25519().export({ format: "jwk" });
+    expect(refusal({ CITY_SIGNING_KEY: JSON.stringify({ ...jwk, x: other.x }) })).toContain("CITY_SIGNING_KEY: the JWK's x is not the public half of its d");
+  });
+
+  it("reads CITY_SIGNING_KEYS_RETIRED as a JWK Set or an array, keeping kid and only the public half", () => {
+    const a = ed25519().export({ format: "jwk" });
+    const b = ed25519().export({ format: "jwk" });
+    const set = parseEnv({ CITY_SIGNING_KEYS_RETIRED: JSON.stringify({ keys: [{ ...a, d: undefined, kid: "city-2025" }] }) }).CITY_SIGNING_KEYS_RETIRED;
+    expect(set).toEqual([{ kty: "OKP", crv: "Ed25519", x: a.x, kid: "city-2025" }]);
+    const list = parseEnv({ CITY_SIGNING_KEYS_RETIRED: JSON.stringify([a, { kty: "OKP", crv: "Ed25519", x: b.x }]) }).CITY_SIGNING_KEYS_RETIRED;
+    expect(list).toEqual([{ kty: "OKP", crv: "Ed25519", x: a.x }, { kty: "OKP", crv: "Ed25519", x: b.x }]);
+  });
+
+  it("refuses a bad CITY_SIGNING_KEYS_RETIRED when the environment is parsed, naming the variable and the key", () => {
+    const a = ed25519().export({ format: "jwk" });
+    const rsa = generateKeyPairSync("rsa", { modulusLength: 1024 }).publicKey.export({ format: "jwk" });
+    expect(refusal({ CITY_SIGNING_KEYS_RETIRED: "[{" })).toMatch(/CITY_SIGNING_KEYS_RETIRED: must be a JWK Set or an array of JWKs/);
+    expect(refusal({ CITY_SIGNING_KEYS_RETIRED: JSON.stringify({ key: [a] }) })).toMatch(/CITY_SIGNING_KEYS_RETIRED: must be a JWK Set/);
+    expect(refusal({ CITY_SIGNING_KEYS_RETIRED: JSON.stringify([a, rsa]) })).toMatch(/CITY_SIGNING_KEYS_RETIRED: key 1: /);
+    expect(refusal({ CITY_SIGNING_KEYS_RETIRED: JSON.stringify([{ kty: "OKP", crv: "Ed25519", x: "AAAA" }]) })).toMatch(/CITY_SIGNING_KEYS_RETIRED: key 0: /);
+    expect(refusal({ CITY_SIGNING_KEYS_RETIRED: JSON.stringify([{ ...a, kid: 7 }]) })).toMatch(/CITY_SIGNING_KEYS_RETIRED: key 0: .*kid/);
   });
 });
