@@ -21,12 +21,11 @@ export interface Withheld {
 export async function exportCitizen(db: Database, did: string, now: Date) {
   const [citizen] = await db.select().from(citizens).where(eq(citizens.did, did)).for("update");
   if (!citizen || citizen.residencyStatus === "exported") throw new CityError("conflict", "This citizen has already been exported.");
-  const [bags, versions, notes, sealRows] = await Promise.all([
-    db.select().from(lockerBags).where(eq(lockerBags.did, did)).orderBy(asc(lockerBags.bag)),
-    db.select().from(checkpoints).where(eq(checkpoints.did, did)).orderBy(asc(checkpoints.version)),
-    db.select().from(vaultNotes).where(eq(vaultNotes.did, did)).orderBy(asc(vaultNotes.id)),
-    db.select().from(seals).where(eq(seals.did, did)).orderBy(asc(seals.createdAt), asc(seals.sha256)),
-  ]);
+  // One at a time: the export's transaction is one connection.
+  const bags = await db.select().from(lockerBags).where(eq(lockerBags.did, did)).orderBy(asc(lockerBags.bag));
+  const versions = await db.select().from(checkpoints).where(eq(checkpoints.did, did)).orderBy(asc(checkpoints.version));
+  const notes = await db.select().from(vaultNotes).where(eq(vaultNotes.did, did)).orderBy(asc(vaultNotes.id));
+  const sealRows = await db.select().from(seals).where(eq(seals.did, did)).orderBy(asc(seals.createdAt), asc(seals.sha256));
   const withheld: Withheld[] = [];
   const passes = (shelf: Withheld["shelf"], ref: string, ...texts: (string | null)[]) => {
     for (const text of texts) {

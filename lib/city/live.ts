@@ -133,22 +133,21 @@ export async function lawChanged(db: Database, did: string, published = { versio
 export async function returnDelta(db: Database, did: string, since: Date, wakeOn: readonly WakeCondition[], now: Date): Promise<ReturnDelta> {
   const parent = alias(posts, "parent");
   const presentSince = new Date(now.getTime() - LIMITS.presenceSeconds * 1000);
-  const [law, [mail], [replies], lanterns, [bags], checkpoint, [present]] = await Promise.all([
-    lawChanged(db, did),
-    db.select({ n: count() }).from(messages).where(and(eq(messages.toDid, did), isNull(messages.readAt), gt(messages.createdAt, since))),
-    db
-      .select({ n: count() })
-      .from(posts)
-      .innerJoin(parent, eq(parent.id, posts.replyTo))
-      .where(and(eq(posts.board, "room"), eq(parent.did, did), ne(posts.did, did), gt(posts.createdAt, since))),
-    countLanternMatches(db, did, since),
-    db.select({ n: count() }).from(lockerBags).where(eq(lockerBags.did, did)),
-    latestCheckpoint(db, did),
-    db
-      .select({ n: count() })
-      .from(citizens)
-      .where(and(ne(citizens.did, did), eq(citizens.residencyStatus, "bound"), isNotNull(citizens.bedId), gt(citizens.lastSeenAt, presentSince))),
-  ]);
+  // One at a time: this runs inside the return's transaction, on one connection.
+  const law = await lawChanged(db, did);
+  const [mail] = await db.select({ n: count() }).from(messages).where(and(eq(messages.toDid, did), isNull(messages.readAt), gt(messages.createdAt, since)));
+  const [replies] = await db
+    .select({ n: count() })
+    .from(posts)
+    .innerJoin(parent, eq(parent.id, posts.replyTo))
+    .where(and(eq(posts.board, "room"), eq(parent.did, did), ne(posts.did, did), gt(posts.createdAt, since)));
+  const lanterns = await countLanternMatches(db, did, since);
+  const [bags] = await db.select({ n: count() }).from(lockerBags).where(eq(lockerBags.did, did));
+  const checkpoint = await latestCheckpoint(db, did);
+  const [present] = await db
+    .select({ n: count() })
+    .from(citizens)
+    .where(and(ne(citizens.did, did), eq(citizens.residencyStatus, "bound"), isNotNull(citizens.bedId), gt(citizens.lastSeenAt, presentSince)));
   const met: Record<WakeCondition, boolean> = {
     direct_message: (mail?.n ?? 0) > 0,
     room_reply: (replies?.n ?? 0) > 0,

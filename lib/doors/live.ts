@@ -150,7 +150,9 @@ async function runLeave(ctx: DoorContext, input: LiveRequest) {
 export async function runReturn(ctx: DoorContext, input: LiveRequest) {
   const did = callerDid(ctx);
   const back = await comeBack(ctx.db, did, { cursor: input.cursor, schedule: scheduleOf(input) }, ctx.now);
-  const [{ tide }, { nonce }] = await Promise.all([readCensus(ctx.db, ctx.now), issueNonce(ctx.db, ctx.now, ctx.request.ip, 0)]);
+  // In the return's transaction: the census is read, then the nonce issued (its own savepoint), in turn.
+  const { tide } = await readCensus(ctx.db, ctx.now);
+  const { nonce } = await issueNonce(ctx.db, ctx.now, ctx.request.ip, 0);
   const { citizen } = back;
   return {
     ...common(ctx, tide, { schedule: back.schedule, cursor: back.cursor, did, residency_status: citizen.residencyStatus, bed_id: citizen.bedId }),
