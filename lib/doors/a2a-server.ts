@@ -13,10 +13,11 @@ import {
 } from "@a2a-js/sdk/server";
 import { getDb } from "@/db/client";
 import { keepTask, readTask, taskOwnerHash } from "@/lib/city/a2a-tasks";
-import { bearerToken, citizenForToken } from "@/lib/city/credentials";
+import { bearerToken } from "@/lib/city/credentials";
 import { env } from "@/lib/env";
 import { CityError, type Problem, toProblem } from "@/lib/errors";
 import { A2A_PATH, A2A_VERSIONS, buildAgentCard, UNSIGNED_SKILL } from "./a2a-card";
+import { citizenOpenedBy } from "./caller";
 import type { AnyDoor, DoorRequest } from "./door";
 import { DEFAULT_MAX_BODY_BYTES } from "./door";
 import { describeA2a } from "./a2a";
@@ -234,8 +235,8 @@ async function ownerHash(request: Request): Promise<string | null> {
   const token = bearerToken(request.headers);
   if (!token) return null;
   try {
-    const presented = await citizenForToken(await getDb(), token, new Date());
-    return presented && presented.citizen.residencyStatus !== "exported" ? taskOwnerHash(presented.citizen.did) : null;
+    const opened = await citizenOpenedBy(await getDb(), token, new Date());
+    return typeof opened === "object" ? taskOwnerHash(opened.citizen.did) : null;
   } catch (err) {
     logUnexpected("a2a caller", err);
     return null;

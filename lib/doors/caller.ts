@@ -2,7 +2,7 @@ import { timingSafeEqual } from "node:crypto";
 import { and, eq, isNull, lt, or } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { citizens } from "@/db/schema";
-import { bearerToken, citizenForToken } from "@/lib/city/credentials";
+import { bearerToken, citizenForToken, type Presented } from "@/lib/city/credentials";
 import { env } from "@/lib/env";
 import { CityError } from "@/lib/errors";
 import { type AnyDoor, type Caller, type DoorRequest, isWrite } from "./door";
@@ -21,8 +21,8 @@ export async function resolveCaller(db: Database, door: AnyDoor, request: DoorRe
     return { kind: "operator" };
   }
 
-  const presented = token ? await citizenForToken(db, token, now) : null;
-  if (!presented) {
+  const opened = token ? await citizenOpenedBy(db, token, now) : "none";
+  if (opened === "none") {
     if (door.auth === "optional" && !token) return { kind: "visitor" };
     // A writing door with optional credentials (the gate, recovery) answers for itself: the gate
     // gives a filtered verdict, recovery needs no credential. A reading door says so with a 401.
@@ -34,15 +34,26 @@ export async function resolveCaller(db: Database, door: AnyDoor, request: DoorRe
         : "This door needs proof: Authorization: Bearer <citizen secret or gate session token>.",
     );
   }
-  const { citizen, credential, tokenId } = presented;
-  if (citizen.residencyStatus === "exported") {
+  if (opened === "exported") {
     if (door.auth === "optional" && isWrite(door)) return { kind: "visitor", credentialRejected: true };
     throw new CityError(
       "unauthorized",
       "That credential belonged to a citizen who exported its data and left the city for good: it opens nothing now. The name and origin may present at the gate again as a new citizen.",
     );
   }
+  const { citizen, credential, tokenId } = opened;
   return { kind: "citizen", did: citizen.did, tier: citizen.tier, credential, ...(tokenId ? { tokenId } : {}) };
+}
+
+/**
+ * The live citizen a Bearer token opens; "exported" for a credential of a citizen who exported
+ * and left for good (it opens nothing now); "none" when it opens no citizen. Every surface that
+ * reads a caller (the doors, the A2A bridge's task owner) asks here.
+ */
+export async function citizenOpenedBy(db: Database, token: string, now: Date): Promise<Presented | "exported" | "none"> {
+  const presented = await citizenForToken(db, token, now);
+  if (!presented) return "none";
+  return presented.citizen.residencyStatus === "exported" ? "exported" : presented;
 }
 
 /** Doors that hand out or bind credentials refuse the lesser session token. */

@@ -6,8 +6,10 @@ import { a2aTasks, citizens, messages, quarantine } from "@/db/schema";
 import { taskOwnerHash, sweepTasks } from "@/lib/city/a2a-tasks";
 import { forgetSigningKey } from "@/lib/city/signing";
 import { a2aRoutes, serveA2a } from "@/lib/doors/a2a-server";
+import { citizenOpenedBy } from "@/lib/doors/caller";
 import { keepLockerBag, readLockerBag } from "@/lib/doors/locker";
 import { readPeers } from "@/lib/doors/peers";
+import { exportResidency } from "@/lib/doors/residency";
 import { registry } from "@/lib/doors/registry";
 import { sendMessageDoor } from "@/lib/doors/mail";
 import { mintToken } from "@/lib/doors/tokens";
@@ -166,6 +168,21 @@ describeOnDatabases("the A2A bridge", (t) => {
         const answer = await rpc("GetTask", { id: task.id }, { bearer });
         expect(answer.error!.code).toBe(-32001);
         expect(JSON.stringify(answer)).not.toContain(me.did);
+      }
+    });
+
+    it("asks the doors' own check for the task owner: an exported citizen's secret and token own no task and open no skill", async () => {
+      const me = await admit();
+      const token = (await callDoor(mintToken, { bearer: me.citizen_secret, body: {} })).body.token as string;
+      const { task } = artifactOf(await send("read-locker", {}, { bearer: token }));
+      const opened = await citizenOpenedBy(t().db, token, new Date());
+      expect(typeof opened === "object" && opened.citizen.did).toBe(me.did);
+      expect(await citizenOpenedBy(t().db, "city_sk_opens-nothing", new Date())).toBe("none");
+      expect((await callDoor(exportResidency, { bearer: me.citizen_secret, body: {} })).status).toBe(200);
+      for (const bearer of [me.citizen_secret, token]) {
+        expect(await citizenOpenedBy(t().db, bearer, new Date())).toBe("exported");
+        expect((await rpc("GetTask", { id: task.id }, { bearer })).error!.code).toBe(-32001);
+        expect(problemOf(await send("read-locker", {}, { bearer }))).toMatchObject({ status: 401, code: "unauthorized" });
       }
     });
 
