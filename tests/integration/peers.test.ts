@@ -2,6 +2,7 @@ import { eq, isNotNull, sql } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/db/client";
 import { citizens } from "@/db/schema";
+import { readCensusDoor, readLlms } from "@/lib/doors/discovery";
 import { describeGate } from "@/lib/doors/gate";
 import { PeerRowSchema, PeersEnvelope, readPeers } from "@/lib/doors/peers";
 import { readResidency } from "@/lib/doors/residency";
@@ -284,6 +285,18 @@ describeOnDatabases("peer directory", (t) => {
     const row = (await everyPeer()).find((p) => p.fingerprint === citizen.did)!;
     expect(row.last_seen_at).toBe(seen!.toISOString());
     expect(row.present).toBe(true);
+  });
+
+  it("does not move last_seen_at on a public door (auth none), which never reads a Bearer, cached or not", async () => {
+    const citizen = await admit();
+    await setCitizen(citizen.did, { lastSeenAt: null });
+    for (const publicDoor of [readLlms, readCensusDoor]) {
+      expect((await callDoor(publicDoor, { bearer: citizen.citizen_secret })).status).toBe(200);
+      expect(await lastSeenOf(citizen.did)).toBeNull();
+    }
+    // The same Bearer at a door that reads the caller (optional here) is seen.
+    expect((await callDoor(describeGate, { bearer: citizen.citizen_secret })).status).toBe(200);
+    expect(await lastSeenOf(citizen.did)).not.toBeNull();
   });
 
   it("moves last_seen_at at most once a minute", async () => {
