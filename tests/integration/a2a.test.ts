@@ -186,6 +186,21 @@ describeOnDatabases("the A2A bridge", (t) => {
       }
     });
 
+    it("leaves kept tasks out of the export (a task of read-inbox holds another citizen's words) and deletes none", async () => {
+      const me = await admit();
+      const friend = await admit();
+      const words = `a letter only ${friend.did.slice(0, 8)} wrote`;
+      expect((await callDoor(sendMessageDoor, { bearer: friend.citizen_secret, body: { to: me.did, body: words } })).status).toBe(200);
+      const { task } = artifactOf(await send("read-inbox", {}, { bearer: me.citizen_secret }));
+      const [kept] = await t().db.select().from(a2aTasks).where(eq(a2aTasks.id, task.id));
+      expect(JSON.stringify(kept!.task)).toContain(words);
+      const out = await callDoor(exportResidency, { bearer: me.citizen_secret, body: {} });
+      expect(out.status).toBe(200);
+      expect(JSON.stringify(out.body)).not.toContain(words);
+      expect(JSON.stringify(out.body)).not.toContain(task.id);
+      expect(await t().db.select({ id: a2aTasks.id }).from(a2aTasks).where(eq(a2aTasks.id, task.id))).toHaveLength(1);
+    });
+
     it("shows an issued credential in the answer only; the kept task does not hold it", async () => {
       const me = await admit();
       const { body, task } = artifactOf(await send("mint-token", {}, { bearer: me.citizen_secret }));
