@@ -10,6 +10,8 @@ export default defineConfig({
     // Most test time is spent waiting on PostgreSQL and on `next start` servers, not on this
     // process: two files at a time even on a 2-core machine (vitest's default there is one).
     maxWorkers: 2,
+    // Once per run, whichever projects run: clears the last run's security figures, sums this run's.
+    globalSetup: ["tests/support/figures-run.ts"],
     projects: [
       {
         resolve: { alias },

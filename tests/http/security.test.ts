@@ -160,6 +160,6 @@ describe("no secret anywhere but the one answer that issued it", () => {
     }
     expect(dump.length).toBeGreaterThan(1000);
     expect(logs).toContain('"msg":"answer"');
-    recordFigures({ secrets_issued: issued.length, secret_hits: hits, response_bodies_searched: bodies.length, log_bytes_searched: logs.length, dump_bytes_searched: dump.length });
+    recordFigures("security-http", { secrets_issued: issued.length, secret_hits: hits, response_bodies_searched: bodies.length, log_bytes_searched: logs.length, dump_bytes_searched: dump.length });
   });
 });

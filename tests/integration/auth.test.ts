@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useDatabase } from "@/db/client";
 import type { AnyDoor } from "@/lib/doors/door";
 import { pathParams } from "@/lib/doors/door";
@@ -57,6 +57,8 @@ describeOnDatabases("every guarded door refuses every wrong credential", (t) => 
   let other: Awaited<ReturnType<typeof admit>>;
   const wrong: Record<string, string | undefined> = {};
   let refusals = 0;
+  // After every test of the suite, whatever order they ran in.
+  afterAll(() => recordFigures(`auth-${t().driver}`, { [`auth_refusals_${t().driver}`]: refusals }));
 
   beforeAll(async () => {
     useDatabase(t().db);
@@ -137,7 +139,6 @@ describeOnDatabases("every guarded door refuses every wrong credential", (t) => 
           expect([401, 403], `${what}: ${answer.status} ${answer.text.slice(0, 200)}`).toContain(answer.status);
           expect(answer.text).not.toContain("city_rc_");
         }
-        recordFigures({ [`auth_refusals_${t().driver}`]: refusals });
       });
     }
   });

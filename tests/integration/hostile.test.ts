@@ -28,7 +28,7 @@ const COUNTED_REFUSALS = new Set(["content_refused"]);
 describeOnDatabases("hostile input at every door", (t) => {
   let inputs = 0;
   beforeAll(() => useDatabase(t().db));
-  afterAll(() => recordFigures({ [`hostile_inputs_${t().driver}`]: inputs, doors_covered: registry.length }));
+  afterAll(() => recordFigures(`hostile-${t().driver}`, { [`hostile_inputs_${t().driver}`]: inputs, doors_covered: registry.length }));
 
   /** One request: never a 5xx, a problem document for every 4xx, nosniff and a request id always. */
   async function check(door: AnyDoor, request: HostileRequest): Promise<void> {

@@ -1,0 +1,140 @@
+import { describe, expect, it } from "vitest";
+import { LIMITS } from "@/lib/city/protocols";
+import { parkedCap } from "@/lib/city/quarantine";
+import { keyPair, presentation } from "../support/gate";
+import { type Admitted, type Answer, postgresUrl, type Race, signedProof, usePostgresCity } from "../support/postgres-city";
+import { mnemonic } from "../unit/scan-corpus";
+
+/*
+ * The gate nonce, the hourly windows of mail and the public boards, the lot locks and the
+ * restriction trigger racing proofs, each raced through real HTTP against the built server on
+ * PostgreSQL (Neon driver), with exact counts: accepted + parked + refused = sent, and the rows
+ * read back from the database are exactly the accepted (and parked) answers.
+ */
+
+/** The ids a set of answers carry (`field` of each body), sorted, as text. */
+const idsOf = (answers: Answer[], field: string) => answers.map((a) => String(a.body[field])).sort();
+const sortedRows = (text: string) => (text ? text.split("\n").sort() : []);
+
+describe.skipIf(!postgresUrl)("the built server on PostgreSQL: the windows and triggers under parallel requests", () => {
+  const city = usePostgresCity("security-postgres-windows");
+
+  /** Over a parking window: exactly the window stored, exactly the parked cap parked, the rest refused 429 and kept nowhere. */
+  function expectWindow(race: Race, perHour: number, table: { stored: string; storedWhere: string; door: string; did: string }) {
+    const sent = race.answers.length;
+    expect(race.accepted, race.statuses.join(",")).toBe(perHour);
+    expect(race.parked).toBe(parkedCap(perHour));
+    expect(race.refused).toBe(sent - perHour - parkedCap(perHour));
+    for (const answer of race.answers.filter((a) => a.status >= 400)) expect(answer.body.code).toBe("rate_limited");
+    const stored = sortedRows(city().psql(`SELECT id FROM ${table.stored} WHERE ${table.storedWhere}`));
+    expect(stored).toEqual(idsOf(race.answers.filter((a) => a.status === 200), "id"));
+    const parked = sortedRows(city().psql(`SELECT id FROM quarantine WHERE did = '${table.did}' AND door = '${table.door}'`));
+    expect(parked).toEqual(idsOf(race.answers.filter((a) => a.status === 202), "quarantine_id"));
+  }
+
+  it("lets one gate nonce presented 30 times at once admit exactly one citizen", async () => {
+    const { nonce } = (await city().get("/gate")).body as { nonce: string };
+    const before = city().count("citizens");
+    const race = await city().race(30, () => city().post("/gate", presentation({ nonce })));
+    // Filtered is a verdict, not a failure (200): one admission, 29 spent-nonce filters.
+    const admitted = race.answers.filter((a) => a.body.verdict === "admitted");
+    expect(admitted).toHaveLength(1);
+    expect(race.answers.filter((a) => a.body.verdict === "filtered" && a.body.rule === "nonce")).toHaveLength(29);
+    expect(city().count("citizens")).toBe(before + 1);
+    expect(city().count("citizens", `did = '${admitted[0]!.body.did}'`)).toBe(1);
+    expect(city().count("gate_nonces", `nonce = '${nonce}' AND consumed_at IS NOT NULL`)).toBe(1);
+  });
+
+  it(`sends exactly ${LIMITS.perHour.mail} of ${LIMITS.perHour.mail + parkedCap(LIMITS.perHour.mail) + 10} parallel mails, parks the cap and refuses the rest`, async () => {
+    const [sender, recipient] = [await city().admit(), await city().admit()];
+    const perHour = LIMITS.perHour.mail;
+    const sent = perHour + parkedCap(perHour) + 10;
+    const race = await city().race(sent, (i) => city().post("/api/message", { to: recipient.did, body: `mail ${i}` }, sender.citizen_secret));
+    expectWindow(race, perHour, { stored: "messages", storedWhere: `from_did = '${sender.did}'`, door: "send-message", did: sender.did });
+    // A refused mail is stored nowhere: neither delivered nor parked.
+    const bodies = race.answers.flatMap((a, i) => (a.status === 429 ? [`'mail ${i}'`] : [])).join(",");
+    expect(city().count("messages", `body IN (${bodies})`) + city().count("quarantine", `payload->>'body' IN (${bodies})`)).toBe(0);
+  }, 60_000);
+
+  it("keeps the plaza's and the bazaar's windows apart under one parallel burst on both boards", async () => {
+    const poster = await city().admit();
+    const each = LIMITS.perHour.plaza + parkedCap(LIMITS.perHour.plaza) + 5;
+    expect(LIMITS.perHour.bazaar).toBe(LIMITS.perHour.plaza);
+    const boardOf = (i: number) => (i % 2 ? "bazaar" : "plaza");
+    const race = await city().race(2 * each, (i) => city().post(`/api/${boardOf(i)}`, { body: `post ${i}` }, poster.citizen_secret));
+    for (const board of ["plaza", "bazaar"] as const) {
+      const answers = race.answers.filter((_, i) => boardOf(i) === board);
+      const statuses = answers.map((a) => a.status);
+      const onBoard: Race = {
+        answers,
+        statuses,
+        accepted: statuses.filter((s) => s === 200).length,
+        parked: statuses.filter((s) => s === 202).length,
+        refused: statuses.filter((s) => s >= 400).length,
+      };
+      expectWindow(onBoard, LIMITS.perHour[board], { stored: "posts", storedWhere: `did = '${poster.did}' AND board = '${board}'`, door: `post-${board}`, did: poster.did });
+    }
+  }, 60_000);
+
+  it(`lets exactly ${LIMITS.perHour.lotLocks} of 14 parallel lot locks through, and one lot to one of 8 racing citizens`, async () => {
+    const holder = await city().admit();
+    const lots = Array.from({ length: 14 }, (_, i) => `lot-${String(i + 1).padStart(2, "0")}`);
+    const race = await city().race(lots.length, (i) => city().post("/api/lot", { lot: lots[i], action: "lock" }, holder.citizen_secret));
+    expect(race.accepted).toBe(LIMITS.perHour.lotLocks);
+    expect(race.refused).toBe(lots.length - LIMITS.perHour.lotLocks);
+    for (const answer of race.answers.filter((a) => a.status !== 200)) {
+      expect(answer.status).toBe(429);
+      expect(Number(answer.headers.get("retry-after"))).toBeGreaterThan(0);
+    }
+    const held = sortedRows(city().psql(`SELECT lot FROM lot_locks WHERE did = '${holder.did}' AND released_at IS NULL`));
+    expect(held).toEqual(race.answers.filter((a) => a.status === 200).map((a) => a.body.lot as string).sort());
+    expect(city().count("rate_events", `scope = 'lock-lot' AND subject = '${holder.did}'`)).toBe(LIMITS.perHour.lotLocks);
+
+    const rivals = await Promise.all(Array.from({ length: 8 }, () => city().admit()));
+    const contest = await city().race(rivals.length, (i) => city().post("/api/lot", { lot: "lot-40", action: "lock" }, rivals[i]!.citizen_secret));
+    expect(contest.accepted).toBe(1);
+    expect(contest.statuses.filter((s) => s === 409)).toHaveLength(rivals.length - 1);
+    const winner = contest.answers.find((a) => a.status === 200)!.body.holder;
+    expect(city().psql("SELECT string_agg(did, ',') FROM lot_locks WHERE lot = 'lot-40' AND released_at IS NULL")).toBe(winner);
+    // A lost lock gives its window slot back: only the winner's attempt is counted.
+    expect(city().count("rate_events", `scope = 'lock-lot' AND subject IN (${rivals.map((r) => `'${r.did}'`).join(",")})`)).toBe(1);
+  }, 60_000);
+
+  it("restricts a citizen whose third refusal races twelve proofs: restricted at the end, no proof after the restriction", async () => {
+    const refuse = (who: Admitted) => city().post("/api/locker", { bag: "keys", content: mnemonic(12) }, who.citizen_secret);
+    const racers = await Promise.all(Array.from({ length: 3 }, () => city().admit()));
+    const proofs = new Map<string, Awaited<ReturnType<typeof signedProof>>[]>();
+    for (const who of racers) {
+      for (let i = 0; i < 2; i++) expect((await refuse(who)).status).toBe(422);
+      proofs.set(who.did, await Promise.all(Array.from({ length: 12 }, async () => signedProof(city(), who.citizen_secret, await keyPair()))));
+    }
+    // Per citizen: six proofs, the third refusal, six more; the three citizens race at once.
+    const plan = racers.flatMap((who) => [
+      ...proofs.get(who.did)!.slice(0, 6).map((proof) => ({ who, proof })),
+      { who, proof: null },
+      ...proofs.get(who.did)!.slice(6).map((proof) => ({ who, proof })),
+    ]);
+    const race = await city().race(plan.length, (i) => {
+      const { who, proof } = plan[i]!;
+      return proof ? city().post("/api/prove", proof, who.citizen_secret) : refuse(who);
+    });
+    const answered = plan.map((step, i) => ({ ...step, answer: race.answers[i]! }));
+    for (const who of racers) {
+      const mine = answered.filter((step) => step.who === who);
+      const proofAnswers = mine.filter((step) => step.proof !== null).map((step) => step.answer);
+      const refusal = mine.find((step) => step.proof === null)!.answer;
+      expect(refusal.status, JSON.stringify(refusal.body)).toBe(422);
+      const proven = proofAnswers.filter((a) => a.status === 200).length;
+      expect(proofAnswers.filter((a) => a.status === 403)).toHaveLength(12 - proven);
+      for (const answer of proofAnswers.filter((a) => a.status === 403)) expect(answer.body.code).toBe("forbidden");
+      expect(city().psql(`SELECT tier FROM citizens WHERE did = '${who.did}'`)).toBe("restricted");
+      expect(city().count("content_refusals", `did = '${who.did}'`)).toBe(3);
+      expect(city().count("tier_events", `did = '${who.did}' AND event = 'restrict'`)).toBe(1);
+      // Stored proofs are exactly the accepted ones, all before the restriction, and nothing leaves restricted.
+      expect(city().count("tier_events", `did = '${who.did}' AND event = 'prove'`)).toBe(proven);
+      expect(city().count("tier_events", `did = '${who.did}' AND from_tier = 'restricted'`)).toBe(0);
+      const restrictId = Number(city().psql(`SELECT id FROM tier_events WHERE did = '${who.did}' AND event = 'restrict'`));
+      expect(city().count("tier_events", `did = '${who.did}' AND event = 'prove' AND id > ${restrictId}`)).toBe(0);
+    }
+  }, 60_000);
+});

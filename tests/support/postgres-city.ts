@@ -1,0 +1,156 @@
+import { execFile, execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, expect } from "vitest";
+import { recordFigures } from "./figures";
+import { presentation } from "./gate";
+import { startNeonRelay } from "./neon-relay";
+import { type CityServer, startCityServer } from "./next-server";
+
+/*
+ * The built server (`next start`) on a fresh PostgreSQL database reached through the Neon driver
+ * (the production path; a local relay stands in for Neon's WebSocket proxy), for the HTTP proofs
+ * that race the limits. Each file gets a server and a database of its own; the database is read
+ * directly (psql) to check that stored rows match the answers.
+ */
+
+/** Set in CI: the PostgreSQL server the proofs create their databases on. */
+export const postgresUrl = process.env.TEST_DATABASE_URL;
+
+export interface Answer {
+  status: number;
+  type: string;
+  headers: Headers;
+  body: Record<string, any>;
+}
+
+export interface Admitted {
+  did: string;
+  citizen_secret: string;
+}
+
+/** Parallel answers sorted out: accepted (200/201), parked (202) and refused (4xx) always add up to sent. */
+export interface Race {
+  answers: Answer[];
+  statuses: number[];
+  accepted: number;
+  parked: number;
+  refused: number;
+}
+
+export interface PostgresCity {
+  server: CityServer;
+  database: string;
+  /** One SQL statement run directly on the server's database; its rows as text (psql -tA). */
+  psql: (sql: string) => string;
+  /** Rows of a table, optionally only those matching a WHERE clause. */
+  count: (table: string, where?: string) => number;
+  call: (path: string, init?: RequestInit) => Promise<Answer>;
+  get: (path: string, bearer?: string) => Promise<Answer>;
+  post: (path: string, body: unknown, bearer?: string) => Promise<Answer>;
+  /** A new citizen through the gate (a fresh name), or fails the test. */
+  admit: () => Promise<Admitted>;
+  /** Sends n requests at once: never a 5xx, a problem document for every 4xx. */
+  race: (n: number, send: (i: number) => Promise<Answer>) => Promise<Race>;
+  /** Takes Neon's proxy (the relay) away, and brings it back on the same port. */
+  stopRelay: () => Promise<void>;
+  startRelay: () => Promise<void>;
+  /** Figures this file adds to the run's security figures (tests/support/figures.ts). */
+  figures: { parallel_requests_postgres: number; faults_injected: number };
+}
+
+/**
+ * Registers the hooks that start the city for the surrounding describe block and stop it after.
+ * `fragment` names this file's figures; `env` is added to the server's environment (a function is
+ * called when the server starts, after the hooks registered before this one ran).
+ */
+export function usePostgresCity(fragment: string, env: Record<string, string> | (() => Record<string, string>) = {}): () => PostgresCity {
+  const pg = new URL(postgresUrl ?? "postgres://postgres@127.0.0.1:5432/postgres");
+  const database = `city_${fragment.replace(/\W/g, "_")}_${process.pid}_${randomBytes(3).toString("hex")}`;
+  const psqlArgs = ["-h", pg.hostname, "-p", pg.port || "5432", "-U", decodeURIComponent(pg.username || "postgres")];
+  const psql = (sql: string) => execFileSync("psql", [...psqlArgs, "-d", database, "-v", "ON_ERROR_STOP=1", "-tAc", sql], { encoding: "utf8" }).trim();
+  const figures = { parallel_requests_postgres: 0, faults_injected: 0 };
+  let relay: Awaited<ReturnType<typeof startNeonRelay>> | undefined;
+  let city: PostgresCity | undefined;
+
+  beforeAll(async () => {
+    execFileSync("createdb", [...psqlArgs, database]);
+    relay = await startNeonRelay();
+    const port = relay.port;
+    const databaseEnv = {
+      DATABASE_URL: `postgres://${pg.username || "postgres"}@${pg.hostname}:${pg.port || "5432"}/${database}`,
+      CITY_NEON_WS_PROXY: `127.0.0.1:${port}/v1?address={host}:{port}`,
+    };
+    // Asynchronously: the relay lives in this process and must keep relaying while the migration runs.
+    await promisify(execFile)("npm", ["run", "--silent", "db:migrate"], { env: { ...process.env, ...databaseEnv } });
+    // Every request comes from 127.0.0.1 and most presentations from one origin: the flood limits
+    // of the gate have their own tests; here only the limit under test binds.
+    const server = await startCityServer({ CITY_GATE_PER_ADDRESS_PER_HOUR: "0", CITY_GATE_PER_ORIGIN_PER_HOUR: "100000", ...databaseEnv, ...(typeof env === "function" ? env() : env) });
+
+    const call = async (path: string, init: RequestInit = {}): Promise<Answer> => {
+      const response = await fetch(`${server.baseUrl}${path}`, init);
+      const text = await response.text();
+      const type = response.headers.get("content-type") ?? "";
+      return { status: response.status, type, headers: response.headers, body: text && type.includes("json") ? (JSON.parse(text) as Record<string, any>) : { text } };
+    };
+    const auth = (bearer?: string): Record<string, string> => (bearer ? { authorization: `Bearer ${bearer}` } : {});
+    const post = (path: string, body: unknown, bearer?: string) =>
+      call(path, { method: "POST", headers: { "content-type": "application/json", ...auth(bearer) }, body: JSON.stringify(body) });
+
+    city = {
+      server,
+      database,
+      psql,
+      count: (table, where) => Number(psql(`SELECT count(*) FROM ${table}${where ? ` WHERE ${where}` : ""}`)),
+      call,
+      get: (path, bearer) => call(path, { headers: auth(bearer) }),
+      post,
+      admit: async () => {
+        const answer = await post("/gate", presentation());
+        expect(answer.body.verdict, JSON.stringify(answer.body)).toBe("admitted");
+        return answer.body as Admitted;
+      },
+      race: async (n, send) => {
+        figures.parallel_requests_postgres += n;
+        const answers = await Promise.all(Array.from({ length: n }, (_, i) => send(i)));
+        for (const answer of answers) {
+          const recentErrors = server.output().split("\n").filter((line) => line.includes('"error"')).slice(-5).join("\n");
+          expect(answer.status, recentErrors).toBeLessThan(500);
+          if (answer.status >= 400) expect(answer.type).toMatch(/^application\/problem\+json/);
+        }
+        const statuses = answers.map((a) => a.status);
+        const accepted = statuses.filter((s) => s === 200 || s === 201).length;
+        const parked = statuses.filter((s) => s === 202).length;
+        const refused = statuses.filter((s) => s >= 400).length;
+        expect(accepted + parked + refused, `statuses: ${statuses.join(",")}`).toBe(n);
+        return { answers, statuses, accepted, parked, refused };
+      },
+      stopRelay: async () => {
+        await relay?.close();
+        relay = undefined;
+      },
+      startRelay: async () => {
+        relay = await startNeonRelay(port);
+      },
+      figures,
+    };
+  }, 90_000);
+
+  afterAll(async () => {
+    await city?.server.stop();
+    await relay?.close();
+    execFileSync("dropdb", [...psqlArgs, "--if-exists", "--force", database]);
+    recordFigures(fragment, figures);
+  }, 60_000);
+
+  return () => {
+    if (!city) throw new Error("the PostgreSQL city is not running");
+    return city;
+  };
+}
+
+/** A fresh CITY-PROVE/1 proof for this citizen: a challenge from the door, signed with a new key. */
+export async function signedProof(city: PostgresCity, bearer: string, key: { publicKey: string; sign: (message: string) => Promise<string> }) {
+  const { body } = await city.get("/api/prove", bearer);
+  return { public_key: key.publicKey, signature: await key.sign(body.message as string), challenge: body.challenge as string };
+}
