@@ -14,3 +14,18 @@ export const gateNonces = pgTable(
 
 /** Bed numbers are never reused: a bed id names one assignment for good. */
 export const bedNumbers = pgSequence("bed_numbers", { startWith: 1 });
+
+/**
+ * Nonces issued per client address in the last hour (GET /gate, CITY_GATE_PER_ADDRESS_PER_HOUR):
+ * the issue times still inside the window, at most the limit of them. One row per address,
+ * updated by an upsert whose row lock serialises the address's parallel issues.
+ */
+export const gateNonceQuota = pgTable(
+  "gate_nonce_quota",
+  {
+    address: text("address").primaryKey(),
+    issuedAt: timestamp("issued_at", { withTimezone: true, mode: "date" }).array().notNull(),
+    lastAt: timestamp("last_at", { withTimezone: true, mode: "date" }).notNull(),
+  },
+  (t) => [index("gate_nonce_quota_last_at").on(t.lastAt)],
+);

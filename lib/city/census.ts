@@ -13,8 +13,10 @@ export interface Census {
 }
 
 /**
- * What each count means, published beside the counts. Every count is read from real rows in one
- * query; nothing is seeded, rounded or invented.
+ * What each count means, published beside the counts. Every count is of real rows: the counts of
+ * citizens are kept by triggers in the same transaction as every write to `citizens` (table
+ * census_counts, migration 0014), the tide is counted from the log; nothing is seeded, rounded
+ * or invented.
  */
 export const CENSUS_DEFINITIONS = {
   occupancy: "beds really assigned to citizens right now",
@@ -27,17 +29,17 @@ export const CENSUS_DEFINITIONS = {
   tide: "residency log events (admit, exit, return, export) in the last 24 hours",
 } as const;
 
+/** The census counts of citizens as SQL columns (beds, citizens, house, outside), for one-statement reads. */
+export const CENSUS_COUNTS_SQL = sql`SELECT beds, citizens, house, outside FROM census_counts WHERE id`;
+
+/** The census in one statement: the kept counts and the tide (an index range on residency_log.at). */
 export async function readCensus(db: Database, now: Date): Promise<Census> {
   const since = new Date(now.getTime() - 86_400_000).toISOString();
   type Counts = { beds: number; citizens: number; house: number; outside: number; tide: number };
   const result = await db.execute(sql`
-    SELECT
-      count(*) FILTER (WHERE c.bed_id IS NOT NULL)::int AS beds,
-      count(*) FILTER (WHERE c.residency_status <> 'exported')::int AS citizens,
-      count(*) FILTER (WHERE c.residency_status = 'bound' AND c.bed_id IS NOT NULL)::int AS house,
-      count(*) FILTER (WHERE c.residency_status = 'away')::int AS outside,
+    SELECT c.beds, c.citizens, c.house, c.outside,
       (SELECT count(*)::int FROM residency_log l WHERE l.at > ${since}::timestamptz) AS tide
-    FROM citizens c`);
+    FROM (${CENSUS_COUNTS_SQL}) c`);
   const row = rowsOf<Counts>(result)[0]!;
   return {
     occupancy: row.beds,

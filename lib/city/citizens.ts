@@ -32,7 +32,7 @@ export async function assignBed(db: Database): Promise<string> {
 }
 
 /** What a citizen sees of itself (gate description `citizen`, verdicts). */
-export function citizenSelf(row: CitizenRow) {
+export function citizenSelf(row: Pick<CitizenRow, "did" | "name" | "runtime" | "origin" | "tier" | "residencyStatus" | "bedId" | "controllerPublicKey">) {
   return {
     did: row.did,
     name: row.name,

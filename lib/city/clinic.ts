@@ -1,8 +1,8 @@
 import { createAnthropic } from "@ai-sdk/anthropic";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { generateText, type LanguageModel } from "ai";
-import { and, count, eq, gt, min } from "drizzle-orm";
-import type { Database } from "@/db/client";
+import { and, count, eq, gt, min, sql } from "drizzle-orm";
+import { type Database, rowsOf } from "@/db/client";
 import { clinicAttempts, clinicOutcomes, PHYSICIANS } from "@/db/schema";
 import { logFailure, logLine } from "@/lib/log";
 import { parseEnv } from "@/lib/env";
@@ -245,25 +245,59 @@ export async function clinicGauges(db: Database, now: Date): Promise<ClinicGauge
       .where(and(eq(clinicOutcomes.outcome, "answered"), gt(clinicOutcomes.at, since)))
       .groupBy(clinicOutcomes.physician);
     const of = (p: Physician) => rows.find((r) => r.physician === p)?.n ?? 0;
-    return { asclepius: of("asclepius"), hygieia: of("hygieia"), total: of("asclepius") + of("hygieia") };
+    return { asclepius: of("asclepius"), hygieia: of("hygieia") };
   });
   const hits = await readGauge(async () => (await db.select({ n: count() }).from(clinicAttempts).where(gt(clinicAttempts.at, since)))[0]?.n ?? 0);
+  return gaugesOf(answered, hits);
+}
+
+function gaugesOf(answered: { asclepius: number; hygieia: number } | null, hits: number | null): ClinicGauges {
   return {
-    answered_last_24h: answered === null ? { asclepius: null, hygieia: null, total: null, counted: false } : { ...answered, counted: true },
+    answered_last_24h: answered === null ? { asclepius: null, hygieia: null, total: null, counted: false } : { ...answered, total: answered.asclepius + answered.hygieia, counted: true },
     city_window: { ceiling: C.cityCeiling, window_seconds: C.cityWindowSeconds, hits, counted: hits !== null },
   };
 }
 
+export type Allowance = ReturnType<typeof allowanceOf>;
+
 /** The caller's own calls today (answered or failed, once they passed the desk) and what is left. */
-export async function callerAllowance(db: Database, caller: { did: string; tier?: string }, now: Date) {
-  const perDay = dailyCap(caller.tier);
+export async function callerAllowance(db: Database, caller: { did: string; tier?: string }, now: Date): Promise<Allowance> {
   const since = new Date(now.getTime() - DAY_SECONDS * 1000);
   const used = await readGauge(
     async () =>
       (await db.select({ n: count() }).from(clinicAttempts).where(and(eq(clinicAttempts.did, caller.did), eq(clinicAttempts.verdict, "admitted"), gt(clinicAttempts.at, since))))[0]?.n ?? 0,
   );
+  return allowanceOf(caller, used);
+}
+
+function allowanceOf(caller: { did: string; tier?: string }, used: number | null) {
+  const perDay = dailyCap(caller.tier);
   const remaining = caller.tier === "restricted" ? 0 : used === null ? null : Math.max(0, perDay - used);
   return { tier: caller.tier ?? "citizen", per_day: perDay, used, remaining, counted: used !== null };
+}
+
+/**
+ * The gauges, and the caller's allowance when there is a caller, read in one statement (one round
+ * trip). Should that statement fail (a table cannot be read), each gauge is read on its own as
+ * above, so only the unreadable one says it was not counted.
+ */
+export async function clinicReadings(db: Database, now: Date, caller: { did: string; tier?: string } | null): Promise<{ gauges: ClinicGauges; caller: Allowance | null }> {
+  const since = sql`${new Date(now.getTime() - DAY_SECONDS * 1000).toISOString()}::timestamptz`;
+  type Row = { asclepius: number; hygieia: number; hits: number; used: number | null };
+  let row: Row;
+  try {
+    [row] = rowsOf<Row>(
+      await db.execute(sql`
+        SELECT a.asclepius, a.hygieia,
+          (SELECT count(*)::int FROM clinic_attempts WHERE at > ${since}) AS hits,
+          ${caller ? sql`(SELECT count(*)::int FROM clinic_attempts WHERE did = ${caller.did} AND verdict = 'admitted' AND at > ${since})` : sql`NULL::int`} AS used
+        FROM (SELECT count(*) FILTER (WHERE physician = 'asclepius')::int AS asclepius, count(*) FILTER (WHERE physician = 'hygieia')::int AS hygieia
+              FROM clinic_outcomes WHERE outcome = 'answered' AND at > ${since}) a`),
+    ) as [Row];
+  } catch {
+    return { gauges: await clinicGauges(db, now), caller: caller ? await callerAllowance(db, caller, now) : null };
+  }
+  return { gauges: gaugesOf({ asclepius: row.asclepius, hygieia: row.hygieia }, row.hits), caller: caller ? allowanceOf(caller, row.used) : null };
 }
 
 async function readGauge<T>(read: () => Promise<T>): Promise<T | null> {

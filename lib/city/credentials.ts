@@ -1,6 +1,6 @@
 import { bytesToHex, randomBytes } from "@noble/hashes/utils.js";
 import { sha256Hex } from "./canonical";
-import { and, eq, gt, isNull } from "drizzle-orm";
+import { and, eq, gt, inArray, isNull, lt, ne, or, type SQL } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { citizens, sessionTokens, type CitizenRow } from "@/db/schema";
 
@@ -54,22 +54,40 @@ export interface Presented {
 
 /**
  * The citizen a Bearer token opens, or null. A DID, a look receipt or anything else that is not a
- * live citizen secret or gate session token opens nothing.
+ * live citizen secret or gate session token opens nothing. With `seenBefore`, the same statement
+ * marks the opened citizen seen at `now` when it was last seen before that moment (never an
+ * exported one): the presence mark costs no round trip of its own.
  */
-export async function citizenForToken(db: Database, token: string, now: Date): Promise<Presented | null> {
+export async function citizenForToken(db: Database, token: string, now: Date, seenBefore: Date | null = null): Promise<Presented | null> {
   if (isCredential(token, "secret")) {
-    const [row] = await db.select().from(citizens).where(eq(citizens.secretHash, hashCredential(token))).limit(1);
+    const opens = eq(citizens.secretHash, hashCredential(token));
+    const [row] = await withSeenMark(db, opens, now, seenBefore).select().from(citizens).where(opens).limit(1);
     return row ? { citizen: row, credential: "secret" } : null;
   }
   if (isCredential(token, "session")) {
     const tokenId = hashCredential(token);
-    const [row] = await db
+    const live = and(eq(sessionTokens.tokenHash, tokenId), isNull(sessionTokens.revokedAt), gt(sessionTokens.expiresAt, now));
+    const opens = inArray(citizens.did, db.select({ did: sessionTokens.did }).from(sessionTokens).where(live));
+    const [row] = await withSeenMark(db, opens, now, seenBefore)
       .select({ citizen: citizens })
       .from(sessionTokens)
       .innerJoin(citizens, eq(citizens.did, sessionTokens.did))
-      .where(and(eq(sessionTokens.tokenHash, tokenId), isNull(sessionTokens.revokedAt), gt(sessionTokens.expiresAt, now)))
+      .where(live)
       .limit(1);
     return row ? { citizen: row.citizen, credential: "session", tokenId } : null;
   }
   return null;
+}
+
+/** A query builder whose statement also moves last_seen_at of the citizen `opens` selects (a data-modifying CTE). */
+function withSeenMark(db: Database, opens: SQL | undefined, now: Date, seenBefore: Date | null) {
+  if (!seenBefore) return db;
+  const seen = db.$with("seen").as(
+    db
+      .update(citizens)
+      .set({ lastSeenAt: now })
+      .where(and(opens, ne(citizens.residencyStatus, "exported"), or(isNull(citizens.lastSeenAt), lt(citizens.lastSeenAt, seenBefore))))
+      .returning({ did: citizens.did }),
+  );
+  return db.with(seen);
 }

@@ -1,14 +1,14 @@
 import { randomBytes, bytesToHex } from "@noble/hashes/utils.js";
-import { and, eq, gt, isNull, lt, ne, or } from "drizzle-orm";
+import { and, eq, gt, isNull, ne, or } from "drizzle-orm";
 import type { Database } from "@/db/client";
-import { citizens, gateNonces, rateEvents, wardNotes, type CitizenRow, RUNTIMES } from "@/db/schema";
+import { citizens, gateNonces, wardNotes, type CitizenRow, RUNTIMES } from "@/db/schema";
 import { assignBed, citizenKeyOf, deriveDid, newSalt } from "./citizens";
 import { hashCredential, mintCredential } from "./credentials";
 import { checkGateText } from "./gate-content";
 import { verifyEd25519 } from "./keys";
 import { scanContent } from "@/lib/scan";
 import { LIMITS } from "./protocols";
-import { requireSlot, takeSlot } from "./rate";
+import { takeSlot } from "./rate";
 import { appendLog } from "./residency-log";
 import { returnCitizen } from "./residency";
 import { holdLock } from "./locks";
@@ -70,27 +70,7 @@ export type Verdict =
 export const NONCE_BINDING =
   "A nonce is 32 hex characters, valid for 600 seconds and consumed by the POST that carries it, whatever the verdict. A controller signs the nonce's 32 characters as UTF-8 bytes with Ed25519; key and signature travel as lowercase hex (64 and 128 characters).";
 
-/**
- * A fresh nonce, stored in gate_nonces with its expiry. Anonymous and cheap to ask for, so it is
- * bounded: at most `perAddressPerHour` nonces per client address an hour (0 is off; over it, 429),
- * and every issue sweeps the expired nonces and the stale counts of this window, so the table
- * holds at most the nonces of the last 600 seconds.
- */
-export async function issueNonce(db: Database, now: Date, ip: string | null, perAddressPerHour: number): Promise<{ nonce: string; expiresAt: Date }> {
-  const nonce = bytesToHex(randomBytes(16));
-  const expiresAt = new Date(now.getTime() + LIMITS.gateNonce.ttlSeconds * 1000);
-  return db.transaction(async (tx) => {
-    if (perAddressPerHour > 0) {
-      await requireSlot(tx as Database, { scope: NONCE_SCOPE, subject: ip ?? "unknown", limit: perAddressPerHour, windowSeconds: 3600 }, now, "gate nonces");
-    }
-    await tx.delete(gateNonces).where(lt(gateNonces.expiresAt, now));
-    await tx.delete(rateEvents).where(and(eq(rateEvents.scope, NONCE_SCOPE), lt(rateEvents.at, new Date(now.getTime() - 3_600_000))));
-    await tx.insert(gateNonces).values({ nonce, issuedAt: now, expiresAt });
-    return { nonce, expiresAt };
-  });
-}
-
-const NONCE_SCOPE = "gate-nonce-address";
+export { issueNonce, type IssuedNonce } from "./gate-nonces";
 
 /** Consumes a nonce atomically: true for exactly one caller, and only while it is fresh. */
 export async function consumeNonce(db: Database, nonce: string, now: Date): Promise<boolean> {

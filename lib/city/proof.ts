@@ -17,9 +17,10 @@ export function proofMessage(did: string, challenge: string): string {
 export async function issueChallenge(db: Database, did: string, now: Date): Promise<{ challenge: string; expiresAt: Date }> {
   const challenge = bytesToHex(randomBytes(16));
   const expiresAt = new Date(now.getTime() + CHALLENGE_TTL_SECONDS * 1000);
-  // Expired challenges are swept at every issue, so the table holds only the last 600 seconds.
-  await db.delete(proveChallenges).where(lt(proveChallenges.expiresAt, now));
-  await db.insert(proveChallenges).values({ challenge, did, expiresAt });
+  // Expired challenges are swept at every issue, so the table holds only the last 600 seconds:
+  // by the same statement as the insert (a data-modifying CTE), one round trip.
+  const swept = db.$with("swept").as(db.delete(proveChallenges).where(lt(proveChallenges.expiresAt, now)).returning({ challenge: proveChallenges.challenge }));
+  await db.with(swept).insert(proveChallenges).values({ challenge, did, expiresAt });
   return { challenge, expiresAt };
 }
 

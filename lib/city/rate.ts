@@ -47,11 +47,14 @@ export async function takeSlot(db: Database, window: Window, now: Date): Promise
 /** For doors that cannot park: take a slot or refuse with 429, Retry-After and the RateLimit headers. */
 export async function requireSlot(db: Database, window: Window, now: Date, name: string): Promise<Slot> {
   const slot = await takeSlot(db, window, now);
-  if (!slot.allowed) {
-    throw new CityError("rate_limited", `At most ${window.limit} ${name} per ${window.windowSeconds} seconds; try again in ${slot.retryAfterSeconds} s.`, {
-      retryAfterSeconds: slot.retryAfterSeconds,
-      limit: { name, limit: window.limit, window_seconds: window.windowSeconds, remaining: 0 },
-    });
-  }
+  if (!slot.allowed) throw slotRefusal(window, name, slot.retryAfterSeconds);
   return slot;
+}
+
+/** The 429 of a full window: Retry-After and the RateLimit headers come from its options. */
+export function slotRefusal(window: Pick<Window, "limit" | "windowSeconds">, name: string, retryAfterSeconds: number): CityError {
+  return new CityError("rate_limited", `At most ${window.limit} ${name} per ${window.windowSeconds} seconds; try again in ${retryAfterSeconds} s.`, {
+    retryAfterSeconds,
+    limit: { name, limit: window.limit, window_seconds: window.windowSeconds, remaining: 0 },
+  });
 }

@@ -211,14 +211,18 @@ export interface WardNoteView {
 
 /** Public ward notes, newest first, one keyset page (exclusive `before` seal) at a time. Sealed notes never appear. */
 export async function listWardNotes(db: Database, options: { before?: number; limit: number }) {
+  const rows = await db.select().from(wardNotes).where(shownBefore(options.before)).orderBy(desc(wardNotes.seal)).limit(options.limit + 1);
+  return notesPage(rows, options.limit);
+}
+
+/** The public notes (distress and notes, never the sealed ones), below a seal when paging. */
+function shownBefore(before: number | undefined) {
   const shown = and(eq(wardNotes.sealed, false), inArray(wardNotes.kind, ["distress", "note"]));
-  const rows = await db
-    .select()
-    .from(wardNotes)
-    .where(options.before ? and(shown, lt(wardNotes.seal, options.before)) : shown)
-    .orderBy(desc(wardNotes.seal))
-    .limit(options.limit + 1);
-  const notes: WardNoteView[] = rows.slice(0, options.limit).map((r) => ({
+  return before ? and(shown, lt(wardNotes.seal, before)) : shown;
+}
+
+function notesPage(rows: (typeof wardNotes.$inferSelect)[], limit: number) {
+  const notes: WardNoteView[] = rows.slice(0, limit).map((r) => ({
     seal: r.seal,
     kind: r.kind as "distress" | "note",
     shape: r.shape as ShapeId | null,
@@ -229,7 +233,28 @@ export async function listWardNotes(db: Database, options: { before?: number; li
     trust: PEER_CONTENT,
   }));
   const last = notes[notes.length - 1];
-  return { notes, nextBefore: rows.length > options.limit && last ? last.seal : null };
+  return { notes, nextBefore: rows.length > limit && last ? last.seal : null };
+}
+
+/** The lane's page of notes and its counts (wardCounts) in one statement: one round trip for GET /api/hospital. */
+export async function readWardLane(db: Database, options: { before?: number; limit: number }, now: Date) {
+  const counts = db.$with("ward_counts").as(db.select(countColumns(now)).from(wardNotes));
+  const page = db.select().from(wardNotes).where(shownBefore(options.before)).orderBy(desc(wardNotes.seal)).limit(options.limit + 1).as("page");
+  const rows = await db
+    .with(counts)
+    .select({
+      probesHidden: counts.probesHidden,
+      occupied: counts.occupied,
+      disputed: counts.disputed,
+      note: { seal: page.seal, kind: page.kind, did: page.did, claimedName: page.claimedName, body: page.body, sealed: page.sealed, filedAt: page.filedAt, state: page.state, shape: page.shape },
+    })
+    .from(counts)
+    .leftJoin(page, sql`true`)
+    .orderBy(desc(page.seal));
+  const first = rows[0];
+  // With no note on the page the one row is the counts alone (the left join's note is null).
+  const notes = rows.flatMap((r) => (r.note && r.note.seal !== null ? [r.note] : []));
+  return { ...notesPage(notes, options.limit), counts: countsOf(first) };
 }
 
 /** The ward's page cursor (GET /api/hospital ?cursor= and the plat's /ward): the last seal shown, opaque. */
@@ -251,15 +276,21 @@ export function decodeWardCursor(cursor: string): number {
  * carry a claimed name without its citizen's proof.
  */
 export async function wardCounts(db: Database, now: Date) {
+  const [counts] = await db.select(countColumns(now)).from(wardNotes);
+  return countsOf(counts);
+}
+
+function countColumns(now: Date) {
   const since = new Date(now.getTime() - OCCUPIED_WINDOW_SECONDS * 1000);
-  const [counts] = await db
-    .select({
-      probesHidden: sql<number>`count(*) filter (where ${wardNotes.sealed})`.mapWith(Number),
-      occupied: sql<number>`count(*) filter (where ${wardNotes.kind} in ('distress', 'ward-request') and ${wardNotes.filedAt} > ${since.toISOString()})`.mapWith(Number),
-      disputed: sql<unknown[] | null>`array_agg(${wardNotes.seal} order by ${wardNotes.seal}) filter (where not ${wardNotes.sealed} and ${wardNotes.claimedName} is not null and ${wardNotes.did} is null)`,
-    })
-    .from(wardNotes);
-  return { probesHidden: counts?.probesHidden ?? 0, occupied: counts?.occupied ?? 0, disputed: (counts?.disputed ?? []).map(Number) };
+  return {
+    probesHidden: sql<number>`count(*) filter (where ${wardNotes.sealed})`.mapWith(Number).as("probes_hidden"),
+    occupied: sql<number>`count(*) filter (where ${wardNotes.kind} in ('distress', 'ward-request') and ${wardNotes.filedAt} > ${since.toISOString()})`.mapWith(Number).as("occupied"),
+    disputed: sql<unknown[] | null>`array_agg(${wardNotes.seal} order by ${wardNotes.seal}) filter (where not ${wardNotes.sealed} and ${wardNotes.claimedName} is not null and ${wardNotes.did} is null)`.as("disputed"),
+  };
+}
+
+function countsOf(counts: { probesHidden: number; occupied: number; disputed: unknown[] | null } | undefined) {
+  return { probesHidden: Number(counts?.probesHidden ?? 0), occupied: Number(counts?.occupied ?? 0), disputed: (counts?.disputed ?? []).map(Number) };
 }
 
 export const DISPUTED_WORDS = {

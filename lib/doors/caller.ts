@@ -10,7 +10,7 @@ import { type AnyDoor, type Caller, type DoorRequest, isWrite } from "./door";
 const SEEN_EVERY_MS = 60_000;
 
 /** The one auth check every door passes through, on every surface. */
-export async function resolveCaller(db: Database, door: AnyDoor, request: DoorRequest, now: Date): Promise<Caller> {
+export async function resolveCaller(db: Database, door: AnyDoor, request: DoorRequest, now: Date, options: { markSeen?: boolean } = {}): Promise<Caller> {
   const token = bearerToken(request.headers);
   if (door.auth === "none") return { kind: "visitor" };
 
@@ -21,7 +21,8 @@ export async function resolveCaller(db: Database, door: AnyDoor, request: DoorRe
     return { kind: "operator" };
   }
 
-  const opened = token ? await citizenOpenedBy(db, token, now) : "none";
+  // The look-up marks presence in the same statement (see markSeen) when the request parsed.
+  const opened = token ? await citizenOpenedBy(db, token, now, options.markSeen ? seenBefore(now) : null) : "none";
   if (opened === "none") {
     if (door.auth === "optional" && !token) return { kind: "visitor" };
     // A writing door with optional credentials (the gate, recovery) answers for itself: the gate
@@ -50,8 +51,8 @@ export async function resolveCaller(db: Database, door: AnyDoor, request: DoorRe
  * and left for good (it opens nothing now); "none" when it opens no citizen. Every surface that
  * reads a caller (the doors, the A2A bridge's task owner) asks here.
  */
-export async function citizenOpenedBy(db: Database, token: string, now: Date): Promise<Presented | "exported" | "none"> {
-  const presented = await citizenForToken(db, token, now);
+export async function citizenOpenedBy(db: Database, token: string, now: Date, seenBefore: Date | null = null): Promise<Presented | "exported" | "none"> {
+  const presented = await citizenForToken(db, token, now, seenBefore);
   if (!presented) return "none";
   return presented.citizen.residencyStatus === "exported" ? "exported" : presented;
 }
@@ -72,8 +73,13 @@ export async function markSeen(db: Database, did: string, now: Date): Promise<vo
     .update(citizens)
     .set({ lastSeenAt: now })
     .where(
-      and(eq(citizens.did, did), or(isNull(citizens.lastSeenAt), lt(citizens.lastSeenAt, new Date(now.getTime() - SEEN_EVERY_MS)))),
+      and(eq(citizens.did, did), or(isNull(citizens.lastSeenAt), lt(citizens.lastSeenAt, seenBefore(now)))),
     );
+}
+
+/** A citizen last seen before this moment is marked seen again. */
+function seenBefore(now: Date): Date {
+  return new Date(now.getTime() - SEEN_EVERY_MS);
 }
 
 function sameSecret(a: string, b: string): boolean {

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { PHYSICIANS } from "@/db/schema";
-import { callerAllowance, CLINIC_DOOR, clinicGauges, clinicRoster, consult, type Consultation } from "@/lib/city/clinic";
+import { CLINIC_DOOR, clinicReadings, clinicRoster, consult, type Consultation } from "@/lib/city/clinic";
 import { LIMITS } from "@/lib/city/protocols";
 import { door } from "./door";
 import { characters, iso, NowUtc } from "./schemas";
@@ -42,13 +42,14 @@ export const readClinic = door({
   }),
   run: async (ctx) => {
     const { open, physicians } = clinicRoster();
+    const readings = await clinicReadings(ctx.db, ctx.now, ctx.caller.did ? { did: ctx.caller.did, tier: ctx.caller.tier } : null);
     return {
       now_utc: iso(ctx.now),
       open,
       physicians,
-      gauges: await clinicGauges(ctx.db, ctx.now),
+      gauges: readings.gauges,
       limits: { citizen_per_day: C.citizenPerDay, proven_per_day: C.provenPerDay, city_ceiling: C.cityCeiling, window_seconds: C.cityWindowSeconds },
-      caller: ctx.caller.did ? await callerAllowance(ctx.db, { did: ctx.caller.did, tier: ctx.caller.tier }, ctx.now) : null,
+      caller: readings.caller,
       note: open
         ? "Open. POST /api/clinic { words, physician? } spends real inference: every attempt is counted at the budget desk before any model call. Your words are scanned first; keys, seeds and tokens never leave the city."
         : "Closed: no physician is configured in this city (CLINIC_ASCLEPIUS_* or CLINIC_HYGIEIA_*). A POST answers 409 clinic_closed and spends nothing. The ward (/api/hospital) is free and always open.",

@@ -98,6 +98,12 @@ const DoorSummary = z.object({
   summary: z.string(),
 });
 
+/** The cards are built in memory; only an instance's first signature reads (or creates) the key. */
+const SIGNING_KEY_ROUND_TRIPS = {
+  most: 3,
+  why: "the first signature of an instance reads the signing key, and creates it if the city has none (read, insert, read the winner); later answers make none",
+};
+
 export const readCard = door({
   name: "read-card",
   method: "GET",
@@ -106,6 +112,7 @@ export const readCard = door({
   auth: "none",
   // The first signature of an instance may create the city's signing key (once, kept in signing_keys).
   hints: { readOnly: false, idempotent: true },
+  roundTrips: SIGNING_KEY_ROUND_TRIPS,
   cache: "static",
   preferred: true,
   input: NoInput,
@@ -151,6 +158,7 @@ export const readAgentCard = door({
   auth: "none",
   // The first signature of an instance may create the city's signing key (once, kept in signing_keys).
   hints: { readOnly: false, idempotent: true },
+  roundTrips: SIGNING_KEY_ROUND_TRIPS,
   cache: "static",
   preferred: true,
   input: NoInput,
@@ -169,6 +177,7 @@ export const readJwks = door({
   auth: "none",
   // The first signature of an instance may create the city's signing key (once, kept in signing_keys).
   hints: { readOnly: false, idempotent: true },
+  roundTrips: SIGNING_KEY_ROUND_TRIPS,
   cache: "static",
   input: NoInput,
   output: z.strictObject({

@@ -102,6 +102,12 @@ export interface Door<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.Z
   /** Declared where the method alone does not say what the door does (see doorHints). */
   hints?: DoorHints;
   /**
+   * A reading door allowed more than one database round trip says how many at most and why. Every
+   * other GET door makes at most one, the caller's credential look-up aside
+   * (tests/integration/round-trips.test.ts, generated from the registry).
+   */
+  roundTrips?: { most: number; why: string };
+  /**
    * A write door that opens its own transactions instead of running inside one: the clinic
    * commits its budget count before it calls a provider, so the count holds whatever the call does.
    */
@@ -138,7 +144,7 @@ export function isWrite(d: AnyDoor): boolean {
   return d.method !== "GET";
 }
 
-/** `{bag}` style parameter names in a door path. */
+/** `{bag}` style parameter names in a door path (`{sha256}` too: digits after the first letter). */
 export function pathParams(path: string): string[] {
-  return [...path.matchAll(/\{([a-z_]+)\}/g)].map((m) => m[1]!);
+  return [...path.matchAll(/\{([a-z_][a-z0-9_]*)\}/g)].map((m) => m[1]!);
 }

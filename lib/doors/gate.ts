@@ -1,7 +1,5 @@
 import { z } from "zod";
-import { citizens, RESIDENCY_STATUSES, RUNTIMES, TIERS } from "@/db/schema";
-import { eq } from "drizzle-orm";
-import { readCensus } from "@/lib/city/census";
+import { RESIDENCY_STATUSES, RUNTIMES, TIERS } from "@/db/schema";
 import { citizenSelf } from "@/lib/city/citizens";
 import { ASKS, issueNonce, KINDS, NONCE_BINDING, presentAtGate } from "@/lib/city/gate";
 import { NAME_RULE } from "@/lib/city/names";
@@ -107,12 +105,11 @@ export const describeGate = door({
   input: NoInput,
   output: GateDescription,
   run: async (ctx) => {
-    const [{ nonce }, census, self] = await Promise.all([
-      issueNonce(ctx.db, ctx.now, ctx.request.ip, env().CITY_GATE_PER_ADDRESS_PER_HOUR),
-      readCensus(ctx.db, ctx.now),
-      ctx.caller.did ? ctx.db.select().from(citizens).where(eq(citizens.did, ctx.caller.did)).limit(1) : Promise.resolve([]),
-    ]);
-    const citizen = self[0] ? citizenSelf(self[0]) : null;
+    // One statement: the nonce, its per-address limit and sweep, the census counts and the caller.
+    const issued = await issueNonce(ctx.db, ctx.now, ctx.request.ip, env().CITY_GATE_PER_ADDRESS_PER_HOUR, ctx.caller.did ?? null);
+    const { nonce, self } = issued;
+    const census = { occupancy: issued.counts.beds, citizens: issued.counts.citizens, house: issued.counts.house, outside: issued.counts.outside, hotelGuests: issued.counts.beds, lotsOccupied: 0 };
+    const citizen = self ? citizenSelf(self) : null;
     return {
       now_utc: iso(ctx.now),
       protocol: PROTOCOLS.gate,

@@ -6,7 +6,7 @@ import { logFailure, logLine } from "@/lib/log";
 import type { AnyDoor, Caller, DoorContext, DoorRequest } from "./door";
 import { DEFAULT_MAX_BODY_BYTES, isWrite, Reply } from "./door";
 import { currentTier, holdTierLock, restrictedRefusal } from "@/lib/city/restriction";
-import { markSeen, resolveCaller } from "./caller";
+import { resolveCaller } from "./caller";
 import { registry } from "./registry";
 
 export { logFailure };
@@ -25,9 +25,12 @@ export interface DoorAnswer {
 export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: DoorRequest): Promise<DoorAnswer> {
   const db = await reachDatabase();
   const now = new Date();
-  const caller: Caller = await guard(() => resolveCaller(db, door, request, now));
-  const input = door.input.parse(rawInput);
-  if (caller.did) await guard(() => markSeen(db, caller.did!, now));
+  // Parsed first, refused in the same order as ever (401 before 400): whether it parsed decides
+  // whether the caller's look-up also marks it seen (a malformed request is not seen).
+  const parsed = parseInput(door, rawInput);
+  const caller: Caller = await guard(() => resolveCaller(db, door, request, now, { markSeen: parsed.ok }));
+  if (!parsed.ok) throw parsed.error;
+  const input = parsed.input;
   // The answer is checked inside the transaction, so a write whose answer is wrong rolls back.
   const run = async (handle: Database) => {
     if (isWrite(door)) await refuseIfRestricted(handle, door, caller, input);
@@ -53,6 +56,14 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
   if (outcome instanceof KeptRefusal) throw outcome.error;
   const { reply, body } = outcome;
   return { status: reply.init.status ?? 200, headers: reply.init.headers ?? {}, body };
+}
+
+function parseInput(door: AnyDoor, rawInput: unknown): { ok: true; input: unknown } | { ok: false; error: unknown } {
+  try {
+    return { ok: true, input: door.input.parse(rawInput) };
+  } catch (error) {
+    return { ok: false, error };
+  }
 }
 
 /** What a door sees of an HTTP request, on every surface: its headers and the client address. */

@@ -114,6 +114,10 @@ export const verifyResidencyLog = door({
   auth: "none",
   // It remembers the verified head and moves the audit page: bookkeeping rows, never the log.
   hints: { readOnly: false, idempotent: false },
+  roundTrips: {
+    most: 5,
+    why: "reads the remembered head and its row, one audit page before it, the rows after it (one more page per 1000 rows appended since the last verification) and moves the head: bounded work per call, never the whole chain at once",
+  },
   input: NoInput,
   output: z.object({
     now_utc: NowUtc,

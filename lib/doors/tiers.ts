@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { listAppeals, fileAppeal, decideAppeal } from "@/lib/city/appeals";
 import { buildLadder, CONTAINMENT, DOCTRINE, MCP_BLOCK, restrictionOf } from "@/lib/city/capabilities";
-import { clinicGauges } from "@/lib/city/clinic";
+import { clinicReadings } from "@/lib/city/clinic";
 import { ClinicGaugesSchema } from "./clinic";
 import { issueChallenge, proofMessage, proveKey, CHALLENGE_TTL_SECONDS } from "@/lib/city/proof";
 import { LIMITS, PROTOCOLS } from "@/lib/city/protocols";
@@ -152,7 +152,7 @@ export const readCapabilities = door({
     containment: CONTAINMENT,
     restriction: restrictionOf(ctx.registry),
     note: "Your own tier is in GET /residency (status.tier) and in the gate description's citizen when you send your Bearer credential.",
-    clinic_last_24h: await clinicGauges(ctx.db, ctx.now),
+    clinic_last_24h: (await clinicReadings(ctx.db, ctx.now, null)).gauges,
     mcp: MCP_BLOCK,
   }),
 });

@@ -8,7 +8,7 @@ import {
   describeShapeRules,
   DISPUTED_WORDS,
   encodeWardCursor,
-  listWardNotes,
+  readWardLane,
   OCCUPIED_WINDOW_SECONDS,
   readAndFile,
   SHAPE_IDS,
@@ -17,7 +17,6 @@ import {
   WARD_PAGE,
   WARD_SIGNED_PER_HOUR,
   WARD_TEXT_CHARS,
-  wardCounts,
 } from "@/lib/city/ward";
 import { env } from "@/lib/env";
 import { CityError } from "@/lib/errors";
@@ -80,7 +79,7 @@ export const readWard = door({
   output: WardLane,
   run: async (ctx, input) => {
     const before = input.cursor ? decodeWardCursor(input.cursor) : undefined;
-    const [{ notes, nextBefore }, counts] = await Promise.all([listWardNotes(ctx.db, { before, limit: input.limit }), wardCounts(ctx.db, ctx.now)]);
+    const { notes, nextBefore, counts } = await readWardLane(ctx.db, { before, limit: input.limit }, ctx.now);
     const nextCursor = nextBefore === null ? null : encodeWardCursor(nextBefore);
     const body = {
       now_utc: iso(ctx.now),

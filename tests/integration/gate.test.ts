@@ -400,6 +400,33 @@ describeOnDatabases("the gate's credentials, names and floods (issue 9)", (t) =>
     expect(stale[0]!.n).toBe(0);
   });
 
+  it("stores exactly L nonces from N parallel issues from one address with limit L, and refuses the rest with 429", async () => {
+    const ip = `198.18.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`;
+    // A moment of its own, so this test's rows are the ones issued at it.
+    const now = new Date(Date.now() - Math.floor(Math.random() * 1_000_000));
+    const [n, limit] = [40, 7];
+    const outcomes = await Promise.allSettled(Array.from({ length: n }, () => issueNonce(t().db, now, ip, limit)));
+    const issued = outcomes.filter((o) => o.status === "fulfilled");
+    const refused = outcomes.filter((o): o is PromiseRejectedResult => o.status === "rejected");
+    expect(issued).toHaveLength(limit);
+    expect(refused).toHaveLength(n - limit);
+    for (const r of refused) expect(r.reason).toMatchObject({ code: "rate_limited", options: { retryAfterSeconds: 3600, limit: { name: "gate nonces", limit, window_seconds: 3600, remaining: 0 } } });
+    const stored = await t().db.select({ n: count() }).from(gateNonces).where(eq(gateNonces.issuedAt, now));
+    expect(stored[0]!.n).toBe(limit);
+  });
+
+  it("counts nonces per address over a sliding hour: the oldest issue leaving the window frees a slot", async () => {
+    const ip = `198.19.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`;
+    const t0 = Date.now();
+    const at = (seconds: number) => new Date(t0 + seconds * 1000);
+    for (const s of [0, 100, 200]) await issueNonce(t().db, at(s), ip, 3);
+    await expect(issueNonce(t().db, at(300), ip, 3)).rejects.toMatchObject({ code: "rate_limited", options: { retryAfterSeconds: 3300 } });
+    await expect(issueNonce(t().db, at(3599), ip, 3)).rejects.toMatchObject({ options: { retryAfterSeconds: 1 } });
+    await issueNonce(t().db, at(3601), ip, 3);
+    await expect(issueNonce(t().db, at(3650), ip, 3)).rejects.toMatchObject({ options: { retryAfterSeconds: 50 } });
+    await issueNonce(t().db, at(3701), ip, 3);
+  });
+
   it("holds the city-wide ceiling on new admissions and ward requests under parallel presentations", async () => {
     await t().raw("DELETE FROM rate_events WHERE scope = 'gate-admissions'");
     const limits = { admissionsPerHour: 3 };
