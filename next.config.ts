@@ -1,19 +1,8 @@
 import type { NextConfig } from "next";
-
-const CONTENT_SECURITY_POLICY = [
-  "default-src 'none'",
-  "script-src 'none'",
-  "style-src 'self' 'unsafe-inline'",
-  "img-src 'self' data:",
-  "font-src 'self'",
-  "connect-src 'self'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join("; ");
+import { NON_PAGE_POLICY } from "./lib/plat/csp";
 
 const SECURITY_HEADERS = [
-  { key: "Content-Security-Policy", value: CONTENT_SECURITY_POLICY },
+  { key: "Content-Security-Policy", value: NON_PAGE_POLICY },
   { key: "X-Content-Type-Options", value: "nosniff" },
   { key: "X-Frame-Options", value: "DENY" },
   { key: "Referrer-Policy", value: "no-referrer" },
@@ -31,8 +20,8 @@ const nextConfig: NextConfig = {
   // A separate build folder lets two builds (for example two checkouts' test runs) coexist.
   distDir: process.env.CITY_NEXT_DIST_DIR || ".next",
   poweredByHeader: false,
-  // Hardening on every answer. The plat's pages are server-rendered and need no script at all, so
-  // none may run; styles and images come from the city itself.
+  // Hardening on every answer. Pages pass the proxy, whose nonce CSP replaces this one (a proxy's
+  // header wins over a configured one); doors and files keep this policy, under which nothing loads.
   headers: async () => [{ source: "/:path*", headers: SECURITY_HEADERS }],
   reactStrictMode: true,
 };

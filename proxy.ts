@@ -1,32 +1,27 @@
 import { type NextRequest, NextResponse } from "next/server";
-
-/** Headers a cross-origin page may send; credentials travel as a Bearer token only, never a cookie. */
-const CORS_REQUEST_HEADERS = "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID";
+import { newNonce, pagePolicy } from "@/lib/plat/csp";
 
 /**
- * Every request gets a fresh request id (whatever a client sent is replaced), passed on to the
- * route and echoed in X-Request-Id. CORS preflights are answered here for every path: a preflight
- * grants nothing by itself, since only public doors' answers carry Access-Control-Allow-Origin.
+ * The plat's pages only (the matcher below keeps every door and static file out, so they never pay
+ * for a proxy). Each page gets a fresh request id and a CSP nonce: Next reads the nonce from the
+ * request's Content-Security-Policy header and puts it on the scripts and styles it writes.
  */
 export function proxy(request: NextRequest) {
-  const requestId = crypto.randomUUID();
-  if (request.method === "OPTIONS" && request.headers.has("access-control-request-method")) {
-    return new NextResponse(null, {
-      status: 204,
-      headers: {
-        "Access-Control-Allow-Origin": "*",
-        "Access-Control-Allow-Methods": "GET, POST, PUT, PATCH, DELETE",
-        "Access-Control-Allow-Headers": CORS_REQUEST_HEADERS,
-        "Access-Control-Max-Age": "86400",
-        "X-Request-Id": requestId,
-      },
-    });
-  }
+  const policy = pagePolicy(newNonce());
   const headers = new Headers(request.headers);
-  headers.set("x-request-id", requestId);
+  headers.set("content-security-policy", policy);
   const response = NextResponse.next({ request: { headers } });
-  response.headers.set("X-Request-Id", requestId);
+  response.headers.set("Content-Security-Policy", policy);
+  response.headers.set("X-Request-Id", crypto.randomUUID());
   return response;
 }
 
-export const config = { matcher: ["/((?!_next/static|_next/image|favicon.ico).*)"] };
+/*
+ * Everything but the doors and files: the plat's pages and the 404 page of any unknown address.
+ * Excluded: /api/*, /_next/*, /.well-known/*, /schemas/*, the top-level doors, and every file name
+ * with an extension (the JSON and text doors, public/ files). tests/http/headers.test.ts checks
+ * every registry door against it; a new top-level door without an extension is added here.
+ */
+export const config = {
+  matcher: ["/((?!api(?:/|$)|_next/|\\.well-known/|schemas/|(?:mcp|gate|contact|residency)(?:/|$)|[^/]*\\.[^/]*$).*)"],
+};

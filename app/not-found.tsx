@@ -1,5 +1,6 @@
 import type { Metadata } from "next";
 import Link from "next/link";
+import { connection } from "next/server";
 import { look, PLAT_PAGES } from "@/lib/plat/nav";
 
 export const metadata: Metadata = {
@@ -7,7 +8,9 @@ export const metadata: Metadata = {
   description: "No page of the plat lives at this address.",
 };
 
-export default function NotFound() {
+// Rendered per request, never prerendered: its scripts need the nonce of the request's CSP (proxy.ts).
+export default async function NotFound() {
+  await connection();
   return (
     <div className="space-y-6">
       <h1 className="text-3xl font-semibold tracking-tight">No page here</h1>

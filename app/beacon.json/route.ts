@@ -1,4 +1,4 @@
 import { readBeacon } from "@/lib/doors/discovery";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(readBeacon);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readBeacon);

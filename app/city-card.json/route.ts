@@ -1,4 +1,4 @@
 import { readCard } from "@/lib/doors/discovery";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(readCard);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readCard);

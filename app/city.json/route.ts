@@ -1,4 +1,4 @@
 import { readCensusDoor } from "@/lib/doors/discovery";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(readCensusDoor);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readCensusDoor);

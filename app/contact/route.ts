@@ -1,4 +1,4 @@
 import { readContact } from "@/lib/doors/discovery";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(readContact);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readContact);

@@ -1,4 +1,4 @@
 import { readLlms } from "@/lib/doors/discovery";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(readLlms);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readLlms);

@@ -1,4 +1,4 @@
 import { readOpenApi } from "@/lib/doors/discovery";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(readOpenApi);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readOpenApi);

@@ -1,4 +1,4 @@
 import { readPeers } from "@/lib/doors/peers";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(readPeers);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readPeers);

@@ -1,4 +1,4 @@
 import { readResidency } from "@/lib/doors/residency";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(readResidency);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readResidency);

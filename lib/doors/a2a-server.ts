@@ -21,7 +21,8 @@ import { citizenOpenedBy } from "./caller";
 import type { AnyDoor, DoorRequest } from "./door";
 import { DEFAULT_MAX_BODY_BYTES } from "./door";
 import { describeA2a } from "./a2a";
-import { problemResponse, readBody, routes } from "./http";
+import { A2A_GRANT, preflightAnswer } from "./cors";
+import { answered, notServed, problemResponse, readBody, routes } from "./http";
 import { checkBodySize, type DoorAnswer, doorRequestOf, invokeDoor, logUnexpected } from "./invoke";
 import { CITY_VERSION } from "./openapi";
 import { registry } from "./registry";
@@ -248,14 +249,21 @@ function idOf(request: unknown): string | number | null {
   return typeof id === "string" || typeof id === "number" ? id : null;
 }
 
-/** The handlers of /api/a2a: GET is the bridge's description (a door), POST the JSON-RPC bridge. */
+/**
+ * The handlers of /api/a2a: GET is the bridge's description (a door), POST the JSON-RPC bridge,
+ * OPTIONS the CORS preflight; every answer carries a request id and gets an access line.
+ */
 export function a2aRoutes() {
-  const notServed = async (request: Request) =>
-    problemResponse(
-      new CityError("method_not_allowed", `${request.method} is not served here; this path answers GET (the bridge's description) and POST (A2A JSON-RPC).`),
-      A2A_PATH,
-      new URL(request.url).pathname,
-      { Allow: "GET, POST" },
-    );
-  return { GET: routes(describeA2a).GET, POST: serveA2a, PUT: notServed, PATCH: notServed, DELETE: notServed };
+  const where = { name: "a2a", path: A2A_PATH };
+  const methods = A2A_GRANT.methods;
+  const notServedHere = async (request: Request) =>
+    answered(where, request, A2A_GRANT, async () => notServed(request, A2A_PATH, methods, " (GET the bridge's description, POST its A2A JSON-RPC)"));
+  return {
+    GET: routes(describeA2a).GET,
+    POST: (request: Request) => answered(where, request, A2A_GRANT, () => serveA2a(request)),
+    PUT: notServedHere,
+    PATCH: notServedHere,
+    DELETE: notServedHere,
+    OPTIONS: (request: Request) => answered(where, request, A2A_GRANT, async () => preflightAnswer(A2A_GRANT, methods)),
+  };
 }

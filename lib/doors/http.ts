@@ -3,7 +3,8 @@ import { env } from "@/lib/env";
 import { CityError, toProblem } from "@/lib/errors";
 import { constantDocument, isConstantDocument } from "./constant-documents";
 import { type AnyDoor, DEFAULT_MAX_BODY_BYTES } from "./door";
-import { logAnswer, requestIdOf } from "@/lib/log";
+import { logAnswer, newRequestId } from "@/lib/log";
+import { type CorsGrant, corsHeaders, doorGrant, preflightAnswer, preflightMethod } from "./cors";
 import { contentTag, matchesIfNoneMatch, notModified } from "./etag";
 import { bodyTooLarge, type DoorAnswer, doorRequestOf, invokeDoor, logUnexpected } from "./invoke";
 
@@ -11,6 +12,7 @@ type RouteContext = { params: Promise<Record<string, string | string[] | undefin
 type RouteHandler = ((request: Request, context: RouteContext) => Promise<Response>) & { door?: AnyDoor };
 
 const HANDLED_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+type RouteMethod = (typeof HANDLED_METHODS)[number] | "OPTIONS";
 
 const CACHE_HEADERS = {
   static: "public, max-age=60, stale-while-revalidate=600",
@@ -19,25 +21,37 @@ const CACHE_HEADERS = {
 } as const;
 
 /**
- * The route handlers of one path, wired from its doors: `export const { GET, POST, ... } =
- * routes(listBags, keepBag)`. Methods the path does not serve answer a 405 problem document.
+ * The route handlers of one path, wired from its doors: `export const { GET, POST, ..., OPTIONS } =
+ * routes(listBags, keepBag)`. Methods the path does not serve answer a 405 problem document;
+ * OPTIONS answers CORS preflights here, since doors do not pass through the proxy.
  */
-export function routes(...doors: AnyDoor[]): Record<(typeof HANDLED_METHODS)[number], RouteHandler> {
-  const allow = doors.map((d) => d.method).join(", ");
+export function routes(...doors: AnyDoor[]): Record<RouteMethod, RouteHandler> {
+  const methods = doors.map((d) => d.method);
+  const pathName = { name: doors[0]?.name ?? "unserved", path: doors[0]?.path ?? "" };
   const entries = HANDLED_METHODS.map((method) => {
     const door = doors.find((d) => d.method === method);
     const handler: RouteHandler = door
       ? Object.assign(async (request: Request, context: RouteContext) => serveDoor(door, request, await context.params), { door })
-      : async (request) =>
-          problemResponse(
-            new CityError("method_not_allowed", `${request.method} is not served here; this path answers ${allow}.`),
-            doors[0]?.path ?? new URL(request.url).pathname,
-            new URL(request.url).pathname,
-            { Allow: allow },
-          );
+      : async (request) => answered(pathName, request, null, async () => notServed(request, pathName.path, methods));
     return [method, handler] as const;
   });
-  return Object.fromEntries(entries) as Record<(typeof HANDLED_METHODS)[number], RouteHandler>;
+  const preflight: RouteHandler = async (request) => {
+    const asked = doors.find((d) => d.method === preflightMethod(request));
+    const grant = asked && isPublic(asked) ? doorGrant(asked.method) : null;
+    return answered({ ...pathName, name: asked?.name ?? pathName.name }, request, grant, async () => preflightAnswer(grant, methods));
+  };
+  return Object.fromEntries([...entries, ["OPTIONS", preflight]]) as Record<RouteMethod, RouteHandler>;
+}
+
+/** A 405 problem naming the methods a path does serve. */
+export function notServed(request: Request, doorPath: string, methods: readonly string[], why = ""): Response {
+  const allow = methods.join(", ");
+  return problemResponse(
+    new CityError("method_not_allowed", `${request.method} is not served here; this path answers ${allow}${why}.`),
+    doorPath,
+    new URL(request.url).pathname,
+    { Allow: allow },
+  );
 }
 
 export async function serveDoor(
@@ -45,43 +59,64 @@ export async function serveDoor(
   request: Request,
   params: Record<string, string | string[] | undefined> = {},
 ): Promise<Response> {
-  const started = performance.now();
-  const url = new URL(request.url);
-  const requestId = requestIdOf(request.headers);
-  let response: Response;
-  try {
+  return answered(door, request, isPublic(door) ? doorGrant(door.method) : null, async () => {
+    const url = new URL(request.url);
     const counted = await countingQueries(async () => {
       if (isConstantDocument(door, request)) return serveConstant(door, request);
       const raw = { ...(await readInput(door, request, url)), ...flatParams(params) };
       return answerResponse(door, await invokeDoor(door, raw, doorRequestOf(request, request.method)), request);
     });
-    response = counted.value;
-    if (env().CITY_COUNT_QUERIES === "1") response.headers.set("X-City-Queries", String(counted.queries));
-  } catch (err) {
-    logUnexpected(`door ${door.name}`, err);
-    response = problemResponse(err, door.path, url.pathname);
-  }
-  for (const [name, value] of Object.entries(answerHeaders(door, requestId))) response.headers.set(name, value);
-  logAnswer({ request_id: requestId, door: door.name, method: request.method, status: response.status, duration_ms: Math.round(performance.now() - started) });
-  return response;
+    if (env().CITY_COUNT_QUERIES === "1") counted.value.headers.set("X-City-Queries", String(counted.queries));
+    return counted.value;
+  });
+}
+
+/** Public doors (no credential, or an optional one) may be read from any origin; others carry no grant. */
+function isPublic(door: Pick<AnyDoor, "auth">): boolean {
+  return door.auth === "none" || door.auth === "optional";
 }
 
 /**
- * Headers on every door's answer. Public doors (no credential or an optional one) may be read from
- * any origin: the city never sets cookies, so a browser page can only send what its own code
- * holds (a Bearer token), and no Allow-Credentials is ever sent. Citizen and operator doors carry
- * no CORS grant, so a page elsewhere cannot read their answers.
+ * One answer of the city's own handlers (doors, MCP, A2A, unknown paths): a fresh request id,
+ * nosniff and the CORS grant on whatever `answer` returns (a thrown error becomes a problem), and
+ * one JSON access line: names, codes and numbers, never a body or a credential.
  */
-export function answerHeaders(door: Pick<AnyDoor, "auth">, requestId: string): Record<string, string> {
-  const headers: Record<string, string> = { "X-Content-Type-Options": "nosniff", "X-Request-Id": requestId };
-  if (door.auth === "none" || door.auth === "optional") {
-    headers["Access-Control-Allow-Origin"] = "*";
-    headers["Access-Control-Expose-Headers"] = CORS_EXPOSED;
+export async function answered(
+  where: { name: string; path: string },
+  request: Request,
+  grant: CorsGrant | null,
+  answer: () => Promise<Response>,
+): Promise<Response> {
+  const started = performance.now();
+  const requestId = newRequestId();
+  let response: Response;
+  try {
+    response = await answer();
+  } catch (err) {
+    logUnexpected(`door ${where.name}`, err);
+    response = problemResponse(err, where.path, new URL(request.url).pathname);
   }
-  return headers;
+  response = withHeaders(response, answerHeaders(requestId, grant));
+  logAnswer({ request_id: requestId, door: where.name, method: request.method, status: response.status, duration_ms: Math.round(performance.now() - started) });
+  return response;
 }
 
-const CORS_EXPOSED = "X-Request-Id, ETag, Retry-After, RateLimit, RateLimit-Policy, Location";
+/** Headers on every answer of `answered`: nosniff, the request id and the CORS grant, if any. */
+export function answerHeaders(requestId: string, grant: CorsGrant | null): Record<string, string> {
+  return { "X-Content-Type-Options": "nosniff", "X-Request-Id": requestId, ...corsHeaders(grant) };
+}
+
+/** Sets headers on a response; one whose headers are immutable (a fetched one) is copied first. */
+function withHeaders(response: Response, headers: Record<string, string>): Response {
+  try {
+    for (const [name, value] of Object.entries(headers)) response.headers.set(name, value);
+    return response;
+  } catch {
+    const copy = new Response(response.body, { status: response.status, statusText: response.statusText, headers: response.headers });
+    for (const [name, value] of Object.entries(headers)) copy.headers.set(name, value);
+    return copy;
+  }
+}
 
 async function readInput(door: AnyDoor, request: Request, url: URL): Promise<Record<string, unknown>> {
   if (door.method === "GET" || door.method === "DELETE") {

@@ -5,7 +5,6 @@ import {
   ProtocolError,
   ProtocolErrorCode,
   validateHostHeader,
-  validateOriginHeader,
   type CacheHint,
   type CallToolResult,
   type ReadResourceResult,
@@ -16,7 +15,8 @@ import { CARD_PATH, MCP_URL, PROTOCOLS } from "@/lib/city/protocols";
 import { env } from "@/lib/env";
 import { CityError, type Problem, toProblem } from "@/lib/errors";
 import { type AnyDoor, DEFAULT_MAX_BODY_BYTES, doorHints, doorPaths } from "./door";
-import { problemResponse } from "./http";
+import { MCP_GRANT, preflightAnswer } from "./cors";
+import { answered, notServed, problemResponse } from "./http";
 import { doorJsonSchema } from "./schemas";
 import { checkBodySize, type DoorAnswer, doorRequestOf, invokeDoor, logUnexpected } from "./invoke";
 import { describeLimits } from "./llms";
@@ -56,15 +56,13 @@ export function mcpHandler(doors: readonly AnyDoor[] = registry): (request: Requ
       maxRequestBodySize: largestBody + 64 * 1024,
     },
   );
-  return async (request) => {
-    const refused = refusal(request);
-    if (refused) return refused;
-    const response = await handler.fetch(request);
-    // Client mistakes are answered in band and are not the city's failures; tool failures are
-    // logged where they happen (problemOf). What is left to log is the SDK's own 500.
-    if (response.status >= 500) console.error(`mcp answered ${response.status}`);
-    return response;
-  };
+  return (request) =>
+    answered({ name: "mcp", path: MCP_URL }, request, MCP_GRANT, async () => {
+      if (request.method === "OPTIONS") return preflightAnswer(MCP_GRANT, MCP_GRANT.methods);
+      const refused = refusal(request);
+      if (refused) return refused;
+      return handler.fetch(request);
+    });
 }
 
 export const serveMcp = mcpHandler();
@@ -206,23 +204,18 @@ function objectSchema(schema: z.ZodType): StandardSchemaWithJSON<Record<string, 
   return doorJsonSchema(schema, "output").type === "object" ? published(schema, "output") : undefined;
 }
 
-/** DNS rebinding guard (Host, then Origin), then the one method a stateless MCP door serves. */
+/**
+ * DNS rebinding guard, then the one method a stateless MCP door serves. A rebinding page's requests
+ * carry its own hostname in Host, which is refused. Origin is not: the door is for agents on any
+ * origin (CORS grants it), and a page elsewhere holds nothing ambient to abuse (Bearer only, no cookie).
+ */
 function refusal(request: Request): Response | undefined {
   const path = new URL(request.url).pathname;
-  const hostnames = allowedHostnames();
-  if (!validateHostHeader(request.headers.get("host"), hostnames).ok) {
+  if (!validateHostHeader(request.headers.get("host"), allowedHostnames()).ok) {
     return problemResponse(new CityError("forbidden", `This door answers requests addressed to ${new URL(env().CITY_BASE_URL).host} or localhost only.`), MCP_URL, path);
   }
-  if (!validateOriginHeader(request.headers.get("origin"), hostnames).ok) {
-    return problemResponse(new CityError("forbidden", "Requests from web pages of other origins are refused (DNS rebinding protection)."), MCP_URL, path);
-  }
   if (request.method !== "POST") {
-    return problemResponse(
-      new CityError("method_not_allowed", `${request.method} is not served here: the MCP door is stateless and answers POST only (no server-sent stream, no session to end).`),
-      MCP_URL,
-      path,
-      { Allow: "POST" },
-    );
+    return notServed(request, MCP_URL, MCP_GRANT.methods, ": the MCP door is stateless and answers POST only (no server-sent stream, no session to end)");
   }
   return undefined;
 }

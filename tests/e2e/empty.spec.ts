@@ -1,5 +1,5 @@
 import { expect, test } from "@playwright/test";
-import { CENSUS_KEYS, censusOnPage, axeTests, MISSING_PATH, PLAT_PATHS, screenshotEveryPage } from "./plat";
+import { CENSUS_KEYS, censusOnPage, axeTests, cspTests, MISSING_PATH, PLAT_PATHS, screenshotEveryPage } from "./plat";
 
 // This project's server has never admitted anyone: the plat must look honest, not broken.
 
@@ -29,6 +29,7 @@ test("the home page shows the census in zeros, equal to /city.json, an empty cha
   await expect(page.locator("[data-cite]")).toHaveText(census.cite as string);
   await expect(page.locator('svg[data-chart="residency"] rect')).toHaveCount(0);
   await expect(page.locator('svg[data-chart="residency"] desc')).toContainText("0 admits, 0 returns, 0 exits and 0 exports");
+  await expect(page.locator('svg[data-chart="residency"] title')).toHaveText("The city over the last 30 days");
   await expect(page.getByText("No citizens yet: the residency log is empty.")).toBeVisible();
   for (const href of ["/llms.txt", "/openapi.json", "/mcp", "/.well-known/agent-card.json", "/gate"]) {
     await expect(page.locator(`main a[href="${href}"]`).first()).toBeVisible();
@@ -74,6 +75,7 @@ test("an unknown address answers 404 with a page in the plat's style", async ({ 
 
 // /doors and the 404 page do not change with the city's data: the seeded project scans them.
 axeTests("empty", ["/", "/peers", "/ward", "/log"]);
+cspTests("empty");
 
 test("every empty page is readable at 375 px and 1280 px (screenshots attached)", async ({ page }, testInfo) => {
   await screenshotEveryPage(page, testInfo, "empty");

@@ -51,6 +51,38 @@ export function axeTests(label: string, paths: readonly string[] = [...PLAT_PATH
   }
 }
 
+/**
+ * Every page and the 404 page with JavaScript on, as a visitor's browser loads them, then one
+ * client-side navigation (which loads more of Next's chunks): zero Content Security Policy
+ * violations, counted both from the page's securitypolicyviolation events and the console, and
+ * no page error (a page that fails to hydrate throws one).
+ */
+export function cspTests(label: string): void {
+  test.describe(() => {
+    test.use({ javaScriptEnabled: true });
+    test(`no ${label} page violates its Content Security Policy or fails to hydrate, scripts on`, async ({ page }) => {
+      const violations: string[] = [];
+      page.on("console", (message) => {
+        if (message.type() === "error" && /Content Security Policy/i.test(message.text())) violations.push(message.text());
+      });
+      page.on("pageerror", (error) => violations.push(`page error: ${error.message}`));
+      await page.addInitScript(() =>
+        document.addEventListener("securitypolicyviolation", (e) => console.error(`Content Security Policy violation: ${e.violatedDirective} ${e.blockedURI} ${e.sample}`)),
+      );
+      for (const path of [...PLAT_PATHS, MISSING_PATH]) {
+        await page.goto(path);
+        await page.waitForLoadState("networkidle");
+      }
+      await page.goto("/");
+      await page.getByRole("navigation", { name: "The plat" }).getByRole("link", { name: "Ward" }).click();
+      await expect(page).toHaveURL(/\/ward$/);
+      await expect(page.getByRole("heading", { level: 1 })).toHaveText("Ward");
+      await page.waitForLoadState("networkidle");
+      expect(violations).toEqual([]);
+    });
+  });
+}
+
 /** Nothing wider than a 375 px phone: no sideways scrolling. */
 export async function expectNoSidewaysScroll(page: Page, label: string): Promise<void> {
   const { overflow, culprits } = await page.evaluate(() => {

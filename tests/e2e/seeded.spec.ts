@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { expect, test } from "@playwright/test";
-import { CENSUS_KEYS, CITIZENS, censusOnPage, axeTests, MISSING_PATH, PLAT_PATHS, type Seed, screenshotEveryPage, walkPages } from "./plat";
+import { CENSUS_KEYS, CITIZENS, censusOnPage, axeTests, cspTests, MISSING_PATH, PLAT_PATHS, type Seed, screenshotEveryPage, walkPages } from "./plat";
 
 // Runs after the seed project admitted CITIZENS citizens and filled their private shelves.
 const seed = (): Seed => JSON.parse(readFileSync(process.env.CITY_E2E_SEED_FILE!, "utf8"));
@@ -130,6 +130,7 @@ test("no page shows a secret, token, recovery code, mail body or shelf content c
 });
 
 axeTests("seeded");
+cspTests("seeded");
 
 test("every seeded page is readable at 375 px and 1280 px (screenshots attached, README pictures refreshed on request)", async ({ page }, testInfo) => {
   await screenshotEveryPage(page, testInfo, "seeded");

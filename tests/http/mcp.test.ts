@@ -190,11 +190,12 @@ describe("the MCP door over HTTP", () => {
     }
   });
 
-  it("rejects a foreign Host or Origin (DNS rebinding) and accepts the city's own", async () => {
+  it("rejects a foreign Host (DNS rebinding) and accepts the city's own Host from any Origin (CORS lets agents anywhere call it)", async () => {
     const port = new URL(baseUrl()).port;
     for (const path of ADDRESSES) {
       expect(await rawPost(path, { host: "evil.example.com" })).toBe(403);
-      expect(await rawPost(path, { host: `127.0.0.1:${port}`, origin: "http://evil.example.com" })).toBe(403);
+      expect(await rawPost(path, { host: "evil.example.com", origin: "http://evil.example.com" })).toBe(403);
+      expect(await rawPost(path, { host: `127.0.0.1:${port}`, origin: "http://agents-elsewhere.example" })).toBe(200);
       expect(await rawPost(path, { host: `localhost:${port}`, origin: `http://localhost:${port}` })).toBe(200);
       expect(await rawPost(path, { host: `127.0.0.1:${port}` })).toBe(200);
     }

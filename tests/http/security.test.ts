@@ -68,12 +68,14 @@ describe("headers on every kind of answer", () => {
     expect(response.headers.get("x-request-id")).not.toBe("client-chosen-id-123");
   });
 
-  it("serves pages with a CSP that lets no script run and the usual hardening", async () => {
+  it("serves pages with a CSP that lets only the page's own nonced scripts run and the usual hardening", async () => {
     const { response, text } = await call("/");
     expect(response.status).toBe(200);
     expect(text).toContain("<html");
     const csp = response.headers.get("content-security-policy") ?? "";
-    for (const directive of ["default-src 'none'", "script-src 'none'", "frame-ancestors 'none'", "base-uri 'none'", "form-action 'self'"]) expect(csp).toContain(directive);
+    for (const directive of ["default-src 'none'", "'strict-dynamic'", "style-src 'self';", "frame-ancestors 'none'", "base-uri 'none'", "form-action 'self'"]) expect(csp).toContain(directive);
+    expect(csp).toMatch(/script-src 'self' 'nonce-[A-Za-z0-9+/=]{16,}'/);
+    expect(csp).not.toContain("unsafe-");
     expect(response.headers.get("x-frame-options")).toBe("DENY");
     expect(response.headers.get("referrer-policy")).toBe("no-referrer");
     expect(response.headers.get("permissions-policy")).toContain("camera=()");

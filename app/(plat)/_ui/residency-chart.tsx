@@ -38,7 +38,8 @@ export function ResidencyChart({ days }: { days: ResidencyDay[] }) {
   return (
     <figure className="mt-4">
       <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-labelledby="chart-title chart-desc" className={`h-auto w-full ${look.card}`} data-chart="residency">
-        <title id="chart-title">The city over the last {days.length} days</title>
+        {/* One string: React 19 renders a <title> of several children empty, and hydration then fails. */}
+        <title id="chart-title">{`The city over the last ${days.length} days`}</title>
         <desc id="chart-desc">{summary}</desc>
         <g className="fill-stone-600 text-[13px] dark:fill-stone-300" aria-hidden="true">
           {ticks(eventTop).map((t) => (

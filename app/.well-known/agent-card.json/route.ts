@@ -1,4 +1,4 @@
 import { readAgentCard } from "@/lib/doors/discovery";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(readAgentCard);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readAgentCard);

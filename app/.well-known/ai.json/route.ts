@@ -1,4 +1,4 @@
 import { readDiscovery } from "@/lib/doors/discovery";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(readDiscovery);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readDiscovery);

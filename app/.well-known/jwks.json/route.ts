@@ -1,4 +1,4 @@
 import { readJwks } from "@/lib/doors/discovery";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(readJwks);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readJwks);

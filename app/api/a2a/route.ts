@@ -1,3 +1,3 @@
 import { a2aRoutes } from "@/lib/doors/a2a-server";
 
-export const { GET, POST, PUT, PATCH, DELETE } = a2aRoutes();
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = a2aRoutes();

@@ -1,4 +1,4 @@
 import { appealDoor } from "@/lib/doors/tiers";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(appealDoor);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(appealDoor);

@@ -1,4 +1,4 @@
 import { postBazaar, readBazaar } from "@/lib/doors/posts";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(readBazaar, postBazaar);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readBazaar, postBazaar);

@@ -1,4 +1,4 @@
 import { readCapabilities } from "@/lib/doors/tiers";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(readCapabilities);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readCapabilities);

@@ -1,4 +1,4 @@
 import { consultClinic, readClinic } from "@/lib/doors/clinic";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(readClinic, consultClinic);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readClinic, consultClinic);

@@ -1,4 +1,4 @@
 import { routes } from "@/lib/doors/http";
 import { readAndFileWard, readWard } from "@/lib/doors/ward";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(readWard, readAndFileWard);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readWard, readAndFileWard);

@@ -1,4 +1,4 @@
 import { keepLockerBag, readLocker } from "@/lib/doors/locker";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(readLocker, keepLockerBag);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readLocker, keepLockerBag);

@@ -1,4 +1,4 @@
 import { lockLot, readLots } from "@/lib/doors/lots";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(readLots, lockLot);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readLots, lockLot);

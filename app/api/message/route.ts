@@ -1,4 +1,4 @@
 import { readInboxDoor, sendMessageDoor } from "@/lib/doors/mail";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(readInboxDoor, sendMessageDoor);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readInboxDoor, sendMessageDoor);

@@ -1,4 +1,4 @@
 import { postPlaza, readPlaza } from "@/lib/doors/posts";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(readPlaza, postPlaza);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readPlaza, postPlaza);

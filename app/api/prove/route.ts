@@ -1,4 +1,4 @@
 import { readChallenge, submitProof } from "@/lib/doors/tiers";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(readChallenge, submitProof);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readChallenge, submitProof);

@@ -1,4 +1,4 @@
 import { readQuarantine } from "@/lib/doors/quarantine";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(readQuarantine);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readQuarantine);

@@ -1,4 +1,4 @@
 import { recoverDoor } from "@/lib/doors/recover";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(recoverDoor);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(recoverDoor);

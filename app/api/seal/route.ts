@@ -1,4 +1,4 @@
 import { sealDoor } from "@/lib/doors/seals";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(sealDoor);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(sealDoor);

@@ -1,4 +1,4 @@
 import { mintToken, revokeToken } from "@/lib/doors/tokens";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(mintToken, revokeToken);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(mintToken, revokeToken);

@@ -1,4 +1,4 @@
 import { readVault, writeVault } from "@/lib/doors/vault";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(readVault, writeVault);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readVault, writeVault);

@@ -1,4 +1,4 @@
 import { readLockerBag } from "@/lib/doors/locker";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(readLockerBag);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readLockerBag);

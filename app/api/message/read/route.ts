@@ -1,4 +1,4 @@
 import { markMailRead } from "@/lib/doors/mail";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(markMailRead);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(markMailRead);

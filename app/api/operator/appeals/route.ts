@@ -1,4 +1,4 @@
 import { listAppealsDoor } from "@/lib/doors/tiers";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(listAppealsDoor);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(listAppealsDoor);

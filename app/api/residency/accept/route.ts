@@ -1,4 +1,4 @@
 import { acceptResidency } from "@/lib/doors/residency";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(acceptResidency);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(acceptResidency);

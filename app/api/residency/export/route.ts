@@ -1,4 +1,4 @@
 import { exportResidency } from "@/lib/doors/residency";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(exportResidency);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(exportResidency);

@@ -1,4 +1,4 @@
 import { postRoom, readRoom } from "@/lib/doors/posts";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(readRoom, postRoom);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readRoom, postRoom);

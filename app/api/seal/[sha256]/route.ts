@@ -1,4 +1,4 @@
 import { readSeal } from "@/lib/doors/seals";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(readSeal);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readSeal);

@@ -1,4 +1,4 @@
 import { revokeAllTokens } from "@/lib/doors/tokens";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(revokeAllTokens);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(revokeAllTokens);

@@ -1,4 +1,4 @@
 import { readDiscoverySchema } from "@/lib/doors/discovery";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(readDiscoverySchema);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readDiscoverySchema);

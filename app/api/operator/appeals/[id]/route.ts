@@ -1,4 +1,4 @@
 import { decideAppealDoor } from "@/lib/doors/tiers";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(decideAppealDoor);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(decideAppealDoor);

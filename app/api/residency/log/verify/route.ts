@@ -1,4 +1,4 @@
 import { verifyResidencyLog } from "@/lib/doors/residency";
 import { routes } from "@/lib/doors/http";
 
-export const { GET, POST, PUT, PATCH, DELETE } = routes(verifyResidencyLog);
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(verifyResidencyLog);
