@@ -19,3 +19,4 @@ export * from "./live";
 export * from "./signing";
 export * from "./a2a-tasks";
 export * from "./clinic";
+export * from "./versions";

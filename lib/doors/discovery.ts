@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { CENSUS_DEFINITIONS, readCensus } from "@/lib/city/census";
+import { tideChangesAt } from "@/lib/city/tide";
 import { CARD_PATH, LIMITS, MCP_ALIAS_URL, MCP_URL, PROTOCOLS } from "@/lib/city/protocols";
 import { env } from "@/lib/env";
 import { publishedKeys, JWKS_PATH, signDocument } from "@/lib/city/signing";
@@ -194,6 +195,8 @@ export const readCensusDoor = door({
   summary: "The census: real counts of beds, citizens, house, outside and tide, quoted as they are.",
   auth: "none",
   cache: "live",
+  // The counts are the rows' at this moment as long as no write came since: quotedAt stays live.
+  versioned: { scopes: ["citizens", "residency_log"], clockFields: ["quotedAt"], validUntil: ({ db, builtAt }) => tideChangesAt(db, builtAt) },
   preferred: true,
   input: NoInput,
   output: z.object({
@@ -225,6 +228,7 @@ export const readBeacon = door({
   summary: "A small liveness beacon: the clock, the gate link, a census summary and protocol versions.",
   auth: "none",
   cache: "live",
+  versioned: { scopes: ["citizens", "residency_log"], validUntil: ({ db, builtAt }) => tideChangesAt(db, builtAt) },
   preferred: true,
   input: NoInput,
   output: z.object({
