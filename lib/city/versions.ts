@@ -1,6 +1,5 @@
-import { inArray } from "drizzle-orm";
-import type { Database } from "@/db/client";
-import { cityVersions } from "@/db/schema";
+import { sql } from "drizzle-orm";
+import { type Database, rowsOf } from "@/db/client";
 
 /**
  * The version scopes and the tables whose triggers bump them (db/migrations/0014_city_versions.sql):
@@ -9,11 +8,11 @@ import { cityVersions } from "@/db/schema";
 export const VERSION_SCOPES = ["citizens", "residency_log", "ward"] as const;
 export type VersionScope = (typeof VERSION_SCOPES)[number];
 
-/**
- * The current versions of `scopes`, in the order asked, in one small statement. A scope with no row
- * reads 0 (the bump inserts its row).
- */
+// Every row (a handful) in one fixed statement: on PGlite about half the cost of the query builder's.
+const ALL_VERSIONS = sql`SELECT scope, version FROM city_versions`;
+
+/** The current versions of `scopes`, in the order asked. A scope with no row reads 0 (its first bump inserts it). */
 export async function readVersions(db: Database, scopes: readonly VersionScope[]): Promise<number[]> {
-  const rows = await db.select().from(cityVersions).where(inArray(cityVersions.scope, [...scopes]));
-  return scopes.map((scope) => rows.find((r) => r.scope === scope)?.version ?? 0);
+  const rows = rowsOf<{ scope: string; version: string | number }>(await db.execute(ALL_VERSIONS));
+  return scopes.map((scope) => Number(rows.find((r) => r.scope === scope)?.version ?? 0));
 }

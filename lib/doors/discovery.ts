@@ -195,7 +195,7 @@ export const readCensusDoor = door({
   summary: "The census: real counts of beds, citizens, house, outside and tide, quoted as they are.",
   auth: "none",
   cache: "live",
-  // The counts are the rows' at this moment as long as no write came since: quotedAt stays live.
+  // Held counts are still the rows' counts while no write came and no tide row left the window, so quotedAt is live.
   versioned: { scopes: ["citizens", "residency_log"], clockFields: ["quotedAt"], validUntil: ({ db, builtAt }) => tideChangesAt(db, builtAt) },
   preferred: true,
   input: NoInput,
