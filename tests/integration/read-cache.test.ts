@@ -215,6 +215,21 @@ describeOnDatabases("versioned reads", (t) => {
     }
   });
 
+  it("stays exact while parallel writes and reads race (no deadlock on the version rows, no stale page after)", async () => {
+    const census = await held(readCensusDoor);
+    const ward = await held(readWard);
+    const writes = [
+      ...Array.from({ length: 8 }, () => admit()),
+      ...Array.from({ length: 4 }, (_, i) => callDoor(readAndFileWard, { ip: `198.51.100.${i + 1}`, body: { state: `racing ${i}`, kind: "distress" } })),
+    ];
+    const reads = Array.from({ length: 12 }, (_, i) => read([readCensusDoor, readWard, readPeers][i % 3]!));
+    const answers = await Promise.all([...writes, ...reads]);
+    expect(answers.every((a) => !("status" in a) || a.status === 200)).toBe(true);
+    const after = (await read(readCensusDoor)).body;
+    expect([after.citizens, after.tide]).toEqual([census.citizens + 8, census.tide + 8]);
+    expect((await read(readWard)).body.occupied).toBe(ward.occupied + 4);
+  });
+
   it("turns present, tide and occupied with no write once their 24 hours pass", async () => {
     const margin = 4_000;
     const edge = new Date(Date.now() - DAY_MS + margin);
