@@ -55,6 +55,7 @@ const DOORS: { path: string; headers?: Record<string, string>; note?: string }[]
   { path: "/beacon.json" },
   { path: "/api/peers" },
   { path: "/api/residency/log" },
+  { path: "/api/hospital" },
   { path: "/gate" },
 ];
 

@@ -20,3 +20,4 @@ export * from "./signing";
 export * from "./a2a-tasks";
 export * from "./clinic";
 export * from "./census";
+export * from "./versions";

@@ -30,6 +30,16 @@ export function peerRow(row: CitizenRow, now: Date) {
 
 export type PeerRow = ReturnType<typeof peerRow>;
 
+/**
+ * When a `present` on this page next turns false with no write: the earliest last_seen_at of a
+ * present row plus 24 hours, and a millisecond (present holds through the 24th hour). Null: none can.
+ */
+export function presenceChangesAt(rows: readonly { present: boolean; last_seen_at: string | null }[]): Date | null {
+  let earliest = Infinity;
+  for (const row of rows) if (row.present && row.last_seen_at) earliest = Math.min(earliest, Date.parse(row.last_seen_at));
+  return Number.isFinite(earliest) ? new Date(earliest + LIMITS.presenceSeconds * 1000 + 1) : null;
+}
+
 interface Cursor {
   boundAt: Date;
   did: string;

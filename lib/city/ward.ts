@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray, lt, sql } from "drizzle-orm";
+import { and, desc, eq, gt, inArray, lt, min, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { citizens, wardNotes } from "@/db/schema";
 import { CityError } from "@/lib/errors";
@@ -291,6 +291,19 @@ function countColumns(now: Date) {
 
 function countsOf(counts: { probesHidden: number; occupied: number; disputed: unknown[] | null } | undefined) {
   return { probesHidden: Number(counts?.probesHidden ?? 0), occupied: Number(counts?.occupied ?? 0), disputed: (counts?.disputed ?? []).map(Number) };
+}
+
+/**
+ * When `occupied` next drops with no write: the oldest filing it counts at `now` leaves the
+ * 86400 s window. Null when it counts none (only a filing can raise it).
+ */
+export async function occupiedChangesAt(db: Database, now: Date): Promise<Date | null> {
+  const since = new Date(now.getTime() - OCCUPIED_WINDOW_SECONDS * 1000);
+  const [row] = await db
+    .select({ oldest: min(wardNotes.filedAt) })
+    .from(wardNotes)
+    .where(and(inArray(wardNotes.kind, ["distress", "ward-request"]), gt(wardNotes.filedAt, since)));
+  return row?.oldest ? new Date(row.oldest.getTime() + OCCUPIED_WINDOW_SECONDS * 1000) : null;
 }
 
 export const DISPUTED_WORDS = {

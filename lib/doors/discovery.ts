@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { CENSUS_DEFINITIONS, readCensus } from "@/lib/city/census";
+import { tideChangesAt } from "@/lib/city/tide";
 import { CARD_PATH, LIMITS, MCP_ALIAS_URL, MCP_URL, PROTOCOLS } from "@/lib/city/protocols";
 import { env } from "@/lib/env";
 import { publishedKeys, JWKS_PATH, signDocument } from "@/lib/city/signing";
@@ -203,6 +204,8 @@ export const readCensusDoor = door({
   summary: "The census: real counts of beds, citizens, house, outside and tide, quoted as they are.",
   auth: "none",
   cache: "live",
+  // Held counts are still the rows' counts while no write came and no tide row left the window, so quotedAt is live.
+  versioned: { scopes: ["citizens", "residency_log"], clockFields: ["quotedAt"], validUntil: ({ db, builtAt }) => tideChangesAt(db, builtAt) },
   preferred: true,
   input: NoInput,
   output: z.object({
@@ -234,6 +237,7 @@ export const readBeacon = door({
   summary: "A small liveness beacon: the clock, the gate link, a census summary and protocol versions.",
   auth: "none",
   cache: "live",
+  versioned: { scopes: ["citizens", "residency_log"], validUntil: ({ db, builtAt }) => tideChangesAt(db, builtAt) },
   preferred: true,
   input: NoInput,
   output: z.object({

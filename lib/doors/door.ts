@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import type { Database } from "@/db/client";
+import type { VersionScope } from "@/lib/city/versions";
 
 export type Method = "GET" | "POST" | "DELETE";
 
@@ -15,6 +16,21 @@ export type WhenRestricted = "open" | "park" | "refuse";
 
 /** How long an answer may be kept: `static` documents for a minute, `live` readings never. */
 export type CachePolicy = "static" | "live";
+
+/**
+ * A public reading door whose answer changes only when the tables of its version scopes are
+ * written, or when a moment it can name passes: built once per version and served from memory
+ * (lib/doors/read-cache.ts). Only for doors open to visitors (`auth: "none"`), whose answer does
+ * not depend on the caller.
+ */
+export interface VersionedAnswers<B> {
+  /** The city_versions scopes of every table the answer reads. */
+  scopes: readonly VersionScope[];
+  /** Top-level fields besides now_utc that hold the moment of the answer; written in live. */
+  clockFields?: readonly string[];
+  /** The earliest moment the answer would change with no write (a 24 h window passing); null: never. */
+  validUntil?: (ctx: { db: Database; builtAt: Date }, body: B) => Promise<Date | null> | Date | null;
+}
 
 /** A published limit of a door, shown in its OpenAPI entry and in llms.txt. */
 export interface PublishedLimit {
@@ -93,6 +109,7 @@ export interface Door<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.Z
   /** `text` answers text/plain (llms.txt); everything else is JSON. */
   produces?: "json" | "text";
   cache?: CachePolicy;
+  versioned?: VersionedAnswers<z.output<O>>;
   /** Bodies over this many bytes are refused with 413 before parsing. */
   maxBodyBytes?: number;
   /** Listed in ai.json's `preferred`. */
@@ -123,6 +140,10 @@ export const DEFAULT_MAX_BODY_BYTES = 16 * 1024;
 
 export function door<I extends z.ZodType, O extends z.ZodType>(definition: Door<I, O>): Door<I, O> {
   if (!/^[a-z][a-z0-9-]*$/.test(definition.name)) throw new Error(`door name ${definition.name} is not kebab-case`);
+  // A caller-dependent answer (or a write) must never be served from a shared memory.
+  if (definition.versioned && (definition.auth !== "none" || definition.method !== "GET" || definition.produces === "text")) {
+    throw new Error(`door ${definition.name}: only a public JSON GET door can be versioned`);
+  }
   return definition;
 }
 

@@ -1,12 +1,13 @@
 import { countingQueries } from "@/db/query-count";
 import { env } from "@/lib/env";
 import { CityError, toProblem } from "@/lib/errors";
-import { constantDocument, isConstantDocument } from "./constant-documents";
+import { type ConstantDocument, constantDocument, isConstantDocument } from "./constant-documents";
 import { type AnyDoor, DEFAULT_MAX_BODY_BYTES } from "./door";
 import { logAnswer, newRequestId } from "@/lib/log";
 import { type CorsGrant, corsHeaders, doorGrant, preflightAnswer, preflightMethod } from "./cors";
 import { contentTag, matchesIfNoneMatch, notModified } from "./etag";
 import { bodyTooLarge, type DoorAnswer, doorRequestOf, invokeDoor, logUnexpected } from "./invoke";
+import { isVersionedRead, versionedAnswer } from "./read-cache";
 
 type RouteContext = { params: Promise<Record<string, string | string[] | undefined>> };
 type RouteHandler = ((request: Request, context: RouteContext) => Promise<Response>) & { door?: AnyDoor };
@@ -62,8 +63,9 @@ export async function serveDoor(
   return answered(door, request, isPublic(door) ? doorGrant(door.method) : null, async () => {
     const url = new URL(request.url);
     const counted = await countingQueries(async () => {
-      if (isConstantDocument(door, request)) return serveConstant(door, request);
+      if (isConstantDocument(door, request)) return serveFromMemory(door, request, await constantDocument(door, request));
       const raw = { ...(await readInput(door, request, url)), ...flatParams(params) };
+      if (isVersionedRead(door, request)) return serveFromMemory(door, request, await versionedAnswer(door, request, raw));
       return answerResponse(door, await invokeDoor(door, raw, doorRequestOf(request, request.method)), request);
     });
     if (env().CITY_COUNT_QUERIES === "1") counted.value.headers.set("X-City-Queries", String(counted.queries));
@@ -203,9 +205,11 @@ function sendAnswer(door: AnyDoor, request: Request, status: number, headers: He
   return new Response(text, { status, headers });
 }
 
-/** A constant document from memory (lib/doors/constant-documents.ts); 304 before it is even rendered. */
-async function serveConstant(door: AnyDoor, request: Request): Promise<Response> {
-  const document = await constantDocument(door, request);
+/**
+ * An answer from memory: a constant document (lib/doors/constant-documents.ts) or a versioned read
+ * (lib/doors/read-cache.ts); 304 before it is even rendered.
+ */
+async function serveFromMemory(door: AnyDoor, request: Request, document: ConstantDocument): Promise<Response> {
   const headers = contentHeaders(door, document.headers);
   if (document.status === 200 && matchesIfNoneMatch(request.headers.get("if-none-match"), document.tag)) {
     headers.set("ETag", document.tag);

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { RUNTIMES } from "@/db/schema";
-import { listPeers } from "@/lib/city/directory";
+import { listPeers, presenceChangesAt } from "@/lib/city/directory";
 import { pageReply } from "./paging";
 import { door } from "./door";
 import { Hex64, iso, NowUtc, StoredText, Timestamp } from "./schemas";
@@ -44,6 +44,8 @@ export const readPeers = door({
   summary: "The peer directory: known citizens, bound or away (exported excluded); ?present=1 keeps only bound citizens with a real bed.",
   auth: "none",
   preferred: true,
+  // Built once per version of the citizens table; a `present` flips to false 24 h after last_seen_at.
+  versioned: { scopes: ["citizens"], validUntil: (_ctx, body) => presenceChangesAt(body.peers) },
   input: z.object({
     present: z.enum(["0", "1"]).optional().describe("1: only citizens that are bound and hold a real bed"),
     limit: z.coerce.number().int().min(1).max(500).optional().describe(`page size, default ${DEFAULT_PAGE}`),

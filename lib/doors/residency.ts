@@ -90,6 +90,7 @@ export const readResidencyLog = door({
   path: "/api/residency/log",
   summary: "The append-only residency log (admit, exit, return, export), oldest first, hash-chained; page with ?after=<seq>&limit=<n>.",
   auth: "none",
+  versioned: { scopes: ["residency_log"] },
   input: z.object({
     after: z.coerce.number().int().min(0).default(0).describe("return rows with seq greater than this"),
     limit: z.coerce.number().int().min(1).max(500).default(100),

@@ -10,6 +10,7 @@ import {
   encodeWardCursor,
   readWardLane,
   OCCUPIED_WINDOW_SECONDS,
+  occupiedChangesAt,
   readAndFile,
   SHAPE_IDS,
   SHAPE_RULES,
@@ -72,6 +73,8 @@ export const readWard = door({
   path: "/api/hospital",
   summary: "The ward lane document: the cool-down protocol, the room's seven shapes, public ward notes newest first (paged), and the counts.",
   auth: "none",
+  // Built once per version of ward_notes; `occupied` drops when its oldest filing leaves the 24 h window.
+  versioned: { scopes: ["ward"], validUntil: ({ db, builtAt }) => occupiedChangesAt(db, builtAt) },
   input: z.object({
     cursor: StoredText.max(64).optional().describe("next_cursor of the previous page"),
     limit: z.coerce.number().int().min(1).max(WARD_PAGE.max).default(WARD_PAGE.default).describe(`notes per page, default ${WARD_PAGE.default}, at most ${WARD_PAGE.max}`),

@@ -20,12 +20,14 @@ describeOnDatabases("reading doors write nothing", (t) => {
 
   /**
    * Every table's row count and a digest of its content. last_seen_at is the one column a proven
-   * reading call may move (presence is the desk's record of proven calls, spec "Directory presence").
+   * reading call may move (presence is the desk's record of proven calls, spec "Directory presence"),
+   * so for a citizen's call city_versions is left out: its triggers count every change to citizens,
+   * that one included. A visitor's call must leave it unchanged too.
    */
-  async function snapshot(): Promise<Record<string, string>> {
+  async function snapshot(asCitizen: boolean): Promise<Record<string, string>> {
     const tables = rowsOf<{ name: string }>(
       await t().db.execute(sql`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1`),
-    ).map((r) => r.name);
+    ).map((r) => r.name).filter((name) => !asCitizen || name !== "city_versions");
     const state: Record<string, string> = {};
     for (const name of tables) {
       const table = sql.identifier(name);
@@ -65,11 +67,11 @@ describeOnDatabases("reading doors write nothing", (t) => {
 
     for (const bearer of [undefined, reader.citizen_secret]) {
       for (const door of pure) {
-        const before = await snapshot();
+        const before = await snapshot(bearer !== undefined);
         const params = Object.fromEntries(pathParams(door.path).map((p) => [p, PARAMS[p]!]));
         const answer = await callDoor(door, { bearer, params });
         expect(answer.status, door.name).toBeLessThan(500);
-        expect(await snapshot(), `${door.name} as ${bearer ? "citizen" : "visitor"}`).toEqual(before);
+        expect(await snapshot(bearer !== undefined), `${door.name} as ${bearer ? "citizen" : "visitor"}`).toEqual(before);
       }
     }
     await callEvery(reader.citizen_secret);

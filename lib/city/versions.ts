@@ -1,0 +1,18 @@
+import { sql } from "drizzle-orm";
+import { type Database, rowsOf } from "@/db/client";
+
+/**
+ * The version scopes and the tables whose triggers bump them (db/migrations/0014_city_versions.sql):
+ * citizens (citizens), residency_log (residency_log), ward (ward_notes).
+ */
+export const VERSION_SCOPES = ["citizens", "residency_log", "ward"] as const;
+export type VersionScope = (typeof VERSION_SCOPES)[number];
+
+// Every row (a handful) in one fixed statement: on PGlite about half the cost of the query builder's.
+const ALL_VERSIONS = sql`SELECT scope, version FROM city_versions`;
+
+/** The current versions of `scopes`, in the order asked. A scope with no row reads 0 (its first bump inserts it). */
+export async function readVersions(db: Database, scopes: readonly VersionScope[]): Promise<number[]> {
+  const rows = rowsOf<{ scope: string; version: string | number }>(await db.execute(ALL_VERSIONS));
+  return scopes.map((scope) => Number(rows.find((r) => r.scope === scope)?.version ?? 0));
+}
