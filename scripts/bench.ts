@@ -11,6 +11,7 @@ import path from "node:path";
 import autocannon from "autocannon";
 import { runMixedLoad } from "./bench-mixed";
 import { seedCity } from "./bench-seed";
+import { freePort } from "./free-port";
 
 const args = process.argv.slice(2);
 const flag = (name: string) => args.includes(`--${name}`);
@@ -218,7 +219,7 @@ async function countRows(db: import("@/db/client").Database): Promise<Record<str
 }
 
 async function startServer(db: string, extra: Record<string, string>): Promise<{ base: string; stop: () => Promise<void> }> {
-  const port = 3300 + Math.floor(Math.random() * 500);
+  const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const child: ChildProcess = spawn("node", ["node_modules/next/dist/bin/next", "start", "-H", "127.0.0.1", "-p", String(port)], {
     env: {
