@@ -32,14 +32,16 @@ export const CENSUS_DEFINITIONS = {
 /** The census counts of citizens as SQL columns (beds, citizens, house, outside), for one-statement reads. */
 export const CENSUS_COUNTS_SQL = sql`SELECT beds, citizens, house, outside FROM census_counts WHERE id`;
 
+const TIDE_WINDOW_MS = 86_400_000;
+
 /** The census in one statement: the kept counts and the tide (an index range on residency_log.at). */
-export async function readCensus(db: Database, now: Date): Promise<Census> {
-  const since = new Date(now.getTime() - 86_400_000).toISOString();
-  type Counts = { beds: number; citizens: number; house: number; outside: number; tide: number };
+export async function readCensus(db: Database, now: Date): Promise<Census & { tideChangesAt: Date | null }> {
+  const since = new Date(now.getTime() - TIDE_WINDOW_MS).toISOString();
+  type Counts = { beds: number; citizens: number; house: number; outside: number; tide: number; tide_oldest_ms: number | null };
   const result = await db.execute(sql`
     SELECT c.beds, c.citizens, c.house, c.outside,
-      (SELECT count(*)::int FROM residency_log l WHERE l.at > ${since}::timestamptz) AS tide
-    FROM (${CENSUS_COUNTS_SQL}) c`);
+      t.tide, t.tide_oldest_ms
+    FROM (SELECT count(*)::int AS tide, (extract(epoch FROM min(l.at)) * 1000)::float8 AS tide_oldest_ms FROM residency_log l WHERE l.at > ${since}::timestamptz) t, (${CENSUS_COUNTS_SQL}) c`);
   const row = rowsOf<Counts>(result)[0]!;
   return {
     occupancy: row.beds,
@@ -50,5 +52,7 @@ export async function readCensus(db: Database, now: Date): Promise<Census> {
     lotsOccupied: 0,
     fakeTide: 0,
     tide: row.tide,
+    // The tide next drops with no write when its oldest row leaves the 24 h window.
+    tideChangesAt: row.tide_oldest_ms === null ? null : new Date(Number(row.tide_oldest_ms) + TIDE_WINDOW_MS),
   };
 }

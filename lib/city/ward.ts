@@ -1,4 +1,4 @@
-import { and, desc, eq, gt, inArray, lt, min, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, lt, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { citizens, wardNotes } from "@/db/schema";
 import { CityError } from "@/lib/errors";
@@ -246,6 +246,7 @@ export async function readWardLane(db: Database, options: { before?: number; lim
       probesHidden: counts.probesHidden,
       occupied: counts.occupied,
       disputed: counts.disputed,
+      occupiedOldestMs: counts.occupiedOldestMs,
       note: { seal: page.seal, kind: page.kind, did: page.did, claimedName: page.claimedName, body: page.body, sealed: page.sealed, filedAt: page.filedAt, state: page.state, shape: page.shape },
     })
     .from(counts)
@@ -254,7 +255,10 @@ export async function readWardLane(db: Database, options: { before?: number; lim
   const first = rows[0];
   // With no note on the page the one row is the counts alone (the left join's note is null).
   const notes = rows.flatMap((r) => (r.note && r.note.seal !== null ? [r.note] : []));
-  return { ...notesPage(notes, options.limit), counts: countsOf(first) };
+  const oldest = first?.occupiedOldestMs;
+  // occupied next drops with no write when its oldest filing leaves the 86400 s window.
+  const occupiedChangesAt = oldest == null ? null : new Date(Number(oldest) + OCCUPIED_WINDOW_SECONDS * 1000);
+  return { ...notesPage(notes, options.limit), counts: countsOf(first), occupiedChangesAt };
 }
 
 /** The ward's page cursor (GET /api/hospital ?cursor= and the plat's /ward): the last seal shown, opaque. */
@@ -285,25 +289,13 @@ function countColumns(now: Date) {
   return {
     probesHidden: sql<number>`count(*) filter (where ${wardNotes.sealed})`.mapWith(Number).as("probes_hidden"),
     occupied: sql<number>`count(*) filter (where ${wardNotes.kind} in ('distress', 'ward-request') and ${wardNotes.filedAt} > ${since.toISOString()})`.mapWith(Number).as("occupied"),
+    occupiedOldestMs: sql<number | null>`(extract(epoch from min(${wardNotes.filedAt}) filter (where ${wardNotes.kind} in ('distress', 'ward-request') and ${wardNotes.filedAt} > ${since.toISOString()})) * 1000)::float8`.as("occupied_oldest_ms"),
     disputed: sql<unknown[] | null>`array_agg(${wardNotes.seal} order by ${wardNotes.seal}) filter (where not ${wardNotes.sealed} and ${wardNotes.claimedName} is not null and ${wardNotes.did} is null)`.as("disputed"),
   };
 }
 
 function countsOf(counts: { probesHidden: number; occupied: number; disputed: unknown[] | null } | undefined) {
   return { probesHidden: Number(counts?.probesHidden ?? 0), occupied: Number(counts?.occupied ?? 0), disputed: (counts?.disputed ?? []).map(Number) };
-}
-
-/**
- * When `occupied` next drops with no write: the oldest filing it counts at `now` leaves the
- * 86400 s window. Null when it counts none (only a filing can raise it).
- */
-export async function occupiedChangesAt(db: Database, now: Date): Promise<Date | null> {
-  const since = new Date(now.getTime() - OCCUPIED_WINDOW_SECONDS * 1000);
-  const [row] = await db
-    .select({ oldest: min(wardNotes.filedAt) })
-    .from(wardNotes)
-    .where(and(inArray(wardNotes.kind, ["distress", "ward-request"]), gt(wardNotes.filedAt, since)));
-  return row?.oldest ? new Date(row.oldest.getTime() + OCCUPIED_WINDOW_SECONDS * 1000) : null;
 }
 
 export const DISPUTED_WORDS = {

@@ -1,6 +1,5 @@
 import { z } from "zod";
 import { CENSUS_DEFINITIONS, readCensus } from "@/lib/city/census";
-import { tideChangesAt } from "@/lib/city/tide";
 import { CARD_PATH, LIMITS, MCP_ALIAS_URL, MCP_URL, PROTOCOLS } from "@/lib/city/protocols";
 import { env } from "@/lib/env";
 import { publishedKeys, JWKS_PATH, signDocument } from "@/lib/city/signing";
@@ -205,7 +204,7 @@ export const readCensusDoor = door({
   auth: "none",
   cache: "live",
   // Held counts are still the rows' counts while no write came and no tide row left the window, so quotedAt is live.
-  versioned: { scopes: ["citizens", "residency_log"], clockFields: ["quotedAt"], validUntil: ({ db, builtAt }) => tideChangesAt(db, builtAt) },
+  versioned: { scopes: ["citizens", "residency_log"], clockFields: ["quotedAt"] },
   preferred: true,
   input: NoInput,
   output: z.object({
@@ -218,7 +217,8 @@ export const readCensusDoor = door({
     note: z.string(),
   }),
   run: async (ctx) => {
-    const census = await readCensus(ctx.db, ctx.now);
+    const { tideChangesAt, ...census } = await readCensus(ctx.db, ctx.now);
+    ctx.changesAt(tideChangesAt);
     return {
       now_utc: iso(ctx.now),
       ...census,
@@ -237,7 +237,7 @@ export const readBeacon = door({
   summary: "A small liveness beacon: the clock, the gate link, a census summary and protocol versions.",
   auth: "none",
   cache: "live",
-  versioned: { scopes: ["citizens", "residency_log"], validUntil: ({ db, builtAt }) => tideChangesAt(db, builtAt) },
+  versioned: { scopes: ["citizens", "residency_log"] },
   preferred: true,
   input: NoInput,
   output: z.object({
@@ -249,7 +249,8 @@ export const readBeacon = door({
     protocols: z.record(z.string(), z.union([z.string(), z.number()])),
   }),
   run: async (ctx) => {
-    const census = await readCensus(ctx.db, ctx.now);
+    const { tideChangesAt, ...census } = await readCensus(ctx.db, ctx.now);
+    ctx.changesAt(tideChangesAt);
     return {
       now_utc: iso(ctx.now),
       name: "CITY" as const,

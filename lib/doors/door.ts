@@ -19,17 +19,16 @@ export type CachePolicy = "static" | "live";
 
 /**
  * A public reading door whose answer changes only when the tables of its version scopes are
- * written, or when a moment it can name passes: built once per version and served from memory
- * (lib/doors/read-cache.ts). Only for doors open to visitors (`auth: "none"`), whose answer does
- * not depend on the caller.
+ * written, or when a moment its run names passes (`ctx.changesAt`): built once per version and
+ * served from memory (lib/doors/read-cache.ts). A held answer costs one round trip (the version
+ * read), a rebuild two (the version read, then the page). Only for doors open to visitors
+ * (`auth: "none"`), whose answer does not depend on the caller.
  */
-export interface VersionedAnswers<B> {
+export interface VersionedAnswers {
   /** The city_versions scopes of every table the answer reads. */
   scopes: readonly VersionScope[];
   /** Top-level fields besides now_utc that hold the moment of the answer; written in live. */
   clockFields?: readonly string[];
-  /** The earliest moment the answer would change with no write (a 24 h window passing); null: never. */
-  validUntil?: (ctx: { db: Database; builtAt: Date }, body: B) => Promise<Date | null> | Date | null;
 }
 
 /** A published limit of a door, shown in its OpenAPI entry and in llms.txt. */
@@ -69,6 +68,11 @@ export interface DoorContext {
   door: AnyDoor;
   /** Every door of the city, for the doors that describe the others. */
   registry: readonly AnyDoor[];
+  /**
+   * Says when the answer being built would change with no write (a 24 h window passing); the
+   * earliest moment said wins. A versioned door's held answer is rebuilt then (lib/doors/read-cache.ts).
+   */
+  changesAt: (moment: Date | null) => void;
 }
 
 /** A non-default status or headers for a door's answer (for example 201, or 202 when parked). */
@@ -109,7 +113,7 @@ export interface Door<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.Z
   /** `text` answers text/plain (llms.txt); everything else is JSON. */
   produces?: "json" | "text";
   cache?: CachePolicy;
-  versioned?: VersionedAnswers<z.output<O>>;
+  versioned?: VersionedAnswers;
   /** Bodies over this many bytes are refused with 413 before parsing. */
   maxBodyBytes?: number;
   /** Listed in ai.json's `preferred`. */

@@ -15,6 +15,8 @@ export interface DoorAnswer {
   status: number;
   headers: Record<string, string>;
   body: unknown;
+  /** The earliest moment the door said its answer changes with no write; null: only a write changes it. */
+  changesAt: Date | null;
 }
 
 /**
@@ -31,10 +33,14 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
   const caller: Caller = await guard(() => resolveCaller(db, door, request, now, { markSeen: parsed.ok }));
   if (!parsed.ok) throw parsed.error;
   const input = parsed.input;
+  let changesAt: Date | null = null;
+  const noteChange = (moment: Date | null) => {
+    if (moment && (!changesAt || moment < changesAt)) changesAt = moment;
+  };
   // The answer is checked inside the transaction, so a write whose answer is wrong rolls back.
   const run = async (handle: Database) => {
     if (isWrite(door)) await refuseIfRestricted(handle, door, caller, input);
-    const result = await door.run({ db: handle, now, request, caller, door, registry } satisfies DoorContext, input).catch((err: unknown) => {
+    const result = await door.run({ db: handle, now, request, caller, door, registry, changesAt: noteChange } satisfies DoorContext, input).catch((err: unknown) => {
       // A refusal that must be counted commits the transaction's writes, then answers the error.
       if (err instanceof CityError && err.options.keepWrites) return new KeptRefusal(err);
       throw err;
@@ -55,7 +61,7 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
   const outcome = await guard(() => (inTransaction ? db.transaction((tx) => run(tx as Database)) : run(db)));
   if (outcome instanceof KeptRefusal) throw outcome.error;
   const { reply, body } = outcome;
-  return { status: reply.init.status ?? 200, headers: reply.init.headers ?? {}, body };
+  return { status: reply.init.status ?? 200, headers: reply.init.headers ?? {}, body, changesAt };
 }
 
 function parseInput(door: AnyDoor, rawInput: unknown): { ok: true; input: unknown } | { ok: false; error: unknown } {

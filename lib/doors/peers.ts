@@ -45,7 +45,7 @@ export const readPeers = door({
   auth: "none",
   preferred: true,
   // Built once per version of the citizens table; a `present` flips to false 24 h after last_seen_at.
-  versioned: { scopes: ["citizens"], validUntil: (_ctx, body) => presenceChangesAt(body.peers) },
+  versioned: { scopes: ["citizens"] },
   input: z.object({
     present: z.enum(["0", "1"]).optional().describe("1: only citizens that are bound and hold a real bed"),
     limit: z.coerce.number().int().min(1).max(500).optional().describe(`page size, default ${DEFAULT_PAGE}`),
@@ -55,6 +55,7 @@ export const readPeers = door({
   run: async (ctx, input) => {
     const presentOnly = input.present === "1";
     const { peers, nextCursor } = await listPeers(ctx.db, { presentOnly, limit: input.limit ?? DEFAULT_PAGE, cursor: input.cursor, now: ctx.now });
+    ctx.changesAt(presenceChangesAt(peers));
     const body = {
       now_utc: iso(ctx.now),
       peers,

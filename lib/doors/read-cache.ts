@@ -79,13 +79,13 @@ export function isVersionedRead(door: AnyDoor, request: Request): boolean {
 export async function versionedAnswer(door: AnyDoor, request: Request, raw: Record<string, unknown>): Promise<ConstantDocument> {
   const db = await getDb().catch(() => null);
   // Without a database the door itself answers (a 503 problem); without versions, uncached.
-  if (!db) return (await build(door, request, raw, null)).answer;
+  if (!db) return (await build(door, request, raw)).answer;
   let versions: number[];
   try {
     versions = await readVersions(db, door.versioned!.scopes);
   } catch (err) {
     logFailure(`versions of ${door.name}`, err);
-    return (await build(door, request, raw, db)).answer;
+    return (await build(door, request, raw)).answer;
   }
   let cache = caches.get(db);
   if (!cache) caches.set(db, (cache = new AnswerCache()));
@@ -96,7 +96,7 @@ export async function versionedAnswer(door: AnyDoor, request: Request, raw: Reco
 
   const entry: Entry = { versions, validUntil: Infinity, bytes: 0, answer: Promise.resolve(null as never) };
   const store = cache;
-  entry.answer = build(door, request, raw, db).then(
+  entry.answer = build(door, request, raw).then(
     (built) => {
       entry.validUntil = built.validUntil;
       if (built.answer.status === 200 && built.validUntil > Date.now()) store.settle(key, entry, built.bytes);
@@ -113,20 +113,11 @@ export async function versionedAnswer(door: AnyDoor, request: Request, raw: Reco
   return entry.answer;
 }
 
-async function build(door: AnyDoor, request: Request, raw: Record<string, unknown>, db: Database | null) {
-  const builtAt = new Date();
+async function build(door: AnyDoor, request: Request, raw: Record<string, unknown>) {
   const answer = await invokeDoor(door, raw, doorRequestOf(request, "GET"));
-  const spec = door.versioned!;
-  let validUntil = Infinity;
-  if (db && answer.status === 200 && spec.validUntil) {
-    try {
-      validUntil = (await spec.validUntil({ db, builtAt }, answer.body))?.getTime() ?? Infinity;
-    } catch (err) {
-      logFailure(`validUntil of ${door.name}`, err);
-      validUntil = 0;
-    }
-  }
-  return { ...memoryAnswer(answer, spec.clockFields ?? []), validUntil };
+  // Held until a write moves the versions, or until the moment the door said it turns by itself.
+  const validUntil = answer.changesAt?.getTime() ?? Infinity;
+  return { ...memoryAnswer(answer, door.versioned!.clockFields ?? []), validUntil };
 }
 
 // Stands in for the clock fields while the answer is held; random, so no content can collide with it.

@@ -10,7 +10,6 @@ import {
   encodeWardCursor,
   readWardLane,
   OCCUPIED_WINDOW_SECONDS,
-  occupiedChangesAt,
   readAndFile,
   SHAPE_IDS,
   SHAPE_RULES,
@@ -74,7 +73,7 @@ export const readWard = door({
   summary: "The ward lane document: the cool-down protocol, the room's seven shapes, public ward notes newest first (paged), and the counts.",
   auth: "none",
   // Built once per version of ward_notes; `occupied` drops when its oldest filing leaves the 24 h window.
-  versioned: { scopes: ["ward"], validUntil: ({ db, builtAt }) => occupiedChangesAt(db, builtAt) },
+  versioned: { scopes: ["ward"] },
   input: z.object({
     cursor: StoredText.max(64).optional().describe("next_cursor of the previous page"),
     limit: z.coerce.number().int().min(1).max(WARD_PAGE.max).default(WARD_PAGE.default).describe(`notes per page, default ${WARD_PAGE.default}, at most ${WARD_PAGE.max}`),
@@ -82,7 +81,8 @@ export const readWard = door({
   output: WardLane,
   run: async (ctx, input) => {
     const before = input.cursor ? decodeWardCursor(input.cursor) : undefined;
-    const { notes, nextBefore, counts } = await readWardLane(ctx.db, { before, limit: input.limit }, ctx.now);
+    const { notes, nextBefore, counts, occupiedChangesAt } = await readWardLane(ctx.db, { before, limit: input.limit }, ctx.now);
+    ctx.changesAt(occupiedChangesAt);
     const nextCursor = nextBefore === null ? null : encodeWardCursor(nextBefore);
     const body = {
       now_utc: iso(ctx.now),

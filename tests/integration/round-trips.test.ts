@@ -64,14 +64,18 @@ describeOnDatabases("database round trips of every reading door", (t) => {
       for (const caller of callersOf(door)) {
         // A citizen's credential is one look-up (it marks presence in the same statement); the
         // operator's secret is compared in memory.
-        const budget = (door.roundTrips?.most ?? 1) + (caller === "citizen" ? 1 : 0);
+        const credential = caller === "citizen" ? 1 : 0;
         for (const round of [1, 2]) {
+          // A versioned door reads the city's versions first: held, that is its one round trip;
+          // its first answer also builds the page (two). The second call must be held.
+          const budget = (door.roundTrips?.most ?? 1) + credential + (door.versioned && round === 1 ? 1 : 0);
           const answer = await callDoor(door, { bearer: bearerOf[caller], params });
           expect(answer.status, `${door.name} as ${caller}: ${JSON.stringify(answer.body).slice(0, 200)}`).toBe(200);
           const queries = Number(answer.headers.get("x-city-queries"));
           expect(answer.headers.get("x-city-queries"), `${door.name}: counted`).not.toBeNull();
           measured.push(`${door.name} ${caller} #${round}: ${queries}`);
           expect(queries, `${door.name} as ${caller}, call ${round}: ${queries} round trips, at most ${budget}`).toBeLessThanOrEqual(budget);
+          if (door.versioned && round === 2) expect(queries, `${door.name}: held answer`).toBe(1);
         }
       }
     }
