@@ -19,6 +19,8 @@ export default defineConfig({
           name: "domain",
           include: ["tests/unit/**/*.test.ts", "tests/integration/**/*.test.ts"],
           setupFiles: ["tests/support/setup.ts"],
+          // Migrates one PGlite and one server database per run; every suite starts from a copy.
+          globalSetup: ["tests/support/database-template.ts"],
           environment: "node",
           testTimeout: 30_000,
           hookTimeout: 60_000,

@@ -27,11 +27,11 @@ export function rowsOf<T>(result: unknown): T[] {
 export const MIGRATIONS_FOLDER = path.join(process.cwd(), "db", "migrations");
 
 /** PGlite in a folder (or `memory://`): the embedded default, nothing to install. */
-export async function openPglite(dataDir: string): Promise<OpenDatabase> {
+export async function openPglite(dataDir: string, options: { loadDataDir?: Blob } = {}): Promise<OpenDatabase> {
   const { PGlite } = await import("@electric-sql/pglite");
   const { drizzle } = await import("drizzle-orm/pglite");
   if (!dataDir.startsWith("memory://")) mkdirSync(dataDir, { recursive: true });
-  const client = await PGlite.create(dataDir);
+  const client = await PGlite.create(dataDir, options);
   const db = drizzle({ client, schema, logger: drizzleLogger() }) as unknown as Database;
   return { db, driver: "pglite", close: () => client.close() };
 }

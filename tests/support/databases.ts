@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, it } from "vitest";
+import { readFileSync } from "node:fs";
+import { afterAll, beforeAll, describe, inject, it } from "vitest";
 import { migrateDatabase, openNeon, openPg, openPglite, type Database, type OpenDatabase } from "@/db/client";
 import { startNeonRelay } from "./neon-relay";
 
@@ -41,12 +42,14 @@ async function configureNeonDriver(): Promise<void> {
 
 /**
  * A fresh, migrated database for one suite: PGlite in memory, or a new database created on the
- * TEST_DATABASE_URL server and reached through the Neon driver or node-postgres. Dropped when the
- * suite ends.
+ * TEST_DATABASE_URL server and reached through the Neon driver or node-postgres, each copied from
+ * the run's migrated template when there is one (tests/support/database-template.ts). Dropped
+ * when the suite ends.
  */
 export async function createTestDatabase(driver: DriverName): Promise<TestDatabase & { dispose: () => Promise<void> }> {
   if (driver === "pglite") {
-    const open = await openPglite("memory://");
+    const template = inject("pgliteTemplate");
+    const open = await openPglite("memory://", template ? { loadDataDir: new Blob([readFileSync(template)]) } : {});
     await migrateDatabase(open);
     return { driver, db: open.db, raw: (sql) => rawOn(open, sql), openAnotherInstance: async () => null, dispose: open.close };
   }
@@ -55,7 +58,8 @@ export async function createTestDatabase(driver: DriverName): Promise<TestDataba
   const serverUrl = new URL(process.env.TEST_DATABASE_URL!);
   const name = `city_test_${process.pid}_${randomBytes(4).toString("hex")}`;
   const admin = await openServer(serverUrl.toString());
-  await rawOn(admin, `CREATE DATABASE ${name}`);
+  const template = inject("serverTemplate");
+  await rawOn(admin, template ? `CREATE DATABASE ${name} TEMPLATE ${template}` : `CREATE DATABASE ${name}`);
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   const open = await openServer(url.toString());

@@ -1,0 +1,55 @@
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { TestProject } from "vitest/node";
+import { migrateDatabase, openPg, openPglite } from "@/db/client";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    /** A migrated PGlite data directory, dumped once per run: each suite loads it instead of migrating. */
+    pgliteTemplate: string;
+    /** A migrated database on TEST_DATABASE_URL's server: each suite is created from it (CREATE DATABASE ... TEMPLATE). */
+    serverTemplate: string;
+  }
+}
+
+/**
+ * The domain project's global setup: migrates once per run instead of once per suite and driver
+ * (a fresh PGlite takes seconds to migrate, a dump loads in under one; a server database copied
+ * from a template skips its migrations). Suites still run migrateDatabase, which finds nothing to do.
+ */
+export default async function migrateTemplatesOnce(project: TestProject): Promise<() => Promise<void>> {
+  const folder = mkdtempSync(path.join(os.tmpdir(), "city-template-"));
+  const pglite = await openPglite("memory://");
+  await migrateDatabase(pglite);
+  const dump = await (pglite.db as unknown as { $client: { dumpDataDir: (c: "none") => Promise<Blob> } }).$client.dumpDataDir("none");
+  const dumpFile = path.join(folder, "pglite.tar");
+  writeFileSync(dumpFile, Buffer.from(await dump.arrayBuffer()));
+  await pglite.close();
+  project.provide("pgliteTemplate", dumpFile);
+
+  let dropTemplate = async () => undefined as unknown;
+  const serverUrl = process.env.TEST_DATABASE_URL;
+  if (serverUrl) {
+    const name = `city_template_${process.pid}_${randomBytes(4).toString("hex")}`;
+    const admin = await openPg(serverUrl);
+    const { sql } = await import("drizzle-orm");
+    await admin.db.execute(sql.raw(`CREATE DATABASE ${name}`));
+    const url = new URL(serverUrl);
+    url.pathname = `/${name}`;
+    const template = await openPg(url.toString());
+    await migrateDatabase(template);
+    // A template must have no connection open while databases are copied from it.
+    await template.close();
+    project.provide("serverTemplate", name);
+    dropTemplate = async () => {
+      await admin.db.execute(sql.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+      await admin.close();
+    };
+  }
+  return async () => {
+    await dropTemplate();
+    rmSync(folder, { recursive: true, force: true });
+  };
+}
