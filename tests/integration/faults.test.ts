@@ -1,8 +1,8 @@
 import { eq } from "drizzle-orm";
 import { afterEach, beforeAll, expect, it, vi } from "vitest";
 import { z } from "zod";
-import { openNeon, useDatabase } from "@/db/client";
-import { citizens } from "@/db/schema";
+import { openNeon, openPg, useDatabase } from "@/db/client";
+import { citizens, vaultNotes } from "@/db/schema";
 import { door } from "@/lib/doors/door";
 import { readCensusDoor } from "@/lib/doors/discovery";
 import { sendMessageDoor } from "@/lib/doors/mail";
@@ -66,11 +66,12 @@ describeOnDatabases("faults, rollbacks and logs", (t) => {
   });
 
   it("answers 503 with Retry-After when the database is unreachable, for reading and writing doors", async (ctx) => {
-    if (t().driver !== "neon") return ctx.skip("needs the Neon driver: its WebSocket relay is pointed at a port where nothing listens");
-    // A real unreachable server: the relay's TCP connection to 127.0.0.1:1 is refused.
+    if (t().driver === "pglite") return ctx.skip("PGlite runs in this process: there is no server to lose");
+    // A real unreachable server: the TCP connection to 127.0.0.1:1 is refused (through the relay on Neon).
     const admitted = await admit();
     const citizen = { secret: admitted.citizen_secret };
-    const unreachable = await openNeon("postgres://postgres@127.0.0.1:1/postgres");
+    const nowhere = "postgres://postgres@127.0.0.1:1/postgres";
+    const unreachable = t().driver === "neon" ? await openNeon(nowhere) : await openPg(nowhere);
     try {
       useDatabase(unreachable.db);
       const logs = await captureLogs(async () => {
@@ -87,6 +88,37 @@ describeOnDatabases("faults, rollbacks and logs", (t) => {
       useDatabase(t().db);
       await unreachable.close().catch(() => undefined);
     }
+  });
+
+  it("answers 503 (never a 500) while the server ends every connection, and serves again by itself", async (ctx) => {
+    if (t().driver === "pglite") return ctx.skip("PGlite runs in this process: there is no connection to end");
+    const admitted = await admit();
+    const bearer = admitted.citizen_secret;
+    await callDoor(readCensusDoor); // the pool holds open connections for the server to end
+    // The server ends every other connection to this database, as a failover or restart does.
+    const ended = async () =>
+      t().raw("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()");
+    const statuses: number[] = [];
+    const answersOk: string[] = [];
+    for (let round = 0; round < 3; round++) {
+      await ended();
+      const answers = await Promise.all([callDoor(readCensusDoor), callDoor(writeVault, { bearer, body: { content: `after the cut ${round}` } })]);
+      if (answers[1]!.status === 200) answersOk.push(`after the cut ${round}`);
+      for (const answer of answers) {
+        statuses.push(answer.status);
+        if (answer.status >= 500) expect(expectProblem(answer, 503, "unavailable").retry_after_seconds).toBeGreaterThan(0);
+      }
+    }
+    expect(statuses.filter((s) => s >= 500 && s !== 503)).toEqual([]);
+    // Back by itself: the pool opens fresh connections, with no restart.
+    expect((await callDoor(readCensusDoor)).status).toBe(200);
+    const accepted = answersOk.length;
+    const kept = await callDoor(writeVault, { bearer, body: { content: "after the faults" } });
+    expect(kept.status).toBe(200);
+    // Nothing half-done: the notes stored are exactly the writes that were answered 200.
+    const stored = await t().db.select({ content: vaultNotes.content }).from(vaultNotes).where(eq(vaultNotes.did, admitted.did));
+    expect(stored.map((r) => r.content).sort()).toEqual([...answersOk, "after the faults"].sort());
+    expect(stored).toHaveLength(accepted + 1);
   });
 
   it("never logs a secret, a code or a body: admissions, recovery, mail, vault, refusals and failures", async () => {
