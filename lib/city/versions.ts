@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import { type Database, rowsOf } from "@/db/client";
 
 /**
- * The version scopes and the tables whose triggers bump them (db/migrations/0014_city_versions.sql):
+ * The version scopes and the tables whose triggers bump them (db/migrations/0015_city_versions.sql):
  * citizens (citizens), residency_log (residency_log), ward (ward_notes).
  */
 export const VERSION_SCOPES = ["citizens", "residency_log", "ward"] as const;
