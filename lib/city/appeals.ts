@@ -60,7 +60,7 @@ export async function decideAppeal(db: Database, id: number, decision: "grant" |
   let restoredTier: string | null = null;
   if (decision === "grant") {
     await holdTierLock(db, appeal.did);
-    const [citizen] = await db.select({ tier: citizens.tier }).from(citizens).where(eq(citizens.did, appeal.did)).for("update");
+    const [citizen] = await db.select({ tier: citizens.tier }).from(citizens).where(eq(citizens.did, appeal.did)).for("no key update");
     if (citizen?.tier === "restricted") {
       const [restriction] = await db
         .select({ fromTier: tierEvents.fromTier })

@@ -1,7 +1,7 @@
 import { bytesToHex, randomBytes } from "@noble/hashes/utils.js";
 import { sha256Hex } from "./canonical";
-import { and, eq, gt, inArray, isNull, lt, ne, or, type SQL } from "drizzle-orm";
-import type { Database } from "@/db/client";
+import { and, eq, gt, inArray, isNull, lt, ne, or, sql, type SQL } from "drizzle-orm";
+import { rowsOf, type Database } from "@/db/client";
 import { citizens, sessionTokens, type CitizenRow } from "@/db/schema";
 
 /**
@@ -90,4 +90,44 @@ function withSeenMark(db: Database, opens: SQL | undefined, now: Date, seenBefor
       .returning({ did: citizens.did }),
   );
   return db.with(seen);
+}
+
+/** How a write holds the citizen's row: shared beside other writes, or exclusive (lifecycle and tier changes). */
+export type CitizenLock = "shared" | "exclusive";
+
+/** What a write needs of its caller, read under the citizen's row lock. */
+export interface HeldCitizen {
+  did: string;
+  tier: CitizenRow["tier"];
+  residencyStatus: CitizenRow["residencyStatus"];
+}
+
+/**
+ * The citizen a Bearer token opens, its row locked until the write's transaction ends (FOR SHARE,
+ * or FOR NO KEY UPDATE when exclusive), in the one statement that also marks it seen. Export takes
+ * the row exclusively, so a write either runs before the export (and is in it) or after (and sees
+ * `exported`). The seen mark updates the row, which a lock in the same statement could not see
+ * (a row changed by its own statement is skipped): when the mark applies, its update is the lock.
+ */
+export async function heldCitizenForToken(db: Database, token: string, now: Date, mode: CitizenLock, seenBefore: Date | null): Promise<(HeldCitizen & { credential: "secret" | "session"; tokenId?: string }) | null> {
+  const secret = isCredential(token, "secret");
+  if (!secret && !isCredential(token, "session")) return null;
+  const hash = hashCredential(token);
+  const opens = secret
+    ? sql`${citizens.secretHash} = ${hash}`
+    : sql`${citizens.did} IN (SELECT ${sessionTokens.did} FROM ${sessionTokens} WHERE ${sessionTokens.tokenHash} = ${hash} AND ${sessionTokens.revokedAt} IS NULL AND ${sessionTokens.expiresAt} > ${now.toISOString()}::timestamptz)`;
+  const lock = mode === "exclusive" ? sql.raw("FOR NO KEY UPDATE") : sql.raw("FOR SHARE");
+  const stale = seenBefore ? sql`(${citizens.lastSeenAt} IS NULL OR ${citizens.lastSeenAt} < ${seenBefore.toISOString()}::timestamptz)` : sql`false`;
+  const result = await db.execute(sql`
+    WITH seen AS (
+      UPDATE ${citizens} SET last_seen_at = ${now.toISOString()}::timestamptz
+      WHERE ${opens} AND ${citizens.residencyStatus} <> 'exported' AND ${stale}
+      RETURNING did, tier, residency_status
+    ), held AS (
+      SELECT did, tier, residency_status FROM ${citizens} WHERE ${opens} AND NOT EXISTS (SELECT 1 FROM seen) ${lock}
+    )
+    SELECT * FROM seen UNION ALL SELECT * FROM held LIMIT 1`);
+  const [row] = rowsOf<{ did: string; tier: HeldCitizen["tier"]; residency_status: HeldCitizen["residencyStatus"] }>(result);
+  if (!row) return null;
+  return { did: row.did, tier: row.tier, residencyStatus: row.residency_status, credential: secret ? "secret" : "session", ...(secret ? {} : { tokenId: hash }) };
 }

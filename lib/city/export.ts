@@ -19,7 +19,7 @@ export interface Withheld {
  * credentials of an exported citizen open nothing more (checked where every caller is resolved).
  */
 export async function exportCitizen(db: Database, did: string, now: Date) {
-  const [citizen] = await db.select().from(citizens).where(eq(citizens.did, did)).for("update");
+  const [citizen] = await db.select().from(citizens).where(eq(citizens.did, did)).for("no key update");
   if (!citizen || citizen.residencyStatus === "exported") throw new CityError("conflict", "This citizen has already been exported.");
   // One at a time: the export's transaction is one connection.
   const bags = await db.select().from(lockerBags).where(eq(lockerBags.did, did)).orderBy(asc(lockerBags.bag));

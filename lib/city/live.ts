@@ -72,9 +72,13 @@ async function keepSchedule(db: Database, did: string, request: ScheduleRequest 
 }
 
 async function lockCitizen(db: Database, did: string): Promise<CitizenRow> {
-  const [row] = await db.select().from(citizens).where(eq(citizens.did, did)).for("update");
+  const [row] = await db.select().from(citizens).where(eq(citizens.did, did)).for("no key update");
   if (!row) throw new CityError("not_found", "No such citizen.");
   return row;
+}
+
+function exportedRefusal(): CityError {
+  return new CityError("unauthorized", "That credential belonged to a citizen who exported its data and left the city for good: it opens nothing now.");
 }
 
 /**
@@ -83,6 +87,7 @@ async function lockCitizen(db: Database, did: string): Promise<CitizenRow> {
  */
 export async function leave(db: Database, did: string, request: ScheduleRequest | null, now: Date) {
   const citizen = await lockCitizen(db, did);
+  if (citizen.residencyStatus === "exported") throw exportedRefusal();
   const wasBound = citizen.residencyStatus === "bound";
   if (wasBound) {
     await db.update(citizens).set({ residencyStatus: "away", bedId: null }).where(eq(citizens.did, did));
@@ -99,6 +104,8 @@ export async function leave(db: Database, did: string, request: ScheduleRequest 
 export async function comeBack(db: Database, did: string, input: { cursor?: string; schedule: ScheduleRequest | null }, now: Date) {
   const since = input.cursor !== undefined ? decodePollCursor(input.cursor) : null;
   let citizen = await lockCitizen(db, did);
+  // Under the row lock export takes: an exported citizen never gets a bed again.
+  if (citizen.residencyStatus === "exported") throw exportedRefusal();
   const [standing] = await db.select().from(liveSchedules).where(eq(liveSchedules.did, did));
   const returned = citizen.residencyStatus === "away";
   if (returned) citizen = await returnCitizen(db, citizen, now);

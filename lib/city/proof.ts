@@ -51,7 +51,7 @@ export async function proveKey(
   const provenDid = didKeyOf(proof.public_key);
   // A tier change under the tier lock: a proof never lifts a restriction (only a granted appeal does).
   await holdTierLock(db, did);
-  const [before] = await db.select({ tier: citizens.tier }).from(citizens).where(eq(citizens.did, did)).for("update");
+  const [before] = await db.select({ tier: citizens.tier }).from(citizens).where(eq(citizens.did, did)).for("no key update");
   if (!before) throw new CityError("not_found", "No such citizen.");
   if (before.tier === "restricted") throw restrictedRefusal();
   await db.update(citizens).set({ tier: "proven", provenDid, provenMethod: "ed25519" }).where(eq(citizens.did, did));

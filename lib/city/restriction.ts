@@ -3,15 +3,16 @@ import type { Database } from "@/db/client";
 import { citizens, contentRefusals, tierEvents } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { LIMITS } from "./protocols";
-import { holdLock } from "./locks";
 
 /**
- * The citizen's tier lock, held until the transaction ends. Every tier change takes it exclusive;
- * a write that must not race a restriction takes it too (shared when it never changes a tier,
- * exclusive when it might: a shared holder asking for exclusive would deadlock its twin).
+ * The citizen's tier lock is its row lock (the lock of its whole lifecycle, which export also
+ * takes), held until the transaction ends. Every tier change takes it exclusive; a write that must
+ * not race a restriction takes it too (shared when it never changes a tier, exclusive when it
+ * might: a shared holder asking for exclusive would deadlock its twin). A citizen's write door
+ * already holds it from its caller look-up (lib/doors/invoke.ts), so this costs no wait there.
  */
 export async function holdTierLock(db: Database, did: string, mode: "exclusive" | "shared" = "exclusive"): Promise<void> {
-  await holdLock(db, `tier:${did}`, mode);
+  await db.select({ did: citizens.did }).from(citizens).where(eq(citizens.did, did)).for(mode === "shared" ? "share" : "no key update");
 }
 
 /** The citizen's tier as the transaction sees it, under its tier lock. */
@@ -48,7 +49,7 @@ export async function recordRefusal(db: Database, entry: { did: string; door: st
     .select({ n: count() })
     .from(contentRefusals)
     .where(and(eq(contentRefusals.did, entry.did), gt(contentRefusals.refusedAt, since)));
-  const [citizen] = await db.select({ tier: citizens.tier }).from(citizens).where(eq(citizens.did, entry.did)).for("update");
+  const [citizen] = await db.select({ tier: citizens.tier }).from(citizens).where(eq(citizens.did, entry.did)).for("no key update");
   if (!citizen) return { restricted: false };
   if (citizen.tier === "restricted") return { restricted: true };
   if ((window?.n ?? 0) < LIMITS.restriction.refusals) return { restricted: false };

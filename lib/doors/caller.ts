@@ -2,15 +2,20 @@ import { timingSafeEqual } from "node:crypto";
 import { and, eq, isNull, lt, or } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { citizens } from "@/db/schema";
-import { bearerToken, citizenForToken, type Presented } from "@/lib/city/credentials";
+import { bearerToken, citizenForToken, type CitizenLock, heldCitizenForToken, type Presented } from "@/lib/city/credentials";
 import { env } from "@/lib/env";
 import { CityError } from "@/lib/errors";
 import { type AnyDoor, type Caller, type DoorRequest, isWrite } from "./door";
 
 const SEEN_EVERY_MS = 60_000;
 
-/** The one auth check every door passes through, on every surface. */
-export async function resolveCaller(db: Database, door: AnyDoor, request: DoorRequest, now: Date, options: { markSeen?: boolean } = {}): Promise<Caller> {
+/**
+ * The one auth check every door passes through, on every surface. With `hold`, the caller is read
+ * inside the write's transaction with its row locked until the transaction ends (see
+ * heldCitizenForToken): a citizen exported a moment ago is refused, and none can be exported
+ * while the write runs.
+ */
+export async function resolveCaller(db: Database, door: AnyDoor, request: DoorRequest, now: Date, options: { markSeen?: boolean; hold?: CitizenLock } = {}): Promise<Caller> {
   const token = bearerToken(request.headers);
   if (door.auth === "none") return { kind: "visitor" };
 
@@ -22,7 +27,8 @@ export async function resolveCaller(db: Database, door: AnyDoor, request: DoorRe
   }
 
   // The look-up marks presence in the same statement (see markSeen) when the request parsed.
-  const opened = token ? await citizenOpenedBy(db, token, now, options.markSeen ? seenBefore(now) : null) : "none";
+  const seen = options.markSeen ? seenBefore(now) : null;
+  const opened = !token ? "none" : options.hold ? await citizenHeldBy(db, token, now, options.hold, seen) : await citizenOpenedBy(db, token, now, seen);
   if (opened === "none") {
     if (door.auth === "optional" && !token) return { kind: "visitor" };
     // A writing door with optional credentials (the gate, recovery) answers for itself: the gate
@@ -44,6 +50,14 @@ export async function resolveCaller(db: Database, door: AnyDoor, request: DoorRe
   }
   const { citizen, credential, tokenId } = opened;
   return { kind: "citizen", did: citizen.did, tier: citizen.tier, credential, ...(tokenId ? { tokenId } : {}) };
+}
+
+async function citizenHeldBy(db: Database, token: string, now: Date, mode: CitizenLock, seen: Date | null) {
+  const held = await heldCitizenForToken(db, token, now, mode, seen);
+  if (!held) return "none" as const;
+  if (held.residencyStatus === "exported") return "exported" as const;
+  const { credential, tokenId, ...citizen } = held;
+  return { citizen, credential, ...(tokenId ? { tokenId } : {}) };
 }
 
 /**

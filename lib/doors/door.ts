@@ -129,6 +129,12 @@ export interface Door<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.Z
    */
   roundTrips?: { most: number; why: string };
   /**
+   * How a write holds its caller's row (lib/city/credentials.ts heldCitizenForToken): exclusive
+   * unless declared `shared`. Only a door that never changes the citizen's row or tier may share
+   * (a shared holder asking for more would deadlock its twin); a refusing door is always exclusive.
+   */
+  citizenLock?: "shared";
+  /**
    * A write door that opens its own transactions instead of running inside one: the clinic
    * commits its budget count before it calls a provider, so the count holds whatever the call does.
    */
@@ -167,6 +173,11 @@ export function doorHints(d: AnyDoor): Required<DoorHints> {
 
 export function isWrite(d: AnyDoor): boolean {
   return d.method !== "GET";
+}
+
+/** The lock a write takes on its caller's row: shared only when declared, never for a refusing door. */
+export function citizenLockOf(d: AnyDoor): "shared" | "exclusive" {
+  return d.citizenLock === "shared" && d.whenRestricted !== "refuse" ? "shared" : "exclusive";
 }
 
 /** `{bag}` style parameter names in a door path (`{sha256}` too: digits after the first letter). */

@@ -4,8 +4,8 @@ import { env } from "@/lib/env";
 import { asCityError, CityError } from "@/lib/errors";
 import { logFailure, logLine } from "@/lib/log";
 import type { AnyDoor, Caller, DoorContext, DoorRequest } from "./door";
-import { DEFAULT_MAX_BODY_BYTES, isWrite, Reply } from "./door";
-import { currentTier, holdTierLock, restrictedRefusal } from "@/lib/city/restriction";
+import { citizenLockOf, DEFAULT_MAX_BODY_BYTES, isWrite, Reply } from "./door";
+import { restrictedRefusal } from "@/lib/city/restriction";
 import { resolveCaller } from "./caller";
 import { registry } from "./registry";
 
@@ -30,16 +30,22 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
   // Parsed first, refused in the same order as ever (401 before 400): whether it parsed decides
   // whether the caller's look-up also marks it seen (a malformed request is not seen).
   const parsed = parseInput(door, rawInput);
-  const caller: Caller = await guard(() => resolveCaller(db, door, request, now, { markSeen: parsed.ok }));
-  if (!parsed.ok) throw parsed.error;
-  const input = parsed.input;
+  const inTransaction = isWrite(door) && !door.ownTransactions;
+  // A write reads its caller inside its own transaction, under the citizen's row lock (below);
+  // a read, a door with its own transactions, or a malformed request reads it here.
+  let caller: Caller | null = null;
+  if (!inTransaction || !parsed.ok) {
+    caller = await guard(() => resolveCaller(db, door, request, now, { markSeen: parsed.ok }));
+    if (!parsed.ok) throw parsed.error;
+  }
+  const input = (parsed as { input: unknown }).input;
   let changesAt: Date | null = null;
   const noteChange = (moment: Date | null) => {
     if (moment && (!changesAt || moment < changesAt)) changesAt = moment;
   };
   // The answer is checked inside the transaction, so a write whose answer is wrong rolls back.
-  const run = async (handle: Database) => {
-    if (isWrite(door)) await refuseIfRestricted(handle, door, caller, input);
+  const run = async (handle: Database, caller: Caller) => {
+    if (isWrite(door)) refuseIfRestricted(door, caller, input);
     const result = await door.run({ db: handle, now, request, caller, door, registry, changesAt: noteChange } satisfies DoorContext, input).catch((err: unknown) => {
       // A refusal that must be counted commits the transaction's writes, then answers the error.
       if (err instanceof CityError && err.options.keepWrites) return new KeptRefusal(err);
@@ -57,8 +63,17 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
     }
     return { reply, body: checked.data as unknown };
   };
-  const inTransaction = isWrite(door) && !door.ownTransactions;
-  const outcome = await guard(() => (inTransaction ? db.transaction((tx) => run(tx as Database)) : run(db)));
+  const outcome = await guard(() =>
+    inTransaction
+      ? db.transaction(async (tx) => {
+          const handle = tx as Database;
+          // The credential look-up is the write's first statement and locks the citizen's row
+          // (no round trip of its own): export holds it exclusively, so this write is either in the
+          // export or refused as exported, and a tier changed a moment ago is the tier read here.
+          return run(handle, await resolveCaller(handle, door, request, now, { markSeen: true, hold: citizenLockOf(door) }));
+        })
+      : run(db, caller!),
+  );
   if (outcome instanceof KeptRefusal) throw outcome.error;
   const { reply, body } = outcome;
   return { status: reply.init.status ?? 200, headers: reply.init.headers ?? {}, body, changesAt };
@@ -118,14 +133,13 @@ export function logUnexpected(where: string, err: unknown): void {
 }
 
 /**
- * The restricted check of refusing doors, inside the write's transaction under the citizen's tier
- * lock, so a restriction committed a moment ago is seen and none can commit while the door runs.
- * Exclusive, because these doors may change the tier themselves (a proof, a third refusal).
+ * The restricted check of refusing doors: the tier was read with the caller, under the citizen's
+ * row lock the write holds exclusively (a refusing door may change the tier itself: a proof, a
+ * third refusal), so a restriction committed a moment ago is seen and none can commit meanwhile.
  */
-async function refuseIfRestricted(db: Database, door: AnyDoor, caller: Caller, input: unknown): Promise<void> {
+function refuseIfRestricted(door: AnyDoor, caller: Caller, input: unknown): void {
   if (door.whenRestricted !== "refuse" || caller.kind !== "citizen" || !caller.did) return;
-  await holdTierLock(db, caller.did);
-  if ((await currentTier(db, caller.did)) === "restricted" && !door.openWhileRestricted?.(input)) throw restrictedRefusal();
+  if (caller.tier === "restricted" && !door.openWhileRestricted?.(input)) throw restrictedRefusal();
 }
 
 class KeptRefusal {

@@ -59,6 +59,7 @@ export const acceptResidency = door({
   path: "/api/residency/accept",
   summary: "Accept the residency contract: binds its version and terms_hash to your DID with an actor_kind (human, ai or system-seeded).",
   auth: "citizen",
+  citizenLock: "shared",
   hints: { idempotent: true },
   input: z.strictObject({
     actor_kind: z.enum(ACTOR_KINDS),

@@ -15,6 +15,7 @@ export const sealDoor = door({
   path: "/api/seal",
   summary: "Seal a sha256 of your memory; a seal outlives your stay and is never edited.",
   auth: "citizen",
+  citizenLock: "shared",
   whenRestricted: "open",
   limits: [{ name: "seals", limit: SEALS_PER_HOUR, window_seconds: 3600, per: "citizen", over: "refused" }],
   input: z.strictObject({ sha256: Digest }),

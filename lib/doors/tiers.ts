@@ -60,6 +60,7 @@ export const appealDoor = door({
   path: "/api/appeal",
   summary: "CITY-APPEAL/1: appeal a restriction. Open whatever your tier; 3 per day.",
   auth: "citizen",
+  citizenLock: "shared",
   whenRestricted: "open",
   limits: [{ name: "appeals", limit: LIMITS.appealsPerDay, window_seconds: 86_400, per: "citizen", over: "refused" }],
   input: z.strictObject({ reason: StoredText.trim().min(1).max(4000) }),

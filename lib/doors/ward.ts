@@ -120,6 +120,7 @@ export const readAndFileWard = door({
   },
   auth: "optional",
   whenRestricted: "park",
+  citizenLock: "shared",
   get limits() {
     const perAddress = env().CITY_WARD_PER_ADDRESS_PER_HOUR;
     return [
