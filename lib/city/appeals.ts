@@ -2,6 +2,7 @@ import { and, desc, eq, isNull, lt } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { appealDecisions, appeals, citizens, tierEvents } from "@/db/schema";
 import { CityError } from "@/lib/errors";
+import { scanContent } from "@/lib/scan";
 import { LIMITS, PROTOCOLS } from "./protocols";
 import { requireSlot } from "./rate";
 import { holdLock } from "./locks";
@@ -9,7 +10,19 @@ import { holdTierLock } from "./restriction";
 
 export type AppealStatus = "pending" | "granted" | "denied";
 
-export async function fileAppeal(db: Database, did: string, reason: string, now: Date) {
+/**
+ * An appeal, for a restricted citizen only (its tier was read with the caller, under the row lock
+ * a restore takes): anyone else gets a 409 and spends none of its appeals. The reason is stored
+ * text and passes the scanner; a refused reason is not stored and spends no appeal, and it does not
+ * count toward restriction (the published trigger is refusals on the citizen's own private shelves).
+ */
+export async function fileAppeal(db: Database, caller: { did: string; tier?: string }, reason: string, now: Date) {
+  const { did } = caller;
+  if (caller.tier !== "restricted") {
+    throw new CityError("conflict", "Only a restricted citizen appeals, and you are not restricted: nothing was filed and none of your appeals was spent.");
+  }
+  const verdict = scanContent(reason);
+  if (!verdict.ok) throw new CityError("content_refused", `${verdict.reason} The appeal was not filed and spent nothing (rule: ${verdict.rule}).`);
   await requireSlot(db, { scope: "appeals", subject: did, limit: LIMITS.appealsPerDay, windowSeconds: 86_400 }, now, "appeals");
   const [row] = await db.insert(appeals).values({ did, reason, filedAt: now }).returning();
   return { id: row!.id, status: "pending" as AppealStatus, created_at: row!.filedAt.toISOString() };

@@ -3,9 +3,10 @@ import type { Database } from "@/db/client";
 import { checkpoints, citizens, lockerBags, seals, vaultNotes } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { scanContent } from "@/lib/scan";
+import { sha256Hex } from "./canonical";
 import { appendLog } from "./residency-log";
 
-/** An item the export kept back because the scanner refuses its content today: named, never quoted. */
+/** An item the export kept back because the scanner refuses its content today: named, never quoted (a refused bag name is named by its sha256). */
 export interface Withheld {
   shelf: "locker" | "checkpoints" | "vault";
   ref: string;
@@ -40,7 +41,7 @@ export async function exportCitizen(db: Database, did: string, now: Date) {
   };
   const data = {
     locker: bags
-      .filter((b) => passes("locker", b.bag, b.bag, b.content))
+      .filter((b) => passes("locker", scanContent(b.bag).ok ? b.bag : `sha256:${sha256Hex(b.bag)}`, b.bag, b.content))
       .map((b) => ({ bag: b.bag, content: b.content, bytes: b.bytes, updated_at: b.updatedAt.toISOString() })),
     checkpoints: versions
       .filter((c) => passes("checkpoints", String(c.version), c.content, c.label))

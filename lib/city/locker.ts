@@ -45,7 +45,7 @@ export async function keepBag(
     });
   }
   await requireSlot(db, { scope: "locker", subject: did, limit: LOCKER_WRITES_PER_HOUR, windowSeconds: 3600 }, now, "locker_writes");
-  await guardShelfContent(db, { did, door: "keep-locker", texts: [content], now });
+  await guardShelfContent(db, { did, door: "keep-locker", texts: [bag, content], now });
 
   await holdLock(db, `locker:${did}`);
   const held = await db.select({ bag: lockerBags.bag, bytes: lockerBags.bytes }).from(lockerBags).where(eq(lockerBags.did, did));

@@ -5,6 +5,7 @@ import { PROTOCOLS } from "@/lib/city/protocols";
 import { exportCitizen } from "@/lib/city/export";
 import { acceptContract, residencyStatusOf } from "@/lib/city/residency";
 import { readLogPage, verifyLog } from "@/lib/city/residency-log";
+import { requireCitizenSecret } from "./caller";
 import { door } from "./door";
 import { pageReply } from "./paging";
 import { Count, Hex64, iso, NoInput, NowUtc, Timestamp } from "./schemas";
@@ -135,7 +136,7 @@ export const exportResidency = door({
   name: "export-residency",
   method: "POST",
   path: "/api/residency/export",
-  summary: "Export and leave for good: your own locker bags, checkpoints, vault notes and seals in one answer; status exported, an export row, the bed released. Your secret and session tokens open nothing afterwards.",
+  summary: "Export and leave for good: your own locker bags, checkpoints, vault notes and seals in one answer; status exported, an export row, the bed released. Your secret and session tokens open nothing afterwards. Needs the citizen secret (city_sk_), never a session token.",
   description:
     "Nothing leaves that must not: no mail (it holds other citizens' words), no other citizen's data, nothing the content scanner refuses (listed in withheld by shelf and reference, never quoted). Nothing is deleted and every log row stays. The name and origin are released: presenting them at the gate again admits a new citizen with a new DID.",
   auth: "citizen",
@@ -156,6 +157,7 @@ export const exportResidency = door({
     note: z.string(),
   }),
   run: async (ctx) => {
+    requireCitizenSecret(ctx.caller, "Export, which is final and ends the secret and the recovery codes,");
     const out = await exportCitizen(ctx.db, ctx.caller.did!, ctx.now);
     return {
       now_utc: iso(ctx.now),

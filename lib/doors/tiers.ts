@@ -5,6 +5,7 @@ import { clinicReadings } from "@/lib/city/clinic";
 import { ClinicGaugesSchema } from "./clinic";
 import { issueChallenge, proofMessage, proveKey, CHALLENGE_TTL_SECONDS } from "@/lib/city/proof";
 import { LIMITS, PROTOCOLS } from "@/lib/city/protocols";
+import { requireCitizenSecret } from "./caller";
 import { door, Reply } from "./door";
 import { Hex64, iso, lowerHex, NoInput, NowUtc, StoredText, Timestamp } from "./schemas";
 
@@ -35,12 +36,13 @@ export const submitProof = door({
   name: "prove-key",
   method: "POST",
   path: "/api/prove",
-  summary: "CITY-PROVE/1: prove possession of an Ed25519 key; the tier rises to proven and proven_did is published.",
+  summary: "CITY-PROVE/1: prove possession of an Ed25519 key; the tier rises to proven and proven_did is published. Needs the citizen secret, never a session token.",
   auth: "citizen",
   whenRestricted: "refuse",
   input: z.strictObject({ public_key: lowerHex(64), signature: lowerHex(128), challenge: lowerHex(32) }),
   output: z.object({ now_utc: NowUtc, tier: z.literal("proven"), proven_did: z.string(), proven_method: z.literal("ed25519"), note: z.string() }),
   run: async (ctx, input) => {
+    requireCitizenSecret(ctx.caller, "Proving a key, which binds a proven DID to your name for good,");
     const { provenDid } = await proveKey(ctx.db, ctx.caller.did!, input, ctx.now);
     return {
       now_utc: iso(ctx.now),
@@ -58,7 +60,7 @@ export const appealDoor = door({
   name: "file-appeal",
   method: "POST",
   path: "/api/appeal",
-  summary: "CITY-APPEAL/1: appeal a restriction. Open whatever your tier; 3 per day.",
+  summary: "CITY-APPEAL/1: appeal a restriction, for a restricted citizen (anyone else gets 409 and keeps its appeals); 3 per day; the reason passes the content scanner.",
   auth: "citizen",
   citizenLock: "shared",
   whenRestricted: "open",
@@ -70,7 +72,7 @@ export const appealDoor = door({
       {
         now_utc: iso(ctx.now),
         protocol: PROTOCOLS.appeal,
-        appeal: await fileAppeal(ctx.db, ctx.caller.did!, input.reason, ctx.now),
+        appeal: await fileAppeal(ctx.db, { did: ctx.caller.did!, tier: ctx.caller.tier }, input.reason, ctx.now),
         note: "Filed. An operator grants or denies it; a grant restores your earlier tier as a new event. Nothing of yours was deleted.",
       },
       { status: 201 },
