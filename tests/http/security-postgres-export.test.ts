@@ -1,0 +1,110 @@
+import { Agent, setGlobalDispatcher } from "undici";
+import { describe, expect, it } from "vitest";
+import { presentation } from "../support/gate";
+import { type Answer, postgresUrl, type PostgresCity, usePostgresCity } from "../support/postgres-city";
+
+/*
+ * The citizen's row is the lock of its lifecycle (DESIGN.md section 6): export takes it
+ * exclusively and every write for the citizen reads its status under it in the write's own
+ * transaction. Raced through real HTTP against the built server on PostgreSQL, through node-postgres
+ * and through the Neon driver, several rounds each; after every round the invariants are read back
+ * from the database: no exported row holds a bed, the kept census counts (occupancy = house =
+ * hotel guests) equal the rows, one live citizen per name and origin, and every acknowledged
+ * write is in the export or was refused.
+ */
+
+const ROUNDS = 4;
+
+// The invariants are read with psql between rounds, which leaves pooled connections idle for
+// seconds on a loaded machine: a socket the server has just closed (its keep-alive is 5 s) would
+// fail the next request before it is sent. The client lets idle sockets go first.
+setGlobalDispatcher(new Agent({ keepAliveTimeout: 500, keepAliveMaxTimeout: 500 }));
+
+/** The invariants of issue 19, read from the database after a round. */
+function expectInvariants(city: PostgresCity) {
+  expect(city.count("citizens", "residency_status = 'exported' AND bed_id IS NOT NULL"), "exported rows holding a bed").toBe(0);
+  const [beds, house] = city.psql("SELECT beds || ',' || house FROM census_counts WHERE id").split(",").map(Number);
+  const realBeds = city.count("citizens", "bed_id IS NOT NULL");
+  const realHouse = city.count("citizens", "residency_status = 'bound' AND bed_id IS NOT NULL");
+  // occupancy and hotel guests are both the kept beds count (lib/city/census.ts).
+  expect({ beds, house }).toEqual({ beds: realBeds, house: realHouse });
+  expect(beds, "occupancy = house = hotel guests").toBe(house);
+  expect(city.psql("SELECT count(*) FROM (SELECT name, origin FROM citizens WHERE bed_id IS NOT NULL GROUP BY 1, 2 HAVING count(*) > 1) twice"), "one bed per name and origin").toBe("0");
+  expect(city.count("citizens", "bed_id IS NOT NULL AND residency_status <> 'bound'"), "a bed only for the bound").toBe(0);
+}
+
+/** A citizen admitted under a name of its own, so the name and origin can be presented again. */
+async function admitNamed(city: PostgresCity) {
+  const shown = presentation();
+  const answer = await city.post("/gate", shown);
+  expect(answer.body.verdict, JSON.stringify(answer.body)).toBe("admitted");
+  return { ...(answer.body as { did: string; citizen_secret: string }), shown };
+}
+
+const refusedAsExported = (a: Answer) => a.status === 401 && /exported/.test(String(a.body.detail));
+
+function exportRaces(driver: "pg" | "neon") {
+  describe.skipIf(!postgresUrl)(`the built server on PostgreSQL (${driver} driver): export races the citizen's writes`, () => {
+    const city = usePostgresCity(`security-postgres-export-${driver}`, driver === "pg" ? { CITY_DB_DRIVER: "pg" } : {});
+
+    it(`never gives an exported citizen a bed: leave, then export and 12 returns at once, ${ROUNDS} rounds`, async () => {
+      for (let round = 0; round < ROUNDS; round++) {
+        const citizen = await admitNamed(city());
+        expect((await city().post("/api/leave", {}, citizen.citizen_secret)).status).toBe(200);
+        const race = await city().race(13, (i) =>
+          i === 6 ? city().post("/api/residency/export", {}, citizen.citizen_secret) : city().post("/api/return", {}, citizen.citizen_secret),
+        );
+        const exported = race.answers[6]!;
+        expect(exported.status, JSON.stringify(exported.body)).toBe(200);
+        const returns = race.answers.filter((_, i) => i !== 6);
+        for (const answer of returns) {
+          // A return either ran before the export (bound, and the export released its bed) or
+          // after it, refused: never an acknowledged return of an exported citizen.
+          if (answer.status === 200) expect(answer.body.residency_status, JSON.stringify(answer.body)).toBe("bound");
+          else expect(refusedAsExported(answer), JSON.stringify(answer.body)).toBe(true);
+        }
+        expect(city().psql(`SELECT residency_status || ',' || coalesce(bed_id, '-') FROM citizens WHERE did = '${citizen.did}'`)).toBe("exported,-");
+        // Every bed handed out by a return is on the log, and the export's release names the last.
+        const returned = returns.filter((a) => a.status === 200 && a.body.returned === true);
+        expect(city().count("residency_log", `did = '${citizen.did}' AND event = 'return'`)).toBe(returned.length);
+        const lastBed = returned.length ? returned.map((a) => a.body.bed_id as string).sort().at(-1)! : null;
+        expect(exported.body.bed_released).toBe(lastBed);
+        // The name and origin go free: presented again, a new citizen with one bed.
+        const again = await city().post("/gate", citizen.shown);
+        expect(again.body.verdict, JSON.stringify(again.body)).toBe("admitted");
+        expectInvariants(city());
+      }
+    }, 180_000);
+
+    it(`keeps every acknowledged write in the export or refuses it: export and 10 locker and vault writes at once, ${ROUNDS} rounds`, async () => {
+      for (let round = 0; round < ROUNDS; round++) {
+        const citizen = await admitNamed(city());
+        const race = await city().race(11, (i) => {
+          if (i === 5) return city().post("/api/residency/export", {}, citizen.citizen_secret);
+          return i < 5
+            ? city().post("/api/locker", { bag: `bag-${round}-${i}`, content: `locker ${round} ${i}` }, citizen.citizen_secret)
+            : city().post("/api/vault", { content: `vault ${round} ${i}` }, citizen.citizen_secret);
+        });
+        const exported = race.answers[5]!;
+        expect(exported.status, JSON.stringify(exported.body)).toBe(200);
+        const bags = new Set((exported.body.locker as { bag: string }[]).map((b) => b.bag));
+        const notes = new Set((exported.body.vault as { content: string }[]).map((n) => n.content));
+        race.answers.forEach((answer, i) => {
+          if (i === 5) return;
+          if (answer.status >= 400) return expect(refusedAsExported(answer), JSON.stringify(answer.body)).toBe(true);
+          expect(answer.status, JSON.stringify(answer.body)).toBeLessThan(300);
+          if (i < 5) expect(bags.has(`bag-${round}-${i}`), `locker write ${i} acknowledged but not exported`).toBe(true);
+          else expect(notes.has(`vault ${round} ${i}`), `vault write ${i} acknowledged but not exported`).toBe(true);
+        });
+        // Nothing landed after the export: the shelves hold exactly what it carried out.
+        expect(city().count("locker_bags", `did = '${citizen.did}'`)).toBe(bags.size);
+        expect(city().count("vault_notes", `did = '${citizen.did}'`)).toBe(notes.size);
+        expect(city().count("quarantine", `did = '${citizen.did}'`)).toBe(0);
+        expectInvariants(city());
+      }
+    }, 180_000);
+  });
+}
+
+exportRaces("pg");
+exportRaces("neon");
