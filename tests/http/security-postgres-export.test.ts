@@ -15,10 +15,12 @@ import { type Answer, postgresUrl, type PostgresCity, usePostgresCity } from "..
 
 const ROUNDS = 4;
 
-// The invariants are read with psql between rounds, which leaves pooled connections idle for
-// seconds on a loaded machine: a socket the server has just closed (its keep-alive is 5 s) would
-// fail the next request before it is sent. The client lets idle sockets go first.
+// The invariants are read with psql (execFileSync: the event loop stands still) between rounds,
+// which leaves pooled connections idle for seconds on a loaded machine: a socket the server has
+// closed meanwhile (its keep-alive is 5 s) would fail the next request. The client lets idle
+// sockets go first, and each round ends with a pause in which the loop sees the closes.
 setGlobalDispatcher(new Agent({ keepAliveTimeout: 500, keepAliveMaxTimeout: 500 }));
+const settle = () => new Promise((resolve) => setTimeout(resolve, 600));
 
 /** The invariants of issue 19, read from the database after a round. */
 function expectInvariants(city: PostgresCity) {
@@ -73,6 +75,7 @@ function exportRaces(driver: "pg" | "neon") {
         const again = await city().post("/gate", citizen.shown);
         expect(again.body.verdict, JSON.stringify(again.body)).toBe("admitted");
         expectInvariants(city());
+        await settle();
       }
     }, 180_000);
 
@@ -101,6 +104,7 @@ function exportRaces(driver: "pg" | "neon") {
         expect(city().count("vault_notes", `did = '${citizen.did}'`)).toBe(notes.size);
         expect(city().count("quarantine", `did = '${citizen.did}'`)).toBe(0);
         expectInvariants(city());
+        await settle();
       }
     }, 180_000);
   });
