@@ -99,7 +99,7 @@ describeOnDatabases("A2A tasks hold bounded bytes", (t) => {
     expect(kept.reduce((sum, k) => sum + k.bytes, 0)).toBeLessThanOrEqual(A2A_TASKS_PER_OWNER * A2A_TASK_MAX_BYTES);
     expect(kept.map((k) => k.id)).not.toContain(first.result.task.id);
     expect((await rpc("GetTask", { id: first.result.task.id }, me.citizen_secret)).error?.code).toBe(-32001);
-  });
+  }, 180_000);
 
   it("holds the cap under parallel keeps of one owner (counted under the owner's lock in the write's transaction)", async () => {
     const owner = taskOwnerHash(`did:city:parallel-${crypto.randomUUID()}`);
@@ -110,7 +110,7 @@ describeOnDatabases("A2A tasks hold bounded bytes", (t) => {
     const [row] = await t().db.select({ n: sql<number>`count(*)`.mapWith(Number), max: sql<number>`max(octet_length(${a2aTasks.task}::text))`.mapWith(Number) }).from(a2aTasks).where(eq(a2aTasks.ownerHash, owner));
     expect(row!.n).toBe(A2A_TASKS_PER_OWNER);
     expect(row!.max).toBeLessThan(200);
-  });
+  }, 120_000);
 
   it("publishes the cap and the byte bound (bridge description, OpenAPI, llms.txt)", async () => {
     const describe = registry.find((d) => d.name === "describe-a2a")!;
