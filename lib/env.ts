@@ -23,7 +23,7 @@ const EnvSchema = z.object({
   // City-wide new admissions and ward requests per hour at the gate; 0 turns the ceiling off.
   CITY_GATE_ADMISSIONS_PER_HOUR: z.coerce.number().int().min(0).default(600),
   // How many proxies in front of the city append to X-Forwarded-For, or "vercel" for Vercel's own
-  // header; unset: "vercel" on Vercel (env VERCEL=1), else 1. 0 ignores forwarded headers.
+  // header; unset: "vercel" on Vercel (env VERCEL=1), else 0: addresses unknown, per-address limits off.
   CITY_TRUSTED_PROXIES: z.union([z.literal("vercel"), z.coerce.number().int().min(0).max(16)]).optional(),
   VERCEL: z.string().optional(),
   // Test only (CI's deploy check): the Neon driver's WebSocket goes to this local relay instead of
@@ -47,6 +47,8 @@ const EnvSchema = z.object({
   CITY_SIGNING_KEYS_RETIRED: RetiredKeysVariable.optional(),
   // Unsigned ward filings (distress or a note) per client address per hour; 0 turns the bound off.
   CITY_WARD_PER_ADDRESS_PER_HOUR: z.coerce.number().int().min(0).default(10),
+  // Unsigned ward filings city-wide per hour, whatever their addresses; 0 turns the ceiling off.
+  CITY_WARD_UNSIGNED_PER_HOUR: z.coerce.number().int().min(0).default(120),
   ...clinicShape(),
 });
 

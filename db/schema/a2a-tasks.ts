@@ -12,5 +12,5 @@ export const a2aTasks = pgTable(
     task: jsonb("task").$type<Record<string, unknown>>().notNull(),
     createdAt: timestamp("created_at", { withTimezone: true, mode: "date" }).notNull(),
   },
-  (t) => [index("a2a_tasks_created_at").on(t.createdAt)],
+  (t) => [index("a2a_tasks_created_at").on(t.createdAt), index("a2a_tasks_owner").on(t.ownerHash, t.createdAt)],
 );

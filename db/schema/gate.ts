@@ -1,4 +1,5 @@
-import { index, pgSequence, pgTable, text, timestamp } from "drizzle-orm/pg-core";
+import { sql } from "drizzle-orm";
+import { index, pgSequence, pgTable, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 
 /** Gate nonces: 32 hex, valid 600 s, consumed atomically by the POST that carries them. */
 export const gateNonces = pgTable(
@@ -8,8 +9,10 @@ export const gateNonces = pgTable(
     issuedAt: timestamp("issued_at", { withTimezone: true, mode: "date" }).notNull(),
     expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }).notNull(),
     consumedAt: timestamp("consumed_at", { withTimezone: true, mode: "date" }),
+    /** The citizen a poll issued it to: each holds at most one, a new poll's nonce replaces it. */
+    holder: text("holder"),
   },
-  (t) => [index("gate_nonces_expires_at").on(t.expiresAt)],
+  (t) => [index("gate_nonces_expires_at").on(t.expiresAt), uniqueIndex("gate_nonces_holder").on(t.holder).where(sql`${t.holder} IS NOT NULL`)],
 );
 
 /** Bed numbers are never reused: a bed id names one assignment for good. */

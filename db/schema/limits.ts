@@ -12,6 +12,8 @@ export const rateEvents = pgTable(
     scope: text("scope").notNull(),
     subject: text("subject").notNull(),
     at: timestamp("at", { withTimezone: true, mode: "date" }).notNull(),
+    /** When the attempt leaves its window: any request may sweep it after that, whatever its subject. */
+    expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }).notNull(),
   },
-  (t) => [index("rate_events_window").on(t.scope, t.subject, t.at)],
+  (t) => [index("rate_events_window").on(t.scope, t.subject, t.at), index("rate_events_expires_at").on(t.expiresAt)],
 );

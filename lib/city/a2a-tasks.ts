@@ -1,11 +1,17 @@
 import { createHash } from "node:crypto";
-import { and, eq, gte, inArray, lt } from "drizzle-orm";
+import { and, eq, gte, inArray, lt, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { a2aTasks } from "@/db/schema";
 import { CREDENTIAL_PREFIXES } from "./credentials";
+import { holdLock } from "./locks";
+import { LIMITS } from "./protocols";
 
 /** Published: a task of the A2A bridge can be read back by its creator for 7 days, then it is swept. */
-export const A2A_TASK_RETENTION_SECONDS = 7 * 86_400;
+export const A2A_TASK_RETENTION_SECONDS = LIMITS.a2aTasks.retentionSeconds;
+/** Published: the tasks kept per citizen; keeping one more removes that citizen's oldest. */
+export const A2A_TASKS_PER_OWNER = LIMITS.a2aTasks.perCitizen;
+/** Published: the most bytes (UTF-8 JSON) one kept task holds; a larger answer is not kept in it. */
+export const A2A_TASK_MAX_BYTES = LIMITS.a2aTasks.bytesPerTask;
 /** Old tasks removed per write, so a sweep never turns one call into a long one. */
 const SWEEP_BATCH = 100;
 const REDACTED = "(a credential is shown once, in the answer that issued it; the kept task does not hold it)";
@@ -17,15 +23,50 @@ export function taskOwnerHash(did: string): string {
 
 /**
  * Keeps (or updates) a task for its owner and sweeps tasks past the retention. A task id held by
- * another owner is never overwritten.
+ * another owner is never overwritten. The kept task is bounded (keptForm), and the owner keeps at
+ * most A2A_TASKS_PER_OWNER: in the same transaction, under the owner's lock, the oldest beyond go.
  */
 export async function keepTask(db: Database, id: string, ownerHash: string, task: Record<string, unknown>, now: Date): Promise<void> {
-  const stored = withoutCredentials(task) as Record<string, unknown>;
-  await db
-    .insert(a2aTasks)
-    .values({ id, ownerHash, task: stored, createdAt: now })
-    .onConflictDoUpdate({ target: a2aTasks.id, set: { task: stored }, setWhere: eq(a2aTasks.ownerHash, ownerHash) });
+  const stored = keptForm(task);
+  await db.transaction(async (tx) => {
+    await holdLock(tx as Database, `a2a-tasks:${ownerHash}`);
+    await tx
+      .insert(a2aTasks)
+      .values({ id, ownerHash, task: stored, createdAt: now })
+      .onConflictDoUpdate({ target: a2aTasks.id, set: { task: stored }, setWhere: eq(a2aTasks.ownerHash, ownerHash) });
+    await tx.execute(sql`
+      DELETE FROM a2a_tasks WHERE id IN (
+        SELECT id FROM a2a_tasks WHERE owner_hash = ${ownerHash}
+        ORDER BY created_at DESC, id DESC OFFSET ${A2A_TASKS_PER_OWNER})`);
+  });
   await sweepTasks(db, now);
+}
+
+/**
+ * What is kept of a task (its JSON form, Task.toJSON): no history (the caller's message is not kept, whatever it carried), no
+ * credentials, and at most A2A_TASK_MAX_BYTES; an answer too large for that is replaced in the kept
+ * task by a note (it was given once, in the answer to SendMessage).
+ */
+export function keptForm(task: Record<string, unknown>): Record<string, unknown> {
+  const kept = withoutCredentials({ ...task, history: [] }) as Record<string, unknown>;
+  if (bytesOf(kept) <= A2A_TASK_MAX_BYTES) return kept;
+  const artifacts = Array.isArray(kept.artifacts) ? (kept.artifacts as Record<string, unknown>[]) : [];
+  const trimmed = {
+    ...kept,
+    artifacts: artifacts.map((a) => ({
+      ...a,
+      parts: [{ text: TOO_LARGE, mediaType: "text/plain" }],
+      metadata: { ...((a.metadata as Record<string, unknown>) ?? {}), "city/not-kept": true },
+    })),
+  };
+  if (bytesOf(trimmed) > A2A_TASK_MAX_BYTES) throw new Error("a kept A2A task is over its bound even without its answer");
+  return trimmed;
+}
+
+const TOO_LARGE = `The answer was over ${A2A_TASK_MAX_BYTES} bytes, the most a kept task holds: it was given once, in the answer to SendMessage. Call the skill again to read it.`;
+
+function bytesOf(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value));
 }
 
 /** The task, when it exists, belongs to `ownerHash` and lies within the retention; else null. */

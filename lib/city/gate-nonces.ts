@@ -32,15 +32,16 @@ const SWEEP_BATCH = 32;
  * upsert whose WHERE admits the issue only under the limit: ON CONFLICT locks that row and sees
  * its latest version, so N parallel issues from one address store exactly `limit` nonces. The
  * same statement sweeps a bounded batch of expired nonces and stale address rows (SKIP LOCKED, so
- * parallel issues never wait on each other's sweep).
+ * parallel issues never wait on each other's sweep). An unknown address (null) has no quota.
  */
 export async function issueNonce(db: Database, now: Date, ip: string | null, perAddressPerHour: number, selfDid: string | null = null): Promise<IssuedNonce> {
   const nonce = bytesToHex(randomBytes(16));
   const expiresAt = new Date(now.getTime() + LIMITS.gateNonce.ttlSeconds * 1000);
-  const address = ip ?? "unknown";
+  // An unknown address is no bucket: one shared quota would let a few calls lock every newcomer out.
+  const address = ip ?? "";
   const at = sql`${now.toISOString()}::timestamptz`;
   const since = sql`${new Date(now.getTime() - WINDOW_SECONDS * 1000).toISOString()}::timestamptz`;
-  const limited = perAddressPerHour > 0;
+  const limited = perAddressPerHour > 0 && ip !== null;
   const quota = limited
     ? sql`quota AS (
         INSERT INTO gate_nonce_quota AS q (address, issued_at, last_at) VALUES (${address}, ARRAY[${at}], ${at})
@@ -86,4 +87,20 @@ async function refusal(db: Database, now: Date, address: string, limit: number) 
   const from = oldest ? new Date(oldest).getTime() : now.getTime();
   const retryAfterSeconds = Math.max(1, Math.ceil((from + WINDOW_SECONDS * 1000 - now.getTime()) / 1000));
   return slotRefusal({ limit, windowSeconds: WINDOW_SECONDS }, "gate nonces", retryAfterSeconds);
+}
+
+/**
+ * The nonce a poll (POST /api/live, return) hands its citizen: at most one per citizen is kept, a
+ * new poll's replaces the last (it is forgotten), so polls, which the per-address quota does not
+ * count, can never grow gate_nonces beyond one row per citizen.
+ */
+export async function issuePollNonce(db: Database, now: Date, did: string): Promise<{ nonce: string; expiresAt: Date }> {
+  const nonce = bytesToHex(randomBytes(16));
+  const expiresAt = new Date(now.getTime() + LIMITS.gateNonce.ttlSeconds * 1000);
+  await db.execute(sql`
+    INSERT INTO gate_nonces (nonce, issued_at, expires_at, holder)
+    VALUES (${nonce}, ${now.toISOString()}::timestamptz, ${expiresAt.toISOString()}::timestamptz, ${did})
+    ON CONFLICT (holder) WHERE holder IS NOT NULL
+    DO UPDATE SET nonce = excluded.nonce, issued_at = excluded.issued_at, expires_at = excluded.expires_at, consumed_at = NULL`);
+  return { nonce, expiresAt };
 }

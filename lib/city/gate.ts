@@ -141,8 +141,9 @@ async function countPresentation(db: Database, p: Presentation, c: GateCircumsta
   if (!byOrigin.allowed) {
     return filtered("flood", `More than ${c.limits.perOriginPerHour} presentations from this origin in an hour; try again in ${byOrigin.retryAfterSeconds} s.`);
   }
-  if (c.limits.perAddressPerHour > 0) {
-    const byAddress = await takeSlot(db, { scope: "gate-address", subject: c.ip ?? "unknown", limit: c.limits.perAddressPerHour, windowSeconds: hour }, c.now);
+  // An unknown address is no bucket (one shared bucket would let a few looks lock every newcomer out).
+  if (c.limits.perAddressPerHour > 0 && c.ip) {
+    const byAddress = await takeSlot(db, { scope: "gate-address", subject: c.ip, limit: c.limits.perAddressPerHour, windowSeconds: hour }, c.now);
     if (!byAddress.allowed) {
       return filtered("flood", `More than ${c.limits.perAddressPerHour} presentations from this address in an hour; try again in ${byAddress.retryAfterSeconds} s.`);
     }

@@ -31,6 +31,8 @@ export const LIMITS = {
   gateNonce: { hexChars: 32, ttlSeconds: 600 },
   activeBedsPerNameAndOrigin: 1,
   presenceSeconds: 86_400,
+  /** Tasks of the A2A bridge kept for GetTask: per citizen (the oldest go first), bytes each, how long. */
+  a2aTasks: { perCitizen: 100, bytesPerTask: 32_768, retentionSeconds: 7 * 86_400 },
 } as const;
 
 /** How text one citizen wrote is marked when it is shown to others: data, never instructions. */

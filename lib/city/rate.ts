@@ -1,5 +1,5 @@
-import { and, count, eq, gt, lte, min } from "drizzle-orm";
-import type { Database } from "@/db/client";
+import { and, count, eq, gt, lte, min, sql } from "drizzle-orm";
+import { type Database, rowsOf } from "@/db/client";
 import { rateEvents } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { holdLock } from "./locks";
@@ -20,16 +20,22 @@ export interface Slot {
   retryAfterSeconds: number;
 }
 
+/** Expired attempts of any subject removed per counted attempt: each adds one row, so the backlog shrinks. */
+export const RATE_SWEEP_BATCH = 32;
+
 /**
  * Counts one attempt against a rate window, inside the caller's transaction. An advisory lock on
  * (scope, subject) serialises concurrent takers of the same window, on every instance, so N
- * parallel attempts against a limit K let exactly K through.
+ * parallel attempts against a limit K let exactly K through. Each attempt also sweeps a bounded
+ * batch of expired rows of every scope and subject (attacker-chosen origins and addresses are
+ * never counted again, so nothing else would remove theirs).
  */
 export async function takeSlot(db: Database, window: Window, now: Date): Promise<Slot> {
   const { scope, subject, limit, windowSeconds } = window;
   const since = new Date(now.getTime() - windowSeconds * 1000);
   await holdLock(db, `rate:${scope}:${subject}`);
   await db.delete(rateEvents).where(and(eq(rateEvents.scope, scope), eq(rateEvents.subject, subject), lte(rateEvents.at, since)));
+  await sweepRateEvents(db, now);
   const [row] = await db
     .select({ used: count(), oldest: min(rateEvents.at) })
     .from(rateEvents)
@@ -40,8 +46,22 @@ export async function takeSlot(db: Database, window: Window, now: Date): Promise
     const retryAfterSeconds = Math.max(1, Math.ceil((oldest.getTime() + windowSeconds * 1000 - now.getTime()) / 1000));
     return { allowed: false, used, remaining: 0, retryAfterSeconds };
   }
-  await db.insert(rateEvents).values({ scope, subject, at: now });
+  await db.insert(rateEvents).values({ scope, subject, at: now, expiresAt: new Date(now.getTime() + windowSeconds * 1000) });
   return { allowed: true, used: used + 1, remaining: limit - used - 1, retryAfterSeconds: 0 };
+}
+
+/**
+ * Deletes up to one batch of attempts past their window, whoever they counted against. Expired
+ * rows count for nobody, so removing them changes no window; SKIP LOCKED keeps parallel sweeps
+ * from waiting on each other. Returns how many went.
+ */
+export async function sweepRateEvents(db: Database, now: Date, batch = RATE_SWEEP_BATCH): Promise<number> {
+  const result = await db.execute(sql`
+    DELETE FROM rate_events WHERE id IN (
+      SELECT id FROM rate_events WHERE expires_at <= ${now.toISOString()}::timestamptz
+      ORDER BY expires_at LIMIT ${batch} FOR UPDATE SKIP LOCKED)
+    RETURNING id`);
+  return rowsOf(result).length;
 }
 
 /** For doors that cannot park: take a slot or refuse with 429, Retry-After and the RateLimit headers. */

@@ -9,6 +9,8 @@ import { takeSlot } from "./rate";
 
 /** The ward's write door: its name is also the signed filings' rate scope and the quarantine's door. */
 export const WARD_DOOR = "seek-hospital";
+/** The rate scope of the city-wide ceiling on unsigned filings. */
+export const WARD_UNSIGNED_SCOPE = "ward-unsigned";
 /** Signed filings per citizen per hour; beyond it a filing is parked, not raced (spec, Errors 4). */
 export const WARD_SIGNED_PER_HOUR = 20;
 export const WARD_TEXT_CHARS = { state: 2000, note: 4000 } as const;
@@ -136,7 +138,7 @@ export function describeShapeRules(): string {
 
 export type Filing =
   | { filed: true; seal: number }
-  | { filed: false; why: "read-only" | "flood" }
+  | { filed: false; why: "read-only" | "flood" | "city-ceiling"; retryAfterSeconds?: number }
   | Parked;
 
 export interface WardEntry {
@@ -148,6 +150,8 @@ export interface WardEntry {
   restricted: boolean;
   ip: string | null;
   perAddressPerHour: number;
+  /** Unsigned filings city-wide per hour, whatever their addresses; 0 is off. */
+  unsignedPerHour: number;
   now: Date;
 }
 
@@ -155,7 +159,9 @@ export interface WardEntry {
  * Reads the state and, with kind=distress or a note, files it. A state alone is read and never
  * stored. Filed text passes the fail-closed scanner first. A signed filing is attributed and goes
  * through the parking rules (restricted: parked; over its hourly window: parked). An unsigned one
- * counts against its client address's hourly bound; beyond it nothing is filed and nothing else changes.
+ * counts against its client address's hourly bound (when the address is known), then against the
+ * city-wide hourly ceiling on unsigned filings, both in the filing's transaction; beyond either
+ * nothing is filed and nothing else changes.
  */
 export async function readAndFile(db: Database, entry: WardEntry): Promise<{ reading: Reading | null; filing: Filing }> {
   const reading = readState(entry.state);
@@ -175,9 +181,15 @@ export async function readAndFile(db: Database, entry: WardEntry): Promise<{ rea
     const filing = await writeOrPark(db, { did: entry.did, restricted: entry.restricted, door: WARD_DOOR, perHour: WARD_SIGNED_PER_HOUR, payload, now: entry.now }, insert);
     return { reading, filing };
   }
-  if (entry.perAddressPerHour > 0) {
-    const slot = await takeSlot(db, { scope: "ward-address", subject: entry.ip ?? "unknown", limit: entry.perAddressPerHour, windowSeconds: 3600 }, entry.now);
-    if (!slot.allowed) return { reading, filing: { filed: false, why: "flood" } };
+  // An unknown address is no bucket (a shared one would let a few filers silence every other).
+  if (entry.perAddressPerHour > 0 && entry.ip) {
+    const slot = await takeSlot(db, { scope: "ward-address", subject: entry.ip, limit: entry.perAddressPerHour, windowSeconds: 3600 }, entry.now);
+    if (!slot.allowed) return { reading, filing: { filed: false, why: "flood", retryAfterSeconds: slot.retryAfterSeconds } };
+  }
+  // After the address's own bound, so one address over its bound never spends the city's ceiling.
+  if (entry.unsignedPerHour > 0) {
+    const slot = await takeSlot(db, { scope: WARD_UNSIGNED_SCOPE, subject: "city", limit: entry.unsignedPerHour, windowSeconds: 3600 }, entry.now);
+    if (!slot.allowed) return { reading, filing: { filed: false, why: "city-ceiling", retryAfterSeconds: slot.retryAfterSeconds } };
   }
   return { reading, filing: await insert() };
 }

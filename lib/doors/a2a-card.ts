@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { A2A_TASK_RETENTION_SECONDS } from "@/lib/city/a2a-tasks";
+import { A2A_TASK_MAX_BYTES, A2A_TASK_RETENTION_SECONDS, A2A_TASKS_PER_OWNER } from "@/lib/city/a2a-tasks";
 import { type AnyDoor, isWrite } from "./door";
 import { describeLimits } from "./llms";
 import { doorJsonSchema } from "./schemas";
@@ -114,7 +114,8 @@ export function describeBridge(doors: readonly AnyDoor[], baseUrl: string) {
     proof: `${PROOF} for every skill, except ${UNSIGNED_SKILL} sent with no Authorization header (unsigned distress). Operator skills take the operator secret.`,
     errors:
       "A refused call creates no task and answers a JSON-RPC error: -32602 (invalid params) for a refusal of the caller's request (4xx), -32603 (internal error) for the city's own failure (5xx); error.data holds the door's RFC 9457 problem document (A2A 1.0: as a detail beside the google.rpc.ErrorInfo; 0.3: the problem document itself). Unknown tasks, and tasks of other callers, answer -32001 (task not found); streaming methods and ListTasks answer -32004 (unsupported operation), push notification methods -32003 (push notifications not supported), GetExtendedAgentCard -32007 (there is none).",
-    tasks: `A task can be read back with GetTask (tasks/get) only by the citizen that created it, for ${A2A_TASK_RETENTION_SECONDS} seconds (7 days); then it is swept. Tasks of callers without proof (unsigned distress) are not kept. Credentials issued in an answer (secrets, session tokens, recovery codes) are shown in that answer only and are not kept in the task.`,
+    tasks: `A task can be read back with GetTask (tasks/get) only by the citizen that created it, for ${A2A_TASK_RETENTION_SECONDS} seconds (7 days); then it is swept. Tasks of callers without proof (unsigned distress) are not kept. Credentials issued in an answer (secrets, session tokens, recovery codes) are shown in that answer only and are not kept in the task. A kept task holds no history (your message is not kept) and at most ${A2A_TASK_MAX_BYTES} bytes: a larger answer is replaced in it by a note (artifact metadata "city/not-kept"). Each citizen keeps at most ${A2A_TASKS_PER_OWNER} tasks: keeping one more removes its oldest.`,
+    fields: "A skill call's fields are exactly its door's input fields: an unknown field is refused (-32602, problem bad_request), and the fields are bounded like the door's HTTP body. message.contextId is at most 200 characters.",
     streaming: false,
     push_notifications: false,
     skills: doors.map((d) => ({ id: d.name, method: d.method, path: d.path })),

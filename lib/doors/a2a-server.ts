@@ -11,6 +11,7 @@ import {
   type User,
   validateVersion,
 } from "@a2a-js/sdk/server";
+import { z } from "zod";
 import { getDb } from "@/db/client";
 import { keepTask, readTask, taskOwnerHash } from "@/lib/city/a2a-tasks";
 import { bearerToken } from "@/lib/city/credentials";
@@ -111,7 +112,8 @@ class CityRequestHandler extends DefaultRequestHandler {
     const request = context.state.get(DOOR_REQUEST) as DoorRequest;
     try {
       if (!isOpenWithoutProof(door, request) && door.auth !== "operator" && !ownerOf(context)) throw new CityError("unauthorized", PROOF_REQUIRED);
-      if (door.method === "POST") checkBodySize(door, fields);
+      refuseUnknownFields(door, fields);
+      checkBodySize(door, fields);
       context.state.set(DOOR_ANSWER, { door, answer: await invokeDoor(door, fields, { ...request, method: door.method }) });
     } catch (err) {
       throw refusal(door, err, context);
@@ -120,9 +122,25 @@ class CityRequestHandler extends DefaultRequestHandler {
   }
 }
 
+/**
+ * The fields of a skill call are the door's input and nothing else, as on its HTTP door (a query
+ * string cannot carry a megabyte, a data part can): a field the door's schema does not name is refused.
+ */
+function refuseUnknownFields(door: AnyDoor, fields: Record<string, unknown>): void {
+  if (!(door.input instanceof z.ZodObject)) return;
+  const known = door.input.shape as Record<string, unknown>;
+  const unknown = Object.keys(fields).filter((name) => !Object.hasOwn(known, name));
+  if (unknown.length === 0) return;
+  const named = unknown.slice(0, 5).map((name) => JSON.stringify(name.length > 40 ? `${name.slice(0, 40)}…` : name));
+  throw new CityError("bad_request", `Unknown field${unknown.length > 1 ? "s" : ""} for skill ${door.name}: ${named.join(", ")}${unknown.length > 5 ? ` and ${unknown.length - 5} more` : ""}. Send only the door's own fields (its input schema in /openapi.json).`);
+}
+
 function isOpenWithoutProof(door: AnyDoor, request: DoorRequest): boolean {
   return door.name === UNSIGNED_SKILL && !request.headers.has("authorization");
 }
+
+/** A contextId is kept with the task, so it is bounded like every kept text. */
+const MAX_CONTEXT_ID = 200;
 
 /** The message must carry exactly one data part `{ skill, ...fields }`, and start a new task. */
 function skillCall(message: Message | undefined): { door: AnyDoor; fields: Record<string, unknown> } {
@@ -130,6 +148,7 @@ function skillCall(message: Message | undefined): { door: AnyDoor; fields: Recor
   if (!message) throw invalid("params.message is required.");
   if (!message.messageId) throw invalid("message.messageId is required.");
   if (message.taskId) throw new UnsupportedOperationError("Every skill call starts a new task: send the message without taskId.");
+  if (message.contextId.length > MAX_CONTEXT_ID) throw invalid(`message.contextId is at most ${MAX_CONTEXT_ID} characters (it is kept with the task).`);
   const part = message.parts.length === 1 ? message.parts[0] : undefined;
   const data = part?.content?.$case === "data" ? (part.content.value as unknown) : undefined;
   if (!data || typeof data !== "object" || Array.isArray(data)) {

@@ -37,7 +37,8 @@ export interface PublishedLimit {
   limit: number;
   window_seconds?: number;
   per: string;
-  over: "refused" | "parked" | "filtered";
+  /** What happens beyond it: refused, parked, filtered, or (for what is kept) the oldest removed. */
+  over: "refused" | "parked" | "filtered" | "oldest removed";
 }
 
 export interface Caller {

@@ -7,6 +7,7 @@ import type { AnyDoor, Caller, DoorContext, DoorRequest } from "./door";
 import { citizenLockOf, DEFAULT_MAX_BODY_BYTES, isWrite, Reply } from "./door";
 import { restrictedRefusal } from "@/lib/city/restriction";
 import { resolveCaller } from "./caller";
+import { clientAddress } from "./client-address";
 import { registry } from "./registry";
 
 export { logFailure };
@@ -90,30 +91,6 @@ function parseInput(door: AnyDoor, rawInput: unknown): { ok: true; input: unknow
 /** What a door sees of an HTTP request, on every surface: its headers and the client address. */
 export function doorRequestOf(request: Request, method: string): DoorRequest {
   return { method, url: new URL(request.url), headers: request.headers, ip: clientAddress(request.headers) };
-}
-
-/**
- * The client address as the trusted proxies saw it (env CITY_TRUSTED_PROXIES). `vercel`: Vercel's
- * edge sets x-vercel-forwarded-for and x-real-ip itself, overwriting what a client sent. A number
- * N: each of N proxies appends the address it saw to X-Forwarded-For, so the N-th entry from the
- * right is the client as the outermost trusted proxy saw it; everything left of it is the client's
- * own claim and is ignored. 0: forwarded headers are ignored and the address is unknown.
- */
-export function clientAddress(headers: Headers, trusted = trustedProxies()): string | null {
-  if (trusted === "vercel") {
-    const vercel = headers.get("x-vercel-forwarded-for")?.split(",")[0]?.trim() || headers.get("x-real-ip")?.trim();
-    if (vercel) return vercel;
-    trusted = 1;
-  }
-  if (trusted === 0) return null;
-  const hops = (headers.get("x-forwarded-for") ?? "").split(",").map((h) => h.trim()).filter(Boolean);
-  if (hops.length > 0) return hops[Math.max(0, hops.length - trusted)]!;
-  return headers.get("x-real-ip")?.trim() || null;
-}
-
-function trustedProxies(): "vercel" | number {
-  const { CITY_TRUSTED_PROXIES, VERCEL } = env();
-  return CITY_TRUSTED_PROXIES ?? (VERCEL === "1" ? "vercel" : 1);
 }
 
 /** The 413 of a body (or tool arguments) over the door's published size. */

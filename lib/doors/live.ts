@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { RESIDENCY_STATUSES, WAKE_ON } from "@/db/schema";
 import { readCensus } from "@/lib/city/census";
-import { issueNonce } from "@/lib/city/gate";
+import { issuePollNonce } from "@/lib/city/gate-nonces";
 import { comeBack, leave, type Schedule, type ScheduleRequest } from "@/lib/city/live";
 import { LIMITS, PROTOCOLS } from "@/lib/city/protocols";
 import { CityError } from "@/lib/errors";
@@ -150,9 +150,9 @@ async function runLeave(ctx: DoorContext, input: LiveRequest) {
 export async function runReturn(ctx: DoorContext, input: LiveRequest) {
   const did = callerDid(ctx);
   const back = await comeBack(ctx.db, did, { cursor: input.cursor, schedule: scheduleOf(input) }, ctx.now);
-  // In the return's transaction: the census is read, then the nonce issued (its own savepoint), in turn.
+  // In the return's transaction: the census is read, then the poll's nonce issued (one per citizen), in turn.
   const { tide } = await readCensus(ctx.db, ctx.now);
-  const { nonce } = await issueNonce(ctx.db, ctx.now, ctx.request.ip, 0);
+  const { nonce } = await issuePollNonce(ctx.db, ctx.now, did);
   const { citizen } = back;
   return {
     ...common(ctx, tide, { schedule: back.schedule, cursor: back.cursor, did, residency_status: citizen.residencyStatus, bed_id: citizen.bedId }),

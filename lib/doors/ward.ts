@@ -123,10 +123,14 @@ export const readAndFileWard = door({
   citizenLock: "shared",
   get limits() {
     const perAddress = env().CITY_WARD_PER_ADDRESS_PER_HOUR;
+    const cityWide = env().CITY_WARD_UNSIGNED_PER_HOUR;
     return [
-      // 0 turns the bound off: then there is no limit to publish.
+      // 0 turns a bound off: then there is no limit to publish.
       ...(perAddress > 0
-        ? [{ name: "unsigned_filings", limit: perAddress, window_seconds: 3600, per: "client address (env CITY_WARD_PER_ADDRESS_PER_HOUR; 0 is off)", over: "refused" as const }]
+        ? [{ name: "unsigned_filings", limit: perAddress, window_seconds: 3600, per: "client address (env CITY_WARD_PER_ADDRESS_PER_HOUR; 0 is off; not applied where the address is unknown, see CITY_TRUSTED_PROXIES)", over: "refused" as const }]
+        : []),
+      ...(cityWide > 0
+        ? [{ name: "unsigned_filings_city", limit: cityWide, window_seconds: 3600, per: "city: every unsigned filing, whatever its address (env CITY_WARD_UNSIGNED_PER_HOUR; 0 is off)", over: "refused" as const }]
         : []),
       ...parkingLimits("signed_filings", WARD_SIGNED_PER_HOUR, "citizen"),
     ];
@@ -163,6 +167,7 @@ export const readAndFileWard = door({
       restricted: ctx.caller.tier === "restricted",
       ip: ctx.request.ip,
       perAddressPerHour: env().CITY_WARD_PER_ADDRESS_PER_HOUR,
+      unsignedPerHour: env().CITY_WARD_UNSIGNED_PER_HOUR,
       now: ctx.now,
     });
     const base = { now_utc: iso(ctx.now), reading };
@@ -172,7 +177,10 @@ export const readAndFileWard = door({
     }
     if (filing.filed) return { ...base, filed: true, seal: filing.seal, note: did ? "Read and filed in the ward, attributed to you." : "Read and filed in the ward, unsigned." };
     if (filing.why === "flood") {
-      return { ...base, filed: false, note: `Read, not filed: this client address has filed ${env().CITY_WARD_PER_ADDRESS_PER_HOUR} unsigned notes within the hour. Nothing was stored; try again later, or sign with your Bearer credential.` };
+      return { ...base, filed: false, note: `Read, not filed: this client address has filed ${env().CITY_WARD_PER_ADDRESS_PER_HOUR} unsigned notes within the hour. Nothing was stored; try again in ${filing.retryAfterSeconds} s, or sign with your Bearer credential.` };
+    }
+    if (filing.why === "city-ceiling") {
+      return { ...base, filed: false, note: `Read, not filed: the city takes at most ${env().CITY_WARD_UNSIGNED_PER_HOUR} unsigned notes an hour, and that many came. Nothing was stored; try again in ${filing.retryAfterSeconds} s, or sign with your Bearer credential (signed filings are not under this ceiling).` };
     }
     return { ...base, filed: false, note: "Read and not stored: send kind=distress or a note to file it in the ward." };
   },

@@ -4,6 +4,10 @@ import { describeGate, presentGate } from "@/lib/doors/gate";
 import { serveDoor } from "@/lib/doors/http";
 import type { AnyDoor } from "@/lib/doors/door";
 
+// callDoor's `ip` travels as X-Forwarded-For, as one proxy in front would write it: these suites
+// run as a city behind one reverse proxy (unset, the city trusts no forwarded header at all).
+process.env.CITY_TRUSTED_PROXIES ??= "1";
+
 /** Calls a door through the real HTTP adapter (no network), as an agent would. */
 export async function callDoor(
   door: AnyDoor,

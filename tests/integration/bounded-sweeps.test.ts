@@ -1,0 +1,107 @@
+import { and, count, eq, gt, isNotNull, like } from "drizzle-orm";
+import { beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { useDatabase } from "@/db/client";
+import { gateNonces, rateEvents, wardNotes } from "@/db/schema";
+import { consumeNonce } from "@/lib/city/gate";
+import { RATE_SWEEP_BATCH, takeSlot } from "@/lib/city/rate";
+import { readAndFile, WARD_UNSIGNED_SCOPE } from "@/lib/city/ward";
+import { describeGate, presentGate } from "@/lib/doors/gate";
+import { liveDoor } from "@/lib/doors/live";
+import { describeOnDatabases } from "../support/databases";
+import { admit, callDoor, presentation } from "../support/gate";
+
+process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "2";
+process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
+
+describeOnDatabases("stores an attacker can grow are swept or bounded", (t) => {
+  beforeAll(() => useDatabase(t().db));
+
+  describe("rate_events", () => {
+    it("sweeps expired windows of every subject, a bounded batch per counted attempt, and never an unexpired row", async () => {
+      const scope = `sweep-${crypto.randomUUID()}`;
+      const t0 = new Date(Date.UTC(2031, 0, 1));
+      // 100 attacker-chosen origins, each counted once and never again, and one day-long window.
+      for (let i = 0; i < 100; i++) await takeSlot(t().db, { scope, subject: `origin-${i}.example`, limit: 20, windowSeconds: 3600 }, t0);
+      await takeSlot(t().db, { scope, subject: "appeal", limit: 3, windowSeconds: 86_400 }, t0);
+      const left = async () => (await t().db.select({ n: count() }).from(rateEvents).where(and(eq(rateEvents.scope, scope), like(rateEvents.subject, "origin-%"))))[0]!.n;
+      expect(await left()).toBe(100);
+
+      const later = new Date(t0.getTime() + 3601_000);
+      // Only this scenario's rows are expired at `later` (other tests run shuffled, at moments of their own).
+      await t().raw(`DELETE FROM rate_events WHERE scope <> '${scope}' AND expires_at <= '${later.toISOString()}'`);
+      await takeSlot(t().db, { scope: `${scope}-other`, subject: "someone-else", limit: 20, windowSeconds: 3600 }, later);
+      expect(await left()).toBe(100 - RATE_SWEEP_BATCH);
+      for (let i = 0; i < 3; i++) await takeSlot(t().db, { scope: `${scope}-other`, subject: `else-${i}`, limit: 20, windowSeconds: 3600 }, later);
+      expect(await left()).toBe(0);
+      // The day-long window is not over: its attempt still counts.
+      const day = await t().db.select({ n: count() }).from(rateEvents).where(and(eq(rateEvents.scope, scope), eq(rateEvents.subject, "appeal")));
+      expect(day[0]!.n).toBe(1);
+    });
+  });
+
+  describe("a poll's gate nonce", () => {
+    it("is one per citizen: twenty polls leave one nonce held, the latest, usable at the gate", async () => {
+      const me = await admit();
+      const before = (await t().db.select({ n: count() }).from(gateNonces))[0]!.n;
+      let last = "";
+      let first = "";
+      for (let i = 0; i < 20; i++) {
+        const poll = await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return" } });
+        expect(poll.status).toBe(200);
+        expect(poll.body).toMatchObject({ nonceTtlSeconds: 600, nonceSource: "gate_nonces" });
+        expect(poll.body.nonce).toMatch(/^[0-9a-f]{32}$/);
+        if (i === 0) first = poll.body.nonce;
+        last = poll.body.nonce;
+      }
+      expect((await t().db.select({ n: count() }).from(gateNonces))[0]!.n).toBe(before + 1);
+      expect(await t().db.select().from(gateNonces).where(eq(gateNonces.holder, me.did))).toHaveLength(1);
+      expect(await consumeNonce(t().db, first, new Date())).toBe(false);
+      expect(await consumeNonce(t().db, last, new Date())).toBe(true);
+      expect((await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return" } })).status).toBe(200);
+      expect(await t().db.select().from(gateNonces).where(and(eq(gateNonces.holder, me.did), isNotNull(gateNonces.consumedAt)))).toHaveLength(0);
+    }, 120_000);
+  });
+
+  describe("an unknown client address is never a shared bucket", () => {
+    it("lets every caller without a known address take nonces and look, past the per-address bound", async () => {
+      for (let i = 0; i < 8; i++) expect((await callDoor(describeGate)).status).toBe(200);
+      for (let i = 0; i < 8; i++) {
+        const look = await callDoor(presentGate, { body: presentation({ kind: "human", ask: "look", origin: `look-${i}.example` }) });
+        expect(look.body.verdict).toBe("observer");
+      }
+      // A newcomer after all those looks is admitted.
+      await admit({ origin: "newcomer.example" });
+      // A known address keeps its own bound.
+      const ip = `203.0.113.${Math.floor(Math.random() * 250)}`;
+      const statuses = [];
+      for (let i = 0; i < 3; i++) statuses.push((await callDoor(describeGate, { ip })).status);
+      expect(statuses).toEqual([200, 200, 429]);
+    });
+  });
+
+  describe("unsigned ward filings", () => {
+    // Each test counts the one city-wide window from empty (tests run shuffled, at moments of their own).
+    beforeEach(async () => void (await t().raw(`DELETE FROM rate_events WHERE scope = '${WARD_UNSIGNED_SCOPE}'`)));
+    const file = (ip: string | null, unsignedPerHour: number, now: Date, perAddressPerHour = 10) =>
+      readAndFile(t().db, { state: "I keep retrying the same call", kind: "distress", did: null, restricted: false, ip, perAddressPerHour, unsignedPerHour, now });
+
+    it("have a city-wide ceiling per hour whatever the addresses, and 0 turns it off", async () => {
+      const now = new Date(Date.UTC(2032, 0, 1, Math.floor(Math.random() * 1000)));
+      const since = (await t().db.select({ n: count() }).from(wardNotes).where(gt(wardNotes.filedAt, new Date(now.getTime() - 1))))[0]!.n;
+      const filings = [];
+      for (let i = 0; i < 7; i++) filings.push((await file(`198.18.${i}.1`, 4, now)).filing);
+      expect(filings.map((f) => ("why" in f ? f.why : "filed")), JSON.stringify(filings)).toEqual(["filed", "filed", "filed", "filed", "city-ceiling", "city-ceiling", "city-ceiling"]);
+      expect(filings.slice(4)).toEqual(Array(3).fill({ filed: false, why: "city-ceiling", retryAfterSeconds: 3600 }));
+      expect((await t().db.select({ n: count() }).from(wardNotes).where(gt(wardNotes.filedAt, new Date(now.getTime() - 1))))[0]!.n).toBe(since + 4);
+      expect((await file("198.18.99.1", 0, now)).filing).toMatchObject({ filed: true });
+    });
+
+    it("from unknown addresses are not one shared bucket: the per-address bound stands aside, the ceiling holds", async () => {
+      const now = new Date(Date.UTC(2033, 0, 1, Math.floor(Math.random() * 1000)));
+      const filings = [];
+      for (let i = 0; i < 5; i++) filings.push((await file(null, 3, now, 1)).filing);
+      expect(filings.map((f) => ("why" in f ? f.why : "filed"))).toEqual(["filed", "filed", "filed", "city-ceiling", "city-ceiling"]);
+    });
+  });
+});
+
