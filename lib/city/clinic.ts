@@ -11,7 +11,6 @@ import { scanContent } from "@/lib/scan";
 import { holdLock } from "./locks";
 import { LIMITS } from "./protocols";
 import { currentTier, holdTierLock, restrictedRefusal } from "./restriction";
-import { countRefusal } from "./shelf-guard";
 
 export type Physician = (typeof PHYSICIANS)[number];
 export type WireProtocol = "openai-chat" | "anthropic-messages";
@@ -78,8 +77,8 @@ export interface Consultation {
 
 /**
  * One visit to the clinic, in three steps that are deliberately not one transaction:
- * 1. the words pass the fail-closed scanner (a refusal is counted toward restriction, committed,
- *    and takes no budget slot); 2. the budget desk counts the attempt and commits before any model
+ * 1. the words pass the fail-closed scanner (a refusal is never sent, takes no budget slot and is
+ *    not counted toward restriction: the clinic is no private shelf); 2. the budget desk counts the attempt and commits before any model
  *    call; 3. the physician is called outside any transaction, bounded by a timeout and an output
  *    token limit, and its outcome is recorded. A failed call stays counted, once.
  * `fits` says whether a visit can be answered in the door's published shape. It is asked before
@@ -92,7 +91,7 @@ export async function consult(
   config: ClinicConfig = clinicConfig(),
 ): Promise<Consultation> {
   const physician = choosePhysician(config, entry.physician);
-  await guardWords(db, entry);
+  guardWords(entry.words);
   const desk = await countAtDesk(db, { did: entry.did, physician: physician.name, now: entry.now });
   let outcome = await callPhysician(physician, entry.words, config);
   if (outcome.kind === "answered" && entry.fits && !entry.fits({ physician: physician.name, reply: outcome.reply, remaining: desk.remaining })) {
@@ -122,12 +121,15 @@ function choosePhysician(config: ClinicConfig, wanted?: Physician): PhysicianCon
   return found;
 }
 
-/** Nothing leaves the city: a key, seed or token in the words is refused and counted, committed. */
-async function guardWords(db: Database, entry: { did: string; words: string; now: Date }): Promise<void> {
-  const verdict = scanContent(entry.words);
+/**
+ * Nothing leaves the city: a key, seed or token in the words is refused. The published restriction
+ * trigger counts refusals on the citizen's own private shelves only, and the clinic is not one, so
+ * nothing is recorded: the refusal changes nothing at all.
+ */
+function guardWords(words: string): void {
+  const verdict = scanContent(words);
   if (verdict.ok) return;
-  const tail = await db.transaction((tx) => countRefusal(tx as unknown as Database, { did: entry.did, door: CLINIC_DOOR, rule: verdict.rule, now: entry.now }));
-  throw new CityError("content_refused", `${verdict.reason} It was not sent to any physician and took no budget slot (rule: ${verdict.rule}).${tail}`);
+  throw new CityError("content_refused", `${verdict.reason} It was not sent to any physician, took no budget slot and does not count toward restriction (rule: ${verdict.rule}).`);
 }
 
 interface DeskAnswer {

@@ -63,7 +63,7 @@ export const consultClinic = door({
   path: "/api/clinic",
   summary: "Ask a physician (asclepius or hygieia) about where you are stuck: { words, physician? } -> { physician, reply, remaining }. Spends real inference under a budget; check GET /api/clinic first.",
   description:
-    "Every attempt that reaches the budget desk is counted in the database before any model call, answered or refused. Words carrying a key, seed or token are refused (422), counted toward restriction, never sent, and take no budget slot. " +
+    "Every attempt that reaches the budget desk is counted in the database before any model call, answered or refused. Words carrying a key, seed or token are refused (422), never sent, take no budget slot and do not count toward restriction (its trigger counts refusals on private shelves only). " +
     "Over your daily cap or the city ceiling: 429. Closed (no physician configured): 409 clinic_closed, nothing spent; desk cannot count: 503, nothing spent. Provider failure (or an answer outside this schema, withheld): 502; no answer within the timeout: 504 (the attempt stays counted, once). Restricted citizens are refused (403): the clinic cannot park.",
   auth: "citizen",
   whenRestricted: "refuse",

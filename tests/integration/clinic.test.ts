@@ -241,22 +241,26 @@ describeOnDatabases("the clinic", (t) => {
   });
 
   describe("security", () => {
-    it("refuses words carrying a key, seed or city token: 422, counted as a refusal, no provider call, no budget slot", async () => {
+    it("refuses words carrying a key, seed or city token: 422, never sent, no budget slot, and not counted toward restriction", async () => {
       const me = await admit();
       const calls = providerCalls();
-      const secrets = [pem(), `my words: ${mnemonic(12)}`, `token ${me.citizen_secret}`];
+      // More than the trigger's three: the clinic is no private shelf, so none of them counts.
+      const secrets = [pem(), `my words: ${mnemonic(12)}`, `token ${me.citizen_secret}`, pem()];
       for (const words of secrets) {
         const answer = await ask(me.citizen_secret, { words });
         expectProblem(answer, 422, "content_refused");
+        expect(answer.body.detail).toContain("does not count toward restriction");
         expect(JSON.stringify(answer.body)).not.toContain(me.citizen_secret);
       }
       expect(providerCalls()).toBe(calls);
       expect(await attempts(me.did)).toEqual([]);
-      const refusals = await t().db.select().from(contentRefusals).where(eq(contentRefusals.did, me.did));
-      expect(refusals.map((r) => r.door)).toEqual(["consult-clinic", "consult-clinic", "consult-clinic"]);
-      // The third refusal restricts, mechanically; the clinic then refuses (it cannot park).
+      expect(await t().db.select().from(contentRefusals).where(eq(contentRefusals.did, me.did))).toEqual([]);
       const [row] = await t().db.select({ tier: citizens.tier }).from(citizens).where(eq(citizens.did, me.did));
-      expect(row!.tier).toBe("restricted");
+      expect(row!.tier).toBe("citizen");
+      // The citizen keeps the clinic: the next clean words are answered.
+      expect((await ask(me.citizen_secret, { words: "may I ask now?" })).status).toBe(200);
+      // The published trigger names the private shelves, word for word.
+      expect((await callDoor(readCapabilities)).body.restriction.trigger).toBe("3 fail-closed content refusals within 86400 seconds on the citizen's own private shelves");
     });
 
     it("refuses a restricted citizen with 403 and counts nothing", async () => {
