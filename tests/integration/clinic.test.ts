@@ -374,7 +374,7 @@ windowSuite("the clinic's city ceiling", (t, { consultAs, settle, gauges }) => {
     const calls = providerCalls();
     const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => consultAs(people[i % 30]!, i)));
     const statuses = answers.map((a) => a.status);
-    expect(statuses.every((s) => s === 200 || s === 429)).toBe(true);
+    expect(statuses.every((s) => s === 200 || s === 429), statuses.join(",")).toBe(true);
     // 10 settled x 3 + 20 newcomers x 3 = 90 allowed by the citizen caps: the ceiling binds at exactly 60.
     expect(providerCalls() - calls).toBe(60);
     expect(statuses.filter((s) => s === 200)).toHaveLength(60);
