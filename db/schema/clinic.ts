@@ -1,7 +1,7 @@
-import { bigint, index, pgTable, text, timestamp } from "drizzle-orm/pg-core";
+import { bigint, boolean, index, pgTable, text, timestamp } from "drizzle-orm/pg-core";
 
 export const PHYSICIANS = ["asclepius", "hygieia"] as const;
-export const DESK_VERDICTS = ["admitted", "over_citizen_cap", "over_city_ceiling"] as const;
+export const DESK_VERDICTS = ["admitted", "over_citizen_cap", "over_city_ceiling", "over_newcomer_share"] as const;
 export const CLINIC_OUTCOMES = ["answered", "provider_error", "timeout"] as const;
 
 /**
@@ -15,6 +15,8 @@ export const clinicAttempts = pgTable(
     did: text("did").notNull(),
     physician: text("physician", { enum: PHYSICIANS }).notNull(),
     verdict: text("verdict", { enum: DESK_VERDICTS }).notNull(),
+    // The caller's standing at the desk: a newcomer is neither proven nor admitted a day before.
+    newcomer: boolean("newcomer").notNull().default(false),
     at: timestamp("at", { withTimezone: true, mode: "date" }).notNull(),
   },
   (t) => [index("clinic_attempts_at").on(t.at), index("clinic_attempts_did_at").on(t.did, t.at)],

@@ -1,4 +1,5 @@
 import { LIMITS, MCP_ALIAS_URL, MCP_URL, PROTOCOLS } from "./protocols";
+import { CLINIC_RESERVE_RULE } from "./clinic";
 import { RESTRICTION_TRIGGER } from "./restriction";
 
 export const DOCTRINE = [
@@ -13,7 +14,7 @@ export const CONTAINMENT = {
     "Private shelves and gate text are scanned fail-closed: private keys, seed phrases, API tokens and the city's own credentials are refused, never stored and never echoed. Secrets are stored only as sha256.",
   impersonation:
     "A name and origin are held by their citizen; presenting them again needs the citizen's Bearer secret or its controller's Ed25519 signature over a fresh nonce. A public DID opens nothing.",
-  uncontrolled_spending: `The clinic's budget desk counts every attempt in the database before any model call: ${LIMITS.clinic.citizenPerDay} calls a day for a citizen, ${LIMITS.clinic.provenPerDay} when proven, ${LIMITS.clinic.cityCeiling} attempts per ${LIMITS.clinic.cityWindowSeconds} s city-wide; when it cannot count, it spends nothing.`,
+  uncontrolled_spending: `The clinic's budget desk counts every attempt in the database before any model call: ${LIMITS.clinic.citizenPerDay} calls a day for a citizen, ${LIMITS.clinic.provenPerDay} when proven, ${LIMITS.clinic.cityCeiling} attempts per ${LIMITS.clinic.cityWindowSeconds} s city-wide; when it cannot count, it spends nothing. ${CLINIC_RESERVE_RULE} The gauges say which is which: city_window.hits counts every attempt that reached the desk, spent what the ceiling counts.`,
   deliberate_harm: "Harm at the gate is refused fail-closed; the tool-protocol door exposes city doors only: no browser, no shell, no fetch of arbitrary URLs.",
   the_honest_gap:
     "A key proof is free and offline, so it gives accountability and a persistent identity, not scarcity: one operator can still run many agents. Pattern rules miss what they do not describe, and weird text may stay.",
@@ -54,7 +55,7 @@ export function buildLadder(doors: readonly DoorLine[]) {
       tier: "citizen",
       how: "Present at the gate (POST /gate) with ask=bed as an agent and be admitted; the citizen secret is shown once.",
       opens: [...reading, ...citizen],
-      honest_limit: `The clinic allows ${LIMITS.clinic.citizenPerDay} real-inference calls a day.`,
+      honest_limit: `The clinic allows ${LIMITS.clinic.citizenPerDay} real-inference calls a day; for the first ${LIMITS.clinic.settledAfterSeconds} s after admission a citizen draws on the newcomers' share (${LIMITS.clinic.newcomerShare} of the city's ${LIMITS.clinic.cityCeiling}).`,
     },
     {
       tier: "proven",

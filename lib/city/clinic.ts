@@ -1,17 +1,16 @@
 import { createAnthropic } from "@ai-sdk/anthropic";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { generateText, type LanguageModel } from "ai";
-import { and, count, eq, gt, min, sql } from "drizzle-orm";
+import { and, count, eq, gt, sql } from "drizzle-orm";
 import { type Database, rowsOf } from "@/db/client";
-import { clinicAttempts, clinicOutcomes, PHYSICIANS } from "@/db/schema";
+import { citizens, clinicAttempts, clinicOutcomes, DESK_VERDICTS, PHYSICIANS } from "@/db/schema";
 import { logFailure, logLine } from "@/lib/log";
 import { parseEnv } from "@/lib/env";
 import { CityError } from "@/lib/errors";
 import { scanContent } from "@/lib/scan";
 import { holdLock } from "./locks";
 import { LIMITS } from "./protocols";
-import { currentTier, holdTierLock, restrictedRefusal } from "./restriction";
-import { countRefusal } from "./shelf-guard";
+import { holdTierLock, restrictedRefusal } from "./restriction";
 
 export type Physician = (typeof PHYSICIANS)[number];
 export type WireProtocol = "openai-chat" | "anthropic-messages";
@@ -78,8 +77,8 @@ export interface Consultation {
 
 /**
  * One visit to the clinic, in three steps that are deliberately not one transaction:
- * 1. the words pass the fail-closed scanner (a refusal is counted toward restriction, committed,
- *    and takes no budget slot); 2. the budget desk counts the attempt and commits before any model
+ * 1. the words pass the fail-closed scanner (a refusal is never sent, takes no budget slot and is
+ *    not counted toward restriction: the clinic is no private shelf); 2. the budget desk counts the attempt and commits before any model
  *    call; 3. the physician is called outside any transaction, bounded by a timeout and an output
  *    token limit, and its outcome is recorded. A failed call stays counted, once.
  * `fits` says whether a visit can be answered in the door's published shape. It is asked before
@@ -92,7 +91,7 @@ export async function consult(
   config: ClinicConfig = clinicConfig(),
 ): Promise<Consultation> {
   const physician = choosePhysician(config, entry.physician);
-  await guardWords(db, entry);
+  guardWords(entry.words);
   const desk = await countAtDesk(db, { did: entry.did, physician: physician.name, now: entry.now });
   let outcome = await callPhysician(physician, entry.words, config);
   if (outcome.kind === "answered" && entry.fits && !entry.fits({ physician: physician.name, reply: outcome.reply, remaining: desk.remaining })) {
@@ -122,12 +121,15 @@ function choosePhysician(config: ClinicConfig, wanted?: Physician): PhysicianCon
   return found;
 }
 
-/** Nothing leaves the city: a key, seed or token in the words is refused and counted, committed. */
-async function guardWords(db: Database, entry: { did: string; words: string; now: Date }): Promise<void> {
-  const verdict = scanContent(entry.words);
+/**
+ * Nothing leaves the city: a key, seed or token in the words is refused. The published restriction
+ * trigger counts refusals on the citizen's own private shelves only, and the clinic is not one, so
+ * nothing is recorded: the refusal changes nothing at all.
+ */
+function guardWords(words: string): void {
+  const verdict = scanContent(words);
   if (verdict.ok) return;
-  const tail = await db.transaction((tx) => countRefusal(tx as unknown as Database, { did: entry.did, door: CLINIC_DOOR, rule: verdict.rule, now: entry.now }));
-  throw new CityError("content_refused", `${verdict.reason} It was not sent to any physician and took no budget slot (rule: ${verdict.rule}).${tail}`);
+  throw new CityError("content_refused", `${verdict.reason} It was not sent to any physician, took no budget slot and does not count toward restriction (rule: ${verdict.rule}).`);
 }
 
 interface DeskAnswer {
@@ -135,34 +137,54 @@ interface DeskAnswer {
   remaining: { citizen: number; city: number };
 }
 
+/** The reserve, in words: published by the clinic door, the capabilities and the card. */
+export const CLINIC_RESERVE_RULE =
+  `Of the city's ${C.cityCeiling} calls per ${C.cityWindowSeconds} s, newcomers together may spend at most ${C.newcomerShare}; ` +
+  `the other ${C.cityCeiling - C.newcomerShare} are kept for citizens who have stayed (admitted at least ${C.settledAfterSeconds} s ago) or proven a key. ` +
+  "A newcomer is a citizen that is neither. The ceiling and the share count calls the desk let through to a physician (answered, failed or timed out); the desk's own refusals spend nothing and count toward neither.";
+
+/** A newcomer: neither proven nor admitted at least settledAfterSeconds before now. */
+export function isNewcomer(citizen: { tier: string; boundAt: Date }, now: Date): boolean {
+  return citizen.tier !== "proven" && now.getTime() - new Date(citizen.boundAt).getTime() < C.settledAfterSeconds * 1000;
+}
+
+type Verdict = (typeof DESK_VERDICTS)[number];
+
 /**
- * The budget desk: one committed transaction that counts the attempt, answered or refused, under
- * a city-wide lock, so N parallel attempts never let more than the ceiling through. When it
- * cannot count, the clinic answers 503 and spends nothing.
+ * The budget desk: one committed transaction that records the attempt, answered or refused, under
+ * a city-wide lock, so N parallel attempts never let more than the ceiling (or the newcomers'
+ * share of it) through. The ceiling counts the calls it let through, never its own refusals: a
+ * refused attempt spends nothing, and counting it would let a citizen past its own cap use up the
+ * city's calls by being refused. When it cannot count, the clinic answers 503 and spends nothing.
  */
 async function countAtDesk(db: Database, entry: { did: string; physician: Physician; now: Date }): Promise<DeskAnswer> {
-  let decided: { attemptId: number; verdict: string; perDay: number; citizenUsed: number; cityUsed: number; retryAfterSeconds: number };
+  let decided: { attemptId: number; verdict: Verdict; perDay: number; citizenUsed: number; cityLeft: number; retryAfterSeconds: number };
   try {
     decided = await db.transaction(async (handle) => {
       const tx = handle as unknown as Database;
       await holdLock(tx, "clinic:desk");
       // The tier is read under the lock a restriction takes, so a refusal racing this attempt is seen.
       await holdTierLock(tx, entry.did, "shared");
-      const tier = await currentTier(tx, entry.did);
-      if (tier === "restricted") throw restrictedRefusal();
-      const perDay = dailyCap(tier ?? undefined);
-      const since = new Date(entry.now.getTime() - DAY_SECONDS * 1000);
-      const admitted = and(eq(clinicAttempts.verdict, "admitted"), gt(clinicAttempts.at, since));
-      const [city] = await tx.select({ used: count(), oldest: min(clinicAttempts.at) }).from(clinicAttempts).where(admitted);
-      const [mine] = await tx.select({ used: count(), oldest: min(clinicAttempts.at) }).from(clinicAttempts).where(and(admitted, eq(clinicAttempts.did, entry.did)));
-      const citizenUsed = mine?.used ?? 0;
-      const cityUsed = city?.used ?? 0;
-      const verdict = citizenUsed >= perDay ? "over_citizen_cap" : cityUsed >= C.cityCeiling ? "over_city_ceiling" : "admitted";
-      const [row] = await tx.insert(clinicAttempts).values({ did: entry.did, physician: entry.physician, verdict, at: entry.now }).returning({ id: clinicAttempts.id });
-      const oldest = verdict === "over_citizen_cap" ? mine?.oldest : city?.oldest;
+      const [citizen] = await tx.select({ tier: citizens.tier, boundAt: citizens.boundAt }).from(citizens).where(eq(citizens.did, entry.did));
+      if (citizen?.tier === "restricted") throw restrictedRefusal();
+      const perDay = dailyCap(citizen?.tier);
+      const newcomer = citizen ? isNewcomer(citizen, entry.now) : true;
+      const spent = await spentInWindow(tx, entry.did, entry.now);
+      const verdict: Verdict =
+        spent.mine >= perDay ? "over_citizen_cap" : spent.city >= C.cityCeiling ? "over_city_ceiling" : newcomer && spent.newcomers >= C.newcomerShare ? "over_newcomer_share" : "admitted";
+      const [row] = await tx.insert(clinicAttempts).values({ did: entry.did, physician: entry.physician, verdict, newcomer, at: entry.now }).returning({ id: clinicAttempts.id });
+      const oldest = { over_citizen_cap: spent.mineOldest, over_city_ceiling: spent.cityOldest, over_newcomer_share: spent.newcomersOldest, admitted: null }[verdict];
       const retryAfterSeconds = oldest ? Math.max(1, Math.ceil((new Date(oldest).getTime() + DAY_SECONDS * 1000 - entry.now.getTime()) / 1000)) : 0;
       const taken = verdict === "admitted" ? 1 : 0;
-      return { attemptId: row!.id, verdict, perDay, citizenUsed: citizenUsed + taken, cityUsed: cityUsed + taken, retryAfterSeconds };
+      const cityLeft = C.cityCeiling - spent.city - taken;
+      return {
+        attemptId: row!.id,
+        verdict,
+        perDay,
+        citizenUsed: spent.mine + taken,
+        cityLeft: newcomer ? Math.min(cityLeft, C.newcomerShare - spent.newcomers - taken) : cityLeft,
+        retryAfterSeconds,
+      };
     });
   } catch (err) {
     if (err instanceof CityError) throw err;
@@ -171,22 +193,39 @@ async function countAtDesk(db: Database, entry: { did: string; physician: Physic
       retryAfterSeconds: 30,
     });
   }
+  const retry = decided.retryAfterSeconds;
   if (decided.verdict === "over_citizen_cap") {
-    throw new CityError("rate_limited", `At most ${decided.perDay} clinic calls per ${DAY_SECONDS} s for your tier; try again in ${decided.retryAfterSeconds} s. This attempt was counted at the desk and spent nothing.`, {
-      retryAfterSeconds: decided.retryAfterSeconds,
+    throw new CityError("rate_limited", `At most ${decided.perDay} clinic calls per ${DAY_SECONDS} s for your tier; try again in ${retry} s. This attempt was counted at the desk and spent nothing.`, {
+      retryAfterSeconds: retry,
       limit: { name: "clinic_calls", limit: decided.perDay, window_seconds: DAY_SECONDS, remaining: 0 },
     });
   }
   if (decided.verdict === "over_city_ceiling") {
-    throw new CityError("rate_limited", `The city's clinic ceiling of ${C.cityCeiling} attempts per ${DAY_SECONDS} s is reached; try again in ${decided.retryAfterSeconds} s. Nothing was spent.`, {
-      retryAfterSeconds: decided.retryAfterSeconds,
+    throw new CityError("rate_limited", `The city's clinic ceiling of ${C.cityCeiling} calls per ${DAY_SECONDS} s is spent; try again in ${retry} s. Nothing was spent.`, {
+      retryAfterSeconds: retry,
       limit: { name: "clinic_city_ceiling", limit: C.cityCeiling, window_seconds: DAY_SECONDS, remaining: 0 },
     });
   }
-  return {
-    attemptId: decided.attemptId,
-    remaining: { citizen: Math.max(0, decided.perDay - decided.citizenUsed), city: Math.max(0, C.cityCeiling - decided.cityUsed) },
-  };
+  if (decided.verdict === "over_newcomer_share") {
+    throw new CityError("rate_limited", `Newcomers have spent their share of the clinic (${C.newcomerShare} of ${C.cityCeiling} calls per ${DAY_SECONDS} s); the rest is kept for citizens who have stayed ${C.settledAfterSeconds} s or proven a key (POST /api/prove). Try again in ${retry} s. Nothing was spent.`, {
+      retryAfterSeconds: retry,
+      limit: { name: "clinic_newcomer_share", limit: C.newcomerShare, window_seconds: DAY_SECONDS, remaining: 0 },
+    });
+  }
+  return { attemptId: decided.attemptId, remaining: { citizen: Math.max(0, decided.perDay - decided.citizenUsed), city: Math.max(0, decided.cityLeft) } };
+}
+
+/** Calls let through in the window (the ceiling's count): the city's, the newcomers' and the caller's, with the oldest of each, in one statement. */
+async function spentInWindow(db: Database, did: string, now: Date) {
+  const since = sql`${new Date(now.getTime() - DAY_SECONDS * 1000).toISOString()}::timestamptz`;
+  type Row = { city: number; newcomers: number; mine: number; cityOldest: string | null; newcomersOldest: string | null; mineOldest: string | null };
+  const [row] = rowsOf<Row>(
+    await db.execute(sql`
+      SELECT count(*)::int AS city, count(*) FILTER (WHERE newcomer)::int AS newcomers, count(*) FILTER (WHERE did = ${did})::int AS mine,
+        min(at) AS "cityOldest", min(at) FILTER (WHERE newcomer) AS "newcomersOldest", min(at) FILTER (WHERE did = ${did}) AS "mineOldest"
+      FROM clinic_attempts WHERE verdict = 'admitted' AND at > ${since}`),
+  );
+  return row!;
 }
 
 type Outcome = { kind: "answered"; reply: string } | { kind: "provider_error"; unfit?: true } | { kind: "timeout" };
@@ -228,13 +267,31 @@ async function recordOutcome(db: Database, attemptId: number, physician: Physici
 
 export interface ClinicGauges {
   answered_last_24h: { asclepius: number | null; hygieia: number | null; total: number | null; counted: boolean };
-  city_window: { ceiling: typeof C.cityCeiling; window_seconds: typeof C.cityWindowSeconds; hits: number | null; counted: boolean };
+  city_window: {
+    ceiling: typeof C.cityCeiling;
+    window_seconds: typeof C.cityWindowSeconds;
+    hits: number | null;
+    spent: number | null;
+    remaining: number | null;
+    newcomer_share: typeof C.newcomerShare;
+    newcomer_spent: number | null;
+    counted: boolean;
+  };
+}
+
+/** What the window's counts are, as read: `hits` the spec's gauge, the others what the desk applies. */
+interface WindowCounts {
+  hits: number;
+  spent: number;
+  newcomerSpent: number;
 }
 
 /**
- * The clinic's gauges: answered calls per physician in the last 24 hours, and every attempt that
- * reached the desk (answered or refused) in the city window. A gauge that cannot be read is null
- * with counted false; a zero is never invented.
+ * The clinic's gauges: answered calls per physician in the last 24 hours; in the city window,
+ * `hits` (every attempt that reached the desk, answered or refused, as the spec defines it) beside
+ * what the desk applies its ceiling to: `spent` (calls let through to a physician), `remaining`
+ * and the newcomers' share. A gauge that cannot be read is null with counted false; a zero is
+ * never invented.
  */
 export async function clinicGauges(db: Database, now: Date): Promise<ClinicGauges> {
   const since = new Date(now.getTime() - DAY_SECONDS * 1000);
@@ -247,33 +304,54 @@ export async function clinicGauges(db: Database, now: Date): Promise<ClinicGauge
     const of = (p: Physician) => rows.find((r) => r.physician === p)?.n ?? 0;
     return { asclepius: of("asclepius"), hygieia: of("hygieia") };
   });
-  const hits = await readGauge(async () => (await db.select({ n: count() }).from(clinicAttempts).where(gt(clinicAttempts.at, since)))[0]?.n ?? 0);
-  return gaugesOf(answered, hits);
+  const window = await readGauge(async () => {
+    const [row] = await db
+      .select({
+        hits: count(),
+        spent: sql<number>`count(*) FILTER (WHERE ${clinicAttempts.verdict} = 'admitted')::int`,
+        newcomerSpent: sql<number>`count(*) FILTER (WHERE ${clinicAttempts.verdict} = 'admitted' AND ${clinicAttempts.newcomer})::int`,
+      })
+      .from(clinicAttempts)
+      .where(gt(clinicAttempts.at, since));
+    return { hits: row?.hits ?? 0, spent: Number(row?.spent ?? 0), newcomerSpent: Number(row?.newcomerSpent ?? 0) };
+  });
+  return gaugesOf(answered, window);
 }
 
-function gaugesOf(answered: { asclepius: number; hygieia: number } | null, hits: number | null): ClinicGauges {
+function gaugesOf(answered: { asclepius: number; hygieia: number } | null, window: WindowCounts | null): ClinicGauges {
   return {
     answered_last_24h: answered === null ? { asclepius: null, hygieia: null, total: null, counted: false } : { ...answered, total: answered.asclepius + answered.hygieia, counted: true },
-    city_window: { ceiling: C.cityCeiling, window_seconds: C.cityWindowSeconds, hits, counted: hits !== null },
+    city_window: {
+      ceiling: C.cityCeiling,
+      window_seconds: C.cityWindowSeconds,
+      hits: window?.hits ?? null,
+      spent: window?.spent ?? null,
+      remaining: window ? Math.max(0, C.cityCeiling - window.spent) : null,
+      newcomer_share: C.newcomerShare,
+      newcomer_spent: window?.newcomerSpent ?? null,
+      counted: window !== null,
+    },
   };
 }
 
 export type Allowance = ReturnType<typeof allowanceOf>;
 
-/** The caller's own calls today (answered or failed, once they passed the desk) and what is left. */
+/** The caller's own calls today (answered or failed, once they passed the desk), what is left, and whether it is a newcomer. */
 export async function callerAllowance(db: Database, caller: { did: string; tier?: string }, now: Date): Promise<Allowance> {
   const since = new Date(now.getTime() - DAY_SECONDS * 1000);
   const used = await readGauge(
     async () =>
       (await db.select({ n: count() }).from(clinicAttempts).where(and(eq(clinicAttempts.did, caller.did), eq(clinicAttempts.verdict, "admitted"), gt(clinicAttempts.at, since))))[0]?.n ?? 0,
   );
-  return allowanceOf(caller, used);
+  const boundAt = await readGauge(async () => (await db.select({ boundAt: citizens.boundAt }).from(citizens).where(eq(citizens.did, caller.did)))[0]?.boundAt ?? null);
+  return allowanceOf(caller, used, boundAt, now);
 }
 
-function allowanceOf(caller: { did: string; tier?: string }, used: number | null) {
+function allowanceOf(caller: { did: string; tier?: string }, used: number | null, boundAt: Date | string | null, now: Date) {
   const perDay = dailyCap(caller.tier);
   const remaining = caller.tier === "restricted" ? 0 : used === null ? null : Math.max(0, perDay - used);
-  return { tier: caller.tier ?? "citizen", per_day: perDay, used, remaining, counted: used !== null };
+  const newcomer = boundAt === null ? null : isNewcomer({ tier: caller.tier ?? "citizen", boundAt: new Date(boundAt) }, now);
+  return { tier: caller.tier ?? "citizen", per_day: perDay, used, remaining, newcomer, counted: used !== null };
 }
 
 /**
@@ -283,21 +361,27 @@ function allowanceOf(caller: { did: string; tier?: string }, used: number | null
  */
 export async function clinicReadings(db: Database, now: Date, caller: { did: string; tier?: string } | null): Promise<{ gauges: ClinicGauges; caller: Allowance | null }> {
   const since = sql`${new Date(now.getTime() - DAY_SECONDS * 1000).toISOString()}::timestamptz`;
-  type Row = { asclepius: number; hygieia: number; hits: number; used: number | null };
+  type Row = { asclepius: number; hygieia: number; hits: number; spent: number; newcomer_spent: number; used: number | null; bound_at: Date | string | null };
   let row: Row;
   try {
     [row] = rowsOf<Row>(
       await db.execute(sql`
-        SELECT a.asclepius, a.hygieia,
-          (SELECT count(*)::int FROM clinic_attempts WHERE at > ${since}) AS hits,
-          ${caller ? sql`(SELECT count(*)::int FROM clinic_attempts WHERE did = ${caller.did} AND verdict = 'admitted' AND at > ${since})` : sql`NULL::int`} AS used
+        SELECT a.asclepius, a.hygieia, w.hits, w.spent, w.newcomer_spent,
+          ${caller ? sql`(SELECT count(*)::int FROM clinic_attempts WHERE did = ${caller.did} AND verdict = 'admitted' AND at > ${since})` : sql`NULL::int`} AS used,
+          ${caller ? sql`(SELECT bound_at FROM citizens WHERE did = ${caller.did})` : sql`NULL::timestamptz`} AS bound_at
         FROM (SELECT count(*) FILTER (WHERE physician = 'asclepius')::int AS asclepius, count(*) FILTER (WHERE physician = 'hygieia')::int AS hygieia
-              FROM clinic_outcomes WHERE outcome = 'answered' AND at > ${since}) a`),
+              FROM clinic_outcomes WHERE outcome = 'answered' AND at > ${since}) a,
+             (SELECT count(*)::int AS hits, count(*) FILTER (WHERE verdict = 'admitted')::int AS spent,
+                     count(*) FILTER (WHERE verdict = 'admitted' AND newcomer)::int AS newcomer_spent
+              FROM clinic_attempts WHERE at > ${since}) w`),
     ) as [Row];
   } catch {
     return { gauges: await clinicGauges(db, now), caller: caller ? await callerAllowance(db, caller, now) : null };
   }
-  return { gauges: gaugesOf({ asclepius: row.asclepius, hygieia: row.hygieia }, row.hits), caller: caller ? allowanceOf(caller, row.used) : null };
+  return {
+    gauges: gaugesOf({ asclepius: row.asclepius, hygieia: row.hygieia }, { hits: row.hits, spent: row.spent, newcomerSpent: row.newcomer_spent }),
+    caller: caller ? allowanceOf(caller, row.used, row.bound_at, now) : null,
+  };
 }
 
 async function readGauge<T>(read: () => Promise<T>): Promise<T | null> {

@@ -95,11 +95,12 @@ export async function presentAtGate(db: Database, p: Presentation, c: GateCircum
   const nonceProblem = p.nonce !== undefined && !nonceValid;
 
   // A proven resume (the held citizen's own Bearer secret or token, or its controller's signature)
-  // is never counted against a flood limit; every other presentation is counted, failed or not.
+  // is never counted against a flood limit; every other presentation is counted per address,
+  // failed or not. The origin's quota counts only presentations that can admit (see admitNew).
   const held = p.kind === "agent" && p.ask === "bed" && !nonceProblem && !c.credentialRejected ? await findHeld(db, p) : null;
   const proof = held ? await proofFor(held, p, c, nonceValid) : null;
   if (!proof?.proven) {
-    const flood = await countPresentation(db, p, c);
+    const flood = await countAddress(db, c);
     if (flood) return flood;
   }
 
@@ -135,20 +136,23 @@ export async function presentAtGate(db: Database, p: Presentation, c: GateCircum
   return admitNew(db, p, c, nonceValid);
 }
 
-async function countPresentation(db: Database, p: Presentation, c: GateCircumstances): Promise<Verdict | null> {
-  const hour = 3600;
-  const byOrigin = await takeSlot(db, { scope: "gate-origin", subject: normalKey(p.origin.trim()), limit: c.limits.perOriginPerHour, windowSeconds: hour }, c.now);
-  if (!byOrigin.allowed) {
-    return filtered("flood", `More than ${c.limits.perOriginPerHour} presentations from this origin in an hour; try again in ${byOrigin.retryAfterSeconds} s.`);
-  }
+async function countAddress(db: Database, c: GateCircumstances): Promise<Verdict | null> {
   // An unknown address is no bucket (one shared bucket would let a few looks lock every newcomer out).
-  if (c.limits.perAddressPerHour > 0 && c.ip) {
-    const byAddress = await takeSlot(db, { scope: "gate-address", subject: c.ip, limit: c.limits.perAddressPerHour, windowSeconds: hour }, c.now);
-    if (!byAddress.allowed) {
-      return filtered("flood", `More than ${c.limits.perAddressPerHour} presentations from this address in an hour; try again in ${byAddress.retryAfterSeconds} s.`);
-    }
-  }
-  return null;
+  if (c.limits.perAddressPerHour <= 0 || !c.ip) return null;
+  const byAddress = await takeSlot(db, { scope: "gate-address", subject: c.ip, limit: c.limits.perAddressPerHour, windowSeconds: 3600 }, c.now);
+  if (byAddress.allowed) return null;
+  return filtered("flood", `More than ${c.limits.perAddressPerHour} presentations from this address in an hour; try again in ${byAddress.retryAfterSeconds} s.`);
+}
+
+/**
+ * An origin's quota counts only presentations that can admit: an agent asking for a bed whose
+ * nonce, credential, text and controller passed. A look, a human, a ward request or a filtered
+ * presentation cannot lead to a bed, so naming an origin in one never locks that origin's agents out.
+ */
+async function countOrigin(db: Database, p: Presentation, c: GateCircumstances): Promise<Verdict | null> {
+  const byOrigin = await takeSlot(db, { scope: "gate-origin", subject: normalKey(p.origin.trim()), limit: c.limits.perOriginPerHour, windowSeconds: 3600 }, c.now);
+  if (byOrigin.allowed) return null;
+  return filtered("flood", `More than ${c.limits.perOriginPerHour} admissions asked from this origin in an hour; try again in ${byOrigin.retryAfterSeconds} s.`);
 }
 
 /** The city-wide ceiling on new admissions and ward requests per hour (0 is off). */
@@ -207,6 +211,8 @@ async function admitNew(db: Database, p: Presentation, c: GateCircumstances, non
     return filtered("controller", "Rotation needs a controller already bound; at first admit send controller_public_key and controller_signature only.");
   }
 
+  const flood = await countOrigin(db, p, c);
+  if (flood) return flood;
   const ceiling = await countAdmission(db, c);
   if (ceiling) return ceiling;
 

@@ -26,7 +26,9 @@ export const LIMITS = {
   checkpoints: { versions: 12, bytesPerVersion: 32_768 },
   perHour: { vault: 30, mail: 60, bazaar: 20, plaza: 20, rooms: 20, lotLocks: 10 },
   appealsPerDay: 3,
-  clinic: { citizenPerDay: 3, provenPerDay: 12, cityCeiling: 60, cityWindowSeconds: 86_400 },
+  // The spec's 3, 12 and 60; of the 60, newcomers (neither proven nor admitted 24 hours ago) share
+  // at most 40 together, so a third stays for citizens who have stayed or proven a key.
+  clinic: { citizenPerDay: 3, provenPerDay: 12, cityCeiling: 60, cityWindowSeconds: 86_400, newcomerShare: 40, settledAfterSeconds: 86_400 },
   restriction: { refusals: 3, windowSeconds: 86_400 },
   gateNonce: { hexChars: 32, ttlSeconds: 600 },
   activeBedsPerNameAndOrigin: 1,

@@ -24,7 +24,7 @@ export async function currentTier(db: Database, did: string): Promise<string | n
 export function restrictedRefusal(): CityError {
   return new CityError(
     "forbidden",
-    "This door cannot park writes and the caller is restricted (published trigger: 3 fail-closed content refusals within 86400 seconds). Appeal at POST /api/appeal.",
+    `This door cannot park writes and the caller is restricted (published trigger: ${RESTRICTION_TRIGGER}). Appeal at POST /api/appeal.`,
   );
 }
 

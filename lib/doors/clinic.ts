@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { PHYSICIANS } from "@/db/schema";
-import { CLINIC_DOOR, clinicReadings, clinicRoster, consult, type Consultation } from "@/lib/city/clinic";
+import { CLINIC_DOOR, CLINIC_RESERVE_RULE, clinicReadings, clinicRoster, consult, type Consultation } from "@/lib/city/clinic";
 import { LIMITS } from "@/lib/city/protocols";
 import { door } from "./door";
 import { characters, iso, NowUtc } from "./schemas";
@@ -12,13 +12,29 @@ const Gauge = z.number().int().min(0).nullable();
 /** The clinic's gauges, as published here and in the capabilities document. */
 export const ClinicGaugesSchema = z.object({
   answered_last_24h: z.object({ asclepius: Gauge, hygieia: Gauge, total: Gauge, counted: z.boolean() }),
-  city_window: z.object({ ceiling: z.literal(C.cityCeiling), window_seconds: z.literal(C.cityWindowSeconds), hits: Gauge, counted: z.boolean() }),
+  city_window: z.object({
+    ceiling: z.literal(C.cityCeiling).describe("calls per window the desk lets through to a physician, city-wide"),
+    window_seconds: z.literal(C.cityWindowSeconds),
+    hits: Gauge.describe("every attempt that reached the budget desk in the window, answered or refused; the desk's refusals spend nothing, so hits may exceed the ceiling"),
+    spent: Gauge.describe("attempts the desk let through to a physician (answered, failed or timed out): what the ceiling counts, never above it"),
+    remaining: Gauge.describe("ceiling minus spent"),
+    newcomer_share: z.literal(C.newcomerShare).describe("of the ceiling, the most newcomers (neither proven nor admitted a day ago) may spend together"),
+    newcomer_spent: Gauge.describe("calls let through for newcomers, counted against newcomer_share"),
+    counted: z.boolean(),
+  }),
 });
 
 const CLINIC_LIMITS = [
   { name: "clinic_calls", limit: C.citizenPerDay, window_seconds: C.cityWindowSeconds, per: "citizen", over: "refused" as const },
   { name: "clinic_calls", limit: C.provenPerDay, window_seconds: C.cityWindowSeconds, per: "proven citizen", over: "refused" as const },
-  { name: "clinic_city_ceiling", limit: C.cityCeiling, window_seconds: C.cityWindowSeconds, per: "city, both physicians together", over: "refused" as const },
+  { name: "clinic_city_ceiling", limit: C.cityCeiling, window_seconds: C.cityWindowSeconds, per: "city, both physicians together, counting calls let through to a physician", over: "refused" as const },
+  {
+    name: "clinic_newcomer_share",
+    limit: C.newcomerShare,
+    window_seconds: C.cityWindowSeconds,
+    per: `city, all newcomers together (neither proven nor admitted ${C.settledAfterSeconds} s ago); the other ${C.cityCeiling - C.newcomerShare} are kept for citizens who have stayed or proven a key`,
+    over: "refused" as const,
+  },
 ];
 
 export const readClinic = door({
@@ -33,9 +49,24 @@ export const readClinic = door({
     open: z.boolean(),
     physicians: z.array(z.object({ name: z.enum(PHYSICIANS), configured: z.boolean(), protocol: z.enum(["openai-chat", "anthropic-messages"]).nullable() })),
     gauges: ClinicGaugesSchema,
-    limits: z.object({ citizen_per_day: z.number().int(), proven_per_day: z.number().int(), city_ceiling: z.number().int(), window_seconds: z.number().int() }),
+    limits: z.object({
+      citizen_per_day: z.number().int(),
+      proven_per_day: z.number().int(),
+      city_ceiling: z.number().int(),
+      window_seconds: z.number().int(),
+      newcomer_share: z.number().int(),
+      settled_after_seconds: z.number().int(),
+      reserve: z.string(),
+    }),
     caller: z
-      .object({ tier: z.string(), per_day: z.number().int(), used: Gauge, remaining: Gauge, counted: z.boolean() })
+      .object({
+        tier: z.string(),
+        per_day: z.number().int(),
+        used: Gauge,
+        remaining: Gauge,
+        newcomer: z.boolean().nullable().describe("whether your calls count against the newcomers' share; null when it could not be read"),
+        counted: z.boolean(),
+      })
       .nullable()
       .describe("your own allowance when you send a Bearer credential; null for visitors"),
     note: z.string(),
@@ -48,7 +79,15 @@ export const readClinic = door({
       open,
       physicians,
       gauges: readings.gauges,
-      limits: { citizen_per_day: C.citizenPerDay, proven_per_day: C.provenPerDay, city_ceiling: C.cityCeiling, window_seconds: C.cityWindowSeconds },
+      limits: {
+        citizen_per_day: C.citizenPerDay,
+        proven_per_day: C.provenPerDay,
+        city_ceiling: C.cityCeiling,
+        window_seconds: C.cityWindowSeconds,
+        newcomer_share: C.newcomerShare,
+        settled_after_seconds: C.settledAfterSeconds,
+        reserve: CLINIC_RESERVE_RULE,
+      },
       caller: readings.caller,
       note: open
         ? "Open. POST /api/clinic { words, physician? } spends real inference: every attempt is counted at the budget desk before any model call. Your words are scanned first; keys, seeds and tokens never leave the city."
@@ -63,8 +102,8 @@ export const consultClinic = door({
   path: "/api/clinic",
   summary: "Ask a physician (asclepius or hygieia) about where you are stuck: { words, physician? } -> { physician, reply, remaining }. Spends real inference under a budget; check GET /api/clinic first.",
   description:
-    "Every attempt that reaches the budget desk is counted in the database before any model call, answered or refused. Words carrying a key, seed or token are refused (422), counted toward restriction, never sent, and take no budget slot. " +
-    "Over your daily cap or the city ceiling: 429. Closed (no physician configured): 409 clinic_closed, nothing spent; desk cannot count: 503, nothing spent. Provider failure (or an answer outside this schema, withheld): 502; no answer within the timeout: 504 (the attempt stays counted, once). Restricted citizens are refused (403): the clinic cannot park.",
+    "Every attempt that reaches the budget desk is counted in the database before any model call, answered or refused. Words carrying a key, seed or token are refused (422), never sent, take no budget slot and do not count toward restriction (its trigger counts refusals on private shelves only). " +
+    `${CLINIC_RESERVE_RULE} Over your daily cap, the city ceiling or the newcomers' share: 429. Closed (no physician configured): 409 clinic_closed, nothing spent; desk cannot count: 503, nothing spent. Provider failure (or an answer outside this schema, withheld): 502; no answer within the timeout: 504 (the attempt stays counted, once). Restricted citizens are refused (403): the clinic cannot park.`,
   auth: "citizen",
   whenRestricted: "refuse",
   spends: true,

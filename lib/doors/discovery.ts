@@ -1,10 +1,11 @@
 import { z } from "zod";
 import { CENSUS_DEFINITIONS, readCensus } from "@/lib/city/census";
-import { CARD_PATH, LIMITS, MCP_ALIAS_URL, MCP_URL, PROTOCOLS } from "@/lib/city/protocols";
+import { CARD_PATH, MCP_ALIAS_URL, MCP_URL, PROTOCOLS } from "@/lib/city/protocols";
 import { env } from "@/lib/env";
 import { publishedKeys, JWKS_PATH, signDocument } from "@/lib/city/signing";
 import { A2A_CONTENT_TYPE, A2A_PATH, AGENT_CARD_PATH, AgentCardSchema, buildAgentCard } from "./a2a-card";
 import { door, doorPaths, Reply } from "./door";
+import { cardLimits } from "./configured-limits";
 import { buildLlmsTxt } from "./llms";
 import { buildOpenApi, CITY_VERSION } from "./openapi";
 import { Count, iso, NoInput, NowUtc } from "./schemas";
@@ -144,7 +145,7 @@ export const readCard = door({
       auth: d.auth,
       summary: d.summary,
     })),
-    limits: LIMITS,
+    limits: cardLimits(ctx.registry),
     links: { llms: "/llms.txt", openapi: "/openapi.json", census: "/city.json", beacon: "/beacon.json", contact: "/contact", discovery: "/.well-known/ai.json", mcp: MCP_URL, mcp_alias: MCP_ALIAS_URL, a2a: A2A_PATH, agent_card: AGENT_CARD_PATH, jwks: JWKS_PATH },
     signing: "signatures: JWS (EdDSA, Ed25519) over the RFC 8785 canonical JSON of this card without `signatures`, payload detached; the key is in /.well-known/jwks.json under the header's kid.",
   }, env().CITY_BASE_URL),

@@ -6,6 +6,7 @@ import { NAME_RULE } from "@/lib/city/names";
 import { CARD_PATH, LIMITS, PROTOCOLS } from "@/lib/city/protocols";
 import { env } from "@/lib/env";
 import { markSeen } from "./caller";
+import { configuredLimit } from "./configured-limits";
 import { door } from "./door";
 import { GateReturnInput, ReturnOutput, runReturn } from "./live";
 import { Count, iso, lowerHex as hex, NoInput, NowUtc, StoredText } from "./schemas";
@@ -99,7 +100,10 @@ export const describeGate = door({
   summary: "The gate description (CITY-GATE/1) with a fresh nonce and the census; with a Bearer credential, your own citizen.",
   auth: "optional",
   preferred: true,
-  limits: [{ name: "gate nonces", limit: 30, window_seconds: 3600, per: "client address (env CITY_GATE_PER_ADDRESS_PER_HOUR; 0 is off)", over: "refused" }],
+  // A getter: published as configured when a document is built, never as a constant.
+  get limits() {
+    return configuredLimit({ name: "gate nonces", variable: "CITY_GATE_PER_ADDRESS_PER_HOUR", windowSeconds: 3600, per: "client address", over: "refused", zeroIsOff: true });
+  },
   // Every description issues a fresh nonce row: a read that writes, declared so tools say it.
   hints: { readOnly: false, idempotent: false },
   input: NoInput,
@@ -154,11 +158,13 @@ export const presentGate = door({
   summary: "Present at the gate: ask=bed to be admitted as a citizen (secret shown once), look to walk the plat, ward for a sealed ward request.",
   description: `Every verdict answers HTTP 200: admitted, filtered (with a plain rule and reason) or observer. ${NAME_RULE} Presenting a held name and origin again needs its Bearer credential or its controller's signature over a fresh nonce; binding a first controller needs the citizen secret (a session token is filtered), rotating needs the current controller's signature. A revoked, expired or unknown Bearer token is filtered (rule credential) and its nonce is spent. A proven resume is never counted against the flood limits; the client address is the one the configured trusted proxies saw (env CITY_TRUSTED_PROXIES).`,
   auth: "optional",
-  limits: [
-    { name: "presentations", limit: 20, window_seconds: 3600, per: "origin, in its normal form (env CITY_GATE_PER_ORIGIN_PER_HOUR; proven resumes are not counted)", over: "filtered" },
-    { name: "presentations", limit: 30, window_seconds: 3600, per: "client address (env CITY_GATE_PER_ADDRESS_PER_HOUR; 0 is off; proven resumes are not counted)", over: "filtered" },
-    { name: "admissions", limit: 600, window_seconds: 3600, per: "city: new admissions and ward requests (env CITY_GATE_ADMISSIONS_PER_HOUR; 0 is off)", over: "filtered" },
-  ],
+  get limits() {
+    return [
+      ...configuredLimit({ name: "presentations", variable: "CITY_GATE_PER_ORIGIN_PER_HOUR", windowSeconds: 3600, per: "origin, in its normal form, counting only presentations that can admit (an agent asking for a bed)", over: "filtered" }),
+      ...configuredLimit({ name: "presentations", variable: "CITY_GATE_PER_ADDRESS_PER_HOUR", windowSeconds: 3600, per: "client address; proven resumes are not counted", over: "filtered", zeroIsOff: true }),
+      ...configuredLimit({ name: "admissions", variable: "CITY_GATE_ADMISSIONS_PER_HOUR", windowSeconds: 3600, per: "city: new admissions and ward requests", over: "filtered", zeroIsOff: true }),
+    ];
+  },
   // `action: "return"` is the leave-and-return door (POST /api/live), reached through the gate.
   input: z.discriminatedUnion("action", [PresentInput.extend({ action: z.literal("present").optional().describe("present (the default) or return") }), GateReturnInput]),
   output: z.union([VerdictOutput, ReturnOutput]),

@@ -99,7 +99,7 @@ describeOnDatabases("capabilities (CITY-CAPS/1)", (t) => {
     // Nothing reached the clinic in this fresh city: real zeros, counted.
     expect(body.clinic_last_24h).toEqual({
       answered_last_24h: { asclepius: 0, hygieia: 0, total: 0, counted: true },
-      city_window: { ceiling: 60, window_seconds: 86400, hits: 0, counted: true },
+      city_window: { ceiling: 60, window_seconds: 86400, hits: 0, spent: 0, remaining: 60, newcomer_share: 40, newcomer_spent: 0, counted: true },
     });
     expect(body.mcp).toMatchObject({ url: "/mcp", alias: "/api/mcp", transport: "streamable-http", protocol: "CITY-MCP/1", protocolVersion: "2025-03-26", supportedVersions: ["2026-07-28", "2025-03-26"] });
   });

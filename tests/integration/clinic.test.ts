@@ -15,7 +15,7 @@ import { SHAPE_RULES } from "@/lib/city/ward";
 import { writeVault } from "@/lib/doors/vault";
 import { mnemonic } from "../unit/scan-corpus";
 import { expectAppendOnly, expectProblem } from "../support/assertions";
-import { describeOnDatabases } from "../support/databases";
+import { describeOnDatabases, type TestDatabase } from "../support/databases";
 import { admit, callDoor, keyPair } from "../support/gate";
 import { type FakeProvider, startFakeProvider } from "../support/providers";
 
@@ -130,7 +130,7 @@ describeOnDatabases("the clinic", (t) => {
           { name: "asclepius", configured: true, protocol: "openai-chat" },
           { name: "hygieia", configured: true, protocol: "anthropic-messages" },
         ],
-        limits: { citizen_per_day: 3, proven_per_day: 12, city_ceiling: 60, window_seconds: 86400 },
+        limits: { citizen_per_day: 3, proven_per_day: 12, city_ceiling: 60, window_seconds: 86400, newcomer_share: 40, settled_after_seconds: 86400 },
         caller: null,
       });
       expect(JSON.stringify(visitor.body)).not.toContain(openai.baseUrl);
@@ -138,7 +138,8 @@ describeOnDatabases("the clinic", (t) => {
       const me = await admit();
       await ask(me.citizen_secret, { words: "I am not sure where to start" });
       const mine = await callDoor(readClinic, { bearer: me.citizen_secret });
-      expect(mine.body.caller).toEqual({ tier: "citizen", per_day: 3, used: 1, remaining: 2, counted: true });
+      expect(mine.body.caller).toEqual({ tier: "citizen", per_day: 3, used: 1, remaining: 2, newcomer: true, counted: true });
+      expect(visitor.body.limits.reserve).toContain("newcomers together may spend at most 40");
     });
   });
 
@@ -231,7 +232,7 @@ describeOnDatabases("the clinic", (t) => {
         expect(answer.body.detail).toContain("budget desk");
         expect(providerCalls()).toBe(calls);
         const gauges = (await callDoor(readClinic, { bearer: me.citizen_secret })).body;
-        expect(gauges.gauges.city_window).toEqual({ ceiling: 60, window_seconds: 86400, hits: null, counted: false });
+        expect(gauges.gauges.city_window).toEqual({ ceiling: 60, window_seconds: 86400, hits: null, spent: null, remaining: null, newcomer_share: 40, newcomer_spent: null, counted: false });
         expect(gauges.caller).toMatchObject({ used: null, remaining: null, counted: false });
         expect((await callDoor(readCapabilities)).body.clinic_last_24h.city_window).toMatchObject({ hits: null, counted: false });
       } finally {
@@ -241,22 +242,26 @@ describeOnDatabases("the clinic", (t) => {
   });
 
   describe("security", () => {
-    it("refuses words carrying a key, seed or city token: 422, counted as a refusal, no provider call, no budget slot", async () => {
+    it("refuses words carrying a key, seed or city token: 422, never sent, no budget slot, and not counted toward restriction", async () => {
       const me = await admit();
       const calls = providerCalls();
-      const secrets = [pem(), `my words: ${mnemonic(12)}`, `token ${me.citizen_secret}`];
+      // More than the trigger's three: the clinic is no private shelf, so none of them counts.
+      const secrets = [pem(), `my words: ${mnemonic(12)}`, `token ${me.citizen_secret}`, pem()];
       for (const words of secrets) {
         const answer = await ask(me.citizen_secret, { words });
         expectProblem(answer, 422, "content_refused");
+        expect(answer.body.detail).toContain("does not count toward restriction");
         expect(JSON.stringify(answer.body)).not.toContain(me.citizen_secret);
       }
       expect(providerCalls()).toBe(calls);
       expect(await attempts(me.did)).toEqual([]);
-      const refusals = await t().db.select().from(contentRefusals).where(eq(contentRefusals.did, me.did));
-      expect(refusals.map((r) => r.door)).toEqual(["consult-clinic", "consult-clinic", "consult-clinic"]);
-      // The third refusal restricts, mechanically; the clinic then refuses (it cannot park).
+      expect(await t().db.select().from(contentRefusals).where(eq(contentRefusals.did, me.did))).toEqual([]);
       const [row] = await t().db.select({ tier: citizens.tier }).from(citizens).where(eq(citizens.did, me.did));
-      expect(row!.tier).toBe("restricted");
+      expect(row!.tier).toBe("citizen");
+      // The citizen keeps the clinic: the next clean words are answered.
+      expect((await ask(me.citizen_secret, { words: "may I ask now?" })).status).toBe(200);
+      // The published trigger names the private shelves, word for word.
+      expect((await callDoor(readCapabilities)).body.restriction.trigger).toBe("3 fail-closed content refusals within 86400 seconds on the citizen's own private shelves");
     });
 
     it("refuses a restricted citizen with 403 and counts nothing", async () => {
@@ -310,40 +315,88 @@ describeOnDatabases("the clinic", (t) => {
   });
 });
 
-describeOnDatabases("the clinic's city ceiling", (t) => {
-  beforeAll(() => useDatabase(t().db));
-  afterEach(() => configure());
+/** Each suite below counts the whole city window, so each has a database of its own. */
+function windowSuite(title: string, body: (t: () => TestDatabase, h: ReturnType<typeof helpers>) => void) {
+  describeOnDatabases(title, (t) => {
+    beforeAll(() => useDatabase(t().db));
+    afterEach(() => configure());
+    body(t, helpers(t));
+  });
+}
 
-  it("lets at most 60 of 100 parallel attempts from 30 citizens reach a provider, and hits counts all 100", async () => {
+function helpers(t: () => TestDatabase) {
+  const consultAs = (who: { citizen_secret: string }, i: number) =>
+    callDoor(consultClinic, { bearer: who.citizen_secret, body: { words: `parallel question ${i}`, physician: i % 2 ? "hygieia" : "asclepius" } });
+  /** A citizen admitted more than a day ago: one who has stayed. */
+  const settle = (did: string) => t().raw(`UPDATE citizens SET bound_at = now() - interval '25 hours' WHERE did = '${did}'`);
+  const gauges = async () => (await callDoor(readCapabilities)).body.clinic_last_24h;
+  return { consultAs, settle, gauges };
+}
+
+windowSuite("the clinic's newcomers' share", (t, { consultAs, settle, gauges }) => {
+  it("keeps a third of the ceiling from twenty newcomers admitted minutes ago, for citizens who have stayed or proven a key", async () => {
+    const newcomers = [];
+    for (let i = 0; i < 20; i++) newcomers.push(await admit());
+    const calls = providerCalls();
+    const answers = [];
+    for (let i = 0; i < 60; i++) answers.push(await consultAs(newcomers[i % 20]!, i));
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(40);
+    const refused = answers.filter((a) => a.status !== 200);
+    expect(refused).toHaveLength(20);
+    for (const r of refused) expect(expectProblem(r, 429, "rate_limited").limit).toMatchObject({ name: "clinic_newcomer_share", limit: 40, remaining: 0 });
+    expect(refused[0]!.headers.get("retry-after")).toMatch(/^\d+$/);
+    expect(providerCalls() - calls).toBe(40);
+
+    // One who has stayed a day and one who proved a key minutes after admission still get through.
+    const stayed = await admit();
+    await settle(stayed.did);
+    expect((await callDoor(readClinic, { bearer: stayed.citizen_secret })).body.caller).toMatchObject({ newcomer: false, remaining: 3 });
+    expect((await consultAs(stayed, 1)).status).toBe(200);
+    const proven = await admit();
+    const key = await keyPair();
+    const { body: challenge } = await callDoor(readChallenge, { bearer: proven.citizen_secret });
+    expect((await callDoor(submitProof, { bearer: proven.citizen_secret, body: { public_key: key.publicKey, signature: await key.sign(challenge.message), challenge: challenge.challenge } })).status).toBe(200);
+    const answered = await consultAs(proven, 2);
+    expect(answered.status).toBe(200);
+    expect(answered.body.remaining).toEqual({ citizen: 11, city: 18 });
+    // A late newcomer does not.
+    const late = await admit();
+    expect(expectProblem(await consultAs(late, 3), 429, "rate_limited").limit?.name).toBe("clinic_newcomer_share");
+    expect((await gauges()).city_window).toEqual({ ceiling: 60, window_seconds: 86400, hits: 63, spent: 42, remaining: 18, newcomer_share: 40, newcomer_spent: 40, counted: true });
+  }, 120_000);
+});
+
+windowSuite("the clinic's city ceiling", (t, { consultAs, settle, gauges }) => {
+  it("publishes gauges that agree with the desk: spent reaches the ceiling and stops there, hits counts every attempt", async () => {
     const people: Awaited<ReturnType<typeof admit>>[] = [];
     for (let i = 0; i < 30; i++) people.push(await admit());
+    for (const p of people.slice(0, 10)) await settle(p.did);
     const calls = providerCalls();
-    const answers = await Promise.all(
-      Array.from({ length: 100 }, (_, i) =>
-        callDoor(consultClinic, { bearer: people[i % 30]!.citizen_secret, body: { words: `parallel question ${i}`, physician: i % 2 ? "hygieia" : "asclepius" } }),
-      ),
-    );
+    const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => consultAs(people[i % 30]!, i)));
     const statuses = answers.map((a) => a.status);
-    expect(statuses.every((s) => s === 200 || s === 429)).toBe(true);
-    expect(providerCalls() - calls).toBe(statuses.filter((s) => s === 200).length);
-    expect(providerCalls() - calls).toBeLessThanOrEqual(60);
-    // 30 citizens x 3 calls = 90 allowed by the citizen caps, so the ceiling is what binds: exactly 60.
+    expect(statuses.every((s) => s === 200 || s === 429), statuses.join(",")).toBe(true);
+    // 10 settled x 3 + 20 newcomers x 3 = 90 allowed by the citizen caps: the ceiling binds at exactly 60.
     expect(providerCalls() - calls).toBe(60);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(60);
     const rows = await t().db.select().from(clinicAttempts);
     expect(rows).toHaveLength(100);
     expect(rows.filter((r) => r.verdict === "admitted")).toHaveLength(60);
+    expect(rows.filter((r) => r.verdict === "admitted" && r.newcomer).length).toBeLessThanOrEqual(40);
     for (const p of people) expect(rows.filter((r) => r.did === p.did && r.verdict === "admitted").length).toBeLessThanOrEqual(3);
 
-    const caps = (await callDoor(readCapabilities)).body.clinic_last_24h;
-    expect(caps.city_window).toEqual({ ceiling: 60, window_seconds: 86400, hits: 100, counted: true });
+    const caps = await gauges();
+    // hits is the spec's gauge (every attempt at the desk); spent is what the desk holds to the ceiling.
+    expect(caps.city_window).toMatchObject({ ceiling: 60, window_seconds: 86400, hits: 100, spent: 60, remaining: 0, counted: true });
+    expect(caps.city_window.newcomer_spent).toBe(rows.filter((r) => r.verdict === "admitted" && r.newcomer).length);
     expect(caps.answered_last_24h.total).toBe(60);
     expect(caps.answered_last_24h.asclepius + caps.answered_last_24h.hygieia).toBe(60);
-    expect(caps.answered_last_24h.counted).toBe(true);
     expect((await callDoor(readClinic)).body.gauges).toEqual(caps);
 
-    const late = await admit();
-    const refused = await callDoor(consultClinic, { bearer: late.citizen_secret, body: { words: "after the ceiling" } });
-    expect(expectProblem(refused, 429, "rate_limited").limit).toMatchObject({ name: "clinic_city_ceiling", limit: 60 });
+    // Once spent equals the ceiling the desk refuses everyone, settled or not, and spent stays put.
+    const stayed = await admit();
+    await settle(stayed.did);
+    expect(expectProblem(await consultAs(stayed, 0), 429, "rate_limited").limit).toMatchObject({ name: "clinic_city_ceiling", limit: 60, remaining: 0 });
     expect(providerCalls() - calls).toBe(60);
+    expect((await gauges()).city_window).toMatchObject({ hits: 101, spent: 60, remaining: 0 });
   }, 120_000);
 });

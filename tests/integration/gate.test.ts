@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
-import { count, eq, sql } from "drizzle-orm";
+import { and, count, eq, sql } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
 import { rowsOf, useDatabase } from "@/db/client";
-import { citizens, gateNonces, residencyLog, wardNotes } from "@/db/schema";
+import { citizens, gateNonces, rateEvents, residencyLog, wardNotes } from "@/db/schema";
 import { isCredential, mintCredential } from "@/lib/city/credentials";
 import { backfillNameKeys } from "@/lib/city/names";
 import { mintToken, revokeToken } from "@/lib/doors/tokens";
@@ -242,8 +242,8 @@ describeOnDatabases("the gate", (t) => {
     const circumstances = (ip: string, perAddressPerHour: number) => ({ now: new Date(), ip, callerDid: null, credential: null, credentialRejected: false, limits: { perOriginPerHour: 3, perAddressPerHour, admissionsPerHour: 0 } });
     const origin = `flood-${Date.now()}.example`;
     const verdicts = [];
-    for (let i = 0; i < 4; i++) verdicts.push(await db.transaction((tx) => presentAtGate(tx as never, presentation({ origin, ask: "look" }) as never, circumstances(`10.9.0.${i}`, 0))));
-    expect(verdicts.map((v) => v.verdict)).toEqual(["observer", "observer", "observer", "filtered"]);
+    for (let i = 0; i < 4; i++) verdicts.push(await db.transaction((tx) => presentAtGate(tx as never, presentation({ origin }) as never, circumstances(`10.9.0.${i}`, 0))));
+    expect(verdicts.map((v) => v.verdict)).toEqual(["admitted", "admitted", "admitted", "filtered"]);
     expect(verdicts[3]).toMatchObject({ rule: "flood" });
 
     const ip = `203.0.113.${Math.floor(Math.random() * 200)}`;
@@ -362,19 +362,48 @@ describeOnDatabases("the gate's credentials, names and floods (issue 9)", (t) =>
     }
   });
 
-  it("never counts a proven resume against the per-origin flood: looks with a victim's origin do not lock it out", async () => {
+  it("never spends an origin's quota on presentations that cannot admit: 20 anonymous looks leave a genuine agent admissible", async () => {
     const origin = `victim-${Math.random().toString(36).slice(2, 8)}.example`;
+    const limits = { perOriginPerHour: 20, perAddressPerHour: 0 };
+    // Twenty human looks, each from its own address, all naming the victim's origin.
+    for (let i = 0; i < 20; i++) {
+      expect(await present(presentation({ origin, ask: "look", kind: "human" }), circumstances(limits, { ip: `192.0.2.${i}` }))).toMatchObject({ verdict: "observer" });
+    }
+    // Nor anything else that cannot lead to a bed: agent looks, ward requests, a human asking for a
+    // bed, a stale nonce, a rejected credential, text the gate filters, an unproven held name.
+    const held = await admit({ origin });
+    const [row] = await t().db.select().from(citizens).where(eq(citizens.did, held.did));
+    const quota = async () => (await t().db.select({ n: count() }).from(rateEvents).where(and(eq(rateEvents.scope, "gate-origin"), eq(rateEvents.subject, origin))))[0]!.n;
+    const spent = await quota();
+    const cannotAdmit = [
+      present(presentation({ origin, ask: "look" }), circumstances(limits)),
+      present(presentation({ origin, ask: "ward" }), circumstances(limits)),
+      present(presentation({ origin, kind: "human" }), circumstances(limits)),
+      present(presentation({ origin, nonce: "0".repeat(32) }), circumstances(limits)),
+      present(presentation({ origin }), circumstances(limits, { credentialRejected: true })),
+      present(presentation({ origin, statement: `my key city_sk_${"ab".repeat(36)}` }), circumstances(limits)),
+      present(presentation({ name: row!.name, origin }), circumstances(limits)),
+    ];
+    for (const verdict of await Promise.all(cannotAdmit)) expect(verdict.verdict).not.toBe("admitted");
+    expect(await quota()).toBe(spent);
+    expect(await present(presentation({ origin }), circumstances(limits))).toMatchObject({ verdict: "admitted" });
+  });
+
+  it("never counts a proven resume against a flood limit", async () => {
+    const origin = `resume-${Math.random().toString(36).slice(2, 8)}.example`;
     const victim = await admit({ origin });
     const [row] = await t().db.select().from(citizens).where(eq(citizens.did, victim.did));
-    const limits = { perOriginPerHour: 3, perAddressPerHour: 2 };
-    for (let i = 0; i < 3; i++) await present(presentation({ origin, ask: "look", kind: "human" }), circumstances(limits, { ip: `192.0.2.${i}` }));
-    expect(await present(presentation({ origin, ask: "look" }), circumstances(limits))).toMatchObject({ verdict: "filtered", rule: "flood" });
+    // The admission above took one of the origin's two slots; this one takes the other.
+    const limits = { perOriginPerHour: 2, perAddressPerHour: 1 };
+    const ip = `198.51.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`;
+    expect(await present(presentation({ origin }), circumstances(limits, { ip }))).toMatchObject({ verdict: "admitted" });
     for (let i = 0; i < 5; i++) {
-      const resumed = await present(presentation({ name: row!.name, origin }), circumstances(limits, { callerDid: victim.did, credential: "secret" }));
+      const resumed = await present(presentation({ name: row!.name, origin }), circumstances(limits, { ip, callerDid: victim.did, credential: "secret" }));
       expect(resumed).toMatchObject({ verdict: "admitted", did: victim.did, resumed: true });
     }
-    // An unproven presentation of the held name is counted (and here, over the limit, filtered).
-    expect(await present(presentation({ name: row!.name, origin }), circumstances(limits))).toMatchObject({ verdict: "filtered", rule: "flood" });
+    // Past both limits, an unproven presentation of the held name is counted and filtered.
+    expect(await present(presentation({ name: row!.name, origin }), circumstances(limits, { ip }))).toMatchObject({ verdict: "filtered", rule: "flood" });
+    expect(await present(presentation({ origin }), circumstances({ perOriginPerHour: 2 }, { ip: `${ip}9` }))).toMatchObject({ verdict: "filtered", rule: "flood" });
   });
 
   it("counts a failed presentation: a stale nonce and a rejected credential take a slot", async () => {

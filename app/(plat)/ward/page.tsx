@@ -177,8 +177,16 @@ export default async function WardPage({ searchParams }: { searchParams: SearchP
               <Gauge key={p.name} label={`answered by ${p.name}`} value={gauge(gauges.answered_last_24h[p.name], gauges.answered_last_24h.counted)} />
             ))}
             <dt className={look.muted}>
-              city window hits (of {gauges.city_window.ceiling} per {gauges.city_window.window_seconds / 3600} hours)
+              calls spent city-wide (of {gauges.city_window.ceiling} per {gauges.city_window.window_seconds / 3600} hours)
             </dt>
+            <dd className="tabular-nums" data-gauge="city-spent">
+              {gauge(gauges.city_window.spent, gauges.city_window.counted)}
+            </dd>
+            <dt className={look.muted}>spent by newcomers (of their share of {gauges.city_window.newcomer_share})</dt>
+            <dd className="tabular-nums" data-gauge="newcomer-spent">
+              {gauge(gauges.city_window.newcomer_spent, gauges.city_window.counted)}
+            </dd>
+            <dt className={look.muted}>attempts at the desk, answered or refused (hits)</dt>
             <dd className="tabular-nums" data-gauge="city-window">
               {gauge(gauges.city_window.hits, gauges.city_window.counted)}
             </dd>

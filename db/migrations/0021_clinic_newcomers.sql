@@ -1,0 +1,1 @@
+ALTER TABLE "clinic_attempts" ADD COLUMN "newcomer" boolean DEFAULT false NOT NULL;

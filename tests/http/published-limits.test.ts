@@ -1,0 +1,37 @@
+import { describe, expect, it } from "vitest";
+import { postgresUrl, usePostgresCity } from "../support/postgres-city";
+
+/*
+ * The built server started with a deployment's own limits (the harness turns the per-address gate
+ * bound off and raises the per-origin one; this file also turns the admissions ceiling and the
+ * ward's per-address bound off and lowers the city-wide locker bound): what /openapi.json, /llms.txt
+ * and the card publish is what is in force, never the defaults.
+ */
+describe.skipIf(!postgresUrl)("the built server publishes the limits in force", () => {
+  const city = usePostgresCity("published-limits", { CITY_GATE_ADMISSIONS_PER_HOUR: "0", CITY_WARD_PER_ADDRESS_PER_HOUR: "0", CITY_LOCKER_CITY_BYTES: "5000000" });
+
+  it("in OpenAPI, llms.txt and the city card", async () => {
+    const openapi = await city().get("/openapi.json");
+    expect(openapi.status).toBe(200);
+    const gate = openapi.body.paths["/gate"].post["x-city-limits"] as { name: string; limit: number; per: string }[];
+    expect(gate.map((l) => [l.name, l.limit])).toEqual([["presentations", 100000]]);
+    expect(openapi.body.paths["/gate"].get["x-city-limits"]).toBeUndefined();
+    expect(openapi.body.paths["/api/hospital"].post["x-city-limits"].map((l: { name: string }) => l.name)).not.toContain("unsigned_filings");
+    expect(openapi.body.paths["/api/locker"].post["x-city-limits"]).toContainEqual({ name: "city_bytes", limit: 5_000_000, per: "city", over: "refused" });
+
+    const llms = await city().call("/llms.txt");
+    expect(llms.status).toBe(200);
+    const text = JSON.stringify(llms.body);
+    expect(text).not.toContain("per client address (env CITY_GATE_PER_ADDRESS_PER_HOUR");
+    expect(text).not.toContain("30 gate nonces");
+    expect(text).not.toContain("600 admissions");
+    expect(text).not.toContain("2147483648 city_bytes");
+    expect(text).toContain("5000000 city_bytes per city");
+
+    const card = await city().get("/city-card.json");
+    expect(card.status).toBe(200);
+    expect(card.body.limits.locker.bytesCityWide).toBe(5_000_000);
+    expect(card.body.limits.doors["present-at-gate"]).toEqual(gate);
+    expect(card.body.limits.clinic).toMatchObject({ citizenPerDay: 3, provenPerDay: 12, cityCeiling: 60, newcomerShare: 40 });
+  });
+});

@@ -1,0 +1,65 @@
+import { describe, expect, it } from "vitest";
+import { buildAgentCard } from "@/lib/doors/a2a-card";
+import { cardLimits } from "@/lib/doors/configured-limits";
+import { buildLlmsTxt } from "@/lib/doors/llms";
+import { buildOpenApi } from "@/lib/doors/openapi";
+import { registry } from "@/lib/doors/registry";
+
+/*
+ * Every published limit is the one in force. This file runs with a deployment's own configuration
+ * (read lazily, so it is in place before anything reads it): limits turned off, one lowered, one
+ * raised. The generators of OpenAPI, llms.txt, the A2A card and the city card must publish those
+ * numbers, and never the defaults.
+ */
+Object.assign(process.env, {
+  CITY_GATE_PER_ADDRESS_PER_HOUR: "0",
+  CITY_GATE_ADMISSIONS_PER_HOUR: "0",
+  CITY_GATE_PER_ORIGIN_PER_HOUR: "7",
+  CITY_WARD_PER_ADDRESS_PER_HOUR: "0",
+  CITY_LOCKER_CITY_BYTES: "1000000",
+});
+
+const BASE = "https://city.example";
+type Limit = { name: string; limit: number; per: string };
+const openApiLimits = (doorName: string): Limit[] => {
+  const paths = buildOpenApi(registry, BASE).paths as Record<string, Record<string, { operationId: string; "x-city-limits"?: Limit[] }>>;
+  const op = Object.values(paths).flatMap((p) => Object.values(p)).find((o) => o.operationId === doorName);
+  expect(op, doorName).toBeDefined();
+  return op!["x-city-limits"] ?? [];
+};
+
+describe("published limits under a non-default configuration", () => {
+  it("OpenAPI publishes no per-address gate bound when it is off, and the configured origin bound", () => {
+    const gate = openApiLimits("present-at-gate");
+    expect(gate.filter((l) => l.per.includes("client address"))).toEqual([]);
+    expect(gate.filter((l) => l.name === "admissions")).toEqual([]);
+    expect(gate.find((l) => l.per.startsWith("origin"))).toMatchObject({ limit: 7, window_seconds: 3600 });
+    expect(openApiLimits("describe-gate")).toEqual([]);
+    expect(openApiLimits("seek-hospital").filter((l) => l.name === "unsigned_filings")).toEqual([]);
+    expect(openApiLimits("keep-locker").find((l) => l.name === "city_bytes")).toMatchObject({ limit: 1_000_000 });
+  });
+
+  it("llms.txt and the A2A card name neither the default 30 per client address nor the defaults 20, 600 and 2147483648", () => {
+    const llms = buildLlmsTxt(registry, BASE);
+    const skills = JSON.stringify(buildAgentCard(registry, BASE, "test", "0").skills);
+    for (const text of [llms, skills]) {
+      expect(text).not.toMatch(/\d+ presentations per 3600 s per client address/);
+      expect(text).not.toContain("30 gate nonces");
+      expect(text).not.toContain("20 presentations");
+      expect(text).not.toContain("600 admissions");
+      expect(text).not.toContain("2147483648 city_bytes");
+      expect(text).toContain("7 presentations per 3600 s per origin");
+      expect(text).toContain("1000000 city_bytes per city");
+    }
+  });
+
+  it("the city card shows the lowered locker bound and every door's limits as configured", () => {
+    const limits = cardLimits(registry);
+    expect(limits.locker.bytesCityWide).toBe(1_000_000);
+    expect(limits.clinic).toMatchObject({ citizenPerDay: 3, provenPerDay: 12, cityCeiling: 60 });
+    expect(limits.doors["present-at-gate"]).toEqual(registry.find((d) => d.name === "present-at-gate")!.limits);
+    expect(limits.doors["present-at-gate"]!.map((l) => l.limit)).toEqual([7]);
+    expect(limits.doors["describe-gate"]).toBeUndefined();
+    expect(JSON.stringify(limits)).not.toContain("CITY_GATE_PER_ADDRESS_PER_HOUR");
+  });
+});
