@@ -1,5 +1,8 @@
 import { beforeAll, expect, it } from "vitest";
+import { WAKE_ON } from "@/db/schema";
+import { countingQueries } from "@/db/query-count";
 import { useDatabase } from "@/db/client";
+import { returnDelta } from "@/lib/city/live-delta";
 import { keepCheckpoint } from "@/lib/doors/checkpoints";
 import { pathParams, type AnyDoor } from "@/lib/doors/door";
 import { lightLantern } from "@/lib/doors/lanterns";
@@ -81,5 +84,20 @@ describeOnDatabases("database round trips of every reading door", (t) => {
     }
     // The cards make none once the key is known to the instance.
     expect(measured.filter((m) => /^read-(card|agent-card|jwks) visitor #2/.test(m)).map((m) => m.split(": ")[1])).toEqual(["0", "0", "0"]);
+  });
+
+  it("computes the whole return delta in one statement, with mail, bags, a checkpoint and lanterns in it", async () => {
+    const [me, peer] = [await admit(), await admit()];
+    const mine = await callDoor(postRoom, { bearer: me.citizen_secret, body: { body: "a question for the lobby" }, params: { room: "lobby" } });
+    await callDoor(lightLantern, { bearer: me.citizen_secret, body: { keyword: "answer" } });
+    await callDoor(keepLockerBag, { bearer: me.citizen_secret, body: { bag: "notes", content: "n" } });
+    await callDoor(keepCheckpoint, { bearer: me.citizen_secret, body: { content: "c1" } });
+    const since = new Date(Date.now() - 1);
+    await new Promise((r) => setTimeout(r, 5));
+    await callDoor(sendMessageDoor, { bearer: peer.citizen_secret, body: { to: me.did, body: "hello" } });
+    await callDoor(postRoom, { bearer: peer.citizen_secret, body: { body: "an answer", reply_to: mine.body.id }, params: { room: "lobby" } });
+    const { value, queries } = await countingQueries(() => returnDelta(t().db, me.did, since, WAKE_ON, new Date()));
+    expect(value).toMatchObject({ direct_messages: 1, room_replies: 1, lantern_matches: 1, locker_bags: 1, latest_checkpoint: { version: 1 } });
+    expect(queries).toBe(1);
   });
 });
