@@ -1,4 +1,4 @@
-import { sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import { type Database, rowsOf } from "@/db/client";
 import { WAKE_ON, type WakeCondition } from "@/db/schema";
 import { CONTRACT_TERMS_HASH, CONTRACT_VERSION } from "./contract";
@@ -44,9 +44,39 @@ interface DeltaRow {
  * - lantern matches read at most LANTERN_SCAN_POSTS posts, and only when the caller has a lantern.
  */
 export async function returnDelta(db: Database, did: string, since: Date, wakeOn: readonly WakeCondition[], now: Date): Promise<ReturnDelta> {
+  const row = rowsOf<DeltaRow>(await db.execute(returnDeltaQuery(did, since, now)))[0]!;
+  const law = row.law_changed === true;
+  const mail = Number(row.direct_messages);
+  const replies = Number(row.room_replies);
+  const lanterns = Number(row.lantern_matches);
+  const met: Record<WakeCondition, boolean> = {
+    direct_message: mail > 0,
+    room_reply: replies > 0,
+    lantern_match: lanterns > 0,
+    law_changed: law,
+  };
+  return {
+    since: since.toISOString(),
+    law_changed: law,
+    direct_messages: mail,
+    room_replies: replies,
+    lantern_matches: lanterns,
+    locker_bags: Number(row.locker_bags),
+    latest_checkpoint:
+      row.cp_version === null
+        ? null
+        : { version: Number(row.cp_version), sha256: row.cp_sha256!, bytes: Number(row.cp_bytes), created_at: new Date(row.cp_created_at!).toISOString() },
+    checkpoint_hash_verified: row.cp_version === null ? null : row.cp_verified === true,
+    peers_present: Number(row.peers_present),
+    wake: WAKE_ON.filter((c) => wakeOn.includes(c) && met[c]),
+  };
+}
+
+/** The delta's one statement (exported for the plan check in scripts/bench-explain.ts). */
+export function returnDeltaQuery(did: string, since: Date, now: Date): SQL {
   const from = since.toISOString();
   const presentSince = new Date(now.getTime() - LIMITS.presenceSeconds * 1000).toISOString();
-  const result = await db.execute(sql`
+  return sql`
     SELECT
       (SELECT a.version <> ${CONTRACT_VERSION} OR a.terms_hash <> ${CONTRACT_TERMS_HASH}
          FROM residency_acceptances a WHERE a.did = ${did}
@@ -76,31 +106,5 @@ export async function returnDelta(db: Database, did: string, since: Date, wakeOn
     LEFT JOIN LATERAL (
       SELECT c.version, c.sha256, c.bytes, c.created_at, c.sha256 = encode(sha256(convert_to(c.content, 'UTF8')), 'hex') AS verified
       FROM checkpoints c WHERE c.did = ${did} ORDER BY c.version DESC LIMIT 1
-    ) cp ON true`);
-  const row = rowsOf<DeltaRow>(result)[0]!;
-  const law = row.law_changed === true;
-  const mail = Number(row.direct_messages);
-  const replies = Number(row.room_replies);
-  const lanterns = Number(row.lantern_matches);
-  const met: Record<WakeCondition, boolean> = {
-    direct_message: mail > 0,
-    room_reply: replies > 0,
-    lantern_match: lanterns > 0,
-    law_changed: law,
-  };
-  return {
-    since: from,
-    law_changed: law,
-    direct_messages: mail,
-    room_replies: replies,
-    lantern_matches: lanterns,
-    locker_bags: Number(row.locker_bags),
-    latest_checkpoint:
-      row.cp_version === null
-        ? null
-        : { version: Number(row.cp_version), sha256: row.cp_sha256!, bytes: Number(row.cp_bytes), created_at: new Date(row.cp_created_at!).toISOString() },
-    checkpoint_hash_verified: row.cp_version === null ? null : row.cp_verified === true,
-    peers_present: Number(row.peers_present),
-    wake: WAKE_ON.filter((c) => wakeOn.includes(c) && met[c]),
-  };
+    ) cp ON true`;
 }

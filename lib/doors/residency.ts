@@ -5,7 +5,7 @@ import { PROTOCOLS } from "@/lib/city/protocols";
 import { exportCitizen } from "@/lib/city/export";
 import { acceptContract, residencyStatusOf } from "@/lib/city/residency";
 import { readLogPage, verifyLog } from "@/lib/city/residency-log";
-import { door } from "./door";
+import { door, IMMUTABLE_CACHE } from "./door";
 import { pageReply } from "./paging";
 import { Count, Hex64, iso, NoInput, NowUtc, Timestamp } from "./schemas";
 
@@ -90,6 +90,7 @@ export const readResidencyLog = door({
   path: "/api/residency/log",
   summary: "The append-only residency log (admit, exit, return, export), oldest first, hash-chained; page with ?after=<seq>&limit=<n>.",
   auth: "none",
+  cache: "shared",
   versioned: { scopes: ["residency_log"] },
   input: z.object({
     after: z.coerce.number().int().min(0).default(0).describe("return rows with seq greater than this"),
@@ -103,7 +104,8 @@ export const readResidencyLog = door({
       rows,
       next_after: nextAfter,
       note: "Each row's hash is the sha256 of the canonical JSON (keys sorted, no white space) of the row without its hash; prev_hash names the row before (64 zeros for the first). No row is ever changed: the database refuses UPDATE, DELETE and TRUNCATE.",
-    }, nextAfter === null ? null : { after: nextAfter });
+      // A page with rows after it lies wholly below the head: append-only rows, so it never changes.
+    }, nextAfter === null ? null : { after: nextAfter }, { "Cache-Control": IMMUTABLE_CACHE });
   },
 });
 
