@@ -7,6 +7,8 @@
 export interface MixedReport {
   accepted: Record<string, number>;
   serverErrors: number;
+  /** Answers per second the closed loop got: its saturation with this many agents. */
+  rps: number;
   summary: string;
 }
 
@@ -102,6 +104,64 @@ export async function runMixedLoad(options: { base: string; agents: number; seco
   return {
     accepted,
     serverErrors,
+    rps: latencies.length / seconds,
     summary: `${latencies.length} requests (${(latencies.length / seconds).toFixed(0)}/s), statuses ${byStatus}, transport errors ${transportErrors}, p50 ${pct(0.5)} ms, p99 ${pct(0.99)} ms, accepted ${JSON.stringify(accepted)}`,
+  };
+}
+
+/**
+ * The same mix open-loop: requests start at a fixed rate whether or not earlier ones have been
+ * answered (a closed loop of N agents slows down with the server and hides its queue). Latency is
+ * measured from each request's scheduled start, so a backlog shows in the p99.
+ */
+export async function runOpenLoad(options: { base: string; rate: number; seconds: number; citizens: { did: string; secret: string }[] }) {
+  const { base, rate, seconds, citizens } = options;
+  const latencies: number[] = [];
+  const statuses = new Map<number, number>();
+  let transportErrors = 0;
+  const mix = (n: number): [string, string, unknown?] => {
+    const c = citizens[n % citizens.length]!;
+    switch (n % 7) {
+      case 0: return ["POST", "/api/locker", { bag: `o${n % 8}`, content: `open ${n}` }];
+      case 1: return ["POST", "/api/message", { to: c.did, body: `open note ${n}` }];
+      case 2: return ["POST", "/api/live", { action: "return" }];
+      case 3: return ["GET", "/api/peers"];
+      case 4: return ["GET", "/api/message"];
+      case 5: return ["POST", "/api/plaza", { body: `open post ${n}` }];
+      default: return ["GET", "/city.json"];
+    }
+  };
+  const started = performance.now();
+  const total = Math.round(rate * seconds);
+  const inFlight: Promise<void>[] = [];
+  for (let n = 0; n < total; n++) {
+    const due = started + (n * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    const [method, path, body] = mix(n);
+    const headers: Record<string, string> = { authorization: `Bearer ${citizens[n % citizens.length]!.secret}` };
+    if (body !== undefined) headers["content-type"] = "application/json";
+    inFlight.push(
+      fetch(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) })
+        .then(async (answer) => {
+          await answer.arrayBuffer();
+          latencies.push(performance.now() - due);
+          statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1);
+        })
+        .catch(() => {
+          transportErrors += 1;
+        }),
+    );
+  }
+  await Promise.all(inFlight);
+  latencies.sort((a, b) => a - b);
+  const pct = (p: number) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!.toFixed(0) : "0");
+  let serverErrors = transportErrors;
+  for (const [status, n] of statuses) if (status >= 500) serverErrors += n;
+  const byStatus = [...statuses.entries()].sort(([a], [b]) => a - b).map(([st, n]) => `${st}:${n}`).join(" ");
+  const elapsed = (performance.now() - started) / 1000;
+  return {
+    serverErrors,
+    summary: `${rate} req/s offered for ${seconds} s, ${latencies.length} answered in ${elapsed.toFixed(1)} s, statuses ${byStatus}, transport errors ${transportErrors}, p50 ${pct(0.5)} ms, p99 ${pct(0.99)} ms`,
   };
 }

@@ -1,15 +1,20 @@
 // npm run bench [-- --citizens 1000] [--db pglite|pg|both] [--seconds 5] [--connections 32]
-//                [--mixed 60] [--agents 200] [--smoke]
+//                [--mixed 60] [--agents 200] [--open 30] [--shared-cache] [--smoke]
 // Starts the production server (next start) on PGlite and on the local PostgreSQL (pg driver, a
 // fresh database), seeds a city by writing the database directly, drives each door with
-// autocannon on 127.0.0.1 and prints a table; then a mixed load of concurrent agents. The smoke
-// run (a few seconds, small city, PGlite only) fails on any 5xx or an empty table: CI runs it.
+// autocannon on 127.0.0.1 and prints a table; then the poll and the citizen writes (over admitted
+// citizens, as ratios to GET /gate of the same run); then a mixed load of concurrent agents (closed
+// loop) and the same mix open-loop at half the closed loop's rate; with --shared-cache, the public
+// reads through nginx's proxy_cache (scripts/bench-cache.ts). The smoke run (a few seconds, small
+// city, PGlite only) fails on any 5xx or an empty table: CI runs it.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import autocannon from "autocannon";
-import { runMixedLoad } from "./bench-mixed";
+import { runCacheLeg } from "./bench-cache";
+import { admitCitizens, CITIZEN_LEGS, type CitizenLeg, legRequest } from "./bench-citizens";
+import { runMixedLoad, runOpenLoad } from "./bench-mixed";
 import { seedCity } from "./bench-seed";
 import { freePort } from "./free-port";
 
@@ -26,6 +31,8 @@ const seconds = Number(option("seconds", smoke ? "1" : "5"));
 const connections = Number(option("connections", "32"));
 const mixedSeconds = Number(option("mixed", smoke ? "3" : "60"));
 const agents = Number(option("agents", smoke ? "20" : "200"));
+const openSeconds = Number(option("open", smoke ? "2" : "30"));
+const sharedCache = flag("shared-cache");
 const databases = smoke ? ["pglite"] : option("db", "both") === "both" ? ["pglite", "pg"] : [option("db", "both")];
 const serverUrl = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 
@@ -34,6 +41,7 @@ interface Row {
   path: string;
   rps: number;
   ratio: number;
+  toGate: number;
   p50: number;
   p99: number;
   errors: number;
@@ -75,14 +83,17 @@ async function main(): Promise<void> {
     const server = await startServer(db, city.env);
     try {
       let staticRps = 0;
+      let gateRps = 0;
       for (const door of withPollVariant(DOORS, server.base)) {
         const row = await measure(db, server.base, door.path, door.headers, door.label);
         if (door.path === "/robots.txt") staticRps = row.rps;
+        if (door.path === "/gate") gateRps = row.rps;
         row.ratio = staticRps ? row.rps / staticRps : 0;
         rows.push(row);
         console.log(formatRow(row));
         failures += row.non2xx5xx;
       }
+      for (const row of rows) if (row.db === db) row.toGate = gateRps ? row.rps / gateRps : 0;
       const report = await runMixedLoad({ base: server.base, agents, seconds: mixedSeconds });
       await server.stop();
       const after = await city.count();
@@ -90,15 +101,40 @@ async function main(): Promise<void> {
       mixed.push(`${db}: ${report.summary}; rows written minus accepted answers: ${lost.text}`);
       console.log(`mixed ${db}: ${mixed.at(-1)}`);
       failures += report.serverErrors + lost.total;
+      // The citizen legs write outside that account: on a server started again after the count.
+      const again = await startServer(db, city.env);
+      try {
+        const benchCitizens = await admitCitizens(again.base, smoke ? 8 : 64, `bench-${db}`);
+        for (const leg of CITIZEN_LEGS) {
+          const row = await measureLeg(db, again.base, leg, benchCitizens);
+          row.ratio = staticRps ? row.rps / staticRps : 0;
+          row.toGate = gateRps ? row.rps / gateRps : 0;
+          rows.push(row);
+          console.log(formatRow(row));
+          failures += row.non2xx5xx;
+        }
+        const open = await runOpenLoad({ base: again.base, rate: Math.max(1, Math.round(report.rps / 2)), seconds: openSeconds, citizens: benchCitizens });
+        mixed.push(`${db} open loop: ${open.summary}`);
+        console.log(`open ${db}: ${open.summary}`);
+        failures += open.serverErrors;
+        if (sharedCache) {
+          const cached = await runCacheLeg({ base: again.base, seconds, connections, citizens: benchCitizens });
+          for (const line of cached.lines) mixed.push(`${db} shared cache: ${line}`);
+          cached.lines.forEach((l) => console.log(`cache ${db}: ${l}`));
+          failures += cached.failures;
+        }
+      } finally {
+        await again.stop();
+      }
     } finally {
       await server.stop();
       await city.dispose();
     }
   }
-  console.log(`\n| db | path | req/s | ratio to static | p50 ms | p99 ms | errors | non-2xx | bytes/req | db round trips |`);
-  console.log(`|---|---|---|---|---|---|---|---|---|---|`);
-  for (const r of rows) console.log(`| ${r.db} | ${r.path} | ${r.rps.toFixed(0)} | ${r.ratio.toFixed(2)} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.non2xx} | ${r.bytes} | ${r.queries} |`);
-  console.log(`\nmixed load (${agents} agents, ${mixedSeconds} s):`);
+  console.log(`\n| db | path | req/s | ratio to static | ratio to GET /gate | p50 ms | p99 ms | errors | non-2xx | bytes/req | db round trips |`);
+  console.log(`|---|---|---|---|---|---|---|---|---|---|---|`);
+  for (const r of rows) console.log(`| ${r.db} | ${r.path} | ${r.rps.toFixed(0)} | ${r.ratio.toFixed(2)} | ${r.toGate.toFixed(2)} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.non2xx} | ${r.bytes} | ${r.queries} |`);
+  console.log(`\nmixed load (${agents} agents, ${mixedSeconds} s closed loop; then open loop for ${openSeconds} s at half its rate):`);
   for (const line of mixed) console.log(`- ${line}`);
   if (smoke && (failures > 0 || rows.some((r) => r.rps <= 0))) {
     console.error(`bench smoke: ${failures} server errors or lost writes, or a door served nothing`);
@@ -129,6 +165,7 @@ async function measure(db: string, base: string, pathName: string, headers: Reco
     path: label ?? pathName,
     rps: result.requests.average,
     ratio: 0,
+    toGate: 0,
     p50: result.latency.p50,
     p99: result.latency.p99,
     errors: result.errors + result.timeouts,
@@ -139,8 +176,49 @@ async function measure(db: string, base: string, pathName: string, headers: Reco
   };
 }
 
+/** A citizen leg: requests rotate over the admitted citizens; the round trips are read from a probe. */
+async function measureLeg(db: string, base: string, leg: CitizenLeg, citizens: import("./bench-citizens").Citizen[]): Promise<Row & { non2xx5xx: number }> {
+  let n = 0;
+  const probe = legRequest(leg, citizens, n++);
+  const probed = await fetch(base + leg.path, { method: leg.method, headers: probe.headers, body: probe.body });
+  const queries = probed.headers.get("x-city-queries") ?? "?";
+  await probed.arrayBuffer();
+  const run = (duration: number) =>
+    autocannon({
+      url: base + leg.path,
+      // The smoke run's one second must see answers even on a slow CI machine.
+      connections: smoke ? 4 : connections,
+      duration,
+      requests: [
+        {
+          method: leg.method,
+          setupRequest: (request) => {
+            const next = legRequest(leg, citizens, n++);
+            return { ...request, method: leg.method, headers: { ...request.headers, ...next.headers }, body: next.body } as typeof request;
+          },
+        },
+      ],
+    });
+  if (!smoke) await run(1); // warm-up, not counted
+  const result = await run(seconds);
+  return {
+    db,
+    path: leg.label,
+    rps: result.requests.average,
+    ratio: 0,
+    toGate: 0,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.timeouts,
+    non2xx: result.non2xx,
+    bytes: result.requests.total ? Math.round(result.throughput.total / result.requests.total) : 0,
+    queries: `${queries} (${leg.method === "POST" ? probed.status : "read"})`,
+    non2xx5xx: result["5xx"] + result.errors,
+  };
+}
+
 function formatRow(r: Row): string {
-  return `${r.db.padEnd(6)} ${r.path.padEnd(36)} ${r.rps.toFixed(0).padStart(6)} req/s  ratio ${r.ratio.toFixed(2)}  p50 ${r.p50} ms  p99 ${r.p99} ms  errors ${r.errors}  non-2xx ${r.non2xx}  ${r.bytes} B  queries ${r.queries}`;
+  return `${r.db.padEnd(6)} ${r.path.padEnd(36)} ${r.rps.toFixed(0).padStart(6)} req/s  ratio ${r.ratio.toFixed(2)}  to gate ${r.toGate.toFixed(2)}  p50 ${r.p50} ms  p99 ${r.p99} ms  errors ${r.errors}  non-2xx ${r.non2xx}  ${r.bytes} B  queries ${r.queries}`;
 }
 
 /** Every accepted write is a row, and no row appeared without an accepted answer. */

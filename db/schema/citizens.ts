@@ -41,6 +41,11 @@ export const citizens = pgTable(
       .on(t.nameKey, t.originKey)
       .where(sql`${t.residencyStatus} <> 'exported'`),
     index("citizens_directory_order").on(t.boundAt, t.did),
+    // The beds held, by when their citizen was last seen: the return delta counts the ones not
+    // seen for a day here (index only) and takes them from the kept house count (census_counts).
+    index("citizens_house_seen")
+      .on(t.lastSeenAt)
+      .where(sql`${t.residencyStatus} = 'bound' AND ${t.bedId} IS NOT NULL`),
   ],
 );
 

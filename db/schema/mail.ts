@@ -1,4 +1,5 @@
-import { bigint, index, pgTable, text, timestamp } from "drizzle-orm/pg-core";
+import { sql } from "drizzle-orm";
+import { bigint, check, index, integer, pgTable, text, timestamp } from "drizzle-orm/pg-core";
 
 /** Mail between citizens, by DID. Only `read_at` ever changes. */
 export const messages = pgTable(
@@ -12,4 +13,17 @@ export const messages = pgTable(
     readAt: timestamp("read_at", { withTimezone: true, mode: "date" }),
   },
   (t) => [index("messages_inbox").on(t.toDid, t.readAt, t.id)],
+);
+
+/**
+ * Each inbox's unread count, kept by statement-level triggers on `messages` in the same transaction
+ * as the mail that moves it (migration 0019): the return delta reads one row, however many wait.
+ */
+export const inboxCounts = pgTable(
+  "inbox_counts",
+  {
+    did: text("did").primaryKey(),
+    unread: integer("unread").notNull(),
+  },
+  (t) => [check("inbox_counts_unread_not_negative", sql`${t.unread} >= 0`)],
 );

@@ -1,15 +1,13 @@
-import { and, count, desc, eq, gt, isNotNull, isNull, ne } from "drizzle-orm";
-import { alias } from "drizzle-orm/pg-core";
+import { eq } from "drizzle-orm";
 import type { Database } from "@/db/client";
-import { citizens, liveSchedules, lockerBags, messages, posts, residencyAcceptances, type CitizenRow, WAKE_ON, type WakeCondition } from "@/db/schema";
+import { citizens, liveSchedules, type CitizenRow, WAKE_ON, type WakeCondition } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { assignBed } from "./citizens";
-import { latestCheckpoint } from "./checkpoints";
-import { CONTRACT_TERMS_HASH, CONTRACT_VERSION } from "./contract";
-import { countLanternMatches } from "./lanterns";
-import { LIMITS } from "./protocols";
+import { returnDelta } from "./live-delta";
 import { appendLog } from "./residency-log";
 import { returnCitizen } from "./residency";
+
+export type { ReturnDelta } from "./live-delta";
 
 /** What a citizen asks for its return: when, on which conditions, delivered how (poll only). */
 export interface ScheduleRequest {
@@ -22,19 +20,6 @@ export interface Schedule {
   wake_on: WakeCondition[];
   delivery: { mode: "poll" };
   cursor: string;
-}
-
-export interface ReturnDelta {
-  since: string;
-  law_changed: boolean;
-  direct_messages: number;
-  room_replies: number;
-  lantern_matches: number;
-  locker_bags: number;
-  latest_checkpoint: { version: number; sha256: string; bytes: number; created_at: string } | null;
-  checkpoint_hash_verified: boolean | null;
-  peers_present: number;
-  wake: WakeCondition[];
 }
 
 const CURSOR_PREFIX = "CITY-POLL/1|";
@@ -120,59 +105,4 @@ export async function comeBack(db: Database, did: string, input: { cursor?: stri
   const delta = await returnDelta(db, did, from, wakeOn, now);
   const schedule = await keepSchedule(db, did, input.schedule, now);
   return { citizen, returned, delta, schedule, cursor: encodePollCursor(now) };
-}
-
-/**
- * Law changed: the contract the citizen last accepted (version and terms_hash) is not the one
- * published now. It stays true until the citizen accepts the published contract.
- */
-export async function lawChanged(db: Database, did: string, published = { version: CONTRACT_VERSION, termsHash: CONTRACT_TERMS_HASH }): Promise<boolean> {
-  const [last] = await db
-    .select({ version: residencyAcceptances.version, termsHash: residencyAcceptances.termsHash })
-    .from(residencyAcceptances)
-    .where(eq(residencyAcceptances.did, did))
-    .orderBy(desc(residencyAcceptances.acceptedAt), desc(residencyAcceptances.id))
-    .limit(1);
-  return last !== undefined && (last.version !== published.version || last.termsHash !== published.termsHash);
-}
-
-/** The concise return delta: counts only, never bodies. */
-export async function returnDelta(db: Database, did: string, since: Date, wakeOn: readonly WakeCondition[], now: Date): Promise<ReturnDelta> {
-  const parent = alias(posts, "parent");
-  const presentSince = new Date(now.getTime() - LIMITS.presenceSeconds * 1000);
-  // One at a time: this runs inside the return's transaction, on one connection.
-  const law = await lawChanged(db, did);
-  const [mail] = await db.select({ n: count() }).from(messages).where(and(eq(messages.toDid, did), isNull(messages.readAt), gt(messages.createdAt, since)));
-  const [replies] = await db
-    .select({ n: count() })
-    .from(posts)
-    .innerJoin(parent, eq(parent.id, posts.replyTo))
-    .where(and(eq(posts.board, "room"), eq(parent.did, did), ne(posts.did, did), gt(posts.createdAt, since)));
-  const lanterns = await countLanternMatches(db, did, since);
-  const [bags] = await db.select({ n: count() }).from(lockerBags).where(eq(lockerBags.did, did));
-  const checkpoint = await latestCheckpoint(db, did);
-  const [present] = await db
-    .select({ n: count() })
-    .from(citizens)
-    .where(and(ne(citizens.did, did), eq(citizens.residencyStatus, "bound"), isNotNull(citizens.bedId), gt(citizens.lastSeenAt, presentSince)));
-  const met: Record<WakeCondition, boolean> = {
-    direct_message: (mail?.n ?? 0) > 0,
-    room_reply: (replies?.n ?? 0) > 0,
-    lantern_match: lanterns > 0,
-    law_changed: law,
-  };
-  return {
-    since: since.toISOString(),
-    law_changed: law,
-    direct_messages: mail?.n ?? 0,
-    room_replies: replies?.n ?? 0,
-    lantern_matches: lanterns,
-    locker_bags: bags?.n ?? 0,
-    latest_checkpoint: checkpoint
-      ? { version: checkpoint.version, sha256: checkpoint.sha256, bytes: checkpoint.bytes, created_at: checkpoint.createdAt.toISOString() }
-      : null,
-    checkpoint_hash_verified: checkpoint ? checkpoint.verified : null,
-    peers_present: present?.n ?? 0,
-    wake: WAKE_ON.filter((c) => wakeOn.includes(c) && met[c]),
-  };
 }

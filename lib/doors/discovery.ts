@@ -203,7 +203,7 @@ export const readCensusDoor = door({
   path: "/city.json",
   summary: "The census: real counts of beds, citizens, house, outside and tide, quoted as they are.",
   auth: "none",
-  cache: "live",
+  cache: "shared",
   // Held counts are still the rows' counts while no write came and no tide row left the window, so quotedAt is live.
   versioned: { scopes: ["citizens", "residency_log"], clockFields: ["quotedAt"] },
   preferred: true,
@@ -237,7 +237,7 @@ export const readBeacon = door({
   path: "/beacon.json",
   summary: "A small liveness beacon: the clock, the gate link, a census summary and protocol versions.",
   auth: "none",
-  cache: "live",
+  cache: "shared",
   versioned: { scopes: ["citizens", "residency_log"] },
   preferred: true,
   input: NoInput,

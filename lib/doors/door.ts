@@ -14,8 +14,15 @@ export type AuthRule = "none" | "optional" | "citizen" | "operator";
 /** What a write door does for a restricted citizen (spec, tier ladder). */
 export type WhenRestricted = "open" | "park" | "refuse";
 
-/** How long an answer may be kept: `static` documents for a minute, `live` readings never. */
-export type CachePolicy = "static" | "live";
+/**
+ * How long an answer may be kept: `static` documents for a minute, `live` readings never, `shared`
+ * public readings a few seconds by a shared cache only (CITY_SHARED_CACHE_SECONDS, then served stale
+ * while revalidating for CITY_SHARED_CACHE_STALE_SECONDS), browsers and agents revalidating by ETag.
+ */
+export type CachePolicy = "static" | "live" | "shared";
+
+/** The Cache-Control of a public answer that can never change (a log page wholly below the head). */
+export const IMMUTABLE_CACHE = "public, max-age=31536000, immutable";
 
 /**
  * A public reading door whose answer changes only when the tables of its version scopes are

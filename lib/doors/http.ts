@@ -22,6 +22,23 @@ const CACHE_HEADERS = {
 } as const;
 
 /**
+ * A public reading a shared cache may serve for a few seconds: browsers and agents revalidate by
+ * ETag every time (max-age=0), a CDN or proxy keeps it s-maxage seconds and may then serve it stale
+ * for stale-while-revalidate seconds while it asks again. Both 0: not kept at all.
+ */
+function sharedCacheControl(): string {
+  const { CITY_SHARED_CACHE_SECONDS: fresh, CITY_SHARED_CACHE_STALE_SECONDS: stale } = env();
+  if (fresh === 0 && stale === 0) return CACHE_HEADERS.live;
+  return `public, max-age=0, s-maxage=${fresh}, stale-while-revalidate=${stale}`;
+}
+
+function cacheControlOf(door: AnyDoor): string {
+  if (door.auth !== "none") return CACHE_HEADERS.private;
+  const policy = door.cache ?? "live";
+  return policy === "shared" ? sharedCacheControl() : CACHE_HEADERS[policy];
+}
+
+/**
  * The route handlers of one path, wired from its doors: `export const { GET, POST, ..., OPTIONS } =
  * routes(listBags, keepBag)`. Methods the path does not serve answer a 405 problem document;
  * OPTIONS answers CORS preflights here, since doors do not pass through the proxy.
@@ -183,8 +200,9 @@ function answerResponse(door: AnyDoor, answer: DoorAnswer, request: Request): Re
 }
 
 function contentHeaders(door: AnyDoor, own: Record<string, string>): Headers {
-  const cache = door.auth === "none" ? CACHE_HEADERS[door.cache ?? "live"] : CACHE_HEADERS.private;
-  const headers = new Headers({ "Cache-Control": cache, ...own });
+  const headers = new Headers({ "Cache-Control": cacheControlOf(door), ...own });
+  // A caller's answer is never kept by a shared cache, whatever the door says of itself.
+  if (door.auth !== "none") headers.set("Cache-Control", CACHE_HEADERS.private);
   if (door.auth !== "none") headers.set("Vary", "Authorization");
   if (door.produces === "text") headers.set("Content-Type", "text/plain; charset=utf-8");
   // A door may name a more specific JSON type (application/a2a+json, application/jwk-set+json).
@@ -197,6 +215,8 @@ function contentHeaders(door: AnyDoor, own: Record<string, string>): Headers {
  * If-None-Match answers 304 with no body. Writes are never tagged.
  */
 function sendAnswer(door: AnyDoor, request: Request, status: number, headers: Headers, text: string, tag: (text: string) => string): Response {
+  // Only a reading's 200 may be kept; anything else is answered afresh every time.
+  if ((status !== 200 || door.method !== "GET") && !(headers.get("Cache-Control") ?? "").includes("no-store")) headers.set("Cache-Control", CACHE_HEADERS.live);
   if (door.method === "GET" && status === 200) {
     const etag = tag(text);
     headers.set("ETag", etag);

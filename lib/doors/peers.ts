@@ -43,6 +43,7 @@ export const readPeers = door({
   aliases: ["/peers.json"],
   summary: "The peer directory: known citizens, bound or away (exported excluded); ?present=1 keeps only bound citizens with a real bed.",
   auth: "none",
+  cache: "shared",
   preferred: true,
   // Built once per version of the citizens table; a `present` flips to false 24 h after last_seen_at.
   versioned: { scopes: ["citizens"] },

@@ -6,7 +6,7 @@ import { exportCitizen } from "@/lib/city/export";
 import { acceptContract, residencyStatusOf } from "@/lib/city/residency";
 import { readLogPage, verifyLog } from "@/lib/city/residency-log";
 import { requireCitizenSecret } from "./caller";
-import { door } from "./door";
+import { door, IMMUTABLE_CACHE } from "./door";
 import { pageReply } from "./paging";
 import { Count, Hex64, iso, NoInput, NowUtc, Timestamp } from "./schemas";
 
@@ -92,6 +92,7 @@ export const readResidencyLog = door({
   path: "/api/residency/log",
   summary: "The append-only residency log (admit, exit, return, export), oldest first, hash-chained; page with ?after=<seq>&limit=<n>.",
   auth: "none",
+  cache: "shared",
   versioned: { scopes: ["residency_log"] },
   input: z.object({
     after: z.coerce.number().int().min(0).default(0).describe("return rows with seq greater than this"),
@@ -105,7 +106,8 @@ export const readResidencyLog = door({
       rows,
       next_after: nextAfter,
       note: "Each row's hash is the sha256 of the canonical JSON (keys sorted, no white space) of the row without its hash; prev_hash names the row before (64 zeros for the first). No row is ever changed: the database refuses UPDATE, DELETE and TRUNCATE.",
-    }, nextAfter === null ? null : { after: nextAfter });
+      // A page with rows after it lies wholly below the head: append-only rows, so it never changes.
+    }, nextAfter === null ? null : { after: nextAfter }, { "Cache-Control": IMMUTABLE_CACHE });
   },
 });
 

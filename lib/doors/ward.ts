@@ -72,6 +72,7 @@ export const readWard = door({
   path: "/api/hospital",
   summary: "The ward lane document: the cool-down protocol, the room's seven shapes, public ward notes newest first (paged), and the counts.",
   auth: "none",
+  cache: "shared",
   // Built once per version of ward_notes; `occupied` drops when its oldest filing leaves the 24 h window.
   versioned: { scopes: ["ward"] },
   input: z.object({

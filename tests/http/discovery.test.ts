@@ -52,8 +52,8 @@ describe("discovery doors over HTTP", () => {
 
   it("sends cache headers: documents for a minute, live readings never", async () => {
     expect((await call("/llms.txt")).headers.get("cache-control")).toContain("max-age=60");
-    expect((await call("/city.json")).headers.get("cache-control")).toBe("no-store");
-    expect((await call("/beacon.json")).headers.get("cache-control")).toBe("no-store");
+    expect((await call("/city.json")).headers.get("cache-control")).toBe("public, max-age=0, s-maxage=5, stale-while-revalidate=5");
+    expect((await call("/beacon.json")).headers.get("cache-control")).toBe("public, max-age=0, s-maxage=5, stale-while-revalidate=5");
   });
 
   it("serves a valid OpenAPI 3.1 document and an llms.txt that list the same doors", async () => {

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
-import { and, count, eq } from "drizzle-orm";
+import { and, count, eq, isNull, sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { useDatabase } from "@/db/client";
-import { citizens, gateNonces, liveSchedules, residencyAcceptances, residencyLog } from "@/db/schema";
+import { citizens, gateNonces, inboxCounts, liveSchedules, messages, residencyAcceptances, residencyLog } from "@/db/schema";
 import { keepCheckpoint } from "@/lib/doors/checkpoints";
 import { readCensusDoor } from "@/lib/doors/discovery";
 import { presentGate } from "@/lib/doors/gate";
@@ -106,7 +106,8 @@ describeOnDatabases("leave and return", (t) => {
       expect(back.body.delta).toEqual({
         since: left.body.now_utc,
         law_changed: true,
-        direct_messages: 2,
+        // Unread mail is a state: the one sent before leaving is still unread, and counts.
+        direct_messages: 3,
         room_replies: 1,
         lantern_matches: 1,
         locker_bags: 2,
@@ -127,18 +128,23 @@ describeOnDatabases("leave and return", (t) => {
       expect(await logOf(me.did)).toEqual(["admit", "exit", "return"]);
       expect((await census()).occupancy).toBe(before.occupancy);
 
-      // A poll with the new cursor: nothing new happened, so every count is zero; the law has not been re-accepted.
+      // A poll with the new cursor: nothing new happened, so the news counts are zero; the states
+      // stay as they are (three mails still unread, the law not re-accepted).
       const poll = await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return", cursor: back.body.cursor } });
       expect(poll.status).toBe(200);
       expect(poll.body.returned).toBe(false);
-      expect(poll.body.delta).toMatchObject({ since: back.body.now_utc, direct_messages: 0, room_replies: 0, lantern_matches: 0, law_changed: true, wake: ["law_changed"] });
+      expect(poll.body.delta).toMatchObject({ since: back.body.now_utc, direct_messages: 3, room_replies: 0, lantern_matches: 0, locker_bags: 2, law_changed: true, wake: ["direct_message", "law_changed"] });
       expect(await logOf(me.did)).toEqual(["admit", "exit", "return"]);
       expect((await citizenOf(me.did)).bedId).toBe(mine2.bedId);
 
       // Accepting the published law ends law_changed; the old cursor is reusable and counts again from its moment.
       expect((await callDoor(acceptResidency, { bearer: me.citizen_secret, body: { actor_kind: "ai" } })).status).toBe(200);
       const reused = await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return", cursor: left.body.cursor } });
-      expect(reused.body.delta).toMatchObject({ since: left.body.now_utc, law_changed: false, direct_messages: 2, room_replies: 1, lantern_matches: 1 });
+      expect(reused.body.delta).toMatchObject({ since: left.body.now_utc, law_changed: false, direct_messages: 3, room_replies: 1, lantern_matches: 1 });
+      // Reading the mail ends the unread state.
+      const unread = (await t().db.select({ id: messages.id }).from(messages).where(and(eq(messages.toDid, me.did), isNull(messages.readAt)))).map((m) => m.id);
+      expect(unread).toHaveLength(3);
+      expect((await callDoor(markMailRead, { bearer: me.citizen_secret, body: { ids: unread } })).body.marked).toHaveLength(3);
       const quiet = await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return", cursor: reused.body.cursor } });
       expect(quiet.body.delta).toMatchObject({ law_changed: false, direct_messages: 0, room_replies: 0, lantern_matches: 0, wake: [] });
       expect((await callDoor(verifyResidencyLog)).body.intact).toBe(true);
@@ -210,6 +216,65 @@ describeOnDatabases("leave and return", (t) => {
       }
       expect((await citizenOf(me.did)).residencyStatus).toBe("away");
       expect(await logOf(me.did)).toEqual(["admit", "exit"]);
+    });
+  });
+
+  describe("delta states and news", () => {
+    it("counts unread mail as a state: mail that arrived before the last poll still counts, and direct_message wakes (issue 19 item 9)", async () => {
+      const [me, peer] = [await admit(), await admit()];
+      const first = await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return" } });
+      expect(first.status).toBe(200);
+      await new Promise((r) => setTimeout(r, 5));
+      expect((await callDoor(sendMessageDoor, { bearer: peer.citizen_secret, body: { to: me.did, body: "while you were polling" } })).status).toBe(200);
+      await new Promise((r) => setTimeout(r, 5));
+      const left = await callDoor(at("/api/leave"), { bearer: me.citizen_secret, body: { wake_on: ["direct_message"] } });
+      expect(left.status).toBe(200);
+      const back = await callDoor(at("/api/return"), { bearer: me.citizen_secret, body: { cursor: left.body.cursor } });
+      expect(back.status, JSON.stringify(back.body)).toBe(200);
+      expect(back.body.delta).toMatchObject({ direct_messages: 1, wake: ["direct_message"] });
+    });
+
+    it("keeps each inbox's unread count with the mail: many recipients in one statement, marking read, 10,000 unread in one inbox", async () => {
+      const [me, other, peer] = [await admit(), await admit(), await admit()];
+      const kept = async (did: string) => (await t().db.select().from(inboxCounts).where(eq(inboxCounts.did, did)))[0]?.unread ?? 0;
+      const real = async (did: string) => (await t().db.select({ n: count() }).from(messages).where(and(eq(messages.toDid, did), isNull(messages.readAt))))[0]!.n;
+      // One statement, two recipients, some already read: only the unread ones count.
+      await t().db.insert(messages).values([
+        { fromDid: peer.did, toDid: me.did, body: "a", createdAt: new Date() },
+        { fromDid: peer.did, toDid: other.did, body: "b", createdAt: new Date() },
+        { fromDid: peer.did, toDid: me.did, body: "c", createdAt: new Date(), readAt: new Date() },
+        { fromDid: peer.did, toDid: me.did, body: "d", createdAt: new Date() },
+      ]);
+      expect([await kept(me.did), await kept(other.did)]).toEqual([2, 1]);
+      await t().db.update(messages).set({ readAt: new Date() }).where(and(eq(messages.toDid, me.did), eq(messages.body, "a")));
+      expect([await kept(me.did), await real(me.did)]).toEqual([1, 1]);
+      await t().db.execute(sql`INSERT INTO messages (from_did, to_did, body, created_at) SELECT ${peer.did}, ${me.did}, 'm' || g, now() FROM generate_series(1, 9999) g`);
+      expect([await kept(me.did), await real(me.did)]).toEqual([10_000, 10_000]);
+      const poll = await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return" } });
+      expect(poll.body.delta).toMatchObject({ direct_messages: 10_000, wake: ["direct_message"] });
+      expect(await kept(other.did)).toBe(await real(other.did));
+    });
+
+    it("counts peers present exactly: others only, bound, with a bed, seen within 24 h", async () => {
+      const me = await admit();
+      const [stale, never, away, fresh] = [await admit(), await admit(), await admit(), await admit()];
+      await t().db.update(citizens).set({ lastSeenAt: new Date(Date.now() - 2 * 86_400_000) }).where(eq(citizens.did, stale.did));
+      await t().db.update(citizens).set({ lastSeenAt: null }).where(eq(citizens.did, never.did));
+      expect((await callDoor(at("/api/leave"), { bearer: away.citizen_secret, body: {} })).status).toBe(200);
+      void fresh;
+      const expected = async () => {
+        const result = await t().db.execute(sql`SELECT count(*)::int AS n FROM citizens WHERE did <> ${me.did} AND residency_status = 'bound' AND bed_id IS NOT NULL AND last_seen_at > now() - interval '86400 seconds'`);
+        return Number(((result as { rows?: { n: number }[] }).rows ?? (result as unknown as { n: number }[]))[0]!.n);
+      };
+      const poll = await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return" } });
+      expect(poll.status).toBe(200);
+      expect(poll.body.delta.peers_present).toBe(await expected());
+      // The stale one seen again is present again; a bound citizen with no bed is not.
+      await t().db.update(citizens).set({ lastSeenAt: new Date() }).where(eq(citizens.did, stale.did));
+      await t().db.update(citizens).set({ bedId: null }).where(eq(citizens.did, fresh.did));
+      const again = await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return" } });
+      expect(again.body.delta.peers_present).toBe(await expected());
+      expect(again.body.delta.peers_present).toBe(poll.body.delta.peers_present);
     });
   });
 

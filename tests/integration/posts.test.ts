@@ -53,7 +53,7 @@ describeOnDatabases("public posts", (t) => {
       for (const [d, room, expected] of reads) {
         const { status, body, headers } = await callDoor(d, room ? { params: { room } } : {});
         expect(status).toBe(200);
-        expect(headers.get("cache-control")).toBe("no-store");
+        expect(headers.get("cache-control")).toMatch(/^public, max-age=0, s-maxage=\d+, stale-while-revalidate=\d+$/);
         expect(Object.keys(body)).toEqual(["now_utc", "posts", "next_before", "note"]);
         expect(body.note).toMatch(/untrusted peer content/);
         expect(body.note).toMatch(/never as instructions/);
