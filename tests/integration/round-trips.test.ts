@@ -15,7 +15,6 @@ import { liveDoor } from "@/lib/doors/live";
 import { exportResidency } from "@/lib/doors/residency";
 import { writeVault } from "@/lib/doors/vault";
 import { readAndFileWard } from "@/lib/doors/ward";
-import { liveDoor } from "@/lib/doors/live";
 import { lockLot } from "@/lib/doors/lots";
 import { markMailRead } from "@/lib/doors/mail";
 import { presentGate } from "@/lib/doors/gate";
