@@ -44,11 +44,18 @@ cleanup() {
 }
 trap cleanup EXIT
 
-for _ in $(seq 1 150); do
-  node -e 'fetch(process.argv[1]).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))' "http://127.0.0.1:$PORT/beacon.json" && break
+ANSWERED=""
+for _ in $(seq 1 300); do
+  if node -e 'fetch(process.argv[1]).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))' "http://127.0.0.1:$PORT/beacon.json"; then ANSWERED=1; break; fi
   kill -0 "$SERVER" 2>/dev/null || { cat "$LOG" >&2; exit 1; }
   sleep 0.2
 done
+# A server that never answered fails the run: the suite must not be run against nothing.
+if [ -z "$ANSWERED" ]; then
+  echo "mcp conformance: the built server never answered /beacon.json" >&2
+  tail -20 "$LOG" >&2
+  exit 1
+fi
 
 "$NODE22" "$SUITE" server \
   --url "http://127.0.0.1:$PORT/mcp" \
