@@ -80,6 +80,8 @@ export async function createTestDatabase(driver: DriverName): Promise<TestDataba
     db: open.db,
     raw: (sql) => rawOn(open, sql),
     openAnotherInstance: async () => {
+      // A second instance is a Neon pool whatever this leg's driver: the relay is started if needed.
+      await configureNeonDriver();
       const other = await openNeon(url.toString());
       others.push(other);
       return { db: other.db, close: other.close };
