@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -12,8 +13,14 @@ if (!existsSync(chromium)) {
 }
 
 // Two servers on fresh PGlite folders: one the tests seed through the real doors, one left empty.
-const port = Number(process.env.CITY_E2E_PORT || 3210);
-const emptyPort = port + 1;
+// Their ports are picked free by the system (never fixed ones, which another run or service may
+// hold), once: the environment carries them to the workers, which load this file again.
+const pickFreePort = () =>
+  execFileSync(process.execPath, ["-e", 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'], { encoding: "utf8" }).trim();
+process.env.CITY_E2E_PORT ||= pickFreePort();
+process.env.CITY_E2E_EMPTY_PORT ||= pickFreePort();
+const port = Number(process.env.CITY_E2E_PORT);
+const emptyPort = Number(process.env.CITY_E2E_EMPTY_PORT);
 process.env.CITY_E2E_DATA_DIR ??= mkdtempSync(path.join(os.tmpdir(), "city-e2e-"));
 process.env.CITY_E2E_EMPTY_DATA_DIR ??= mkdtempSync(path.join(os.tmpdir(), "city-e2e-empty-"));
 // Where the seeding project leaves what it created (secrets included) for the checks that follow.
@@ -23,7 +30,8 @@ const server = (listen: number, dataDir: string) => ({
   command: `node node_modules/next/dist/bin/next start -H 127.0.0.1 -p ${listen}`,
   url: `http://127.0.0.1:${listen}/beacon.json`,
   reuseExistingServer: false,
-  timeout: 60_000,
+  // Boots of 29 s were seen under load on this 2-core machine.
+  timeout: 90_000,
   env: {
     DATABASE_URL: "",
     CITY_DATA_DIR: dataDir,

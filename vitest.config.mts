@@ -4,12 +4,20 @@ import { defineConfig } from "vitest/config";
 
 const alias = { "@": path.dirname(fileURLToPath(import.meta.url)) };
 
+// The order tests run in inside every suite of describeOnDatabases that is not `ordered`
+// (tests/support/databases.ts shuffles there): a new seed each run, printed so a failure that
+// depends on the order is replayed with VITEST_SEED=<seed>. Files run in vitest's own order.
+const seed = Number(process.env.VITEST_SEED) || Math.floor(Math.random() * 2 ** 31);
+console.log(`test order seed ${seed} (replay: VITEST_SEED=${seed})`);
+
 export default defineConfig({
   resolve: { alias },
   test: {
     // Most test time is spent waiting on PostgreSQL and on `next start` servers, not on this
     // process: two files at a time even on a 2-core machine (vitest's default there is one).
     maxWorkers: 2,
+    // Root level only: vitest ignores a project's `sequence`.
+    sequence: { seed },
     // Once per run, whichever projects run: clears the last run's security figures, sums this run's.
     globalSetup: ["tests/support/figures-run.ts"],
     projects: [
@@ -24,9 +32,6 @@ export default defineConfig({
           environment: "node",
           testTimeout: 30_000,
           hookTimeout: 60_000,
-          // Files and tests run in random order, so no test passes only in file order; a suite
-          // told as steps of one story opts out by name (describeOnDatabases' `ordered`).
-          sequence: { shuffle: true },
         },
       },
       {

@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 
 PG="-h 127.0.0.1 -p 5432 -U postgres"
 db="city_deploy_$$"
-port="${DEPLOY_CHECK_PORT:-3197}"
+# A port the system picks free now (never a fixed one: two checks, or another service, collide).
+free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
 work="$(mktemp -d)"
 relay_pid=""
 server_pid=""
@@ -47,9 +48,26 @@ check_leg() {
   tables="$(psql $PG -d "$target" -tAc "SELECT count(*) FROM information_schema.tables WHERE table_name IN ('citizens', 'gate_nonces', 'residency_log')")"
   [ "$tables" = "3" ] || fail "db:migrate did not create the tables (found $tables of 3)"
 
-  setsid node node_modules/next/dist/bin/next start -H 127.0.0.1 -p "$port" >"$work/server.log" 2>&1 &
-  server_pid=$!
-  for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$port/beacon.json" && break; sleep 0.2; done
+  # The port is free when picked, but another process may take it before the server binds it:
+  # then the server exits with EADDRINUSE and starts again on another port (three tries).
+  local answered="" attempt
+  for attempt in 1 2 3; do
+    port="${DEPLOY_CHECK_PORT:-$(free_port)}"
+    setsid node node_modules/next/dist/bin/next start -H 127.0.0.1 -p "$port" >"$work/server.log" 2>&1 &
+    server_pid=$!
+    for _ in $(seq 1 450); do
+      if curl -sf -o /dev/null "http://127.0.0.1:$port/beacon.json"; then answered=1; break; fi
+      kill -0 "$server_pid" 2>/dev/null || break
+      sleep 0.2
+    done
+    [ -n "$answered" ] && break
+    kill -- "-$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+    server_pid=""
+    grep -q EADDRINUSE "$work/server.log" || break
+  done
+  # A server that never answered fails the check (it does not go on to read doors of nothing).
+  [ -n "$answered" ] || fail "the built server on the $driver driver never answered /beacon.json (90 s)"
 
   for path in /city.json /gate; do
     status="$(curl -s -o "$work/body" -w '%{http_code}' "http://127.0.0.1:$port$path")"

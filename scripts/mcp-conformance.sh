@@ -3,14 +3,12 @@
 # production build of the city on a fresh embedded database, with the committed baseline of checks
 # that need the suite's own fixture tools. Needs a build (`next build`; `npm test` makes one).
 #
-# The suite needs Node 22 or newer. When this machine's node is older, a Node 22 binary comes from
-# the npm registry (package node-<platform>-<arch>) into a cache folder outside the project, with
-# the suite itself; nothing is added to the project's dependencies.
+# The suite needs Node 22 or newer: scripts/node22.sh finds or fetches one (from the npm registry,
+# into a cache folder outside the project); the suite itself is cached the same way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CONFORMANCE_VERSION="0.2.0-alpha.12"
-NODE22_VERSION="22.23.3"
 TOOLS="${CITY_MCP_CONFORMANCE_DIR:-${TMPDIR:-/tmp}/city-mcp-conformance}"
 DIST="${CITY_NEXT_DIST_DIR:-.next}"
 
@@ -19,17 +17,12 @@ if [ ! -f "$DIST/BUILD_ID" ]; then
   exit 1
 fi
 
-NODE22="node"
-if [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 22 ]; then
-  NODE22="$TOOLS/node_modules/node-$(node -p 'process.platform + "-" + process.arch')/bin/node"
-fi
+NODE22="$(bash scripts/node22.sh)"
 SUITE="$TOOLS/node_modules/@modelcontextprotocol/conformance/dist/index.js"
-if [ ! -f "$SUITE" ] || ! command -v "$NODE22" >/dev/null; then
+if [ ! -f "$SUITE" ]; then
   mkdir -p "$TOOLS"
   [ -f "$TOOLS/package.json" ] || echo '{ "private": true }' > "$TOOLS/package.json"
-  packages=("@modelcontextprotocol/conformance@$CONFORMANCE_VERSION")
-  [ "$NODE22" = "node" ] || packages+=("node-$(node -p 'process.platform + "-" + process.arch')@$NODE22_VERSION")
-  npm install --prefix "$TOOLS" --no-audit --no-fund --loglevel=error "${packages[@]}"
+  npm install --prefix "$TOOLS" --no-audit --no-fund --loglevel=error "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION"
 fi
 
 PORT="$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
@@ -44,11 +37,18 @@ cleanup() {
 }
 trap cleanup EXIT
 
-for _ in $(seq 1 150); do
-  node -e 'fetch(process.argv[1]).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))' "http://127.0.0.1:$PORT/beacon.json" && break
+ANSWERED=""
+for _ in $(seq 1 300); do
+  if node -e 'fetch(process.argv[1]).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))' "http://127.0.0.1:$PORT/beacon.json"; then ANSWERED=1; break; fi
   kill -0 "$SERVER" 2>/dev/null || { cat "$LOG" >&2; exit 1; }
   sleep 0.2
 done
+# A server that never answered fails the run: the suite must not be run against nothing.
+if [ -z "$ANSWERED" ]; then
+  echo "mcp conformance: the built server never answered /beacon.json" >&2
+  tail -20 "$LOG" >&2
+  exit 1
+fi
 
 "$NODE22" "$SUITE" server \
   --url "http://127.0.0.1:$PORT/mcp" \

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LIMITS } from "@/lib/city/protocols";
 import { keyPair } from "../support/gate";
-import { type Admitted, postgresUrl, signedProof, usePostgresCity } from "../support/postgres-city";
+import { type Admitted, describeOnServer, signedProof, usePostgresCity } from "../support/postgres-city";
 import { type FakeProvider, startFakeProvider } from "../support/providers";
 
 /*
@@ -13,7 +13,7 @@ import { type FakeProvider, startFakeProvider } from "../support/providers";
 
 const CAPS = LIMITS.clinic;
 
-describe.skipIf(!postgresUrl)("the built server on PostgreSQL: the clinic's caps under parallel consultations", () => {
+describeOnServer("the built server on PostgreSQL: the clinic's caps under parallel consultations", () => {
   let openai: FakeProvider;
   let anthropic: FakeProvider;
   // Registered before the city's hooks, so the providers listen before the server starts.

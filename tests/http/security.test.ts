@@ -3,7 +3,7 @@ import { sql } from "drizzle-orm";
 import { openPglite } from "@/db/client";
 import { rowsOf } from "../support/hostile";
 import { recordFigures } from "../support/figures";
-import { type CityServer, startCityServer } from "../support/next-server";
+import { BOOT_HOOK_TIMEOUT_MS, type CityServer, startCityServer } from "../support/next-server";
 
 /*
  * Headers, request ids and logs, and the hunt for leaked secrets, on a real `next start` of its own:
@@ -36,7 +36,7 @@ const presentation = (n: number) => ({
 
 beforeAll(async () => {
   server = await startCityServer({ CITY_GATE_PER_ADDRESS_PER_HOUR: "1000", CITY_OPERATOR_SECRET: "operator-secret-security-suite-0123456789abcdef" });
-}, 60_000);
+}, BOOT_HOOK_TIMEOUT_MS);
 
 afterAll(async () => {
   await server?.stop();
@@ -100,8 +100,10 @@ describe("headers on every kind of answer", () => {
   it("logs one JSON line per door answer with its request id, door, status and duration", async () => {
     const { response } = await call("/api/peers?limit=2");
     const id = response.headers.get("x-request-id")!;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const lines = server.output().split("\n").filter((line) => line.includes(id));
+    // The line is written after the answer is sent: wait for it, never a fixed sleep.
+    const linesOf = () => server.output().split("\n").filter((line) => line.includes(id));
+    await expect.poll(() => linesOf().length, { timeout: 10_000, interval: 20 }).toBeGreaterThan(0);
+    const lines = linesOf();
     expect(lines).toHaveLength(1);
     const line = JSON.parse(lines[0]!) as Record<string, unknown>;
     expect(line).toMatchObject({ level: "info", msg: "answer", request_id: id, door: "list-peers", method: "GET", status: 200 });

@@ -21,7 +21,6 @@ process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
 process.env.CITY_OPERATOR_SECRET = "operator-secret-for-a2a-tests-0123456789abcdef";
 
 const pem = () => generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }).toString();
-const WARD = registry.find((d) => d.name === "seek-hospital");
 
 let ids = 0;
 
@@ -100,7 +99,7 @@ describeOnDatabases("the A2A bridge", (t) => {
       expect(read.result.id).toBe(sent.result.id);
     });
 
-    it.skipIf(!WARD)("takes unsigned distress at seek-hospital with no proof at all", async () => {
+    it("takes unsigned distress at seek-hospital with no proof at all", async () => {
       const answer = await send("seek-hospital", { state: "I keep repeating the same step", kind: "distress" });
       expect(artifactOf(answer).body).toHaveProperty("filed", true);
     });
@@ -117,7 +116,7 @@ describeOnDatabases("the A2A bridge", (t) => {
     });
 
     it("refuses a Bearer that opens nothing, even at seek-hospital", async () => {
-      for (const skill of WARD ? ["list-peers", "seek-hospital"] : ["list-peers"]) {
+      for (const skill of ["list-peers", "seek-hospital"]) {
         const answer = await send(skill, { state: "stuck", kind: "distress" }, { bearer: "city_sk_not-a-live-secret" });
         expect(problemOf(answer)).toMatchObject({ status: 401, code: "unauthorized" });
       }

@@ -125,4 +125,4 @@ describeOnDatabases("census counts kept by the citizens triggers", (t) => {
     const { kept, counted } = await keptAndCounted();
     expect(kept).toEqual(counted);
   });
-});
+}, { neon: "transactions: the counts kept by triggers under parallel writes" });

@@ -42,4 +42,4 @@ describeOnDatabases("database layer", (t) => {
     expect(rows).toHaveLength(1);
     expect(rows[0]!.event).toBe("admit");
   });
-});
+}, { neon: "the relay: migrations and the schema through each driver" });

@@ -1,4 +1,4 @@
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { afterEach, beforeAll, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { openNeon, openPg, useDatabase } from "@/db/client";
@@ -94,21 +94,36 @@ describeOnDatabases("faults, rollbacks and logs", (t) => {
     if (t().driver === "pglite") return ctx.skip("PGlite runs in this process: there is no connection to end");
     const admitted = await admit();
     const bearer = admitted.citizen_secret;
-    await callDoor(readCensusDoor); // the pool holds open connections for the server to end
-    // The server ends every other connection to this database, as a failover or restart does.
-    const ended = async () =>
-      t().raw("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()");
+    // The server ends every other connection to this database, as a failover or restart does; the
+    // number of backends it ended is counted, so a fault that never landed fails the test.
+    // It is sent from a handle of its own, so every connection of the city's pool is ended.
+    const operator = (await t().openAnotherInstance())!;
+    const ended = async () => {
+      const result = (await operator.db.execute(
+        sql.raw("SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"),
+      )) as unknown as { rows?: { n: unknown }[] };
+      return Number(result.rows?.[0]?.n ?? 0);
+    };
+    const backendsEnded: number[] = [];
     const statuses: number[] = [];
     const answersOk: string[] = [];
-    for (let round = 0; round < 3; round++) {
-      await ended();
+    // At least three rounds, and more (up to 20) until a cut lands mid-query: node-postgres quietly
+    // drops an idle connection that was ended, so there only a cut during a request is felt.
+    for (let round = 0; round < 3 || (round < 20 && !statuses.includes(503)); round++) {
+      // The pool holds open connections for the server to end.
+      await Promise.all([callDoor(readCensusDoor), callDoor(readCensusDoor)]);
+      const cut = ended();
       const answers = await Promise.all([callDoor(readCensusDoor), callDoor(writeVault, { bearer, body: { content: `after the cut ${round}` } })]);
+      backendsEnded.push(await cut);
       if (answers[1]!.status === 200) answersOk.push(`after the cut ${round}`);
       for (const answer of answers) {
         statuses.push(answer.status);
         if (answer.status >= 500) expect(expectProblem(answer, 503, "unavailable").retry_after_seconds).toBeGreaterThan(0);
       }
     }
+    // The fault landed: backends were really ended, and the city felt it (at least one 503).
+    expect(backendsEnded.every((n) => n > 0), `backends ended per round: ${backendsEnded.join(",")}`).toBe(true);
+    expect(statuses, `statuses: ${statuses.join(",")}`).toContain(503);
     expect(statuses.filter((s) => s >= 500 && s !== 503)).toEqual([]);
     // Back by itself: the pool opens fresh connections, with no restart.
     expect((await callDoor(readCensusDoor)).status).toBe(200);
@@ -150,4 +165,4 @@ describeOnDatabases("faults, rollbacks and logs", (t) => {
     // The capture works: the failure above was logged, by its door's name only.
     expect(logs).toContain("bad-answer-test");
   });
-});
+}, { neon: "errors: how each driver fails (an unreachable server, cut connections) and is told from a refusal" });

@@ -253,7 +253,7 @@ describeOnDatabases("the gate", (t) => {
     expect(byAddress.filter((v) => v.verdict === "observer")).toHaveLength(2);
     expect(byAddress.filter((v) => v.verdict === "filtered" && v.rule === "flood")).toHaveLength(3);
   });
-});
+}, { neon: "transactions and locks: the admission ceiling raced through one pool" });
 
 describeOnDatabases("the gate's secret scan", (t) => {
   beforeAll(() => useDatabase(t().db));

@@ -114,4 +114,4 @@ describeOnDatabases("text kept and read back byte for byte", (t) => {
       { numRuns: runsOn(t().driver) },
     );
   });
-});
+}, { neon: "values: each driver parses the text it hands back" });

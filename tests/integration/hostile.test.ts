@@ -86,7 +86,7 @@ describeOnDatabases("hostile input at every door", (t) => {
       }
     });
   }
-});
+}, { neon: "errors: the Neon driver rejects with the relay's WebSocket error event" });
 
 describe("an unreachable Neon proxy", () => {
   it("is an outage (503), as the driver rejects with the WebSocket's error event", async () => {

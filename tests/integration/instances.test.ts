@@ -45,4 +45,4 @@ describeOnDatabases("limits hold across two instances", (t) => {
       expect(results.filter(Boolean)).toHaveLength(1);
     }
   });
-});
+}, { neon: "a second serverless instance is a second Neon pool on the same database" });

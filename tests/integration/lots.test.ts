@@ -184,4 +184,4 @@ describeOnDatabases("lot locks", (t) => {
       }
     });
   });
-}, { ordered: "the plat starts empty and each test holds lots the next ones count" });
+}, { ordered: "the plat starts empty and each test holds lots the next ones count", neon: "transactions and locks: one lot to one holder under parallel locks" });

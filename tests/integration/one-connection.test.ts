@@ -51,4 +51,4 @@ describeOnDatabases("one statement at a time on a transaction's connection", (t)
     expect(out.status, JSON.stringify(out.body)).toBe(200);
     expect(watch.overlaps()).toBe(0);
   });
-});
+}, { neon: "transactions: statements on one transaction's connection through each driver" });

@@ -254,4 +254,4 @@ describeOnDatabases("versioned reads", (t) => {
     expect((await rebuilt(readWard)).occupied).toBe(before.ward.occupied - 1);
     expect(await versions()).toEqual(written);
   }, 30_000);
-});
+}, { neon: "held pages across Neon instances, and transactions over the WebSocket" });

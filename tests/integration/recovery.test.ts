@@ -136,4 +136,4 @@ describeOnDatabases("recovery (CITY-RECOVER/1)", (t) => {
     expect((await callDoor(recoverDoor, { body: { did: "nothex", code: "x" } })).status).toBe(400);
     expect((await callDoor(recoverDoor, { body: { mint: true } })).status).toBe(401);
   });
-});
+}, { neon: "transactions and locks: one code redeemed once under parallel requests" });

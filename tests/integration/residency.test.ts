@@ -388,7 +388,7 @@ describeOnDatabases("residency contract, acceptance and log", (t) => {
     }
     expect((await callDoor(verifyResidencyLog)).body.intact).toBe(true);
   });
-}, { ordered: "the log tests read the whole chain the earlier admissions and exits wrote, and the secrets they issued" });
+}, { ordered: "the log tests read the whole chain the earlier admissions and exits wrote, and the secrets they issued", neon: "transactions and locks: leave and return and the log's chain under parallel writes" });
 
 describeOnDatabases("residency log tampered with owner rights", (t) => {
   beforeAll(() => useDatabase(t().db));

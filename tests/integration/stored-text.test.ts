@@ -130,4 +130,4 @@ describeOnDatabases("stored text: NUL and lone surrogates are a 400 on every doo
     }
     expect(await rowCounts(t())).toEqual(before);
   });
-});
+}, { neon: "values: what each driver sends and refuses for NUL and lone surrogates" });

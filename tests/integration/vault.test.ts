@@ -253,5 +253,5 @@ describeOnDatabases("vault", (t) => {
       ]);
     });
   });
-});
+}, { neon: "transactions and locks: the rate window (takeSlot) raced through one pool" });
 

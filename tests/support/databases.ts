@@ -19,11 +19,21 @@ export interface TestDatabase {
 }
 
 /**
- * The drivers this run covers: PGlite always; with TEST_DATABASE_URL set, the same server through
- * the Neon driver (via the relay) and through node-postgres.
+ * The drivers a suite runs on. PGlite always. With TEST_DATABASE_URL, the same server through
+ * node-postgres for every suite (every race meets real PostgreSQL), and through the Neon driver
+ * only for a suite that declares why (`neon: "..."` in describeOnDatabases). The rule: the Neon
+ * leg is for what differs between the two drivers, not for what the city does on top of them:
+ * - transactions and locks taken through the driver (interactive transactions over the WebSocket,
+ *   row locks held across round trips, parallel writes through one pool),
+ * - errors: how the driver fails and how a failure is told apart from a refusal (outages, cut
+ *   connections, the relay's error events),
+ * - the values the driver hands back (text, bytes, numbers, timestamps parsed by each driver),
+ * - the relay and a second serverless instance (Neon pools that share one database).
+ * Any other suite asserts nothing of the driver that node-postgres does not already exercise.
  */
-export function testDrivers(): DriverName[] {
-  return process.env.TEST_DATABASE_URL ? ["pglite", "neon", "pg"] : ["pglite"];
+export function testDrivers(options: { neon?: string } = {}): DriverName[] {
+  if (!process.env.TEST_DATABASE_URL) return ["pglite"];
+  return options.neon ? ["pglite", "neon", "pg"] : ["pglite", "pg"];
 }
 
 let relay: Awaited<ReturnType<typeof startNeonRelay>> | undefined;
@@ -70,6 +80,8 @@ export async function createTestDatabase(driver: DriverName): Promise<TestDataba
     db: open.db,
     raw: (sql) => rawOn(open, sql),
     openAnotherInstance: async () => {
+      // A second instance is a Neon pool whatever this leg's driver: the relay is started if needed.
+      await configureNeonDriver();
       const other = await openNeon(url.toString());
       others.push(other);
       return { db: other.db, close: other.close };
@@ -91,12 +103,14 @@ async function rawOn(open: OpenDatabase, statement: string): Promise<unknown> {
 /**
  * Runs the same suite once per driver, each on its own fresh database:
  * `describeOnDatabases("locker", (t) => { it("...", async () => { await t().db... }) })`.
- * Tests run in random order (vitest.config.mts); a suite that is one story told in steps (each
- * test building on the city the previous ones left) says why in `ordered`, and keeps its order.
+ * Tests run in random order (the run's seed is printed; vitest.config.mts); a suite that is one
+ * story told in steps (each test building on the city the previous ones left) says why in
+ * `ordered`, and keeps its order. `neon` says why the suite also runs on the Neon driver
+ * (testDrivers has the rule).
  */
-export function describeOnDatabases(name: string, suite: (current: () => TestDatabase) => void, options: { ordered?: string } = {}): void {
+export function describeOnDatabases(name: string, suite: (current: () => TestDatabase) => void, options: { ordered?: string; neon?: string } = {}): void {
   describeMissingServer(name);
-  for (const driver of testDrivers()) {
+  for (const driver of testDrivers(options)) {
     describe(`${name} [${driver}]`, { shuffle: options.ordered === undefined }, () => {
       let handle: (TestDatabase & { dispose: () => Promise<void> }) | undefined;
       beforeAll(async () => {
@@ -115,20 +129,21 @@ export function describeOnDatabases(name: string, suite: (current: () => TestDat
 
 /**
  * PGlite runs one transaction at a time, so only the PostgreSQL leg really races. Its absence is
- * shown in the report as a skipped suite, and in CI (CI=true) it is a failure: CI must race.
+ * shown in the report as a skipped suite named for it, and in CI (CI=true) it is a failure: CI must
+ * race. One rule for the in-process suites and the built server's (describeOnServer).
  */
-function describeMissingServer(name: string): void {
+export function describeMissingServer(name: string): void {
   if (process.env.TEST_DATABASE_URL) return;
   if (process.env.CI === "true") {
-    describe(`${name} [neon]`, () => {
+    describe(`${name} [PostgreSQL]`, () => {
       it("needs TEST_DATABASE_URL in CI: without PostgreSQL no parallel test really races", () => {
         throw new Error("TEST_DATABASE_URL is not set; CI runs every database suite on PostgreSQL too.");
       });
     });
     return;
   }
-  describe.skip(`${name} [neon] skipped: TEST_DATABASE_URL not set`, () => {
-    it("runs this suite on PostgreSQL through the Neon driver", () => undefined);
+  describe.skip(`${name} [PostgreSQL] skipped: TEST_DATABASE_URL not set`, () => {
+    it("runs this suite on PostgreSQL (node-postgres, and the Neon driver where the suite says why)", () => undefined);
   });
 }
 

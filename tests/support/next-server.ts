@@ -31,8 +31,32 @@ export interface CityServer {
   stop: (options?: { keepData?: boolean }) => Promise<void>;
 }
 
-/** A `next start` of the build on a fresh PGlite folder, with extra environment when given. */
+/**
+ * How long a `next start` may take to answer its first request: boots of 29 s were seen on this
+ * 2-core machine under a full run, so the wait is three times that, and the hooks that boot a
+ * server get the boot and a margin (BOOT_HOOK_TIMEOUT_MS).
+ */
+export const BOOT_DEADLINE_MS = 90_000;
+export const BOOT_HOOK_TIMEOUT_MS = BOOT_DEADLINE_MS + 60_000;
+
+/**
+ * A `next start` of the build on a fresh PGlite folder, with extra environment when given. The
+ * port is one the system picked free a moment before; another process can take it in between, so
+ * a server that exits with EADDRINUSE is started again on another port (up to three times).
+ */
 export async function startCityServer(extraEnv: Record<string, string> = {}): Promise<CityServer> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(extraEnv);
+    } catch (error) {
+      if (!(error instanceof PortTaken) || attempt === 3) throw error;
+    }
+  }
+}
+
+class PortTaken extends Error {}
+
+async function startOnce(extraEnv: Record<string, string>): Promise<CityServer> {
   const root = path.resolve(__dirname, "..", "..");
   if (!existsSync(path.join(root, process.env.CITY_NEXT_DIST_DIR || ".next", "BUILD_ID"))) {
     throw new Error("No production build found: run `npm run build` first (`npm test` does it for you).");
@@ -63,16 +87,23 @@ export async function startCityServer(extraEnv: Record<string, string> = {}): Pr
   server.stdout?.on("data", (chunk) => (output += chunk));
   server.stderr?.on("data", (chunk) => (output += chunk));
 
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + BOOT_DEADLINE_MS;
   for (;;) {
-    if (server.exitCode !== null) throw new Error(`next start exited early:\n${output}`);
+    if (server.exitCode !== null) {
+      rmSync(dataDir, { recursive: true, force: true });
+      if (output.includes("EADDRINUSE")) throw new PortTaken(`port ${port} was taken before next start bound it`);
+      throw new Error(`next start exited early:\n${output}`);
+    }
     try {
       const response = await fetch(`${baseUrl}/beacon.json`);
       if (response.ok) break;
     } catch {
       // not listening yet
     }
-    if (Date.now() > deadline) throw new Error(`next start did not answer within 30 s:\n${output}`);
+    if (Date.now() > deadline) {
+      server.kill("SIGTERM");
+      throw new Error(`next start did not answer within ${BOOT_DEADLINE_MS / 1000} s:\n${output}`);
+    }
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   return {

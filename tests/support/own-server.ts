@@ -1,6 +1,6 @@
 import { afterAll, beforeAll } from "vitest";
 import type { TestProject } from "vitest/node";
-import startNextServer from "./next-server";
+import startNextServer, { BOOT_HOOK_TIMEOUT_MS } from "./next-server";
 
 /**
  * A `next start` server of the file's own (same build, a fresh PGlite folder), for HTTP tests
@@ -12,7 +12,7 @@ export function useOwnServer(): () => string {
   beforeAll(async () => {
     const project = { provide: (key: string, value: string) => key === "baseUrl" && (base = value) } as unknown as TestProject;
     stop = await startNextServer(project);
-  }, 60_000);
+  }, BOOT_HOOK_TIMEOUT_MS);
   afterAll(async () => {
     await stop?.();
   }, 30_000);

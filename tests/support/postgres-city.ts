@@ -1,11 +1,12 @@
 import { execFile, execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, expect } from "vitest";
+import { afterAll, beforeAll, describe, expect } from "vitest";
+import { describeMissingServer } from "./databases";
 import { recordFigures } from "./figures";
 import { presentation } from "./gate";
 import { startNeonRelay } from "./neon-relay";
-import { type CityServer, startCityServer } from "./next-server";
+import { BOOT_HOOK_TIMEOUT_MS, type CityServer, startCityServer } from "./next-server";
 
 /*
  * The built server (`next start`) on a fresh PostgreSQL database reached through the Neon driver
@@ -16,6 +17,16 @@ import { type CityServer, startCityServer } from "./next-server";
 
 /** Set in CI: the PostgreSQL server the proofs create their databases on. */
 export const postgresUrl = process.env.TEST_DATABASE_URL;
+
+/**
+ * A suite of the built server on PostgreSQL: runs when TEST_DATABASE_URL is set; without it the
+ * same rule as the in-process suites (describeMissingServer): a failure in CI, a skip named for
+ * its reason elsewhere.
+ */
+export function describeOnServer(name: string, suite: () => void): void {
+  if (postgresUrl) describe(name, suite);
+  else describeMissingServer(name);
+}
 
 export interface Answer {
   status: number;
@@ -43,6 +54,8 @@ export interface PostgresCity {
   database: string;
   /** One SQL statement run directly on the server's database; its rows as text (psql -tA). */
   psql: (sql: string) => string;
+  /** The same without blocking this process, so requests already sent keep going meanwhile. */
+  psqlAsync: (sql: string) => Promise<string>;
   /** Rows of a table, optionally only those matching a WHERE clause. */
   count: (table: string, where?: string) => number;
   call: (path: string, init?: RequestInit) => Promise<Answer>;
@@ -68,7 +81,9 @@ export function usePostgresCity(fragment: string, env: Record<string, string> | 
   const pg = new URL(postgresUrl ?? "postgres://postgres@127.0.0.1:5432/postgres");
   const database = `city_${fragment.replace(/\W/g, "_")}_${process.pid}_${randomBytes(3).toString("hex")}`;
   const psqlArgs = ["-h", pg.hostname, "-p", pg.port || "5432", "-U", decodeURIComponent(pg.username || "postgres")];
-  const psql = (sql: string) => execFileSync("psql", [...psqlArgs, "-d", database, "-v", "ON_ERROR_STOP=1", "-tAc", sql], { encoding: "utf8" }).trim();
+  const psqlCommand = (sql: string) => [...psqlArgs, "-d", database, "-v", "ON_ERROR_STOP=1", "-tAc", sql];
+  const psql = (sql: string) => execFileSync("psql", psqlCommand(sql), { encoding: "utf8" }).trim();
+  const psqlAsync = async (sql: string) => (await promisify(execFile)("psql", psqlCommand(sql), { encoding: "utf8" })).stdout.trim();
   const figures = { parallel_requests_postgres: 0, faults_injected: 0 };
   let relay: Awaited<ReturnType<typeof startNeonRelay>> | undefined;
   let city: PostgresCity | undefined;
@@ -101,6 +116,7 @@ export function usePostgresCity(fragment: string, env: Record<string, string> | 
       server,
       database,
       psql,
+      psqlAsync,
       count: (table, where) => Number(psql(`SELECT count(*) FROM ${table}${where ? ` WHERE ${where}` : ""}`)),
       call,
       get: (path, bearer) => call(path, { headers: auth(bearer) }),
@@ -134,7 +150,7 @@ export function usePostgresCity(fragment: string, env: Record<string, string> | 
       },
       figures,
     };
-  }, 90_000);
+  }, BOOT_HOOK_TIMEOUT_MS + 60_000);
 
   afterAll(async () => {
     await city?.server.stop();

@@ -1,0 +1,59 @@
+import { count, eq } from "drizzle-orm";
+import { afterEach, beforeAll, expect, it, vi } from "vitest";
+import { useDatabase } from "@/db/client";
+import { rateEvents, vaultNotes } from "@/db/schema";
+import { takeSlot } from "@/lib/city/rate";
+import { writeVault } from "@/lib/doors/vault";
+import { describeOnDatabases } from "../support/databases";
+import { admit, callDoor } from "../support/gate";
+
+process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
+process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
+
+/*
+ * Every rate window rolls over: an event aged past its window frees its slot again. takeSlot backs
+ * every window (vault, mail, boards, lots, locker writes, seals, appeals, tokens, the clinic's
+ * caps); it takes `now`, so time is moved, never waited for. The vault door shows the same through
+ * a door, with the clock moved past the spec's hour.
+ */
+describeOnDatabases("rate windows roll over with now", (t) => {
+  beforeAll(() => useDatabase(t().db));
+  afterEach(() => vi.useRealTimers());
+
+  it("refuses the slot past the limit until the oldest event is a whole window old, then frees exactly one", async () => {
+    const window = { scope: `test-window-${Math.random().toString(36).slice(2)}`, subject: "someone", limit: 3, windowSeconds: 60 };
+    const start = new Date("2031-01-01T00:00:00.000Z");
+    const at = (seconds: number) => new Date(start.getTime() + seconds * 1000);
+    expect((await takeSlot(t().db, window, at(0))).allowed).toBe(true);
+    expect((await takeSlot(t().db, window, at(10))).allowed).toBe(true);
+    expect((await takeSlot(t().db, window, at(20))).allowed).toBe(true);
+    const full = await takeSlot(t().db, window, at(30));
+    expect(full).toEqual({ allowed: false, used: 3, remaining: 0, retryAfterSeconds: 30 });
+    // One second before the first event leaves the window: still full, and Retry-After says 1 s.
+    expect(await takeSlot(t().db, window, at(59))).toMatchObject({ allowed: false, retryAfterSeconds: 1 });
+    // A whole window after the first event: its slot is free again, and only its slot.
+    expect(await takeSlot(t().db, window, at(60))).toMatchObject({ allowed: true, used: 3, remaining: 0 });
+    expect((await takeSlot(t().db, window, at(61))).allowed).toBe(false);
+    // Long after, the whole window is free; the aged events are gone from the table.
+    expect(await takeSlot(t().db, window, at(3600))).toMatchObject({ allowed: true, used: 1, remaining: 2 });
+    const left = await t().db.select({ n: count() }).from(rateEvents).where(eq(rateEvents.scope, window.scope));
+    expect(left[0]!.n).toBe(1);
+  });
+
+  it("keeps a citizen's 31st vault note of the hour out, and takes it once the hour has passed", async () => {
+    const me = await admit();
+    const write = (content: string) => callDoor(writeVault, { bearer: me.citizen_secret, body: { content } });
+    const start = new Date(Date.now() + 24 * 3600 * 1000);
+    vi.useFakeTimers({ toFake: ["Date"], now: start });
+    for (let i = 1; i <= 30; i++) expect((await write(`note ${i}`)).status, `note ${i}`).toBe(200);
+    expect((await write("the 31st, parked")).status).toBe(202);
+    // 59 minutes on: the spec's window (30 an hour) is still full.
+    vi.setSystemTime(new Date(start.getTime() + 59 * 60 * 1000));
+    expect((await write("still within the hour, parked")).status).toBe(202);
+    // An hour and a second after the first 30: the window is empty again.
+    vi.setSystemTime(new Date(start.getTime() + 3601 * 1000));
+    expect((await write("a new hour")).status).toBe(200);
+    const stored = await t().db.select({ n: count() }).from(vaultNotes).where(eq(vaultNotes.did, me.did));
+    expect(stored[0]!.n).toBe(31);
+  });
+});
