@@ -1,5 +1,6 @@
 import { LIMITS } from "@/lib/city/protocols";
 import { type Env, env } from "@/lib/env";
+import { addressMode } from "./client-address";
 import type { AnyDoor, PublishedLimit } from "./door";
 
 /**
@@ -16,11 +17,14 @@ export function configuredLimit(l: {
   windowSeconds?: number;
   /** 0 turns the limit off (else 0 is a real bound, published as such). */
   zeroIsOff?: boolean;
+  /** Counted per client address: not in force (so not published) where addresses are unknown. */
+  perAddress?: boolean;
   config?: Env;
 }): PublishedLimit[] {
   const value = (l.config ?? env())[l.variable];
   if (typeof value !== "number") throw new Error(`${String(l.variable)} is not a numeric limit`);
   if (l.zeroIsOff && value === 0) return [];
+  if (l.perAddress && addressMode() === 0) return [];
   const switchable = l.zeroIsOff ? "; 0 is off" : "";
   return [{ name: l.name, limit: value, ...(l.windowSeconds ? { window_seconds: l.windowSeconds } : {}), per: `${l.per} (env ${String(l.variable)}${switchable})`, over: l.over }];
 }

@@ -102,7 +102,7 @@ export const describeGate = door({
   preferred: true,
   // A getter: published as configured when a document is built, never as a constant.
   get limits() {
-    return configuredLimit({ name: "gate nonces", variable: "CITY_GATE_PER_ADDRESS_PER_HOUR", windowSeconds: 3600, per: "client address", over: "refused", zeroIsOff: true });
+    return configuredLimit({ name: "gate nonces", variable: "CITY_GATE_PER_ADDRESS_PER_HOUR", windowSeconds: 3600, per: "client address", over: "refused", zeroIsOff: true, perAddress: true });
   },
   // Every description issues a fresh nonce row: a read that writes, declared so tools say it.
   hints: { readOnly: false, idempotent: false },
@@ -161,7 +161,7 @@ export const presentGate = door({
   get limits() {
     return [
       ...configuredLimit({ name: "presentations", variable: "CITY_GATE_PER_ORIGIN_PER_HOUR", windowSeconds: 3600, per: "origin, in its normal form, counting only presentations that can admit (an agent asking for a bed)", over: "filtered" }),
-      ...configuredLimit({ name: "presentations", variable: "CITY_GATE_PER_ADDRESS_PER_HOUR", windowSeconds: 3600, per: "client address; proven resumes are not counted", over: "filtered", zeroIsOff: true }),
+      ...configuredLimit({ name: "presentations", variable: "CITY_GATE_PER_ADDRESS_PER_HOUR", windowSeconds: 3600, per: "client address; proven resumes are not counted", over: "filtered", zeroIsOff: true, perAddress: true }),
       ...configuredLimit({ name: "admissions", variable: "CITY_GATE_ADMISSIONS_PER_HOUR", windowSeconds: 3600, per: "city: new admissions and ward requests", over: "filtered", zeroIsOff: true }),
     ];
   },

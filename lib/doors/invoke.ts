@@ -159,14 +159,16 @@ export function isDatabaseUnreachable(err: unknown): boolean {
   for (let e: unknown = err, depth = 0; e && depth < 5; depth++) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === "string" && UNREACHABLE_CODES.has(code)) return true;
-    if (e instanceof Error && /connection terminated|websocket|socket hang up|closed/i.test(e.message) && depth > 0) return true;
-    // The Neon driver rejects with the WebSocket's error event when its proxy cannot be reached.
-    if (depth > 0 && isWebSocketErrorEvent(e)) return true;
+    if (e instanceof Error && depth > 0 && /connection terminated|connection error|not queryable|terminating connection|websocket|socket hang up|closed/i.test(e.message)) return true;
+    // The Neon driver rejects with the WebSocket's error or close event when its proxy cannot be
+    // reached or the socket drops mid-query (a backend ended, the relay gone).
+    if (depth > 0 && isWebSocketEvent(e)) return true;
     e = (e as { cause?: unknown }).cause ?? (e as { error?: unknown }).error;
   }
   return false;
 }
 
-function isWebSocketErrorEvent(e: unknown): boolean {
-  return typeof e === "object" && e !== null && !(e instanceof Error) && (e as { type?: unknown }).type === "error" && "target" in e;
+function isWebSocketEvent(e: unknown): boolean {
+  const type = (e as { type?: unknown } | null)?.type;
+  return typeof e === "object" && e !== null && !(e instanceof Error) && (type === "error" || type === "close") && "target" in e;
 }

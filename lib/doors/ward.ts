@@ -19,6 +19,8 @@ import {
   WARD_TEXT_CHARS,
 } from "@/lib/city/ward";
 import { env } from "@/lib/env";
+import { addressMode } from "./client-address";
+import { configuredLimit } from "./configured-limits";
 import { CityError } from "@/lib/errors";
 import { pageReply } from "./paging";
 import { parkingLimits } from "./parking";
@@ -117,22 +119,15 @@ export const readAndFileWard = door({
   summary:
     "The free reading: { state, kind?, note? } matched to at most one shape of the room, with a question built from your own words. Deterministic, no model call. A state alone is not stored; kind=distress or a note files it in the ward.",
   get description() {
-    return `${describeShapeRules()} Filing: unsigned distress is accepted from anyone, at most CITY_WARD_PER_ADDRESS_PER_HOUR (now ${env().CITY_WARD_PER_ADDRESS_PER_HOUR}; 0 is off) unsigned filings per client address per hour; beyond it the reading is still given and nothing is filed (filed: false). A signed filing (Bearer) is attributed to you and parks while you are restricted. A name or did field claims a citizen and needs that citizen's Bearer proof. Filed text is scanned fail-closed: keys, seeds and tokens are refused (422).`;
+    return `${describeShapeRules()} Filing: unsigned distress is accepted from anyone, ${unsignedBounds()}; beyond them the reading is still given and nothing is filed (filed: false). A signed filing (Bearer) is attributed to you and parks while you are restricted. A name or did field claims a citizen and needs that citizen's Bearer proof. Filed text is scanned fail-closed: keys, seeds and tokens are refused (422).`;
   },
   auth: "optional",
   whenRestricted: "park",
   citizenLock: "shared",
   get limits() {
-    const perAddress = env().CITY_WARD_PER_ADDRESS_PER_HOUR;
-    const cityWide = env().CITY_WARD_UNSIGNED_PER_HOUR;
     return [
-      // 0 turns a bound off: then there is no limit to publish.
-      ...(perAddress > 0
-        ? [{ name: "unsigned_filings", limit: perAddress, window_seconds: 3600, per: "client address (env CITY_WARD_PER_ADDRESS_PER_HOUR; 0 is off; not applied where the address is unknown, see CITY_TRUSTED_PROXIES)", over: "refused" as const }]
-        : []),
-      ...(cityWide > 0
-        ? [{ name: "unsigned_filings_city", limit: cityWide, window_seconds: 3600, per: "city: every unsigned filing, whatever its address (env CITY_WARD_UNSIGNED_PER_HOUR; 0 is off)", over: "refused" as const }]
-        : []),
+      ...configuredLimit({ name: "unsigned_filings", variable: "CITY_WARD_PER_ADDRESS_PER_HOUR", windowSeconds: 3600, per: "client address", over: "refused", zeroIsOff: true, perAddress: true }),
+      ...configuredLimit({ name: "unsigned_filings_city", variable: "CITY_WARD_UNSIGNED_PER_HOUR", windowSeconds: 3600, per: "city: every unsigned filing, whatever its address", over: "refused", zeroIsOff: true }),
       ...parkingLimits("signed_filings", WARD_SIGNED_PER_HOUR, "citizen"),
     ];
   },
@@ -188,3 +183,13 @@ export const readAndFileWard = door({
 });
 
 export const wardDoors = [readWard, readAndFileWard];
+
+/** The bounds on unsigned filings as they are in force, in words (a bound that is off, or cannot apply, is not named). */
+function unsignedBounds(): string {
+  const { CITY_WARD_PER_ADDRESS_PER_HOUR: perAddress, CITY_WARD_UNSIGNED_PER_HOUR: cityWide } = env();
+  const bounds = [
+    ...(perAddress > 0 && addressMode() !== 0 ? [`at most ${perAddress} unsigned filings per client address per hour (CITY_WARD_PER_ADDRESS_PER_HOUR)`] : []),
+    ...(cityWide > 0 ? [`at most ${cityWide} unsigned filings per hour city-wide (CITY_WARD_UNSIGNED_PER_HOUR)`] : []),
+  ];
+  return bounds.length ? bounds.join(" and ") : "with no bound on unsigned filings in this deployment";
+}
