@@ -3,9 +3,11 @@ import { and, asc, desc, eq, gt, lte, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { logCheckpoints, logCosignatures, logNodes, residencyLog } from "@/db/schema";
 import { CityError } from "@/lib/errors";
+import { holdLock } from "./locks";
 import { b64, signCheckpoint } from "./log-note";
-import type { LogSigner } from "./log-signer";
-import { appendLeaf, consistencyRanges, type Hash, inclusionRanges, leafHash, type NodeId, nodeKey, nodesOfRanges, rangeHash, rootOfEdge } from "./log-tree";
+import { logSigner, type LogSigner } from "./log-signer";
+import { TILE_WIDTH } from "./log-tiles";
+import { appendLeaf, consistencyRanges, EMPTY_ROOT, type Hash, inclusionRanges, leafHash, type NodeId, nodeKey, nodesOfRanges, rangeHash, rootOfEdge } from "./log-tree";
 import { publishLogRow, type PublishedLogRow } from "./residency-log";
 
 /** What an answer that appended a log row carries: the row's inclusion proof in a signed checkpoint that includes it. */
@@ -108,6 +110,27 @@ export async function latestCheckpoint(db: Database): Promise<{ checkpoint: Held
   return { checkpoint: { size: Number(first.size), root: first.root, note: first.note, signedAt: first.signedAt, cosignatures }, logSize };
 }
 
+/**
+ * The latest checkpoint, built first when the log has rows the tree does not cover yet (rows from
+ * before the tree existed: once, under the log's lock). An empty log's checkpoint (size 0) is signed
+ * on the spot and not kept.
+ */
+export async function currentCheckpoint(db: Database, now: Date): Promise<HeldCheckpoint> {
+  const held = await latestCheckpoint(db);
+  if (held.checkpoint && held.checkpoint.size >= held.logSize) return held.checkpoint;
+  const signer = await logSigner(db);
+  if (held.logSize === 0) {
+    const note = signCheckpoint({ origin: signer.origin, size: 0, root: EMPTY_ROOT }, signer.origin, signer.seed);
+    return { size: 0, root: hex(EMPTY_ROOT), note, signedAt: now, cosignatures: [] };
+  }
+  await db.transaction(async (tx) => {
+    await holdLock(tx as Database, "residency_log");
+    const [last] = await tx.select({ seq: residencyLog.seq }).from(residencyLog).orderBy(desc(residencyLog.seq)).limit(1);
+    await catchUpTree(tx as Database, signer, last!.seq, now);
+  });
+  return (await latestCheckpoint(db)).checkpoint!;
+}
+
 /** The note of a checkpoint with its cosignature lines appended (C2SP: one note, many signatures). */
 export function cosignedNote(checkpoint: HeldCheckpoint): string {
   return checkpoint.note + checkpoint.cosignatures.map((c) => c.line).join("");
@@ -164,8 +187,6 @@ export async function consistencyProof(db: Database, from: number, to: number): 
   const ranges = consistencyRanges(from, to);
   return hashRanges(ranges, await readNodes(db, nodesOfRanges(ranges)));
 }
-
-export const TILE_WIDTH = 256;
 
 /**
  * A C2SP tlog-tiles hash tile: the hashes of the level-8L nodes N*256 ... N*256+W-1, concatenated;

@@ -3,6 +3,7 @@ import type { Database } from "@/db/client";
 import { type LogEvent, type LogRow, logCheckpoints, logNodes, logVerifiedHead, residencyLog } from "@/db/schema";
 import { canonicalJson, sha256Hex } from "./canonical";
 import { holdLock } from "./locks";
+import { recordLogReceipt } from "./log-receipts";
 import { logSigner } from "./log-signer";
 import { catchUpTree, type LogReceipt, treeStep } from "./log-store";
 
@@ -63,6 +64,7 @@ export async function appendLog(
       VALUES (${seq}, ${entry.event}, ${entry.did}, ${row.at}::timestamptz, ${JSON.stringify(details)}::jsonb, ${prevHash}, ${row.hash})
     ), grown AS (INSERT INTO ${logNodes} (level, idx, hash) VALUES ${nodes})
     INSERT INTO ${logCheckpoints} (size, root, edge, note, signed_at) VALUES (${c.size}, ${c.root}, ${c.edge}, ${c.note}, ${entry.at.toISOString()}::timestamptz)`);
+  recordLogReceipt(step.receipt);
   return { row, receipt: step.receipt };
 }
 
