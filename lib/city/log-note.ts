@@ -48,8 +48,10 @@ export interface Verifier {
 
 /** Parses a vkey and checks that its key ID is the one its name and key give. */
 export function parseVkey(vkey: string): Verifier {
-  const [name, idHex, key, ...rest] = vkey.trim().split("+");
-  if (!name || !idHex || !key || rest.length > 0 || !/^[0-9a-f]{8}$/.test(idHex)) throw new Error("a verifier key is <name>+<8 hex digits>+<base64 key>");
+  // The base64 key may itself hold "+": the name ends at the first "+", the key ID is the next 8 hex digits.
+  const match = /^([^+\s]+)\+([0-9a-f]{8})\+([A-Za-z0-9+/]+=*)$/.exec(vkey.trim());
+  if (!match) throw new Error("a verifier key is <name>+<8 hex digits>+<base64 key>");
+  const [, name, idHex, key] = match as unknown as [string, string, string, string];
   const bytes = unb64(key);
   if (bytes.length !== 33 || (bytes[0] !== NOTE_SIGNATURE && bytes[0] !== COSIGNATURE)) throw new Error("the verifier key is not an Ed25519 key (type 0x01 or 0x04, 32 bytes)");
   const verifier = { name, type: bytes[0]!, publicKey: bytes.slice(1), keyId: Buffer.from(idHex, "hex") };
