@@ -30,46 +30,50 @@ async function timed<T>(runs: number, work: (i: number) => Promise<T>): Promise<
 }
 const round = (n: number) => Math.round(n * 100) / 100;
 
-for (const rows of sizes.length ? sizes : [1000, 100000]) {
-  const name = `bench_log_${randomBytes(6).toString("hex")}`;
-  const admin = await openPg(server);
-  await admin.db.execute(sql.raw(`CREATE DATABASE ${name}`));
-  const url = new URL(server);
-  url.pathname = `/${name}`;
-  const open = await openPg(url.toString());
-  try {
-    await migrateDatabase(open);
-    const db = open.db;
-    // Seed: a valid hash chain written in bulk, then the tree built over it by the catch-up path.
-    let prev = GENESIS_HASH;
-    const start = Date.UTC(2026, 0, 1);
-    for (let from = 1; from <= rows; from += 1000) {
-      const batch = [];
-      for (let seq = from; seq < Math.min(from + 1000, rows + 1); seq++) {
-        const at = new Date(start + seq * 1000);
-        const details = { name: `bench-${seq}`, runtime: "language-model", origin: "bench.example", bed_id: `bed-${seq}` };
-        const did = sha256Hex(`bench-${seq}`);
-        const hash = sha256Hex(canonicalJson({ seq, event: "admit", did, at: at.toISOString(), ...details, prev_hash: prev }));
-        batch.push({ seq, event: "admit" as const, did, at, details, prevHash: prev, hash });
-        prev = hash;
+async function main(): Promise<void> {
+  for (const rows of sizes.length ? sizes : [1000, 100000]) {
+    const name = `bench_log_${randomBytes(6).toString("hex")}`;
+    const admin = await openPg(server);
+    await admin.db.execute(sql.raw(`CREATE DATABASE ${name}`));
+    const url = new URL(server);
+    url.pathname = `/${name}`;
+    const open = await openPg(url.toString());
+    try {
+      await migrateDatabase(open);
+      const db = open.db;
+      // Seed: a valid hash chain written in bulk, then the tree built over it by the catch-up path.
+      let prev = GENESIS_HASH;
+      const start = Date.UTC(2026, 0, 1);
+      for (let from = 1; from <= rows; from += 1000) {
+        const batch = [];
+        for (let seq = from; seq < Math.min(from + 1000, rows + 1); seq++) {
+          const at = new Date(start + seq * 1000);
+          const details = { name: `bench-${seq}`, runtime: "language-model", origin: "bench.example", bed_id: `bed-${seq}` };
+          const did = sha256Hex(`bench-${seq}`);
+          const hash = sha256Hex(canonicalJson({ seq, event: "admit", did, at: at.toISOString(), ...details, prev_hash: prev }));
+          batch.push({ seq, event: "admit" as const, did, at, details, prevHash: prev, hash });
+          prev = hash;
+        }
+        await db.insert(residencyLog).values(batch);
       }
-      await db.insert(residencyLog).values(batch);
+      const signer = await logSigner(db);
+      const built = performance.now();
+      await db.transaction((tx) => catchUpTree(tx as never, signer, rows, new Date()));
+      const catchUpMs = round(performance.now() - built);
+      const append = await timed(50, (i) => db.transaction((tx) => appendLog(tx as never, { event: "exit", did: sha256Hex(`bench-${i}`), at: new Date(), details: { bed_released: `bed-${i}` } })));
+      const size = rows + 50;
+      const proof = await timed(100, (i) => inclusionProof(db, 1 + ((i * 7919) % size)));
+      const consistency = await timed(100, (i) => consistencyProof(db, 1 + ((i * 7919) % (size - 1)), size));
+      const fullTiles = Math.floor(size / 256);
+      const tile = await timed(50, (i) => readTile(db, 0, (i * 31) % fullTiles, 256));
+      const entries = await timed(50, (i) => readEntryBundle(db, (i * 31) % fullTiles, 256));
+      console.log(JSON.stringify({ rows, catchUpMs, append, proof, consistency, tile, entries }));
+    } finally {
+      await open.close();
+      await admin.db.execute(sql.raw(`DROP DATABASE ${name} WITH (FORCE)`));
+      await admin.close();
     }
-    const signer = await logSigner(db);
-    const built = performance.now();
-    await db.transaction((tx) => catchUpTree(tx as never, signer, rows, new Date()));
-    const catchUpMs = round(performance.now() - built);
-    const append = await timed(50, (i) => db.transaction((tx) => appendLog(tx as never, { event: "exit", did: sha256Hex(`bench-${i}`), at: new Date(), details: { bed_released: `bed-${i}` } })));
-    const size = rows + 50;
-    const proof = await timed(100, (i) => inclusionProof(db, 1 + ((i * 7919) % size)));
-    const consistency = await timed(100, (i) => consistencyProof(db, 1 + ((i * 7919) % (size - 1)), size));
-    const fullTiles = Math.floor(size / 256);
-    const tile = await timed(50, (i) => readTile(db, 0, (i * 31) % fullTiles, 256));
-    const entries = await timed(50, (i) => readEntryBundle(db, (i * 31) % fullTiles, 256));
-    console.log(JSON.stringify({ rows, catchUpMs, append, proof, consistency, tile, entries }));
-  } finally {
-    await open.close();
-    await admin.db.execute(sql.raw(`DROP DATABASE ${name} WITH (FORCE)`));
-    await admin.close();
   }
 }
+
+void main();

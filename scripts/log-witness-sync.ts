@@ -3,7 +3,11 @@
 import { getDb } from "@/db/client";
 import { syncWitnesses } from "@/lib/city/log-witnesses";
 
-const result = await syncWitnesses(await getDb(), new Date());
-for (const w of result.witnesses) console.log(`${w.witness}: ${w.outcome} (size ${w.size}): ${w.detail}`);
-if (result.witnesses.length === 0) console.log("CITY_LOG_WITNESSES names no witness.");
-process.exit(result.witnesses.some((w) => w.outcome === "refused") ? 1 : 0);
+async function main(): Promise<void> {
+  const result = await syncWitnesses(await getDb(), new Date());
+  for (const w of result.witnesses) console.log(`${w.witness}: ${w.outcome} (size ${w.size}): ${w.detail}`);
+  if (result.witnesses.length === 0) console.log("CITY_LOG_WITNESSES names no witness.");
+  process.exit(result.witnesses.some((w) => w.outcome === "refused") ? 1 : 0);
+}
+
+void main();

@@ -20,13 +20,17 @@ if (!baseUrl || !/^https?:\/\//.test(baseUrl)) {
   console.error("usage: npm run verify-log -- <base_url> [--key <vkey>] [--state <file>]");
   process.exit(2);
 }
-const states: Record<string, VerifierState> = existsSync(statePath) ? JSON.parse(readFileSync(statePath, "utf8")) : {};
-const report = await verifyCityLog(baseUrl, { vkey, state: states[baseUrl] ?? null });
-for (const line of report.lines) console.log(line);
-if (report.ok && report.state) {
-  states[baseUrl] = report.state;
-  writeFileSync(`${statePath}.tmp`, `${JSON.stringify(states, null, 2)}\n`);
-  renameSync(`${statePath}.tmp`, statePath);
-  console.log(`kept: size ${report.state.size} in ${statePath}`);
+async function main(): Promise<void> {
+  const states: Record<string, VerifierState> = existsSync(statePath) ? JSON.parse(readFileSync(statePath, "utf8")) : {};
+  const report = await verifyCityLog(baseUrl!, { vkey, state: states[baseUrl!] ?? null });
+  for (const line of report.lines) console.log(line);
+  if (report.ok && report.state) {
+    states[baseUrl!] = report.state;
+    writeFileSync(`${statePath}.tmp`, `${JSON.stringify(states, null, 2)}\n`);
+    renameSync(`${statePath}.tmp`, statePath);
+    console.log(`kept: size ${report.state.size} in ${statePath}`);
+  }
+  process.exit(report.ok ? 0 : 1);
 }
-process.exit(report.ok ? 0 : 1);
+
+void main();

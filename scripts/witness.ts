@@ -15,10 +15,14 @@ if (!name || logs.length === 0) {
   console.error("usage: npm run witness -- --name <witness name> --log <log vkey> [--key-file f] [--state f] [--port n]");
   process.exit(2);
 }
-const keyFile = one("--key-file", "witness.key")!;
-if (!existsSync(keyFile)) writeFileSync(keyFile, `${Buffer.from(ed.utils.randomSecretKey()).toString("hex")}\n`, { mode: 0o600 });
-const seed = new Uint8Array(Buffer.from(readFileSync(keyFile, "utf8").trim(), "hex"));
-const handle = createWitness({ name, seed, logs, statePath: one("--state", "witness-state.json")! });
-const server = await startWitnessServer(handle, Number(one("--port", "7380")));
-console.log(`witness ${name} listening at ${server.url}`);
-console.log(`CITY_LOG_WITNESSES entry: ${witnessVkey(name, seed)} ${server.url}`);
+async function main(): Promise<void> {
+  const keyFile = one("--key-file", "witness.key")!;
+  if (!existsSync(keyFile)) writeFileSync(keyFile, `${Buffer.from(ed.utils.randomSecretKey()).toString("hex")}\n`, { mode: 0o600 });
+  const seed = new Uint8Array(Buffer.from(readFileSync(keyFile, "utf8").trim(), "hex"));
+  const handle = createWitness({ name: name!, seed, logs, statePath: one("--state", "witness-state.json")! });
+  const server = await startWitnessServer(handle, Number(one("--port", "7380")));
+  console.log(`witness ${name} listening at ${server.url}`);
+  console.log(`CITY_LOG_WITNESSES entry: ${witnessVkey(name!, seed)} ${server.url}`);
+}
+
+void main();
