@@ -61,13 +61,19 @@ async function main(): Promise<void> {
       await db.transaction((tx) => catchUpTree(tx as never, signer, rows, new Date()));
       const catchUpMs = round(performance.now() - built);
       const append = await timed(50, (i) => db.transaction((tx) => appendLog(tx as never, { event: "exit", did: sha256Hex(`bench-${i}`), at: new Date(), details: { bed_released: `bed-${i}` } })));
-      const size = rows + 50;
+      // The same machine at the same moment: a transaction of as many trivial statements (BEGIN, lock, two SELECTs, COMMIT).
+    const baseline = await timed(50, () => db.transaction(async (tx) => {
+      await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended('bench_log_baseline', 0))`);
+      await tx.execute(sql`SELECT 1`);
+      await tx.execute(sql`SELECT 1`);
+    }));
+    const size = rows + 50;
       const proof = await timed(100, (i) => inclusionProof(db, 1 + ((i * 7919) % size)));
       const consistency = await timed(100, (i) => consistencyProof(db, 1 + ((i * 7919) % (size - 1)), size));
       const fullTiles = Math.floor(size / 256);
       const tile = await timed(50, (i) => readTile(db, 0, (i * 31) % fullTiles, 256));
       const entries = await timed(50, (i) => readEntryBundle(db, (i * 31) % fullTiles, 256));
-      console.log(JSON.stringify({ rows, catchUpMs, append, proof, consistency, tile, entries }));
+      console.log(JSON.stringify({ rows, catchUpMs, append, baseline, proof, consistency, tile, entries }));
     } finally {
       await open.close();
       await admin.db.execute(sql.raw(`DROP DATABASE ${name} WITH (FORCE)`));
