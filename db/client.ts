@@ -122,6 +122,9 @@ export async function migrateDatabase(open: OpenDatabase): Promise<void> {
   // Data a SQL migration cannot compute: the published normal form of names (Unicode tables).
   const { backfillNameKeys } = await import("@/lib/city/names");
   await backfillNameKeys(open.db);
+  // The residency log's Merkle tree over rows written before it existed (once; nothing when current).
+  const { catchUpLogTree } = await import("@/lib/city/log-store");
+  await catchUpLogTree(open.db);
 }
 
 export async function openConfiguredDatabase(): Promise<OpenDatabase> {

@@ -34,6 +34,8 @@ const EnvSchema = z.object({
   VERCEL_BRANCH_URL: z.string().optional(),
   VERCEL_PROJECT_PRODUCTION_URL: z.string().optional(),
   CITY_OPERATOR_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
+  // Witnesses of the residency log (C2SP tlog-witness): "<vkey> <submission URL>" entries, comma-separated.
+  CITY_LOG_WITNESSES: z.string().optional(),
   // The locker's city-wide byte bound: a deployment may lower the spec's bound, never raise it.
   CITY_LOCKER_CITY_BYTES: z.coerce
     .number()

@@ -21,3 +21,4 @@ export * from "./a2a-tasks";
 export * from "./clinic";
 export * from "./census";
 export * from "./versions";
+export * from "./log-tree";

@@ -50,6 +50,6 @@ export async function exportCitizen(db: Database, did: string, now: Date) {
     seals: sealRows.map((s) => ({ sha256: s.sha256, created_at: s.createdAt.toISOString() })),
   };
   await db.update(citizens).set({ residencyStatus: "exported", bedId: null }).where(eq(citizens.did, did));
-  const row = await appendLog(db, { event: "export", did, at: now, details: { bed_released: citizen.bedId } });
+  const { row } = await appendLog(db, { event: "export", did, at: now, details: { bed_released: citizen.bedId } });
   return { did, bedReleased: citizen.bedId, logSeq: row.seq, data, withheld };
 }

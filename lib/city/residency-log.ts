@@ -1,8 +1,11 @@
-import { asc, desc, eq, gt, lte } from "drizzle-orm";
+import { asc, desc, eq, gt, lte, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
-import { type LogEvent, type LogRow, logVerifiedHead, residencyLog } from "@/db/schema";
+import { type LogEvent, type LogRow, logCheckpoints, logNodes, logVerifiedHead, residencyLog } from "@/db/schema";
 import { canonicalJson, sha256Hex } from "./canonical";
 import { holdLock } from "./locks";
+import { recordLogReceipt } from "./log-receipts";
+import { logSigner } from "./log-signer";
+import { catchUpTree, type LogReceipt, treeStep } from "./log-store";
 
 export const GENESIS_HASH = "0".repeat(64);
 
@@ -18,25 +21,51 @@ export function publishLogRow(row: LogRow): PublishedLogRow {
   return { seq: row.seq, event: row.event, did: row.did, at: row.at.toISOString(), ...row.details, hash: row.hash, prev_hash: row.prevHash };
 }
 
+/** An appended row and the receipt its answer carries (lib/city/log-store.ts). */
+export interface Appended {
+  row: PublishedLogRow;
+  receipt: LogReceipt;
+}
+
 /**
- * Appends one event to the residency log, chained to the row before it. The advisory lock
- * serialises appenders so that seq has no gaps and every prev_hash names the true predecessor.
+ * Appends one event to the residency log, chained to the row before it, and grows the log's
+ * Merkle tree with a signed checkpoint of the new size. The advisory lock serialises appenders so
+ * that seq has no gaps and every prev_hash names the true predecessor. Three statements, as before
+ * the tree: the lock; the last row with the tree's right edge at its size; one INSERT of the row,
+ * its new tree nodes and its checkpoint. The tree work is a few hashes and one signature.
  */
 export async function appendLog(
   db: Database,
   entry: { event: LogEvent; did: string; at: Date; details?: Record<string, string | number | boolean | null> },
-): Promise<PublishedLogRow> {
+): Promise<Appended> {
   await holdLock(db, "residency_log");
-  const [last] = await db.select({ seq: residencyLog.seq, hash: residencyLog.hash, at: residencyLog.at }).from(residencyLog).orderBy(desc(residencyLog.seq)).limit(1);
+  const [[last], signer] = await Promise.all([
+    db
+      .select({ seq: residencyLog.seq, hash: residencyLog.hash, at: residencyLog.at, edge: sql<string | null>`(SELECT ${logCheckpoints.edge} FROM ${logCheckpoints} WHERE ${logCheckpoints.size} = ${residencyLog.seq})` })
+      .from(residencyLog)
+      .orderBy(desc(residencyLog.seq))
+      .limit(1),
+    logSigner(db),
+  ]);
   const seq = (last?.seq ?? 0) + 1;
   // seq order is time order: a writer that waited for the lock never stamps a time before its predecessor's.
   const at = last && last.at > entry.at ? last.at : entry.at;
   const prevHash = last?.hash ?? GENESIS_HASH;
   const details = entry.details ?? {};
   const body = { seq, event: entry.event, did: entry.did, at: at.toISOString(), ...details, prev_hash: prevHash };
-  const hash = hashOf(body);
-  await db.insert(residencyLog).values({ seq, event: entry.event, did: entry.did, at, details, prevHash, hash });
-  return { ...body, hash };
+  const row: PublishedLogRow = { ...body, hash: hashOf(body) };
+  // Rows written before the tree existed get their tree first (once).
+  const edge = last ? (last.edge ?? (await catchUpTree(db, signer, last.seq, entry.at))) : "";
+  const step = treeStep(edge, row, signer);
+  const nodes = sql.join(step.nodes.map((n) => sql`(${n.level}::smallint, ${n.idx}::bigint, ${n.hash})`), sql`, `);
+  const c = step.checkpoint;
+  await db.execute(sql`WITH appended AS (
+      INSERT INTO ${residencyLog} (seq, event, did, at, details, prev_hash, hash)
+      VALUES (${seq}, ${entry.event}, ${entry.did}, ${row.at}::timestamptz, ${JSON.stringify(details)}::jsonb, ${prevHash}, ${row.hash})
+    ), grown AS (INSERT INTO ${logNodes} (level, idx, hash) VALUES ${nodes})
+    INSERT INTO ${logCheckpoints} (size, root, edge, note, signed_at) VALUES (${c.size}, ${c.root}, ${c.edge}, ${c.note}, ${entry.at.toISOString()}::timestamptz)`);
+  recordLogReceipt(step.receipt);
+  return { row, receipt: step.receipt };
 }
 
 export async function readLogPage(db: Database, after: number, limit: number): Promise<{ rows: PublishedLogRow[]; nextAfter: number | null }> {

@@ -71,7 +71,7 @@ const databaseTaskStore: TaskStore = {
 const doorExecutor: AgentExecutor = {
   async execute(requestContext, eventBus) {
     const { door, answer } = requestContext.context.state.get(DOOR_ANSWER) as { door: AnyDoor; answer: DoorAnswer };
-    const text = door.produces === "text";
+    const text = (door.produces ?? "json") !== "json";
     eventBus.publish(
       AgentEvent.task({
         id: requestContext.taskId,

@@ -3,6 +3,10 @@ import { CENSUS_DEFINITIONS, readCensus } from "@/lib/city/census";
 import { CARD_PATH, MCP_ALIAS_URL, MCP_URL, PROTOCOLS } from "@/lib/city/protocols";
 import { env } from "@/lib/env";
 import { publishedKeys, JWKS_PATH, signDocument } from "@/lib/city/signing";
+import type { Database } from "@/db/client";
+import { logSigner } from "@/lib/city/log-signer";
+import { configuredWitnesses } from "@/lib/city/log-witnesses";
+import { LOG_PATHS } from "./log";
 import { A2A_CONTENT_TYPE, A2A_PATH, AGENT_CARD_PATH, AgentCardSchema, buildAgentCard } from "./a2a-card";
 import { door, doorPaths, Reply } from "./door";
 import { cardLimits } from "./configured-limits";
@@ -99,6 +103,26 @@ const DoorSummary = z.object({
   summary: z.string(),
 });
 
+const LogCardSchema = z.object({
+  origin: z.string(),
+  verifier_key: z.string(),
+  checkpoint: z.string(),
+  tiles: z.string(),
+  witnesses: z.array(z.object({ name: z.string(), vkey: z.string(), url: z.string() })),
+});
+
+/** The residency log as a transparency log: its origin, C2SP verifier key (the city's signing key), doors and witnesses. */
+async function logCard(db: Database): Promise<z.infer<typeof LogCardSchema>> {
+  const signer = await logSigner(db);
+  return {
+    origin: signer.origin,
+    verifier_key: signer.vkey,
+    checkpoint: LOG_PATHS.checkpoint,
+    tiles: LOG_PATHS.tiles,
+    witnesses: configuredWitnesses().map((w) => ({ name: w.name, vkey: w.vkey, url: w.url })),
+  };
+}
+
 /** The cards are built in memory; only an instance's first signature reads (or creates) the key. */
 const SIGNING_KEY_ROUND_TRIPS = {
   most: 3,
@@ -128,6 +152,7 @@ export const readCard = door({
     limits: z.record(z.string(), z.unknown()),
     links: z.record(z.string(), z.string()),
     signing: z.string(),
+    log: LogCardSchema,
     signatures: z.array(z.object({ protected: z.string(), signature: z.string() })),
   }),
   run: async (ctx) => signDocument(ctx.db, {
@@ -148,6 +173,7 @@ export const readCard = door({
     limits: cardLimits(ctx.registry),
     links: { llms: "/llms.txt", openapi: "/openapi.json", census: "/city.json", beacon: "/beacon.json", contact: "/contact", discovery: "/.well-known/ai.json", mcp: MCP_URL, mcp_alias: MCP_ALIAS_URL, a2a: A2A_PATH, agent_card: AGENT_CARD_PATH, jwks: JWKS_PATH },
     signing: "signatures: JWS (EdDSA, Ed25519) over the RFC 8785 canonical JSON of this card without `signatures`, payload detached; the key is in /.well-known/jwks.json under the header's kid.",
+    log: await logCard(ctx.db),
   }, env().CITY_BASE_URL),
 });
 

@@ -118,8 +118,11 @@ export interface Door<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.Z
   /** Parameters: query string (GET, DELETE) or JSON body (POST), plus path parameters. */
   input: I;
   output: O;
-  /** `text` answers text/plain (llms.txt); everything else is JSON. */
-  produces?: "json" | "text";
+  /**
+   * `text` answers text/plain (llms.txt); `binary` answers application/octet-stream on HTTP from a
+   * base64 string (log tiles), which MCP and A2A pass on as that text; everything else is JSON.
+   */
+  produces?: "json" | "text" | "binary";
   cache?: CachePolicy;
   versioned?: VersionedAnswers;
   /** Bodies over this many bytes are refused with 413 before parsing. */
@@ -159,7 +162,7 @@ export const DEFAULT_MAX_BODY_BYTES = 16 * 1024;
 export function door<I extends z.ZodType, O extends z.ZodType>(definition: Door<I, O>): Door<I, O> {
   if (!/^[a-z][a-z0-9-]*$/.test(definition.name)) throw new Error(`door name ${definition.name} is not kebab-case`);
   // A caller-dependent answer (or a write) must never be served from a shared memory.
-  if (definition.versioned && (definition.auth !== "none" || definition.method !== "GET" || definition.produces === "text")) {
+  if (definition.versioned && (definition.auth !== "none" || definition.method !== "GET" || (definition.produces ?? "json") !== "json")) {
     throw new Error(`door ${definition.name}: only a public JSON GET door can be versioned`);
   }
   return definition;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { LogReceiptSchema, receiptField, withLogReceipt } from "@/lib/city/log-receipts";
 import { RESIDENCY_STATUSES, RUNTIMES, TIERS } from "@/db/schema";
 import { citizenSelf } from "@/lib/city/citizens";
 import { ASKS, issueNonce, KINDS, NONCE_BINDING, presentAtGate } from "@/lib/city/gate";
@@ -40,6 +41,7 @@ export const VerdictOutput = z.object({
   citizen_secret: z.string().optional().describe("shown once, at first admission only"),
   receipt: z.string().optional().describe("a look receipt: a keepsake that opens nothing"),
   ward_seal: z.number().int().optional(),
+  log_receipt: LogReceiptSchema.optional(),
   note: z.string(),
 });
 
@@ -171,7 +173,7 @@ export const presentGate = door({
   run: async (ctx, input) => {
     if (input.action === "return") return runReturn(ctx, input);
     const { CITY_GATE_PER_ORIGIN_PER_HOUR, CITY_GATE_PER_ADDRESS_PER_HOUR, CITY_GATE_ADMISSIONS_PER_HOUR } = env();
-    const verdict = await presentAtGate(ctx.db, input, {
+    const { value: verdict, receipt } = await withLogReceipt(() => presentAtGate(ctx.db, input, {
       now: ctx.now,
       ip: ctx.request.ip,
       callerDid: ctx.caller.did ?? null,
@@ -182,10 +184,10 @@ export const presentGate = door({
         perAddressPerHour: CITY_GATE_PER_ADDRESS_PER_HOUR,
         admissionsPerHour: CITY_GATE_ADMISSIONS_PER_HOUR,
       },
-    });
+    }));
     // A resume proved by Bearer or controller signature is a proven call: presence moves.
     if (verdict.verdict === "admitted" && verdict.resumed) await markSeen(ctx.db, verdict.did, ctx.now);
-    return { now_utc: iso(ctx.now), protocol: PROTOCOLS.gate, ...verdict };
+    return { now_utc: iso(ctx.now), protocol: PROTOCOLS.gate, ...verdict, ...receiptField(receipt) };
   },
 });
 

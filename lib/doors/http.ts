@@ -195,6 +195,10 @@ function flatParams(params: Record<string, string | string[] | undefined>): Reco
 }
 
 function answerResponse(door: AnyDoor, answer: DoorAnswer, request: Request): Response {
+  if (door.produces === "binary") {
+    const base64 = String(answer.body);
+    return sendAnswer(door, request, answer.status, contentHeaders(door, answer.headers), Buffer.from(base64, "base64"), () => contentTag(base64));
+  }
   const text = door.produces === "text" ? String(answer.body) : JSON.stringify(answer.body);
   return sendAnswer(door, request, answer.status, contentHeaders(door, answer.headers), text, contentTag);
 }
@@ -205,6 +209,7 @@ function contentHeaders(door: AnyDoor, own: Record<string, string>): Headers {
   if (door.auth !== "none") headers.set("Cache-Control", CACHE_HEADERS.private);
   if (door.auth !== "none") headers.set("Vary", "Authorization");
   if (door.produces === "text") headers.set("Content-Type", "text/plain; charset=utf-8");
+  else if (door.produces === "binary") headers.set("Content-Type", "application/octet-stream");
   // A door may name a more specific JSON type (application/a2a+json, application/jwk-set+json).
   else if (!headers.has("Content-Type")) headers.set("Content-Type", "application/json; charset=utf-8");
   return headers;
@@ -214,11 +219,12 @@ function contentHeaders(door: AnyDoor, own: Record<string, string>): Headers {
  * A reading door's 200 carries an ETag over its content without `now_utc`; a matching
  * If-None-Match answers 304 with no body. Writes are never tagged.
  */
-function sendAnswer(door: AnyDoor, request: Request, status: number, headers: Headers, text: string, tag: (text: string) => string): Response {
+function sendAnswer(door: AnyDoor, request: Request, status: number, headers: Headers, text: string | Uint8Array<ArrayBuffer>, tag: (text: string) => string): Response {
   // Only a reading's 200 may be kept; anything else is answered afresh every time.
   if ((status !== 200 || door.method !== "GET") && !(headers.get("Cache-Control") ?? "").includes("no-store")) headers.set("Cache-Control", CACHE_HEADERS.live);
+  // A binary body brings its own tag function (over its base64); `tag` never sees the bytes.
   if (door.method === "GET" && status === 200) {
-    const etag = tag(text);
+    const etag = tag(typeof text === "string" ? text : "");
     headers.set("ETag", etag);
     if (matchesIfNoneMatch(request.headers.get("if-none-match"), etag)) return notModified(headers);
   }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { LogReceiptSchema, receiptField, withLogReceipt } from "@/lib/city/log-receipts";
 import { RESIDENCY_STATUSES, WAKE_ON } from "@/db/schema";
 import { readCensus } from "@/lib/city/census";
 import { issuePollNonce } from "@/lib/city/gate-nonces";
@@ -68,6 +69,7 @@ const Common = {
   did: Hex64,
   residency_status: z.enum(RESIDENCY_STATUSES),
   bed_id: z.string().nullable(),
+  log_receipt: LogReceiptSchema.optional(),
 };
 
 const LeaveOutput = z.object({ ...Common, action: z.literal("leave"), bed_released: z.string().nullable() });
@@ -134,7 +136,7 @@ async function runLive(ctx: DoorContext, input: LiveRequest) {
 
 async function runLeave(ctx: DoorContext, input: LiveRequest) {
   const did = callerDid(ctx);
-  const left = await leave(ctx.db, did, scheduleOf(input), ctx.now);
+  const { value: left, receipt } = await withLogReceipt(() => leave(ctx.db, did, scheduleOf(input), ctx.now));
   const { tide } = await readCensus(ctx.db, ctx.now);
   return {
     ...common(ctx, tide, { schedule: left.schedule, cursor: left.cursor, did, residency_status: "away", bed_id: null }),
@@ -143,13 +145,14 @@ async function runLeave(ctx: DoorContext, input: LiveRequest) {
       ? "You are away: an exit row was appended and your bed released. Identity, locker and history stay. Return with POST /api/live { action: return } and your Bearer credential; the city never pushes and cannot wake you."
       : "You were already away: nothing was appended. Your schedule is as shown.",
     bed_released: left.bedReleased,
+    ...receiptField(receipt),
   };
 }
 
 /** The return (or, while bound, a poll): also the gate's POST with action return. */
 export async function runReturn(ctx: DoorContext, input: LiveRequest) {
   const did = callerDid(ctx);
-  const back = await comeBack(ctx.db, did, { cursor: input.cursor, schedule: scheduleOf(input) }, ctx.now);
+  const { value: back, receipt } = await withLogReceipt(() => comeBack(ctx.db, did, { cursor: input.cursor, schedule: scheduleOf(input) }, ctx.now));
   // In the return's transaction: the census is read, then the poll's nonce issued (one per citizen), in turn.
   const { tide } = await readCensus(ctx.db, ctx.now);
   const { nonce } = await issuePollNonce(ctx.db, ctx.now, did);
@@ -165,6 +168,7 @@ export async function runReturn(ctx: DoorContext, input: LiveRequest) {
     nonceTtlSeconds: LIMITS.gateNonce.ttlSeconds,
     nonceSource: "gate_nonces" as const,
     delta: back.delta,
+    ...receiptField(receipt),
   };
 }
 

@@ -87,7 +87,7 @@ export function buildMcpServer(doors: readonly AnyDoor[], request: Request): Mcp
     },
   );
   for (const door of doors) {
-    const output = door.produces === "text" ? undefined : objectSchema(door.output);
+    const output = (door.produces ?? "json") !== "json" ? undefined : objectSchema(door.output);
     server.registerTool(
       door.name,
       {
@@ -109,7 +109,7 @@ export function buildMcpServer(doors: readonly AnyDoor[], request: Request): Mcp
       {
         title: door.path,
         description: door.summary,
-        mimeType: door.produces === "text" ? "text/plain" : "application/json",
+        mimeType: (door.produces ?? "json") !== "json" ? "text/plain" : "application/json",
         cacheHint: door.auth === "none" && door.cache === "static" ? PUBLIC_MINUTE : NOT_CACHED,
       },
       (uri) => readDocument(door, uri, request),
@@ -153,7 +153,7 @@ async function callDoor(door: AnyDoor, args: Record<string, unknown>, request: R
 function toolResult(door: AnyDoor, answer: DoorAnswer): CallToolResult {
   // A status other than 200 (201 created, 202 parked) travels beside the body.
   const meta = answer.status === 200 ? {} : { _meta: { "city/status": answer.status } };
-  if (door.produces === "text") return { content: [{ type: "text", text: String(answer.body) }], ...meta };
+  if ((door.produces ?? "json") !== "json") return { content: [{ type: "text", text: String(answer.body) }], ...meta };
   const body = answer.body;
   const structured = typeof body === "object" && body !== null && !Array.isArray(body) ? { structuredContent: body as Record<string, unknown> } : {};
   return { content: [{ type: "text", text: JSON.stringify(body) }], ...structured, ...meta };
@@ -162,8 +162,8 @@ function toolResult(door: AnyDoor, answer: DoorAnswer): CallToolResult {
 async function readDocument(door: AnyDoor, uri: URL, request: Request): Promise<ReadResourceResult> {
   try {
     const answer = await invokeDoor(door, {}, doorRequestOf(request, door.method));
-    const text = door.produces === "text" ? String(answer.body) : JSON.stringify(answer.body);
-    return { contents: [{ uri: uri.href, mimeType: door.produces === "text" ? "text/plain" : "application/json", text }] };
+    const text = (door.produces ?? "json") !== "json" ? String(answer.body) : JSON.stringify(answer.body);
+    return { contents: [{ uri: uri.href, mimeType: (door.produces ?? "json") !== "json" ? "text/plain" : "application/json", text }] };
   } catch (err) {
     const problem = problemOf(door, err, request);
     const code = problem.status >= 500 ? ProtocolErrorCode.InternalError : ProtocolErrorCode.InvalidParams;

@@ -82,6 +82,8 @@ function operation(door: AnyDoor, convert: (s: z.ZodType, io: "input" | "output"
         content:
           door.produces === "text"
             ? { "text/plain": { schema: { type: "string" } } }
+            : door.produces === "binary"
+              ? { "application/octet-stream": { schema: { type: "string", format: "binary" } } }
             : { "application/json": { schema: convert(door.output, "output") } },
       },
       default: { description: "A problem document (RFC 9457).", content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } } },

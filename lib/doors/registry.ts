@@ -7,6 +7,7 @@ import { gateDoors } from "./gate";
 import { lanternDoors } from "./lanterns";
 import { liveDoors } from "./live";
 import { lockerDoors } from "./locker";
+import { logDoors } from "./log";
 import { lotDoors } from "./lots";
 import { mailDoors } from "./mail";
 import { peerDoors } from "./peers";
@@ -25,6 +26,7 @@ export const registry: readonly AnyDoor[] = [
   ...discoveryDoors,
   ...gateDoors,
   ...residencyDoors,
+  ...logDoors,
   ...liveDoors,
   ...peerDoors,
   ...tokenDoors,

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { LogReceiptSchema, withLogReceipt } from "@/lib/city/log-receipts";
 import { ACTOR_KINDS, LOG_EVENTS } from "@/db/schema";
 import { CONTRACT_TERMS, CONTRACT_TERMS_HASH, CONTRACT_VERSION } from "@/lib/city/contract";
 import { PROTOCOLS } from "@/lib/city/protocols";
@@ -151,6 +152,7 @@ export const exportResidency = door({
     residency_status: z.literal("exported"),
     bed_released: z.string().nullable(),
     log_seq: z.number().int().positive(),
+    log_receipt: LogReceiptSchema,
     locker: z.array(z.object({ bag: z.string(), content: z.string(), bytes: Count, updated_at: Timestamp })),
     checkpoints: z.array(z.object({ version: z.number().int(), content: z.string(), sha256: Hex64, bytes: Count, label: z.string().nullable(), created_at: Timestamp })),
     vault: z.array(z.object({ id: z.number().int(), content: z.string(), created_at: Timestamp })),
@@ -160,13 +162,14 @@ export const exportResidency = door({
   }),
   run: async (ctx) => {
     requireCitizenSecret(ctx.caller, "Export, which is final and ends the secret and the recovery codes,");
-    const out = await exportCitizen(ctx.db, ctx.caller.did!, ctx.now);
+    const { value: out, receipt } = await withLogReceipt(() => exportCitizen(ctx.db, ctx.caller.did!, ctx.now));
     return {
       now_utc: iso(ctx.now),
       did: out.did,
       residency_status: "exported" as const,
       bed_released: out.bedReleased,
       log_seq: out.logSeq,
+      log_receipt: receipt!,
       ...out.data,
       withheld: out.withheld,
       note: "Exported: this is your own data, once. Your credentials open nothing from now on; mail and anything the scanner refuses stayed in the city. The log keeps every row. Your name and origin may present at the gate again, as a new citizen with a new DID.",

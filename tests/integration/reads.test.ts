@@ -13,7 +13,7 @@ import { admit, callDoor } from "../support/gate";
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
 process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
 
-const PARAMS: Record<string, string> = { bag: "notes", room: "lobby", sha256: "a".repeat(64), id: "1" };
+const PARAMS: Record<string, string> = { bag: "notes", room: "lobby", sha256: "a".repeat(64), id: "1", tile: "0/000.p/1" };
 
 describeOnDatabases("reading doors write nothing", (t) => {
   beforeAll(() => useDatabase(t().db));
@@ -63,7 +63,7 @@ describeOnDatabases("reading doors write nothing", (t) => {
     const declaredWriters = readingDoors.filter((d) => !doorHints(d).readOnly).map((d) => d.name).sort();
     // The GET doors that issue something (a gate nonce, a proof challenge), create the signing key
     // once, or remember the verified log head say so on their declaration.
-    expect(declaredWriters).toEqual(["describe-gate", "read-agent-card", "read-card", "read-jwks", "read-prove-challenge", "verify-residency-log"].sort());
+    expect(declaredWriters).toEqual(["describe-gate", "read-agent-card", "read-card", "read-jwks", "read-log-checkpoint", "read-prove-challenge", "sync-log-witnesses", "verify-residency-log"].sort());
 
     for (const bearer of [undefined, reader.citizen_secret]) {
       for (const door of pure) {

@@ -33,7 +33,9 @@ const OPERATOR = "operator-secret-round-trips-0123456789abcdef";
 process.env.CITY_OPERATOR_SECRET = OPERATOR;
 
 const SEAL = "b".repeat(64);
-const PARAMS: Record<string, string> = { bag: "notes", room: "lobby", sha256: SEAL };
+const PARAMS: Record<string, string> = { bag: "notes", room: "lobby", sha256: SEAL, tile: "0/000.p/1" };
+// Doors whose required query has no default.
+const QUERIES: Record<string, string> = { "read-log-proof": "?seq=1", "read-log-consistency": "?from=1&to=2" };
 
 type CallerKind = "visitor" | "citizen" | "operator";
 
@@ -67,7 +69,7 @@ describeOnDatabases("database round trips of every reading door", (t) => {
     const readingDoors = registry.filter((d) => d.method === "GET");
     // The honest exceptions, each with its reason on the door: the cards' first signature may
     // create the signing key, and log verification reads its head and moves it.
-    expect(readingDoors.filter((d) => d.roundTrips).map((d) => d.name).sort()).toEqual(["read-agent-card", "read-card", "read-jwks", "verify-residency-log"]);
+    expect(readingDoors.filter((d) => d.roundTrips).map((d) => d.name).sort()).toEqual(["read-agent-card", "read-card", "read-jwks", "read-log-checkpoint", "read-log-consistency", "read-log-proof", "read-log-tile", "verify-residency-log"]);
     const measured: string[] = [];
     for (const door of readingDoors) {
       const params = Object.fromEntries(pathParams(door.path).map((p) => [p, PARAMS[p]!]));
@@ -79,7 +81,7 @@ describeOnDatabases("database round trips of every reading door", (t) => {
           // A versioned door reads the city's versions first: held, that is its one round trip;
           // its first answer also builds the page (two). The second call must be held.
           const budget = (door.roundTrips?.most ?? 1) + credential + (door.versioned && round === 1 ? 1 : 0);
-          const answer = await callDoor(door, { bearer: bearerOf[caller], params });
+          const answer = await callDoor(door, { bearer: bearerOf[caller], params, query: QUERIES[door.name] });
           expect(answer.status, `${door.name} as ${caller}: ${JSON.stringify(answer.body).slice(0, 200)}`).toBe(200);
           const queries = Number(answer.headers.get("x-city-queries"));
           expect(answer.headers.get("x-city-queries"), `${door.name}: counted`).not.toBeNull();

@@ -2,6 +2,10 @@ import type { Metadata } from "next";
 import { connection } from "next/server";
 import { getDb } from "@/db/client";
 import { readLogPage, verifyLog } from "@/lib/city/residency-log";
+import { currentCheckpoint } from "@/lib/city/log-store";
+import { logSigner } from "@/lib/city/log-signer";
+import { witnessStates } from "@/lib/city/log-witnesses";
+import { LogCheckpoint } from "../_ui/log-checkpoint";
 import { hrefWith, pageSize, param, type SearchParams } from "@/lib/plat/format";
 import { look } from "@/lib/plat/nav";
 import { LogRows } from "../_ui/log-rows";
@@ -24,7 +28,7 @@ export default async function LogPage({ searchParams }: { searchParams: SearchPa
   const afterParam = Number(param(query.after));
   const after = Number.isSafeInteger(afterParam) && afterParam > 0 ? afterParam : 0;
   const db = await getDb();
-  const [page, chain] = await Promise.all([readLogPage(db, after, limit), verifyLog(db)]);
+  const [page, chain, checkpoint, signer, witnesses] = await Promise.all([readLogPage(db, after, limit), verifyLog(db), currentCheckpoint(db, now), logSigner(db), witnessStates(db)]);
   const link = (from: number | undefined) => hrefWith("/log", { after: from, limit: limit === PAGE ? undefined : limit });
   // An intact chain numbers its rows 1..n without gaps, so the last page starts at a known seq.
   const lastAfter = chain.intact && chain.rows_checked > 0 ? Math.floor((chain.rows_checked - 1) / limit) * limit : undefined;
@@ -64,6 +68,8 @@ export default async function LogPage({ searchParams }: { searchParams: SearchPa
           <span className={look.mono}>{chain.head_hash}</span>
         </p>
       </section>
+
+      <LogCheckpoint checkpoint={checkpoint} vkey={signer.vkey} witnesses={witnesses} />
 
       <Section id="rows-heading" title={page.rows.length ? `Rows #${page.rows[0]!.seq} to #${page.rows[page.rows.length - 1]!.seq}` : "Rows"}>
         <LogRows rows={page.rows} empty={after > 0 ? "No rows after this point." : "No citizens yet: the residency log is empty."} />

@@ -1,0 +1,4 @@
+import { readLogConsistency } from "@/lib/doors/log";
+import { routes } from "@/lib/doors/http";
+
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readLogConsistency);

@@ -1,0 +1,106 @@
+import { hasValidSignature, parseCheckpointBody, parseNote, parseVkey, unb64, validCosignatures } from "./log-note";
+import { encodeTileIndex, TILE_WIDTH } from "./log-tiles";
+import { equalHashes, type Hash, leafHash, rootOfLeaves, verifyConsistency } from "./log-tree";
+
+/**
+ * An outside verifier of the city's residency log, from its public key alone: the checkpoint's
+ * signature, the root recomputed from the tiles (every entry hashed against its leaf), and
+ * consistency with the checkpoint it saw last time. Used by `npm run verify-log` and the tests.
+ */
+export interface VerifierState {
+  vkey: string;
+  size: number;
+  root: string;
+}
+
+export interface VerifyReport {
+  ok: boolean;
+  lines: string[];
+  state: VerifierState | null;
+}
+
+type Fetch = (url: string) => Promise<Response>;
+
+class Refused extends Error {}
+
+async function get(fetcher: Fetch, url: string): Promise<Response> {
+  const response = await fetcher(url);
+  if (response.status !== 200) throw new Refused(`GET ${url} answered ${response.status}`);
+  return response;
+}
+
+export async function verifyCityLog(baseUrl: string, options: { vkey?: string; state?: VerifierState | null; fetch?: Fetch }): Promise<VerifyReport> {
+  const fetcher: Fetch = options.fetch ?? ((url) => fetch(url, { signal: AbortSignal.timeout(30_000) }));
+  const base = baseUrl.replace(/\/+$/, "");
+  const lines: string[] = [];
+  try {
+    const card = (await (await get(fetcher, `${base}/city-card.json`)).json()) as { log?: { verifier_key?: string; checkpoint?: string; tiles?: string; witnesses?: Array<{ name: string; vkey: string }> } };
+    const published = card.log?.verifier_key;
+    let vkey = options.vkey ?? options.state?.vkey;
+    if (!vkey) {
+      if (!published) throw new Refused("the city card publishes no log.verifier_key");
+      vkey = published;
+      lines.push(`pinned the key on first use: ${vkey}`);
+    } else if (published && published !== vkey) {
+      lines.push(`warning: the card now publishes another key (${published}); verifying against ${options.vkey ? "the key given" : "the pinned key"}`);
+    }
+    const verifier = parseVkey(vkey);
+    const note = parseNote(await (await get(fetcher, `${base}${card.log?.checkpoint ?? "/api/residency/log/checkpoint"}`)).text());
+    if (!hasValidSignature(note, verifier)) throw new Refused(`the checkpoint's signature does not verify against ${verifier.name}'s key: a wrong key, or not the city's checkpoint`);
+    const checkpoint = parseCheckpointBody(note.body);
+    if (checkpoint.origin !== verifier.name) throw new Refused(`the checkpoint's origin ${checkpoint.origin} is not the key's name ${verifier.name}`);
+    lines.push(`signature: valid (${checkpoint.origin}, size ${checkpoint.size})`);
+
+    for (const witness of card.log?.witnesses ?? []) {
+      const valid = validCosignatures(note, parseVkey(witness.vkey));
+      lines.push(`witness ${witness.name}: ${valid.length > 0 ? "cosigned this checkpoint" : "no valid cosignature on this checkpoint"}`);
+    }
+
+    const leaves = await leavesFromTiles(fetcher, `${base}${card.log?.tiles ?? "/api/residency/log/"}`, checkpoint.size);
+    if (!equalHashes(rootOfLeaves(leaves), checkpoint.root)) throw new Refused("the tiles do not hash to the checkpoint's root");
+    lines.push(`root: recomputed from ${leaves.length} entries in the tiles, equal to the checkpoint's`);
+
+    const previous = options.state && options.state.vkey === vkey ? options.state : null;
+    if (previous) {
+      const oldRoot = unb64(previous.root);
+      if (previous.size > checkpoint.size) throw new Refused(`the log shrank: it was ${previous.size} rows when last verified, now ${checkpoint.size} (a fork)`);
+      const answer = (await (await get(fetcher, `${base}/api/residency/log/consistency?from=${previous.size}&to=${checkpoint.size}`)).json()) as { proof: string[] };
+      if (!verifyConsistency(previous.size, checkpoint.size, answer.proof.map(unb64), oldRoot, checkpoint.root)) {
+        throw new Refused(`the checkpoint of size ${checkpoint.size} is not an extension of the one seen at size ${previous.size}: the history was rewritten (a fork)`);
+      }
+      lines.push(`consistency: size ${checkpoint.size} extends the size ${previous.size} seen last time`);
+    } else {
+      lines.push("consistency: no earlier checkpoint kept for this key; this one is kept for next time");
+    }
+    return { ok: true, lines, state: { vkey, size: checkpoint.size, root: Buffer.from(checkpoint.root).toString("base64") } };
+  } catch (err) {
+    lines.push(`REFUSED: ${err instanceof Error ? err.message : String(err)}`);
+    return { ok: false, lines, state: options.state ?? null };
+  }
+}
+
+/** Every leaf hash of the tree of `size`, from the level-0 hash tiles, each checked against its entry in the entry bundles. */
+async function leavesFromTiles(fetcher: Fetch, prefix: string, size: number): Promise<Hash[]> {
+  const leaves: Hash[] = [];
+  for (let index = 0; index * TILE_WIDTH < size; index++) {
+    const width = Math.min(TILE_WIDTH, size - index * TILE_WIDTH);
+    const suffix = `${encodeTileIndex(index)}${width === TILE_WIDTH ? "" : `.p/${width}`}`;
+    const tile = new Uint8Array(await (await get(fetcher, `${prefix}tile/0/${suffix}`)).arrayBuffer());
+    const bundle = Buffer.from(await (await get(fetcher, `${prefix}tile/entries/${suffix}`)).arrayBuffer());
+    if (tile.length !== width * 32) throw new Refused(`tile 0/${suffix} has ${tile.length} bytes, not ${width * 32}`);
+    let at = 0;
+    for (let i = 0; i < width; i++) {
+      if (at + 2 > bundle.length) throw new Refused(`entry bundle ${suffix} ends before entry ${i}`);
+      const length = bundle.readUInt16BE(at);
+      const data = bundle.subarray(at + 2, at + 2 + length);
+      at += 2 + length;
+      const leaf = tile.slice(i * 32, (i + 1) * 32);
+      if (!equalHashes(leafHash(data), leaf)) {
+        throw new Refused(`log row ${index * TILE_WIDTH + i + 1} as published does not hash to its leaf in the tree: the row was changed after it was logged`);
+      }
+      leaves.push(leaf);
+    }
+    if (at !== bundle.length) throw new Refused(`entry bundle ${suffix} has bytes after its ${width} entries`);
+  }
+  return leaves;
+}

@@ -1,0 +1,103 @@
+import { z } from "zod";
+import { consistencyProof, currentCheckpoint, cosignedNote, inclusionProof, readEntryBundle, readTile } from "@/lib/city/log-store";
+import { parseTilePath, TILE_WIDTH } from "@/lib/city/log-tiles";
+import { syncWitnesses } from "@/lib/city/log-witnesses";
+import { CityError } from "@/lib/errors";
+import { door, Reply } from "./door";
+import { iso, NoInput, NowUtc } from "./schemas";
+
+const Base64Hash = z.string().regex(/^[A-Za-z0-9+/]{43}=$/);
+const Size = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+
+export const LOG_PATHS = {
+  checkpoint: "/api/residency/log/checkpoint",
+  proof: "/api/residency/log/proof",
+  consistency: "/api/residency/log/consistency",
+  tiles: "/api/residency/log/",
+} as const;
+
+export const readLogCheckpoint = door({
+  name: "read-log-checkpoint",
+  method: "GET",
+  path: LOG_PATHS.checkpoint,
+  summary: "The residency log's latest checkpoint (text/plain): a C2SP signed note (origin, tree size, base64 root hash) signed by the city's Ed25519 key, then every witness cosignature held.",
+  description:
+    "Verify it with the verifier_key of /city-card.json's `log` (C2SP vkey). The tree is RFC 9162 over the rows of GET /api/residency/log: leaf i is the row with seq i + 1, its data the UTF-8 of the row's RFC 8785 canonical JSON.",
+  auth: "none",
+  produces: "text",
+  // Builds the tree over rows from before it existed, once (under the log's lock): bookkeeping rows, never the log.
+  hints: { readOnly: false, idempotent: true },
+  roundTrips: { most: 6, why: "one read of the latest checkpoint with its cosignatures; only while the tree lags the log (once, after the migration) the lock, the catch-up pages and a second read" },
+  input: NoInput,
+  output: z.string(),
+  run: async (ctx) => cosignedNote(await currentCheckpoint(ctx.db, ctx.now)),
+});
+
+export const readLogProof = door({
+  name: "read-log-proof",
+  method: "GET",
+  path: LOG_PATHS.proof,
+  summary: "The RFC 9162 inclusion proof of log row `seq` in the tree of `size` (default the latest), hashes in base64, with the signed checkpoint of that size when the city holds it.",
+  auth: "none",
+  roundTrips: { most: 3, why: "the tree size, then the proof's nodes and the checkpoint of that size side by side" },
+  input: z.object({
+    seq: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).describe("the row's seq (leaf index + 1)"),
+    size: Size.min(1).optional().describe("the tree size; default the latest"),
+  }),
+  output: z.object({ now_utc: NowUtc, seq: z.number().int(), leaf_index: z.number().int(), tree_size: z.number().int(), proof: z.array(Base64Hash), checkpoint: z.string().nullable() }),
+  run: async (ctx, input) => ({ now_utc: iso(ctx.now), ...(await inclusionProof(ctx.db, input.seq, input.size)) }),
+});
+
+export const readLogConsistency = door({
+  name: "read-log-consistency",
+  method: "GET",
+  path: LOG_PATHS.consistency,
+  summary: "The RFC 9162 consistency proof that the log's tree of size `to` extends the tree of size `from`, hashes in base64.",
+  auth: "none",
+  roundTrips: { most: 2, why: "the tree size, then the proof's nodes" },
+  input: z.object({ from: Size.describe("the older tree size"), to: Size.describe("the newer tree size") }),
+  output: z.object({ now_utc: NowUtc, from: z.number().int(), to: z.number().int(), proof: z.array(Base64Hash) }),
+  run: async (ctx, input) => ({ now_utc: iso(ctx.now), from: input.from, to: input.to, proof: await consistencyProof(ctx.db, input.from, input.to) }),
+});
+
+export const FULL_TILE_CACHE = "public, max-age=31536000, immutable";
+export const PARTIAL_TILE_CACHE = "public, max-age=60";
+
+export const readLogTile = door({
+  name: "read-log-tile",
+  method: "GET",
+  path: "/api/residency/log/tile/{tile}",
+  summary: "C2SP tlog-tiles of the residency log (application/octet-stream): tile/<L>/<N>[.p/<W>] hash tiles and tile/entries/<N>[.p/<W>] entry bundles; full tiles are immutable.",
+  description: "Over MCP and A2A the tile comes as base64 text. A tile the tree has not reached yet is a 404 problem.",
+  auth: "none",
+  produces: "binary",
+  roundTrips: { most: 2, why: "an entry bundle reads its rows and the tree size side by side" },
+  input: z.object({ tile: z.string().max(80).describe("the path below tile/, such as 0/x001/234 or entries/000.p/17") }),
+  output: z.string(),
+  run: async (ctx, input) => {
+    const tile = parseTilePath(input.tile);
+    const bytes = tile.kind === "entries" ? await readEntryBundle(ctx.db, tile.index, tile.width) : await readTile(ctx.db, tile.level, tile.index, tile.width);
+    if (!bytes) throw new CityError("not_found", "The log's tree has not reached this tile yet; read the checkpoint for its size.");
+    return new Reply(Buffer.from(bytes).toString("base64"), { headers: { "Cache-Control": tile.width === TILE_WIDTH ? FULL_TILE_CACHE : PARTIAL_TILE_CACHE } });
+  },
+});
+
+export const syncLogWitnesses = door({
+  name: "sync-log-witnesses",
+  method: "GET",
+  path: "/api/residency/log/witnesses/sync",
+  summary: "Operator (or Vercel Cron with CRON_SECRET = the operator secret): asks each witness of CITY_LOG_WITNESSES to cosign the latest checkpoint (C2SP tlog-witness), verifies and keeps the cosignatures.",
+  description: "Bounded in time (8 s in all); no network call happens inside a write. `npm run log-witness-sync` does the same from any scheduler.",
+  auth: "operator",
+  // GET because Vercel Cron calls GET; it keeps cosignatures (bookkeeping rows, never the log).
+  hints: { readOnly: false, idempotent: true },
+  input: NoInput,
+  output: z.object({
+    now_utc: NowUtc,
+    size: z.number().int(),
+    witnesses: z.array(z.object({ witness: z.string(), outcome: z.enum(["cosigned", "current", "refused", "unreachable"]), size: z.number().int(), detail: z.string() })),
+  }),
+  run: async (ctx) => ({ now_utc: iso(ctx.now), ...(await syncWitnesses(ctx.db, ctx.now)) }),
+});
+
+export const logDoors = [readLogCheckpoint, readLogProof, readLogConsistency, readLogTile, syncLogWitnesses];
