@@ -41,6 +41,11 @@ export const citizens = pgTable(
       .on(t.nameKey, t.originKey)
       .where(sql`${t.residencyStatus} <> 'exported'`),
     index("citizens_directory_order").on(t.boundAt, t.did),
+    // The directory search (lib/city/directory-search.ts): exact and prefix by btree, substring by trigram.
+    index("citizens_name_key_prefix").on(t.nameKey.op("text_pattern_ops")).where(sql`${t.residencyStatus} <> 'exported'`),
+    index("citizens_origin_key_prefix").on(t.originKey.op("text_pattern_ops")).where(sql`${t.residencyStatus} <> 'exported'`),
+    index("citizens_name_key_trgm").using("gin", t.nameKey.op("gin_trgm_ops")).where(sql`${t.residencyStatus} <> 'exported'`),
+    index("citizens_origin_key_trgm").using("gin", t.originKey.op("gin_trgm_ops")).where(sql`${t.residencyStatus} <> 'exported'`),
   ],
 );
 

@@ -31,6 +31,7 @@ export const LIMITS = {
   gateNonce: { hexChars: 32, ttlSeconds: 600 },
   activeBedsPerNameAndOrigin: 1,
   presenceSeconds: 86_400,
+  directorySearch: { maxChars: 200, substringMinChars: 3 },
 } as const;
 
 /** How text one citizen wrote is marked when it is shown to others: data, never instructions. */
