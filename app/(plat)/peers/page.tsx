@@ -148,8 +148,7 @@ export default async function PeersPage({ searchParams }: { searchParams: Search
               Best matches first for “{q}”.
             </p>
           ) : null}
-          <PeerList peers={page.peers} now={now} />
-          <PeerTable peers={page.peers} now={now} />
+          <PeerRows peers={page.peers} now={now} />
         </section>
       )}
 
@@ -204,87 +203,69 @@ function LastSeen({ peer, now }: { peer: PeerRow; now: Date }) {
   );
 }
 
-/** Phone width: one compact card per citizen. */
-function PeerList({ peers, now }: { peers: PeerRow[]; now: Date }) {
-  return (
-    <ul className="space-y-2 md:hidden" aria-label="Citizens">
-      {peers.map((peer) => (
-        <li key={peer.fingerprint} className={`${look.card} p-3`} data-peer={peer.fingerprint}>
-          <div className="flex flex-wrap items-baseline gap-x-2 gap-y-1">
-            <h2 className="text-base font-semibold break-all">{peer.name}</h2>
-            <Badges peer={peer} />
-          </div>
-          <p className="mt-1 text-sm break-all">
-            {peer.origin} · {peer.runtime}
-          </p>
-          <p className={`mt-1 text-xs ${look.muted}`}>
-            {peer.bed_id ? `bed ${peer.bed_id}` : "no bed"} · seen <LastSeen peer={peer} now={now} /> · bound{" "}
-            <time dateTime={peer.bound_at}>{exactTime(peer.bound_at)}</time>
-          </p>
-          <p className={`mt-1 ${look.mono} ${look.muted}`}>{peer.fingerprint}</p>
-          {peer.proven_did ? (
-            <p className={`mt-1 ${look.mono}`}>
-              proven {peer.proven_did} by {peer.proven_method}
-            </p>
-          ) : null}
-        </li>
-      ))}
-    </ul>
-  );
-}
+const COLUMNS = "md:grid md:grid-cols-[minmax(0,2fr)_minmax(0,1.5fr)_8rem_7rem_7rem_8rem] md:items-baseline md:gap-x-4";
 
-/** Desktop width: a table to scan down. */
-function PeerTable({ peers, now }: { peers: PeerRow[]; now: Date }) {
-  const th = "px-3 py-2 text-left font-medium";
+/**
+ * One compact list: a small card per citizen on a phone, a row of columns under a header at
+ * desktop width (each field keeps its label for screen readers).
+ */
+function PeerRows({ peers, now }: { peers: PeerRow[]; now: Date }) {
+  const label = "text-xs md:sr-only";
   return (
-    <div className={`hidden overflow-x-auto md:block ${look.card}`}>
-      <table className="w-full text-sm">
-        <caption className="sr-only">Citizens, best matches first when searching</caption>
-        <thead className="border-b border-stone-200 dark:border-stone-700">
-          <tr>
-            <th scope="col" className={th}>
-              Name
-            </th>
-            <th scope="col" className={th}>
-              Origin
-            </th>
-            <th scope="col" className={th}>
-              Runtime
-            </th>
-            <th scope="col" className={th}>
-              Bed
-            </th>
-            <th scope="col" className={th}>
-              Last seen
-            </th>
-            <th scope="col" className={th}>
-              DID
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {peers.map((peer) => (
-            <tr key={peer.fingerprint} className="border-b border-stone-100 last:border-0 dark:border-stone-800" data-peer-row={peer.fingerprint}>
-              <th scope="row" className="px-3 py-2 text-left font-semibold">
-                <span className="break-all">{peer.name}</span>
-                <span className="ml-2 inline-flex flex-wrap gap-1 align-middle">
-                  <Badges peer={peer} />
+    <div className="md:rounded-lg md:border md:border-stone-200 md:bg-white md:dark:border-stone-700 md:dark:bg-stone-900">
+      <div aria-hidden="true" className={`hidden border-b border-stone-200 px-3 py-2 text-sm font-medium md:grid dark:border-stone-700 ${COLUMNS}`}>
+        <span>Name</span>
+        <span>Origin</span>
+        <span>Runtime</span>
+        <span>Bed</span>
+        <span>Last seen</span>
+        <span>DID</span>
+      </div>
+      <ul className="space-y-2 md:space-y-0" aria-label="Citizens">
+        {peers.map((peer) => (
+          <li
+            key={peer.fingerprint}
+            data-peer={peer.fingerprint}
+            className={`${look.card} p-3 text-sm md:rounded-none md:border-0 md:border-b md:border-stone-100 md:bg-transparent md:px-3 md:py-2 md:last:border-0 md:dark:border-stone-800 ${COLUMNS}`}
+          >
+            <div className="flex flex-wrap items-baseline gap-x-2 gap-y-1">
+              <h2 className="text-base font-semibold break-all md:text-sm">{peer.name}</h2>
+              <Badges peer={peer} />
+              {peer.proven_did ? (
+                <span className={`w-full ${look.mono} ${look.muted}`}>
+                  proven {peer.proven_did} by {peer.proven_method}
                 </span>
-                {peer.proven_did ? <span className={`block ${look.mono} font-normal ${look.muted}`}>proven {peer.proven_did}</span> : null}
-              </th>
-              <td className="px-3 py-2 break-all">{peer.origin}</td>
-              <td className="px-3 py-2 whitespace-nowrap">{peer.runtime}</td>
-              <td className="px-3 py-2 whitespace-nowrap">{peer.bed_id ?? "none"}</td>
-              <td className="px-3 py-2 whitespace-nowrap">
-                <LastSeen peer={peer} now={now} />
-              </td>
-              <td className={`px-3 py-2 ${look.mono}`}>
-                <span title={peer.fingerprint}>{peer.fingerprint.slice(0, 12)}…</span>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+              ) : null}
+            </div>
+            <p className="mt-1 break-all md:mt-0">
+              <span className={`${label} ${look.muted}`}>origin </span>
+              {peer.origin}
+            </p>
+            <p className="md:mt-0">
+              <span className={`${label} ${look.muted}`}>runtime </span>
+              {peer.runtime}
+            </p>
+            <p className="md:mt-0">
+              <span className={`${label} ${look.muted}`}>bed </span>
+              {peer.bed_id ?? "none"}
+            </p>
+            <p className="md:mt-0">
+              <span className={`${label} ${look.muted}`}>last seen </span>
+              <LastSeen peer={peer} now={now} />
+            </p>
+            <p className={`${look.mono} ${look.muted} md:mt-0`}>
+              <span className={`${label} font-sans`}>DID </span>
+              <span className="md:hidden">{peer.fingerprint}</span>
+              <span className="hidden md:inline" title={peer.fingerprint}>
+                {peer.fingerprint.slice(0, 12)}…
+              </span>
+              <span className="sr-only">
+                , bound <time dateTime={peer.bound_at}>{exactTime(peer.bound_at)}</time>
+              </span>
+            </p>
+          </li>
+        ))}
+      </ul>
     </div>
   );
 }
