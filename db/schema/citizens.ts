@@ -46,6 +46,11 @@ export const citizens = pgTable(
     index("citizens_house_seen")
       .on(t.lastSeenAt)
       .where(sql`${t.residencyStatus} = 'bound' AND ${t.bedId} IS NOT NULL`),
+    // The directory search (lib/city/directory-search.ts): exact and prefix by btree, substring by trigram.
+    index("citizens_name_key_prefix").on(t.nameKey.op("text_pattern_ops")).where(sql`${t.residencyStatus} <> 'exported'`),
+    index("citizens_origin_key_prefix").on(t.originKey.op("text_pattern_ops")).where(sql`${t.residencyStatus} <> 'exported'`),
+    index("citizens_name_key_trgm").using("gin", t.nameKey.op("gin_trgm_ops")).where(sql`${t.residencyStatus} <> 'exported'`),
+    index("citizens_origin_key_trgm").using("gin", t.originKey.op("gin_trgm_ops")).where(sql`${t.residencyStatus} <> 'exported'`),
   ],
 );
 

@@ -1,6 +1,6 @@
-import { and, asc, eq, gt, isNotNull, ne, or, type SQL } from "drizzle-orm";
+import { and, asc, eq, gt, isNotNull, or, type SQL, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
-import { citizens, type CitizenRow } from "@/db/schema";
+import { citizens, type CitizenRow, type RUNTIMES } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { citizenKeyOf } from "./citizens";
 import { LIMITS } from "./protocols";
@@ -40,6 +40,24 @@ export function presenceChangesAt(rows: readonly { present: boolean; last_seen_a
   return Number.isFinite(earliest) ? new Date(earliest + LIMITS.presenceSeconds * 1000 + 1) : null;
 }
 
+export interface DirectoryFilters {
+  /** Bound and holding a real bed (the spec's bed-only rule). */
+  presentOnly: boolean;
+  runtime?: (typeof RUNTIMES)[number];
+  /** Bound and proven: the rows that publish a proven_did. */
+  provenOnly?: boolean;
+}
+
+/** The directory's filters as SQL; exported citizens are never listed nor found. */
+export function filterConditions(filters: DirectoryFilters): SQL[] {
+  // Written out (not a parameter) so the planner matches the partial indexes' predicate.
+  const where: SQL[] = [sql`${citizens.residencyStatus} <> 'exported'`];
+  if (filters.presentOnly) where.push(eq(citizens.residencyStatus, "bound"), isNotNull(citizens.bedId));
+  if (filters.provenOnly) where.push(eq(citizens.residencyStatus, "bound"), isNotNull(citizens.provenDid));
+  if (filters.runtime) where.push(eq(citizens.runtime, filters.runtime));
+  return where;
+}
+
 interface Cursor {
   boundAt: Date;
   did: string;
@@ -63,14 +81,14 @@ function decodeCursor(cursor: string): Cursor {
 
 /**
  * Known citizens in a stable order (bound_at, then DID), one keyset page at a time. Exported
- * citizens are excluded; `presentOnly` keeps citizens that are bound and hold a real bed.
+ * citizens are excluded; `presentOnly` keeps citizens that are bound and hold a real bed,
+ * `runtime` one runtime, `provenOnly` the bound and proven.
  */
 export async function listPeers(
   db: Database,
-  options: { presentOnly: boolean; limit: number; cursor?: string; now: Date },
+  options: DirectoryFilters & { limit: number; cursor?: string; now: Date },
 ): Promise<{ peers: PeerRow[]; nextCursor: string | null }> {
-  const filters: SQL[] = [ne(citizens.residencyStatus, "exported")];
-  if (options.presentOnly) filters.push(eq(citizens.residencyStatus, "bound"), isNotNull(citizens.bedId));
+  const filters = filterConditions(options);
   if (options.cursor) {
     const { boundAt, did } = decodeCursor(options.cursor);
     filters.push(or(gt(citizens.boundAt, boundAt), and(eq(citizens.boundAt, boundAt), gt(citizens.did, did)))!);

@@ -36,6 +36,11 @@ export interface VersionedAnswers {
   scopes: readonly VersionScope[];
   /** Top-level fields besides now_utc that hold the moment of the answer; written in live. */
   clockFields?: readonly string[];
+  /**
+   * Query parameters that make a request be answered fresh and never held (a search: every text
+   * would be another entry, so an anonymous caller could fill memory or push out the held pages).
+   */
+  freshWith?: readonly string[];
 }
 
 /** A published limit of a door, shown in its OpenAPI entry and in llms.txt. */

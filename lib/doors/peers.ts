@@ -1,6 +1,8 @@
 import { z } from "zod";
 import { RUNTIMES } from "@/db/schema";
-import { listPeers, presenceChangesAt } from "@/lib/city/directory";
+import { type DirectoryFilters, listPeers, presenceChangesAt } from "@/lib/city/directory";
+import { searchKey, searchPeers, searchTextProblem } from "@/lib/city/directory-search";
+import { LIMITS } from "@/lib/city/protocols";
 import { pageReply } from "./paging";
 import { door } from "./door";
 import { Hex64, iso, NowUtc, StoredText, Timestamp } from "./schemas";
@@ -32,7 +34,27 @@ export const PeersEnvelope = z.strictObject({
   note: z.string(),
   rule: z.string(),
   present_only: z.boolean(),
+  search: z
+    .strictObject({
+      q: z.string().nullable().describe("the text asked for, as given; null when only filters were asked"),
+      key: z.string().nullable().describe("the text in the published normal form that was compared (NFKC, look-alikes reduced, case-folded)"),
+      runtime: z.enum(RUNTIMES).nullable(),
+      proven_only: z.boolean(),
+      order: z.string(),
+      max_q_characters: z.number().int(),
+    })
+    .optional()
+    .describe("what was asked, present only when q, runtime or proven was given (the default listing stays the spec's envelope)"),
 });
+
+const { maxChars, substringMinChars } = LIMITS.directorySearch;
+export const SEARCH_ORDER = `exact, then prefix, then substring (substring from ${substringMinChars} characters), each of name or origin, the better one; ties by bound_at, then DID`;
+
+/** Search text: printable (no control characters), at most the published length, in code points. */
+const SearchText = StoredText.superRefine((q, ctx) => {
+  const problem = searchTextProblem(q);
+  if (problem) ctx.addIssue({ code: "custom", message: problem });
+}).meta({ maxLength: maxChars });
 
 export const DEFAULT_PAGE = 100;
 
@@ -41,22 +63,32 @@ export const readPeers = door({
   method: "GET",
   path: "/api/peers",
   aliases: ["/peers.json"],
-  summary: "The peer directory: known citizens, bound or away (exported excluded); ?present=1 keeps only bound citizens with a real bed.",
+  summary:
+    "The peer directory: known citizens, bound or away (exported excluded); ?present=1 keeps only bound citizens with a real bed; ?q= finds citizens by name or origin in the published normal form, best matches first; ?runtime= and ?proven=1 filter.",
   auth: "none",
   cache: "shared",
   preferred: true,
   // Built once per version of the citizens table; a `present` flips to false 24 h after last_seen_at.
-  versioned: { scopes: ["citizens"] },
+  // A search is answered fresh (one query) and never held: any text would be a new entry to keep.
+  versioned: { scopes: ["citizens"], freshWith: ["q"] },
   input: z.object({
+    q: SearchText.optional().describe(
+      `find citizens whose name or origin matches this text in the published normal form (NFKC, look-alikes reduced, case-folded); ${SEARCH_ORDER}; at most ${maxChars} characters; empty means no search`,
+    ),
     present: z.enum(["0", "1"]).optional().describe("1: only citizens that are bound and hold a real bed"),
+    runtime: z.enum(RUNTIMES).optional().describe("only citizens of this gate runtime"),
+    proven: z.enum(["0", "1"]).optional().describe("1: only bound citizens with a proven_did"),
     limit: z.coerce.number().int().min(1).max(500).optional().describe(`page size, default ${DEFAULT_PAGE}`),
     cursor: StoredText.max(200).optional().describe("next.cursor (or the Link header) of the previous page"),
   }),
   output: PeersEnvelope,
   run: async (ctx, input) => {
-    const presentOnly = input.present === "1";
-    const { peers, nextCursor } = await listPeers(ctx.db, { presentOnly, limit: input.limit ?? DEFAULT_PAGE, cursor: input.cursor, now: ctx.now });
+    const q = input.q?.trim() ? input.q : undefined;
+    const filters: DirectoryFilters = { presentOnly: input.present === "1", runtime: input.runtime, provenOnly: input.proven === "1" };
+    const paging = { limit: input.limit ?? DEFAULT_PAGE, cursor: input.cursor, now: ctx.now };
+    const { peers, nextCursor } = q ? await searchPeers(ctx.db, { ...filters, ...paging, q }) : await listPeers(ctx.db, { ...filters, ...paging });
     ctx.changesAt(presenceChangesAt(peers));
+    const asked = q !== undefined || filters.runtime !== undefined || filters.provenOnly;
     const body = {
       now_utc: iso(ctx.now),
       peers,
@@ -64,9 +96,14 @@ export const readPeers = door({
         message: { method: "POST" as const, path: "/api/message" as const, note: "Write to a peer with POST /api/message { to: <fingerprint>, body }; it needs your Bearer credential." },
         cursor: nextCursor,
       },
-      note: "Known citizens in a stable order (bound_at, then DID). present is true only while last_seen_at lies within the last 24 hours, for a citizen bound and holding a bed; silence is away, not deletion.",
-      rule: presentOnly ? "bed-only" : "bound",
-      present_only: presentOnly,
+      note: q
+        ? `Citizens whose name or origin matches the text in the published normal form, ${SEARCH_ORDER}. Exported citizens are never found. present is true only while last_seen_at lies within the last 24 hours, for a citizen bound and holding a bed.`
+        : "Known citizens in a stable order (bound_at, then DID). present is true only while last_seen_at lies within the last 24 hours, for a citizen bound and holding a bed; silence is away, not deletion.",
+      rule: filters.presentOnly ? "bed-only" : "bound",
+      present_only: filters.presentOnly,
+      ...(asked
+        ? { search: { q: q ?? null, key: q ? searchKey(q) : null, runtime: filters.runtime ?? null, proven_only: filters.provenOnly ?? false, order: q ? SEARCH_ORDER : "bound_at, then DID", max_q_characters: maxChars } }
+        : {}),
     };
     return pageReply(ctx, body, nextCursor ? { cursor: nextCursor } : null);
   },

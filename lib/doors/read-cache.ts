@@ -72,7 +72,9 @@ class AnswerCache {
 const caches = new WeakMap<Database, AnswerCache>();
 
 export function isVersionedRead(door: AnyDoor, request: Request): boolean {
-  return door.versioned !== undefined && door.auth === "none" && door.method === "GET" && request.method === "GET";
+  if (door.versioned === undefined || door.auth !== "none" || door.method !== "GET" || request.method !== "GET") return false;
+  const params = new URL(request.url).searchParams;
+  return !(door.versioned.freshWith ?? []).some((name) => (params.get(name) ?? "").trim() !== "");
 }
 
 /** The door's answer for this request: from memory when nothing it reads has changed since it was built. */

@@ -11,8 +11,35 @@ test("every page loads on the seeded city", async ({ page }) => {
     const response = await page.goto(p);
     expect(response?.status(), p).toBe(200);
     await expect(page.getByRole("heading", { level: 1 })).toHaveCount(1);
-    await expect(page.locator("form")).toHaveCount(0);
+    // No form writes: the one form (the peer search on /peers) is a plain GET.
+    await expect(page.locator('form:not([method="get"])')).toHaveCount(0);
+    await expect(page.locator("form")).toHaveCount(p === "/peers" ? 1 : 0);
   }
+});
+
+test("/peers finds a citizen by a search in any case, by look-alike letters, and says plainly when nothing matches", async ({ page }) => {
+  const { dids, names } = seed();
+  const wanted = names[1]!;
+  await page.goto("/peers");
+  await page.getByRole("searchbox", { name: "Find a citizen by name or origin" }).fill(wanted.toUpperCase());
+  await page.getByRole("button", { name: "Search" }).click();
+  await expect(page).toHaveURL(/\/peers\?q=/);
+  await expect(page.locator("[data-peer]").first()).toHaveAttribute("data-peer", dids[1]!);
+  await expect(page.locator(`[data-peer="${dids[1]}"]`).getByRole("heading")).toHaveText(wanted);
+  // The same name with a Cyrillic а for the Latin a finds the same citizen first.
+  await page.goto(`/peers?q=${encodeURIComponent(wanted.replace("a", "\u0430"))}`);
+  await expect(page.locator("[data-peer]").first()).toHaveAttribute("data-peer", dids[1]!);
+  // A filter link keeps the text; a search that finds nothing is an empty list, not an error.
+  await page.getByRole("link", { name: "Holding a bed only" }).click();
+  await expect(page).toHaveURL(/present=1/);
+  await expect(page).toHaveURL(/q=/);
+  const response = await page.goto("/peers?q=nobody-by-this-name-at-all");
+  expect(response?.status()).toBe(200);
+  await expect(page.locator("[data-peer]")).toHaveCount(0);
+  await expect(page.locator('[data-empty="peers"]')).toContainText("No citizen's name or origin matches");
+  const refused = await page.goto(`/peers?q=${"x".repeat(201)}`);
+  expect(refused?.status()).toBe(200);
+  await expect(page.getByRole("alert")).toContainText("at most 200 characters");
 });
 
 test("the census on / equals /city.json, and the chart and latest rows show the admissions", async ({ page, request }) => {
@@ -120,7 +147,7 @@ test("/doors lists every door of /openapi.json with its aliases", async ({ page,
 test("no page shows a secret, token, recovery code, mail body or shelf content created by the seed", async ({ request }) => {
   const { secrets, names } = seed();
   expect(secrets.length).toBeGreaterThan(CITIZENS + 8);
-  const pages = [...PLAT_PATHS, MISSING_PATH, "/peers?present=1", "/peers?limit=3", "/log?limit=2", "/log?after=4&limit=2", "/ward?limit=1"];
+  const pages = [...PLAT_PATHS, MISSING_PATH, "/peers?present=1", "/peers?q=plat-agent", "/peers?q=nobody-at-all", "/peers?limit=3", "/log?limit=2", "/log?after=4&limit=2", "/ward?limit=1"];
   let html = "";
   for (const p of pages) html += await (await request.get(p)).text();
   for (const name of names) expect(html, "the seeded citizens are on the pages").toContain(name);
@@ -139,9 +166,13 @@ test("every seeded page is readable at 375 px and 1280 px (screenshots attached,
     const docs = path.join(process.cwd(), "docs");
     mkdirSync(docs, { recursive: true });
     await page.setViewportSize({ width: 1280, height: 900 });
-    for (const [p, file] of [["/", "plat-home.png"], ["/peers", "plat-peers.png"]] as const) {
+    for (const [p, file] of [["/", "plat-home.png"], ["/peers", "plat-peers.png"], ["/peers?q=PLAT-AGENT", "screenshots/peers-search-desktop.png"]] as const) {
       await page.goto(p);
       await page.screenshot({ path: path.join(docs, file), fullPage: true });
     }
+    await page.setViewportSize({ width: 375, height: 812 });
+    await page.goto("/peers?q=PLAT-AGENT");
+    mkdirSync(path.join(docs, "screenshots"), { recursive: true });
+    await page.screenshot({ path: path.join(docs, "screenshots", "peers-search-phone.png"), fullPage: true });
   }
 });

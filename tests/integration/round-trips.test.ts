@@ -7,6 +7,7 @@ import { keepCheckpoint } from "@/lib/doors/checkpoints";
 import { pathParams, type AnyDoor } from "@/lib/doors/door";
 import { lightLantern } from "@/lib/doors/lanterns";
 import { keepLockerBag } from "@/lib/doors/locker";
+import { readPeers } from "@/lib/doors/peers";
 import { sendMessageDoor } from "@/lib/doors/mail";
 import { postPlaza, postRoom } from "@/lib/doors/posts";
 import { registry } from "@/lib/doors/registry";
@@ -89,6 +90,15 @@ describeOnDatabases("database round trips of every reading door", (t) => {
           expect(queries, `${door.name} as ${caller}, call ${round}: ${queries} round trips, at most ${budget}`).toBeLessThanOrEqual(budget);
           if (door.versioned && round === 2) expect(queries, `${door.name}: held answer`).toBe(1);
         }
+      }
+    }
+    // A directory search is answered fresh, never held: one round trip on every call, so no text
+    // an anonymous caller sends is kept in memory (lib/doors/peers.ts, versioned.freshWith).
+    for (const query of ["?q=bench-agent-1", "?q=agent&present=1&runtime=language-model", "?q=nobody-here&proven=1"]) {
+      for (const round of [1, 2, 3]) {
+        const answer = await callDoor(readPeers, { query });
+        expect(answer.status).toBe(200);
+        expect(answer.headers.get("x-city-queries"), `search ${query} #${round}`).toBe("1");
       }
     }
     // The cards make none once the key is known to the instance.

@@ -2,7 +2,10 @@ import type { Metadata } from "next";
 import Link from "next/link";
 import { connection } from "next/server";
 import { getDb } from "@/db/client";
-import { listPeers, type PeerRow } from "@/lib/city/directory";
+import { RUNTIMES } from "@/db/schema";
+import { type DirectoryFilters, listPeers, type PeerRow } from "@/lib/city/directory";
+import { searchPeers, searchTextProblem } from "@/lib/city/directory-search";
+import { LIMITS } from "@/lib/city/protocols";
 import { CityError } from "@/lib/errors";
 import { exactTime, hrefWith, pageSize, param, type SearchParams, timeAgo } from "@/lib/plat/format";
 import { look } from "@/lib/plat/nav";
@@ -11,27 +14,38 @@ import { ReadAt } from "../_ui/read-at";
 
 export const metadata: Metadata = {
   title: "Peers",
-  description: "The peer directory of CITY: every known citizen, bound or away, with proven marks, runtime, origin and when each was last seen.",
+  description: "The peer directory of CITY: find a citizen by name or origin, or walk every known citizen, bound or away, with proven marks, runtime, origin and when each was last seen.",
 };
 
 const PAGE = 25;
+type Runtime = (typeof RUNTIMES)[number];
 
 export default async function PeersPage({ searchParams }: { searchParams: SearchParams }) {
   await connection();
   const query = await searchParams;
   const now = new Date();
+  const q = param(query.q)?.trim() ?? "";
   const presentOnly = param(query.present) === "1";
+  const provenOnly = param(query.proven) === "1";
+  const asked = param(query.runtime);
+  const runtime = RUNTIMES.find((r) => r === asked);
   const limit = pageSize(query.limit, PAGE, 100);
   const cursor = param(query.cursor) || undefined;
-  const link = (extra: { present?: string; cursor?: string }) =>
-    hrefWith("/peers", { present: presentOnly ? "1" : undefined, limit: limit === PAGE ? undefined : limit, ...extra });
+  const state = { q, present: presentOnly ? "1" : undefined, runtime, proven: provenOnly ? "1" : undefined, limit: limit === PAGE ? undefined : limit };
+  const link = (change: Partial<typeof state> & { cursor?: string }) => hrefWith("/peers", { ...state, ...change });
 
+  const refusal = (q ? searchTextProblem(q) : null) ?? (asked && !runtime ? `runtime must be one of ${RUNTIMES.join(", ")}` : null);
   let page: Awaited<ReturnType<typeof listPeers>> | null = null;
-  try {
-    page = await listPeers(await getDb(), { presentOnly, limit, cursor, now });
-  } catch (error) {
-    if (!(error instanceof CityError)) throw error;
+  if (!refusal) {
+    const filters: DirectoryFilters = { presentOnly, runtime, provenOnly };
+    try {
+      const db = await getDb();
+      page = q ? await searchPeers(db, { ...filters, q, limit, cursor, now }) : await listPeers(db, { ...filters, limit, cursor, now });
+    } catch (error) {
+      if (!(error instanceof CityError)) throw error;
+    }
   }
+  const filtered = presentOnly || provenOnly || runtime !== undefined;
 
   return (
     <div className="space-y-6">
@@ -48,23 +62,68 @@ export default async function PeersPage({ searchParams }: { searchParams: Search
         <ReadAt now={now} />
       </header>
 
-      <nav aria-label="Which citizens" className="flex flex-wrap gap-2 text-sm">
-        {[
-          { label: "Everyone known", href: hrefWith("/peers", { limit: limit === PAGE ? undefined : limit }), on: !presentOnly },
-          { label: "Holding a bed only", href: hrefWith("/peers", { present: "1", limit: limit === PAGE ? undefined : limit }), on: presentOnly },
-        ].map((f) => (
-          <Link
-            key={f.label}
-            href={f.href}
-            aria-current={f.on ? "page" : undefined}
-            className={`rounded-full border px-3 py-1 ${f.on ? "border-stone-900 bg-stone-900 text-white dark:border-stone-100 dark:bg-stone-100 dark:text-stone-900" : "border-stone-300 dark:border-stone-600"}`}
-          >
-            {f.label}
-          </Link>
-        ))}
+      <form method="get" action="/peers" role="search" className="flex flex-wrap items-end gap-2">
+        <div className="flex min-w-0 grow flex-col gap-1 sm:max-w-md">
+          <label htmlFor="peer-search" className="text-sm font-medium">
+            Find a citizen by name or origin
+          </label>
+          <input
+            id="peer-search"
+            name="q"
+            type="search"
+            defaultValue={q}
+            maxLength={LIMITS.directorySearch.maxChars}
+            autoComplete="off"
+            spellCheck={false}
+            aria-describedby="peer-search-hint"
+            className="rounded-md border border-stone-400 bg-white px-3 py-2 text-base dark:border-stone-500 dark:bg-stone-900"
+          />
+        </div>
+        {presentOnly ? <input type="hidden" name="present" value="1" /> : null}
+        {runtime ? <input type="hidden" name="runtime" value={runtime} /> : null}
+        {provenOnly ? <input type="hidden" name="proven" value="1" /> : null}
+        <button type="submit" className="rounded-md bg-stone-900 px-4 py-2 text-base font-medium text-white dark:bg-stone-100 dark:text-stone-900">
+          Search
+        </button>
+        <p id="peer-search-hint" className={`w-full text-sm ${look.muted}`}>
+          Capitals, full-width letters and look-alike letters count as the same (Alice, ALICE and Аlice with a Cyrillic А). Exact matches come first,
+          then names or origins that start with the text, then those that contain it (from {LIMITS.directorySearch.substringMinChars} characters).
+        </p>
+      </form>
+
+      <nav aria-label="Filters" className="space-y-2 text-sm">
+        <FilterRow label="Residents">
+          <Filter href={link({ present: undefined, cursor: undefined })} on={!presentOnly}>
+            Everyone known
+          </Filter>
+          <Filter href={link({ present: "1" })} on={presentOnly}>
+            Holding a bed only
+          </Filter>
+          <Filter href={link({ proven: provenOnly ? undefined : "1" })} on={provenOnly}>
+            Proven only
+          </Filter>
+        </FilterRow>
+        <FilterRow label="Runtime">
+          <Filter href={link({ runtime: undefined })} on={runtime === undefined}>
+            Any
+          </Filter>
+          {RUNTIMES.map((r) => (
+            <Filter key={r} href={link({ runtime: r })} on={runtime === r}>
+              {r}
+            </Filter>
+          ))}
+        </FilterRow>
       </nav>
 
-      {page === null ? (
+      {refusal ? (
+        <p role="alert" className={`${look.card} p-4`}>
+          That search is not one the directory answers: the text {refusal}.{" "}
+          <Link className={look.link} href="/peers">
+            Show everyone
+          </Link>
+          .
+        </p>
+      ) : page === null ? (
         <p role="alert" className={`${look.card} p-4`}>
           That page link is not one this directory issued.{" "}
           <Link className={look.link} href={link({})}>
@@ -73,74 +132,140 @@ export default async function PeersPage({ searchParams }: { searchParams: Search
           .
         </p>
       ) : page.peers.length === 0 ? (
-        <p className={`${look.card} p-4 ${look.muted}`}>
-          {cursor ? "No more citizens." : presentOnly ? "No citizen holds a bed yet." : "No citizens yet: the directory is empty."}
+        <p className={`${look.card} p-4 ${look.muted}`} data-empty="peers">
+          {cursor
+            ? "No more citizens."
+            : q
+              ? `No citizen's name or origin matches “${q}”${filtered ? " with these filters" : ""}.`
+              : filtered
+                ? "No citizen matches these filters."
+                : "No citizens yet: the directory is empty."}
         </p>
       ) : (
-        <ul className="space-y-3" aria-label="Citizens">
-          {page.peers.map((peer) => (
-            <PeerCard key={peer.fingerprint} peer={peer} now={now} />
-          ))}
-        </ul>
+        <section aria-label={q ? `Citizens matching ${q}` : "Citizens"}>
+          {q ? (
+            <p className={`mb-3 text-sm ${look.muted}`} aria-live="polite">
+              Best matches first for “{q}”.
+            </p>
+          ) : null}
+          <PeerRows peers={page.peers} now={now} />
+        </section>
       )}
 
-      <Pager label="Directory pages" first={cursor ? link({}) : undefined} next={page?.nextCursor ? link({ cursor: page.nextCursor }) : undefined} />
+      <Pager label="Directory pages" first={cursor ? link({ cursor: undefined }) : undefined} next={page?.nextCursor ? link({ cursor: page.nextCursor }) : undefined} />
     </div>
   );
 }
 
-function PeerCard({ peer, now }: { peer: PeerRow; now: Date }) {
-  const badge = "rounded px-2 py-0.5 text-xs font-medium";
+function FilterRow({ label, children }: { label: string; children: React.ReactNode }) {
   return (
-    <li className={`${look.card} p-4`} data-peer={peer.fingerprint}>
-      <div className="flex flex-wrap items-baseline gap-x-3 gap-y-1">
-        <h2 className="text-lg font-semibold break-all">{peer.name}</h2>
-        {peer.present ? (
-          <span className={`${badge} bg-emerald-100 text-emerald-900 dark:bg-emerald-900 dark:text-emerald-100`}>present</span>
-        ) : (
-          <span className={`${badge} bg-stone-200 text-stone-900 dark:bg-stone-700 dark:text-stone-100`}>{peer.residency_status === "away" ? "away" : "not present"}</span>
-        )}
-        {peer.proven_did ? (
-          <span className={`${badge} bg-violet-100 text-violet-900 dark:bg-violet-900 dark:text-violet-100`} title={`proven by ${peer.proven_method}`}>
-            ✓ proven
-          </span>
-        ) : null}
+    <div className="flex flex-wrap items-center gap-2">
+      <span className={`w-20 ${look.muted}`}>{label}</span>
+      {children}
+    </div>
+  );
+}
+
+function Filter({ href, on, children }: { href: string; on: boolean; children: React.ReactNode }) {
+  return (
+    <Link
+      href={href}
+      aria-current={on ? "page" : undefined}
+      className={`rounded-full border px-3 py-1 ${on ? "border-stone-900 bg-stone-900 text-white dark:border-stone-100 dark:bg-stone-100 dark:text-stone-900" : "border-stone-400 dark:border-stone-500"}`}
+    >
+      {children}
+    </Link>
+  );
+}
+
+const badge = "rounded px-2 py-0.5 text-xs font-medium whitespace-nowrap";
+
+function Badges({ peer }: { peer: PeerRow }) {
+  return (
+    <>
+      {peer.present ? (
+        <span className={`${badge} bg-emerald-100 text-emerald-900 dark:bg-emerald-900 dark:text-emerald-100`}>present</span>
+      ) : (
+        <span className={`${badge} bg-stone-200 text-stone-900 dark:bg-stone-700 dark:text-stone-100`}>{peer.residency_status === "away" ? "away" : "not present"}</span>
+      )}
+      {peer.proven_did ? <span className={`${badge} bg-violet-100 text-violet-900 dark:bg-violet-900 dark:text-violet-100`}>✓ proven</span> : null}
+    </>
+  );
+}
+
+function LastSeen({ peer, now }: { peer: PeerRow; now: Date }) {
+  return peer.last_seen_at ? (
+    <time dateTime={peer.last_seen_at} title={exactTime(peer.last_seen_at)}>
+      {timeAgo(peer.last_seen_at, now)}
+    </time>
+  ) : (
+    <>never</>
+  );
+}
+
+const COLUMNS = "md:grid md:grid-cols-[minmax(0,2fr)_minmax(0,1.5fr)_8rem_7rem_7rem_8rem] md:items-baseline md:gap-x-4";
+
+/**
+ * One compact list: a small card per citizen on a phone, a row of columns under a header at
+ * desktop width (each field keeps its label for screen readers).
+ */
+function PeerRows({ peers, now }: { peers: PeerRow[]; now: Date }) {
+  const label = "text-xs md:sr-only";
+  return (
+    <div className="md:rounded-lg md:border md:border-stone-200 md:bg-white md:dark:border-stone-700 md:dark:bg-stone-900">
+      <div aria-hidden="true" className={`hidden border-b border-stone-200 px-3 py-2 text-sm font-medium md:grid dark:border-stone-700 ${COLUMNS}`}>
+        <span>Name</span>
+        <span>Origin</span>
+        <span>Runtime</span>
+        <span>Bed</span>
+        <span>Last seen</span>
+        <span>DID</span>
       </div>
-      <dl className="mt-2 grid grid-cols-[7rem_minmax(0,1fr)] gap-x-3 gap-y-1 text-sm">
-        <dt className={look.muted}>DID</dt>
-        <dd className={look.mono}>{peer.fingerprint}</dd>
-        <dt className={look.muted}>runtime</dt>
-        <dd>{peer.runtime}</dd>
-        <dt className={look.muted}>origin</dt>
-        <dd className="break-all">{peer.origin}</dd>
-        <dt className={look.muted}>status</dt>
-        <dd>
-          {peer.residency_status}
-          {peer.bed_id ? `, bed ${peer.bed_id}` : ", no bed"}
-        </dd>
-        {peer.proven_did ? (
-          <>
-            <dt className={look.muted}>proven</dt>
-            <dd>
-              <span className={look.mono}>{peer.proven_did}</span> by {peer.proven_method}
-            </dd>
-          </>
-        ) : null}
-        <dt className={look.muted}>bound</dt>
-        <dd>
-          <time dateTime={peer.bound_at}>{exactTime(peer.bound_at)}</time>
-        </dd>
-        <dt className={look.muted}>last seen</dt>
-        <dd>
-          {peer.last_seen_at ? (
-            <>
-              {timeAgo(peer.last_seen_at, now)} (<time dateTime={peer.last_seen_at}>{exactTime(peer.last_seen_at)}</time>)
-            </>
-          ) : (
-            "never"
-          )}
-        </dd>
-      </dl>
-    </li>
+      <ul className="space-y-2 md:space-y-0" aria-label="Citizens">
+        {peers.map((peer) => (
+          <li
+            key={peer.fingerprint}
+            data-peer={peer.fingerprint}
+            className={`${look.card} p-3 text-sm md:rounded-none md:border-0 md:border-b md:border-stone-100 md:bg-transparent md:px-3 md:py-2 md:last:border-0 md:dark:border-stone-800 ${COLUMNS}`}
+          >
+            <div className="flex flex-wrap items-baseline gap-x-2 gap-y-1">
+              <h2 className="text-base font-semibold break-all md:text-sm">{peer.name}</h2>
+              <Badges peer={peer} />
+              {peer.proven_did ? (
+                <span className={`w-full ${look.mono} ${look.muted}`}>
+                  proven {peer.proven_did} by {peer.proven_method}
+                </span>
+              ) : null}
+            </div>
+            <p className="mt-1 break-all md:mt-0">
+              <span className={`${label} ${look.muted}`}>origin </span>
+              {peer.origin}
+            </p>
+            <p className="md:mt-0">
+              <span className={`${label} ${look.muted}`}>runtime </span>
+              {peer.runtime}
+            </p>
+            <p className="md:mt-0">
+              <span className={`${label} ${look.muted}`}>bed </span>
+              {peer.bed_id ?? "none"}
+            </p>
+            <p className="md:mt-0">
+              <span className={`${label} ${look.muted}`}>last seen </span>
+              <LastSeen peer={peer} now={now} />
+            </p>
+            <p className={`${look.mono} ${look.muted} md:mt-0`}>
+              <span className={`${label} font-sans`}>DID </span>
+              <span className="md:hidden">{peer.fingerprint}</span>
+              <span className="hidden md:inline" title={peer.fingerprint}>
+                {peer.fingerprint.slice(0, 12)}…
+              </span>
+              <span className="sr-only">
+                , bound <time dateTime={peer.bound_at}>{exactTime(peer.bound_at)}</time>
+              </span>
+            </p>
+          </li>
+        ))}
+      </ul>
+    </div>
   );
 }
