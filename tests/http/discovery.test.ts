@@ -39,7 +39,9 @@ describe("discovery doors over HTTP", () => {
   it("puts now_utc first in every JSON reading door but ai.json, OpenAPI and the schema", async () => {
     // ai.json, the agent card (A2A) and the JWK Set (RFC 7517) have shapes of their own.
     const exempt = new Set(["/.well-known/ai.json", "/openapi.json", "/schemas/ai-discovery/1.json", "/.well-known/agent-card.json", "/.well-known/jwks.json"]);
-    for (const d of registry.filter((x) => x.method === "GET" && x.auth === "none" && x.produces !== "text" && !x.path.includes("{"))) {
+    // Doors that need a parameter (a log proof names its row) are read with one elsewhere (reads.test.ts).
+    const needsNothing = (x: (typeof registry)[number]) => x.input.safeParse({}).success;
+    for (const d of registry.filter((x) => x.method === "GET" && x.auth === "none" && (x.produces ?? "json") === "json" && !x.path.includes("{") && needsNothing(x))) {
       const response = await call(d.path);
       expect(response.status, d.path).toBe(200);
       const text = await response.text();
