@@ -57,16 +57,28 @@ export async function openNeon(connectionString: string): Promise<OpenDatabase> 
   return pooled("neon", pool, drizzle({ client: pool, schema, logger: drizzleLogger() }) as unknown as Database);
 }
 
-/** A pool-backed database whose idle clients losing their sockets never take the process down. */
+type PoolError = Error & { code?: string };
+interface ErrorEmitter {
+  on(event: "error", listener: (err: PoolError) => void): unknown;
+}
+
+/**
+ * A pool-backed database whose clients losing their sockets never take the process down: the pool
+ * re-emits an idle client's error, but a client checked out for a transaction emits its own (a
+ * backend ended between two statements), and an error event with no listener ends the process.
+ * The transaction's next statement then fails as an outage (503) instead.
+ */
 function pooled(
   driver: "neon" | "pg",
-  pool: { on: (event: "error", listener: (err: Error & { code?: string }) => void) => unknown; end: () => Promise<void> },
+  pool: ErrorEmitter & { on(event: "connect", listener: (client: ErrorEmitter) => void): unknown; end: () => Promise<void> },
   db: Database,
 ): OpenDatabase {
   let closing = false;
-  pool.on("error", (err) => {
-    if (!closing) console.error(`database pool error${err.code ? ` (${err.code})` : ""}`);
-  });
+  const report = (err: PoolError) => {
+    if (!closing) console.error(`database connection error${err.code ? ` (${err.code})` : ""}`);
+  };
+  pool.on("error", report);
+  pool.on("connect", (client) => client.on("error", report));
   return {
     db,
     driver,

@@ -34,8 +34,7 @@ export async function takeSlot(db: Database, window: Window, now: Date): Promise
   const { scope, subject, limit, windowSeconds } = window;
   const since = new Date(now.getTime() - windowSeconds * 1000);
   await holdLock(db, `rate:${scope}:${subject}`);
-  await db.delete(rateEvents).where(and(eq(rateEvents.scope, scope), eq(rateEvents.subject, subject), lte(rateEvents.at, since)));
-  await sweepRateEvents(db, now);
+  await sweepRateEvents(db, now, RATE_SWEEP_BATCH, { scope, subject, since });
   const [row] = await db
     .select({ used: count(), oldest: min(rateEvents.at) })
     .from(rateEvents)
@@ -51,13 +50,15 @@ export async function takeSlot(db: Database, window: Window, now: Date): Promise
 }
 
 /**
- * Deletes up to one batch of attempts past their window, whoever they counted against. Expired
+ * Deletes up to one batch of attempts past their window, whoever they counted against, and (with
+ * `own`) every attempt of the window being counted that has left it, in one statement. Expired
  * rows count for nobody, so removing them changes no window; SKIP LOCKED keeps parallel sweeps
  * from waiting on each other. Returns how many went.
  */
-export async function sweepRateEvents(db: Database, now: Date, batch = RATE_SWEEP_BATCH): Promise<number> {
+export async function sweepRateEvents(db: Database, now: Date, batch = RATE_SWEEP_BATCH, own?: { scope: string; subject: string; since: Date }): Promise<number> {
+  const ownExpired = own ? sql`(scope = ${own.scope} AND subject = ${own.subject} AND at <= ${own.since.toISOString()}::timestamptz) OR ` : sql``;
   const result = await db.execute(sql`
-    DELETE FROM rate_events WHERE id IN (
+    DELETE FROM rate_events WHERE ${ownExpired}id IN (
       SELECT id FROM rate_events WHERE expires_at <= ${now.toISOString()}::timestamptz
       ORDER BY expires_at LIMIT ${batch} FOR UPDATE SKIP LOCKED)
     RETURNING id`);

@@ -159,10 +159,12 @@ export function isDatabaseUnreachable(err: unknown): boolean {
   for (let e: unknown = err, depth = 0; e && depth < 5; depth++) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === "string" && UNREACHABLE_CODES.has(code)) return true;
-    if (e instanceof Error && depth > 0 && /connection terminated|connection error|not queryable|terminating connection|websocket|socket hang up|closed/i.test(e.message)) return true;
+    // At any depth: a write's first step is taking a connection for its transaction, and a pool's
+    // connect rejects with the driver's own error, unwrapped by Drizzle.
+    if (e instanceof Error && /connection terminated|connection error|not queryable|terminating connection|websocket|socket hang up|closed/i.test(e.message)) return true;
     // The Neon driver rejects with the WebSocket's error or close event when its proxy cannot be
     // reached or the socket drops mid-query (a backend ended, the relay gone).
-    if (depth > 0 && isWebSocketEvent(e)) return true;
+    if (isWebSocketEvent(e)) return true;
     e = (e as { cause?: unknown }).cause ?? (e as { error?: unknown }).error;
   }
   return false;

@@ -72,7 +72,7 @@ export const readLogTile = door({
   auth: "none",
   produces: "binary",
   roundTrips: { most: 2, why: "an entry bundle reads its rows and the tree size side by side" },
-  input: z.object({ tile: z.string().max(80).describe("the path below tile/, such as 0/x001/234 or entries/000.p/17") }),
+  input: z.object({ tile: z.string().max(80).regex(/^[a-z0-9./]+$/, "a tile path: lower-case letters, digits, dots and slashes").describe("the path below tile/, such as 0/x001/234 or entries/000.p/17") }),
   output: z.string(),
   run: async (ctx, input) => {
     const tile = parseTilePath(input.tile);

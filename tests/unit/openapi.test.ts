@@ -35,7 +35,7 @@ describe("OpenAPI lists every path an agent can call", () => {
       // A method served by a door (the others answer 405 method_not_allowed).
       const methods = Object.keys(mod).filter((m) => mod[m]?.door);
       expect(methods.length, route).toBeGreaterThan(0);
-      const openApiPath = route.replace(/\[([a-z0-9_]+)\]/g, "{$1}");
+      const openApiPath = route.replace(/\[(?:\.\.\.)?([a-z0-9_]+)\]/g, "{$1}");
       for (const method of methods) expect(doc.paths[openApiPath]?.[method.toLowerCase()], `${method} ${openApiPath}`).toBeDefined();
     }
   });

@@ -10,8 +10,11 @@ import { registry } from "@/lib/doors/registry";
 
 const BASE = "https://city.test";
 
+/** The route file of a door path: `{x}` is the folder `[x]`, or the catch-all `[...x]` for a parameter with slashes (a log tile). */
 function routeFile(doorPath: string): string {
-  return path.join(process.cwd(), "app", ...doorPath.split("/").filter(Boolean).map((s) => s.replace(/^\{(.+)\}$/, "[$1]")), "route.ts");
+  const segments = doorPath.split("/").filter(Boolean);
+  const file = (catchAll: boolean) => path.join(process.cwd(), "app", ...segments.map((s) => s.replace(/^\{(.+)\}$/, catchAll ? "[...$1]" : "[$1]")), "route.ts");
+  return existsSync(file(false)) ? file(false) : file(true);
 }
 
 describe("the door registry", () => {
