@@ -89,11 +89,14 @@ describeOnDatabases("hostile input at every door", (t) => {
 }, { neon: "errors: the Neon driver rejects with the relay's WebSocket error event" });
 
 describe("an unreachable Neon proxy", () => {
-  it("is an outage (503), as the driver rejects with the WebSocket's error event", async () => {
+  it("is an outage (503), as the driver rejects with the WebSocket's error or close event", async () => {
     const { isDatabaseUnreachable } = await import("@/lib/doors/invoke");
     const event = { type: "error", target: {}, message: "" };
     expect(isDatabaseUnreachable(new Error("query failed", { cause: event }))).toBe(true);
-    expect(isDatabaseUnreachable(event)).toBe(false);
+    // A pool's connect (a write's first step) rejects with the event itself, unwrapped.
+    expect(isDatabaseUnreachable(event)).toBe(true);
+    expect(isDatabaseUnreachable({ type: "close", target: {}, code: 1006 })).toBe(true);
+    expect(isDatabaseUnreachable({ type: "message", target: {} })).toBe(false);
     expect(isDatabaseUnreachable(new Error("query failed", { cause: { type: "error" } }))).toBe(false);
     expect(isDatabaseUnreachable(new Error("syntax error", { cause: new Error("bad") }))).toBe(false);
   });

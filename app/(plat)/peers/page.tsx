@@ -137,8 +137,10 @@ export default async function PeersPage({ searchParams }: { searchParams: Search
             ? "No more citizens."
             : q
               ? `No citizen's name or origin matches “${q}”${filtered ? " with these filters" : ""}.`
-              : filtered
-                ? "No citizen matches these filters."
+              : presentOnly && !provenOnly && runtime === undefined
+                ? "No citizen holds a bed yet."
+                : filtered
+                  ? "No citizen matches these filters."
                 : "No citizens yet: the directory is empty."}
         </p>
       ) : (
