@@ -1,4 +1,3 @@
-import { Agent, setGlobalDispatcher } from "undici";
 import { describe, expect, it } from "vitest";
 import { presentation } from "../support/gate";
 import { type Answer, postgresUrl, type PostgresCity, usePostgresCity } from "../support/postgres-city";
@@ -15,11 +14,8 @@ import { type Answer, postgresUrl, type PostgresCity, usePostgresCity } from "..
 
 const ROUNDS = 4;
 
-// The invariants are read with psql (execFileSync: the event loop stands still) between rounds,
-// which leaves pooled connections idle for seconds on a loaded machine: a socket the server has
-// closed meanwhile (its keep-alive is 5 s) would fail the next request. The client lets idle
-// sockets go first, and each round ends with a pause in which the loop sees the closes.
-setGlobalDispatcher(new Agent({ keepAliveTimeout: 500, keepAliveMaxTimeout: 500 }));
+// The invariants are read with psql between rounds (the harness lets idle sockets go first, see
+// tests/support/postgres-city.ts); each round ends with a pause in which the loop sees the closes.
 const settle = () => new Promise((resolve) => setTimeout(resolve, 600));
 
 /** The invariants of issue 19, read from the database after a round. */

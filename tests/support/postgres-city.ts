@@ -1,12 +1,19 @@
 import { execFile, execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { promisify } from "node:util";
+import { Agent, setGlobalDispatcher } from "undici";
 import { afterAll, beforeAll, describe, expect } from "vitest";
 import { describeMissingServer } from "./databases";
 import { recordFigures } from "./figures";
 import { presentation } from "./gate";
 import { startNeonRelay } from "./neon-relay";
 import { BOOT_HOOK_TIMEOUT_MS, type CityServer, startCityServer } from "./next-server";
+
+// The races read the database with psql between rounds (execFileSync: the event loop stands still),
+// which leaves pooled connections idle for seconds on a loaded machine; a socket the server closed
+// meanwhile (its keep-alive is 5 s) would fail the next request with "other side closed". The
+// client lets idle sockets go first, for every suite on this harness.
+setGlobalDispatcher(new Agent({ keepAliveTimeout: 500, keepAliveMaxTimeout: 500 }));
 
 /*
  * The built server (`next start`) on a fresh PostgreSQL database reached through the Neon driver
