@@ -159,10 +159,14 @@ async function measure(db: string, base: string, pathName: string, headers: Reco
   const sent = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, v.replace("{etag}", etag)]));
   if (!smoke) await autocannon({ url: base + pathName, connections, duration: 1, headers: sent }); // warm-up, not counted
   const result = await autocannon({ url: base + pathName, connections, duration: seconds, headers: sent });
-  const fiveXx = result["5xx"];
+  return rowOf(db, label ?? pathName, result, label?.includes("304") ? `${queries} (then 304)` : queries);
+}
+
+/** One table row from one autocannon run (ratios are filled in once the whole table is measured). */
+function rowOf(db: string, label: string, result: autocannon.Result, queries: string): Row & { non2xx5xx: number } {
   return {
     db,
-    path: label ?? pathName,
+    path: label,
     rps: result.requests.average,
     ratio: 0,
     toGate: 0,
@@ -171,8 +175,8 @@ async function measure(db: string, base: string, pathName: string, headers: Reco
     errors: result.errors + result.timeouts,
     non2xx: result.non2xx,
     bytes: result.requests.total ? Math.round(result.throughput.total / result.requests.total) : 0,
-    queries: label?.includes("304") ? `${queries} (then 304)` : queries,
-    non2xx5xx: fiveXx + result.errors,
+    queries,
+    non2xx5xx: result["5xx"] + result.errors,
   };
 }
 
@@ -201,20 +205,7 @@ async function measureLeg(db: string, base: string, leg: CitizenLeg, citizens: i
     });
   if (!smoke) await run(1); // warm-up, not counted
   const result = await run(seconds);
-  return {
-    db,
-    path: leg.label,
-    rps: result.requests.average,
-    ratio: 0,
-    toGate: 0,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    errors: result.errors + result.timeouts,
-    non2xx: result.non2xx,
-    bytes: result.requests.total ? Math.round(result.throughput.total / result.requests.total) : 0,
-    queries: `${queries} (${leg.method === "POST" ? probed.status : "read"})`,
-    non2xx5xx: result["5xx"] + result.errors,
-  };
+  return rowOf(db, leg.label, result, `${queries} (${leg.method === "POST" ? probed.status : "read"})`);
 }
 
 function formatRow(r: Row): string {
