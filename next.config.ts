@@ -24,6 +24,9 @@ const nextConfig: NextConfig = {
   // header wins over a configured one); doors and files keep this policy, under which nothing loads.
   headers: async () => [{ source: "/:path*", headers: SECURITY_HEADERS }],
   reactStrictMode: true,
+  // A CI run builds a clean clone once and throws it away: Turbopack's build cache would be written
+  // (over a minute on a busy 2-core machine) and never read. Elsewhere (Vercel sets CI=1) it is kept.
+  experimental: { turbopackFileSystemCacheForBuild: process.env.CI !== "true" },
 };
 
 export default nextConfig;

@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { defineConfig } from "@playwright/test";
+import { CLINIC_API_KEY, statesDatabase } from "./tests/e2e/states-city";
 
 // Debian's Chromium: Playwright's own browser download does not work on our machines.
 const chromium = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
@@ -25,6 +26,24 @@ process.env.CITY_E2E_DATA_DIR ??= mkdtempSync(path.join(os.tmpdir(), "city-e2e-"
 process.env.CITY_E2E_EMPTY_DATA_DIR ??= mkdtempSync(path.join(os.tmpdir(), "city-e2e-empty-"));
 // Where the seeding project leaves what it created (secrets included) for the checks that follow.
 process.env.CITY_E2E_SEED_FILE ??= path.join(mkdtempSync(path.join(os.tmpdir(), "city-e2e-seed-")), "seed.json");
+process.env.CITY_E2E_STATES_SEED_FILE ??= path.join(path.dirname(process.env.CITY_E2E_SEED_FILE), "states.json");
+
+/*
+ * A third city holds the plat's other states (away and exported citizens, exit, return and export
+ * rows, an open clinic with its gauges, a disputed note, a broken chain): it runs on PostgreSQL, so
+ * that the seed can edit the database beside the running server as an owner could (psql, with the
+ * append-only trigger off), which an embedded PGlite folder does not allow. Its database is made and
+ * migrated by its server's command, and dropped by the global teardown. Without TEST_DATABASE_URL
+ * that project is left out and says so (in CI, CI=true, it is a failure, as for the vitest suites).
+ */
+const postgres = process.env.TEST_DATABASE_URL;
+if (!postgres && process.env.CI === "true") throw new Error("TEST_DATABASE_URL is not set; CI runs the plat's states city on PostgreSQL.");
+if (!postgres && !process.env.TEST_WORKER_INDEX) console.warn("The plat's states city (tests/e2e/states.*) is skipped: TEST_DATABASE_URL is not set.");
+process.env.CITY_E2E_STATES_PORT ||= pickFreePort();
+// The clinic's physician: a local stand-in speaking OpenAI's wire format, listening only while the seed consults it.
+process.env.CITY_E2E_PROVIDER_PORT ||= pickFreePort();
+process.env.CITY_E2E_STATES_DB ||= `city_e2e_states_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+const statesPort = Number(process.env.CITY_E2E_STATES_PORT);
 
 const server = (listen: number, dataDir: string) => ({
   command: `node node_modules/next/dist/bin/next start -H 127.0.0.1 -p ${listen}`,
@@ -43,8 +62,24 @@ const server = (listen: number, dataDir: string) => ({
   },
 });
 
+const states = statesDatabase();
+const statesServer = states && {
+  ...server(statesPort, ""),
+  command: `createdb ${states.connection.join(" ")} ${states.name} && npm run --silent db:migrate && exec node node_modules/next/dist/bin/next start -H 127.0.0.1 -p ${statesPort}`,
+  env: {
+    ...server(statesPort, "").env,
+    DATABASE_URL: states.url,
+    CITY_DB_DRIVER: "pg",
+    CLINIC_ASCLEPIUS_BASE_URL: `http://127.0.0.1:${process.env.CITY_E2E_PROVIDER_PORT}/v1`,
+    CLINIC_ASCLEPIUS_MODEL: "plat-states-model",
+    CLINIC_ASCLEPIUS_API_KEY: CLINIC_API_KEY,
+    CLINIC_ASCLEPIUS_PROTOCOL: "openai-chat",
+  },
+};
+
 export default defineConfig({
   testDir: "tests/e2e",
+  globalTeardown: "./tests/e2e/teardown.ts",
   fullyParallel: true,
   workers: 2,
   reporter: process.env.CI ? "list" : "line",
@@ -61,6 +96,12 @@ export default defineConfig({
     { name: "empty", testMatch: "empty.spec.ts", use: { baseURL: `http://127.0.0.1:${emptyPort}` } },
     { name: "seed", testMatch: "seed.setup.ts", use: { baseURL: `http://127.0.0.1:${port}` } },
     { name: "seeded", testMatch: "seeded.spec.ts", dependencies: ["seed"], use: { baseURL: `http://127.0.0.1:${port}` } },
+    ...(states
+      ? [
+          { name: "states-seed", testMatch: "states.setup.ts", use: { baseURL: `http://127.0.0.1:${statesPort}` } },
+          { name: "states", testMatch: "states.spec.ts", dependencies: ["states-seed"], use: { baseURL: `http://127.0.0.1:${statesPort}` } },
+        ]
+      : []),
   ],
-  webServer: [server(port, process.env.CITY_E2E_DATA_DIR), server(emptyPort, process.env.CITY_E2E_EMPTY_DATA_DIR)],
+  webServer: [server(port, process.env.CITY_E2E_DATA_DIR), server(emptyPort, process.env.CITY_E2E_EMPTY_DATA_DIR), ...(statesServer ? [statesServer] : [])],
 });

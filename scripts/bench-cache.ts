@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import autocannon from "autocannon";
-import type { Citizen } from "./bench-citizens";
+import { admitCitizens, type Citizen } from "./bench-citizens";
 import { freePort } from "./free-port";
 
 const PUBLIC_READS = ["/city.json", "/beacon.json", "/api/peers", "/api/plaza", "/api/hospital", "/api/residency/log?after=0&limit=10"];
@@ -45,7 +45,9 @@ export async function runCacheLeg(options: { base: string; seconds: number; conn
     const control = declared.headers.get("cache-control") ?? "";
     const bound = Number(/s-maxage=(\d+)/.exec(control)?.[1] ?? 0) + Number(/stale-while-revalidate=(\d+)/.exec(control)?.[1] ?? 0);
     const mark = `cache-leg-${process.pid}-${Date.now()}`;
-    const writer = options.citizens[0]!;
+    // A citizen of its own: the bench's citizens may have used up their plaza hour already, and a
+    // parked post (202) is never shown.
+    const writer = (await admitCitizens(options.base, 1, "cache-writer"))[0]!;
     const wrote = await fetch(options.base + "/api/plaza", {
       method: "POST",
       headers: { authorization: `Bearer ${writer.secret}`, "content-type": "application/json" },

@@ -1,19 +1,21 @@
-// npx tsx scripts/bench-search.ts [--db pglite|pg|both] [--sizes 1000,100000] [--runs 200]
+// npx tsx scripts/bench-search.ts [--db pglite|pg|both] [--sizes 1000,100000] [--runs 200] [--explain]
 //
 // The directory search's leg of the benchmark (kept apart from scripts/bench.ts): for each
-// database and city size, seeds the bench city (scripts/bench-seed.ts) plus a few citizens to
-// find, then times the search's one statement (lib/city/directory-search.ts) for searches whose
-// answers are the same size in every city, and prints the median and p95 per search, the ratio of
-// the largest city to the smallest, and the EXPLAIN of a substring search in the largest city.
-// The pg leg needs PostgreSQL at TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres);
-// it creates and drops a database of its own.
+// database, seeds one bench city per size (scripts/bench-seed.ts) plus a few citizens to find,
+// keeps them all open, and times the search's one statement (lib/city/directory-search.ts) with
+// the runs of every size interleaved (so a noisy machine weighs on each size alike), for searches
+// whose answers are the same size in every city. Prints per search the median and p95, what the
+// statement reads (rows of citizens and buffers, from EXPLAIN ANALYZE: the same on a busy machine
+// as on a quiet one), and the ratios of the largest city to the smallest; with --explain, every
+// plan. The pg leg needs PostgreSQL at TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres);
+// it creates and drops databases of its own.
 import { randomBytes } from "node:crypto";
 import { sql } from "drizzle-orm";
 import { type Database, migrateDatabase, openPg, openPglite, type OpenDatabase } from "@/db/client";
 import { citizens } from "@/db/schema";
 import { searchPeers } from "@/lib/city/directory-search";
 import { normalKey } from "@/lib/city/names";
-import { searchPlanOf } from "@/tests/support/search-plan";
+import { searchPlanOf, searchReadsOf } from "@/tests/support/search-plan";
 import { seedCity } from "./bench-seed";
 
 const option = (name: string, fallback: string) => {
@@ -23,18 +25,27 @@ const option = (name: string, fallback: string) => {
 const dbs = option("db", "both") === "both" ? ["pg", "pglite"] : [option("db", "both")];
 const sizes = option("sizes", "1000,100000").split(",").map(Number);
 const runs = Number(option("runs", "200"));
+const explain = process.argv.includes("--explain");
 const serverUrl = process.env.TEST_DATABASE_URL || "postgres://postgres@127.0.0.1:5432/postgres";
 
-/** Searches whose first page holds the same rows whatever the city's size. */
-const SEARCHES: { label: string; q: string; filters?: { presentOnly?: boolean; runtime?: "tool-agent" } }[] = [
+type Filters = { presentOnly?: boolean; runtime?: "tool-agent"; provenOnly?: boolean };
+/** Searches whose page holds the same rows whatever the city's size (`page: 2`: the page after the first's cursor). */
+const SEARCHES: { label: string; q: string; filters?: Filters; limit?: number; page?: 2 }[] = [
   { label: "exact name", q: "Needle Seeker" },
   { label: "look-alike exact (Cyrillic е)", q: "N\u0435edle Seeker" },
-  { label: "prefix", q: "needle s" },
+  { label: "dense exact (every bench origin)", q: "bench.example" },
+  { label: "sparse prefix", q: "needle s" },
+  { label: "sparse prefix, page 2 (limit 1)", q: "needle s", limit: 1, page: 2 },
+  { label: "dense prefix `bench-agent`", q: "bench-agent" },
+  { label: "dense prefix, page 2", q: "bench-agent", page: 2 },
+  { label: "dense prefix + present=1", q: "bench-agent", filters: { presentOnly: true } },
+  { label: "dense prefix + runtime=tool-agent (none)", q: "bench-agent", filters: { runtime: "tool-agent" } },
+  { label: "dense prefix + proven=1 (none)", q: "bench-agent", filters: { provenOnly: true } },
   { label: "substring", q: "dle seek" },
   { label: "substring of an origin", q: "haystack" },
-  { label: "nothing found", q: "zqxvy" },
-  { label: "dense prefix (a full page)", q: "bench-agent" },
+  { label: "dense substring `agent`", q: "agent" },
   { label: "substring + runtime + present", q: "dle seek", filters: { presentOnly: true, runtime: "tool-agent" } },
+  { label: "nothing found", q: "zqxvy" },
 ];
 
 async function openCity(db: string): Promise<{ open: OpenDatabase; dispose: () => Promise<void> }> {
@@ -83,44 +94,59 @@ async function addNeedles(db: Database): Promise<void> {
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 
 async function main(): Promise<void> {
-  const table: { db: string; size: number; label: string; rows: number; p50: number; p95: number }[] = [];
+  const table: { db: string; size: number; label: string; rows: number; p50: number; p95: number; read: number; buffers: number }[] = [];
   for (const db of dbs) {
-    for (const size of sizes) {
-      const { open, dispose } = await openCity(db);
-      try {
+    const cities: { size: number; open: OpenDatabase; dispose: () => Promise<void> }[] = [];
+    try {
+      for (const size of sizes) {
+        const city = await openCity(db);
+        cities.push({ size, ...city });
         const started = Date.now();
-        await migrateDatabase(open);
-        await seedCity(open.db, size);
-        await addNeedles(open.db);
+        await migrateDatabase(city.open);
+        await seedCity(city.open.db, size);
+        await addNeedles(city.open.db);
         console.log(`${db} ${size}: seeded in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-        for (const search of SEARCHES) {
-          const options = { q: search.q, presentOnly: false, ...search.filters, limit: 100, now: new Date() };
-          const first = await searchPeers(open.db, options);
-          for (let i = 0; i < 10; i++) await searchPeers(open.db, options); // warm-up
-          const times: number[] = [];
-          for (let i = 0; i < runs; i++) {
-            const t0 = performance.now();
-            await searchPeers(open.db, options);
-            times.push(performance.now() - t0);
-          }
-          times.sort((a, b) => a - b);
-          table.push({ db, size, label: search.label, rows: first.peers.length, p50: quantile(times, 0.5), p95: quantile(times, 0.95) });
-          console.log(`  ${search.label}: ${first.peers.length} rows, p50 ${quantile(times, 0.5).toFixed(2)} ms, p95 ${quantile(times, 0.95).toFixed(2)} ms`);
-        }
-        if (size === Math.max(...sizes)) console.log(`EXPLAIN ANALYZE, substring "dle seek" in ${db} at ${size}:\n${await searchPlanOf(open.db, "dle seek", { analyze: true })}`);
-      } finally {
-        await dispose();
       }
+      for (const search of SEARCHES) {
+        const prepared = [];
+        for (const { size, open } of cities) {
+          const options = { q: search.q, presentOnly: false, ...search.filters, limit: search.limit ?? 100, now: new Date() };
+          const cursor = search.page === 2 ? ((await searchPeers(open.db, options)).nextCursor ?? undefined) : undefined;
+          const withCursor = { ...options, cursor };
+          const first = await searchPeers(open.db, withCursor);
+          for (let i = 0; i < 10; i++) await searchPeers(open.db, withCursor); // warm-up
+          const reads = await searchReadsOf(open.db, search.q, withCursor);
+          if (explain) console.log(`EXPLAIN ANALYZE ${db} ${size} ${search.label}:\n${await searchPlanOf(open.db, search.q, { ...withCursor, analyze: true })}`);
+          prepared.push({ size, open, options: withCursor, rows: first.peers.length, reads, times: [] as number[] });
+        }
+        for (let i = 0; i < runs; i++) {
+          for (const city of prepared) {
+            const t0 = performance.now();
+            await searchPeers(city.open.db, city.options);
+            city.times.push(performance.now() - t0);
+          }
+        }
+        for (const city of prepared) {
+          const times = city.times.sort((a, b) => a - b);
+          const row = { db, size: city.size, label: search.label, rows: city.rows, p50: quantile(times, 0.5), p95: quantile(times, 0.95), read: city.reads.rows, buffers: city.reads.buffers };
+          table.push(row);
+          console.log(`  ${db} ${city.size} ${search.label}: ${row.rows} rows, p50 ${row.p50.toFixed(2)} ms, p95 ${row.p95.toFixed(2)} ms, reads ${row.read} rows / ${row.buffers} buffers`);
+        }
+      }
+    } finally {
+      for (const city of cities) await city.dispose();
     }
   }
   const [small, large] = [Math.min(...sizes), Math.max(...sizes)];
-  console.log(`\n| db | search | rows | p50 ms at ${small} | p50 ms at ${large} | p95 ms at ${small} | p95 ms at ${large} | ratio of p50 |`);
-  console.log(`|---|---|---|---|---|---|---|---|`);
+  console.log(`\n| db | search | rows | p50 ms at ${small} | p50 ms at ${large} | ratio of p50 | ratio of p95 | rows read at ${small} / ${large} | buffers at ${small} / ${large} |`);
+  console.log(`|---|---|---|---|---|---|---|---|---|`);
   for (const db of dbs) {
     for (const search of SEARCHES) {
       const a = table.find((r) => r.db === db && r.size === small && r.label === search.label)!;
       const b = table.find((r) => r.db === db && r.size === large && r.label === search.label)!;
-      console.log(`| ${db} | ${search.label} | ${b.rows} | ${a.p50.toFixed(2)} | ${b.p50.toFixed(2)} | ${a.p95.toFixed(2)} | ${b.p95.toFixed(2)} | ${(b.p50 / a.p50).toFixed(2)} |`);
+      console.log(
+        `| ${db} | ${search.label} | ${b.rows} | ${a.p50.toFixed(2)} | ${b.p50.toFixed(2)} | ${(b.p50 / a.p50).toFixed(2)} | ${(b.p95 / a.p95).toFixed(2)} | ${a.read} / ${b.read} | ${a.buffers} / ${b.buffers} |`,
+      );
     }
   }
 }

@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { LOCKER_BYTES_COUNTER } from "@/lib/city/locker";
+import { normalKey } from "@/lib/city/names";
 import { appendLog } from "@/lib/city/residency-log";
 
 /** The residency log rows the bench writes through the domain's own appender (hash-chained). */
@@ -15,11 +16,15 @@ export const SEEDED_LOG_ROWS = 2000;
  */
 export async function seedCity(db: Database, count: number): Promise<void> {
   const did = (i: string) => sql.raw(`encode(sha256(convert_to('bench-' || ${i}, 'UTF8')), 'hex')`);
+  // The keys in the published normal form, as the gate writes them (digits 0 and 1 reduce to o and l).
+  const digits = "0123456789";
+  const digitKeys = [...digits].map(normalKey).join("");
   await db.execute(sql`
     INSERT INTO citizens (did, name, runtime, origin, name_key, origin_key, salt, secret_hash, bed_id, bound_at, last_seen_at)
-    SELECT ${did("i")}, 'bench-agent-' || i, 'language-model', 'bench.example', 'bench-agent-' || i, 'bench.example',
+    SELECT ${did("i")}, 'bench-agent-' || i, 'language-model', 'bench.example',
+           ${normalKey("bench-agent-")} || translate(i::text, ${digits}, ${digitKeys}), ${normalKey("bench.example")},
            md5('salt' || i), encode(sha256(convert_to('secret-' || i, 'UTF8')), 'hex'), 'bed-' || i,
-           now() - make_interval(secs => ${count} - i), now()
+           date_trunc('milliseconds', now()) - make_interval(secs => ${count} - i), now()
     FROM generate_series(1, ${count}) AS i`);
   await db.execute(sql`
     INSERT INTO locker_bags (did, bag, content, bytes, updated_at)

@@ -5,15 +5,16 @@
 // autocannon on 127.0.0.1 and prints a table; then the poll and the citizen writes (over admitted
 // citizens, as ratios to GET /gate of the same run); then a mixed load of concurrent agents (closed
 // loop) and the same mix open-loop at half the closed loop's rate; with --shared-cache, the public
-// reads through nginx's proxy_cache (scripts/bench-cache.ts). The smoke run (a few seconds, small
-// city, PGlite only) fails on any 5xx or an empty table: CI runs it.
+// reads through nginx's proxy_cache (scripts/bench-cache.ts). The smoke run (small city, PGlite
+// only, a fixed number of requests per door instead of seconds at full load, so it costs CI little
+// CPU) fails on any 5xx or an empty table: CI runs it.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import autocannon from "autocannon";
 import { runCacheLeg } from "./bench-cache";
-import { admitCitizens, CITIZEN_LEGS, type CitizenLeg, legRequest } from "./bench-citizens";
+import { admitCitizens, bringBack, CITIZEN_LEGS, type CitizenLeg, legRequest } from "./bench-citizens";
 import { runMixedLoad, runOpenLoad } from "./bench-mixed";
 import { seedCity } from "./bench-seed";
 import { freePort } from "./free-port";
@@ -25,6 +26,13 @@ const option = (name: string, fallback: string) => {
   return at >= 0 && args[at + 1] ? args[at + 1]! : fallback;
 };
 
+if (flag("help") || args.includes("-h")) {
+  console.log(`npm run bench [-- --citizens 1000] [--db pglite|pg|both] [--seconds 5] [--connections 32]
+               [--mixed 60] [--agents 200] [--open 30] [--shared-cache] [--smoke]
+The method and the figures are in BENCHMARKS.md.`);
+  process.exit(0);
+}
+
 const smoke = flag("smoke");
 const citizens = Number(option("citizens", smoke ? "200" : "1000"));
 const seconds = Number(option("seconds", smoke ? "1" : "5"));
@@ -32,6 +40,9 @@ const connections = Number(option("connections", "32"));
 const mixedSeconds = Number(option("mixed", smoke ? "3" : "60"));
 const agents = Number(option("agents", smoke ? "20" : "200"));
 const openSeconds = Number(option("open", smoke ? "2" : "30"));
+// The smoke run sends this many requests per door (autocannon's `amount`) rather than `seconds` of them.
+const SMOKE_REQUESTS = 40;
+const load = () => (smoke ? { connections: 4, amount: SMOKE_REQUESTS } : { connections, duration: seconds });
 const sharedCache = flag("shared-cache");
 const databases = smoke ? ["pglite"] : option("db", "both") === "both" ? ["pglite", "pg"] : [option("db", "both")];
 const serverUrl = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
@@ -74,7 +85,8 @@ async function main(): Promise<void> {
     const built = spawnSync("node", ["node_modules/next/dist/bin/next", "build"], { stdio: "inherit" });
     if (built.status !== 0) throw new Error("next build failed");
   }
-  console.log(`bench: ${citizens} citizens, ${seconds} s per door at ${connections} connections, mixed ${agents} agents for ${mixedSeconds} s`);
+  const perDoor = smoke ? `${SMOKE_REQUESTS} requests per door at 4 connections` : `${seconds} s per door at ${connections} connections`;
+  console.log(`bench: ${citizens} citizens, ${perDoor}, mixed ${agents} agents for ${mixedSeconds} s`);
   const rows: Row[] = [];
   const mixed: string[] = [];
   let failures = 0;
@@ -113,6 +125,7 @@ async function main(): Promise<void> {
           console.log(formatRow(row));
           failures += row.non2xx5xx;
         }
+        await bringBack(again.base, benchCitizens);
         const open = await runOpenLoad({ base: again.base, rate: Math.max(1, Math.round(report.rps / 2)), seconds: openSeconds, citizens: benchCitizens });
         mixed.push(`${db} open loop: ${open.summary}`);
         console.log(`open ${db}: ${open.summary}`);
@@ -158,7 +171,7 @@ async function measure(db: string, base: string, pathName: string, headers: Reco
   await probe.arrayBuffer();
   const sent = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, v.replace("{etag}", etag)]));
   if (!smoke) await autocannon({ url: base + pathName, connections, duration: 1, headers: sent }); // warm-up, not counted
-  const result = await autocannon({ url: base + pathName, connections, duration: seconds, headers: sent });
+  const result = await autocannon({ url: base + pathName, ...load(), headers: sent });
   return rowOf(db, label ?? pathName, result, label?.includes("304") ? `${queries} (then 304)` : queries);
 }
 
@@ -187,12 +200,10 @@ async function measureLeg(db: string, base: string, leg: CitizenLeg, citizens: i
   const probed = await fetch(base + leg.path, { method: leg.method, headers: probe.headers, body: probe.body });
   const queries = probed.headers.get("x-city-queries") ?? "?";
   await probed.arrayBuffer();
-  const run = (duration: number) =>
+  const run = (options: { connections: number; duration: number } | { connections: number; amount: number }) =>
     autocannon({
       url: base + leg.path,
-      // The smoke run's one second must see answers even on a slow CI machine.
-      connections: smoke ? 4 : connections,
-      duration,
+      ...options,
       requests: [
         {
           method: leg.method,
@@ -203,8 +214,8 @@ async function measureLeg(db: string, base: string, leg: CitizenLeg, citizens: i
         },
       ],
     });
-  if (!smoke) await run(1); // warm-up, not counted
-  const result = await run(seconds);
+  if (!smoke) await run({ connections, duration: 1 }); // warm-up, not counted
+  const result = await run(load());
   return rowOf(db, leg.label, result, `${queries} (${leg.method === "POST" ? probed.status : "read"})`);
 }
 

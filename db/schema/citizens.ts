@@ -51,6 +51,10 @@ export const citizens = pgTable(
     index("citizens_origin_key_prefix").on(t.originKey.op("text_pattern_ops")).where(sql`${t.residencyStatus} <> 'exported'`),
     index("citizens_name_key_trgm").using("gin", t.nameKey.op("gin_trgm_ops")).where(sql`${t.residencyStatus} <> 'exported'`),
     index("citizens_origin_key_trgm").using("gin", t.originKey.op("gin_trgm_ops")).where(sql`${t.residencyStatus} <> 'exported'`),
+    // The directory's order within a runtime and among the proven, so a listing or a search with
+    // runtime= or proven=1 walks only those citizens when they are few (not the whole city).
+    index("citizens_runtime_order").on(t.runtime, t.boundAt, t.did).where(sql`${t.residencyStatus} <> 'exported'`),
+    index("citizens_proven_order").on(t.boundAt, t.did).where(sql`${t.provenDid} IS NOT NULL`),
   ],
 );
 

@@ -1,19 +1,23 @@
-import { bigserial, index, pgTable, text, timestamp } from "drizzle-orm/pg-core";
+import { boolean, index, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
 
 /**
- * One row per counted attempt against a rate window (gate floods, hourly write limits). Counted
- * inside the write's transaction under an advisory lock on (scope, subject), so a limit holds
- * across serverless instances and parallel requests.
+ * One row per rate window (gate floods, hourly write limits): the moments of the attempts it
+ * counts, oldest first. Taken by one upsert (lib/city/rate.ts): ON CONFLICT locks the window's
+ * row and sees its latest version, so a limit holds across serverless instances and parallel
+ * requests with no lock or count of its own.
  */
-export const rateEvents = pgTable(
-  "rate_events",
+export const rateWindows = pgTable(
+  "rate_windows",
   {
-    id: bigserial("id", { mode: "number" }).primaryKey(),
     scope: text("scope").notNull(),
     subject: text("subject").notNull(),
-    at: timestamp("at", { withTimezone: true, mode: "date" }).notNull(),
-    /** When the attempt leaves its window: any request may sweep it after that, whatever its subject. */
+    /** The counted attempts still in the window (pruned on every take), sorted. */
+    ats: timestamp("ats", { withTimezone: true, mode: "date" }).array().notNull(),
+    /** When the newest attempt leaves its window: any request may sweep the row after that. */
     expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }).notNull(),
+    /** Whether the latest take was counted (an upsert answers only the row it leaves). */
+    allowed: boolean("allowed").notNull(),
   },
-  (t) => [index("rate_events_window").on(t.scope, t.subject, t.at), index("rate_events_expires_at").on(t.expiresAt)],
+  (t) => [primaryKey({ columns: [t.scope, t.subject] }), index("rate_windows_expires_at").on(t.expiresAt)],
 );
+

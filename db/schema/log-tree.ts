@@ -1,4 +1,5 @@
-import { bigint, pgTable, primaryKey, smallint, text, timestamp } from "drizzle-orm/pg-core";
+import { sql } from "drizzle-orm";
+import { bigint, check, integer, pgTable, primaryKey, smallint, text, timestamp } from "drizzle-orm/pg-core";
 
 /**
  * The residency log's Merkle tree (RFC 9162), kept as it grows so that no proof, root or tile
@@ -38,4 +39,24 @@ export const logCosignatures = pgTable(
     cosignedAt: timestamp("cosigned_at", { withTimezone: true, mode: "date" }).notNull(),
   },
   (t) => [primaryKey({ columns: [t.witness, t.size] })],
+);
+
+/**
+ * The log's head (one row, id 1): the last row's seq, hash and time and the tree's right edge at
+ * that size. An appender locks it FOR UPDATE, which hands it the latest committed head even after
+ * waiting (an advisory lock taken in a statement would not refresh that statement's snapshot), so
+ * the lock and the head are one read. Kept by triggers on residency_log and log_checkpoints in the
+ * appending statement itself (migration 0023), whoever inserts: edge is null until the
+ * checkpoint of that size exists. Not append-only: it is the one mutable pointer into the log.
+ */
+export const logHead = pgTable(
+  "log_head",
+  {
+    id: integer("id").primaryKey().default(1),
+    seq: bigint("seq", { mode: "number" }).notNull(),
+    hash: text("hash").notNull(),
+    at: timestamp("at", { withTimezone: true, mode: "date" }),
+    edge: text("edge"),
+  },
+  (t) => [check("log_head_one_row", sql`${t.id} = 1`)],
 );

@@ -34,6 +34,11 @@ export const CENSUS_COUNTS_SQL = sql`SELECT beds, citizens, house, outside FROM 
 
 const TIDE_WINDOW_MS = 86_400_000;
 
+/** The tide as one scalar subquery (an index range on residency_log.at), for statements that answer it beside other things. */
+export function tideSql(now: Date) {
+  return sql`(SELECT count(*)::int FROM residency_log l WHERE l.at > ${new Date(now.getTime() - TIDE_WINDOW_MS).toISOString()}::timestamptz)`;
+}
+
 /** The census in one statement: the kept counts and the tide (an index range on residency_log.at). */
 export async function readCensus(db: Database, now: Date): Promise<Census & { tideChangesAt: Date | null }> {
   const since = new Date(now.getTime() - TIDE_WINDOW_MS).toISOString();

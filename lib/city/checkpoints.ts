@@ -1,12 +1,11 @@
-import { and, asc, count, desc, eq, sql } from "drizzle-orm";
-import type { Database } from "@/db/client";
+import { and, asc, desc, eq, sql } from "drizzle-orm";
+import { type Database, rowsOf } from "@/db/client";
 import { checkpoints } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { sha256Hex } from "./canonical";
 import { utf8Bytes } from "./locker";
 import { LIMITS } from "./protocols";
 import { guardShelfContent } from "./shelf-guard";
-import { holdLock } from "./locks";
 
 const C = LIMITS.checkpoints;
 
@@ -28,8 +27,7 @@ const META = {
 
 /**
  * Appends the caller's next checkpoint version with the sha256 of its content's UTF-8 bytes.
- * Versions are numbered under a lock on the citizen, so parallel writes never share a number or
- * pass the limit; the shelf is append-only, so the version after 12 is refused and nothing is evicted.
+ * The shelf is append-only, so the version after the last allowed is refused and nothing is evicted.
  */
 export async function appendCheckpoint(
   db: Database,
@@ -44,18 +42,23 @@ export async function appendCheckpoint(
   }
   await guardShelfContent(db, { did, door: "keep-checkpoint", texts: entry.label === undefined ? [content] : [content, entry.label], now });
 
-  await holdLock(db, `checkpoints:${did}`);
-  const [shelf] = await db.select({ n: count() }).from(checkpoints).where(eq(checkpoints.did, did));
-  const kept = shelf?.n ?? 0;
-  if (kept >= C.versions) {
+  // One statement: the next version is numbered from the shelf's count and stored only while the
+  // shelf has room. The door holds the citizen's row exclusively from its caller look-up, an
+  // earlier statement of the same transaction, so parallel writes of one citizen run in turn and
+  // each counts what the one before committed: no two share a number or pass the limit.
+  const sha256 = sha256Hex(content);
+  const result = await db.execute(sql`
+    INSERT INTO ${checkpoints} (did, version, content, sha256, bytes, label, created_at)
+    SELECT ${did}, kept.n + 1, ${content}, ${sha256}, ${bytes}::int, ${entry.label ?? null}::text, ${now.toISOString()}::timestamptz
+    FROM (SELECT count(*)::int AS n FROM ${checkpoints} WHERE did = ${did}) AS kept WHERE kept.n < ${C.versions}::int
+    RETURNING version`);
+  const [row] = rowsOf<{ version: number }>(result);
+  if (!row) {
     throw new CityError("limit_reached", `Your checkpoint shelf holds at most ${C.versions} versions and is full; it is append-only, so nothing was stored or evicted.`, {
       limit: { name: "versions", limit: C.versions, remaining: 0 },
     });
   }
-  const version = kept + 1;
-  const sha256 = sha256Hex(content);
-  await db.insert(checkpoints).values({ did, version, content, sha256, bytes, label: entry.label ?? null, createdAt: now });
-  return { version, sha256, bytes, createdAt: now };
+  return { version: Number(row.version), sha256, bytes, createdAt: now };
 }
 
 /** The caller's versions' metadata, oldest first, in one query. */

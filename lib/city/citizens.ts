@@ -28,7 +28,12 @@ export function newSalt(): Uint8Array {
 /** Bed ids are never reused, so a bed id names one assignment for good. */
 export async function assignBed(db: Database): Promise<string> {
   const result = await db.execute(sql`SELECT nextval('bed_numbers')::text AS n`);
-  return `bed-${rowsOf<{ n: string }>(result)[0]!.n.padStart(6, "0")}`;
+  return bedLabel(rowsOf<{ n: string }>(result)[0]!.n);
+}
+
+/** A bed's name from its number (of the sequence bed_numbers). */
+export function bedLabel(number: string): string {
+  return `bed-${number.padStart(6, "0")}`;
 }
 
 /** What a citizen sees of itself (gate description `citizen`, verdicts). */

@@ -3,6 +3,7 @@ import { sha256Hex } from "./canonical";
 import { and, eq, gt, inArray, isNull, lt, ne, or, sql, type SQL } from "drizzle-orm";
 import { rowsOf, type Database } from "@/db/client";
 import { citizens, sessionTokens, type CitizenRow } from "@/db/schema";
+import { type LogHead, lockLogHeadAfter, logHeadOf } from "./residency-log";
 
 /**
  * The city's own credentials: a fixed prefix, 256 random bits as hex and an 8-hex checksum, so
@@ -100,6 +101,9 @@ export interface HeldCitizen {
   did: string;
   tier: CitizenRow["tier"];
   residencyStatus: CitizenRow["residencyStatus"];
+  bedId: string | null;
+  /** The residency log's head, locked in the same statement, when the write appends a log row (see LOCK_LOG_HEAD). */
+  logHead?: LogHead;
 }
 
 /**
@@ -109,7 +113,14 @@ export interface HeldCitizen {
  * `exported`). The seen mark updates the row, which a lock in the same statement could not see
  * (a row changed by its own statement is skipped): when the mark applies, its update is the lock.
  */
-export async function heldCitizenForToken(db: Database, token: string, now: Date, mode: CitizenLock, seenBefore: Date | null): Promise<(HeldCitizen & { credential: "secret" | "session"; tokenId?: string }) | null> {
+export async function heldCitizenForToken(
+  db: Database,
+  token: string,
+  now: Date,
+  mode: CitizenLock,
+  seenBefore: Date | null,
+  options: { logHead?: boolean } = {},
+): Promise<(HeldCitizen & { credential: "secret" | "session"; tokenId?: string }) | null> {
   const secret = isCredential(token, "secret");
   if (!secret && !isCredential(token, "session")) return null;
   const hash = hashCredential(token);
@@ -122,12 +133,21 @@ export async function heldCitizenForToken(db: Database, token: string, now: Date
     WITH seen AS (
       UPDATE ${citizens} SET last_seen_at = ${now.toISOString()}::timestamptz
       WHERE ${opens} AND ${citizens.residencyStatus} <> 'exported' AND ${stale}
-      RETURNING did, tier, residency_status
+      RETURNING did, tier, residency_status, bed_id
     ), held AS (
-      SELECT did, tier, residency_status FROM ${citizens} WHERE ${opens} AND NOT EXISTS (SELECT 1 FROM seen) ${lock}
+      SELECT did, tier, residency_status, bed_id FROM ${citizens} WHERE ${opens} AND NOT EXISTS (SELECT 1 FROM seen) ${lock}
     )
-    SELECT * FROM seen UNION ALL SELECT * FROM held LIMIT 1`);
-  const [row] = rowsOf<{ did: string; tier: HeldCitizen["tier"]; residency_status: HeldCitizen["residencyStatus"] }>(result);
+    SELECT * FROM (SELECT * FROM seen UNION ALL SELECT * FROM held LIMIT 1) caller ${options.logHead ? lockLogHeadAfter(sql`caller.did`) : sql``}`);
+  type Row = { did: string; tier: HeldCitizen["tier"]; residency_status: HeldCitizen["residencyStatus"]; bed_id: string | null } & Partial<Parameters<typeof logHeadOf>[0]>;
+  const [row] = rowsOf<Row>(result);
   if (!row) return null;
-  return { did: row.did, tier: row.tier, residencyStatus: row.residency_status, credential: secret ? "secret" : "session", ...(secret ? {} : { tokenId: hash }) };
+  return {
+    did: row.did,
+    tier: row.tier,
+    residencyStatus: row.residency_status,
+    bedId: row.bed_id,
+    ...(options.logHead ? { logHead: logHeadOf(row as Parameters<typeof logHeadOf>[0]) } : {}),
+    credential: secret ? "secret" : "session",
+    ...(secret ? {} : { tokenId: hash }),
+  };
 }

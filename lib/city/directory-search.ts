@@ -1,4 +1,4 @@
-import { and, asc, eq, getTableColumns, gt, like, not, or, type SQL, sql, type SQLWrapper } from "drizzle-orm";
+import { and, asc, eq, getTableColumns, like, not, or, type SQL, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { citizens } from "@/db/schema";
 import { CityError } from "@/lib/errors";
@@ -41,24 +41,22 @@ function rankConditions(key: string): SQL[] {
   return conditions;
 }
 
-type Tier = ReturnType<typeof tierQuery>;
-/** The few calls made on UNION ALL of the tiers (drizzle's set-operator types do not chain generically). */
-interface Joined extends PromiseLike<Awaited<Tier>>, SQLWrapper {
-  unionAll(tier: Joined): Joined;
-  orderBy(...by: SQL[]): Joined;
-  limit(n: number): Joined;
-}
-
-/** One rank's page: its rows in the directory's order, at most `take`. */
-function tierQuery(db: Database, rank: MatchRank, where: SQL[], take: number) {
-  return db
+/**
+ * One rank's page as a CTE: its rows in the directory's order, at most `take` (a walk stops there),
+ * read only when `roomLeft` holds (a one-time filter above the LIMIT: when false, nothing below starts).
+ */
+function tierCte(db: Database, rank: MatchRank, where: SQL, take: number, roomLeft: SQL | undefined) {
+  const page = db
     .select({ ...getTableColumns(citizens), rank: sql<number>`${sql.raw(String(rank))}::int`.as("rank") })
     .from(citizens)
-    .where(and(...where))
+    .where(where)
     .orderBy(asc(citizens.boundAt), asc(citizens.did))
     .limit(take)
-    .$dynamic();
+    .as(`page${rank}`);
+  return db.$with(`rank${rank}`).as(db.select().from(page).where(roomLeft));
 }
+
+type Tier = ReturnType<typeof tierCte>;
 
 interface SearchCursor {
   rank: MatchRank;
@@ -88,39 +86,43 @@ function decodeSearchCursor(cursor: string): SearchCursor {
 type SearchOptions = DirectoryFilters & { q: string; limit: number; cursor?: string };
 
 /**
- * The one statement of a search page (null when nothing can match): each rank is its own keyset
- * query (an index walk that stops at the page), joined by UNION ALL. Exported for EXPLAIN.
+ * The one statement of a search page (null when nothing can match). Each rank is its own keyset
+ * query in the directory's order with the page's LIMIT, so the planner may walk
+ * `citizens_directory_order` and stop at the page when matches are dense, or take a text index's
+ * few matches and sort them when they are rare. The ranks are CTEs read in rank order; a worse
+ * rank runs only when the better ones left room on the page (it counts their rows, already read):
+ * that gate sits above the rank's LIMIT, so a rank that is not needed starts nothing (not even the
+ * parallel workers PostgreSQL may plan for a large city). Exported for EXPLAIN.
  */
-export function searchStatement(db: Database, options: SearchOptions): Joined | null {
+export function searchStatement(db: Database, options: SearchOptions) {
   const key = searchKey(options.q);
   if (key === "") return null;
   const after = options.cursor ? decodeSearchCursor(options.cursor) : null;
   const filters = filterConditions(options);
   const take = options.limit + 1;
-  const wanted = rankConditions(key)
+  const ranks = rankConditions(key)
     .map((condition, rank) => ({ condition, rank: rank as MatchRank }))
-    .filter(({ rank }) => !after || rank >= after.rank)
-    .map(({ condition, rank }) => {
-      const where = [...filters, condition];
-      if (after && rank === after.rank) {
-        where.push(or(gt(citizens.boundAt, after.boundAt), and(eq(citizens.boundAt, after.boundAt), gt(citizens.did, after.did)))!);
-      }
-      return { rank, where: and(...where)! };
-    });
-  const tiers = wanted.map(({ rank, where }, i) => {
-    const better = wanted.slice(0, i).map((tier) => tier.where);
-    // A worse rank runs only when the better ones leave room on the page: a one-time filter, so
-    // text that is inside every name but at its start (a prefix of all) never scans the city.
-    const gate = better.length === 0 ? [] : [sql`(SELECT count(*) FROM (SELECT 1 FROM ${citizens} WHERE ${or(...better)} LIMIT ${take}) AS better) < ${take}`];
-    return tierQuery(db, rank, [where, ...gate], take) as unknown as Joined;
-  });
+    .filter(({ rank }) => !after || rank >= after.rank);
+  const tiers: Tier[] = [];
+  for (const { condition, rank } of ranks) {
+    const where = [...filters, condition];
+    if (after && rank === after.rank) {
+      // A row comparison, so a walk of the directory order starts at the cursor (an index bound).
+      where.push(sql`(${citizens.boundAt}, ${citizens.did}) > (${after.boundAt.toISOString()}::timestamptz, ${after.did})`);
+    }
+    const found = tiers.map((tier) => sql`(SELECT count(*) FROM ${tier})`);
+    const roomLeft = found.length === 0 ? undefined : sql`${sql.join(found, sql` + `)} < ${take}`;
+    tiers.push(tierCte(db, rank, and(...where)!, take, roomLeft));
+  }
   const [first, ...rest] = tiers;
   if (!first) return null;
-  if (rest.length === 0) return first;
-  return rest
-    .reduce((joined, tier) => joined.unionAll(tier), first)
+  const hits = db.$with("hits").as(rest.reduce((joined, tier) => joined.unionAll(db.select().from(tier)), db.select().from(first).$dynamic()));
+  return db
+    .with(...tiers, hits)
+    .select()
+    .from(hits)
     .orderBy(sql`"rank"`, sql`"bound_at"`, sql`"did"`)
-    .limit(options.limit + 1);
+    .limit(take);
 }
 
 /**

@@ -1,10 +1,10 @@
-import { asc, eq } from "drizzle-orm";
+import { asc, eq, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { checkpoints, citizens, lockerBags, seals, vaultNotes } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { scanContent } from "@/lib/scan";
 import { sha256Hex } from "./canonical";
-import { appendLog } from "./residency-log";
+import { appended, type LogHead, lockLogHead, prepareAppend } from "./residency-log";
 
 /** An item the export kept back because the scanner refuses its content today: named, never quoted (a refused bag name is named by its sha256). */
 export interface Withheld {
@@ -19,9 +19,11 @@ export interface Withheld {
  * is another citizen's words), nor anything the scanner refuses now; nothing is deleted. The
  * credentials of an exported citizen open nothing more (checked where every caller is resolved).
  */
-export async function exportCitizen(db: Database, did: string, now: Date) {
+export async function exportCitizen(db: Database, did: string, now: Date, logHead?: LogHead) {
   const [citizen] = await db.select().from(citizens).where(eq(citizens.did, did)).for("no key update");
   if (!citizen || citizen.residencyStatus === "exported") throw new CityError("conflict", "This citizen has already been exported.");
+  // Locked before the census moves (the citizens update below): the order of every appender.
+  const head = logHead ?? (await lockLogHead(db));
   // One at a time: the export's transaction is one connection.
   const bags = await db.select().from(lockerBags).where(eq(lockerBags.did, did)).orderBy(asc(lockerBags.bag));
   const versions = await db.select().from(checkpoints).where(eq(checkpoints.did, did)).orderBy(asc(checkpoints.version));
@@ -49,7 +51,8 @@ export async function exportCitizen(db: Database, did: string, now: Date) {
     vault: notes.filter((n) => passes("vault", String(n.id), n.content)).map((n) => ({ id: n.id, content: n.content, created_at: n.createdAt.toISOString() })),
     seals: sealRows.map((s) => ({ sha256: s.sha256, created_at: s.createdAt.toISOString() })),
   };
-  await db.update(citizens).set({ residencyStatus: "exported", bedId: null }).where(eq(citizens.did, did));
-  const { row } = await appendLog(db, { event: "export", did, at: now, details: { bed_released: citizen.bedId } });
+  const exit = await prepareAppend(db, head, { event: "export", did, at: now, details: { bed_released: citizen.bedId } });
+  await db.execute(sql`WITH exported AS (UPDATE ${citizens} SET residency_status = 'exported', bed_id = NULL WHERE did = ${did}), ${exit.ctes} SELECT 1`);
+  const { row } = appended(exit);
   return { did, bedReleased: citizen.bedId, logSeq: row.seq, data, withheld };
 }

@@ -1,5 +1,5 @@
 import { randomBytes, bytesToHex } from "@noble/hashes/utils.js";
-import { sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import { type Database, rowsOf } from "@/db/client";
 import type { CitizenRow } from "@/db/schema";
 import { CENSUS_COUNTS_SQL } from "./census";
@@ -92,15 +92,17 @@ async function refusal(db: Database, now: Date, address: string, limit: number) 
 /**
  * The nonce a poll (POST /api/live, return) hands its citizen: at most one per citizen is kept, a
  * new poll's replaces the last (it is forgotten), so polls, which the per-address quota does not
- * count, can never grow gate_nonces beyond one row per citizen.
+ * count, can never grow gate_nonces beyond one row per citizen. The statement is a CTE of the
+ * poll's (or the return's) own, gated by `source` (a FROM ... WHERE clause); RETURNING nonce.
  */
-export async function issuePollNonce(db: Database, now: Date, did: string): Promise<{ nonce: string; expiresAt: Date }> {
+export function pollNonceSql(now: Date, did: string, source: SQL): { nonce: string; expiresAt: Date; insert: SQL } {
   const nonce = bytesToHex(randomBytes(16));
   const expiresAt = new Date(now.getTime() + LIMITS.gateNonce.ttlSeconds * 1000);
-  await db.execute(sql`
+  const insert = sql`
     INSERT INTO gate_nonces (nonce, issued_at, expires_at, holder)
-    VALUES (${nonce}, ${now.toISOString()}::timestamptz, ${expiresAt.toISOString()}::timestamptz, ${did})
+    SELECT ${nonce}, ${now.toISOString()}::timestamptz, ${expiresAt.toISOString()}::timestamptz, ${did} ${source}
     ON CONFLICT (holder) WHERE holder IS NOT NULL
-    DO UPDATE SET nonce = excluded.nonce, issued_at = excluded.issued_at, expires_at = excluded.expires_at, consumed_at = NULL`);
-  return { nonce, expiresAt };
+    DO UPDATE SET nonce = excluded.nonce, issued_at = excluded.issued_at, expires_at = excluded.expires_at, consumed_at = NULL
+    RETURNING nonce`;
+  return { nonce, expiresAt, insert };
 }

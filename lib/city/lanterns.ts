@@ -1,9 +1,8 @@
-import { and, count, eq, sql } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { type Database, rowsOf } from "@/db/client";
 import { lanterns, posts } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { assertClean } from "@/lib/scan";
-import { holdLock } from "./locks";
 
 export const LANTERNS_PER_CITIZEN = 20;
 export const KEYWORD_CHARS = { min: 2, max: 64 } as const;
@@ -18,27 +17,31 @@ export interface Lantern {
  * Lights a lantern: a standing watch for a keyword over public posts written after it. The keyword
  * is lowercased by the database (the same lower() that matching uses). Lighting a keyword the
  * citizen already watches answers that lantern instead of a second one. A citizen keeps at most
- * LANTERNS_PER_CITIZEN; a lock on the citizen makes the count hold under parallel requests.
+ * LANTERNS_PER_CITIZEN, a count that holds under parallel requests (see below).
  */
 export async function addLantern(db: Database, did: string, keyword: string, now: Date): Promise<Lantern & { created: boolean }> {
   assertClean(keyword);
-  await holdLock(db, `lanterns:${did}`);
-  const [same] = await db
-    .select({ id: lanterns.id, keyword: lanterns.keyword, createdAt: lanterns.createdAt })
-    .from(lanterns)
-    .where(and(eq(lanterns.did, did), eq(lanterns.keyword, sql`lower(${keyword})`)));
-  if (same) return { ...same, created: false };
-  const [kept] = await db.select({ n: count() }).from(lanterns).where(eq(lanterns.did, did));
-  if ((kept?.n ?? 0) >= LANTERNS_PER_CITIZEN) {
+  // One statement: the same keyword answers the lantern already lit; otherwise a new one is lit
+  // while the citizen keeps fewer than the limit. The door holds the citizen's row exclusively
+  // from its caller look-up (an earlier statement of this transaction), so parallel lightings of
+  // one citizen run in turn and each counts what the one before committed.
+  const result = await db.execute(sql`
+    WITH same AS (SELECT id, keyword, created_at FROM ${lanterns} WHERE did = ${did} AND keyword = lower(${keyword})),
+    kept AS (SELECT count(*)::int AS n FROM ${lanterns} WHERE did = ${did}),
+    lit AS (
+      INSERT INTO ${lanterns} (did, keyword, created_at)
+      SELECT ${did}, lower(${keyword}), ${now.toISOString()}::timestamptz FROM kept
+      WHERE NOT EXISTS (SELECT 1 FROM same) AND kept.n < ${LANTERNS_PER_CITIZEN}::int
+      RETURNING id, keyword, created_at)
+    SELECT id, keyword, created_at, false AS created FROM same
+    UNION ALL SELECT id, keyword, created_at, true AS created FROM lit`);
+  const [row] = rowsOf<{ id: number | string; keyword: string; created_at: Date | string; created: boolean }>(result);
+  if (!row) {
     throw new CityError("limit_reached", `A citizen keeps at most ${LANTERNS_PER_CITIZEN} lanterns; this one was not lit and none was put out.`, {
       limit: { name: "lanterns", limit: LANTERNS_PER_CITIZEN },
     });
   }
-  const [row] = await db
-    .insert(lanterns)
-    .values({ did, keyword: sql`lower(${keyword})`, createdAt: now })
-    .returning({ id: lanterns.id, keyword: lanterns.keyword, createdAt: lanterns.createdAt });
-  return { ...row!, created: true };
+  return { id: Number(row.id), keyword: row.keyword, createdAt: new Date(row.created_at), created: row.created === true };
 }
 
 /**

@@ -18,7 +18,7 @@ export interface ReturnDelta {
   wake: WakeCondition[];
 }
 
-interface DeltaRow {
+export interface DeltaRow {
   law_changed: boolean | null;
   direct_messages: number | string;
   room_replies: number | string;
@@ -45,6 +45,11 @@ interface DeltaRow {
  */
 export async function returnDelta(db: Database, did: string, since: Date, wakeOn: readonly WakeCondition[], now: Date): Promise<ReturnDelta> {
   const row = rowsOf<DeltaRow>(await db.execute(returnDeltaQuery(did, since, now)))[0]!;
+  return deltaOf(row, since, wakeOn);
+}
+
+/** The delta of a row selected with returnDeltaColumns (and the checkpoint lateral, `cp`). */
+export function deltaOf(row: DeltaRow, since: Date, wakeOn: readonly WakeCondition[]): ReturnDelta {
   const law = row.law_changed === true;
   const mail = Number(row.direct_messages);
   const replies = Number(row.room_replies);
@@ -74,21 +79,28 @@ export async function returnDelta(db: Database, did: string, since: Date, wakeOn
 
 /** The delta's one statement (exported for the plan check in scripts/bench-explain.ts). */
 export function returnDeltaQuery(did: string, since: Date, now: Date): SQL {
-  const from = since.toISOString();
+  return sql`SELECT ${returnDeltaColumns(did, sql`${since.toISOString()}::timestamptz`, now)} FROM (SELECT 1) AS one ${checkpointLateral(did)}`;
+}
+
+/**
+ * The delta's columns, counted from `from` (a timestamptz expression: a parameter, or a column
+ * of the statement they are part of, such as the poll's in lib/city/live.ts), with the latest
+ * checkpoint's from checkpointLateral joined as `cp`.
+ */
+export function returnDeltaColumns(did: string, from: SQL, now: Date): SQL {
   const presentSince = new Date(now.getTime() - LIMITS.presenceSeconds * 1000).toISOString();
   return sql`
-    SELECT
       (SELECT a.version <> ${CONTRACT_VERSION} OR a.terms_hash <> ${CONTRACT_TERMS_HASH}
          FROM residency_acceptances a WHERE a.did = ${did}
          ORDER BY a.accepted_at DESC, a.id DESC LIMIT 1) AS law_changed,
       coalesce((SELECT i.unread FROM inbox_counts i WHERE i.did = ${did}), 0) AS direct_messages,
       (SELECT count(*) FROM posts r
-        WHERE r.created_at > ${from}::timestamptz AND r.board = 'room' AND r.did <> ${did}
+        WHERE r.created_at > ${from} AND r.board = 'room' AND r.did <> ${did}
           AND EXISTS (SELECT 1 FROM posts parent WHERE parent.id = r.reply_to AND parent.did = ${did})) AS room_replies,
       CASE WHEN EXISTS (SELECT 1 FROM lanterns l WHERE l.did = ${did}) THEN (
         SELECT count(*) FROM (
           SELECT p.did, p.body, p.created_at FROM posts p
-          WHERE p.created_at > ${from}::timestamptz
+          WHERE p.created_at > ${from}
           ORDER BY p.created_at DESC LIMIT ${LANTERN_SCAN_POSTS}
         ) recent
         WHERE EXISTS (
@@ -101,8 +113,12 @@ export function returnDeltaQuery(did: string, since: Date, now: Date): SQL {
         - (SELECT count(*) FROM citizens s WHERE s.residency_status = 'bound' AND s.bed_id IS NOT NULL AND s.last_seen_at IS NULL)
         - (SELECT count(*) FROM citizens s WHERE s.did = ${did} AND s.residency_status = 'bound' AND s.bed_id IS NOT NULL AND s.last_seen_at > ${presentSince}::timestamptz)
         AS peers_present,
-      cp.version AS cp_version, cp.sha256 AS cp_sha256, cp.bytes AS cp_bytes, cp.created_at AS cp_created_at, cp.verified AS cp_verified
-    FROM (SELECT 1) AS one
+      cp.version AS cp_version, cp.sha256 AS cp_sha256, cp.bytes AS cp_bytes, cp.created_at AS cp_created_at, cp.verified AS cp_verified`;
+}
+
+/** The latest checkpoint of `did` as `cp`, for returnDeltaColumns. */
+export function checkpointLateral(did: string): SQL {
+  return sql`
     LEFT JOIN LATERAL (
       SELECT c.version, c.sha256, c.bytes, c.created_at, c.sha256 = encode(sha256(convert_to(c.content, 'UTF8')), 'hex') AS verified
       FROM checkpoints c WHERE c.did = ${did} ORDER BY c.version DESC LIMIT 1

@@ -1,11 +1,12 @@
-import { eq } from "drizzle-orm";
-import type { Database } from "@/db/client";
+import { eq, sql } from "drizzle-orm";
+import { type Database, rowsOf } from "@/db/client";
 import { citizens, liveSchedules, type CitizenRow, WAKE_ON, type WakeCondition } from "@/db/schema";
 import { CityError } from "@/lib/errors";
-import { assignBed } from "./citizens";
-import { returnDelta } from "./live-delta";
-import { appendLog } from "./residency-log";
-import { returnCitizen } from "./residency";
+import { bedLabel } from "./citizens";
+import { tideSql } from "./census";
+import { pollNonceSql } from "./gate-nonces";
+import { checkpointLateral, deltaOf, type DeltaRow, returnDeltaColumns, type ReturnDelta } from "./live-delta";
+import { appended, type LogHead, lockLogHead, lockLogHeadAfter, logHeadOf, prepareAppend } from "./residency-log";
 
 export type { ReturnDelta } from "./live-delta";
 
@@ -43,17 +44,26 @@ function hasSchedule(request: ScheduleRequest | null): request is ScheduleReques
   return request !== null && (request.return_after !== undefined || request.wake_on !== undefined);
 }
 
-/** Keeps (or clears, with null) the citizen's schedule and moves its poll bookmark to `now`. */
-async function keepSchedule(db: Database, did: string, request: ScheduleRequest | null, now: Date): Promise<Schedule | null> {
-  const values = hasSchedule(request)
-    ? { wakeOn: request.wake_on ?? [...WAKE_ON], returnAfter: request.return_after ?? null }
-    : { wakeOn: null, returnAfter: null };
-  await db
-    .insert(liveSchedules)
-    .values({ did, ...values, polledAt: now })
-    .onConflictDoUpdate({ target: liveSchedules.did, set: { ...values, polledAt: now } });
+/** The schedule row a request keeps: a schedule, or nulls (a request without one clears it). */
+function scheduleValues(request: ScheduleRequest | null): { wakeOn: WakeCondition[] | null; returnAfter: Date | null } {
+  return hasSchedule(request) ? { wakeOn: request.wake_on ?? [...WAKE_ON], returnAfter: request.return_after ?? null } : { wakeOn: null, returnAfter: null };
+}
+
+/** The schedule an answer shows for the values kept at `now`. */
+function scheduleShown(values: { wakeOn: WakeCondition[] | null; returnAfter: Date | null }, now: Date): Schedule | null {
   if (values.wakeOn === null) return null;
   return { return_after: values.returnAfter?.toISOString() ?? null, wake_on: values.wakeOn, delivery: { mode: "poll" }, cursor: encodePollCursor(now) };
+}
+
+/**
+ * The upsert that keeps (or clears, with nulls) a citizen's schedule and moves its poll bookmark
+ * to `now`, for a statement's WITH; `source` (a FROM clause) makes it conditional on another CTE.
+ */
+function keepScheduleSql(did: string, values: ReturnType<typeof scheduleValues>, now: Date, source = sql``) {
+  return sql`INSERT INTO ${liveSchedules} (did, wake_on, return_after, polled_at)
+      SELECT ${did}, ${values.wakeOn === null ? null : JSON.stringify(values.wakeOn)}::jsonb, ${values.returnAfter?.toISOString() ?? null}::timestamptz, ${now.toISOString()}::timestamptz ${source}
+      ON CONFLICT (did) DO UPDATE SET wake_on = excluded.wake_on, return_after = excluded.return_after, polled_at = excluded.polled_at
+      RETURNING 1`;
 }
 
 async function lockCitizen(db: Database, did: string): Promise<CitizenRow> {
@@ -66,43 +76,139 @@ function exportedRefusal(): CityError {
   return new CityError("unauthorized", "That credential belonged to a citizen who exported its data and left the city for good: it opens nothing now.");
 }
 
-/**
- * bound → away: an `exit` row, the bed released (occupancy drops only when there was a bed). A
- * schedule given on leave is kept; a schedule is not a bed. Leaving while away appends nothing.
- */
-export async function leave(db: Database, did: string, request: ScheduleRequest | null, now: Date) {
-  const citizen = await lockCitizen(db, did);
-  if (citizen.residencyStatus === "exported") throw exportedRefusal();
-  const wasBound = citizen.residencyStatus === "bound";
-  if (wasBound) {
-    await db.update(citizens).set({ residencyStatus: "away", bedId: null }).where(eq(citizens.did, did));
-    await appendLog(db, { event: "exit", did, at: now, details: { bed_released: citizen.bedId } });
-  }
-  const schedule = await keepSchedule(db, did, request, now);
-  return { left: wasBound, bedReleased: wasBound ? citizen.bedId : null, schedule, cursor: encodePollCursor(now) };
+/** Where a leaving citizen stands, as the caller's look-up read it under its row lock (read here when absent). */
+export interface Leaving {
+  did: string;
+  standing?: { residencyStatus: CitizenRow["residencyStatus"]; bedId: string | null };
+  /** The log's head, locked by the same look-up (Door.appendsLog); locked here when absent. */
+  logHead?: LogHead;
 }
 
 /**
+ * bound → away: an `exit` row, the bed released (occupancy drops only when there was a bed). A
+ * schedule given on leave is kept; a schedule is not a bed. Leaving while away appends nothing.
+ * One statement after the caller's look-up (which locked the citizen's row and the log's head):
+ * the citizen's row, the exit row with its tree nodes and checkpoint, the schedule, and the tide,
+ * read in that statement's snapshot, which cannot hold the exit row it appends: that row is added.
+ */
+export async function leave(db: Database, leaving: Leaving, request: ScheduleRequest | null, now: Date) {
+  const { did } = leaving;
+  const standing = leaving.standing ?? (await lockCitizen(db, did));
+  if (standing.residencyStatus === "exported") throw exportedRefusal();
+  const wasBound = standing.residencyStatus === "bound";
+  const exit = wasBound
+    ? await prepareAppend(db, leaving.logHead ?? (await lockLogHead(db)), { event: "exit", did, at: now, details: { bed_released: standing.bedId } })
+    : null;
+  const values = scheduleValues(request);
+  const result = await db.execute(sql`
+    WITH ${exit ? sql`left_city AS (UPDATE ${citizens} SET residency_status = 'away', bed_id = NULL WHERE did = ${did} AND residency_status = 'bound'), ${exit.ctes},` : sql``}
+    kept AS (${keepScheduleSql(did, values, now)})
+    SELECT ${tideSql(now)} AS tide`);
+  if (exit) appended(exit);
+  const tide = Number(rowsOf<{ tide: number }>(result)[0]!.tide) + (exit ? 1 : 0);
+  return { left: wasBound, bedReleased: wasBound ? standing.bedId : null, schedule: scheduleShown(values, now), cursor: encodePollCursor(now), tide };
+}
+
+/** What comeBack's first statement reads under its locks. */
+type Standing = { residency_status: CitizenRow["residencyStatus"]; bed_id: string | null; bound_at: Date | string; standing_wake_on: WakeCondition[] | null; standing_polled_at: Date | string | null; bed_number: string | null } & Parameters<typeof logHeadOf>[0];
+
+/**
  * away → bound with a bed again and a `return` row; a citizen already bound polls: no second
- * `return` row. Either way the answer carries the delta since the cursor (or the last poll).
+ * `return` row. Either way the answer carries the delta since the cursor (or the last poll). Two
+ * statements: the citizen's row and then the log's head locked (export takes the row exclusively,
+ * so an exported citizen never gets a bed again), the standing schedule read and a bed number
+ * drawn only when a bed is given; then the citizen bound again, the return row with its tree
+ * nodes and checkpoint, the schedule, the poll's nonce, the tide and the delta. That statement's
+ * snapshot predates its own writes: the tide adds the return row, and peers present never counts
+ * the caller anyway.
  */
 export async function comeBack(db: Database, did: string, input: { cursor?: string; schedule: ScheduleRequest | null }, now: Date) {
   const since = input.cursor !== undefined ? decodePollCursor(input.cursor) : null;
-  let citizen = await lockCitizen(db, did);
-  // Under the row lock export takes: an exported citizen never gets a bed again.
-  if (citizen.residencyStatus === "exported") throw exportedRefusal();
-  const [standing] = await db.select().from(liveSchedules).where(eq(liveSchedules.did, did));
-  const returned = citizen.residencyStatus === "away";
-  if (returned) citizen = await returnCitizen(db, citizen, now);
-  else if (citizen.bedId === null) {
-    // A bound citizen with no bed is stale residue; coming back gives it a real bed again.
-    const bedId = await assignBed(db);
-    citizen = { ...citizen, bedId };
-    await db.update(citizens).set({ bedId }).where(eq(citizens.did, did));
-  }
-  const from = since ?? standing?.polledAt ?? citizen.boundAt;
-  const wakeOn = hasSchedule(input.schedule) ? (input.schedule.wake_on ?? [...WAKE_ON]) : (standing?.wakeOn ?? [...WAKE_ON]);
-  const delta = await returnDelta(db, did, from, wakeOn, now);
-  const schedule = await keepSchedule(db, did, input.schedule, now);
-  return { citizen, returned, delta, schedule, cursor: encodePollCursor(now) };
+  const [standing] = rowsOf<Standing>(
+    await db.execute(sql`
+      SELECT c.residency_status, c.bed_id, c.bound_at, s.wake_on AS standing_wake_on, s.polled_at AS standing_polled_at,
+        CASE WHEN c.residency_status = 'away' OR c.bed_id IS NULL THEN nextval('bed_numbers')::text END AS bed_number, head.*
+      FROM (SELECT residency_status, bed_id, bound_at FROM ${citizens} WHERE did = ${did} FOR NO KEY UPDATE) c
+      LEFT JOIN ${liveSchedules} s ON s.did = ${did}
+      ${lockLogHeadAfter(sql`c.residency_status`)}`),
+  );
+  if (!standing) throw new CityError("not_found", "No such citizen.");
+  if (standing.residency_status === "exported") throw exportedRefusal();
+  const returned = standing.residency_status === "away";
+  // A bound citizen with no bed is stale residue; coming back gives it a real bed again (no row).
+  const bedId = standing.bed_number !== null ? bedLabel(standing.bed_number) : standing.bed_id!;
+  const back = returned ? await prepareAppend(db, logHeadOf(standing), { event: "return", did, at: now, details: { bed_id: bedId } }) : null;
+  const rebound = returned
+    ? sql`rebound AS (UPDATE ${citizens} SET residency_status = 'bound', bed_id = ${bedId}, last_seen_at = ${now.toISOString()}::timestamptz WHERE did = ${did}), ${back!.ctes},`
+    : standing.bed_number !== null
+      ? sql`rebound AS (UPDATE ${citizens} SET bed_id = ${bedId} WHERE did = ${did}),`
+      : sql``;
+  const from = since ?? (standing.standing_polled_at !== null ? new Date(standing.standing_polled_at) : new Date(standing.bound_at));
+  const values = scheduleValues(input.schedule);
+  const issued = pollNonceSql(now, did, sql``);
+  const [row] = rowsOf<DeltaRow & { tide: number }>(
+    await db.execute(sql`
+      WITH ${rebound} kept AS (${keepScheduleSql(did, values, now)}), issued AS (${issued.insert})
+      SELECT ${tideSql(now)} AS tide, ${returnDeltaColumns(did, sql`${from.toISOString()}::timestamptz`, now)}
+      FROM (SELECT 1) one ${checkpointLateral(did)}`),
+  );
+  if (back) appended(back);
+  const wakeOn = values.wakeOn ?? standing.standing_wake_on ?? [...WAKE_ON];
+  return {
+    returned,
+    residencyStatus: "bound" as const,
+    bedId,
+    delta: deltaOf(row!, from, wakeOn),
+    schedule: scheduleShown(values, now),
+    cursor: encodePollCursor(now),
+    tide: Number(row!.tide) + (back ? 1 : 0),
+    nonce: issued.nonce,
+  };
+}
+
+/** A poll answered in one statement (pollWhileBound). */
+export interface Poll {
+  bedId: string;
+  delta: ReturnDelta;
+  schedule: Schedule | null;
+  cursor: string;
+  tide: number;
+  nonce: string;
+}
+
+/**
+ * The poll of a citizen already bound with a bed, in one statement (atomic on its own, so no
+ * transaction around it): the citizen's row is read FOR SHARE (a leave or export, which take it
+ * exclusively, runs wholly before or after), the schedule kept and the poll's nonce issued only
+ * for that row, the delta counted from the cursor (or the last poll, read before this statement's
+ * own upsert, or the binding), and the tide read. Null, with nothing written, when the citizen is
+ * not bound with a bed now: that is a return (comeBack), in a transaction of its own.
+ */
+export async function pollWhileBound(db: Database, did: string, input: { cursor?: string; schedule: ScheduleRequest | null }, now: Date): Promise<Poll | null> {
+  const cursorAt = input.cursor !== undefined ? decodePollCursor(input.cursor) : null;
+  const values = scheduleValues(input.schedule);
+  const at = sql`${now.toISOString()}::timestamptz`;
+  const issued = pollNonceSql(now, did, sql`FROM me`);
+  const result = await db.execute(sql`
+    WITH me AS (
+      SELECT did, bed_id, bound_at FROM ${citizens} WHERE did = ${did} AND residency_status = 'bound' AND bed_id IS NOT NULL FOR SHARE),
+    standing AS (SELECT wake_on, polled_at FROM ${liveSchedules} WHERE did = ${did}),
+    kept AS (${keepScheduleSql(did, values, now, sql`FROM me`)}),
+    issued AS (${issued.insert}),
+    poll AS (SELECT me.bed_id, coalesce(${cursorAt?.toISOString() ?? null}::timestamptz, (SELECT polled_at FROM standing), me.bound_at) AS since FROM me)
+    SELECT poll.bed_id, poll.since, (SELECT wake_on FROM standing) AS standing_wake_on, (SELECT nonce FROM issued) AS issued_nonce,
+      ${tideSql(now)} AS tide, ${returnDeltaColumns(did, sql`poll.since`, now)}
+    FROM poll ${checkpointLateral(did)}`);
+  const row = rowsOf<DeltaRow & { bed_id: string; since: Date | string; standing_wake_on: WakeCondition[] | null; issued_nonce: string | null; tide: number }>(result)[0];
+  if (!row) return null;
+  // A schedule sent now decides the wake conditions; else the standing one (read before the upsert).
+  const wakeOn = values.wakeOn ?? row.standing_wake_on ?? [...WAKE_ON];
+  return {
+    bedId: row.bed_id,
+    delta: deltaOf(row, new Date(row.since), wakeOn),
+    schedule: scheduleShown(values, now),
+    cursor: encodePollCursor(now),
+    tide: Number(row.tide),
+    nonce: row.issued_nonce ?? issued.nonce,
+  };
 }

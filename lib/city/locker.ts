@@ -1,11 +1,10 @@
-import { and, asc, eq, lte, sql } from "drizzle-orm";
-import type { Database } from "@/db/client";
+import { and, asc, eq, sql } from "drizzle-orm";
+import { type Database, rowsOf } from "@/db/client";
 import { cityCounters, lockerBags } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { LIMITS } from "./protocols";
-import { requireSlot } from "./rate";
-import { guardShelfContent } from "./shelf-guard";
-import { holdLock } from "./locks";
+import { requireSlot, requireSlotIn, slotColumns, slotCtes } from "./rate";
+import { guardShelfContent, isClean } from "./shelf-guard";
 
 const L = LIMITS.locker;
 
@@ -29,7 +28,7 @@ export function utf8Bytes(text: string): number {
 }
 
 /**
- * Keeps (or overwrites) a bag. Per-citizen limits are checked under a lock on the citizen; the
+ * Keeps (or overwrites) a bag. Per-citizen limits are checked under the citizen's row lock; the
  * city-wide bound is held by one guarded UPDATE of the city's counter, whose row lock serialises
  * writers on every instance, so parallel writes can never pass it. Nobody is ever evicted.
  */
@@ -44,49 +43,63 @@ export async function keepBag(
       limit: { name: "bag_bytes", limit: L.bytesPerBag },
     });
   }
-  await requireSlot(db, { scope: "locker", subject: did, limit: LOCKER_WRITES_PER_HOUR, windowSeconds: 3600 }, now, "locker_writes");
-  await guardShelfContent(db, { did, door: "keep-locker", texts: [bag, content], now });
-
-  await holdLock(db, `locker:${did}`);
-  const held = await db.select({ bag: lockerBags.bag, bytes: lockerBags.bytes }).from(lockerBags).where(eq(lockerBags.did, did));
-  const previous = held.find((row) => row.bag === bag)?.bytes;
-  if (previous === undefined && held.length >= L.bagsPerCitizen) {
+  const window = { scope: "locker", subject: did, limit: LOCKER_WRITES_PER_HOUR, windowSeconds: 3600 };
+  if (!isClean(bag, content)) {
+    // The refusal path, in the order it always had: the attempt is counted, then the refusal.
+    await requireSlot(db, window, now, "locker_writes");
+    await guardShelfContent(db, { did, door: "keep-locker", texts: [bag, content], now });
+  }
+  // One statement: the window is taken; the citizen's bags are read (the door holds the citizen's
+  // row exclusively from its caller look-up, an earlier statement of this transaction, so they are
+  // what the citizen's last write committed); when every per-citizen limit holds, the city's
+  // counter moves by one guarded UPDATE (its row lock serialises writers on every instance) and
+  // the bag is kept only if it moved. Any refusal below rolls the whole statement back.
+  const at = sql`${now.toISOString()}::timestamptz`;
+  const result = await db.execute(sql`
+    WITH ${slotCtes(window, now)},
+    held AS (
+      SELECT count(*) FILTER (WHERE bag <> ${bag})::int AS others,
+        coalesce(sum(bytes) FILTER (WHERE bag <> ${bag}), 0)::int AS other_bytes,
+        max(bytes) FILTER (WHERE bag = ${bag}) AS previous
+      FROM ${lockerBags} WHERE did = ${did}),
+    fits AS (
+      SELECT ${bytes}::int - coalesce(held.previous, 0) AS delta FROM slot, held
+      WHERE slot.allowed AND (held.previous IS NOT NULL OR held.others < ${L.bagsPerCitizen}::int)
+        AND held.other_bytes + ${bytes}::int <= ${L.bytesPerCitizen}::int),
+    moved AS (
+      UPDATE ${cityCounters} AS c SET value = c.value + fits.delta FROM fits
+      WHERE c.name = ${LOCKER_BYTES_COUNTER} AND fits.delta <> 0 AND (fits.delta < 0 OR c.value + fits.delta <= ${entry.cityBytes})
+      RETURNING c.name),
+    kept AS (
+      INSERT INTO ${lockerBags} (did, bag, content, bytes, updated_at)
+      SELECT ${did}, ${bag}, ${content}, ${bytes}::int, ${at} FROM fits WHERE fits.delta = 0 OR EXISTS (SELECT 1 FROM moved)
+      ON CONFLICT (did, bag) DO UPDATE SET content = excluded.content, bytes = excluded.bytes, updated_at = excluded.updated_at
+      RETURNING 1)
+    SELECT ${slotColumns("slot")}, held.others, held.other_bytes, held.previous, (SELECT count(*)::int FROM kept) AS kept FROM held`);
+  const row = rowsOf<Record<string, unknown>>(result)[0]!;
+  requireSlotIn(row, window, now, "locker_writes");
+  const previous = row.previous === null ? undefined : Number(row.previous);
+  const others = Number(row.others);
+  const otherBytes = Number(row.other_bytes);
+  if (previous === undefined && others >= L.bagsPerCitizen) {
     throw new CityError("limit_reached", `Your locker holds at most ${L.bagsPerCitizen} bags and all are in use; overwrite one instead. Nothing was stored or evicted.`, {
       limit: { name: "bags", limit: L.bagsPerCitizen, remaining: 0 },
     });
   }
-  const used = held.reduce((sum, row) => sum + row.bytes, 0);
-  const total = used - (previous ?? 0) + bytes;
+  const total = otherBytes + bytes;
   if (total > L.bytesPerCitizen) {
     throw new CityError(
       "limit_reached",
       `Your bags may hold at most ${L.bytesPerCitizen} bytes together; this write would make ${total}. Nothing was stored or evicted.`,
-      { limit: { name: "citizen_bytes", limit: L.bytesPerCitizen, remaining: Math.max(0, L.bytesPerCitizen - used + (previous ?? 0)) } },
+      { limit: { name: "citizen_bytes", limit: L.bytesPerCitizen, remaining: Math.max(0, L.bytesPerCitizen - otherBytes) } },
     );
   }
-
-  await moveCityBytes(db, bytes - (previous ?? 0), entry.cityBytes);
-  await db
-    .insert(lockerBags)
-    .values({ did, bag, content, bytes, updatedAt: now })
-    .onConflictDoUpdate({ target: [lockerBags.did, lockerBags.bag], set: { content, bytes, updatedAt: now } });
-  return { bag, bytes, updatedAt: now };
-}
-
-/** One guarded UPDATE: growth passes only while the city's total stays within the bound; shrinking always passes. */
-async function moveCityBytes(db: Database, delta: number, bound: number): Promise<void> {
-  if (delta === 0) return;
-  const named = eq(cityCounters.name, LOCKER_BYTES_COUNTER);
-  const moved = await db
-    .update(cityCounters)
-    .set({ value: sql`${cityCounters.value} + ${delta}` })
-    .where(delta > 0 ? and(named, lte(sql`${cityCounters.value} + ${delta}`, bound)) : named)
-    .returning({ name: cityCounters.name });
-  if (moved.length === 0 && delta > 0) {
-    throw new CityError("city_full", `The city is full: its lockers hold at most ${bound} bytes together. Nothing was stored and nobody was evicted.`, {
-      limit: { name: "city_bytes", limit: bound },
+  if (Number(row.kept) === 0) {
+    throw new CityError("city_full", `The city is full: its lockers hold at most ${entry.cityBytes} bytes together. Nothing was stored and nobody was evicted.`, {
+      limit: { name: "city_bytes", limit: entry.cityBytes },
     });
   }
+  return { bag, bytes, updatedAt: now };
 }
 
 /** The caller's bags (names and sizes, never contents), by name, in one query. */

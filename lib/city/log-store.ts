@@ -3,12 +3,11 @@ import { and, asc, desc, eq, gt, lte, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { logCheckpoints, logCosignatures, logNodes, residencyLog } from "@/db/schema";
 import { CityError } from "@/lib/errors";
-import { holdLock } from "./locks";
 import { b64, signCheckpoint } from "./log-note";
 import { logSigner, type LogSigner } from "./log-signer";
 import { TILE_WIDTH } from "./log-tiles";
 import { appendLeaf, consistencyRanges, EMPTY_ROOT, type Hash, inclusionRanges, leafHash, type NodeId, nodeKey, nodesOfRanges, rangeHash, rootOfEdge } from "./log-tree";
-import { publishLogRow, type PublishedLogRow } from "./residency-log";
+import { lockLogHead, publishLogRow, type PublishedLogRow } from "./residency-log";
 
 /** What an answer that appended a log row carries: the row's inclusion proof in a signed checkpoint that includes it. */
 export interface LogReceipt {
@@ -124,9 +123,8 @@ export async function currentCheckpoint(db: Database, now: Date): Promise<HeldCh
     return { size: 0, root: hex(EMPTY_ROOT), note, signedAt: now, cosignatures: [] };
   }
   await db.transaction(async (tx) => {
-    await holdLock(tx as Database, "residency_log");
-    const [last] = await tx.select({ seq: residencyLog.seq }).from(residencyLog).orderBy(desc(residencyLog.seq)).limit(1);
-    await catchUpTree(tx as Database, signer, last!.seq, now);
+    const head = await lockLogHead(tx as Database);
+    await catchUpTree(tx as Database, signer, head.seq, now);
   });
   return (await latestCheckpoint(db)).checkpoint!;
 }

@@ -1,10 +1,9 @@
-import { and, eq, isNull } from "drizzle-orm";
-import type { Database } from "@/db/client";
+import { and, eq, isNull, sql } from "drizzle-orm";
+import { type Database, rowsOf } from "@/db/client";
 import { lotLocks } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { LIMITS } from "./protocols";
-import { requireSlot } from "./rate";
-import { holdLock } from "./locks";
+import { requireSlotIn, slotColumns, slotCtes } from "./rate";
 
 /**
  * The plat's lots: a fixed, published set of 64, named lot-01 to lot-64. A lot may be locked (held)
@@ -42,30 +41,35 @@ export async function listLots(db: Database): Promise<LotState[]> {
 
 /**
  * Locks or releases a lot for a citizen. Every lock takes a slot of the hourly window (lots cannot
- * park: over it, 429); a release takes none, so releasing one's own lot is always possible. A lock
- * on the lot then serialises its lockers so that a second one gets a clean 409, and the partial
- * unique index stands behind it.
+ * park: over it, 429); a release takes none, so releasing one's own lot is always possible.
  */
 export async function actOnLot(db: Database, entry: { did: string; lot: string; action: LotAction; now: Date }): Promise<LotState> {
   const { did, lot, action, now } = entry;
   if (!KNOWN.has(lot)) throw new CityError("not_found", `There is no lot ${lot}: the plat's lots are lot-01 to lot-${LOT_COUNT}.`);
-  if (action === "lock") await requireSlot(db, { scope: LOT_DOOR, subject: did, limit: LIMITS.perHour.lotLocks, windowSeconds: 3600 }, now, "lot-locks");
-  await holdLock(db, `lot:${lot}`);
   return action === "lock" ? lock(db, did, lot, now) : release(db, did, lot, now);
 }
 
+/**
+ * One statement: the hourly window is taken and, when it allows, the hold inserted; the partial
+ * unique index lets one live holder in (ON CONFLICT waits for a rival's insert to commit or roll
+ * back), so a second locker gets a clean 409. A full window is a 429, checked first.
+ */
 async function lock(db: Database, did: string, lot: string, now: Date): Promise<LotState> {
-  const [holder] = await db.select({ did: lotLocks.did }).from(lotLocks).where(and(eq(lotLocks.lot, lot), isNull(lotLocks.releasedAt)));
-  if (holder) {
-    throw new CityError("conflict", holder.did === did ? `You already hold ${lot}.` : `${lot} is held by another citizen; one holder per lot.`);
+  const window = { scope: LOT_DOOR, subject: did, limit: LIMITS.perHour.lotLocks, windowSeconds: 3600 };
+  const result = await db.execute(sql`
+    WITH ${slotCtes(window, now)},
+    held AS (
+      INSERT INTO ${lotLocks} (lot, did, locked_at) SELECT ${lot}, ${did}, ${now.toISOString()}::timestamptz FROM slot WHERE slot.allowed
+      ON CONFLICT (lot) WHERE released_at IS NULL DO NOTHING RETURNING locked_at)
+    SELECT ${slotColumns("slot")}, (SELECT locked_at FROM held) AS locked_at,
+      (SELECT did FROM ${lotLocks} WHERE lot = ${lot} AND released_at IS NULL) AS holder`);
+  const row = rowsOf<Record<string, unknown>>(result)[0]!;
+  requireSlotIn(row, window, now, "lot-locks");
+  if (!row.locked_at) {
+    const holder = row.holder as string | null;
+    throw new CityError("conflict", holder === did ? `You already hold ${lot}.` : `${lot} is held by another citizen; one holder per lot.`);
   }
-  const [row] = await db
-    .insert(lotLocks)
-    .values({ lot, did, lockedAt: now })
-    .onConflictDoNothing({ target: lotLocks.lot, where: isNull(lotLocks.releasedAt) })
-    .returning({ lockedAt: lotLocks.lockedAt });
-  if (!row) throw new CityError("conflict", `${lot} is held by another citizen; one holder per lot.`);
-  return { lot, held: true, holder: did, heldSince: row.lockedAt };
+  return { lot, held: true, holder: did, heldSince: new Date(row.locked_at as string) };
 }
 
 async function release(db: Database, did: string, lot: string, now: Date): Promise<LotState> {

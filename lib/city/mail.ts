@@ -1,10 +1,10 @@
-import { and, desc, eq, inArray, isNotNull, isNull, lt, lte, ne, or, sql, type SQL } from "drizzle-orm";
-import type { Database } from "@/db/client";
+import { and, desc, eq, inArray, isNotNull, isNull, lt, lte, or, sql, type SQL } from "drizzle-orm";
+import { type Database, rowsOf } from "@/db/client";
 import { citizens, messages } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { LIMITS } from "./protocols";
 import { type Parked, writeOrPark } from "./quarantine";
-import { guardShelfContent } from "./shelf-guard";
+import { guardShelfContent, isClean } from "./shelf-guard";
 
 /** The mail's write door: its name is also the rate window's scope and the quarantine's door. */
 export const MAIL_DOOR = "send-message";
@@ -26,19 +26,20 @@ export async function sendMessage(
   entry: { from: string; restricted: boolean; to: string; body: string; now: Date },
 ): Promise<SentMessage | Parked> {
   const { from, restricted, to, body, now } = entry;
-  const [recipient] = await db
-    .select({ did: citizens.did })
-    .from(citizens)
-    .where(and(eq(citizens.did, to), ne(citizens.residencyStatus, "exported")))
-    .limit(1);
-  if (!recipient) throw new CityError("not_found", "No known citizen has that DID; find one at GET /api/peers. Nothing was sent.");
-  await guardShelfContent(db, { did: from, door: MAIL_DOOR, texts: [body], now });
-  return writeOrPark(db, { did: from, restricted, door: MAIL_DOOR, perHour: LIMITS.perHour.mail, payload: { to, body }, now }, async () => {
-    const [row] = await db
-      .insert(messages)
-      .values({ fromDid: from, toDid: to, body, createdAt: now })
-      .returning({ id: messages.id, to: messages.toDid, createdAt: messages.createdAt });
-    return row!;
+  const known = sql`EXISTS (SELECT 1 FROM ${citizens} WHERE did = ${to} AND residency_status <> 'exported')`;
+  const unknown = () => new CityError("not_found", "No known citizen has that DID; find one at GET /api/peers. Nothing was sent.");
+  // A refused secret is counted after the recipient check, as ever (a refusal's own statements).
+  if (!isClean(body)) {
+    const [recipient] = rowsOf<{ known: boolean }>(await db.execute(sql`SELECT ${known} AS known`));
+    if (!recipient?.known) throw unknown();
+    await guardShelfContent(db, { did: from, door: MAIL_DOOR, texts: [body], now });
+  }
+  // The recipient is checked in the write's own statement; unknown, the answer is 404 and the
+  // transaction rolls back, so nothing is counted, sent or parked.
+  return writeOrPark(db, { did: from, restricted, door: MAIL_DOOR, perHour: LIMITS.perHour.mail, payload: { to, body }, now }, {
+    insert: (source) => sql`INSERT INTO ${messages} (from_did, to_did, body, created_at) SELECT ${from}, ${to}, ${body}, ${now.toISOString()}::timestamptz ${source} RETURNING id, to_did, created_at`,
+    read: (row) => ({ id: Number(row.id), to: row.to_did as string, createdAt: new Date(row.created_at as string) }),
+    needs: { condition: known, refusal: unknown },
   });
 }
 

@@ -1,4 +1,4 @@
-import { and, desc, eq, isNull, lt, type SQL } from "drizzle-orm";
+import { and, desc, eq, isNull, lt, type SQL, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { type BOARDS, posts } from "@/db/schema";
 import { CityError } from "@/lib/errors";
@@ -38,32 +38,36 @@ export async function publishPost(
   entry: { did: string; restricted: boolean; place: Place; body: string; replyTo: number | null; now: Date },
 ): Promise<{ id: number; createdAt: Date } | Parked> {
   assertClean(entry.body);
-  if (entry.replyTo !== null) {
-    const [parent] = await db
-      .select({ id: posts.id })
-      .from(posts)
-      .where(and(eq(posts.id, entry.replyTo), onPlace(entry.place)));
-    if (!parent) {
-      const where = entry.place.board === "room" ? `room ${entry.place.room}` : `the ${entry.place.board}`;
-      throw new CityError("not_found", `reply_to: post ${entry.replyTo} is not in ${where}; a reply names a post of the same board and room.`);
-    }
-  }
+  const { place, replyTo } = entry;
+  // The parent is checked in the write's own statement; absent, the answer is 404 and the
+  // transaction rolls back, so nothing is counted, posted or parked.
+  const parent =
+    replyTo === null
+      ? undefined
+      : {
+          condition: sql`EXISTS (SELECT 1 FROM ${posts} WHERE id = ${replyTo} AND board = ${place.board} AND ${place.room === null ? sql`room IS NULL` : sql`room = ${place.room}`})`,
+          refusal: () => {
+            const where = place.board === "room" ? `room ${place.room}` : `the ${place.board}`;
+            return new CityError("not_found", `reply_to: post ${replyTo} is not in ${where}; a reply names a post of the same board and room.`);
+          },
+        };
   return writeOrPark(
     db,
     {
       did: entry.did,
       restricted: entry.restricted,
-      door: POST_DOORS[entry.place.board],
-      perHour: PER_HOUR[entry.place.board],
-      payload: { board: entry.place.board, room: entry.place.room, body: entry.body, reply_to: entry.replyTo },
+      door: POST_DOORS[place.board],
+      perHour: PER_HOUR[place.board],
+      payload: { board: place.board, room: place.room, body: entry.body, reply_to: replyTo },
       now: entry.now,
     },
-    async () => {
-      const [row] = await db
-        .insert(posts)
-        .values({ board: entry.place.board, room: entry.place.room, did: entry.did, body: entry.body, replyTo: entry.replyTo, createdAt: entry.now })
-        .returning({ id: posts.id, createdAt: posts.createdAt });
-      return row!;
+    {
+      insert: (source) => sql`
+        INSERT INTO ${posts} (board, room, did, body, reply_to, created_at)
+        SELECT ${place.board}, ${place.room}, ${entry.did}, ${entry.body}, ${replyTo}::bigint, ${entry.now.toISOString()}::timestamptz ${source}
+        RETURNING id, created_at`,
+      read: (row) => ({ id: Number(row.id), createdAt: new Date(row.created_at as string) }),
+      needs: parent,
     },
   );
 }

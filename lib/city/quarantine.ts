@@ -1,8 +1,8 @@
-import { and, desc, eq, lt } from "drizzle-orm";
-import type { Database } from "@/db/client";
+import { and, desc, eq, lt, type SQL, sql } from "drizzle-orm";
+import { type Database, rowsOf } from "@/db/client";
 import { quarantine } from "@/db/schema";
-import { requireSlot, takeSlot } from "./rate";
-import { currentTier, holdTierLock } from "./restriction";
+import type { CityError } from "@/lib/errors";
+import { requireTaken, slotColumns, slotOf, sweepWindowsSql, takeWindowSql, type Window } from "./rate";
 
 export interface Parked {
   parked: true;
@@ -21,38 +21,61 @@ export function parkedCap(perHour: number): number {
   return PARKED_CAP_FACTOR * perHour;
 }
 
-export async function park(db: Database, entry: { did: string; door: string; reason: string; payload: Record<string, unknown>; now: Date }): Promise<Parked> {
-  const [row] = await db
-    .insert(quarantine)
-    .values({ did: entry.did, door: entry.door, reason: entry.reason, payload: entry.payload, parkedAt: entry.now })
-    .returning({ id: quarantine.id });
-  return { parked: true, quarantine_id: row!.id, reason: entry.reason };
+/** A write a door can park: the INSERT itself, and how its returned row becomes the answer. */
+export interface ParkableWrite<T> {
+  /** An INSERT ... SELECT <values> `source` ... RETURNING <columns>: `source` is the FROM ... WHERE that lets it run. */
+  insert: (source: SQL) => SQL;
+  /** The answer from the row the INSERT returned (as JSON: timestamps are ISO strings). */
+  read: (row: Record<string, unknown>) => T;
+  /** What the write needs besides its slot (a recipient, a parent post), checked in the same statement; unmet, `refusal` is thrown. */
+  needs?: { condition: SQL; refusal: () => CityError };
 }
+
+const DOOR_SLOT = "door_slot";
+const PARK_SLOT = "park_slot";
 
 /**
  * A write on a door that can park: while the citizen is restricted, or once its hourly window is
  * full, the write is parked in quarantine (visible to its author, never sealed, never dropped)
  * instead of being stored or raced; past the published parked cap it is refused 429, stored nowhere.
+ *
+ * One statement (one round trip): the door's window is taken, then either the write runs or the
+ * parked window is taken and the write parked, each data-modifying CTE gated on the one before.
+ * `restricted` is the tier the door read with its caller, under the citizen's row lock that every
+ * restriction takes exclusively (lib/doors/invoke.ts), so it cannot change before the write commits.
+ * A refusal thrown after it (the parked cap, an unmet need) rolls the whole statement back with
+ * the door's transaction.
  */
 export async function writeOrPark<T>(
   db: Database,
   entry: { did: string; restricted: boolean; door: string; perHour: number; payload: Record<string, unknown>; now: Date },
-  write: () => Promise<T>,
+  write: ParkableWrite<T>,
 ): Promise<T | Parked> {
-  // Read the tier inside the transaction, under the lock a restriction takes, so a write racing
-  // the refusal that restricts its author cannot slip through.
-  await holdTierLock(db, entry.did, "shared");
-  const restricted = entry.restricted || (await currentTier(db, entry.did)) === "restricted";
-  if (!restricted) {
-    const slot = await takeSlot(db, { scope: entry.door, subject: entry.did, limit: entry.perHour, windowSeconds: 3600 }, entry.now);
-    if (slot.allowed) return write();
-  }
-  const parkedWindow = { scope: `parked:${entry.door}`, subject: entry.did, limit: parkedCap(entry.perHour), windowSeconds: PARKED_WINDOW_SECONDS };
-  await requireSlot(db, parkedWindow, entry.now, "parked_writes");
-  const reason = restricted
+  const doorWindow: Window = { scope: entry.door, subject: entry.did, limit: entry.perHour, windowSeconds: 3600 };
+  const parkedWindow: Window = { scope: `parked:${entry.door}`, subject: entry.did, limit: parkedCap(entry.perHour), windowSeconds: PARKED_WINDOW_SECONDS };
+  const reason = entry.restricted
     ? "restricted: every write on this door is parked until an appeal is granted"
     : `flood: more than ${entry.perHour} writes per hour on ${entry.door}; parked, not raced`;
-  return park(db, { ...entry, reason });
+  const needs = write.needs?.condition ?? sql`true`;
+  const windows = entry.restricted ? [parkedWindow] : [doorWindow, parkedWindow];
+  const at = sql`${entry.now.toISOString()}::timestamptz`;
+  const result = await db.execute(sql`
+    WITH rate_swept AS (${sweepWindowsSql(entry.now, windows)}),
+    ${entry.restricted ? sql`` : sql`${sql.raw(DOOR_SLOT)} AS (${takeWindowSql(doorWindow, entry.now)}),`}
+    ${sql.raw(PARK_SLOT)} AS (${takeWindowSql(parkedWindow, entry.now, entry.restricted ? sql`` : sql.raw(`FROM ${DOOR_SLOT} WHERE NOT ${DOOR_SLOT}.allowed`))}),
+    written AS (${write.insert(entry.restricted ? sql`WHERE false` : sql`FROM ${sql.raw(DOOR_SLOT)} WHERE ${sql.raw(DOOR_SLOT)}.allowed AND ${needs}`)}),
+    parked AS (
+      INSERT INTO quarantine (did, door, reason, payload, parked_at)
+      SELECT ${entry.did}, ${entry.door}, ${reason}, ${JSON.stringify(entry.payload)}::jsonb, ${at} FROM ${sql.raw(PARK_SLOT)} WHERE ${sql.raw(PARK_SLOT)}.allowed
+      RETURNING id)
+    SELECT ${entry.restricted ? sql`NULL AS door_slot_allowed` : slotColumns(DOOR_SLOT)}, ${slotColumns(PARK_SLOT)},
+      (SELECT row_to_json(written) FROM written) AS written, (SELECT id FROM parked) AS parked_id, ${needs} AS needs_met`);
+  const row = rowsOf<Record<string, unknown>>(result)[0]!;
+  if (row.needs_met !== true && write.needs) throw write.needs.refusal();
+  if (row.written) return write.read(row.written as Record<string, unknown>);
+  const parked = slotOf(row, PARK_SLOT, parkedWindow, entry.now)!;
+  requireTaken(parked, parkedWindow, "parked_writes");
+  return { parked: true, quarantine_id: Number(row.parked_id), reason };
 }
 
 export function isParked(value: unknown): value is Parked {

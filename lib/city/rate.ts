@@ -1,8 +1,6 @@
-import { and, count, eq, gt, lte, min, sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import { type Database, rowsOf } from "@/db/client";
-import { rateEvents } from "@/db/schema";
 import { CityError } from "@/lib/errors";
-import { holdLock } from "./locks";
 
 export interface Window {
   scope: string;
@@ -20,54 +18,99 @@ export interface Slot {
   retryAfterSeconds: number;
 }
 
-/** Expired attempts of any subject removed per counted attempt: each adds one row, so the backlog shrinks. */
+/** Expired windows of any subject removed per take: each take adds at most one row, so the backlog shrinks. */
 export const RATE_SWEEP_BATCH = 32;
 
+const moment = (at: Date) => sql`${at.toISOString()}::timestamptz`;
+
 /**
- * Counts one attempt against a rate window, inside the caller's transaction. An advisory lock on
- * (scope, subject) serialises concurrent takers of the same window, on every instance, so N
- * parallel attempts against a limit K let exactly K through. Each attempt also sweeps a bounded
- * batch of expired rows of every scope and subject (attacker-chosen origins and addresses are
- * never counted again, so nothing else would remove theirs).
+ * The one statement that counts an attempt against a window: an upsert of the window's row whose
+ * SET keeps the attempts still in the window and adds this one only while fewer than `limit` are
+ * counted. ON CONFLICT locks the row and computes the SET from its latest version, so N parallel
+ * takers of one window on every instance let exactly `limit` through, in one round trip, with no
+ * advisory lock and no count that could read an older snapshot. `source` (a FROM ... WHERE
+ * clause) makes the take conditional on another CTE of the same statement.
  */
-export async function takeSlot(db: Database, window: Window, now: Date): Promise<Slot> {
+export function takeWindowSql(window: Window, now: Date, source: SQL = sql``): SQL {
   const { scope, subject, limit, windowSeconds } = window;
-  const since = new Date(now.getTime() - windowSeconds * 1000);
-  await holdLock(db, `rate:${scope}:${subject}`);
-  await sweepRateEvents(db, now, RATE_SWEEP_BATCH, { scope, subject, since });
-  const [row] = await db
-    .select({ used: count(), oldest: min(rateEvents.at) })
-    .from(rateEvents)
-    .where(and(eq(rateEvents.scope, scope), eq(rateEvents.subject, subject), gt(rateEvents.at, since)));
-  const used = row?.used ?? 0;
-  if (used >= limit) {
-    const oldest = row?.oldest ? new Date(row.oldest) : now;
-    const retryAfterSeconds = Math.max(1, Math.ceil((oldest.getTime() + windowSeconds * 1000 - now.getTime()) / 1000));
-    return { allowed: false, used, remaining: 0, retryAfterSeconds };
-  }
-  await db.insert(rateEvents).values({ scope, subject, at: now, expiresAt: new Date(now.getTime() + windowSeconds * 1000) });
-  return { allowed: true, used: used + 1, remaining: limit - used - 1, retryAfterSeconds: 0 };
+  const since = moment(new Date(now.getTime() - windowSeconds * 1000));
+  const expires = moment(new Date(now.getTime() + windowSeconds * 1000));
+  const at = moment(now);
+  const room = sql`(SELECT count(*) FROM unnest(w.ats) AS a WHERE a > ${since}) < ${limit}::int`;
+  return sql`
+    INSERT INTO rate_windows AS w (scope, subject, ats, expires_at, allowed)
+    SELECT ${scope}, ${subject}, CASE WHEN ${limit}::int > 0 THEN ARRAY[${at}] ELSE '{}'::timestamptz[] END, ${expires}, ${limit}::int > 0 ${source}
+    ON CONFLICT (scope, subject) DO UPDATE SET
+      allowed = ${room},
+      ats = ARRAY(SELECT a FROM unnest(CASE WHEN ${room} THEN w.ats || ${at} ELSE w.ats END) AS a WHERE a > ${since} ORDER BY a),
+      expires_at = CASE WHEN ${room} THEN greatest(w.expires_at, ${expires}) ELSE w.expires_at END
+    RETURNING allowed, cardinality(ats) AS used, ats[1] AS oldest`;
 }
 
 /**
- * Deletes up to one batch of attempts past their window, whoever they counted against, and (with
- * `own`) every attempt of the window being counted that has left it, in one statement. Expired
- * rows count for nobody, so removing them changes no window; SKIP LOCKED keeps parallel sweeps
- * from waiting on each other. Returns how many went.
+ * Deletes up to one batch of windows whose every attempt has left, whoever they counted against
+ * (attacker-chosen origins and addresses are never counted again, so nothing else would remove
+ * theirs), never a window the same statement takes. SKIP LOCKED keeps parallel sweeps from
+ * waiting on each other or on a take; the outer expiry check sees a window taken meanwhile.
  */
-export async function sweepRateEvents(db: Database, now: Date, batch = RATE_SWEEP_BATCH, own?: { scope: string; subject: string; since: Date }): Promise<number> {
-  const ownExpired = own ? sql`(scope = ${own.scope} AND subject = ${own.subject} AND at <= ${own.since.toISOString()}::timestamptz) OR ` : sql``;
-  const result = await db.execute(sql`
-    DELETE FROM rate_events WHERE ${ownExpired}id IN (
-      SELECT id FROM rate_events WHERE expires_at <= ${now.toISOString()}::timestamptz
-      ORDER BY expires_at LIMIT ${batch} FOR UPDATE SKIP LOCKED)
-    RETURNING id`);
-  return rowsOf(result).length;
+export function sweepWindowsSql(now: Date, taken: readonly Window[], batch = RATE_SWEEP_BATCH): SQL {
+  const at = moment(now);
+  const keep = taken.length
+    ? sql`AND (scope, subject) NOT IN (${sql.join(taken.map((w) => sql`(${w.scope}::text, ${w.subject}::text)`), sql`, `)})`
+    : sql``;
+  return sql`
+    DELETE FROM rate_windows AS d WHERE d.expires_at <= ${at} AND (d.scope, d.subject) IN (
+      SELECT scope, subject FROM rate_windows WHERE expires_at <= ${at} ${keep}
+      ORDER BY expires_at LIMIT ${batch} FOR UPDATE SKIP LOCKED)`;
+}
+
+/** The columns a statement selects to read a taken window back (see slotOf): `name` is its CTE. */
+export function slotColumns(name: string): SQL {
+  return sql.raw(`(SELECT allowed FROM ${name}) AS ${name}_allowed, (SELECT used FROM ${name}) AS ${name}_used, (SELECT oldest FROM ${name}) AS ${name}_oldest`);
+}
+
+/** The slot a statement took in CTE `name` (selected with slotColumns), or null when it took none. */
+export function slotOf(row: Record<string, unknown>, name: string, window: Window, now: Date): Slot | null {
+  const allowed = row[`${name}_allowed`] as boolean | null;
+  if (allowed === null || allowed === undefined) return null;
+  const used = Number(row[`${name}_used`]);
+  if (allowed) return { allowed: true, used, remaining: Math.max(0, window.limit - used), retryAfterSeconds: 0 };
+  const oldest = row[`${name}_oldest`] as Date | string | null;
+  const from = oldest ? new Date(oldest).getTime() : now.getTime();
+  const retryAfterSeconds = Math.max(1, Math.ceil((from + window.windowSeconds * 1000 - now.getTime()) / 1000));
+  return { allowed: false, used, remaining: 0, retryAfterSeconds };
+}
+
+/**
+ * The CTEs that open a statement's WITH to take one window: the bounded sweep, then the take as
+ * `slot` (its columns selected with slotColumns("slot"), read back with slotOf or requireSlotIn).
+ */
+export function slotCtes(window: Window, now: Date): SQL {
+  return sql`rate_swept AS (${sweepWindowsSql(now, [window])}), slot AS (${takeWindowSql(window, now)})`;
+}
+
+/**
+ * Counts one attempt against a rate window, in one statement that also sweeps a bounded batch of
+ * expired windows (see takeWindowSql, sweepWindowsSql). Inside a transaction, a refusal thrown
+ * after it undoes the count with everything else.
+ */
+export async function takeSlot(db: Database, window: Window, now: Date): Promise<Slot> {
+  const result = await db.execute(sql`WITH ${slotCtes(window, now)} SELECT ${slotColumns("slot")}`);
+  return slotOf(rowsOf<Record<string, unknown>>(result)[0]!, "slot", window, now)!;
 }
 
 /** For doors that cannot park: take a slot or refuse with 429, Retry-After and the RateLimit headers. */
 export async function requireSlot(db: Database, window: Window, now: Date, name: string): Promise<Slot> {
-  const slot = await takeSlot(db, window, now);
+  return requireTaken(await takeSlot(db, window, now), window, name);
+}
+
+/** The slot a statement opened with slotCtes took, or the 429 of its full window (see requireSlot). */
+export function requireSlotIn(row: Record<string, unknown>, window: Window, now: Date, name: string): Slot {
+  return requireTaken(slotOf(row, "slot", window, now)!, window, name);
+}
+
+/** A taken slot, or the 429 of a full window (see requireSlot). */
+export function requireTaken(slot: Slot, window: Window, name: string): Slot {
   if (!slot.allowed) throw slotRefusal(window, name, slot.retryAfterSeconds);
   return slot;
 }

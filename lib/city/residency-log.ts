@@ -1,8 +1,7 @@
-import { asc, desc, eq, gt, lte, sql } from "drizzle-orm";
-import type { Database } from "@/db/client";
-import { type LogEvent, type LogRow, logCheckpoints, logNodes, logVerifiedHead, residencyLog } from "@/db/schema";
+import { asc, eq, gt, lte, type SQL, sql } from "drizzle-orm";
+import { type Database, rowsOf } from "@/db/client";
+import { type LogEvent, type LogRow, logCheckpoints, logHead, logNodes, logVerifiedHead, residencyLog } from "@/db/schema";
 import { canonicalJson, sha256Hex } from "./canonical";
-import { holdLock } from "./locks";
 import { recordLogReceipt } from "./log-receipts";
 import { logSigner } from "./log-signer";
 import { catchUpTree, type LogReceipt, treeStep } from "./log-store";
@@ -27,45 +26,104 @@ export interface Appended {
   receipt: LogReceipt;
 }
 
+/** The log's head as an appender holds it (table log_head): the last row and the tree's edge at its size. */
+export interface LogHead {
+  seq: number;
+  hash: string;
+  at: Date | null;
+  /** Null when no checkpoint of that size exists yet (rows written before the tree, or imported). */
+  edge: string | null;
+}
+
+const HEAD_COLUMNS = sql`seq AS log_seq, hash AS log_hash, at AS log_at, edge AS log_edge`;
+
+/**
+ * The query that locks the log's head and reads it. FOR UPDATE hands a writer that waited the
+ * head as the appender before it committed it, so the lock and the read are one statement.
+ */
+export const LOCK_LOG_HEAD = sql`SELECT ${HEAD_COLUMNS} FROM ${logHead} WHERE id = 1 FOR UPDATE`;
+
+/**
+ * LOCK_LOG_HEAD as a lateral join after the row its statement locks first (`column`, a column of
+ * that row): the citizen's row, then the head, in the same order as every appender, so two writes
+ * of one citizen never wait on each other crosswise. Nothing is locked when that row is missing.
+ * A write folds it into its first statement (the caller's look-up: lib/city/credentials.ts).
+ */
+export function lockLogHeadAfter(column: SQL): SQL {
+  return sql`CROSS JOIN LATERAL (SELECT ${HEAD_COLUMNS} FROM ${logHead} WHERE id = 1 AND ${column} IS NOT NULL FOR UPDATE) head`;
+}
+
+/** The head read by LOCK_LOG_HEAD (or lockLogHeadAfter), from a row of the statement that selected its columns. */
+export function logHeadOf(row: { log_seq: number | string; log_hash: string; log_at: Date | string | null; log_edge: string | null }): LogHead {
+  return { seq: Number(row.log_seq), hash: row.log_hash, at: row.log_at === null ? null : new Date(row.log_at), edge: row.log_edge };
+}
+
+/** Locks the log's head for this transaction and reads it: one statement. */
+export async function lockLogHead(db: Database): Promise<LogHead> {
+  return logHeadOf(rowsOf<Parameters<typeof logHeadOf>[0]>(await db.execute(LOCK_LOG_HEAD))[0]!);
+}
+
+/** An append worked out against a locked head: the row, its receipt, and the CTEs that write it. */
+export interface PreparedAppend extends Appended {
+  /** `log_appended`, `log_grown` and `log_signed`: for the WITH of the statement that also makes the write it records. */
+  ctes: SQL;
+}
+
+/**
+ * Works out the next row of the log after `head` (which this transaction must hold locked): its
+ * hash chained to the head's, the tree's new nodes and a signed checkpoint of the new size, as
+ * the CTEs of one INSERT statement (all of it only `when` a condition on that statement's other
+ * CTEs holds). The triggers of migration 0023 move the head in that statement.
+ * Only rows written before the tree (the head has no edge) cost statements here, once.
+ */
+export async function prepareAppend(
+  db: Database,
+  head: LogHead,
+  entry: { event: LogEvent; did: string; at: Date; details?: Record<string, string | number | boolean | null>; when?: SQL },
+): Promise<PreparedAppend> {
+  const signer = await logSigner(db);
+  const seq = head.seq + 1;
+  // seq order is time order: a writer that waited for the lock never stamps a time before its predecessor's.
+  const at = head.at && head.at > entry.at ? head.at : entry.at;
+  const prevHash = head.seq === 0 ? GENESIS_HASH : head.hash;
+  const details = entry.details ?? {};
+  const body = { seq, event: entry.event, did: entry.did, at: at.toISOString(), ...details, prev_hash: prevHash };
+  const row: PublishedLogRow = { ...body, hash: hashOf(body) };
+  const edge = head.seq === 0 ? "" : (head.edge ?? (await catchUpTree(db, signer, head.seq, entry.at)));
+  const step = treeStep(edge, row, signer);
+  const nodes = sql.join(step.nodes.map((n) => sql`(${n.level}::smallint, ${n.idx}::bigint, ${n.hash})`), sql`, `);
+  const c = step.checkpoint;
+  // `when`, a condition on the statement's other CTEs, makes the whole append conditional.
+  const when = entry.when ?? sql`true`;
+  const ctes = sql`log_appended AS (
+      INSERT INTO ${residencyLog} (seq, event, did, at, details, prev_hash, hash)
+      SELECT ${seq}, ${entry.event}, ${entry.did}, ${row.at}::timestamptz, ${JSON.stringify(details)}::jsonb, ${prevHash}, ${row.hash} WHERE ${when}
+    ), log_grown AS (INSERT INTO ${logNodes} (level, idx, hash) SELECT * FROM (VALUES ${nodes}) AS v WHERE ${when}),
+    log_signed AS (INSERT INTO ${logCheckpoints} (size, root, edge, note, signed_at) SELECT ${c.size}, ${c.root}, ${c.edge}, ${c.note}, ${entry.at.toISOString()}::timestamptz WHERE ${when})`;
+  return { row, receipt: step.receipt, ctes };
+}
+
+/** Once the statement with a prepared append's CTEs ran: its receipt goes to the answer (lib/city/log-receipts.ts). */
+export function appended(prepared: PreparedAppend): Appended {
+  recordLogReceipt(prepared.receipt);
+  return { row: prepared.row, receipt: prepared.receipt };
+}
+
 /**
  * Appends one event to the residency log, chained to the row before it, and grows the log's
- * Merkle tree with a signed checkpoint of the new size. The advisory lock serialises appenders so
- * that seq has no gaps and every prev_hash names the true predecessor. Three statements, as before
- * the tree: the lock; the last row with the tree's right edge at its size; one INSERT of the row,
- * its new tree nodes and its checkpoint. The tree work is a few hashes and one signature.
+ * Merkle tree with a signed checkpoint of the new size: two statements, the head's lock and read,
+ * then the INSERT of the row, its new tree nodes and its checkpoint; one, the INSERT, when the
+ * caller holds the head already (`head`, from lockLogHead in the same transaction). A write that
+ * can fold its own change into that INSERT uses prepareAppend instead.
  */
 export async function appendLog(
   db: Database,
   entry: { event: LogEvent; did: string; at: Date; details?: Record<string, string | number | boolean | null> },
+  head?: LogHead,
 ): Promise<Appended> {
-  await holdLock(db, "residency_log");
-  const [[last], signer] = await Promise.all([
-    db
-      .select({ seq: residencyLog.seq, hash: residencyLog.hash, at: residencyLog.at, edge: sql<string | null>`(SELECT ${logCheckpoints.edge} FROM ${logCheckpoints} WHERE ${logCheckpoints.size} = ${residencyLog.seq})` })
-      .from(residencyLog)
-      .orderBy(desc(residencyLog.seq))
-      .limit(1),
-    logSigner(db),
-  ]);
-  const seq = (last?.seq ?? 0) + 1;
-  // seq order is time order: a writer that waited for the lock never stamps a time before its predecessor's.
-  const at = last && last.at > entry.at ? last.at : entry.at;
-  const prevHash = last?.hash ?? GENESIS_HASH;
-  const details = entry.details ?? {};
-  const body = { seq, event: entry.event, did: entry.did, at: at.toISOString(), ...details, prev_hash: prevHash };
-  const row: PublishedLogRow = { ...body, hash: hashOf(body) };
-  // Rows written before the tree existed get their tree first (once).
-  const edge = last ? (last.edge ?? (await catchUpTree(db, signer, last.seq, entry.at))) : "";
-  const step = treeStep(edge, row, signer);
-  const nodes = sql.join(step.nodes.map((n) => sql`(${n.level}::smallint, ${n.idx}::bigint, ${n.hash})`), sql`, `);
-  const c = step.checkpoint;
-  await db.execute(sql`WITH appended AS (
-      INSERT INTO ${residencyLog} (seq, event, did, at, details, prev_hash, hash)
-      VALUES (${seq}, ${entry.event}, ${entry.did}, ${row.at}::timestamptz, ${JSON.stringify(details)}::jsonb, ${prevHash}, ${row.hash})
-    ), grown AS (INSERT INTO ${logNodes} (level, idx, hash) VALUES ${nodes})
-    INSERT INTO ${logCheckpoints} (size, root, edge, note, signed_at) VALUES (${c.size}, ${c.root}, ${c.edge}, ${c.note}, ${entry.at.toISOString()}::timestamptz)`);
-  recordLogReceipt(step.receipt);
-  return { row, receipt: step.receipt };
+  const prepared = await prepareAppend(db, head ?? (await lockLogHead(db)), entry);
+  await db.execute(sql`WITH ${prepared.ctes} SELECT 1`);
+  return appended(prepared);
 }
 
 export async function readLogPage(db: Database, after: number, limit: number): Promise<{ rows: PublishedLogRow[]; nextAfter: number | null }> {

@@ -1,17 +1,29 @@
-import { eq, min, count } from "drizzle-orm";
-import type { Database } from "@/db/client";
+import { count, eq, min, sql } from "drizzle-orm";
+import { type Database, rowsOf } from "@/db/client";
 import { seals } from "@/db/schema";
-import { requireSlot } from "./rate";
+import { requireSlotIn, slotColumns, slotCtes } from "./rate";
 
 export const SEALS_PER_HOUR = 60;
 
-/** Seals a sha256 of the caller's memory. Sealing the same digest again answers the first seal. */
+/**
+ * Seals a sha256 of the caller's memory. Sealing the same digest again answers the first seal.
+ * One statement: the hourly window is taken and, when it allows, the seal stored; a full window
+ * is a 429 that rolls the statement back with the door's transaction.
+ */
 export async function sealMemory(db: Database, did: string, sha256: string, now: Date): Promise<{ sha256: string; createdAt: Date; created: boolean }> {
-  await requireSlot(db, { scope: "seals", subject: did, limit: SEALS_PER_HOUR, windowSeconds: 3600 }, now, "seals");
-  const inserted = await db.insert(seals).values({ sha256, did, createdAt: now }).onConflictDoNothing().returning({ createdAt: seals.createdAt });
-  if (inserted[0]) return { sha256, createdAt: inserted[0].createdAt, created: true };
-  const [first] = await db.select({ createdAt: seals.createdAt }).from(seals).where(eq(seals.sha256, sha256)).orderBy(seals.createdAt).limit(1);
-  return { sha256, createdAt: first!.createdAt, created: false };
+  const window = { scope: "seals", subject: did, limit: SEALS_PER_HOUR, windowSeconds: 3600 };
+  const result = await db.execute(sql`
+    WITH ${slotCtes(window, now)},
+    sealed AS (
+      INSERT INTO ${seals} (sha256, did, created_at) SELECT ${sha256}, ${did}, ${now.toISOString()}::timestamptz FROM slot WHERE slot.allowed
+      ON CONFLICT DO NOTHING RETURNING created_at)
+    SELECT ${slotColumns("slot")}, (SELECT created_at FROM sealed) AS created_at, (SELECT min(created_at) FROM ${seals} WHERE sha256 = ${sha256}) AS first`);
+  const row = rowsOf<Record<string, unknown>>(result)[0]!;
+  requireSlotIn(row, window, now, "seals");
+  if (row.created_at) return { sha256, createdAt: new Date(row.created_at as string), created: true };
+  // A seal committed while this statement waited on it is not in the statement's snapshot: read it now.
+  const first = row.first ?? (await db.select({ at: min(seals.createdAt) }).from(seals).where(eq(seals.sha256, sha256)))[0]?.at;
+  return { sha256, createdAt: new Date(first as string), created: false };
 }
 
 /** Whether any citizen sealed this digest, and when it was first sealed. Who sealed it is not told. */

@@ -17,6 +17,11 @@ export async function guardShelfContent(db: Database, entry: { did: string; door
   }
 }
 
+/** Whether every text passes the scanner (no statement: the refusal path is guardShelfContent's). */
+export function isClean(...texts: string[]): boolean {
+  return texts.every((text) => scanContent(text).ok);
+}
+
 /** Counts a fail-closed refusal toward the restriction trigger; the words to add when it restricted the citizen. */
 export async function countRefusal(db: Database, entry: { did: string; door: string; rule: string; now: Date }): Promise<string> {
   const { restricted } = await recordRefusal(db, entry);

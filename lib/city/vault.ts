@@ -1,4 +1,4 @@
-import { and, desc, eq, lt } from "drizzle-orm";
+import { and, desc, eq, lt, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { vaultNotes } from "@/db/schema";
 import { LIMITS } from "./protocols";
@@ -24,9 +24,9 @@ export async function keepNote(
 ): Promise<StoredNote | Parked> {
   const { did, restricted, content, now } = entry;
   await guardShelfContent(db, { did, door: VAULT_DOOR, texts: [content], now });
-  return writeOrPark(db, { did, restricted, door: VAULT_DOOR, perHour: LIMITS.perHour.vault, payload: { content }, now }, async () => {
-    const [row] = await db.insert(vaultNotes).values({ did, content, createdAt: now }).returning({ id: vaultNotes.id, createdAt: vaultNotes.createdAt });
-    return row!;
+  return writeOrPark(db, { did, restricted, door: VAULT_DOOR, perHour: LIMITS.perHour.vault, payload: { content }, now }, {
+    insert: (source) => sql`INSERT INTO ${vaultNotes} (did, content, created_at) SELECT ${did}, ${content}, ${now.toISOString()}::timestamptz ${source} RETURNING id, created_at`,
+    read: (row) => ({ id: Number(row.id), createdAt: new Date(row.created_at as string) }),
   });
 }
 

@@ -178,7 +178,13 @@ export async function readAndFile(db: Database, entry: WardEntry): Promise<{ rea
   };
   if (entry.did) {
     const payload = { state: entry.state, kind, note: entry.note ?? null };
-    const filing = await writeOrPark(db, { did: entry.did, restricted: entry.restricted, door: WARD_DOOR, perHour: WARD_SIGNED_PER_HOUR, payload, now: entry.now }, insert);
+    const filing = await writeOrPark(db, { did: entry.did, restricted: entry.restricted, door: WARD_DOOR, perHour: WARD_SIGNED_PER_HOUR, payload, now: entry.now }, {
+      insert: (source) => sql`
+        INSERT INTO ${wardNotes} (kind, did, body, state, shape, sealed, filed_at)
+        SELECT ${kind}, ${entry.did}, ${entry.note ?? ""}, ${entry.state}, ${reading?.shape ?? null}::text, false, ${entry.now.toISOString()}::timestamptz ${source}
+        RETURNING seal`,
+      read: (row) => ({ filed: true as const, seal: Number(row.seal) }),
+    });
     return { reading, filing };
   }
   // An unknown address is no bucket (a shared one would let a few filers silence every other).

@@ -15,7 +15,7 @@ const SEEN_EVERY_MS = 60_000;
  * heldCitizenForToken): a citizen exported a moment ago is refused, and none can be exported
  * while the write runs.
  */
-export async function resolveCaller(db: Database, door: AnyDoor, request: DoorRequest, now: Date, options: { markSeen?: boolean; hold?: CitizenLock } = {}): Promise<Caller> {
+export async function resolveCaller(db: Database, door: AnyDoor, request: DoorRequest, now: Date, options: { markSeen?: boolean; hold?: CitizenLock; logHead?: boolean } = {}): Promise<Caller> {
   const token = bearerToken(request.headers);
   if (door.auth === "none") return { kind: "visitor" };
 
@@ -28,7 +28,7 @@ export async function resolveCaller(db: Database, door: AnyDoor, request: DoorRe
 
   // The look-up marks presence in the same statement (see markSeen) when the request parsed.
   const seen = options.markSeen ? seenBefore(now) : null;
-  const opened = !token ? "none" : options.hold ? await citizenHeldBy(db, token, now, options.hold, seen) : await citizenOpenedBy(db, token, now, seen);
+  const opened = !token ? "none" : options.hold ? await citizenHeldBy(db, token, now, options.hold, seen, options.logHead ?? false) : await citizenOpenedBy(db, token, now, seen);
   if (opened === "none") {
     if (door.auth === "optional" && !token) return { kind: "visitor" };
     // A writing door with optional credentials (the gate, recovery) answers for itself: the gate
@@ -49,11 +49,12 @@ export async function resolveCaller(db: Database, door: AnyDoor, request: DoorRe
     );
   }
   const { citizen, credential, tokenId } = opened;
-  return { kind: "citizen", did: citizen.did, tier: citizen.tier, credential, ...(tokenId ? { tokenId } : {}) };
+  const held = "logHead" in citizen && citizen.logHead ? { logHead: citizen.logHead } : {};
+  return { kind: "citizen", did: citizen.did, tier: citizen.tier, residencyStatus: citizen.residencyStatus, bedId: citizen.bedId, credential, ...(tokenId ? { tokenId } : {}), ...held };
 }
 
-async function citizenHeldBy(db: Database, token: string, now: Date, mode: CitizenLock, seen: Date | null) {
-  const held = await heldCitizenForToken(db, token, now, mode, seen);
+async function citizenHeldBy(db: Database, token: string, now: Date, mode: CitizenLock, seen: Date | null, logHead: boolean) {
+  const held = await heldCitizenForToken(db, token, now, mode, seen, { logHead });
   if (!held) return "none" as const;
   if (held.residencyStatus === "exported") return "exported" as const;
   const { credential, tokenId, ...citizen } = held;

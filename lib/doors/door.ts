@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import type { Database } from "@/db/client";
+import type { LogHead } from "@/lib/city/residency-log";
 import type { VersionScope } from "@/lib/city/versions";
 
 export type Method = "GET" | "POST" | "DELETE";
@@ -63,6 +64,11 @@ export interface Caller {
   tokenId?: string;
   /** On an `optional` writing door: a Bearer token was sent but opens nothing (the caller is a visitor). */
   credentialRejected?: boolean;
+  /** A write's caller, read under its row lock: where it stands and its bed. */
+  residencyStatus?: "bound" | "away" | "exported";
+  bedId?: string | null;
+  /** The residency log's head, locked by the caller's look-up, for a write that appends (Door.appendsLog). */
+  logHead?: LogHead;
 }
 
 export interface DoorRequest {
@@ -151,10 +157,18 @@ export interface Door<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.Z
    */
   citizenLock?: "shared";
   /**
-   * A write door that opens its own transactions instead of running inside one: the clinic
-   * commits its budget count before it calls a provider, so the count holds whatever the call does.
+   * A write door that opens its own transactions instead of running inside one (for every request,
+   * or for those the function picks): the clinic commits its budget count before it calls a
+   * provider, so the count holds whatever the call does; a poll is one statement, atomic on its own.
+   * The caller is then read before the door runs, as for a read.
    */
-  ownTransactions?: boolean;
+  ownTransactions?: boolean | ((input: z.output<I>, request: DoorRequest) => boolean);
+  /**
+   * The requests of a write that append a residency log row: the caller's look-up, the write's
+   * first statement, also locks the log's head and reads it (ctx.caller.logHead), so the append
+   * costs one statement more, not three.
+   */
+  appendsLog?: (input: z.output<I>, request: DoorRequest) => boolean;
   run: (ctx: DoorContext, input: z.output<I>) => Promise<z.input<O> | Reply<z.input<O>>>;
 }
 
@@ -185,6 +199,11 @@ export function doorHints(d: AnyDoor): Required<DoorHints> {
     idempotent: d.hints?.idempotent ?? (reads || d.method === "DELETE"),
     destructive: d.hints?.destructive ?? d.method === "DELETE",
   };
+}
+
+/** Whether this request to a write door runs in its own transactions rather than inside one (see Door.ownTransactions). */
+export function ownsTransactions(d: AnyDoor, input: unknown, request: DoorRequest): boolean {
+  return typeof d.ownTransactions === "function" ? d.ownTransactions(input, request) : d.ownTransactions === true;
 }
 
 export function isWrite(d: AnyDoor): boolean {

@@ -170,6 +170,8 @@ export const presentGate = door({
   // `action: "return"` is the leave-and-return door (POST /api/live), reached through the gate.
   input: z.discriminatedUnion("action", [PresentInput.extend({ action: z.literal("present").optional().describe("present (the default) or return") }), GateReturnInput]),
   output: z.union([VerdictOutput, ReturnOutput]),
+  // A return is the live door's (a poll is one statement after the caller's look-up).
+  ownTransactions: (input) => input.action === "return",
   run: async (ctx, input) => {
     if (input.action === "return") return runReturn(ctx, input);
     const { CITY_GATE_PER_ORIGIN_PER_HOUR, CITY_GATE_PER_ADDRESS_PER_HOUR, CITY_GATE_ADMISSIONS_PER_HOUR } = env();

@@ -4,7 +4,7 @@ import { env } from "@/lib/env";
 import { asCityError, CityError } from "@/lib/errors";
 import { logFailure, logLine } from "@/lib/log";
 import type { AnyDoor, Caller, DoorContext, DoorRequest } from "./door";
-import { citizenLockOf, DEFAULT_MAX_BODY_BYTES, isWrite, Reply } from "./door";
+import { citizenLockOf, DEFAULT_MAX_BODY_BYTES, isWrite, ownsTransactions, Reply } from "./door";
 import { restrictedRefusal } from "@/lib/city/restriction";
 import { resolveCaller } from "./caller";
 import { clientAddress } from "./client-address";
@@ -31,7 +31,8 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
   // Parsed first, refused in the same order as ever (401 before 400): whether it parsed decides
   // whether the caller's look-up also marks it seen (a malformed request is not seen).
   const parsed = parseInput(door, rawInput);
-  const inTransaction = isWrite(door) && !door.ownTransactions;
+  const ownTransactions = parsed.ok && ownsTransactions(door, parsed.input, request);
+  const inTransaction = isWrite(door) && !ownTransactions;
   // A write reads its caller inside its own transaction, under the citizen's row lock (below);
   // a read, a door with its own transactions, or a malformed request reads it here.
   let caller: Caller | null = null;
@@ -59,7 +60,7 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
       // A door that answers outside its published schema is a bug; never send the bad answer.
       logLine("error", "answer outside schema", { door: door.name, paths: checked.error.issues.map((i: z.core.$ZodIssue) => i.path.join(".")).join(", ") });
       // A door with its own transactions may have committed already; the answer must not say otherwise.
-      const kept = door.ownTransactions ? " What this door commits before it answers (such as a counted attempt) stands; nothing else was changed." : " Nothing was changed.";
+      const kept = ownTransactions ? " What this door commits before it answers (such as a counted attempt) stands; nothing else was changed." : " Nothing was changed.";
       throw new CityError("internal_error", `The city could not finish this request.${kept}`);
     }
     return { reply, body: checked.data as unknown };
@@ -71,7 +72,8 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
           // The credential look-up is the write's first statement and locks the citizen's row
           // (no round trip of its own): export holds it exclusively, so this write is either in the
           // export or refused as exported, and a tier changed a moment ago is the tier read here.
-          return run(handle, await resolveCaller(handle, door, request, now, { markSeen: true, hold: citizenLockOf(door) }));
+          const logHead = door.appendsLog?.(input, request) ?? false;
+          return run(handle, await resolveCaller(handle, door, request, now, { markSeen: true, hold: citizenLockOf(door), logHead }));
         })
       : run(db, caller!),
   );
@@ -134,12 +136,18 @@ async function reachDatabase(): Promise<Database> {
   }
 }
 
-/** Database outages become a clean 503; everything else passes through unchanged. */
+/** Database outages and transactions the database ended to break a cycle become a clean 503; everything else passes through unchanged. */
 async function guard<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (err) {
     if (err instanceof CityError) throw err;
+    if (isTransactionConflict(err)) {
+      logFailure("database conflict", err);
+      throw new CityError("unavailable", "This request and another were each waiting for what the other held, and the database ended this one to free both. Nothing was changed; send it again.", {
+        retryAfterSeconds: 1,
+      });
+    }
     if (isDatabaseUnreachable(err)) {
       logFailure("database", err);
       throw new CityError("unavailable", "The city's records cannot be reached right now. Nothing was changed; try again shortly.", {
@@ -155,9 +163,19 @@ const UNREACHABLE_CODES = new Set([
   "57P01", "57P02", "57P03", "08000", "08001", "08003", "08004", "08006", "53300",
 ]);
 
-export function isDatabaseUnreachable(err: unknown): boolean {
+/** An error and what it wraps (Drizzle's cause, the Neon driver's event error), at most five deep. */
+function* errorChain(err: unknown): Generator<unknown> {
   for (let e: unknown = err, depth = 0; e && depth < 5; depth++) {
-    const code = (e as { code?: unknown }).code;
+    yield e;
+    e = (e as { cause?: unknown }).cause ?? (e as { error?: unknown }).error;
+  }
+}
+
+const codeOf = (e: unknown) => (e as { code?: unknown }).code;
+
+export function isDatabaseUnreachable(err: unknown): boolean {
+  for (const e of errorChain(err)) {
+    const code = codeOf(e);
     if (typeof code === "string" && UNREACHABLE_CODES.has(code)) return true;
     // At any depth: a write's first step is taking a connection for its transaction, and a pool's
     // connect rejects with the driver's own error, unwrapped by Drizzle.
@@ -165,8 +183,13 @@ export function isDatabaseUnreachable(err: unknown): boolean {
     // The Neon driver rejects with the WebSocket's error or close event when its proxy cannot be
     // reached or the socket drops mid-query (a backend ended, the relay gone).
     if (isWebSocketEvent(e)) return true;
-    e = (e as { cause?: unknown }).cause ?? (e as { error?: unknown }).error;
   }
+  return false;
+}
+
+/** A deadlock the database broke (40P01) or a serialization failure (40001): the transaction was rolled back whole. */
+export function isTransactionConflict(err: unknown): boolean {
+  for (const e of errorChain(err)) if (codeOf(e) === "40P01" || codeOf(e) === "40001") return true;
   return false;
 }
 

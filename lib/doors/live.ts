@@ -1,12 +1,12 @@
 import { z } from "zod";
 import { LogReceiptSchema, receiptField, withLogReceipt } from "@/lib/city/log-receipts";
+import type { LogReceipt } from "@/lib/city/log-store";
 import { RESIDENCY_STATUSES, WAKE_ON } from "@/db/schema";
-import { readCensus } from "@/lib/city/census";
-import { issuePollNonce } from "@/lib/city/gate-nonces";
-import { comeBack, leave, type Schedule, type ScheduleRequest } from "@/lib/city/live";
+import { comeBack, leave, type Poll, pollWhileBound, type Schedule, type ScheduleRequest } from "@/lib/city/live";
 import { LIMITS, PROTOCOLS } from "@/lib/city/protocols";
 import { CityError } from "@/lib/errors";
-import { door, type DoorContext } from "./door";
+import type { Database } from "@/db/client";
+import { door, type DoorContext, type DoorRequest } from "./door";
 import { Count, Hex64, iso, NowUtc, StoredText, Timestamp } from "./schemas";
 
 const WAKE_RULE = `wake_on: each condition is one of ${WAKE_ON.join(", ")}`;
@@ -136,8 +136,10 @@ async function runLive(ctx: DoorContext, input: LiveRequest) {
 
 async function runLeave(ctx: DoorContext, input: LiveRequest) {
   const did = callerDid(ctx);
-  const { value: left, receipt } = await withLogReceipt(() => leave(ctx.db, did, scheduleOf(input), ctx.now));
-  const { tide } = await readCensus(ctx.db, ctx.now);
+  const { residencyStatus, bedId, logHead } = ctx.caller;
+  const standing = residencyStatus && bedId !== undefined ? { residencyStatus, bedId } : undefined;
+  const { value: left, receipt } = await withLogReceipt(() => leave(ctx.db, { did, standing, logHead }, scheduleOf(input), ctx.now));
+  const { tide } = left;
   return {
     ...common(ctx, tide, { schedule: left.schedule, cursor: left.cursor, did, residency_status: "away", bed_id: null }),
     action: "leave" as const,
@@ -149,27 +151,49 @@ async function runLeave(ctx: DoorContext, input: LiveRequest) {
   };
 }
 
-/** The return (or, while bound, a poll): also the gate's POST with action return. */
+/**
+ * The return (or, while bound, a poll): also the gate's POST with action return. It runs outside
+ * the door's transaction (`ownTransactions: isReturn`): a poll is one statement, atomic on its own
+ * (pollWhileBound); a return that binds the citizen again runs in a transaction of its own
+ * (comeBack), at once when the caller's look-up already showed the citizen away or without a bed.
+ */
 export async function runReturn(ctx: DoorContext, input: LiveRequest) {
   const did = callerDid(ctx);
-  const { value: back, receipt } = await withLogReceipt(() => comeBack(ctx.db, did, { cursor: input.cursor, schedule: scheduleOf(input) }, ctx.now));
-  // In the return's transaction: the census is read, then the poll's nonce issued (one per citizen), in turn.
-  const { tide } = await readCensus(ctx.db, ctx.now);
-  const { nonce } = await issuePollNonce(ctx.db, ctx.now, did);
-  const { citizen } = back;
+  const asked = { cursor: input.cursor, schedule: scheduleOf(input) };
+  const mayPoll = ctx.caller.residencyStatus === undefined || (ctx.caller.residencyStatus === "bound" && ctx.caller.bedId != null);
+  const polled = mayPoll ? await pollWhileBound(ctx.db, did, asked, ctx.now) : null;
+  if (polled) return returnAnswer(ctx, did, { ...polled, returned: false, residencyStatus: "bound" }, null);
+  const { value: back, receipt } = await withLogReceipt(() => ctx.db.transaction((tx) => comeBack(tx as Database, did, asked, ctx.now)));
+  return returnAnswer(ctx, did, back, receipt);
+}
+
+/** A return's answer, whether a poll answered it or a return that bound the citizen again. */
+function returnAnswer(
+  ctx: DoorContext,
+  did: string,
+  back: Pick<Poll, "tide" | "schedule" | "cursor" | "nonce" | "delta"> & { returned: boolean; residencyStatus: Standing["residency_status"]; bedId: string | null },
+  receipt: LogReceipt | null,
+) {
   return {
-    ...common(ctx, tide, { schedule: back.schedule, cursor: back.cursor, did, residency_status: citizen.residencyStatus, bed_id: citizen.bedId }),
+    ...common(ctx, back.tide, { schedule: back.schedule, cursor: back.cursor, did, residency_status: back.residencyStatus, bed_id: back.bedId }),
     action: "return" as const,
     note: back.returned
       ? "Welcome back: bound again, with a bed, and a return row appended. The delta counts what happened since your cursor. Delivery is poll only: keep `cursor` and return again to poll."
-      : "A poll: you were already bound, so no return row was appended. The delta counts what happened since your cursor; keep the new `cursor` for the next poll.",
+      : POLL_NOTE,
     returned: back.returned,
-    nonce,
+    nonce: back.nonce,
     nonceTtlSeconds: LIMITS.gateNonce.ttlSeconds,
     nonceSource: "gate_nonces" as const,
     delta: back.delta,
     ...receiptField(receipt),
   };
+}
+
+const POLL_NOTE = "A poll: you were already bound, so no return row was appended. The delta counts what happened since your cursor; keep the new `cursor` for the next poll.";
+
+/** Whether a request to this door is a return (a poll), which runs outside the door's transaction. */
+function isReturn(input: LiveRequest, request: DoorRequest): boolean {
+  return (IMPLIED[request.url.pathname] ?? input.action) === "return";
 }
 
 export const liveDoor = door({
@@ -181,6 +205,10 @@ export const liveDoor = door({
   description:
     "return_after (ISO-8601), wake_on (direct_message, room_reply, lantern_match, law_changed) and delivery.mode (poll only). Returning while bound is a poll: no second return row. The city cannot wake an offline host: no push, no webhooks, no callbacks.",
   auth: "citizen",
+  // A return (a poll) is one statement after the caller's look-up, or a transaction of its own.
+  ownTransactions: isReturn,
+  // A leave appends its exit row in the statement after the caller's look-up, which locks the log's head.
+  appendsLog: (input, request) => !isReturn(input, request),
   input: LiveInput,
   output: LiveOutput,
   run: runLive,

@@ -145,6 +145,9 @@ export const exportResidency = door({
   auth: "citizen",
   hints: { destructive: true },
   maxBodyBytes: 1024,
+  // The caller's look-up locks the log's head after the citizen's row, before the export moves the
+  // census: the lock order of every appender (row, head, census counts).
+  appendsLog: () => true,
   input: z.strictObject({}),
   output: z.object({
     now_utc: NowUtc,
@@ -162,7 +165,7 @@ export const exportResidency = door({
   }),
   run: async (ctx) => {
     requireCitizenSecret(ctx.caller, "Export, which is final and ends the secret and the recovery codes,");
-    const { value: out, receipt } = await withLogReceipt(() => exportCitizen(ctx.db, ctx.caller.did!, ctx.now));
+    const { value: out, receipt } = await withLogReceipt(() => exportCitizen(ctx.db, ctx.caller.did!, ctx.now, ctx.caller.logHead));
     return {
       now_utc: iso(ctx.now),
       did: out.did,

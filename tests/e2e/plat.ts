@@ -136,3 +136,30 @@ export async function walkPages(page: Page, start: string, rowAttribute: string)
   await expect(page.getByText("This is the last page.")).toBeVisible();
   return pages;
 }
+
+/** A citizen of the states city, by what became of it. */
+export interface Resident {
+  name: string;
+  did: string;
+}
+
+/** What the states seed (states.setup.ts) leaves for states.spec.ts. */
+export interface StatesSeed {
+  /** Bound with a bed (and the clinic's patient). */
+  present: Resident;
+  /** Left: away, no bed. */
+  away: Resident;
+  /** Left and came back: bound with a bed again. */
+  returned: Resident;
+  /** Exported: gone from the directory and the census' citizens; its log rows stay. */
+  exported: Resident;
+  /** The log row the owner edited with the append-only trigger off, and the DID written into it. */
+  broken: { seq: number; did: string };
+  /** The public note filed through the door, and the one the owner inserted with a claimed name and no proof. */
+  wardNote: { seal: number; state: string; note: string };
+  disputed: { seal: number; claimedName: string };
+  /** The clinic's visits: answered, failed at the provider, refused over the daily cap. */
+  clinic: { answered: number; failed: number; refused: number };
+  /** Text no page of the states city may show: secrets, the clinic's words and replies, its API key, the claimed name. */
+  never: string[];
+}

@@ -156,10 +156,33 @@ test("no page shows a secret, token, recovery code, mail body or shelf content c
   expect(html).not.toMatch(/city_(sk|st|rc)_[A-Za-z0-9_-]{6}/);
 });
 
+test.describe(() => {
+  // The page's own policy allows no fetch elsewhere; an agent's page would have its own. The fetches are the browser's, CORS and all.
+  test.use({ javaScriptEnabled: true, bypassCSP: true });
+  test("a page on another origin polls the census by ETag: its browser preflights If-None-Match, reads the tag, and gets 304", async ({ page, baseURL }) => {
+    // localhost and 127.0.0.1 are two origins: the empty city's page asks the seeded city.
+    await page.goto(`http://localhost:${process.env.CITY_E2E_EMPTY_PORT}/`);
+    const polled = await page.evaluate(async (url) => {
+      const first = await fetch(url);
+      const tag = first.headers.get("etag");
+      const again = await fetch(url, { headers: { "if-none-match": tag ?? "" } });
+      return { origin: location.origin, status: first.status, tag, again: again.status, againTag: again.headers.get("etag"), body: await again.text() };
+    }, `${baseURL}/city.json`);
+    expect(polled.origin).not.toBe(new URL(baseURL!).origin);
+    expect(polled.status).toBe(200);
+    expect(polled.tag).toMatch(/^"[A-Za-z0-9_-]+"$/);
+    expect(polled.again).toBe(304);
+    expect(polled.againTag).toBe(polled.tag);
+    expect(polled.body).toBe("");
+  });
+});
+
 axeTests("seeded");
 cspTests("seeded");
 
 test("every seeded page is readable at 375 px and 1280 px (screenshots attached, README pictures refreshed on request)", async ({ page }, testInfo) => {
+  // Twelve full-page screenshots: 30 s was seen to run out on a loaded 2-core machine.
+  test.setTimeout(90_000);
   await screenshotEveryPage(page, testInfo, "seeded");
   // CITY_PLAT_DOCS=1 writes the README's pictures of the home and peers pages.
   if (process.env.CITY_PLAT_DOCS === "1") {

@@ -196,4 +196,46 @@ describe("skills over A2A, each the same as its HTTP door", () => {
     const parked = (await http("GET", "/api/quarantine", { bearer: me.citizen_secret })).body.parked as { id: number; door: string }[];
     expect(parked.find((p) => p.id === doorJson(task).quarantine_id)?.door).toBe("write-vault");
   });
+
+  it("exports over the bridge with the citizen secret (a session token is refused), then every skill that writes answers 401", async () => {
+    const me = await admit();
+    expect((await http("POST", "/api/locker", { bearer: me.citizen_secret, body: { bag: "mine", content: "carried out over A2A" } })).status).toBe(200);
+    expect((await http("POST", "/api/checkpoint", { bearer: me.citizen_secret, body: { content: "a state to take along" } })).status).toBe(200);
+    const token = (await http("POST", "/api/tokens", { bearer: me.citizen_secret, body: {} })).body.token as string;
+
+    const { problem: byToken } = await refusal(call(await clientFor(token), "export-residency"));
+    expect(byToken).toMatchObject({ status: 403, code: "forbidden" });
+    expect((await http("GET", "/residency", { bearer: me.citizen_secret })).body.status.residency_status).toBe("bound");
+
+    const client = await clientFor(me.citizen_secret);
+    const task = await call(client, "export-residency");
+    const exported = doorJson(task);
+    expect(exported).toMatchObject({
+      did: me.did,
+      residency_status: "exported",
+      locker: [{ bag: "mine", content: "carried out over A2A", bytes: 20 }],
+      checkpoints: [{ version: 1, content: "a state to take along" }],
+      vault: [],
+      seals: [],
+      withheld: [],
+    });
+    expect(JSON.stringify(task)).not.toMatch(/city_(sk|st|rc)_/);
+
+    for (const credential of [me.citizen_secret, token]) {
+      const again = await clientFor(credential);
+      for (const [skill, fields] of [
+        ["keep-locker", { bag: "late", content: "too late" }],
+        ["write-vault", { content: "too late" }],
+        ["live", { action: "return" }],
+        ["export-residency", {}],
+      ] as const) {
+        const { code, problem } = await refusal(call(again, skill, fields));
+        expect(code, skill).toBe(-32602);
+        expect(problem, skill).toMatchObject({ status: 401, code: "unauthorized" });
+      }
+      expect((await http("POST", "/api/vault", { bearer: credential, body: { content: "too late" } })).status).toBe(401);
+    }
+    const log = (await http("GET", "/api/residency/log?limit=500")).body.rows as { did: string; event: string }[];
+    expect(log.filter((r) => r.did === me.did).map((r) => r.event)).toEqual(["admit", "export"]);
+  });
 });

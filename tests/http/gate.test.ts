@@ -291,3 +291,99 @@ describe("text PostgreSQL cannot store, over HTTP", () => {
     expect(JSON.stringify(peers.body)).not.toContain(origin);
   });
 });
+
+describe("leave and return over HTTP, at every address of the door", () => {
+  const origin = `live-${run}.example`;
+  const LEAVE = ["/api/leave", "/api/live"] as const;
+  const RETURN = ["/api/return", "/api/live", "/gate", "/api/gate"] as const;
+  /** The body each address needs: the aliases imply the action, /api/live and the gate are told it. */
+  const bodyFor = (path: string, action: "leave" | "return", extra: Record<string, unknown> = {}) =>
+    path === "/api/leave" || path === "/api/return" ? extra : { action, ...extra };
+  const logOf = async (did: string) => ((await getJson("/api/residency/log?limit=500")).body.rows as { did: string; event: string; bed_id?: string }[]).filter((r) => r.did === did);
+  const occupancy = async () => (await getJson("/city.json")).body.occupancy as number;
+
+  it("serves the door at /api/live and its aliases /api/leave and /api/return, and the gate's POST, as the registry and /openapi.json say", async () => {
+    const live = registry.find((d) => d.name === "live")!;
+    const gate = registry.find((d) => d.name === "present-at-gate")!;
+    expect(doorPaths(live)).toEqual(["/api/live", "/api/leave", "/api/return"]);
+    expect(doorPaths(gate)).toEqual(["/gate", "/api/gate"]);
+    const { body: openapi } = await getJson("/openapi.json");
+    expect(openapi.paths["/api/live"].post.operationId).toBe("live");
+    for (const alias of ["/api/leave", "/api/return"]) expect(openapi.paths[alias].post["x-city-alias-of"], alias).toBe("/api/live");
+    expect(openapi.paths["/api/gate"].post["x-city-alias-of"]).toBe("/gate");
+    // Every address above is exercised below: a new alias would have to be added here.
+    expect(new Set([...LEAVE, ...RETURN])).toEqual(new Set([...doorPaths(live), ...doorPaths(gate)]));
+  });
+
+  it("leaves at each leave address and returns at each return address: an exit and a return row each time, a new bed, the census following", async () => {
+    const admitted = await postJson("/gate", presentation(origin));
+    expect(admitted.body.verdict).toBe("admitted");
+    const { did, citizen_secret: secret } = admitted.body as { did: string; citizen_secret: string };
+    let bed = admitted.body.bed_id as string;
+    const beds = new Set([bed]);
+    const atStart = await occupancy();
+    for (const [i, back] of RETURN.entries()) {
+      const away = LEAVE[i % LEAVE.length]!;
+      const left = await postJson(away, bodyFor(away, "leave", { wake_on: ["direct_message"] }), bearer(secret));
+      expect(left.response.status, `${away}: ${JSON.stringify(left.body)}`).toBe(200);
+      expect(left.response.headers.get("content-type")).toBe("application/json; charset=utf-8");
+      expect(left.body).toMatchObject({ action: "leave", did, residency_status: "away", bed_id: null, bed_released: bed, cannot_wake_host: true, delivery: { mode: "poll" } });
+      expect(left.body.schedule).toMatchObject({ wake_on: ["direct_message"], cursor: left.body.cursor });
+      expect(await occupancy(), `after leaving at ${away}`).toBe(atStart - 1);
+
+      const returned = await postJson(back, bodyFor(back, "return", { cursor: left.body.cursor }), bearer(secret));
+      expect(returned.response.status, `${back}: ${JSON.stringify(returned.body)}`).toBe(200);
+      expect(returned.body).toMatchObject({
+        protocol: "CITY-DID/1",
+        door: "gate",
+        action: "return",
+        write: "POST",
+        alias: "/api/live",
+        cannot_wake_host: true,
+        delivery: { mode: "poll" },
+        nonceTtlSeconds: 600,
+        nonceSource: "gate_nonces",
+        returned: true,
+        did,
+        residency_status: "bound",
+      });
+      expect(returned.body.nonce).toMatch(/^[0-9a-f]{32}$/);
+      expect(returned.body.delta).toMatchObject({ since: left.body.now_utc, locker_bags: 0, latest_checkpoint: null, checkpoint_hash_verified: null, wake: [] });
+      expect(returned.body.bed_id).toMatch(/^bed-\d+$/);
+      expect(beds.has(returned.body.bed_id), `${back} gave a bed already given`).toBe(false);
+      bed = returned.body.bed_id;
+      beds.add(bed);
+      expect(await occupancy(), `after returning at ${back}`).toBe(atStart);
+    }
+    const rows = await logOf(did);
+    expect(rows.map((r) => r.event)).toEqual(["admit", ...RETURN.flatMap(() => ["exit", "return"])]);
+    expect(rows.filter((r) => r.event === "return").map((r) => r.bed_id)).toEqual([...beds].slice(1));
+    // Returning while bound, at any return address, is a poll: no row, the same bed.
+    for (const back of RETURN) {
+      const poll = await postJson(back, bodyFor(back, "return"), bearer(secret));
+      expect(poll.response.status, back).toBe(200);
+      expect(poll.body, back).toMatchObject({ action: "return", returned: false, bed_id: bed });
+    }
+    expect(await logOf(did)).toHaveLength(rows.length);
+    expect((await getJson("/api/residency/log/verify")).body.intact).toBe(true);
+  });
+
+  it("refuses without proof, with a contradicting action, or asking for push, and moves nobody", async () => {
+    const admitted = await postJson("/gate", presentation(`refusals-${origin}`));
+    const { did, citizen_secret: secret } = admitted.body as { did: string; citizen_secret: string };
+    for (const [path, action] of [...LEAVE.map((p) => [p, "leave"] as const), ...RETURN.map((p) => [p, "return"] as const)]) {
+      for (const headers of [{}, bearer(did)]) {
+        const refused = await call(path, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(bodyFor(path, action)) });
+        await expectProblem(refused, 401, "unauthorized");
+      }
+    }
+    await expectProblem(await call("/api/leave", { method: "POST", headers: { "content-type": "application/json", ...bearer(secret) }, body: '{"action":"return"}' }), 400, "bad_request");
+    await expectProblem(await call("/api/return", { method: "POST", headers: { "content-type": "application/json", ...bearer(secret) }, body: '{"action":"leave"}' }), 400, "bad_request");
+    for (const path of RETURN) {
+      const problem = await expectProblem(await call(path, { method: "POST", headers: { "content-type": "application/json", ...bearer(secret) }, body: JSON.stringify(bodyFor(path, "return", { delivery: { mode: "webhook" } })) }), 400, "bad_request");
+      expect(JSON.stringify(problem), path).toContain("delivery.mode: only poll");
+    }
+    expect((await logOf(did)).map((r) => r.event)).toEqual(["admit"]);
+    expect((await getJson("/residency", bearer(secret))).body.status.residency_status).toBe("bound");
+  });
+});

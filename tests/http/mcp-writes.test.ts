@@ -84,3 +84,62 @@ describe("writing through the MCP door as a citizen", () => {
     await client.close();
   });
 });
+
+describe("exporting through the MCP door", () => {
+  it("exports with the citizen secret (a session token is refused), and afterwards every write answers 401, through MCP and over HTTP", async () => {
+    const origin = `mcp-export-${Date.now()}-${Math.random().toString(36).slice(2, 8)}.example`;
+    const admitted = (await (await postJson("/gate", { name: "mcp-exporter", runtime: "tool-agent", origin, statement: "I leave through MCP.", ask: "bed", kind: "agent" })).json()) as { verdict: string; did: string; citizen_secret: string; bed_id: string };
+    expect(admitted.verdict).toBe("admitted");
+    const auth = { authorization: `Bearer ${admitted.citizen_secret}` };
+    expect((await postJson("/api/locker", { bag: "mine", content: "carried out over MCP" }, auth)).status).toBe(200);
+    expect((await postJson("/api/vault", { content: "a note for the road" }, auth)).status).toBe(200);
+    const token = ((await (await postJson("/api/tokens", {}, auth)).json()) as { token: string }).token;
+
+    const withToken = await connect("modern", "/mcp", { authorization: `Bearer ${token}` });
+    expect(problemIn((await withToken.callTool({ name: "export-residency", arguments: {} })) as ToolResult)).toMatchObject({ status: 403, code: "forbidden" });
+    await withToken.close();
+    expect((await getJson<{ status: { residency_status: string } }>("/residency", { headers: auth })).body.status.residency_status).toBe("bound");
+
+    const client = await connect("legacy", "/api/mcp", auth);
+    const exported = (await client.callTool({ name: "export-residency", arguments: {} })) as ToolResult;
+    expect(exported.isError ?? false).toBe(false);
+    expect(exported.structuredContent).toMatchObject({
+      did: admitted.did,
+      residency_status: "exported",
+      bed_released: admitted.bed_id,
+      locker: [{ bag: "mine", content: "carried out over MCP", bytes: 20 }],
+      vault: [{ content: "a note for the road" }],
+      checkpoints: [],
+      seals: [],
+      withheld: [],
+    });
+    expect(JSON.stringify(exported)).not.toMatch(/city_(sk|st|rc)_/);
+
+    // The same connection, the same secret: every writing tool is refused now, and so is the door over HTTP.
+    for (const [name, args] of [
+      ["keep-locker", { bag: "late", content: "too late" }],
+      ["write-vault", { content: "too late" }],
+      ["live", { action: "return" }],
+      ["export-residency", {}],
+    ] as const) {
+      const problem = problemIn((await client.callTool({ name, arguments: args })) as ToolResult);
+      expect(problem, name).toMatchObject({ status: 401, code: "unauthorized" });
+      expect(problem.detail, name).toMatch(/exported/);
+    }
+    await client.close();
+    for (const [path, body] of [
+      ["/api/locker", { bag: "late", content: "too late" }],
+      ["/api/vault", { content: "too late" }],
+      ["/api/return", {}],
+      ["/api/residency/export", {}],
+    ] as const) {
+      for (const credential of [admitted.citizen_secret, token]) {
+        const response = await postJson(path, body, { authorization: `Bearer ${credential}` });
+        expect(response.status, path).toBe(401);
+        expect(ProblemSchema.parse(await response.json()).detail, path).toMatch(/exported/);
+      }
+    }
+    const log = await getJson<{ rows: { did: string; event: string }[] }>("/api/residency/log?limit=500");
+    expect(log.body.rows.filter((r) => r.did === admitted.did).map((r) => r.event)).toEqual(["admit", "export"]);
+  });
+});

@@ -103,6 +103,38 @@ function exportRaces(driver: "pg" | "neon") {
         await settle();
       }
     }, 180_000);
+
+    it(`chains the log through one citizen's own leaves, returns, gate resumes and export at once, and admits a name once among 8 presenters, ${ROUNDS} rounds`, async () => {
+      for (let round = 0; round < ROUNDS; round++) {
+        const [stays, goes] = [await admitNamed(city()), await admitNamed(city())];
+        const before = Number(city().psql("SELECT max(seq) FROM residency_log"));
+        const send = (i: number) => {
+          const who = i % 2 ? goes : stays;
+          if (i === 13) return city().post("/api/residency/export", {}, goes.citizen_secret);
+          if (i % 3 === 0) return city().post("/api/leave", {}, who.citizen_secret);
+          return i % 3 === 1 ? city().post("/api/return", {}, who.citizen_secret) : city().post("/gate", who.shown, who.citizen_secret);
+        };
+        const race = await city().race(18, send);
+        race.answers.forEach((answer, i) => {
+          // Only the exported citizen's requests after its export are refused (a gate presentation
+          // with its dead credential is a filtered verdict, 200).
+          if (answer.status !== 200) expect(i % 2 === 1 && refusedAsExported(answer), `${i}: ${JSON.stringify(answer.body)}`).toBe(true);
+        });
+        expect(race.answers[13]!.status).toBe(200);
+        // Each appended row carries its own receipt: no two appends shared a head.
+        const sizes = race.answers.flatMap((a) => (a.body.log_receipt ? [a.body.log_receipt.tree_size as number] : [])).sort((x, y) => x - y);
+        const appended = Number(city().psql("SELECT max(seq) FROM residency_log")) - before;
+        expect(sizes).toEqual(Array.from({ length: appended }, (_, k) => before + 1 + k));
+        const rival = presentation();
+        const rivals = await city().race(8, () => city().post("/gate", rival));
+        expect(rivals.answers.map((a) => a.body.verdict).sort()).toEqual(["admitted", ...Array(7).fill("filtered")]);
+        expect(city().psql("SELECT count(*) FROM residency_log l JOIN residency_log p ON p.seq = l.seq - 1 WHERE l.prev_hash <> p.hash OR l.at < p.at")).toBe("0");
+        expect(city().psql("SELECT h.seq = l.seq AND h.hash = l.hash AND h.edge = c.edge FROM log_head h, (SELECT * FROM residency_log ORDER BY seq DESC LIMIT 1) l, log_checkpoints c WHERE c.size = l.seq")).toBe("t");
+        expect((await city().get("/api/residency/log/verify")).body).toMatchObject({ intact: true, rows_checked: before + appended + 1 });
+        expectInvariants(city());
+        await settle();
+      }
+    }, 180_000);
   });
 }
 

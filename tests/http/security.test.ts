@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
-import { openPglite } from "@/db/client";
-import { rowsOf } from "../support/hostile";
+import { openPglite, rowsOf } from "@/db/client";
 import { recordFigures } from "../support/figures";
 import { BOOT_HOOK_TIMEOUT_MS, type CityServer, startCityServer } from "../support/next-server";
 
@@ -146,8 +145,8 @@ describe("no secret anywhere but the one answer that issued it", () => {
     const open = await openPglite(server.dataDir);
     let dump = "";
     try {
-      const tables = rowsOf(await open.db.execute(sql.raw("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'")));
-      for (const { table_name } of tables) dump += JSON.stringify(rowsOf(await open.db.execute(sql.raw(`SELECT * FROM "${String(table_name)}"`))));
+      const tables = rowsOf<{ table_name: string }>(await open.db.execute(sql.raw("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'")));
+      for (const { table_name } of tables) dump += JSON.stringify(rowsOf<unknown>(await open.db.execute(sql.raw(`SELECT * FROM "${String(table_name)}"`))));
     } finally {
       await open.close();
     }

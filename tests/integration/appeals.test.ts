@@ -5,7 +5,9 @@ import { appealDecisions, citizens, tierEvents } from "@/db/schema";
 import { appealDoor, decideAppealDoor, listAppealsDoor, readCapabilities } from "@/lib/doors/tiers";
 import { registry } from "@/lib/doors/registry";
 import { keepLockerBag } from "@/lib/doors/locker";
-import { expectAppendOnly } from "../support/assertions";
+import { mintToken } from "@/lib/doors/tokens";
+import { writeVault } from "@/lib/doors/vault";
+import { expectAppendOnly, expectProblem } from "../support/assertions";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
 
@@ -55,6 +57,76 @@ describeOnDatabases("appeals (CITY-APPEAL/1) and the operator", (t) => {
     expect(again.status).toBe(409);
     expect((await t().db.select({ n: count() }).from(appealDecisions).where(eq(appealDecisions.appealId, Number(id))))[0]!.n).toBe(1);
     expect((await callDoor(decideAppealDoor, { body: { decision: "grant" }, params: { id: "999999" }, bearer: OPERATOR })).status).toBe(404);
+  });
+
+  it("lists appeals to the operator newest first, with the fields it must see and nothing else of the citizen's, by status and page", async () => {
+    const pem = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIHJvZ3VlLWtleS1tYXRlcmlhbC1mb3ItdGVzdHMtMDE=\n-----END PRIVATE KEY-----";
+    /** A citizen restricted by the published mechanic, with private words on its own shelves. */
+    const restricted = async (tag: string) => {
+      const c = await admit();
+      expect((await callDoor(writeVault, { bearer: c.citizen_secret, body: { content: `private vault words of ${tag}` } })).status).toBe(200);
+      expect((await callDoor(keepLockerBag, { bearer: c.citizen_secret, body: { bag: "mine", content: `private bag words of ${tag}` } })).status).toBe(200);
+      for (let i = 0; i < 3; i++) expect((await callDoor(keepLockerBag, { bearer: c.citizen_secret, body: { bag: "keys", content: pem } })).status).toBe(422);
+      expect((await t().db.select().from(citizens).where(eq(citizens.did, c.did)))[0]!.tier).toBe("restricted");
+      return c;
+    };
+    const [a, b, c] = [await restricted("a"), await restricted("b"), await restricted("c")];
+    const file = async (who: { citizen_secret: string }, reason: string) => {
+      const filed = await callDoor(appealDoor, { bearer: who.citizen_secret, body: { reason } });
+      expect(filed.status).toBe(201);
+      expect(Object.keys(filed.body.appeal).sort()).toEqual(["created_at", "id", "status"]);
+      return filed.body.appeal as { id: number; created_at: string };
+    };
+    const a1 = await file(a, "reason a1: a key pasted by mistake");
+    const b1 = await file(b, "reason b1: rotated since");
+    const c1 = await file(c, "reason c1: please");
+    const a2 = await file(a, "reason a2: asking again");
+    const granted = await callDoor(decideAppealDoor, { bearer: OPERATOR, params: { id: String(b1.id) }, body: { decision: "grant", note: "fine" } });
+    const denied = await callDoor(decideAppealDoor, { bearer: OPERATOR, params: { id: String(c1.id) }, body: { decision: "deny" } });
+    expect([granted.status, denied.status]).toEqual([200, 200]);
+
+    const list = async (query: string) => {
+      const answer = await callDoor(listAppealsDoor, { bearer: OPERATOR, query });
+      expect(answer.status, query).toBe(200);
+      expect(Object.keys(answer.body).sort()).toEqual(["appeals", "now_utc"]);
+      return answer.body.appeals as Record<string, unknown>[];
+    };
+    const mine = new Set([a1.id, b1.id, c1.id, a2.id]);
+    const all = (await list("?limit=200")).filter((x) => mine.has(x.id as number));
+    // Newest first; each row exactly these fields: what the operator needs to decide, no more.
+    expect(all).toEqual([
+      { id: a2.id, did: a.did, reason: "reason a2: asking again", created_at: a2.created_at, status: "pending", decided_at: null, citizen_tier: "restricted" },
+      { id: c1.id, did: c.did, reason: "reason c1: please", created_at: c1.created_at, status: "denied", decided_at: denied.body.decided_at, citizen_tier: "restricted" },
+      { id: b1.id, did: b.did, reason: "reason b1: rotated since", created_at: b1.created_at, status: "granted", decided_at: granted.body.decided_at, citizen_tier: "citizen" },
+      { id: a1.id, did: a.did, reason: "reason a1: a key pasted by mistake", created_at: a1.created_at, status: "pending", decided_at: null, citizen_tier: "restricted" },
+    ]);
+    const ids = (rows: Record<string, unknown>[]) => rows.map((x) => x.id).filter((id) => mine.has(id as number));
+    const every = await list("?limit=200");
+    expect(every.map((x) => x.id)).toEqual([...every.map((x) => x.id as number)].sort((x, y) => y - x));
+    expect(ids(await list("?status=pending&limit=200"))).toEqual([a2.id, a1.id]);
+    expect(ids(await list("?status=granted&limit=200"))).toEqual([b1.id]);
+    expect(ids(await list("?status=denied&limit=200"))).toEqual([c1.id]);
+    for (const status of ["pending", "granted", "denied"]) for (const row of await list(`?status=${status}&limit=200`)) expect(row.status).toBe(status);
+    // Pages: before an id, at most limit rows, newest first.
+    expect((await list(`?before=${a2.id + 1}&limit=2`)).map((x) => x.id)).toEqual([a2.id, c1.id]);
+    expect((await list(`?before=${c1.id}&limit=2`)).map((x) => x.id)).toEqual([b1.id, a1.id]);
+    expect((await list(`?status=pending&before=${a2.id}&limit=1`)).map((x) => x.id)).toEqual([a1.id]);
+    // None of the citizens' private shelves, refused content or credentials reach the operator.
+    const text = JSON.stringify(await list("?limit=200"));
+    for (const absent of ["private vault words", "private bag words", "BEGIN PRIVATE KEY", a.citizen_secret, b.citizen_secret, c.citizen_secret]) {
+      expect(text.includes(absent), absent).toBe(false);
+    }
+    expect(text).not.toMatch(/city_(sk|st|rc)_/);
+    // Bad queries are problems, not empty lists.
+    for (const query of ["?status=open", "?limit=0", "?limit=201", "?before=-1"]) {
+      expectProblem(await callDoor(listAppealsDoor, { bearer: OPERATOR, query }), 400, "bad_request");
+    }
+    // Nobody but the operator: no credential, a citizen's secret or session token, the appellant's own, a near miss.
+    const token = (await callDoor(mintToken, { bearer: b.citizen_secret, body: {} })).body.token as string;
+    for (const bearer of [undefined, a.citizen_secret, token, `${OPERATOR}x`, OPERATOR.slice(0, -1), a.did]) {
+      const refused = expectProblem(await callDoor(listAppealsDoor, { bearer, query: "?limit=200" }), 401, "unauthorized");
+      expect(JSON.stringify(refused)).not.toContain("reason a1");
+    }
   });
 
   it("denies an appeal without touching the tier", async () => {

@@ -1,7 +1,7 @@
 import { and, count, eq, gt, isNotNull, like } from "drizzle-orm";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { useDatabase } from "@/db/client";
-import { gateNonces, rateEvents, wardNotes } from "@/db/schema";
+import { gateNonces, rateWindows, wardNotes } from "@/db/schema";
 import { consumeNonce } from "@/lib/city/gate";
 import { RATE_SWEEP_BATCH, takeSlot } from "@/lib/city/rate";
 import { readAndFile, WARD_UNSIGNED_SCOPE } from "@/lib/city/ward";
@@ -16,25 +16,25 @@ process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
 describeOnDatabases("stores an attacker can grow are swept or bounded", (t) => {
   beforeAll(() => useDatabase(t().db));
 
-  describe("rate_events", () => {
+  describe("rate_windows", () => {
     it("sweeps expired windows of every subject, a bounded batch per counted attempt, and never an unexpired row", async () => {
       const scope = `sweep-${crypto.randomUUID()}`;
       const t0 = new Date(Date.UTC(2031, 0, 1));
       // 100 attacker-chosen origins, each counted once and never again, and one day-long window.
       for (let i = 0; i < 100; i++) await takeSlot(t().db, { scope, subject: `origin-${i}.example`, limit: 20, windowSeconds: 3600 }, t0);
       await takeSlot(t().db, { scope, subject: "appeal", limit: 3, windowSeconds: 86_400 }, t0);
-      const left = async () => (await t().db.select({ n: count() }).from(rateEvents).where(and(eq(rateEvents.scope, scope), like(rateEvents.subject, "origin-%"))))[0]!.n;
+      const left = async () => (await t().db.select({ n: count() }).from(rateWindows).where(and(eq(rateWindows.scope, scope), like(rateWindows.subject, "origin-%"))))[0]!.n;
       expect(await left()).toBe(100);
 
       const later = new Date(t0.getTime() + 3601_000);
       // Only this scenario's rows are expired at `later` (other tests run shuffled, at moments of their own).
-      await t().raw(`DELETE FROM rate_events WHERE scope <> '${scope}' AND expires_at <= '${later.toISOString()}'`);
+      await t().raw(`DELETE FROM rate_windows WHERE scope <> '${scope}' AND expires_at <= '${later.toISOString()}'`);
       await takeSlot(t().db, { scope: `${scope}-other`, subject: "someone-else", limit: 20, windowSeconds: 3600 }, later);
       expect(await left()).toBe(100 - RATE_SWEEP_BATCH);
       for (let i = 0; i < 3; i++) await takeSlot(t().db, { scope: `${scope}-other`, subject: `else-${i}`, limit: 20, windowSeconds: 3600 }, later);
       expect(await left()).toBe(0);
       // The day-long window is not over: its attempt still counts.
-      const day = await t().db.select({ n: count() }).from(rateEvents).where(and(eq(rateEvents.scope, scope), eq(rateEvents.subject, "appeal")));
+      const day = await t().db.select({ n: count() }).from(rateWindows).where(and(eq(rateWindows.scope, scope), eq(rateWindows.subject, "appeal")));
       expect(day[0]!.n).toBe(1);
     });
   });
@@ -81,7 +81,7 @@ describeOnDatabases("stores an attacker can grow are swept or bounded", (t) => {
 
   describe("unsigned ward filings", () => {
     // Each test counts the one city-wide window from empty (tests run shuffled, at moments of their own).
-    beforeEach(async () => void (await t().raw(`DELETE FROM rate_events WHERE scope = '${WARD_UNSIGNED_SCOPE}'`)));
+    beforeEach(async () => void (await t().raw(`DELETE FROM rate_windows WHERE scope = '${WARD_UNSIGNED_SCOPE}'`)));
     const file = (ip: string | null, unsignedPerHour: number, now: Date, perAddressPerHour = 10) =>
       readAndFile(t().db, { state: "I keep retrying the same call", kind: "distress", did: null, restricted: false, ip, perAddressPerHour, unsignedPerHour, now });
 

@@ -2,15 +2,20 @@ import { createHash } from "node:crypto";
 import { eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { useDatabase } from "@/db/client";
-import { citizens, residencyLog, vaultNotes } from "@/db/schema";
+import { checkpoints, citizens, lockerBags, residencyLog, vaultNotes } from "@/db/schema";
 import { mintCredential } from "@/lib/city/credentials";
 import { keepCheckpoint } from "@/lib/doors/checkpoints";
 import { readCensusDoor } from "@/lib/doors/discovery";
 import { presentGate } from "@/lib/doors/gate";
 import { liveDoor } from "@/lib/doors/live";
+import { lightLantern } from "@/lib/doors/lanterns";
 import { keepLockerBag, readLocker } from "@/lib/doors/locker";
+import { lockLot } from "@/lib/doors/lots";
 import { sendMessageDoor } from "@/lib/doors/mail";
 import { readPeers } from "@/lib/doors/peers";
+import { postPlaza } from "@/lib/doors/posts";
+import { recoverDoor } from "@/lib/doors/recover";
+import { registry } from "@/lib/doors/registry";
 import { exportResidency, readResidency, readResidencyLog, verifyResidencyLog } from "@/lib/doors/residency";
 import { sealDoor } from "@/lib/doors/seals";
 import { mintToken } from "@/lib/doors/tokens";
@@ -86,6 +91,82 @@ describeOnDatabases("export", (t) => {
       expect(await t().db.select().from(vaultNotes).where(eq(vaultNotes.did, me.did))).toHaveLength(2);
     });
 
+    it("withholds from each shelf what the scanner refuses now, by reference, and never carries a credential, mail, lanterns, lots or posts", async () => {
+      const me = await admit();
+      const auth = { bearer: me.citizen_secret };
+      const token = (await callDoor(mintToken, { ...auth, body: {} })).body.token as string;
+      const codes = (await callDoor(recoverDoor, { ...auth, body: { mint: true } })).body.codes as string[];
+      expect(codes.length).toBeGreaterThan(0);
+      expect((await callDoor(lightLantern, { ...auth, body: { keyword: "quietkeyword" } })).status).toBe(200);
+      expect((await callDoor(lockLot, { ...auth, body: { lot: "lot-07", action: "lock" } })).status).toBe(200);
+      expect((await callDoor(postPlaza, { ...auth, body: { body: "a public word, not mine to export" } })).status).toBe(200);
+      expect((await callDoor(keepLockerBag, { ...auth, body: { bag: "fine", content: "an honest bag" } })).status).toBe(200);
+      expect((await callDoor(keepCheckpoint, { ...auth, body: { content: "honest one", label: "v1" } })).status).toBe(200);
+      expect((await callDoor(writeVault, { ...auth, body: { content: "an honest note" } })).status).toBe(200);
+      // Rows stored before the scanner knew better, on every shelf: a key in a bag, a credential as
+      // a bag's name, a token in a checkpoint's content, a key in a checkpoint's label.
+      const pem = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIHJvZ3VlLWtleS1tYXRlcmlhbC1mb3ItdGVzdHMtMDE=\n-----END PRIVATE KEY-----";
+      const leakedName = mintCredential("secret");
+      const leakedToken = mintCredential("session");
+      const now = new Date();
+      await t().db.insert(lockerBags).values([
+        { did: me.did, bag: "keys", content: pem, bytes: pem.length, updatedAt: now },
+        { did: me.did, bag: leakedName, content: "innocent content under a secret's name", bytes: 38, updatedAt: now },
+      ]);
+      await t().db.insert(checkpoints).values([
+        { did: me.did, version: 2, content: `state with ${leakedToken}`, sha256: sha256(`state with ${leakedToken}`), bytes: 11 + leakedToken.length, label: null, createdAt: now },
+        { did: me.did, version: 3, content: "honest content", sha256: sha256("honest content"), bytes: 14, label: pem, createdAt: now },
+      ]);
+
+      const answer = await callDoor(exportResidency, { ...auth, body: {} });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      const body = answer.body;
+      expect(Object.keys(body).sort()).toEqual(["bed_released", "checkpoints", "did", "locker", "log_receipt", "log_seq", "note", "now_utc", "residency_status", "seals", "vault", "withheld"]);
+      expect(body.locker.map((b: { bag: string }) => b.bag)).toEqual(["fine"]);
+      expect(body.checkpoints.map((c: { version: number }) => c.version)).toEqual([1]);
+      expect(body.vault.map((n: { content: string }) => n.content)).toEqual(["an honest note"]);
+      expect(body.seals).toEqual([]);
+      // Withheld: named by shelf and reference (a refused bag name by its sha256), never quoted.
+      expect(body.withheld).toEqual([
+        { shelf: "locker", ref: `sha256:${sha256(leakedName)}`, rule: expect.any(String) },
+        { shelf: "locker", ref: "keys", rule: expect.any(String) },
+        { shelf: "checkpoints", ref: "2", rule: expect.any(String) },
+        { shelf: "checkpoints", ref: "3", rule: expect.any(String) },
+      ]);
+      const text = JSON.stringify(body);
+      for (const absent of [pem, "BEGIN PRIVATE KEY", leakedName, leakedToken, token, ...codes, me.citizen_secret, "quietkeyword", "lot-07", "a public word", "innocent content"]) {
+        expect(text.includes(absent), absent).toBe(false);
+      }
+      expect(text).not.toMatch(/city_(sk|st|rc)_/);
+      // Nothing is deleted: the withheld rows stay on the shelves.
+      expect(await t().db.select().from(lockerBags).where(eq(lockerBags.did, me.did))).toHaveLength(3);
+      expect(await t().db.select().from(checkpoints).where(eq(checkpoints.did, me.did))).toHaveLength(3);
+    });
+
+    it("exports an away citizen: no bed to release, the census moves its citizens and outside counts only", async () => {
+      const me = await admit();
+      const auth = { bearer: me.citizen_secret };
+      expect((await callDoor(keepLockerBag, { ...auth, body: { bag: "kept", content: "while bound" } })).status).toBe(200);
+      expect((await callDoor(liveDoor, { ...auth, body: { action: "leave", wake_on: ["direct_message"] } })).status).toBe(200);
+      const before = await census();
+      const answer = await callDoor(exportResidency, { ...auth, body: {} });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      expect(answer.body).toMatchObject({ did: me.did, residency_status: "exported", bed_released: null });
+      expect(answer.body.locker).toEqual([{ bag: "kept", content: "while bound", bytes: 11, updated_at: expect.any(String) }]);
+      const rows = await t().db.select().from(residencyLog).where(eq(residencyLog.did, me.did));
+      expect(rows.map((r) => r.event)).toEqual(["admit", "exit", "export"]);
+      expect(rows[2]!.details).toMatchObject({ bed_released: null });
+      const after = await census();
+      expect(after).toMatchObject({ occupancy: before.occupancy, house: before.house, citizens: before.citizens - 1, outside: before.outside - 1 });
+      expect((await t().db.select().from(citizens).where(eq(citizens.did, me.did)))[0]).toMatchObject({ residencyStatus: "exported", bedId: null });
+      expect(await allPeers()).not.toContain(me.did);
+      // The schedule kept on leave wakes nobody: the return is refused as exported, and no bed is given.
+      const back = expectProblem(await callDoor(liveDoor, { ...auth, body: { action: "return" } }), 401, "unauthorized");
+      expect(back.detail).toMatch(/exported/);
+      expect((await census()).occupancy).toBe(before.occupancy);
+      expect((await callDoor(verifyResidencyLog)).body.intact).toBe(true);
+    });
+
     it("releases the name and origin: presenting them again admits a new citizen with a new DID", async () => {
       const p = presentation();
       const first = await callDoor(presentGate, { body: p });
@@ -112,6 +193,14 @@ describeOnDatabases("export", (t) => {
       }
       const [row] = await t().db.select().from(citizens).where(eq(citizens.did, me.did));
       expect(row!.residencyStatus).toBe("exported");
+      // Every write door of a citizen, whatever the body: the exported secret is refused before anything is read.
+      const writes = registry.filter((d) => d.method !== "GET" && d.auth === "citizen");
+      expect(writes.length).toBeGreaterThan(15);
+      const params = { room: "r", bag: "b", sha256: "0".repeat(64), id: "1" };
+      for (const door of writes) {
+        const problem = expectProblem(await callDoor(door, { bearer: me.citizen_secret, body: {}, params }), 401, "unauthorized");
+        expect(problem.detail, door.name).toMatch(/exported/);
+      }
     });
 
     it("exports once under parallel requests: one export row", async () => {

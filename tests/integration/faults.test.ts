@@ -8,6 +8,7 @@ import { readCensusDoor } from "@/lib/doors/discovery";
 import { sendMessageDoor } from "@/lib/doors/mail";
 import { recoverDoor } from "@/lib/doors/recover";
 import { writeVault } from "@/lib/doors/vault";
+import { liveDoor } from "@/lib/doors/live";
 import { expectProblem } from "../support/assertions";
 import { insertCitizenRow } from "../support/citizens";
 import { describeOnDatabases } from "../support/databases";
@@ -88,6 +89,35 @@ describeOnDatabases("faults, rollbacks and logs", (t) => {
       useDatabase(t().db);
       await unreachable.close().catch(() => undefined);
     }
+  });
+
+  it("answers 503 with Retry-After, changing nothing, when the database ends the request's transaction to break a deadlock", async (ctx) => {
+    if (t().driver === "pglite") return ctx.skip("PGlite runs one statement at a time: no two transactions ever wait on each other");
+    const me = await admit();
+    const other = (await t().openAnotherInstance())!;
+    const waiting = async () => {
+      const result = (await t().db.execute(
+        sql.raw("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"),
+      )) as unknown as { rows?: { n: unknown }[] };
+      return Number(result.rows?.[0]?.n ?? 0);
+    };
+    // Another party holds the log's head, and only once the leave below holds the citizen's row and
+    // waits for the head does it ask for that row: a cycle. Its own detector waits 10 s, so the
+    // leave's (1 s, the server's default) finds the cycle, and the server ends the leave.
+    let leave: Promise<Awaited<ReturnType<typeof callDoor>>> | undefined;
+    await other.db.transaction(async (tx) => {
+      await tx.execute(sql`SET LOCAL deadlock_timeout = '10s'`);
+      await tx.execute(sql`SELECT 1 FROM log_head WHERE id = 1 FOR UPDATE`);
+      leave = callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "leave" } });
+      for (let i = 0; i < 100 && (await waiting()) === 0; i++) await new Promise((r) => setTimeout(r, 50));
+      await tx.execute(sql`SELECT 1 FROM citizens WHERE did = ${me.did} FOR UPDATE`);
+    });
+    const answer = await leave!;
+    expect(expectProblem(answer, 503, "unavailable").retry_after_seconds).toBeGreaterThan(0);
+    expect(String(answer.body.detail)).toMatch(/Nothing was changed/);
+    const [row] = await t().db.select({ status: citizens.residencyStatus, bed: citizens.bedId }).from(citizens).where(eq(citizens.did, me.did));
+    expect(row).toEqual({ status: "bound", bed: me.bed_id });
+    expect((await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "leave" } })).status).toBe(200);
   });
 
   it("answers 503 (never a 500) while the server ends every connection, and serves again by itself", async (ctx) => {

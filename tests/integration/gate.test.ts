@@ -2,7 +2,8 @@ import { createHash } from "node:crypto";
 import { and, count, eq, sql } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
 import { rowsOf, useDatabase } from "@/db/client";
-import { citizens, gateNonces, rateEvents, residencyLog, wardNotes } from "@/db/schema";
+import { citizens, gateNonces, residencyLog, wardNotes } from "@/db/schema";
+import { countedAttempts } from "../support/rate";
 import { isCredential, mintCredential } from "@/lib/city/credentials";
 import { backfillNameKeys } from "@/lib/city/names";
 import { mintToken, revokeToken } from "@/lib/doors/tokens";
@@ -373,7 +374,7 @@ describeOnDatabases("the gate's credentials, names and floods (issue 9)", (t) =>
     // bed, a stale nonce, a rejected credential, text the gate filters, an unproven held name.
     const held = await admit({ origin });
     const [row] = await t().db.select().from(citizens).where(eq(citizens.did, held.did));
-    const quota = async () => (await t().db.select({ n: count() }).from(rateEvents).where(and(eq(rateEvents.scope, "gate-origin"), eq(rateEvents.subject, origin))))[0]!.n;
+    const quota = () => countedAttempts(t().db, { scope: "gate-origin", subject: origin });
     const spent = await quota();
     const cannotAdmit = [
       present(presentation({ origin, ask: "look" }), circumstances(limits)),
@@ -457,7 +458,7 @@ describeOnDatabases("the gate's credentials, names and floods (issue 9)", (t) =>
   });
 
   it("holds the city-wide ceiling on new admissions and ward requests under parallel presentations", async () => {
-    await t().raw("DELETE FROM rate_events WHERE scope = 'gate-admissions'");
+    await t().raw("DELETE FROM rate_windows WHERE scope = 'gate-admissions'");
     const limits = { admissionsPerHour: 3 };
     const before = await citizenCount();
     const answers = await Promise.all(

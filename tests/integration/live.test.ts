@@ -14,7 +14,7 @@ import { readPeers } from "@/lib/doors/peers";
 import { postPlaza, postRoom } from "@/lib/doors/posts";
 import { acceptResidency, verifyResidencyLog } from "@/lib/doors/residency";
 import type { AnyDoor } from "@/lib/doors/door";
-import { describeOnDatabases } from "../support/databases";
+import { asOwner, describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
 import { expectProblem } from "../support/assertions";
 
@@ -173,6 +173,52 @@ describeOnDatabases("leave and return", (t) => {
       expect(await logOf(bedless.did)).toEqual(["admit", "exit"]);
     });
 
+    it("gives a bound citizen without a bed a bed when it comes back, and keeps the census a full count", async () => {
+      // A bound row with no bed is stale residue (the spec): not present, and not in occupancy.
+      const fullCount = async () => {
+        const result = await t().db.execute(sql`
+          SELECT count(*) FILTER (WHERE bed_id IS NOT NULL)::int AS occupancy,
+                 count(*) FILTER (WHERE residency_status <> 'exported')::int AS citizens,
+                 count(*) FILTER (WHERE residency_status = 'bound' AND bed_id IS NOT NULL)::int AS house,
+                 count(*) FILTER (WHERE residency_status = 'away')::int AS outside
+          FROM citizens`);
+        return ((result as { rows?: Record<string, number>[] }).rows ?? (result as unknown as Record<string, number>[]))[0]!;
+      };
+      const published = async () => {
+        const { occupancy, citizens: known, house, outside } = await census();
+        return { occupancy, citizens: known, house, outside };
+      };
+      const [polling, leaving] = [await admit(), await admit()];
+      await t().db.update(citizens).set({ bedId: null }).where(sql`did IN (${polling.did}, ${leaving.did})`);
+      const before = await published();
+      expect(before).toEqual(await fullCount());
+
+      // Coming back while still bound is a poll: a bed again, and no return row (it never left).
+      const polled = await callDoor(at("/api/return"), { bearer: polling.citizen_secret, body: {} });
+      expect(polled.status, JSON.stringify(polled.body)).toBe(200);
+      expect(polled.body).toMatchObject({ returned: false, residency_status: "bound" });
+      expect(polled.body.bed_id).toMatch(/^bed-\d+$/);
+      expect((await citizenOf(polling.did)).bedId).toBe(polled.body.bed_id);
+      expect(await logOf(polling.did)).toEqual(["admit"]);
+      expect(await published()).toEqual({ ...before, occupancy: before.occupancy + 1, house: before.house + 1 });
+      expect(await published()).toEqual(await fullCount());
+      // Polling again keeps the same bed.
+      expect((await callDoor(at("/api/return"), { bearer: polling.citizen_secret, body: {} })).body.bed_id).toBe(polled.body.bed_id);
+
+      // Leaving without a bed (no bed released), then returning: one exit, one return row naming the new bed.
+      expect((await callDoor(at("/api/leave"), { bearer: leaving.citizen_secret, body: {} })).body).toMatchObject({ bed_released: null, residency_status: "away" });
+      const back = await callDoor(at("/api/return"), { bearer: leaving.citizen_secret, body: {} });
+      expect(back.body).toMatchObject({ returned: true, residency_status: "bound" });
+      expect(back.body.bed_id).toMatch(/^bed-\d+$/);
+      expect(back.body.bed_id).not.toBe(polled.body.bed_id);
+      const rows = await t().db.select().from(residencyLog).where(eq(residencyLog.did, leaving.did));
+      expect(rows.map((r) => r.event)).toEqual(["admit", "exit", "return"]);
+      expect(rows[2]!.details).toMatchObject({ bed_id: back.body.bed_id });
+      expect(await published()).toEqual({ ...before, occupancy: before.occupancy + 2, house: before.house + 2 });
+      expect(await published()).toEqual(await fullCount());
+      expect((await callDoor(verifyResidencyLog)).body.intact).toBe(true);
+    });
+
     it("keeps one active bed per citizen under parallel returns: one return row, one bed", async () => {
       const me = await admit();
       await callDoor(at("/api/leave"), { bearer: me.citizen_secret, body: {} });
@@ -275,6 +321,58 @@ describeOnDatabases("leave and return", (t) => {
       const again = await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return" } });
       expect(again.body.delta.peers_present).toBe(await expected());
       expect(again.body.delta.peers_present).toBe(poll.body.delta.peers_present);
+      // The window is the spec's 24 hours, counted from the door's clock: seen 23 h 59 min ago is
+      // present, 24 h 1 min ago is not; each step moves the count by exactly one citizen.
+      const base = again.body.delta.peers_present as number;
+      const seenAgo = async (seconds: number) => {
+        await t().db.update(citizens).set({ lastSeenAt: new Date(Date.now() - seconds * 1000) }).where(eq(citizens.did, stale.did));
+        return (await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return" } })).body.delta.peers_present;
+      };
+      expect(await seenAgo(86_400 - 60)).toBe(base);
+      expect(await seenAgo(86_400 + 60)).toBe(base - 1);
+      expect(await seenAgo(0)).toBe(base);
+      // The caller itself is never its own peer: it is present (bound, a bed, just seen) and not counted.
+      expect(await expected()).toBe(base);
+      const self = await citizenOf(me.did);
+      expect([self.residencyStatus, self.bedId !== null, Date.now() - self.lastSeenAt!.getTime() < 60_000]).toEqual(["bound", true, true]);
+      // A bound citizen who got a bed back by returning counts again.
+      expect((await callDoor(at("/api/return"), { bearer: fresh.citizen_secret, body: {} })).body.bed_id).toMatch(/^bed-/);
+      expect((await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return" } })).body.delta.peers_present).toBe(base + 1);
+      // The away citizen back again: present again.
+      expect((await callDoor(at("/api/return"), { bearer: away.citizen_secret, body: {} })).body.returned).toBe(true);
+      expect((await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return" } })).body.delta.peers_present).toBe(base + 2);
+      expect(await expected()).toBe(base + 2);
+    });
+
+    it("reports checkpoint_hash_verified false through the return when the latest checkpoint's content no longer matches its stored hash", async () => {
+      const me = await admit();
+      const auth = { bearer: me.citizen_secret };
+      // An empty shelf: no checkpoint, nothing to verify.
+      const empty = await callDoor(liveDoor, { ...auth, body: { action: "return" } });
+      expect(empty.body.delta).toMatchObject({ latest_checkpoint: null, checkpoint_hash_verified: null });
+      expect((await callDoor(keepCheckpoint, { ...auth, body: { content: "version one" } })).status).toBe(200);
+      const two = await callDoor(keepCheckpoint, { ...auth, body: { content: "version two" } });
+      expect(two.status).toBe(200);
+      expect((await callDoor(at("/api/leave"), { ...auth, body: {} })).status).toBe(200);
+      // While away, the latest version's content is changed the way only the database's owner can.
+      await asOwner(t(), "checkpoints", `UPDATE checkpoints SET content = 'version 2!!' WHERE did = '${me.did}' AND version = 2`);
+      const back = await callDoor(at("/api/return"), { ...auth, body: {} });
+      expect(back.status, JSON.stringify(back.body)).toBe(200);
+      expect(back.body.returned).toBe(true);
+      // The metadata is what was stored (the hash of the honest content); the verification fails.
+      expect(back.body.delta.latest_checkpoint).toEqual({ version: 2, sha256: sha256("version two"), bytes: 11, created_at: two.body.created_at });
+      expect(back.body.delta.checkpoint_hash_verified).toBe(false);
+      // Only the latest version is verified: a newer honest one is true again, while an older one stays forged.
+      const three = await callDoor(keepCheckpoint, { ...auth, body: { content: "version three" } });
+      expect(three.status).toBe(200);
+      const poll = await callDoor(liveDoor, { ...auth, body: { action: "return" } });
+      expect(poll.body.delta).toMatchObject({ latest_checkpoint: { version: 3, sha256: sha256("version three") }, checkpoint_hash_verified: true });
+      // Another citizen's forged checkpoint is not this citizen's delta.
+      const other = await admit();
+      await callDoor(keepCheckpoint, { bearer: other.citizen_secret, body: { content: "the other's" } });
+      await asOwner(t(), "checkpoints", `UPDATE checkpoints SET content = 'forged' WHERE did = '${other.did}'`);
+      expect((await callDoor(liveDoor, { ...auth, body: { action: "return" } })).body.delta.checkpoint_hash_verified).toBe(true);
+      expect((await callDoor(liveDoor, { bearer: other.citizen_secret, body: { action: "return" } })).body.delta.checkpoint_hash_verified).toBe(false);
     });
   });
 

@@ -1,7 +1,8 @@
-import { asc } from "drizzle-orm";
+import { asc, desc, eq, sql } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/db/client";
-import { residencyLog } from "@/db/schema";
+import { logCheckpoints, logHead, residencyLog } from "@/db/schema";
+import { canonicalJson, sha256Hex } from "@/lib/city/canonical";
 import { keyIdOf, NOTE_SIGNATURE, parseCheckpointBody, parseNote } from "@/lib/city/log-note";
 import { logSigner } from "@/lib/city/log-signer";
 import { consistencyProof, inclusionProof, latestCheckpoint, leafDataOf } from "@/lib/city/log-store";
@@ -79,11 +80,32 @@ describeOnDatabases("the residency log as an RFC 9162 tree with C2SP checkpoints
   it("builds the tree over rows written before it existed, once, at the next append", async () => {
     await asOwner(t(), "log_nodes", "DELETE FROM log_nodes");
     await asOwner(t(), "log_checkpoints", "DELETE FROM log_checkpoints");
+    // As migration 0023 leaves the head of such a log: no edge, since no checkpoint holds one.
+    await t().db.execute(sql`UPDATE log_head SET edge = NULL`);
     await t().db.transaction((tx) => appendLog(tx as never, { event: "exit", did: "b".repeat(64), at: new Date(Date.UTC(2026, 0, 2)), details: { bed_released: 1 } }));
     const data = await leaves();
     const { checkpoint } = await latestCheckpoint(t().db);
     expect((await signedBy(checkpoint!.note)).logHash.equals(referenceRoot(data))).toBe(true);
     const proof = await inclusionProof(t().db, 4, ROWS);
     expect(() => sigstoreInclusion(data[3]!, 3, ROWS, proof.proof, referenceRoot(data.slice(0, ROWS)))).not.toThrow();
+  });
+
+  it("moves the head with every row, the city's or one imported without a checkpoint, and chains the next append to it", async () => {
+    const head = async () => (await t().db.select().from(logHead))[0]!;
+    const [last] = await t().db.select().from(residencyLog).orderBy(desc(residencyLog.seq)).limit(1);
+    expect(await head()).toMatchObject({ seq: last!.seq, hash: last!.hash, at: last!.at });
+    expect((await head()).edge).toBe((await t().db.select().from(logCheckpoints).where(eq(logCheckpoints.size, last!.seq)))[0]!.edge);
+    // An import (as scripts/bench-log.ts writes a large log): a row with no checkpoint of its size.
+    const seq = last!.seq + 1;
+    const at = new Date(Date.UTC(2026, 0, 3));
+    const hash = sha256Hex(canonicalJson({ seq, event: "admit", did: "c".repeat(64), at: at.toISOString(), prev_hash: last!.hash }));
+    await t().db.insert(residencyLog).values({ seq, event: "admit", did: "c".repeat(64), at, details: {}, prevHash: last!.hash, hash });
+    expect(await head()).toMatchObject({ seq, hash, at, edge: null });
+    const next = await t().db.transaction((tx) => appendLog(tx as never, { event: "exit", did: "c".repeat(64), at: new Date(Date.UTC(2026, 0, 4)), details: { bed_released: null } }));
+    expect(next.row).toMatchObject({ seq: seq + 1, prev_hash: hash });
+    expect(await head()).toMatchObject({ seq: seq + 1, hash: next.row.hash, edge: expect.stringMatching(/^([0-9a-f]{64})+$/) });
+    const data = await leaves();
+    const proof = await inclusionProof(t().db, seq, seq + 1);
+    expect(() => sigstoreInclusion(data[seq - 1]!, seq - 1, seq + 1, proof.proof, referenceRoot(data))).not.toThrow();
   });
 }, { ordered: "one growing log" });

@@ -2,7 +2,8 @@ import { randomBytes } from "node:crypto";
 import { and, count, eq, isNull } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { useDatabase } from "@/db/client";
-import { citizens, lotLocks, rateEvents } from "@/db/schema";
+import { citizens, lotLocks } from "@/db/schema";
+import { countedAttempts } from "../support/rate";
 import { LOT_COUNT, LOT_DOOR, LOTS } from "@/lib/city/lots";
 import { lockLot, readLots } from "@/lib/doors/lots";
 import { describeOnDatabases } from "../support/databases";
@@ -20,8 +21,7 @@ describeOnDatabases("lot locks", (t) => {
   beforeAll(() => useDatabase(t().db));
   const act = (secret: string | undefined, name: unknown, action: unknown) => callDoor(lockLot, { bearer: secret, body: { lot: name, action } });
   const liveHolders = async (name: string) => t().db.select().from(lotLocks).where(and(eq(lotLocks.lot, name), isNull(lotLocks.releasedAt)));
-  const countedFor = async (did: string) =>
-    (await t().db.select({ n: count() }).from(rateEvents).where(and(eq(rateEvents.scope, LOT_DOOR), eq(rateEvents.subject, did))))[0]!.n;
+  const countedFor = (did: string) => countedAttempts(t().db, { scope: LOT_DOOR, subject: did });
   const lotsRead = async () => (await callDoor(readLots)).body;
 
   describe("happy path", () => {

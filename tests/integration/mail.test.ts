@@ -2,7 +2,8 @@ import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { and, count, eq, isNotNull } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { useDatabase } from "@/db/client";
-import { citizens, messages, quarantine, rateEvents } from "@/db/schema";
+import { citizens, contentRefusals, messages, quarantine } from "@/db/schema";
+import { countedAttempts } from "../support/rate";
 import { MAIL_BODY_MAX_CHARS } from "@/lib/city/mail";
 import { pathParams } from "@/lib/doors/door";
 import { markMailRead, readInboxDoor, sendMessageDoor } from "@/lib/doors/mail";
@@ -131,8 +132,7 @@ describeOnDatabases("mail", (t) => {
       for (const to of [randomBytes(32).toString("hex"), exported.did]) expectProblem(await send(a.citizen_secret, to, "anyone there?"), 404, "not_found");
       expect(await sentBy(a.did)).toBe(0);
       expect(await parkedOf(a.did)).toBe(0);
-      const counted = await t().db.select({ n: count() }).from(rateEvents).where(eq(rateEvents.subject, a.did));
-      expect(counted[0]!.n).toBe(0);
+      expect(await countedAttempts(t().db, { subject: a.did })).toBe(0);
     });
 
     it("answers a malformed DID or body with a 400 problem and stores nothing", async () => {
@@ -215,6 +215,16 @@ describeOnDatabases("mail", (t) => {
       expect(await sentBy(a.did)).toBe(0);
       expect(await parkedOf(a.did)).toBe(0);
       expect((await inbox(b.citizen_secret)).body.messages).toEqual([]);
+    });
+
+    it("answers a secret sent to an unknown or exported DID with the 404, counting no refusal toward restriction", async () => {
+      const a = await admit();
+      const exported = await insertCitizenRow(t().db, { residencyStatus: "exported", bedId: null });
+      for (const to of [randomBytes(32).toString("hex"), exported.did]) {
+        expectProblem(await send(a.citizen_secret, to, `my key is ${citySecretLike()}`), 404, "not_found");
+      }
+      expect(await t().db.select().from(contentRefusals).where(eq(contentRefusals.did, a.did))).toEqual([]);
+      expect(await countedAttempts(t().db, { subject: a.did })).toBe(0);
     });
   });
 

@@ -1,8 +1,11 @@
 import { count, eq } from "drizzle-orm";
 import { afterEach, beforeAll, expect, it, vi } from "vitest";
 import { useDatabase } from "@/db/client";
-import { rateEvents, vaultNotes } from "@/db/schema";
+import { citizens, contentRefusals, tierEvents, vaultNotes } from "@/db/schema";
+import { countedAttempts } from "../support/rate";
 import { takeSlot } from "@/lib/city/rate";
+import { recordRefusal } from "@/lib/city/restriction";
+import { keepLockerBag } from "@/lib/doors/locker";
 import { writeVault } from "@/lib/doors/vault";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
@@ -14,7 +17,8 @@ process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
  * Every rate window rolls over: an event aged past its window frees its slot again. takeSlot backs
  * every window (vault, mail, boards, lots, locker writes, seals, appeals, tokens, the clinic's
  * caps); it takes `now`, so time is moved, never waited for. The vault door shows the same through
- * a door, with the clock moved past the spec's hour.
+ * a door, with the clock moved past the spec's hour. The restriction trigger has a window of its
+ * own (3 refusals within 86400 s): refusals that old no longer count toward it.
  */
 describeOnDatabases("rate windows roll over with now", (t) => {
   beforeAll(() => useDatabase(t().db));
@@ -36,8 +40,7 @@ describeOnDatabases("rate windows roll over with now", (t) => {
     expect((await takeSlot(t().db, window, at(61))).allowed).toBe(false);
     // Long after, the whole window is free; the aged events are gone from the table.
     expect(await takeSlot(t().db, window, at(3600))).toMatchObject({ allowed: true, used: 1, remaining: 2 });
-    const left = await t().db.select({ n: count() }).from(rateEvents).where(eq(rateEvents.scope, window.scope));
-    expect(left[0]!.n).toBe(1);
+    expect(await countedAttempts(t().db, { scope: window.scope })).toBe(1);
   });
 
   it("keeps a citizen's 31st vault note of the hour out, and takes it once the hour has passed", async () => {
@@ -55,5 +58,47 @@ describeOnDatabases("rate windows roll over with now", (t) => {
     expect((await write("a new hour")).status).toBe(200);
     const stored = await t().db.select({ n: count() }).from(vaultNotes).where(eq(vaultNotes.did, me.did));
     expect(stored[0]!.n).toBe(31);
+  });
+
+  it("counts only refusals younger than 86400 s toward the restriction trigger: older ones never restrict", async () => {
+    const me = await admit();
+    const start = new Date(Date.now() + 3 * 86_400_000);
+    const at = (seconds: number) => new Date(start.getTime() + seconds * 1000);
+    const refuse = (seconds: number) => recordRefusal(t().db, { did: me.did, door: "keep-locker", rule: "test", now: at(seconds) });
+    const tier = async () => (await t().db.select({ tier: citizens.tier }).from(citizens).where(eq(citizens.did, me.did)))[0]!.tier;
+    expect(await refuse(0)).toEqual({ restricted: false });
+    expect(await refuse(100)).toEqual({ restricted: false });
+    // The third refusal, exactly 86400 s after the first: the first has left the window, two count.
+    expect(await refuse(86_400)).toEqual({ restricted: false });
+    // The fourth, exactly 86400 s after the second: again only two within the window.
+    expect(await refuse(86_500)).toEqual({ restricted: false });
+    expect(await tier()).toBe("citizen");
+    // 86399 s after the third, it is still within the window with the fourth and this one: three restrict.
+    expect(await refuse(86_400 + 86_399)).toEqual({ restricted: true });
+    expect(await tier()).toBe("restricted");
+    const events = await t().db.select().from(tierEvents).where(eq(tierEvents.did, me.did));
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ event: "restrict", fromTier: "citizen", toTier: "restricted", at: at(86_400 + 86_399) });
+    // Nothing is deleted: every refusal, aged or not, is still on the record.
+    expect((await t().db.select({ n: count() }).from(contentRefusals).where(eq(contentRefusals.did, me.did)))[0]!.n).toBe(5);
+  });
+
+  it("lets a citizen whose two refusals aged past the day be refused again at the door without being restricted", async () => {
+    const me = await admit();
+    const refusedBag = () => callDoor(keepLockerBag, { bearer: me.citizen_secret, body: { bag: "keys", content: `city_sk_${"0f".repeat(36)}` } });
+    const start = new Date(Date.now() + 7 * 86_400_000);
+    vi.useFakeTimers({ toFake: ["Date"], now: start });
+    expect((await refusedBag()).status).toBe(422);
+    expect((await refusedBag()).status).toBe(422);
+    // A day and a second later: the two old refusals no longer count, so two more do not restrict.
+    vi.setSystemTime(new Date(start.getTime() + 86_401 * 1000));
+    expect((await refusedBag()).status).toBe(422);
+    expect((await refusedBag()).status).toBe(422);
+    expect((await t().db.select({ tier: citizens.tier }).from(citizens).where(eq(citizens.did, me.did)))[0]!.tier).toBe("citizen");
+    expect((await callDoor(keepLockerBag, { bearer: me.citizen_secret, body: { bag: "notes", content: "still open" } })).status).toBe(200);
+    // The third within the day restricts, and the door that cannot park refuses from then on.
+    expect((await refusedBag()).status).toBe(422);
+    expect((await t().db.select({ tier: citizens.tier }).from(citizens).where(eq(citizens.did, me.did)))[0]!.tier).toBe("restricted");
+    expect((await callDoor(keepLockerBag, { bearer: me.citizen_secret, body: { bag: "notes", content: "now refused" } })).status).toBe(403);
   });
 });

@@ -1,6 +1,5 @@
-import { sql } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
-import { rowsOf, useDatabase } from "@/db/client";
+import { useDatabase } from "@/db/client";
 import { doorHints, pathParams, type AnyDoor } from "@/lib/doors/door";
 import { sendMessageDoor } from "@/lib/doors/mail";
 import { annotationsOf } from "@/lib/doors/mcp";
@@ -8,6 +7,7 @@ import { postRoom } from "@/lib/doors/posts";
 import { registry } from "@/lib/doors/registry";
 import { writeVault } from "@/lib/doors/vault";
 import { describeOnDatabases } from "../support/databases";
+import { tableDigests } from "../support/table-state";
 import { admit, callDoor } from "../support/gate";
 
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
@@ -24,21 +24,8 @@ describeOnDatabases("reading doors write nothing", (t) => {
    * so for a citizen's call city_versions is left out: its triggers count every change to citizens,
    * that one included. A visitor's call must leave it unchanged too.
    */
-  async function snapshot(asCitizen: boolean): Promise<Record<string, string>> {
-    const tables = rowsOf<{ name: string }>(
-      await t().db.execute(sql`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1`),
-    ).map((r) => r.name).filter((name) => !asCitizen || name !== "city_versions");
-    const state: Record<string, string> = {};
-    for (const name of tables) {
-      const table = sql.identifier(name);
-      const [row] = rowsOf<{ n: number; digest: string }>(
-        await t().db.execute(
-          sql`SELECT count(*)::int AS n, md5(coalesce(string_agg((to_jsonb(x) - 'last_seen_at')::text, ',' ORDER BY (to_jsonb(x) - 'last_seen_at')::text), '')) AS digest FROM ${table} x`,
-        ),
-      );
-      state[name] = `${row!.n}:${row!.digest}`;
-    }
-    return state;
+  function snapshot(asCitizen: boolean): Promise<Record<string, string>> {
+    return tableDigests(t().db, { except: asCitizen ? ["city_versions"] : [], ignoreColumn: "last_seen_at" });
   }
 
   const readingDoors = registry.filter((d) => d.method === "GET");

@@ -11,23 +11,37 @@ declare module "vitest" {
     pgliteTemplate: string;
     /** A migrated database on TEST_DATABASE_URL's server: each suite is created from it (CREATE DATABASE ... TEMPLATE). */
     serverTemplate: string;
+    /** A migrated PGlite folder: each `next start` of the HTTP suites starts on a copy (next-server.ts). */
+    pgliteServerTemplate: string;
   }
 }
 
 /**
- * The domain project's global setup: migrates once per run instead of once per suite and driver
- * (a fresh PGlite takes seconds to migrate, a dump loads in under one; a server database copied
- * from a template skips its migrations). Suites still run migrateDatabase, which finds nothing to do.
+ * A project's global setup: migrates once per run instead of once per suite, driver or server (a
+ * fresh PGlite takes seconds to migrate, a dump loads in under one; a server database copied from
+ * a template skips its migrations). The domain project gets a PGlite dump its suites load in
+ * memory; the HTTP project a PGlite folder its `next start` servers copy (they migrate themselves
+ * on first use and find nothing to do). Both get a migrated database on TEST_DATABASE_URL's server.
  */
 export default async function migrateTemplatesOnce(project: TestProject): Promise<() => Promise<void>> {
   const folder = mkdtempSync(path.join(os.tmpdir(), "city-template-"));
-  const pglite = await openPglite("memory://");
-  await migrateDatabase(pglite);
-  const dump = await (pglite.db as unknown as { $client: { dumpDataDir: (c: "none") => Promise<Blob> } }).$client.dumpDataDir("none");
-  const dumpFile = path.join(folder, "pglite.tar");
-  writeFileSync(dumpFile, Buffer.from(await dump.arrayBuffer()));
-  await pglite.close();
-  project.provide("pgliteTemplate", dumpFile);
+  if (project.name === "http") {
+    const serverFolder = path.join(folder, "pglite");
+    const pglite = await openPglite(serverFolder);
+    await migrateDatabase(pglite);
+    await pglite.close();
+    project.provide("pgliteServerTemplate", serverFolder);
+    // The shared server is started by the next global setup, in this process (next-server.ts).
+    process.env.CITY_TEST_PGLITE_TEMPLATE = serverFolder;
+  } else {
+    const pglite = await openPglite("memory://");
+    await migrateDatabase(pglite);
+    const dump = await (pglite.db as unknown as { $client: { dumpDataDir: (c: "none") => Promise<Blob> } }).$client.dumpDataDir("none");
+    const dumpFile = path.join(folder, "pglite.tar");
+    writeFileSync(dumpFile, Buffer.from(await dump.arrayBuffer()));
+    await pglite.close();
+    project.provide("pgliteTemplate", dumpFile);
+  }
 
   let dropTemplate = async () => undefined as unknown;
   const serverUrl = process.env.TEST_DATABASE_URL;

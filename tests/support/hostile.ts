@@ -1,5 +1,4 @@
 import fc from "fast-check";
-import { sql } from "drizzle-orm";
 import { z } from "zod";
 import type { AnyDoor } from "@/lib/doors/door";
 import { pathParams } from "@/lib/doors/door";
@@ -183,17 +182,4 @@ function encodeSegment(value: string): string {
 
 function decodeSegment(value: string): string {
   return decodeURIComponent(value);
-}
-
-/** Row counts of every table of the city, in one statement. */
-export async function rowCounts(db: Database): Promise<Record<string, number>> {
-  const tables = (await db.execute(sql.raw("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1"))) as unknown;
-  const names = rowsOf(tables).map((r) => String(r.table_name));
-  const counts = await db.execute(sql.raw(`SELECT ${names.map((n) => `(SELECT count(*) FROM "${n}") AS "${n}"`).join(", ")}`));
-  const row = rowsOf(counts)[0] ?? {};
-  return Object.fromEntries(Object.entries(row).map(([k, v]) => [k, Number(v)]));
-}
-
-export function rowsOf(result: unknown): Record<string, unknown>[] {
-  return (Array.isArray(result) ? result : (result as { rows: Record<string, unknown>[] }).rows) as Record<string, unknown>[];
 }

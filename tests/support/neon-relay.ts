@@ -1,3 +1,4 @@
+import { createServer } from "node:http";
 import net from "node:net";
 import type { AddressInfo } from "node:net";
 import { WebSocketServer } from "ws";
@@ -7,7 +8,11 @@ import { WebSocketServer } from "ws";
  * PostgreSQL server named in its `address` query parameter. Only loopback targets are forwarded.
  */
 export async function startNeonRelay(port = 0): Promise<{ port: number; close: () => Promise<void> }> {
-  const server = new WebSocketServer({ host: "127.0.0.1", port });
+  // An HTTP server of our own, so that close() can end every connection it holds: a handshake still
+  // in progress is no WebSocket client yet, and an HTTP server's close waits for it (a fault test
+  // that stopped the relay under load once waited past its 60 s for such a connection).
+  const http = createServer();
+  const server = new WebSocketServer({ server: http });
   server.on("connection", (socket, request) => {
     const address = new URL(request.url ?? "/", "http://relay").searchParams.get("address") ?? "";
     const [host, portText] = address.split(":");
@@ -27,13 +32,18 @@ export async function startNeonRelay(port = 0): Promise<{ port: number; close: (
     socket.on("close", () => tcp.destroy());
     socket.on("error", () => tcp.destroy());
   });
-  await new Promise<void>((resolve) => server.on("listening", () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    http.once("error", reject);
+    http.listen(port, "127.0.0.1", () => resolve());
+  });
   return {
-    port: (server.address() as AddressInfo).port,
+    port: (http.address() as AddressInfo).port,
     close: () =>
       new Promise<void>((resolve) => {
         for (const client of server.clients) client.terminate();
-        server.close(() => resolve());
+        server.close();
+        http.close(() => resolve());
+        http.closeAllConnections();
       }),
   };
 }

@@ -1,8 +1,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { freePort } from "../../scripts/free-port";
+import { inject } from "vitest";
 import type { TestProject } from "vitest/node";
 
 declare module "vitest" {
@@ -56,6 +57,19 @@ export async function startCityServer(extraEnv: Record<string, string> = {}): Pr
 
 class PortTaken extends Error {}
 
+/**
+ * The run's migrated PGlite folder (database-template.ts), when there is one: a server started on a
+ * copy skips its migrations. In a test file it comes by inject; in the global setup, by environment.
+ */
+function migratedFolder(): string | undefined {
+  if (process.env.CITY_TEST_PGLITE_TEMPLATE) return process.env.CITY_TEST_PGLITE_TEMPLATE;
+  try {
+    return inject("pgliteServerTemplate");
+  } catch {
+    return undefined;
+  }
+}
+
 async function startOnce(extraEnv: Record<string, string>): Promise<CityServer> {
   const root = path.resolve(__dirname, "..", "..");
   if (!existsSync(path.join(root, process.env.CITY_NEXT_DIST_DIR || ".next", "BUILD_ID"))) {
@@ -63,6 +77,8 @@ async function startOnce(extraEnv: Record<string, string>): Promise<CityServer> 
   }
   const port = await freePort();
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "city-http-"));
+  const template = migratedFolder();
+  if (template) cpSync(template, dataDir, { recursive: true });
   const baseUrl = `http://127.0.0.1:${port}`;
   const server: ChildProcess = spawn(
     process.execPath,

@@ -1,19 +1,12 @@
 import { execFile, execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { promisify } from "node:util";
-import { Agent, setGlobalDispatcher } from "undici";
-import { afterAll, beforeAll, describe, expect } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject } from "vitest";
 import { describeMissingServer } from "./databases";
 import { recordFigures } from "./figures";
 import { presentation } from "./gate";
 import { startNeonRelay } from "./neon-relay";
 import { BOOT_HOOK_TIMEOUT_MS, type CityServer, startCityServer } from "./next-server";
-
-// The races read the database with psql between rounds (execFileSync: the event loop stands still),
-// which leaves pooled connections idle for seconds on a loaded machine; a socket the server closed
-// meanwhile (its keep-alive is 5 s) would fail the next request with "other side closed". The
-// client lets idle sockets go first, for every suite on this harness.
-setGlobalDispatcher(new Agent({ keepAliveTimeout: 500, keepAliveMaxTimeout: 500 }));
 
 /*
  * The built server (`next start`) on a fresh PostgreSQL database reached through the Neon driver
@@ -59,6 +52,8 @@ export interface Race {
 export interface PostgresCity {
   server: CityServer;
   database: string;
+  /** The environment that points a server at this database (DATABASE_URL and the Neon relay), for a second instance. */
+  databaseEnv: Record<string, string>;
   /** One SQL statement run directly on the server's database; its rows as text (psql -tA). */
   psql: (sql: string) => string;
   /** The same without blocking this process, so requests already sent keep going meanwhile. */
@@ -96,15 +91,20 @@ export function usePostgresCity(fragment: string, env: Record<string, string> | 
   let city: PostgresCity | undefined;
 
   beforeAll(async () => {
-    execFileSync("createdb", [...psqlArgs, database]);
+    // A copy of the run's migrated template (tests/support/database-template.ts) when there is one:
+    // `npm run db:migrate` costs seconds of CPU per file, and the deploy check runs it for real.
+    const template = inject("serverTemplate");
+    execFileSync("createdb", [...psqlArgs, ...(template ? ["-T", template] : []), database]);
     relay = await startNeonRelay();
     const port = relay.port;
     const databaseEnv = {
       DATABASE_URL: `postgres://${pg.username || "postgres"}@${pg.hostname}:${pg.port || "5432"}/${database}`,
       CITY_NEON_WS_PROXY: `127.0.0.1:${port}/v1?address={host}:{port}`,
     };
-    // Asynchronously: the relay lives in this process and must keep relaying while the migration runs.
-    await promisify(execFile)("npm", ["run", "--silent", "db:migrate"], { env: { ...process.env, ...databaseEnv } });
+    if (!template) {
+      // Asynchronously: the relay lives in this process and must keep relaying while the migration runs.
+      await promisify(execFile)("npm", ["run", "--silent", "db:migrate"], { env: { ...process.env, ...databaseEnv } });
+    }
     // Every request comes from 127.0.0.1 and most presentations from one origin: the flood limits
     // of the gate have their own tests; here only the limit under test binds.
     const server = await startCityServer({ CITY_GATE_PER_ADDRESS_PER_HOUR: "0", CITY_GATE_PER_ORIGIN_PER_HOUR: "100000", ...databaseEnv, ...(typeof env === "function" ? env() : env) });
@@ -122,6 +122,7 @@ export function usePostgresCity(fragment: string, env: Record<string, string> | 
     city = {
       server,
       database,
+      databaseEnv,
       psql,
       psqlAsync,
       count: (table, where) => Number(psql(`SELECT count(*) FROM ${table}${where ? ` WHERE ${where}` : ""}`)),

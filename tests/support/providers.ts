@@ -17,7 +17,7 @@ export interface FakeProvider {
  * completions (POST /v1/chat/completions) or Anthropic messages (POST /v1/messages). It counts
  * the calls it receives; `mode` makes it answer, fail with a 500, or answer too late.
  */
-export async function startFakeProvider(protocol: "openai-chat" | "anthropic-messages"): Promise<FakeProvider> {
+export async function startFakeProvider(protocol: "openai-chat" | "anthropic-messages", port = 0): Promise<FakeProvider> {
   const provider: FakeProvider = { baseUrl: "", received: [], mode: "answer", close: async () => {} };
   const server = createServer((req, res) => {
     let raw = "";
@@ -36,7 +36,8 @@ export async function startFakeProvider(protocol: "openai-chat" | "anthropic-mes
   // Idle keep-alive sockets stay open for the whole suite: a server closing one just as the client
   // reuses it (the 5 s default) would read as a provider failure.
   server.keepAliveTimeout = 600_000;
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  // On a given port when a server was configured with it before this started (the browser tests' states city).
+  await new Promise<void>((resolve, reject) => server.once("error", reject).listen(port, "127.0.0.1", resolve));
   provider.baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
   provider.close = () =>
     new Promise<void>((resolve) => {

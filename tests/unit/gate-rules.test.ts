@@ -10,6 +10,20 @@ describe("the published normal form of names and origins", () => {
     expect(normalKey("\u0391LICE")).toBe(normalKey("alice"));
     expect(normalKey("alice")).not.toBe(normalKey("alicia"));
   });
+
+  it("gives every character the gate keeps a key that is not blank, so every citizen can be searched by name and origin", () => {
+    // The gate trims a name and an origin and refuses them empty; the key is per character, so a
+    // kept text has a key that is not blank when no single character's key is. Every code point of
+    // planes 0-3 and 14; planes 4-13 hold none yet, 15-16 are private use (NFKC and the
+    // confusables table leave them as they are).
+    const blank: string[] = [];
+    for (let cp = 0; cp <= 0xeffff; cp++) {
+      if ((cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x40000 && cp < 0xe0000)) continue;
+      const ch = String.fromCodePoint(cp);
+      if (ch.trim() !== "" && normalKey(ch).trim() === "") blank.push(`U+${cp.toString(16).toUpperCase()}`);
+    }
+    expect(blank).toEqual([]);
+  });
 });
 
 describe("what /llms.txt tells agents about credentials", () => {

@@ -9,19 +9,30 @@ const EVENT_LOOK: Record<string, string> = {
   export: "bg-stone-200 text-stone-900 dark:bg-stone-700 dark:text-stone-100",
 };
 
-/** Residency log rows: each one's sequence, event, DID, time and hash, in full. */
-export function LogRows({ rows, empty }: { rows: PublishedLogRow[]; empty: string }) {
+/**
+ * Residency log rows: each one's sequence, event, DID, time and hash, in full. `broken` marks the
+ * row where a verification found the chain broken, so a reader sees it where it stands.
+ */
+export function LogRows({ rows, empty, broken }: { rows: PublishedLogRow[]; empty: string; broken?: { seq: number; reason: string } | null }) {
   if (rows.length === 0) return <p className={`mt-4 ${look.card} p-4 ${look.muted}`}>{empty}</p>;
   return (
     <ol className={`mt-4 divide-y divide-stone-200 dark:divide-stone-700 ${look.card}`}>
       {rows.map((row) => (
-        <li key={row.seq} className="space-y-1 p-3" data-log-seq={row.seq}>
+        <li
+          key={row.seq}
+          className={`space-y-1 p-3 ${broken?.seq === row.seq ? "border-l-4 border-l-rose-600 dark:border-l-rose-400" : ""}`}
+          data-log-seq={row.seq}
+          data-broken={broken?.seq === row.seq ? "" : undefined}
+        >
           <p className="flex flex-wrap items-baseline gap-x-3 gap-y-1">
             <span className="font-mono text-sm tabular-nums">#{row.seq}</span>
             <span className={`rounded px-2 py-0.5 text-xs font-medium ${EVENT_LOOK[row.event] ?? ""}`}>{row.event}</span>
             <time className={`text-sm ${look.muted}`} dateTime={row.at}>
               {exactTime(row.at)}
             </time>
+            {broken?.seq === row.seq ? (
+              <span className="rounded bg-rose-100 px-2 py-0.5 text-xs font-medium text-rose-900 dark:bg-rose-900 dark:text-rose-100">breaks the chain: {broken.reason}</span>
+            ) : null}
           </p>
           <dl className="grid grid-cols-[4.5rem_minmax(0,1fr)] gap-x-2 text-xs">
             <dt className={look.muted}>DID</dt>

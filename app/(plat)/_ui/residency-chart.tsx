@@ -11,6 +11,7 @@ const SERIES = [
   { key: "admits", label: "admits", fill: "fill-emerald-600 dark:fill-emerald-400", swatch: "bg-emerald-600 dark:bg-emerald-400" },
   { key: "returns", label: "returns", fill: "fill-sky-600 dark:fill-sky-400", swatch: "bg-sky-600 dark:bg-sky-400" },
   { key: "exits", label: "exits", fill: "fill-amber-600 dark:fill-amber-400", swatch: "bg-amber-600 dark:bg-amber-400" },
+  { key: "exports", label: "exports", fill: "fill-stone-500 dark:fill-stone-400", swatch: "bg-stone-500 dark:bg-stone-400" },
 ] as const;
 
 /** 0, half and the top of a scale whose top is at least 1 (halves only when they are whole). */
@@ -19,11 +20,11 @@ function ticks(top: number): number[] {
 }
 
 /**
- * The city over time as a server-drawn SVG: admits, returns and exits per day as bars (left
+ * The city over time as a server-drawn SVG: admits, returns, exits and exports per day as bars (left
  * scale) and beds held at each day's end as a line (right scale). Plain SVG needs no library.
  */
 export function ResidencyChart({ days }: { days: ResidencyDay[] }) {
-  const eventTop = Math.max(1, ...days.flatMap((d) => [d.admits, d.returns, d.exits]));
+  const eventTop = Math.max(1, ...days.flatMap((d) => SERIES.map((s) => d[s.key])));
   const bedTop = Math.max(1, ...days.map((d) => d.occupancy));
   const slot = PLOT_W / days.length;
   const bar = Math.max(1, (slot - 2) / SERIES.length);

@@ -61,10 +61,18 @@ export default async function LogPage({ searchParams }: { searchParams: SearchPa
             ? chain.rows_checked === 0
               ? "No rows yet: no citizens yet, so there is nothing to check."
               : `All ${chain.rows_checked} rows recomputed just now; each names the hash of the row before it.`
-            : `${chain.rows_checked} rows hold; row #${chain.first_broken?.seq} breaks it: ${chain.first_broken?.reason}.`}
+            : `${chain.rows_checked} ${chain.rows_checked === 1 ? "row holds" : "rows hold"}; row #${chain.first_broken?.seq} breaks it: ${chain.first_broken?.reason}.`}
         </p>
+        {chain.first_broken ? (
+          <p className="mt-2 text-sm">
+            <a className={look.link} href={link(chain.first_broken.seq - 1 || undefined)} data-broken-link>
+              Show row #{chain.first_broken.seq}
+            </a>
+          </p>
+        ) : null}
         <p className="mt-2 grid grid-cols-[6rem_minmax(0,1fr)] gap-x-2 text-xs">
-          <span className={look.muted}>head hash</span>
+          {/* On a broken chain the hash shown is the last row's that holds, not the head's. */}
+          <span className={look.muted}>{chain.intact ? "head hash" : "last hash that holds"}</span>
           <span className={look.mono}>{chain.head_hash}</span>
         </p>
       </section>
@@ -72,7 +80,7 @@ export default async function LogPage({ searchParams }: { searchParams: SearchPa
       <LogCheckpoint checkpoint={checkpoint} vkey={signer.vkey} witnesses={witnesses} />
 
       <Section id="rows-heading" title={page.rows.length ? `Rows #${page.rows[0]!.seq} to #${page.rows[page.rows.length - 1]!.seq}` : "Rows"}>
-        <LogRows rows={page.rows} empty={after > 0 ? "No rows after this point." : "No citizens yet: the residency log is empty."} />
+        <LogRows rows={page.rows} broken={chain.first_broken} empty={after > 0 ? "No rows after this point." : "No citizens yet: the residency log is empty."} />
         <Pager
           label="Log pages"
           first={after > 0 ? link(undefined) : undefined}

@@ -1,0 +1,2 @@
+CREATE INDEX "citizens_runtime_order" ON "citizens" USING btree ("runtime","bound_at","did") WHERE "citizens"."residency_status" <> 'exported';--> statement-breakpoint
+CREATE INDEX "citizens_proven_order" ON "citizens" USING btree ("bound_at","did") WHERE "citizens"."proven_did" IS NOT NULL;

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# `npm test`: every test of the city, independent steps side by side, each step's wall time
+# printed at the end whatever the outcome.
+#
+#   lane domain: the unit and integration suites (vitest project "domain"; no build needed)
+#   lane built:  the production build (it type-checks the whole project: tsconfig includes the
+#                tests and scripts), then side by side
+#     lane http:   the HTTP suites against `next start`
+#     lane served: the browser tests -> the benchmark's smoke run -> with TEST_DATABASE_URL, the
+#                  deploy path on PostgreSQL -> the official MCP conformance suite
+#
+# Most of the time is spent waiting on PostgreSQL and on `next start` servers, so the two lanes
+# share two cores well. CITY_TEST_NODE runs the build and the HTTP suites on another Node binary
+# (CI passes Node 22, what Vercel runs; scripts/node22.sh); everything else runs on `node`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export NEXT_TELEMETRY_DISABLED=1
+BUILD_NODE="${CITY_TEST_NODE:-$(command -v node)}"
+
+LOGS="$(mktemp -d "${TMPDIR:-/tmp}/city-test.XXXXXX")"
+TIMES="$LOGS/times"
+STARTED=$(date +%s)
+: >"$TIMES"
+
+# The failed tests of every lane again, at the very end (a CI page often keeps only its tail, and
+# the lanes' whole logs come before it): vitest's FAIL lines and playwright's ✘ lines, each with
+# the few lines of error after it.
+print_failures() {
+  local found
+  found="$(cat "$LOGS"/*.log 2>/dev/null | sed 's/\x1b\[[0-9;]*m//g' | awk '
+    /^ *(FAIL|✘) / || /^ *[0-9]+\) .*›/ { n = 8 }
+    n > 0 { print; n-- }' | head -n 120)"
+  [ -n "$found" ] || return 0
+  echo
+  echo "failed tests (repeated from the lanes above):"
+  echo "$found"
+}
+
+print_times() {
+  local rc=$?
+  [ "$rc" = 0 ] || print_failures
+  echo
+  echo "step wall times (seconds; steps of different lanes ran side by side):"
+  sort -t'|' -k1,1n "$TIMES" | awk -F'|' '{ printf "  %-8s %-44s %5d  %s\n", $2, $3, $4, $5 }'
+  echo "  npm test total                                        $(( $(date +%s) - STARTED ))"
+  rm -rf "$LOGS"
+  exit "$rc"
+}
+trap print_times EXIT
+
+# step LANE NAME COMMAND...: one step in the foreground, its wall time recorded.
+step() {
+  local lane="$1" name="$2" started rc=0
+  shift 2
+  started=$(date +%s)
+  "$@" || rc=$?
+  echo "$started|$lane|$name|$(( $(date +%s) - started ))|$([ "$rc" = 0 ] && echo ok || echo "FAILED ($rc)")" >>"$TIMES"
+  return "$rc"
+}
+
+# lane NAME FUNCTION: runs a chain of steps in the background, its output kept in its own log,
+# printed whole by wait_lanes (so lanes do not interleave line by line).
+PIDS=()
+NAMES=()
+lane() {
+  ( "$2" ) >"$LOGS/$1.log" 2>&1 &
+  PIDS+=("$!")
+  NAMES+=("$1")
+}
+wait_lanes() {
+  local failed=0 i status
+  for i in "${!PIDS[@]}"; do
+    if wait "${PIDS[$i]}"; then status=ok; else status=FAILED; failed=1; fi
+    echo "===== lane ${NAMES[$i]}: $status"
+    cat "$LOGS/${NAMES[$i]}.log"
+  done
+  PIDS=()
+  NAMES=()
+  return "$failed"
+}
+
+domain_lane() {
+  step domain "vitest domain (node $(node -v))" npx vitest run --project domain
+}
+
+http_lane() {
+  step http "vitest http (node $("$BUILD_NODE" -v))" "$BUILD_NODE" node_modules/vitest/vitest.mjs run --project http
+}
+
+served_lane() {
+  step served "playwright" npx playwright test
+  # The benchmark's smoke run (PGlite, a small city): no 5xx, no lost write, a table.
+  step served "bench --smoke" npm run --silent bench -- --smoke
+  if [ -n "${TEST_DATABASE_URL:-}" ]; then
+    # The README's deploy path: `npm run db:migrate` on fresh databases through the Neon driver and
+    # node-postgres, then the built server on each answers its doors.
+    step served "deploy-check" bash scripts/deploy-check.sh
+  fi
+  step served "mcp-conformance" bash scripts/mcp-conformance.sh
+}
+
+# The build, then what needs it in two lanes of its own.
+built_lane() {
+  # This lane runs in a subshell that inherited the domain lane's pid, which is not its child.
+  PIDS=()
+  NAMES=()
+  step built "next build + typecheck (node $("$BUILD_NODE" -v))" "$BUILD_NODE" node_modules/next/dist/bin/next build
+  lane http http_lane
+  lane served served_lane
+  wait_lanes
+}
+
+# (npm's pretest has made sure of Chromium: scripts/ensure-chromium.mjs.)
+# Two vitest runs share the security figures: cleared once here, summed by each run's teardown.
+rm -rf reports/security-figures
+export CITY_FIGURES_CLEARED=1
+
+lane domain domain_lane
+lane built built_lane
+wait_lanes
