@@ -81,6 +81,9 @@ export default defineConfig({
   testDir: "tests/e2e",
   globalTeardown: "./tests/e2e/teardown.ts",
   fullyParallel: true,
+  // Twice Playwright's 30 s: in CI the browser shares two cores with the other lanes of npm test,
+  // where tests of 10 to 15 s idle were seen near 30 s. Tests that walk every page set their own.
+  timeout: 60_000,
   workers: 2,
   reporter: process.env.CI ? "list" : "line",
   use: {

@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { expect, test } from "@playwright/test";
-import { CENSUS_KEYS, CITIZENS, censusOnPage, axeTests, cspTests, MISSING_PATH, PLAT_PATHS, type Seed, screenshotEveryPage, walkPages } from "./plat";
+import { CENSUS_KEYS, CITIZENS, censusOnPage, axeTests, cspTests, MISSING_PATH, PLAT_PATHS, type Seed, screenshotTests, walkPages } from "./plat";
 
 // Runs after the seed project admitted CITIZENS citizens and filled their private shelves.
 const seed = (): Seed => JSON.parse(readFileSync(process.env.CITY_E2E_SEED_FILE!, "utf8"));
@@ -180,22 +180,20 @@ test.describe(() => {
 axeTests("seeded");
 cspTests("seeded");
 
-test("every seeded page is readable at 375 px and 1280 px (screenshots attached, README pictures refreshed on request)", async ({ page }, testInfo) => {
-  // Twelve full-page screenshots: 30 s was seen to run out on a loaded 2-core machine.
-  test.setTimeout(90_000);
-  await screenshotEveryPage(page, testInfo, "seeded");
-  // CITY_PLAT_DOCS=1 writes the README's pictures of the home and peers pages.
-  if (process.env.CITY_PLAT_DOCS === "1") {
-    const docs = path.join(process.cwd(), "docs");
-    mkdirSync(docs, { recursive: true });
-    await page.setViewportSize({ width: 1280, height: 900 });
-    for (const [p, file] of [["/", "plat-home.png"], ["/peers", "plat-peers.png"], ["/peers?q=PLAT-AGENT", "screenshots/peers-search-desktop.png"]] as const) {
-      await page.goto(p);
-      await page.screenshot({ path: path.join(docs, file), fullPage: true });
-    }
-    await page.setViewportSize({ width: 375, height: 812 });
-    await page.goto("/peers?q=PLAT-AGENT");
-    mkdirSync(path.join(docs, "screenshots"), { recursive: true });
-    await page.screenshot({ path: path.join(docs, "screenshots", "peers-search-phone.png"), fullPage: true });
+screenshotTests("seeded", [...PLAT_PATHS, MISSING_PATH]);
+
+// CITY_PLAT_DOCS=1 writes the README's pictures of the home and peers pages and of a search.
+test("the README's pictures of the seeded city", async ({ page }) => {
+  test.skip(process.env.CITY_PLAT_DOCS !== "1", "pictures are written on request: CITY_PLAT_DOCS=1");
+  test.setTimeout(60_000);
+  const docs = path.join(process.cwd(), "docs");
+  mkdirSync(path.join(docs, "screenshots"), { recursive: true });
+  await page.setViewportSize({ width: 1280, height: 900 });
+  for (const [p, file] of [["/", "plat-home.png"], ["/peers", "plat-peers.png"], ["/peers?q=PLAT-AGENT", "screenshots/peers-search-desktop.png"]] as const) {
+    await page.goto(p);
+    await page.screenshot({ path: path.join(docs, file), fullPage: true });
   }
+  await page.setViewportSize({ width: 375, height: 812 });
+  await page.goto("/peers?q=PLAT-AGENT");
+  await page.screenshot({ path: path.join(docs, "screenshots", "peers-search-phone.png"), fullPage: true });
 });

@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { expect, test } from "@playwright/test";
-import { attachScreenshot, axeTests, CENSUS_KEYS, censusOnPage, expectNoSidewaysScroll, type StatesSeed } from "./plat";
+import { axeTests, CENSUS_KEYS, censusOnPage, screenshotTests, type StatesSeed } from "./plat";
 
 // Runs after states.setup.ts: four citizens (present, away, returned, exported), a ward note and a
 // disputed one, four visits to an open clinic, and residency log row #2 changed by the owner.
@@ -150,19 +150,10 @@ test("no page of the states city shows a secret, the clinic's words or replies o
 
 axeTests("states", STATES_PATHS);
 
-test("every state is readable at 375 px and 1280 px (screenshots attached, README pictures refreshed on request)", async ({ page }, testInfo) => {
-  // Eight full-page screenshots: seen near 30 s on this 2-core machine under load.
-  test.setTimeout(90_000);
-  const docs = process.env.CITY_PLAT_DOCS === "1" ? path.join(process.cwd(), "docs", "screenshots") : null;
-  if (docs) mkdirSync(docs, { recursive: true });
-  for (const width of [375, 1280]) {
-    await page.setViewportSize({ width, height: 800 });
-    for (const p of STATES_PATHS) {
-      await page.goto(p);
-      await expectNoSidewaysScroll(page, `${p} at ${width} px`);
-      const name = `states-${p === "/" ? "home" : p.slice(1)}-${width}`;
-      await attachScreenshot(page, testInfo, name);
-      if (docs) await page.screenshot({ path: path.join(docs, `${name}.png`), fullPage: true });
-    }
-  }
+// CITY_PLAT_DOCS=1 keeps the README's pictures of the states too.
+const statesDocs = process.env.CITY_PLAT_DOCS === "1" ? path.join(process.cwd(), "docs", "screenshots") : null;
+screenshotTests("states", STATES_PATHS, async (page, name) => {
+  if (!statesDocs) return;
+  mkdirSync(statesDocs, { recursive: true });
+  await page.screenshot({ path: path.join(statesDocs, `${name}.png`), fullPage: true });
 });
