@@ -83,7 +83,7 @@ export default async function PlatHome() {
         <LogRows rows={latest} empty="No citizens yet: the residency log is empty." />
         <p className="mt-3 text-sm">
           <Link className={look.link} href="/log">
-            The whole log, with its chain verified
+            The whole log, and whether its chain holds
           </Link>
         </p>
       </Section>
