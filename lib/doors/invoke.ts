@@ -6,6 +6,7 @@ import { logFailure, logLine } from "@/lib/log";
 import type { AnyDoor, Caller, DoorContext, DoorRequest } from "./door";
 import { citizenLockOf, DEFAULT_MAX_BODY_BYTES, isWrite, ownsTransactions, Reply } from "./door";
 import { restrictedRefusal } from "@/lib/city/restriction";
+import { activeSigningKey } from "@/lib/city/signing";
 import { resolveCaller } from "./caller";
 import { clientAddress } from "./client-address";
 import { registry } from "./registry";
@@ -65,6 +66,9 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
     }
     return { reply, body: checked.data as unknown };
   };
+  // A write may sign (a log row's checkpoint): the key is read (on a new city, made) before the
+  // write's transaction, so this instance keeps it (activeSigningKey keeps none read inside one).
+  if (isWrite(door)) await guard(() => activeSigningKey(db));
   const outcome = await guard(() =>
     inTransaction
       ? db.transaction(async (tx) => {
