@@ -10,6 +10,8 @@ const EnvSchema = z.object({
     .optional(),
   // Which driver reaches DATABASE_URL; unset: Neon's for a Neon host (or with CITY_NEON_WS_PROXY), else pg.
   CITY_DB_DRIVER: z.enum(["neon", "pg"]).optional(),
+  // "0": the poll's statement goes unnamed, as every other (for a pooler without protocol-level prepared statements).
+  CITY_PREPARED_STATEMENTS: z.enum(["0", "1"]).default("1"),
   // Benchmark only: count database round trips and report them in the X-City-Queries header.
   CITY_COUNT_QUERIES: z.enum(["0", "1"]).optional(),
   CITY_DATA_DIR: z.string().min(1).default(".city-data"),

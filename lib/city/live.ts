@@ -1,5 +1,5 @@
 import { eq, sql } from "drizzle-orm";
-import { type Database, rowsOf } from "@/db/client";
+import { type Database, executePrepared, rowsOf } from "@/db/client";
 import { citizens, liveSchedules, type CitizenRow, WAKE_ON, type WakeCondition } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { bedLabel } from "./citizens";
@@ -189,7 +189,7 @@ export async function pollWhileBound(db: Database, did: string, input: { cursor?
   const values = scheduleValues(input.schedule);
   const at = sql`${now.toISOString()}::timestamptz`;
   const issued = pollNonceSql(now, did, sql`FROM me`);
-  const result = await db.execute(sql`
+  const result = await executePrepared(db, sql`
     WITH me AS (
       SELECT did, bed_id, bound_at FROM ${citizens} WHERE did = ${did} AND residency_status = 'bound' AND bed_id IS NOT NULL FOR SHARE),
     standing AS (SELECT wake_on, polled_at FROM ${liveSchedules} WHERE did = ${did}),
