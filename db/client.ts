@@ -31,9 +31,9 @@ export function rowsOf<T>(result: unknown): T[] {
  * parses it once per connection and each later call sends only its parameters; the server plans
  * it once too while its generic plan is estimated no dearer than a custom one (a value the
  * estimate hangs on is best a subquery: live-delta.ts). Measured on the poll (pg, 2 cores): 1.3 to
- * 1.5 times the polls a second, at 1,000 and at 100,000 citizens (BENCHMARKS.md). The name is a hash of the text, so
- * one name is always one text, and a connection keeps one statement per shape of the caller's
- * SQL: the statement's values must be parameters, never spliced in. Drizzle's own path (its
+ * 1.5 times the polls a second, at 1,000 and at 100,000 citizens (BENCHMARKS.md). The name is a
+ * hash of the text, so one name is always one text, and a connection keeps one statement per
+ * shape of the caller's SQL: the statement's values must be parameters, never spliced in. Drizzle's own path (its
  * logger counts it), on every driver; PGlite, in this process, ignores the name. A pooler in
  * transaction mode must support protocol-level prepared statements (PgBouncer 1.21 and later with
  * max_prepared_statements, as Neon's); CITY_PREPARED_STATEMENTS=0 sends the statement unnamed.

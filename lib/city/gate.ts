@@ -131,7 +131,7 @@ export async function presentAtGate(db: Database, p: Presentation, c: GateCircum
   const flood = await countAlone(db, address, c.now);
   if (flood) return flood;
   if (decided === "ward") return fileWardRequest(db, p, c);
-  if (decided === "resume") return resume(db, held!, p, c, reading.nonceValid, proof!);
+  if (decided === "resume") return resume(db, held!, p, c, reading, proof!);
   return decided;
 }
 
@@ -374,7 +374,9 @@ async function admitNew(db: Database, p: Presentation, c: GateCircumstances, rea
  * A held name and origin resumes only with proof: its own Bearer credential or its controller's
  * signature. Binding a first controller needs the citizen secret; rotating needs the controller.
  */
-async function resume(db: Database, held: HeldCitizen, p: Presentation, c: GateCircumstances, nonceValid: boolean, proof: Proof): Promise<Verdict> {
+/** `reading` locked the log's head, which a resume of an away citizen appends to. */
+async function resume(db: Database, held: HeldCitizen, p: Presentation, c: GateCircumstances, reading: GateReading, proof: Proof): Promise<Verdict> {
+  const { nonceValid } = reading;
   if (!proof.proven) {
     return filtered("held", "That name and origin are held by a citizen. Present with its Bearer secret, or with its controller's signature over a fresh nonce, to resume it.");
   }
@@ -397,7 +399,7 @@ async function resume(db: Database, held: HeldCitizen, p: Presentation, c: GateC
     await db.update(citizens).set({ controllerPublicKey: controllerKey }).where(eq(citizens.did, held.did));
   }
 
-  const current = held.residencyStatus === "away" ? await returnCitizen(db, held, c.now) : held;
+  const current = held.residencyStatus === "away" ? await returnCitizen(db, held, c.now, reading.head!) : held;
   return {
     verdict: "admitted",
     did: current.did,

@@ -89,6 +89,9 @@ export function returnDeltaQuery(did: string, since: Date, now: Date): SQL {
  */
 export function returnDeltaColumns(did: string, from: SQL, now: Date): SQL {
   const presentSince = new Date(now.getTime() - LIMITS.presenceSeconds * 1000).toISOString();
+  // The silent beds' cutoff is a subquery: its value is then unknown to every plan alike, so the
+  // plan PostgreSQL makes without the parameters (a prepared poll's generic plan) is not estimated
+  // dearer than one made with them, and is kept (BENCHMARKS.md: the poll as a named prepared statement).
   return sql`
       (SELECT a.version <> ${CONTRACT_VERSION} OR a.terms_hash <> ${CONTRACT_TERMS_HASH}
          FROM residency_acceptances a WHERE a.did = ${did}
@@ -109,9 +112,6 @@ export function returnDeltaColumns(did: string, from: SQL, now: Date): SQL {
         )) ELSE 0 END AS lantern_matches,
       (SELECT count(*) FROM locker_bags b WHERE b.did = ${did}) AS locker_bags,
       (SELECT house FROM census_counts WHERE id)
-        -- The cutoff as a subquery: its value is unknown to every plan alike, so PostgreSQL's plan made
-        -- without the parameters (a prepared poll's generic plan) is not estimated dearer than one made
-        -- with them, and is kept (BENCHMARKS.md: the poll as a named prepared statement).
         - (SELECT count(*) FROM citizens s WHERE s.residency_status = 'bound' AND s.bed_id IS NOT NULL AND s.last_seen_at <= (SELECT ${presentSince}::timestamptz))
         - (SELECT count(*) FROM citizens s WHERE s.residency_status = 'bound' AND s.bed_id IS NOT NULL AND s.last_seen_at IS NULL)
         - (SELECT count(*) FROM citizens s WHERE s.did = ${did} AND s.residency_status = 'bound' AND s.bed_id IS NOT NULL AND s.last_seen_at > ${presentSince}::timestamptz)

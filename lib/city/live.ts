@@ -187,7 +187,6 @@ export interface Poll {
 export async function pollWhileBound(db: Database, did: string, input: { cursor?: string; schedule: ScheduleRequest | null }, now: Date): Promise<Poll | null> {
   const cursorAt = input.cursor !== undefined ? decodePollCursor(input.cursor) : null;
   const values = scheduleValues(input.schedule);
-  const at = sql`${now.toISOString()}::timestamptz`;
   const issued = pollNonceSql(now, did, sql`FROM me`);
   const result = await executePrepared(db, sql`
     WITH me AS (

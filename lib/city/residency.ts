@@ -4,7 +4,7 @@ import { ACTOR_KINDS, citizens, residencyAcceptances, type CitizenRow } from "@/
 import { CityError } from "@/lib/errors";
 import { assignBed } from "./citizens";
 import { CONTRACT_TERMS_HASH, CONTRACT_VERSION } from "./contract";
-import { appendLog, lockLogHead } from "./residency-log";
+import { appendLog, type LogHead } from "./residency-log";
 
 export type ActorKind = (typeof ACTOR_KINDS)[number];
 
@@ -81,12 +81,12 @@ export async function acceptContract(
   return { status: await residencyStatusOf(db, did), created: inserted.length === 1 };
 }
 
-/** away → bound: a bed again and a `return` row (the gate's resume; a return at /api/live is comeBack). */
-export async function returnCitizen(db: Database, citizen: Pick<CitizenRow, "did">, now: Date): Promise<CitizenRow> {
-  // The log's head before the census moves (the update below): the lock order of every appender.
-  // The gate has taken it already; taking it again in the same transaction waits for nothing, and
-  // reads it as this transaction left it.
-  const head = await lockLogHead(db);
+/**
+ * away → bound: a bed again and a `return` row (the gate's resume; a return at /api/live is
+ * comeBack). `head` is the log's head, which the caller's transaction locked before the census
+ * moves (the update below): the lock order of every appender.
+ */
+export async function returnCitizen(db: Database, citizen: Pick<CitizenRow, "did">, now: Date, head: LogHead): Promise<CitizenRow> {
   const bedId = await assignBed(db);
   const [row] = await db
     .update(citizens)
