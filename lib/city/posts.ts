@@ -45,7 +45,7 @@ export async function publishPost(
     replyTo === null
       ? undefined
       : {
-          condition: sql`EXISTS (SELECT 1 FROM ${posts} WHERE id = ${replyTo} AND board = ${place.board} AND ${place.room === null ? sql`room IS NULL` : sql`room = ${place.room}`})`,
+          condition: sql`EXISTS (SELECT 1 FROM ${posts} WHERE ${and(eq(posts.id, replyTo), onPlace(place))})`,
           refusal: () => {
             const where = place.board === "room" ? `room ${place.room}` : `the ${place.board}`;
             return new CityError("not_found", `reply_to: post ${replyTo} is not in ${where}; a reply names a post of the same board and room.`);
