@@ -121,7 +121,9 @@ async function askWitness(fetcher: Fetch, url: string, body: string, deadline: n
   const signal = AbortSignal.timeout(left);
   let response: Response;
   try {
-    response = await fetcher(url, { method: "POST", body, headers: { "Content-Type": "text/plain; charset=utf-8" }, redirect: "manual", signal });
+    // Raced against the deadline too, so the budget holds even for a fetch that ignores its signal.
+    const asked = fetcher(url, { method: "POST", body, headers: { "Content-Type": "text/plain; charset=utf-8" }, redirect: "manual", signal });
+    response = await Promise.race([asked, untilAborted(signal)]);
   } catch {
     return { failed: "unreachable", detail: signal.aborted ? "the witness did not answer within the sync's time budget" : "could not reach the witness" };
   }
@@ -168,6 +170,10 @@ async function readCapped(response: Response, signal: AbortSignal): Promise<stri
     signal.removeEventListener("abort", stop);
   }
   return new TextDecoder().decode(Buffer.concat(chunks));
+}
+
+function untilAborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true }));
 }
 
 function discard(response: Response): void {

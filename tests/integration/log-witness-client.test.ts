@@ -110,6 +110,25 @@ describeOnDatabases("the witness sync trusts nothing a witness answers: bounded 
     expect(validCosignatures(note, parseVkey(witnessVkey(good.name, good.seed)))).toHaveLength(1);
   });
 
+  it("the budget holds even through a fetch that ignores its signal: a witness stalling before or after its headers is 'unreachable'", async () => {
+    const good = await referenceWitness();
+    const silent = await badWitness(() => {
+      // Never answers at all.
+    });
+    const stall = await badWitness((_req, res) => {
+      res.writeHead(200, { "Content-Type": "text/plain; charset=utf-8" });
+      res.write("\u2014 witness.test/stall ");
+    });
+    const deaf: typeof fetch = (input, init) => fetch(input, { ...init, signal: undefined });
+    const result = await syncWitnesses(t().db, new Date(), { witnesses: configuredWitnesses([silent.entry, stall.entry, good.entry].join(",")), budgetMs: 3000, fetch: deaf });
+    expect(result.witnesses).toEqual([
+      { witness: silent.name, outcome: "unreachable", size: result.size, detail: "the witness did not answer within the sync's time budget" },
+      { witness: stall.name, outcome: "unreachable", size: result.size, detail: "the witness's answer did not end within the sync's time budget" },
+      expect.objectContaining({ witness: good.name, outcome: "cosigned" }),
+    ]);
+    expect([...silent.seen.requests, ...stall.seen.requests]).toEqual(["POST /add-checkpoint", "POST /add-checkpoint"]);
+  });
+
   it("a huge answer is read no further than the cap: the witness could flush only a bounded part of 64 MB before the city hung up", async () => {
     const TOTAL = 64 * 1024 * 1024;
     const CHUNK = Buffer.alloc(64 * 1024, "A");
