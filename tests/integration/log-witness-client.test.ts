@@ -97,7 +97,7 @@ describeOnDatabases("the witness sync trusts nothing a witness answers: bounded 
       res.write("\u2014 witness.test/stall ");
       // ...and nothing more, ever.
     });
-    const result = await sync([good.entry, stall.entry], 3000);
+    const result = await sync([good.entry, stall.entry], 5000);
     expect(result.witnesses).toEqual([
       expect.objectContaining({ witness: good.name, outcome: "cosigned" }),
       { witness: stall.name, outcome: "unreachable", size: result.size, detail: "the witness's answer did not end within the sync's time budget" },
@@ -120,7 +120,7 @@ describeOnDatabases("the witness sync trusts nothing a witness answers: bounded 
       res.write("\u2014 witness.test/stall ");
     });
     const deaf: typeof fetch = (input, init) => fetch(input, { ...init, signal: undefined });
-    const result = await syncWitnesses(t().db, new Date(), { witnesses: configuredWitnesses([silent.entry, stall.entry, good.entry].join(",")), budgetMs: 3000, fetch: deaf });
+    const result = await syncWitnesses(t().db, new Date(), { witnesses: configuredWitnesses([silent.entry, stall.entry, good.entry].join(",")), budgetMs: 5000, fetch: deaf });
     expect(result.witnesses).toEqual([
       { witness: silent.name, outcome: "unreachable", size: result.size, detail: "the witness did not answer within the sync's time budget" },
       { witness: stall.name, outcome: "unreachable", size: result.size, detail: "the witness's answer did not end within the sync's time budget" },
