@@ -87,7 +87,8 @@ export const syncLogWitnesses = door({
   method: "GET",
   path: "/api/residency/log/witnesses/sync",
   summary: "Operator (or Vercel Cron with CRON_SECRET = the operator secret): asks each witness of CITY_LOG_WITNESSES to cosign the latest checkpoint (C2SP tlog-witness), verifies and keeps the cosignatures.",
-  description: "Bounded in time (8 s in all); no network call happens inside a write. `npm run log-witness-sync` does the same from any scheduler.",
+  description:
+    "Bounded in time (8 s in all, each witness's whole answer within it); no network call happens inside a write. A witness's answer is trusted for nothing: at most 4096 bytes of it are read, a redirect is not followed, a cosignature dated more than an hour from the city's clock is refused, and each witness gets one of the four outcomes whatever the others do. `npm run log-witness-sync` does the same from any scheduler.",
   auth: "operator",
   // GET because Vercel Cron calls GET; it keeps cosignatures (bookkeeping rows, never the log).
   hints: { readOnly: false, idempotent: true },
