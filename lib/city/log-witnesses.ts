@@ -26,6 +26,10 @@ export function configuredWitnesses(text = env().CITY_LOG_WITNESSES ?? ""): Witn
       const verifier = parseVkey(vkey);
       if (verifier.type !== COSIGNATURE) throw new Error(`CITY_LOG_WITNESSES: ${verifier.name}'s key is not a cosignature key (type 0x04)`);
       if (!/^https?:\/\//.test(url)) throw new Error(`CITY_LOG_WITNESSES: ${verifier.name}'s URL is not http(s)`);
+      // The URL is published on the card and the log page: a password in it would be published too.
+      const parsed = URL.canParse(url) ? new URL(url) : undefined;
+      if (!parsed) throw new Error(`CITY_LOG_WITNESSES: ${verifier.name}'s URL is not a URL`);
+      if (parsed.username || parsed.password) throw new Error(`CITY_LOG_WITNESSES: ${verifier.name}'s URL carries credentials, and it is published: give the witness's URL without them`);
       return { name: verifier.name, vkey, url: url.replace(/\/+$/, ""), verifier };
     });
 }
