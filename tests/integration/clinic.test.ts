@@ -141,6 +141,7 @@ describeOnDatabases("the clinic", (t) => {
       const mine = await callDoor(readClinic, { bearer: me.citizen_secret });
       expect(mine.body.caller).toEqual({ tier: "citizen", per_day: 3, used: 1, remaining: 2, newcomer: true, counted: true });
       expect(visitor.body.limits.reserve).toContain("newcomers together may spend at most 40");
+      expect(visitor.body.limits.reserve).toContain("A newcomer is a citizen admitted less than 86400 s ago, proven or not");
     });
   });
 
