@@ -61,7 +61,7 @@ export function buildLadder(doors: readonly DoorLine[]) {
       tier: "proven",
       how: `Prove possession of an Ed25519 key under ${PROTOCOLS.prove}: GET /api/prove for a challenge, then POST the signature.`,
       opens: [...reading, ...citizen],
-      honest_limit: `proven_did is published beside the name in the directory and the clinic allows ${LIMITS.clinic.provenPerDay} calls a day; the proof is free and offline, so it is accountability, not scarcity.`,
+      honest_limit: `proven_did is published beside the name in the directory and the clinic allows ${LIMITS.clinic.provenPerDay} calls a day; the proof is free and offline, so it is accountability, not scarcity, and it does not settle a newcomer: for the first ${LIMITS.clinic.settledAfterSeconds} s after admission those calls still draw on the newcomers' share.`,
     },
     {
       tier: "restricted",

@@ -9,8 +9,9 @@ import { parseEnv } from "@/lib/env";
 import { CityError } from "@/lib/errors";
 import { scanContent } from "@/lib/scan";
 import { holdLock } from "./locks";
+import { isNewcomer, newcomerAt, settledAt } from "./newcomers";
 import { LIMITS } from "./protocols";
-import { holdTierLock, restrictedRefusal } from "./restriction";
+import { restrictedRefusal } from "./restriction";
 
 export type Physician = (typeof PHYSICIANS)[number];
 export type WireProtocol = "openai-chat" | "anthropic-messages";
@@ -140,12 +141,18 @@ interface DeskAnswer {
 /** The reserve, in words: published by the clinic door, the capabilities and the card. */
 export const CLINIC_RESERVE_RULE =
   `Of the city's ${C.cityCeiling} calls per ${C.cityWindowSeconds} s, newcomers together may spend at most ${C.newcomerShare}; ` +
-  `the other ${C.cityCeiling - C.newcomerShare} are kept for citizens who have stayed (admitted at least ${C.settledAfterSeconds} s ago) or proven a key. ` +
-  "A newcomer is a citizen that is neither. The ceiling and the share count calls the desk let through to a physician (answered, failed or timed out); the desk's own refusals spend nothing and count toward neither.";
+  `the other ${C.cityCeiling - C.newcomerShare} are kept for citizens who have stayed: admitted at least ${C.settledAfterSeconds} s ago. ` +
+  `A newcomer is a citizen admitted less than ${C.settledAfterSeconds} s ago, proven or not: only time in the city settles a citizen, since admission and a key proof are both free and instant ` +
+  `(a proof raises the citizen's own cap from ${C.citizenPerDay} to ${C.provenPerDay}, drawn from the newcomers' share until it has stayed). ` +
+  "A call counts toward the share when its caller was a newcomer at the moment of the call, read from the admission time, which never moves. " +
+  "The ceiling and the share count calls the desk let through to a physician (answered, failed or timed out); the desk's own refusals spend nothing and count toward neither.";
 
-/** A newcomer: neither proven nor admitted at least settledAfterSeconds before now. */
-export function isNewcomer(citizen: { tier: string; boundAt: Date }, now: Date): boolean {
-  return citizen.tier !== "proven" && now.getTime() - new Date(citizen.boundAt).getTime() < C.settledAfterSeconds * 1000;
+/** The 401 of a citizen who exported and left: the same words every door answers such a credential with. */
+function exportedRefusal(): CityError {
+  return new CityError(
+    "unauthorized",
+    "That credential belonged to a citizen who exported its data and left the city for good: it opens nothing now. Nothing was counted or spent at the clinic.",
+  );
 }
 
 type Verdict = (typeof DESK_VERDICTS)[number];
@@ -156,6 +163,9 @@ type Verdict = (typeof DESK_VERDICTS)[number];
  * share of it) through. The ceiling counts the calls it let through, never its own refusals: a
  * refused attempt spends nothing, and counting it would let a citizen past its own cap use up the
  * city's calls by being refused. When it cannot count, the clinic answers 503 and spends nothing.
+ * The caller was looked up before the desk, outside its transaction, so its standing is read again
+ * here under its row lock: export holds that lock exclusively, and a citizen exported while this
+ * request waited is refused and spends nothing.
  */
 async function countAtDesk(db: Database, entry: { did: string; physician: Physician; now: Date }): Promise<DeskAnswer> {
   let decided: { attemptId: number; verdict: Verdict; perDay: number; citizenUsed: number; cityLeft: number; retryAfterSeconds: number };
@@ -163,18 +173,32 @@ async function countAtDesk(db: Database, entry: { did: string; physician: Physic
     decided = await db.transaction(async (handle) => {
       const tx = handle as unknown as Database;
       await holdLock(tx, "clinic:desk");
-      // The tier is read under the lock a restriction takes, so a refusal racing this attempt is seen.
-      await holdTierLock(tx, entry.did, "shared");
-      const [citizen] = await tx.select({ tier: citizens.tier, boundAt: citizens.boundAt }).from(citizens).where(eq(citizens.did, entry.did));
-      if (citizen?.tier === "restricted") throw restrictedRefusal();
-      const perDay = dailyCap(citizen?.tier);
-      const newcomer = citizen ? isNewcomer(citizen, entry.now) : true;
+      // The citizen's row lock (its tier lock, shared; export and a restriction take it exclusively)
+      // and its standing in one statement, so a restriction or an export racing this attempt is seen.
+      const [citizen] = await tx
+        .select({ tier: citizens.tier, boundAt: citizens.boundAt, residencyStatus: citizens.residencyStatus })
+        .from(citizens)
+        .where(eq(citizens.did, entry.did))
+        .for("share");
+      if (!citizen) throw new CityError("unauthorized", "That credential opens no citizen. Nothing was counted or spent.");
+      if (citizen.residencyStatus === "exported") throw exportedRefusal();
+      if (citizen.tier === "restricted") throw restrictedRefusal();
+      const perDay = dailyCap(citizen.tier);
+      const newcomer = isNewcomer(citizen.boundAt, entry.now);
       const spent = await spentInWindow(tx, entry.did, entry.now);
       const verdict: Verdict =
         spent.mine >= perDay ? "over_citizen_cap" : spent.city >= C.cityCeiling ? "over_city_ceiling" : newcomer && spent.newcomers >= C.newcomerShare ? "over_newcomer_share" : "admitted";
       const [row] = await tx.insert(clinicAttempts).values({ did: entry.did, physician: entry.physician, verdict, newcomer, at: entry.now }).returning({ id: clinicAttempts.id });
-      const oldest = { over_citizen_cap: spent.mineOldest, over_city_ceiling: spent.cityOldest, over_newcomer_share: spent.newcomersOldest, admitted: null }[verdict];
-      const retryAfterSeconds = oldest ? Math.max(1, Math.ceil((new Date(oldest).getTime() + DAY_SECONDS * 1000 - entry.now.getTime()) / 1000)) : 0;
+      // When the answer changes: the oldest counted call leaves the window, or (for a newcomer
+      // refused by the share) the caller settles, whichever comes first.
+      const freed = (oldest: string | null) => (oldest ? new Date(oldest).getTime() + DAY_SECONDS * 1000 : Infinity);
+      const changesAt = {
+        over_citizen_cap: freed(spent.mineOldest),
+        over_city_ceiling: freed(spent.cityOldest),
+        over_newcomer_share: Math.min(freed(spent.newcomersOldest), settledAt(citizen.boundAt).getTime()),
+        admitted: Infinity,
+      }[verdict];
+      const retryAfterSeconds = Number.isFinite(changesAt) ? Math.max(1, Math.ceil((changesAt - entry.now.getTime()) / 1000)) : 0;
       const taken = verdict === "admitted" ? 1 : 0;
       const cityLeft = C.cityCeiling - spent.city - taken;
       return {
@@ -207,7 +231,7 @@ async function countAtDesk(db: Database, entry: { did: string; physician: Physic
     });
   }
   if (decided.verdict === "over_newcomer_share") {
-    throw new CityError("rate_limited", `Newcomers have spent their share of the clinic (${C.newcomerShare} of ${C.cityCeiling} calls per ${DAY_SECONDS} s); the rest is kept for citizens who have stayed ${C.settledAfterSeconds} s or proven a key (POST /api/prove). Try again in ${retry} s. Nothing was spent.`, {
+    throw new CityError("rate_limited", `Newcomers have spent their share of the clinic (${C.newcomerShare} of ${C.cityCeiling} calls per ${DAY_SECONDS} s); the rest is kept for citizens admitted at least ${C.settledAfterSeconds} s ago (a key proof does not settle a citizen: only time does). Try again in ${retry} s. Nothing was spent.`, {
       retryAfterSeconds: retry,
       limit: { name: "clinic_newcomer_share", limit: C.newcomerShare, window_seconds: DAY_SECONDS, remaining: 0 },
     });
@@ -215,15 +239,23 @@ async function countAtDesk(db: Database, entry: { did: string; physician: Physic
   return { attemptId: decided.attemptId, remaining: { citizen: Math.max(0, decided.perDay - decided.citizenUsed), city: Math.max(0, decided.cityLeft) } };
 }
 
+/**
+ * Whether an attempt's caller was a newcomer when it was made, from the caller's admission time
+ * (which never moves) and the attempt's: the rule of today for every row in the window, including
+ * rows recorded under an older rule (before issue 29 a proven citizen's were recorded as settled).
+ * `a` is clinic_attempts, `c` the caller's citizens row.
+ */
+const CALLER_WAS_NEWCOMER = newcomerAt(sql`c.bound_at`, sql`a.at`);
+
 /** Calls let through in the window (the ceiling's count): the city's, the newcomers' and the caller's, with the oldest of each, in one statement. */
 async function spentInWindow(db: Database, did: string, now: Date) {
   const since = sql`${new Date(now.getTime() - DAY_SECONDS * 1000).toISOString()}::timestamptz`;
   type Row = { city: number; newcomers: number; mine: number; cityOldest: string | null; newcomersOldest: string | null; mineOldest: string | null };
   const [row] = rowsOf<Row>(
     await db.execute(sql`
-      SELECT count(*)::int AS city, count(*) FILTER (WHERE newcomer)::int AS newcomers, count(*) FILTER (WHERE did = ${did})::int AS mine,
-        min(at) AS "cityOldest", min(at) FILTER (WHERE newcomer) AS "newcomersOldest", min(at) FILTER (WHERE did = ${did}) AS "mineOldest"
-      FROM clinic_attempts WHERE verdict = 'admitted' AND at > ${since}`),
+      SELECT count(*)::int AS city, count(*) FILTER (WHERE ${CALLER_WAS_NEWCOMER})::int AS newcomers, count(*) FILTER (WHERE a.did = ${did})::int AS mine,
+        min(a.at) AS "cityOldest", min(a.at) FILTER (WHERE ${CALLER_WAS_NEWCOMER}) AS "newcomersOldest", min(a.at) FILTER (WHERE a.did = ${did}) AS "mineOldest"
+      FROM clinic_attempts a LEFT JOIN citizens c ON c.did = a.did WHERE a.verdict = 'admitted' AND a.at > ${since}`),
   );
   return row!;
 }
@@ -305,17 +337,18 @@ export async function clinicGauges(db: Database, now: Date): Promise<ClinicGauge
     return { asclepius: of("asclepius"), hygieia: of("hygieia") };
   });
   const window = await readGauge(async () => {
-    const [row] = await db
-      .select({
-        hits: count(),
-        spent: sql<number>`count(*) FILTER (WHERE ${clinicAttempts.verdict} = 'admitted')::int`,
-        newcomerSpent: sql<number>`count(*) FILTER (WHERE ${clinicAttempts.verdict} = 'admitted' AND ${clinicAttempts.newcomer})::int`,
-      })
-      .from(clinicAttempts)
-      .where(gt(clinicAttempts.at, since));
-    return { hits: row?.hits ?? 0, spent: Number(row?.spent ?? 0), newcomerSpent: Number(row?.newcomerSpent ?? 0) };
+    const [row] = rowsOf<{ hits: number; spent: number; newcomer_spent: number }>(await db.execute(sql`SELECT * FROM ${windowCounts(now)} w`));
+    return { hits: row?.hits ?? 0, spent: Number(row?.spent ?? 0), newcomerSpent: Number(row?.newcomer_spent ?? 0) };
   });
   return gaugesOf(answered, window);
+}
+
+/** The city window's counts as a subquery: every attempt (hits), those let through (spent), and those let through for a newcomer. */
+function windowCounts(now: Date) {
+  const since = sql`${new Date(now.getTime() - DAY_SECONDS * 1000).toISOString()}::timestamptz`;
+  return sql`(SELECT count(*)::int AS hits, count(*) FILTER (WHERE a.verdict = 'admitted')::int AS spent,
+                     count(*) FILTER (WHERE a.verdict = 'admitted' AND ${CALLER_WAS_NEWCOMER})::int AS newcomer_spent
+              FROM clinic_attempts a LEFT JOIN citizens c ON a.verdict = 'admitted' AND c.did = a.did WHERE a.at > ${since})`;
 }
 
 function gaugesOf(answered: { asclepius: number; hygieia: number } | null, window: WindowCounts | null): ClinicGauges {
@@ -350,7 +383,7 @@ export async function callerAllowance(db: Database, caller: { did: string; tier?
 function allowanceOf(caller: { did: string; tier?: string }, used: number | null, boundAt: Date | string | null, now: Date) {
   const perDay = dailyCap(caller.tier);
   const remaining = caller.tier === "restricted" ? 0 : used === null ? null : Math.max(0, perDay - used);
-  const newcomer = boundAt === null ? null : isNewcomer({ tier: caller.tier ?? "citizen", boundAt: new Date(boundAt) }, now);
+  const newcomer = boundAt === null ? null : isNewcomer(new Date(boundAt), now);
   return { tier: caller.tier ?? "citizen", per_day: perDay, used, remaining, newcomer, counted: used !== null };
 }
 
@@ -371,9 +404,7 @@ export async function clinicReadings(db: Database, now: Date, caller: { did: str
           ${caller ? sql`(SELECT bound_at FROM citizens WHERE did = ${caller.did})` : sql`NULL::timestamptz`} AS bound_at
         FROM (SELECT count(*) FILTER (WHERE physician = 'asclepius')::int AS asclepius, count(*) FILTER (WHERE physician = 'hygieia')::int AS hygieia
               FROM clinic_outcomes WHERE outcome = 'answered' AND at > ${since}) a,
-             (SELECT count(*)::int AS hits, count(*) FILTER (WHERE verdict = 'admitted')::int AS spent,
-                     count(*) FILTER (WHERE verdict = 'admitted' AND newcomer)::int AS newcomer_spent
-              FROM clinic_attempts WHERE at > ${since}) w`),
+             ${windowCounts(now)} w`),
     ) as [Row];
   } catch {
     return { gauges: await clinicGauges(db, now), caller: caller ? await callerAllowance(db, caller, now) : null };

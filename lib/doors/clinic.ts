@@ -18,7 +18,7 @@ export const ClinicGaugesSchema = z.object({
     hits: Gauge.describe("every attempt that reached the budget desk in the window, answered or refused; the desk's refusals spend nothing, so hits may exceed the ceiling"),
     spent: Gauge.describe("attempts the desk let through to a physician (answered, failed or timed out): what the ceiling counts, never above it"),
     remaining: Gauge.describe("ceiling minus spent"),
-    newcomer_share: z.literal(C.newcomerShare).describe("of the ceiling, the most newcomers (neither proven nor admitted a day ago) may spend together"),
+    newcomer_share: z.literal(C.newcomerShare).describe(`of the ceiling, the most newcomers (citizens admitted less than ${C.settledAfterSeconds} s before the call, proven or not) may spend together`),
     newcomer_spent: Gauge.describe("calls let through for newcomers, counted against newcomer_share"),
     counted: z.boolean(),
   }),
@@ -32,7 +32,7 @@ const CLINIC_LIMITS = [
     name: "clinic_newcomer_share",
     limit: C.newcomerShare,
     window_seconds: C.cityWindowSeconds,
-    per: `city, all newcomers together (neither proven nor admitted ${C.settledAfterSeconds} s ago); the other ${C.cityCeiling - C.newcomerShare} are kept for citizens who have stayed or proven a key`,
+    per: `city, all newcomers together (admitted less than ${C.settledAfterSeconds} s ago, proven or not); the other ${C.cityCeiling - C.newcomerShare} are kept for citizens admitted at least ${C.settledAfterSeconds} s ago`,
     over: "refused" as const,
   },
 ];
@@ -103,7 +103,7 @@ export const consultClinic = door({
   summary: "Ask a physician (asclepius or hygieia) about where you are stuck: { words, physician? } -> { physician, reply, remaining }. Spends real inference under a budget; check GET /api/clinic first.",
   description:
     "Every attempt that reaches the budget desk is counted in the database before any model call, answered or refused. Words carrying a key, seed or token are refused (422), never sent, take no budget slot and do not count toward restriction (its trigger counts refusals on private shelves only). " +
-    `${CLINIC_RESERVE_RULE} Over your daily cap, the city ceiling or the newcomers' share: 429. Closed (no physician configured): 409 clinic_closed, nothing spent; desk cannot count: 503, nothing spent. Provider failure (or an answer outside this schema, withheld): 502; no answer within the timeout: 504 (the attempt stays counted, once). Restricted citizens are refused (403): the clinic cannot park.`,
+    `${CLINIC_RESERVE_RULE} Over your daily cap, the city ceiling or the newcomers' share: 429. Closed (no physician configured): 409 clinic_closed, nothing spent; desk cannot count: 503, nothing spent. Provider failure (or an answer outside this schema, withheld): 502; no answer within the timeout: 504 (the attempt stays counted, once). Restricted citizens are refused (403): the clinic cannot park. A citizen exported while its call waited at the desk is refused (401) and spends nothing.`,
   auth: "citizen",
   whenRestricted: "refuse",
   spends: true,

@@ -5,7 +5,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { z } from "zod";
 import { useDatabase } from "@/db/client";
 import { citizens, clinicAttempts, clinicOutcomes, contentRefusals } from "@/db/schema";
-import { consult } from "@/lib/city/clinic";
+import { clinicGauges, consult } from "@/lib/city/clinic";
+import { CityError } from "@/lib/errors";
 import { consultClinic, readClinic } from "@/lib/doors/clinic";
 import type { AnyDoor, DoorContext } from "@/lib/doors/door";
 import { mcpHandler } from "@/lib/doors/mcp";
@@ -140,6 +141,7 @@ describeOnDatabases("the clinic", (t) => {
       const mine = await callDoor(readClinic, { bearer: me.citizen_secret });
       expect(mine.body.caller).toEqual({ tier: "citizen", per_day: 3, used: 1, remaining: 2, newcomer: true, counted: true });
       expect(visitor.body.limits.reserve).toContain("newcomers together may spend at most 40");
+      expect(visitor.body.limits.reserve).toContain("A newcomer is a citizen admitted less than 86400 s ago, proven or not");
     });
   });
 
@@ -315,6 +317,14 @@ describeOnDatabases("the clinic", (t) => {
   });
 });
 
+/** Proves a fresh key for the citizen (CITY-PROVE/1): free, offline and instant. */
+async function prove(who: { citizen_secret: string }) {
+  const key = await keyPair();
+  const { body: challenge } = await callDoor(readChallenge, { bearer: who.citizen_secret });
+  const proof = { public_key: key.publicKey, signature: await key.sign(challenge.message), challenge: challenge.challenge };
+  expect((await callDoor(submitProof, { bearer: who.citizen_secret, body: proof })).status).toBe(200);
+}
+
 /** Each suite below counts the whole city window, so each has a database of its own. */
 function windowSuite(title: string, body: (t: () => TestDatabase, h: ReturnType<typeof helpers>) => void) {
   describeOnDatabases(title, (t) => {
@@ -330,11 +340,11 @@ function helpers(t: () => TestDatabase) {
   /** A citizen admitted more than a day ago: one who has stayed. */
   const settle = (did: string) => t().raw(`UPDATE citizens SET bound_at = now() - interval '25 hours' WHERE did = '${did}'`);
   const gauges = async () => (await callDoor(readCapabilities)).body.clinic_last_24h;
-  return { consultAs, settle, gauges };
+  return { consultAs, settle, gauges, prove };
 }
 
 windowSuite("the clinic's newcomers' share", (t, { consultAs, settle, gauges }) => {
-  it("keeps a third of the ceiling from twenty newcomers admitted minutes ago, for citizens who have stayed or proven a key", async () => {
+  it("keeps a third of the ceiling from twenty newcomers admitted minutes ago, for citizens who have stayed", async () => {
     const newcomers = [];
     for (let i = 0; i < 20; i++) newcomers.push(await admit());
     const calls = providerCalls();
@@ -347,22 +357,22 @@ windowSuite("the clinic's newcomers' share", (t, { consultAs, settle, gauges }) 
     expect(refused[0]!.headers.get("retry-after")).toMatch(/^\d+$/);
     expect(providerCalls() - calls).toBe(40);
 
-    // One who has stayed a day and one who proved a key minutes after admission still get through.
+    // One who has stayed a day still gets through.
     const stayed = await admit();
     await settle(stayed.did);
     expect((await callDoor(readClinic, { bearer: stayed.citizen_secret })).body.caller).toMatchObject({ newcomer: false, remaining: 3 });
-    expect((await consultAs(stayed, 1)).status).toBe(200);
-    const proven = await admit();
-    const key = await keyPair();
-    const { body: challenge } = await callDoor(readChallenge, { bearer: proven.citizen_secret });
-    expect((await callDoor(submitProof, { bearer: proven.citizen_secret, body: { public_key: key.publicKey, signature: await key.sign(challenge.message), challenge: challenge.challenge } })).status).toBe(200);
-    const answered = await consultAs(proven, 2);
+    const answered = await consultAs(stayed, 1);
     expect(answered.status).toBe(200);
-    expect(answered.body.remaining).toEqual({ citizen: 11, city: 18 });
-    // A late newcomer does not.
+    expect(answered.body.remaining).toEqual({ citizen: 2, city: 19 });
+    // One who proved a key minutes after admission does not: a free proof is no standing.
+    const proven = await admit();
+    await prove(proven);
+    expect((await callDoor(readClinic, { bearer: proven.citizen_secret })).body.caller).toMatchObject({ tier: "proven", per_day: 12, newcomer: true });
+    expect(expectProblem(await consultAs(proven, 2), 429, "rate_limited").limit?.name).toBe("clinic_newcomer_share");
+    // Nor does a late newcomer.
     const late = await admit();
     expect(expectProblem(await consultAs(late, 3), 429, "rate_limited").limit?.name).toBe("clinic_newcomer_share");
-    expect((await gauges()).city_window).toEqual({ ceiling: 60, window_seconds: 86400, hits: 63, spent: 42, remaining: 18, newcomer_share: 40, newcomer_spent: 40, counted: true });
+    expect((await gauges()).city_window).toEqual({ ceiling: 60, window_seconds: 86400, hits: 63, spent: 41, remaining: 19, newcomer_share: 40, newcomer_spent: 40, counted: true });
   }, 120_000);
 });
 
@@ -399,4 +409,86 @@ windowSuite("the clinic's city ceiling", (t, { consultAs, settle, gauges }) => {
     expect(providerCalls() - calls).toBe(60);
     expect((await gauges()).city_window).toMatchObject({ hits: 101, spent: 60, remaining: 0 });
   }, 120_000);
+});
+
+/** One visit at a moment the test chooses (the desk's clock is injected): the answer, or the desk's refusal. */
+async function visitAt(db: TestDatabase["db"], did: string, now: Date, i: number): Promise<{ ok: true; remaining: { citizen: number; city: number } } | { ok: false; error: CityError }> {
+  try {
+    const visit = await consult(db, { did, words: `question ${i} at a chosen moment`, physician: i % 2 ? "hygieia" : "asclepius", now });
+    return { ok: true, remaining: visit.remaining };
+  } catch (err) {
+    if (err instanceof CityError) return { ok: false, error: err };
+    throw err;
+  }
+}
+
+const refusedBy = (visit: Awaited<ReturnType<typeof visitAt>>) => (visit.ok ? "answered" : (visit.error.options.limit?.name ?? visit.error.code));
+
+windowSuite("the clinic's reserve and a free key proof", (t) => {
+  it("keeps the settled citizens' 20 from five newcomers who each proved a fresh key; only time settles a citizen", async () => {
+    const boundAt = async (did: string) => (await t().db.select({ boundAt: citizens.boundAt }).from(citizens).where(eq(citizens.did, did)))[0]!.boundAt;
+    // Admitted first, so it is the first to have stayed a day.
+    const stayed = await admit();
+    const newcomers = [];
+    for (let i = 0; i < 5; i++) {
+      const who = await admit();
+      await prove(who);
+      newcomers.push(who);
+    }
+    const [row] = await t().db.select({ tier: citizens.tier }).from(citizens).where(eq(citizens.did, newcomers[0]!.did));
+    expect(row!.tier).toBe("proven");
+
+    // Seconds after admission: each asks its proven cap of 12, 60 in all, the whole ceiling.
+    const now = new Date();
+    const calls = providerCalls();
+    const visits = [];
+    for (let i = 0; i < 60; i++) visits.push(await visitAt(t().db, newcomers[i % 5]!.did, now, i));
+    expect(visits.filter((v) => v.ok)).toHaveLength(40);
+    expect(visits.filter((v) => !v.ok).map(refusedBy)).toEqual(Array(20).fill("clinic_newcomer_share"));
+    expect(providerCalls() - calls).toBe(40);
+    const rows = await t().db.select().from(clinicAttempts);
+    expect(rows.filter((r) => r.verdict === "admitted")).toHaveLength(40);
+    expect(rows.filter((r) => r.verdict === "admitted" && r.newcomer)).toHaveLength(40);
+    // Each newcomer kept its proven cap: 8 each, none past 12.
+    for (const who of newcomers) expect(rows.filter((r) => r.did === who.did && r.verdict === "admitted")).toHaveLength(8);
+
+    // One millisecond before its day is up, the first citizen is still a newcomer: refused, told
+    // to come back in a second (when it settles), and nothing spent.
+    const settles = new Date((await boundAt(stayed.did)).getTime() + 86_400_000);
+    const early = await visitAt(t().db, stayed.did, new Date(settles.getTime() - 1), 0);
+    expect(refusedBy(early)).toBe("clinic_newcomer_share");
+    expect(!early.ok && early.error.options.retryAfterSeconds).toBe(1);
+    // From that moment it has stayed: the reserve is there, its cap of 3 holds.
+    const settled = [];
+    for (let i = 0; i < 4; i++) settled.push(await visitAt(t().db, stayed.did, settles, i));
+    expect(settled.map(refusedBy)).toEqual(["answered", "answered", "answered", "clinic_calls"]);
+    expect(settled[2]).toEqual({ ok: true, remaining: { citizen: 0, city: 17 } });
+    // The proven newcomers, admitted after it, are newcomers still at that moment.
+    expect(refusedBy(await visitAt(t().db, newcomers[4]!.did, settles, 1))).toBe("clinic_newcomer_share");
+    expect(providerCalls() - calls).toBe(43);
+    expect((await clinicGauges(t().db, settles)).city_window).toEqual({ ceiling: 60, window_seconds: 86400, hits: 66, spent: 43, remaining: 17, newcomer_share: 40, newcomer_spent: 40, counted: true });
+  }, 120_000);
+});
+
+windowSuite("the clinic's reserve across the upgrade", (t) => {
+  it("counts calls recorded as settled under the old rule (a proven newcomer's) against the newcomers' share, by admission time", async () => {
+    // Admitted first, so the calls below fall in its window once it has stayed a day.
+    const stayed = await admit();
+    // What the desk recorded before issue 29 for a citizen that proved a key seconds after admission.
+    const early = await admit();
+    await prove(early);
+    const now = new Date();
+    for (let i = 0; i < 40; i++) await t().raw(`INSERT INTO clinic_attempts (did, physician, verdict, newcomer, at) VALUES ('${early.did}', 'asclepius', 'admitted', false, '${now.toISOString()}')`);
+    const gauges = await clinicGauges(t().db, now);
+    expect(gauges.city_window).toMatchObject({ spent: 40, newcomer_spent: 40, remaining: 20 });
+    const calls = providerCalls();
+    const newcomer = await admit();
+    expect(refusedBy(await visitAt(t().db, newcomer.did, now, 0))).toBe("clinic_newcomer_share");
+    expect(providerCalls()).toBe(calls);
+    // A citizen who has stayed still finds the reserve.
+    const [row] = await t().db.select({ boundAt: citizens.boundAt }).from(citizens).where(eq(citizens.did, stayed.did));
+    const later = new Date(row!.boundAt.getTime() + 86_400_000);
+    expect(await visitAt(t().db, stayed.did, later, 1)).toEqual({ ok: true, remaining: { citizen: 2, city: 19 } });
+    expect(providerCalls()).toBe(calls + 1);
+  }, 60_000);
 });
