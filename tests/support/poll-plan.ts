@@ -22,6 +22,8 @@ export interface StatementReads {
   postsSeqScans: number;
   /** Shared buffers the statement touched (hit or read), planning excluded. */
   buffers: number;
+  /** Every table some node reads by sequential scan (parallel or not), once per node. */
+  seqScanned: string[];
   /** How each scan of posts ran ("Index Only Scan posts_room_by_did", ...), for a failing test's message. */
   postsScans: string[];
   /** The plan as JSON text. */
@@ -75,8 +77,9 @@ export async function preparedReadsOf(db: Database, statement: SQL | Query, plan
   const value = Object.values(row!)[0];
   const explained = ((typeof value === "string" ? JSON.parse(value) : value) as { Plan: PlanNode }[])[0]!.Plan;
   const top = explained!;
-  const reads = { postsRows: 0, postsSeqScans: 0, postsScans: [] as string[] };
+  const reads = { postsRows: 0, postsSeqScans: 0, postsScans: [] as string[], seqScanned: [] as string[] };
   const visit = (node: PlanNode) => {
+    if (node["Node Type"].endsWith("Seq Scan") && node["Relation Name"]) reads.seqScanned.push(node["Relation Name"]);
     if (node["Relation Name"] === "posts") {
       const loops = node["Actual Loops"] ?? 0;
       reads.postsRows += ((node["Actual Rows"] ?? 0) + (node["Rows Removed by Filter"] ?? 0) + (node["Rows Removed by Index Recheck"] ?? 0)) * loops;
