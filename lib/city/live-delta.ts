@@ -49,8 +49,7 @@ export interface DeltaRow {
  *   comparison only posts_room_replies can serve (a plain created_at > since would let a plan
  *   read all the news once per post of the caller's through posts_created_at);
  * - lantern matches read at most LANTERN_SCAN_POSTS posts, and only when the caller has a lantern;
- * - news is counted from `since`, which callers clamp to the delta's window (clampSince).
- * `since` is given already clamped (clampSince); returnDelta clamps it.
+ * - news is counted from `since`, clamped to the delta's window (clampSince; here, by returnDelta).
  */
 export async function returnDelta(db: Database, did: string, asked: Date, wakeOn: readonly WakeCondition[], now: Date): Promise<ReturnDelta> {
   const { since, clamped } = clampSince(asked, now);
