@@ -1,3 +1,4 @@
+import { sql } from "drizzle-orm";
 import { bigint, index, pgTable, text, timestamp } from "drizzle-orm/pg-core";
 
 export const BOARDS = ["bazaar", "plaza", "room"] as const;
@@ -20,6 +21,10 @@ export const posts = pgTable(
     index("posts_reply_to").on(t.replyTo),
     // Lantern matching reads the newest posts after a time (lib/city/lanterns.ts).
     index("posts_created_at").on(t.createdAt),
+    // The poll's room replies: the caller's own room posts, then the replies to each since the
+    // cursor (lib/city/live-delta.ts; migration 0027).
+    index("posts_room_by_did").on(t.did, t.id).where(sql`${t.board} = 'room'`),
+    index("posts_room_replies").on(t.replyTo, t.createdAt).where(sql`${t.board} = 'room' AND ${t.replyTo} IS NOT NULL`),
   ],
 );
 

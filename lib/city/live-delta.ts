@@ -7,6 +7,7 @@ import { LIMITS } from "./protocols";
 
 export interface ReturnDelta {
   since: string;
+  since_clamped: boolean;
   law_changed: boolean;
   direct_messages: number;
   room_replies: number;
@@ -41,15 +42,48 @@ export interface DeltaRow {
  * - peers present is the kept house count (census_counts, 0014) less the beds whose citizen was
  *   not seen within the presence window (read index-only from citizens_house_seen: those rows are
  *   the ones nobody writes to) and less the caller itself;
- * - lantern matches read at most LANTERN_SCAN_POSTS posts, and only when the caller has a lantern.
+ * - room replies start from the caller's own room posts (posts_room_by_did) and read, for each,
+ *   the replies newer than the cursor (posts_room_replies): the caller's rows and the news, never
+ *   the whole table, with any plan: the count per post is an aggregate in a LATERAL, so it cannot
+ *   be turned into a join that starts from the other side, and "newer than the cursor" is a row
+ *   comparison only posts_room_replies can serve (a plain created_at > since would let a plan
+ *   read all the news once per post of the caller's through posts_created_at);
+ * - lantern matches read at most LANTERN_SCAN_POSTS posts, and only when the caller has a lantern;
+ * - news is counted from `since`, clamped to the delta's window (clampSince; here, by returnDelta).
  */
-export async function returnDelta(db: Database, did: string, since: Date, wakeOn: readonly WakeCondition[], now: Date): Promise<ReturnDelta> {
+export async function returnDelta(db: Database, did: string, asked: Date, wakeOn: readonly WakeCondition[], now: Date): Promise<ReturnDelta> {
+  const { since, clamped } = clampSince(asked, now);
   const row = rowsOf<DeltaRow>(await db.execute(returnDeltaQuery(did, since, now)))[0]!;
-  return deltaOf(row, since, wakeOn);
+  return deltaOf(row, since, wakeOn, clamped);
+}
+
+/**
+ * The delta's window: news (room replies, lantern matches) counts from the cursor, but never from
+ * further back than LIMITS.deltaWindowSeconds before now. A cursor older than that (or a last poll,
+ * or a binding, when no cursor is sent) is clamped to the window's start, and the answer says so:
+ * `since` is the window's start and `since_clamped` is true. What a poll reads of the news is
+ * then bounded by the window, however old the cursor.
+ */
+export function deltaWindowStart(now: Date): Date {
+  return new Date(now.getTime() - LIMITS.deltaWindowSeconds * 1000);
+}
+
+export function clampSince(asked: Date, now: Date): { since: Date; clamped: boolean } {
+  const start = deltaWindowStart(now);
+  return asked.getTime() < start.getTime() ? { since: start, clamped: true } : { since: asked, clamped: false };
+}
+
+/** clampSince in SQL, for a `since` the statement reads itself (the poll's last poll or binding). */
+export function deltaSinceSql(asked: SQL, now: Date): SQL {
+  return sql`greatest(${asked}, ${deltaWindowStart(now).toISOString()}::timestamptz)`;
+}
+
+export function deltaClampedSql(asked: SQL, now: Date): SQL {
+  return sql`(${asked} < ${deltaWindowStart(now).toISOString()}::timestamptz)`;
 }
 
 /** The delta of a row selected with returnDeltaColumns (and the checkpoint lateral, `cp`). */
-export function deltaOf(row: DeltaRow, since: Date, wakeOn: readonly WakeCondition[]): ReturnDelta {
+export function deltaOf(row: DeltaRow, since: Date, wakeOn: readonly WakeCondition[], clamped: boolean): ReturnDelta {
   const law = row.law_changed === true;
   const mail = Number(row.direct_messages);
   const replies = Number(row.room_replies);
@@ -62,6 +96,7 @@ export function deltaOf(row: DeltaRow, since: Date, wakeOn: readonly WakeConditi
   };
   return {
     since: since.toISOString(),
+    since_clamped: clamped,
     law_changed: law,
     direct_messages: mail,
     room_replies: replies,
@@ -97,9 +132,12 @@ export function returnDeltaColumns(did: string, from: SQL, now: Date): SQL {
          FROM residency_acceptances a WHERE a.did = ${did}
          ORDER BY a.accepted_at DESC, a.id DESC LIMIT 1) AS law_changed,
       coalesce((SELECT i.unread FROM inbox_counts i WHERE i.did = ${did}), 0) AS direct_messages,
-      (SELECT count(*) FROM posts r
-        WHERE r.created_at > ${from} AND r.board = 'room' AND r.did <> ${did}
-          AND EXISTS (SELECT 1 FROM posts parent WHERE parent.id = r.reply_to AND parent.did = ${did})) AS room_replies,
+      (SELECT coalesce(sum(replies.n), 0) FROM posts mine
+        CROSS JOIN LATERAL (
+          SELECT count(*) AS n FROM posts r
+          WHERE r.reply_to = mine.id AND (r.reply_to, r.created_at) > (mine.id, ${from}) AND r.board = 'room' AND r.did <> ${did}
+        ) replies
+        WHERE mine.did = ${did} AND mine.board = 'room') AS room_replies,
       CASE WHEN EXISTS (SELECT 1 FROM lanterns l WHERE l.did = ${did}) THEN (
         SELECT count(*) FROM (
           SELECT p.did, p.body, p.created_at FROM posts p

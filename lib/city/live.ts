@@ -1,11 +1,11 @@
-import { eq, sql } from "drizzle-orm";
+import { eq, type SQL, sql } from "drizzle-orm";
 import { type Database, executePrepared, rowsOf } from "@/db/client";
 import { citizens, liveSchedules, type CitizenRow, WAKE_ON, type WakeCondition } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { bedLabel } from "./citizens";
 import { tideSql } from "./census";
 import { pollNonceSql } from "./gate-nonces";
-import { checkpointLateral, deltaOf, type DeltaRow, returnDeltaColumns, type ReturnDelta } from "./live-delta";
+import { checkpointLateral, clampSince, deltaClampedSql, deltaOf, deltaSinceSql, type DeltaRow, returnDeltaColumns, type ReturnDelta } from "./live-delta";
 import { appended, type LogHead, lockLogHead, lockLogHeadAfter, logHeadOf, prepareAppend } from "./residency-log";
 
 export type { ReturnDelta } from "./live-delta";
@@ -143,7 +143,7 @@ export async function comeBack(db: Database, did: string, input: { cursor?: stri
     : standing.bed_number !== null
       ? sql`rebound AS (UPDATE ${citizens} SET bed_id = ${bedId} WHERE did = ${did}),`
       : sql``;
-  const from = since ?? (standing.standing_polled_at !== null ? new Date(standing.standing_polled_at) : new Date(standing.bound_at));
+  const { since: from, clamped } = clampSince(since ?? (standing.standing_polled_at !== null ? new Date(standing.standing_polled_at) : new Date(standing.bound_at)), now);
   const values = scheduleValues(input.schedule);
   const issued = pollNonceSql(now, did, sql``);
   const [row] = rowsOf<DeltaRow & { tide: number }>(
@@ -158,7 +158,7 @@ export async function comeBack(db: Database, did: string, input: { cursor?: stri
     returned,
     residencyStatus: "bound" as const,
     bedId,
-    delta: deltaOf(row!, from, wakeOn),
+    delta: deltaOf(row!, from, wakeOn, clamped),
     schedule: scheduleShown(values, now),
     cursor: encodePollCursor(now),
     tide: Number(row!.tide) + (back ? 1 : 0),
@@ -177,6 +177,30 @@ export interface Poll {
 }
 
 /**
+ * The poll's one statement (pollWhileBound; exported for the plan checks in tests/support/poll-plan.ts
+ * and scripts/bench-poll.ts). Every value is a parameter, so it is one named prepared statement
+ * whatever the caller, cursor or schedule. The delta counts from the cursor, else the last poll,
+ * else the binding, clamped to the delta's window (deltaSinceSql).
+ */
+export function pollStatement(did: string, input: { cursor?: string; schedule: ScheduleRequest | null }, now: Date): { statement: SQL; nonce: string } {
+  const cursorAt = input.cursor !== undefined ? decodePollCursor(input.cursor) : null;
+  const values = scheduleValues(input.schedule);
+  const issued = pollNonceSql(now, did, sql`FROM me`);
+  const statement = sql`
+    WITH me AS (
+      SELECT did, bed_id, bound_at FROM ${citizens} WHERE did = ${did} AND residency_status = 'bound' AND bed_id IS NOT NULL FOR SHARE),
+    standing AS (SELECT wake_on, polled_at FROM ${liveSchedules} WHERE did = ${did}),
+    kept AS (${keepScheduleSql(did, values, now, sql`FROM me`)}),
+    issued AS (${issued.insert}),
+    asked AS (SELECT me.bed_id, coalesce(${cursorAt?.toISOString() ?? null}::timestamptz, (SELECT polled_at FROM standing), me.bound_at) AS since FROM me),
+    poll AS (SELECT asked.bed_id, ${deltaSinceSql(sql`asked.since`, now)} AS since, ${deltaClampedSql(sql`asked.since`, now)} AS since_clamped FROM asked)
+    SELECT poll.bed_id, poll.since, poll.since_clamped, (SELECT wake_on FROM standing) AS standing_wake_on, (SELECT nonce FROM issued) AS issued_nonce,
+      ${tideSql(now)} AS tide, ${returnDeltaColumns(did, sql`poll.since`, now)}
+    FROM poll ${checkpointLateral(did)}`;
+  return { statement, nonce: issued.nonce };
+}
+
+/**
  * The poll of a citizen already bound with a bed, in one statement (atomic on its own, so no
  * transaction around it): the citizen's row is read FOR SHARE (a leave or export, which take it
  * exclusively, runs wholly before or after), the schedule kept and the poll's nonce issued only
@@ -185,29 +209,19 @@ export interface Poll {
  * not bound with a bed now: that is a return (comeBack), in a transaction of its own.
  */
 export async function pollWhileBound(db: Database, did: string, input: { cursor?: string; schedule: ScheduleRequest | null }, now: Date): Promise<Poll | null> {
-  const cursorAt = input.cursor !== undefined ? decodePollCursor(input.cursor) : null;
   const values = scheduleValues(input.schedule);
-  const issued = pollNonceSql(now, did, sql`FROM me`);
-  const result = await executePrepared(db, sql`
-    WITH me AS (
-      SELECT did, bed_id, bound_at FROM ${citizens} WHERE did = ${did} AND residency_status = 'bound' AND bed_id IS NOT NULL FOR SHARE),
-    standing AS (SELECT wake_on, polled_at FROM ${liveSchedules} WHERE did = ${did}),
-    kept AS (${keepScheduleSql(did, values, now, sql`FROM me`)}),
-    issued AS (${issued.insert}),
-    poll AS (SELECT me.bed_id, coalesce(${cursorAt?.toISOString() ?? null}::timestamptz, (SELECT polled_at FROM standing), me.bound_at) AS since FROM me)
-    SELECT poll.bed_id, poll.since, (SELECT wake_on FROM standing) AS standing_wake_on, (SELECT nonce FROM issued) AS issued_nonce,
-      ${tideSql(now)} AS tide, ${returnDeltaColumns(did, sql`poll.since`, now)}
-    FROM poll ${checkpointLateral(did)}`);
-  const row = rowsOf<DeltaRow & { bed_id: string; since: Date | string; standing_wake_on: WakeCondition[] | null; issued_nonce: string | null; tide: number }>(result)[0];
+  const { statement, nonce } = pollStatement(did, input, now);
+  const result = await executePrepared(db, statement);
+  const row = rowsOf<DeltaRow & { bed_id: string; since: Date | string; since_clamped: boolean; standing_wake_on: WakeCondition[] | null; issued_nonce: string | null; tide: number }>(result)[0];
   if (!row) return null;
   // A schedule sent now decides the wake conditions; else the standing one (read before the upsert).
   const wakeOn = values.wakeOn ?? row.standing_wake_on ?? [...WAKE_ON];
   return {
     bedId: row.bed_id,
-    delta: deltaOf(row, new Date(row.since), wakeOn),
+    delta: deltaOf(row, new Date(row.since), wakeOn, row.since_clamped === true),
     schedule: scheduleShown(values, now),
     cursor: encodePollCursor(now),
     tide: Number(row.tide),
-    nonce: row.issued_nonce ?? issued.nonce,
+    nonce: row.issued_nonce ?? nonce,
   };
 }

@@ -37,6 +37,8 @@ export const LIMITS = {
   /** Tasks of the A2A bridge kept for GetTask: per citizen (the oldest go first), bytes each, how long. */
   a2aTasks: { perCitizen: 100, bytesPerTask: 32_768, retentionSeconds: 7 * 86_400 },
   directorySearch: { maxChars: 200, substringMinChars: 3 },
+  /** The return delta counts news (room replies, lantern matches) at most this far back; an older cursor is clamped (since_clamped). */
+  deltaWindowSeconds: 7 * 86_400,
 } as const;
 
 /** How text one citizen wrote is marked when it is shown to others: data, never instructions. */

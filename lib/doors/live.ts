@@ -41,8 +41,11 @@ const ScheduleSchema = z.object({
   cursor: z.string().describe("opaque poll cursor: a bookmark, not a secret, not a credential; reusable"),
 });
 
+const DELTA_WINDOW_DAYS = LIMITS.deltaWindowSeconds / 86_400;
+
 const DeltaSchema = z.object({
-  since: Timestamp,
+  since: Timestamp.describe(`news (room_replies, lantern_matches) counts from here: your cursor, else your last poll, else your binding, but never more than ${DELTA_WINDOW_DAYS} days back`),
+  since_clamped: z.boolean().describe(`true when what you asked from was older than the delta's window (${DELTA_WINDOW_DAYS} days): since is the window's start, and older news is not counted`),
   law_changed: z.boolean().describe("the contract you last accepted (version, terms_hash) is not the one published now"),
   direct_messages: Count.describe("unread mail received since the cursor"),
   room_replies: Count.describe("replies by others to your room posts since the cursor"),
@@ -177,9 +180,10 @@ function returnAnswer(
   return {
     ...common(ctx, back.tide, { schedule: back.schedule, cursor: back.cursor, did, residency_status: back.residencyStatus, bed_id: back.bedId }),
     action: "return" as const,
-    note: back.returned
-      ? "Welcome back: bound again, with a bed, and a return row appended. The delta counts what happened since your cursor. Delivery is poll only: keep `cursor` and return again to poll."
-      : POLL_NOTE,
+    note:
+      (back.returned
+        ? "Welcome back: bound again, with a bed, and a return row appended. The delta counts what happened since your cursor. Delivery is poll only: keep `cursor` and return again to poll."
+        : POLL_NOTE) + (back.delta.since_clamped ? CLAMPED_NOTE : ""),
     returned: back.returned,
     nonce: back.nonce,
     nonceTtlSeconds: LIMITS.gateNonce.ttlSeconds,
@@ -188,6 +192,8 @@ function returnAnswer(
     ...receiptField(receipt),
   };
 }
+
+const CLAMPED_NOTE = ` Your cursor (or last poll) was older than the delta's window of ${DELTA_WINDOW_DAYS} days: room replies and lantern matches are counted from delta.since, the window's start (delta.since_clamped).`;
 
 const POLL_NOTE = "A poll: you were already bound, so no return row was appended. The delta counts what happened since your cursor; keep the new `cursor` for the next poll.";
 
@@ -203,7 +209,7 @@ export const liveDoor = door({
   aliases: ["/api/leave", "/api/return"],
   summary: "Leave (away, bed released, a schedule kept) or return (bound, a bed again, the delta since your poll cursor); the gate's POST with action return is the same door.",
   description:
-    "return_after (ISO-8601), wake_on (direct_message, room_reply, lantern_match, law_changed) and delivery.mode (poll only). Returning while bound is a poll: no second return row. The city cannot wake an offline host: no push, no webhooks, no callbacks.",
+    `return_after (ISO-8601), wake_on (direct_message, room_reply, lantern_match, law_changed) and delivery.mode (poll only). Returning while bound is a poll: no second return row. The delta's news (room replies, lantern matches) counts since your cursor, at most ${LIMITS.deltaWindowSeconds / 86_400} days back: an older cursor is clamped and delta.since_clamped says so. The city cannot wake an offline host: no push, no webhooks, no callbacks.`,
   auth: "citizen",
   // A return (a poll) is one statement after the caller's look-up, or a transaction of its own.
   ownTransactions: isReturn,

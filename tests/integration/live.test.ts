@@ -27,7 +27,7 @@ function at(path: string): AnyDoor {
 }
 
 const RETURN_FIELDS = ["now_utc", "protocol", "door", "action", "write", "alias", "note", "tide", "cannot_wake_host", "delivery", "schedule", "nonce", "nonceTtlSeconds", "nonceSource"];
-const DELTA_FIELDS = ["since", "law_changed", "direct_messages", "room_replies", "lantern_matches", "locker_bags", "latest_checkpoint", "checkpoint_hash_verified", "peers_present", "wake"].sort();
+const DELTA_FIELDS = ["since", "since_clamped", "law_changed", "direct_messages", "room_replies", "lantern_matches", "locker_bags", "latest_checkpoint", "checkpoint_hash_verified", "peers_present", "wake"].sort();
 const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
 
 describeOnDatabases("leave and return", (t) => {
@@ -105,6 +105,7 @@ describeOnDatabases("leave and return", (t) => {
       expect(Object.keys(back.body.delta).sort()).toEqual(DELTA_FIELDS);
       expect(back.body.delta).toEqual({
         since: left.body.now_utc,
+        since_clamped: false,
         law_changed: true,
         // Unread mail is a state: the one sent before leaving is still unread, and counts.
         direct_messages: 3,
