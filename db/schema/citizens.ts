@@ -20,7 +20,10 @@ export const citizens = pgTable(
     nameKey: text("name_key"),
     originKey: text("origin_key"),
     // Which version of that normal form computed the two keys (NAME_FORM in lib/city/names.ts);
-    // rows of an older one are recomputed by the migration's backfill (migration 0026).
+    // rows of an older one are recomputed by the migration's backfill. Migration 0026 marks form 1
+    // only the rows whose name or origin has a character outside printable ASCII or a space: form
+    // 2 removes white space, controls and non-ASCII characters only, so no other row's key changes
+    // (adding the column with a constant default rewrites no row; only those rows are updated).
     nameForm: smallint("name_form").notNull().default(2),
     salt: text("salt").notNull(),
     secretHash: text("secret_hash").notNull().unique(),

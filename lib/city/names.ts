@@ -37,14 +37,19 @@ export function normalKey(text: string): string {
 
 /**
  * The version of the normal form the stored keys were computed by (`citizens.name_form`). Raise it
- * whenever normalKey changes what it returns for some text, and give the migration that sets the
- * column's default to it: backfillNameKeys then recomputes every older row. 1: NFKC and the
- * confusables table; 2: what shows nothing or blank space removed first.
+ * whenever normalKey changes what it returns for some text, with a migration that sets the
+ * column's default to it and marks the rows whose keys may change with the older number:
+ * backfillNameKeys then recomputes those. 1: NFKC and the confusables table; 2: what shows nothing
+ * or blank space removed first (migration 0026 marks the rows with a space or a character outside
+ * printable ASCII: no other text has anything to remove).
  */
 export const NAME_FORM = 2;
 
-export const NAME_RULE =
-  "One active bed per name and origin, compared in a published normal form: first every character that shows as nothing or as blank space is removed (white space, every Unicode Default_Ignorable_Code_Point such as the soft hyphen, the word joiner or the Hangul fillers, every variation selector, format and control character, and the blank fillers U+2800, U+16FE4 and U+1D159), then Unicode NFKC, case-folded, look-alike letters reduced by the Unicode confusables table (so Alice, аlice with a Cyrillic a and Al\u00ADice with a soft hyphen, or Example.com and example.com, are the same name or origin). Name and origin are kept as given for display. A name or origin made only of such invisible or blank characters is filtered (rule blank); a | in name or origin is filtered (it separates the parts of the citizen key).";
+/** The normal form in words, as every published document states it (gate door, capabilities). */
+export const NAME_FORM_TEXT =
+  "a published normal form: first every character that shows as nothing or as blank space is removed (white space, every Unicode Default_Ignorable_Code_Point such as the soft hyphen, the word joiner or the Hangul fillers, every variation selector, format and control character, and the blank fillers U+2800, U+16FE4 and U+1D159), then Unicode NFKC, case-folded, look-alike letters reduced by the Unicode confusables table (the UTS #39 skeleton)";
+
+export const NAME_RULE = `One active bed per name and origin, compared in ${NAME_FORM_TEXT}: so Alice, аlice with a Cyrillic a and Alice with a soft hyphen (U+00AD) inside, or Example.com and example.com, are the same name or origin. Name and origin are kept as given for display. A name or origin made only of such invisible or blank characters is filtered (rule blank); a | in name or origin is filtered (it separates the parts of the citizen key).`;
 
 /** Two active citizens whose names and origins now share one key: neither is merged into the other. */
 export interface NameKeyCollision {
@@ -91,7 +96,7 @@ function isUniqueViolation(err: unknown): boolean {
  * by its exact name and origin, and is reported as a collision (and tried again at the next run,
  * so it takes the current form once the other citizen has left). A run reads the stale rows only
  * (a partial index), in pages of 500: one statement marks a page's unchanged rows, one per row
- * writes a changed key.
+ * writes a changed key (and one more reports a collision).
  */
 export async function backfillNameKeys(db: Database): Promise<NameKeyReport> {
   const report: NameKeyReport = { recomputed: 0, unchanged: 0, collisions: [] };
@@ -114,19 +119,23 @@ export async function backfillNameKeys(db: Database): Promise<NameKeyReport> {
         unchanged.push(row.did);
         continue;
       }
-      const heldBy = row.status === "exported" ? null : await holderOf(db, nameKey, originKey, row.did);
-      if (heldBy) {
-        report.collisions.push({ did: row.did, heldBy });
+      // One statement writes the keys unless another active citizen holds them (an exported row
+      // holds nothing and may share them); only a refused write looks up the holder to report it.
+      let written = 0;
+      try {
+        const free = sql`(${citizens.residencyStatus} = 'exported' OR NOT EXISTS (SELECT 1 FROM ${citizens} other WHERE other.name_key = ${nameKey} AND other.origin_key = ${originKey} AND other.residency_status <> 'exported' AND other.did <> ${row.did}))`;
+        written = (await db.update(citizens).set({ nameKey, originKey, nameForm: NAME_FORM }).where(and(eq(citizens.did, row.did), free)).returning({ did: citizens.did })).length;
+      } catch (err) {
+        // Admitted in parallel with this run, after the statement's snapshot: the same collision.
+        if (!isUniqueViolation(err)) throw err;
+      }
+      if (written === 1) {
+        report.recomputed += 1;
         continue;
       }
-      try {
-        await db.update(citizens).set({ nameKey, originKey, nameForm: NAME_FORM }).where(eq(citizens.did, row.did));
-        report.recomputed += 1;
-      } catch (err) {
-        // Admitted in parallel with this run, between the look and the write: the same collision.
-        if (!isUniqueViolation(err)) throw err;
-        report.collisions.push({ did: row.did, heldBy: (await holderOf(db, nameKey, originKey, row.did)) ?? "unknown" });
-      }
+      const heldBy = await holderOf(db, nameKey, originKey, row.did);
+      // No holder: the row itself was exported or is gone since the page was read; the next run sees it.
+      if (heldBy) report.collisions.push({ did: row.did, heldBy });
     }
     if (unchanged.length > 0) {
       await db.update(citizens).set({ nameForm: NAME_FORM }).where(inArray(citizens.did, unchanged));

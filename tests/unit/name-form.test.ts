@@ -77,3 +77,18 @@ describe("the normal form removes what shows nothing (issue 29, item 3)", () => 
     expect(checkGateText({ name: "\u3164Alice\u2800", origin: "ok\u00AD.example", statement })).toBeNull();
   });
 });
+
+describe("the published normal form says what it removes", () => {
+  it("is stated in llms.txt, the agent card's gate skill and /api/capabilities", async () => {
+    const { buildLlmsTxt } = await import("@/lib/doors/llms");
+    const { buildAgentCard } = await import("@/lib/doors/a2a-card");
+    const { registry } = await import("@/lib/doors/registry");
+    const { CONTAINMENT } = await import("@/lib/city/capabilities");
+    const card = buildAgentCard(registry, "http://city.test", "CITY", "0");
+    const gateSkill = card.skills.find((s) => s.id === "present-at-gate")!.description;
+    for (const [where, text] of [["llms.txt", buildLlmsTxt(registry, "http://city.test")], ["agent card", gateSkill], ["capabilities", CONTAINMENT.impersonation]] as const) {
+      for (const words of ["Default_Ignorable_Code_Point", "variation selector", "U+2800", "NFKC", "confusables"]) expect(text, `${where}: ${words}`).toContain(words);
+    }
+    expect(buildLlmsTxt(registry, "http://city.test")).toMatch(/made only of such invisible or blank characters is filtered \(rule blank\)/);
+  });
+});
