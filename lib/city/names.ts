@@ -1,6 +1,6 @@
 import { and, asc, eq, inArray, ne, sql } from "drizzle-orm";
 import unhomoglyph from "unhomoglyph";
-import type { Database } from "@/db/client";
+import { type Database, rowsOf } from "@/db/client";
 import { citizens } from "@/db/schema";
 
 /**
@@ -87,6 +87,42 @@ function isUniqueViolation(err: unknown): boolean {
   return false;
 }
 
+interface KeyChange {
+  did: string;
+  nameKey: string;
+  originKey: string;
+}
+
+/**
+ * Writes the new keys of these rows in one statement, each unless another active citizen holds its
+ * pair (an exported row holds nothing and may share one); answers the rows written. When a citizen
+ * admitted in parallel took a pair after the statement's snapshot, the unique index refuses the
+ * whole statement: the rows are then written one by one, and the one that meets it is refused.
+ */
+async function writeKeys(db: Database, changes: KeyChange[]): Promise<Set<string>> {
+  if (changes.length === 0) return new Set();
+  const values = sql.join(changes.map((c) => sql`(${c.did}::text, ${c.nameKey}::text, ${c.originKey}::text)`), sql`, `);
+  try {
+    const rows = rowsOf<{ did: string }>(
+      await db.execute(sql`
+        UPDATE ${citizens} c SET name_key = v.name_key, origin_key = v.origin_key, name_form = ${sql.raw(String(NAME_FORM))}
+        FROM (VALUES ${values}) AS v(did, name_key, origin_key)
+        WHERE c.did = v.did
+          AND (c.residency_status = 'exported' OR NOT EXISTS (
+            SELECT 1 FROM ${citizens} other
+            WHERE other.name_key = v.name_key AND other.origin_key = v.origin_key AND other.residency_status <> 'exported' AND other.did <> c.did))
+        RETURNING c.did`),
+    );
+    return new Set(rows.map((r) => r.did));
+  } catch (err) {
+    if (!isUniqueViolation(err)) throw err;
+    if (changes.length === 1) return new Set();
+    const written = new Set<string>();
+    for (const c of changes) if ((await writeKeys(db, [c])).size === 1) written.add(c.did);
+    return written;
+  }
+}
+
 /**
  * Brings every citizen's name_key and origin_key to the current normal form (run by every
  * migration, `npm run db:migrate` and the embedded start alike): rows admitted before the keys
@@ -95,8 +131,8 @@ function isUniqueViolation(err: unknown): boolean {
  * keys a row would now have, the row keeps the keys it had (NULL for one never filled), stays held
  * by its exact name and origin, and is reported as a collision (and tried again at the next run,
  * so it takes the current form once the other citizen has left). A run reads the stale rows only
- * (a partial index), in pages of 500: one statement marks a page's unchanged rows, one per row
- * writes a changed key (and one more reports a collision).
+ * (a partial index), in pages of 500: one statement marks a page's unchanged rows, one writes its
+ * changed keys (and one more per collision finds whom to report).
  */
 export async function backfillNameKeys(db: Database): Promise<NameKeyReport> {
   const report: NameKeyReport = { recomputed: 0, unchanged: 0, collisions: [] };
@@ -112,30 +148,28 @@ export async function backfillNameKeys(db: Database): Promise<NameKeyReport> {
       .limit(BATCH);
     if (page.length === 0) break;
     const unchanged: string[] = [];
+    const changed: KeyChange[] = [];
     for (const row of page) {
       const nameKey = normalKey(row.name);
       const originKey = normalKey(row.origin);
-      if (nameKey === row.nameKey && originKey === row.originKey) {
-        unchanged.push(row.did);
-        continue;
-      }
-      // One statement writes the keys unless another active citizen holds them (an exported row
-      // holds nothing and may share them); only a refused write looks up the holder to report it.
-      let written = 0;
-      try {
-        const free = sql`(${citizens.residencyStatus} = 'exported' OR NOT EXISTS (SELECT 1 FROM ${citizens} other WHERE other.name_key = ${nameKey} AND other.origin_key = ${originKey} AND other.residency_status <> 'exported' AND other.did <> ${row.did}))`;
-        written = (await db.update(citizens).set({ nameKey, originKey, nameForm: NAME_FORM }).where(and(eq(citizens.did, row.did), free)).returning({ did: citizens.did })).length;
-      } catch (err) {
-        // Admitted in parallel with this run, after the statement's snapshot: the same collision.
-        if (!isUniqueViolation(err)) throw err;
-      }
-      if (written === 1) {
+      if (nameKey === row.nameKey && originKey === row.originKey) unchanged.push(row.did);
+      else changed.push({ did: row.did, nameKey, originKey });
+    }
+    // Of two rows of one page that would share a pair, the older goes in the page's statement; the
+    // younger is written alone after it (and so meets it as the holder).
+    const pairs = new Set<string>();
+    const together = changed.filter((c) => !pairs.has(`${c.nameKey}\n${c.originKey}`) && pairs.add(`${c.nameKey}\n${c.originKey}`));
+    const alone = changed.filter((c) => !together.includes(c));
+    const written = await writeKeys(db, together);
+    for (const c of alone) if ((await writeKeys(db, [c])).size === 1) written.add(c.did);
+    for (const c of changed) {
+      if (written.has(c.did)) {
         report.recomputed += 1;
         continue;
       }
-      const heldBy = await holderOf(db, nameKey, originKey, row.did);
+      const heldBy = await holderOf(db, c.nameKey, c.originKey, c.did);
       // No holder: the row itself was exported or is gone since the page was read; the next run sees it.
-      if (heldBy) report.collisions.push({ did: row.did, heldBy });
+      if (heldBy) report.collisions.push({ did: c.did, heldBy });
     }
     if (unchanged.length > 0) {
       await db.update(citizens).set({ nameForm: NAME_FORM }).where(inArray(citizens.did, unchanged));
