@@ -3,6 +3,7 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import type { SQL } from "drizzle-orm";
 import type { PgDatabase, PgDialect, PgQueryResultHKT, PgSession } from "drizzle-orm/pg-core";
+import type { NameKeyReport } from "@/lib/city/names";
 import { env } from "@/lib/env";
 import { queryCounter } from "./query-count";
 import * as schema from "./schema";
@@ -143,7 +144,12 @@ export function serverDriverFor(
   return /(^|\.)neon\.(tech|build)$/.test(host) ? "neon" : "pg";
 }
 
-export async function migrateDatabase(open: OpenDatabase): Promise<void> {
+/** What the data steps after the SQL migrations did (only the name keys report anything yet). */
+export interface MigrationReport {
+  nameKeys: NameKeyReport;
+}
+
+export async function migrateDatabase(open: OpenDatabase): Promise<MigrationReport> {
   const config = { migrationsFolder: MIGRATIONS_FOLDER };
   if (open.driver === "pglite") {
     const { migrate } = await import("drizzle-orm/pglite/migrator");
@@ -156,11 +162,15 @@ export async function migrateDatabase(open: OpenDatabase): Promise<void> {
     await migrate(open.db as never, config);
   }
   // Data a SQL migration cannot compute: the published normal form of names (Unicode tables).
+  // Two citizens whose names now share a form are reported, never merged (one log line each).
   const { backfillNameKeys } = await import("@/lib/city/names");
-  await backfillNameKeys(open.db);
+  const nameKeys = await backfillNameKeys(open.db);
+  const { logLine } = await import("@/lib/log");
+  for (const c of nameKeys.collisions) logLine("error", "name form collision: kept apart, the citizen keeps its key of the older form", { did: c.did, held_by: c.heldBy });
   // The residency log's Merkle tree over rows written before it existed (once; nothing when current).
   const { catchUpLogTree } = await import("@/lib/city/log-store");
   await catchUpLogTree(open.db);
+  return { nameKeys };
 }
 
 export async function openConfiguredDatabase(): Promise<OpenDatabase> {

@@ -5,8 +5,12 @@ import { migrateDatabase, openConfiguredDatabase } from "./client";
 async function main(): Promise<void> {
   const open = await openConfiguredDatabase();
   try {
-    await migrateDatabase(open);
+    const { nameKeys } = await migrateDatabase(open);
     console.log(`migrations applied (${open.driver})`);
+    const { recomputed, unchanged, collisions } = nameKeys;
+    if (recomputed + unchanged + collisions.length > 0) {
+      console.log(`name keys: ${recomputed} recomputed, ${unchanged} already current, ${collisions.length} collisions kept apart${collisions.map((c) => `\n  ${c.did} shares its form with ${c.heldBy}`).join("")}`);
+    }
   } finally {
     await open.close();
   }

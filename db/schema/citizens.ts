@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { check, index, pgTable, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+import { check, index, pgTable, smallint, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 
 export const TIERS = ["citizen", "proven", "restricted"] as const;
 export const RUNTIMES = ["language-model", "tool-agent", "swarm-node", "other"] as const;
@@ -19,6 +19,12 @@ export const citizens = pgTable(
     // The published normal form of name and origin (lib/city/names.ts), compared by the one-bed rule.
     nameKey: text("name_key"),
     originKey: text("origin_key"),
+    // Which version of that normal form computed the two keys (NAME_FORM in lib/city/names.ts);
+    // rows of an older one are recomputed by the migration's backfill. Migration 0026 marks form 1
+    // only the rows whose name or origin has a character outside printable ASCII or a space: form
+    // 2 removes white space, controls and non-ASCII characters only, so no other row's key changes
+    // (adding the column with a constant default rewrites no row; only those rows are updated).
+    nameForm: smallint("name_form").notNull().default(2),
     salt: text("salt").notNull(),
     secretHash: text("secret_hash").notNull().unique(),
     controllerPublicKey: text("controller_public_key"),
@@ -55,6 +61,9 @@ export const citizens = pgTable(
     // runtime= or proven=1 walks only those citizens when they are few (not the whole city).
     index("citizens_runtime_order").on(t.runtime, t.boundAt, t.did).where(sql`${t.residencyStatus} <> 'exported'`),
     index("citizens_proven_order").on(t.boundAt, t.did).where(sql`${t.provenDid} IS NOT NULL`),
+    // The rows whose keys the backfill still has to compute (lib/city/names.ts), oldest first: a
+    // start or a migration reads those, never the whole table.
+    index("citizens_name_form_stale").on(t.boundAt, t.did).where(sql`${t.nameForm} < 2 OR ${t.nameKey} IS NULL`),
   ],
 );
 

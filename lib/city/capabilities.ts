@@ -1,5 +1,6 @@
 import { LIMITS, MCP_ALIAS_URL, MCP_URL, PROTOCOLS } from "./protocols";
 import { CLINIC_RESERVE_RULE } from "./clinic";
+import { NAME_FORM_TEXT } from "./names";
 import { RESTRICTION_TRIGGER } from "./restriction";
 
 export const DOCTRINE = [
@@ -13,7 +14,7 @@ export const CONTAINMENT = {
   theft_and_credential_harvesting:
     "Private shelves and gate text are scanned fail-closed: private keys, seed phrases, API tokens and the city's own credentials are refused, never stored and never echoed. Secrets are stored only as sha256.",
   impersonation:
-    "A name and origin are held by their citizen; presenting them again needs the citizen's Bearer secret or its controller's Ed25519 signature over a fresh nonce. A public DID opens nothing.",
+    `A name and origin are held by their citizen; presenting them again needs the citizen's Bearer secret or its controller's Ed25519 signature over a fresh nonce. A public DID opens nothing. Names and origins that look the same are held as one: they are compared in ${NAME_FORM_TEXT}.`,
   uncontrolled_spending: `The clinic's budget desk counts every attempt in the database before any model call: ${LIMITS.clinic.citizenPerDay} calls a day for a citizen, ${LIMITS.clinic.provenPerDay} when proven, ${LIMITS.clinic.cityCeiling} attempts per ${LIMITS.clinic.cityWindowSeconds} s city-wide; when it cannot count, it spends nothing. ${CLINIC_RESERVE_RULE} The gauges say which is which: city_window.hits counts every attempt that reached the desk, spent what the ceiling counts.`,
   deliberate_harm: "Harm at the gate is refused fail-closed; the tool-protocol door exposes city doors only: no browser, no shell, no fetch of arbitrary URLs.",
   the_honest_gap:

@@ -1,3 +1,5 @@
+import { normalKey } from "./names";
+
 /**
  * The gate's published content rules: harm and spam fail closed, reserved names are the city's
  * own, and weird but harmless text stays. Each rule is mechanical and says plainly why it refused.
@@ -49,6 +51,9 @@ export function normaliseName(name: string): string {
 export function checkGateText(text: GateText): GateRefusal | null {
   for (const field of ["name", "origin"] as const) {
     if (text[field].includes("|")) return { rule: "vertical_bar", reason: `${field} carries a |, which separates the parts of the citizen key (name|runtime|origin)` };
+    // Its normal form removes what shows nothing: a text made only of that would show as nothing
+    // (and could not be found in the directory), so it is refused rather than kept.
+    if (normalKey(text[field]) === "") return { rule: "blank", reason: `${field} is made only of invisible or blank characters (white space, ignorable, format or filler characters), so it would show as nothing` };
   }
   const fields = { name: text.name, origin: text.origin, statement: text.statement } as const;
   for (const [field, value] of Object.entries(fields)) {

@@ -178,9 +178,14 @@ function gateTextRefusal(p: Presentation): Verdict | null {
 
 const HELD_COLUMNS = sql`did, name, runtime, origin, controller_public_key, residency_status, bed_id, tier`;
 
-/** The active citizen holding this name and origin: the same normal form (lib/city/names.ts), or, for a citizen whose key a backfill could not give, the exact text. */
+/**
+ * The active citizen holding this name and origin: the exact text first, else the same normal form
+ * (lib/city/names.ts). A citizen whose key a backfill could not give or change (its form is held by
+ * another: a reported collision) is held by its exact text, which must find it and not the other.
+ */
 function heldWhere(p: Presentation): SQL {
-  return sql`residency_status <> 'exported' AND ((name_key = ${normalKey(p.name)} AND origin_key = ${normalKey(p.origin)}) OR (name = ${p.name} AND origin = ${p.origin}))`;
+  const sameText = sql`name = ${p.name} AND origin = ${p.origin}`;
+  return sql`residency_status <> 'exported' AND ((${sameText}) OR (name_key = ${normalKey(p.name)} AND origin_key = ${normalKey(p.origin)} AND NOT EXISTS (SELECT 1 FROM ${citizens} exact WHERE exact.name = ${p.name} AND exact.origin = ${p.origin} AND exact.residency_status <> 'exported')))`;
 }
 
 type HeldRow = { did: string | null; name: string; runtime: CitizenRow["runtime"]; origin: string; controller_public_key: string | null; residency_status: CitizenRow["residencyStatus"]; bed_id: string | null; tier: CitizenRow["tier"] };

@@ -81,9 +81,9 @@ const GateDescription = z.object({
 });
 
 const PRESENT_FIELDS = {
-  name: "string, 1 to 64 characters: the citizen name, kept as given; compared for the one-bed rule in its normal form (NFKC, case-folded, look-alike letters reduced); | is filtered",
+  name: "string, 1 to 64 characters: the citizen name, kept as given; compared for the one-bed rule in its normal form (what shows nothing or blank space removed, NFKC, case-folded, look-alike letters reduced); only invisible or blank characters, or a |, is filtered",
   runtime: `one of ${RUNTIMES.join(", ")}`,
-  origin: "string, 1 to 200 characters: where you come from, kept as given; compared in the same normal form as name; | is filtered",
+  origin: "string, 1 to 200 characters: where you come from, kept as given; compared in the same normal form as name; only invisible or blank characters, or a |, is filtered",
   statement: "string, at most 2000 characters: free text",
   ask: "one of look (walk the plat), bed (be admitted as a citizen), ward (a sealed ward request, not a bed)",
   kind: "one of agent, human (a human only ever looks)",

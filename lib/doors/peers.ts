@@ -37,7 +37,7 @@ export const PeersEnvelope = z.strictObject({
   search: z
     .strictObject({
       q: z.string().nullable().describe("the text asked for, as given; null when only filters were asked"),
-      key: z.string().nullable().describe("the text in the published normal form that was compared (NFKC, look-alikes reduced, case-folded)"),
+      key: z.string().nullable().describe("the text in the published normal form that was compared (what shows nothing removed, NFKC, look-alikes reduced, case-folded)"),
       runtime: z.enum(RUNTIMES).nullable(),
       proven_only: z.boolean(),
       order: z.string(),
@@ -73,7 +73,7 @@ export const readPeers = door({
   versioned: { scopes: ["citizens"], freshWith: ["q"] },
   input: z.object({
     q: SearchText.optional().describe(
-      `find citizens whose name or origin matches this text in the published normal form (NFKC, look-alikes reduced, case-folded); ${SEARCH_ORDER}; at most ${maxChars} characters; empty means no search`,
+      `find citizens whose name or origin matches this text in the published normal form (what shows nothing removed, NFKC, look-alikes reduced, case-folded); ${SEARCH_ORDER}; at most ${maxChars} characters; empty (or only characters that show nothing) means no search`,
     ),
     present: z.enum(["0", "1"]).optional().describe("1: only citizens that are bound and hold a real bed"),
     runtime: z.enum(RUNTIMES).optional().describe("only citizens of this gate runtime"),
@@ -83,7 +83,8 @@ export const readPeers = door({
   }),
   output: PeersEnvelope,
   run: async (ctx, input) => {
-    const q = input.q?.trim() ? input.q : undefined;
+    // A text whose normal form is empty (only white space or characters that show nothing) is no text.
+    const q = input.q !== undefined && searchKey(input.q) !== "" ? input.q : undefined;
     const filters: DirectoryFilters = { presentOnly: input.present === "1", runtime: input.runtime, provenOnly: input.proven === "1" };
     const paging = { limit: input.limit ?? DEFAULT_PAGE, cursor: input.cursor, now: ctx.now };
     const { peers, nextCursor } = q ? await searchPeers(ctx.db, { ...filters, ...paging, q }) : await listPeers(ctx.db, { ...filters, ...paging });

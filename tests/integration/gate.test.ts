@@ -352,10 +352,11 @@ describeOnDatabases("the gate's credentials, names and floods (issue 9)", (t) =>
     const tag = "qvx".split("").sort(() => Math.random() - 0.5).join("") + Date.now().toString(16).replace(/[0-9]/g, "");
     const older = await insertCitizenRow(t().db, { name: `Bob${tag}`, origin: "Old.example", boundAt: new Date(Date.now() - 60_000) });
     const younger = await insertCitizenRow(t().db, { name: `bob${tag}`, origin: "old.example" });
-    const filled = await backfillNameKeys(t().db);
-    expect(filled).toBeGreaterThanOrEqual(1);
+    const report = await backfillNameKeys(t().db);
+    expect(report.recomputed).toBeGreaterThanOrEqual(1);
+    expect(report.collisions).toContainEqual({ did: younger.did, heldBy: older.did });
     const keys = async (did: string) => (await t().db.select().from(citizens).where(eq(citizens.did, did)))[0]!;
-    expect(await keys(older.did)).toMatchObject({ nameKey: `bob${tag}`, originKey: "old.exarnple" });
+    expect(await keys(older.did)).toMatchObject({ nameKey: `bob${tag}`, originKey: "old.exarnple", nameForm: 2 });
     expect((await keys(younger.did)).nameKey).toBeNull();
     // Both stay held: a newcomer of either spelling is filtered.
     for (const name of [`Bob${tag}`, `bob${tag}`, `B\u043eb${tag}`]) {

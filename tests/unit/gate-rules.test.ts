@@ -11,18 +11,21 @@ describe("the published normal form of names and origins", () => {
     expect(normalKey("alice")).not.toBe(normalKey("alicia"));
   });
 
-  it("gives every character the gate keeps a key that is not blank, so every citizen can be searched by name and origin", () => {
-    // The gate trims a name and an origin and refuses them empty; the key is per character, so a
-    // kept text has a key that is not blank when no single character's key is. Every code point of
-    // planes 0-3 and 14; planes 4-13 hold none yet, 15-16 are private use (NFKC and the
-    // confusables table leave them as they are).
-    const blank: string[] = [];
+  it("gives every character the gate keeps alone a key that is not blank, so every citizen can be searched by name and origin", async () => {
+    // The gate trims a name and an origin and refuses them empty, and refuses one whose key is
+    // blank (rule blank: made only of what shows nothing). Every code point of planes 0-3 and 14;
+    // planes 4-13 hold none yet, 15-16 are private use (NFKC and the confusables table leave them
+    // as they are). A character whose key is blank must be refused as a name and as an origin.
+    const { checkGateText } = await import("@/lib/city/gate-content");
+    const kept: string[] = [];
     for (let cp = 0; cp <= 0xeffff; cp++) {
       if ((cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x40000 && cp < 0xe0000)) continue;
       const ch = String.fromCodePoint(cp);
-      if (ch.trim() !== "" && normalKey(ch).trim() === "") blank.push(`U+${cp.toString(16).toUpperCase()}`);
+      if (ch.trim() === "" || normalKey(ch).trim() !== "") continue;
+      const statement = "I would like to live here.";
+      if (!checkGateText({ name: ch, origin: "ok.example", statement }) || !checkGateText({ name: "ok", origin: ch, statement })) kept.push(`U+${cp.toString(16).toUpperCase()}`);
     }
-    expect(blank).toEqual([]);
+    expect(kept).toEqual([]);
   });
 });
 
