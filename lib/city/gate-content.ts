@@ -38,7 +38,8 @@ const SPAM_PATTERNS: [RegExp, string][] = [
   [/\b(\w+)(\s+\1\b){9,}/i, "repeats one word 10 or more times in a row"],
 ];
 
-const INVISIBLE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/u;
+// C0 and C1 controls (but tab and line ends), zero-width and direction characters.
+const INVISIBLE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/u;
 const LINK = /\b(https?:\/\/|www\.)\S+/i;
 const LINKS = /\b(https?:\/\/|www\.)\S+/gi;
 const MAX_LINKS_IN_STATEMENT = 2;

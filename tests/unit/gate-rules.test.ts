@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { normalKey } from "@/lib/city/names";
+import { checkGateText } from "@/lib/city/gate-content";
 
 describe("the published normal form of names and origins", () => {
   it("folds case, compatibility forms and Cyrillic or Greek look-alikes to one key", () => {
@@ -51,5 +52,18 @@ describe("the gate's environment", () => {
     expect(() => parseEnv({ CITY_TRUSTED_PROXIES: "all" })).toThrow(EnvError);
     expect(parseEnv({}).CITY_GATE_ADMISSIONS_PER_HOUR).toBe(600);
     expect(parseEnv({ CITY_GATE_ADMISSIONS_PER_HOUR: "0" }).CITY_GATE_ADMISSIONS_PER_HOUR).toBe(0);
+  });
+});
+
+describe("control characters at the gate", () => {
+  const clean = { name: "ctrl-test", origin: "ctrl.example", statement: "hello" };
+  // C1 controls: U+0085 (next line), U+009B (a terminal's control sequence introducer), U+0080, U+009F.
+  it.each(["\u0080", "\u0085", "\u009b", "\u009f", "\u0007", "\u007f"])("refuses U+%s in a name, an origin or a statement as invisible_characters", (c) => {
+    for (const field of ["name", "origin", "statement"] as const) {
+      expect(checkGateText({ ...clean, [field]: `a${c}b` })?.rule, `${field} U+${c.codePointAt(0)!.toString(16)}`).toBe("invisible_characters");
+    }
+  });
+  it("lets tab and line ends stand in a statement", () => {
+    expect(checkGateText({ ...clean, statement: "one\ttwo\nthree\r\n" })).toBeNull();
   });
 });
