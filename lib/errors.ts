@@ -66,6 +66,7 @@ export class CityError extends Error {
 /** RFC 9457 problem document, with the city's extension members. */
 export const ProblemSchema = z
   .object({
+    now_utc: z.string().describe("the city's clock at the moment of answering, first as in every JSON answer"),
     type: z.string(),
     title: z.string(),
     status: z.number().int(),
@@ -94,10 +95,12 @@ export const PROBLEM_TYPE_BASE = "/problems/";
  * Turns anything thrown into a problem document. Unknown errors become a generic 500 that carries
  * no message, stack or SQL: the caller learns only that it failed.
  */
-export function toProblem(err: unknown, door: string, instance: string): Problem {
+export function toProblem(err: unknown, door: string, instance: string, now: Date = new Date()): Problem {
   const known = asCityError(err);
   const { status, title } = ERROR_CODES[known.code];
   return {
+    // Every JSON answer of the city carries the clock first, refusals too.
+    now_utc: now.toISOString(),
     type: `${PROBLEM_TYPE_BASE}${known.code}`,
     title,
     status,

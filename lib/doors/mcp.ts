@@ -86,6 +86,7 @@ export function buildMcpServer(doors: readonly AnyDoor[], request: Request): Mcp
       },
     },
   );
+  namesBothEras(server);
   for (const door of doors) {
     const output = (door.produces ?? "json") !== "json" ? undefined : objectSchema(door.output);
     server.registerTool(
@@ -148,6 +149,19 @@ async function callDoor(door: AnyDoor, args: Record<string, unknown>, request: R
     const problem = problemOf(door, err, request);
     return { content: [{ type: "text", text: JSON.stringify(problem) }], structuredContent: problem, isError: true };
   }
+}
+
+/**
+ * `server/discover` names every protocol version the door speaks, as the spec does (2026-07-28 and
+ * 2025-03-26). The SDK lists only the modern revisions there and re-installs its own handler per
+ * request, so the one seam is its discover method on this instance (pinned SDK version; the
+ * integration test "names both protocol eras" fails if the seam moves). Clients pick the first of
+ * their own modern versions found in the list, so the legacy entry changes no negotiation.
+ */
+function namesBothEras(server: McpServer): void {
+  const low = server.server as unknown as { _ondiscover(): Record<string, unknown> };
+  const sdkAnswer = low._ondiscover.bind(low);
+  low._ondiscover = () => ({ ...sdkAnswer(), supportedVersions: [...PROTOCOLS.mcpSupportedVersions] });
 }
 
 function toolResult(door: AnyDoor, answer: DoorAnswer): CallToolResult {

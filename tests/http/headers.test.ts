@@ -112,6 +112,7 @@ describe("every door, at every address", () => {
     const response = await send("/city.json", { method: "DELETE" });
     expect(response.status).toBe(405);
     expect(response.headers.get("access-control-allow-origin")).toBeNull();
+    expectClockFirst(await response.json());
     await expectOneAccessLineEach([response.headers.get("x-request-id")!], "read-census");
   });
 });
@@ -175,6 +176,7 @@ describe("the MCP door and the A2A bridge", () => {
     const missing = await send("/api/no-such-door/deeper", { headers: { origin: ELSEWHERE } });
     expect(missing.status).toBe(404);
     expect(missing.headers.get("access-control-allow-origin")).toBe("*");
+    expectClockFirst(await missing.json());
     await expectOneAccessLineEach([pre.headers.get("x-request-id")!, missing.headers.get("x-request-id")!], "not-found");
   });
 });
@@ -204,3 +206,9 @@ describe("pages", () => {
     expect(nonces.size).toBe(6);
   });
 });
+
+/** A problem document carries the city's clock first, as every JSON answer does (now, give or take a minute). */
+function expectClockFirst(problem: Record<string, unknown>): void {
+  expect(Object.keys(problem)[0]).toBe("now_utc");
+  expect(Math.abs(Date.parse(String(problem.now_utc)) - Date.now())).toBeLessThan(60_000);
+}

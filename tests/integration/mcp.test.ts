@@ -128,4 +128,19 @@ describeOnDatabases("the MCP door", (t) => {
       await client.close();
     });
   }
+
+  it("names both protocol eras it speaks in server/discover, as the spec does", async () => {
+    const handler = mcpHandler(DOORS);
+    const response = await handler(
+      new Request("http://localhost/mcp", {
+        method: "POST",
+        headers: { host: "localhost", "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": ERAS.modern, "mcp-method": "server/discover" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "server/discover", params: { _meta: { "io.modelcontextprotocol/protocolVersion": ERAS.modern, "io.modelcontextprotocol/clientInfo": { name: "discover-test", version: "1" }, "io.modelcontextprotocol/clientCapabilities": {} } } }),
+      }),
+    );
+    const text = await response.text();
+    expect(response.status, text).toBe(200);
+    const body = JSON.parse(text.startsWith("{") ? text : (/^data: (.*)$/m.exec(text)?.[1] ?? "{}"));
+    expect(body.result?.supportedVersions, text).toEqual([ERAS.modern, ERAS.legacy]);
+  });
 });

@@ -19,6 +19,13 @@ describe("problem documents", () => {
     expect(ProblemSchema.safeParse(problem).success).toBe(true);
   });
 
+  it("carries the clock first, as every JSON answer does", () => {
+    const problem = toProblem(new CityError("not_found", "Nothing."), "/api/x", "/api/x", new Date(Date.UTC(2026, 10, 26, 23, 30, 5, 120)));
+    expect(Object.keys(problem)[0]).toBe("now_utc");
+    expect(problem.now_utc).toBe("2026-11-26T23:30:05.120Z");
+    expect(Object.keys(JSON.parse(JSON.stringify(problem)))[0]).toBe("now_utc");
+  });
+
   it("turns a zod error into a 400 that names the field", () => {
     const parsed = z.object({ name: z.string() }).safeParse({ name: 3 });
     const problem = toProblem(parsed.error, "/gate", "/gate");
