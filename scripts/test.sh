@@ -39,6 +39,8 @@ print_failures() {
 
 print_times() {
   local rc=$?
+  # The progress watcher and its pipeline end with the run.
+  if [ -n "${WATCHER:-}" ]; then pkill -P "$WATCHER" 2>/dev/null || true; kill "$WATCHER" 2>/dev/null || true; fi
   [ "$rc" = 0 ] || print_failures
   echo
   echo "step wall times (seconds; steps of different lanes ran side by side):"
@@ -54,8 +56,10 @@ step() {
   local lane="$1" name="$2" started rc=0
   shift 2
   started=$(date +%s)
+  echo "step: $lane: $name: started"
   "$@" || rc=$?
   echo "$started|$lane|$name|$(( $(date +%s) - started ))|$([ "$rc" = 0 ] && echo ok || echo "FAILED ($rc)")" >>"$TIMES"
+  echo "step: $lane: $name: $([ "$rc" = 0 ] && echo ok || echo "FAILED ($rc)") in $(( $(date +%s) - started )) s"
   return "$rc"
 }
 
@@ -115,6 +119,22 @@ built_lane() {
 # Two vitest runs share the security figures: cleared once here, summed by each run's teardown.
 rm -rf reports/security-figures
 export CITY_FIGURES_CLEARED=1
+
+# Progress as it happens: the lanes write to their own logs (printed whole when they end), so a
+# watcher follows the logs and prints one line per finished test file (vitest), test (playwright)
+# or step, with its lane. fd 3 is this script's own output, which the lanes' redirections keep.
+exec 3>&1
+watch_progress() {
+  tail -n +1 -q -F "$LOGS"/domain.log "$LOGS"/built.log "$LOGS"/http.log "$LOGS"/served.log 2>/dev/null |
+    sed -u 's/\x1b\[[0-9;]*m//g' |
+    awk -v started="$STARTED" '
+      function stamp(  now) { "date +%s" | getline now; close("date +%s"); return sprintf("[%4ds]", now - started) }
+      /^ *(✓|❯|×|✘|↓) .*\.test\.ts/ { sub(/^ +/, ""); print stamp(), $0; fflush(); next }
+      /^ *(✓|✘|-) +[0-9]+ .*›/ { sub(/^ +/, ""); print stamp(), "playwright", $0; fflush(); next }
+      /^step: / { print stamp(), substr($0, 7); fflush() }' >&3
+}
+watch_progress &
+WATCHER=$!
 
 lane domain domain_lane
 lane built built_lane

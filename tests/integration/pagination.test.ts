@@ -10,7 +10,7 @@ import { readQuarantine } from "@/lib/doors/quarantine";
 import { readResidencyLog } from "@/lib/doors/residency";
 import { readVault } from "@/lib/doors/vault";
 import { insertCitizenRow } from "../support/citizens";
-import { describeOnDatabases } from "../support/databases";
+import { HEAVY_TEST_MS, describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
 
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
@@ -96,5 +96,5 @@ describeOnDatabases("list doors walk to the end by the body cursor", (t) => {
       expect(new Set(seen).size, list.door.name).toBe(seen.length);
       expect(seen.length, list.door.name).toBe(expected[list.door.name]);
     }
-  });
+  }, HEAVY_TEST_MS);
 });

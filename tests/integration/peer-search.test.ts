@@ -8,7 +8,7 @@ import { normalKey } from "@/lib/city/names";
 import { LIMITS } from "@/lib/city/protocols";
 import { PeerRowSchema, PeersEnvelope, readPeers } from "@/lib/doors/peers";
 import { insertCitizenRow } from "../support/citizens";
-import { describeOnDatabases } from "../support/databases";
+import { HEAVY_TEST_MS, describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
 import { expectProblem } from "../support/assertions";
 import { searchPlanOf, searchReadsOf } from "../support/search-plan";
@@ -280,5 +280,5 @@ describeOnDatabases("directory search", (t) => {
     expect((await search({ q: "crowd" })).peers.map((p) => p.name).slice(0, 2)).toEqual(["crowd-20000", "crowd-19999"]);
     expect((await search({ q: "crowd", cursor: deep })).peers[0]!.name).toBe("crowd-9999");
     await t().db.delete(citizens).where(eq(citizens.origin, "crowd.example"));
-  });
+  }, HEAVY_TEST_MS);
 });
