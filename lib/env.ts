@@ -17,7 +17,8 @@ const EnvSchema = z.object({
   CITY_DATA_DIR: z.string().min(1).default(".city-data"),
   CITY_BASE_URL: z
     .url({ message: "must be an absolute http(s) URL such as https://city.example" })
-    .default("http://localhost:3000")
+    // The address the servers listen on (npm run dev and npm start both bind 127.0.0.1:3000).
+    .default("http://127.0.0.1:3000")
     .transform((url) => url.replace(/\/+$/, "")),
   CITY_CONTACT: z.string().trim().min(1).optional(),
   CITY_GATE_PER_ADDRESS_PER_HOUR: z.coerce.number().int().min(0).default(30),

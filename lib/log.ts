@@ -4,9 +4,10 @@ import { randomUUID } from "node:crypto";
 export type LogFields = Record<string, string | number | boolean | null | undefined>;
 
 /** One structured log line (JSON) on stdout, or stderr for errors. */
-export function logLine(level: "info" | "error", message: string, fields: LogFields = {}): void {
+export function logLine(level: "info" | "warn" | "error", message: string, fields: LogFields = {}): void {
   const line = JSON.stringify({ time: new Date().toISOString(), level, msg: message, ...fields });
   if (level === "error") console.error(line);
+  else if (level === "warn") console.warn(line);
   else console.log(line);
 }
 

@@ -65,8 +65,10 @@ export function announceAddressMode(mode: AddressMode = addressMode()): void {
     logLine("info", "client addresses", { mode: String(mode) });
     return;
   }
-  logLine("error", "CLIENT ADDRESSES UNKNOWN", {
+  // A warning, not an error: on a laptop it is expected and harmless; in production it is the one
+  // setting to act on.
+  logLine("warn", "CLIENT ADDRESSES UNKNOWN", {
     detail:
-      "CITY_TRUSTED_PROXIES is 0 or unset off Vercel, so X-Forwarded-For is not trusted and per-address limits are off; only the city-wide ceilings and per-origin limits hold. Behind N reverse proxies that append to X-Forwarded-For, set CITY_TRUSTED_PROXIES=N.",
+      "CITY_TRUSTED_PROXIES is 0 or unset off Vercel, so X-Forwarded-For is not trusted and per-address limits are off; only the city-wide ceilings and per-origin limits hold. On your own machine that is expected. Behind N reverse proxies that append to X-Forwarded-For, set CITY_TRUSTED_PROXIES=N.",
   });
 }

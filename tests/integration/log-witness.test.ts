@@ -20,7 +20,7 @@ process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
 process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
 
 const BASE = "http://city.test";
-const ORIGIN = "localhost:3000/residency-log";
+const ORIGIN = "127.0.0.1:3000/residency-log";
 const dir = mkdtempSync(path.join(tmpdir(), "city-witness-"));
 const witnessSeed = ed.utils.randomSecretKey();
 const WITNESS = "witness.test/w1";

@@ -62,11 +62,14 @@ describe("the default: unknown unless configured", () => {
 
   it("says so at start, in one line, when addresses are unknown", () => {
     const lines: string[] = [];
-    const spy = vi.spyOn(console, "error").mockImplementation((line: string) => void lines.push(line));
+    const spy = vi.spyOn(console, "warn").mockImplementation((line: string) => void lines.push(line));
     announceAddressMode(0);
     spy.mockRestore();
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(/CLIENT ADDRESSES UNKNOWN/);
+    // A warning a newcomer can act on, not an error on every local start.
+    expect(JSON.parse(lines[0]!).level).toBe("warn");
+    expect(lines[0]).toMatch(/On your own machine that is expected/);
     expect(lines[0]).toMatch(/CITY_TRUSTED_PROXIES=N/);
   });
 });

@@ -3,11 +3,11 @@ import { describe, expect, it } from "vitest";
 import { EnvError, parseEnv } from "@/lib/env";
 
 describe("environment", () => {
-  it("defaults to embedded PGlite under .city-data and localhost", () => {
+  it("defaults to embedded PGlite under .city-data and the address the servers listen on", () => {
     const env = parseEnv({});
     expect(env.DATABASE_URL).toBeUndefined();
     expect(env.CITY_DATA_DIR).toBe(".city-data");
-    expect(env.CITY_BASE_URL).toBe("http://localhost:3000");
+    expect(env.CITY_BASE_URL).toBe("http://127.0.0.1:3000");
     expect(env.CITY_GATE_PER_ADDRESS_PER_HOUR).toBe(30);
   });
 
