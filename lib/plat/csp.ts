@@ -6,14 +6,19 @@
  */
 export const NON_PAGE_POLICY = ["default-src 'none'", "frame-ancestors 'none'", "base-uri 'none'", "form-action 'none'"].join("; ");
 
-export function pagePolicy(nonce: string): string {
+/**
+ * `dev`: under `next dev` only, the framework's own development tools need what production never
+ * allows: eval for fast refresh and inline styles for the error overlay (without them the overlay
+ * is an unstyled grey box and the console fills with refusals). A production build never gets them.
+ */
+export function pagePolicy(nonce: string, dev: boolean = process.env.NODE_ENV === "development"): string {
   return [
     "default-src 'none'",
     // 'strict-dynamic' lets the nonced scripts load Next's own chunks; 'self' is only the fallback
     // of browsers older than CSP 3, which ignore 'strict-dynamic'.
-    `script-src 'self' 'nonce-${nonce}' 'strict-dynamic'`,
+    `script-src 'self' 'nonce-${nonce}' 'strict-dynamic'${dev ? " 'unsafe-eval'" : ""}`,
     // Next writes no inline style into the plat's pages (tests/e2e checks), so none is allowed.
-    "style-src 'self'",
+    dev ? "style-src 'self' 'unsafe-inline'" : "style-src 'self'",
     "img-src 'self' data:",
     "font-src 'self'",
     "connect-src 'self'",
