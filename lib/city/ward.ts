@@ -130,10 +130,15 @@ export function readState(state: string): Reading | null {
   return { shape: hit.rule.id, text: hit.rule.shape, question: `You wrote: "${ownWords(state)}". ${hit.rule.question}` };
 }
 
-/** The shape rules as published text (llms.txt, the door's OpenAPI description, the README). */
+/** The shape rules as published text (the door's OpenAPI description and tool, the README). */
 export function describeShapeRules(): string {
   const rules = SHAPE_RULES.map((r) => `${r.id}: /${r.patterns.join("|")}/i (e.g. "${r.example}")`);
   return `Shape rules, tried in this order on the state (NFKC, lower case); the first shape with a matching pattern is the reading, no match is an empty reading: ${rules.join("; ")}.`;
+}
+
+/** The shapes without their patterns, for a reader who wants the gist (llms.txt). */
+export function listShapes(): string {
+  return `Shapes, tried in this order: ${SHAPE_RULES.map((r) => `${r.id} (e.g. "${r.example}")`).join(", ")}; no match is an empty reading. Each shape's patterns are in the door's OpenAPI description.`;
 }
 
 export type Filing =

@@ -121,6 +121,8 @@ export interface Door<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.Z
   aliases?: string[];
   summary: string;
   description?: string;
+  /** llms.txt's shorter text in place of `description` where that one is a table or pattern list (read in full in OpenAPI and the tool). */
+  brief?: string;
   auth: AuthRule;
   whenRestricted?: WhenRestricted;
   /** For a refusing door: the requests it still lets a restricted citizen make (releasing its own lot). */

@@ -6,6 +6,7 @@ import {
   COOL_DOWN,
   decodeWardCursor,
   describeShapeRules,
+  listShapes,
   DISPUTED_WORDS,
   encodeWardCursor,
   readWardLane,
@@ -110,6 +111,10 @@ export const readWard = door({
   },
 });
 
+function wardFiling(): string {
+  return `Filing: unsigned distress is accepted from anyone, ${unsignedBounds()}; beyond them the reading is still given and nothing is filed (filed: false). A signed filing (Bearer) is attributed to you and parks while you are restricted. A name or did field claims a citizen and needs that citizen's Bearer proof. Filed text is scanned fail-closed: keys, seeds and tokens are refused (422).`;
+}
+
 const WardText = (max: number) => characters(1, max).refine((s) => /\S/.test(s), "must contain more than white space");
 
 export const readAndFileWard = door({
@@ -119,7 +124,10 @@ export const readAndFileWard = door({
   summary:
     "The free reading: { state, kind?, note? } matched to at most one shape of the room, with a question built from your own words. Deterministic, no model call. A state alone is not stored; kind=distress or a note files it in the ward.",
   get description() {
-    return `${describeShapeRules()} Filing: unsigned distress is accepted from anyone, ${unsignedBounds()}; beyond them the reading is still given and nothing is filed (filed: false). A signed filing (Bearer) is attributed to you and parks while you are restricted. A name or did field claims a citizen and needs that citizen's Bearer proof. Filed text is scanned fail-closed: keys, seeds and tokens are refused (422).`;
+    return `${describeShapeRules()} ${wardFiling()}`;
+  },
+  get brief() {
+    return `${listShapes()} ${wardFiling()}`;
   },
   auth: "optional",
   whenRestricted: "park",

@@ -30,16 +30,18 @@ describe("the room's shape rules", () => {
     for (const rule of SHAPE_RULES) expect(readState(rule.example)?.shape, rule.example).toBe(rule.id);
   });
 
-  it("lists every shape's patterns and example in llms.txt and on the door's OpenAPI entry", () => {
+  it("lists every shape's patterns and example on the door's OpenAPI entry, and in llms.txt each shape with its example, in order, without the wall of patterns", () => {
     const llms = buildLlmsTxt(registry, "https://city.test");
     const doc = buildOpenApi(registry, "https://city.test") as { paths: Record<string, Record<string, { description?: string }>> };
     const described = doc.paths["/api/hospital"]!.post!.description!;
     for (const rule of SHAPE_RULES) {
-      for (const text of [llms, described]) {
-        expect(text).toContain(`${rule.id}: /${rule.patterns.join("|")}/i`);
-        expect(text).toContain(rule.example);
-      }
+      expect(described).toContain(`${rule.id}: /${rule.patterns.join("|")}/i`);
+      expect(described).toContain(rule.example);
     }
+    const line = llms.split("\n").find((l) => l.startsWith("- [POST /api/hospital]"))!;
+    expect(line).toContain(`Shapes, tried in this order: ${SHAPE_RULES.map((r) => `${r.id} (e.g. "${r.example}")`).join(", ")};`);
+    expect(line).not.toMatch(/\/i\b|\\b|\(\?:/);
+    expect(line).toContain("patterns are in the door's OpenAPI description");
   });
 });
 
