@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ERROR_CODES, ProblemSchema } from "@/lib/errors";
+import { ERROR_CODES, type ErrorCode, ProblemSchema } from "@/lib/errors";
 import { type AnyDoor, pathParams } from "./door";
 
 type JsonSchema = Record<string, unknown>;
@@ -86,13 +86,16 @@ function operation(door: AnyDoor, convert: (s: z.ZodType, io: "input" | "output"
               ? { "application/octet-stream": { schema: { type: "string", format: "binary" } } }
             : { "application/json": { schema: convert(door.output, "output") } },
       },
-      default: { description: "A problem document (RFC 9457).", content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } } },
+      ...problemResponses(door),
+      default: { description: "Any other problem the door's own rules answer (RFC 9457; codes and statuses in x-error-codes).", content: PROBLEM_CONTENT },
     },
     "x-city-auth": door.auth,
     ...(door.aliases?.length ? { "x-city-aliases": door.aliases } : {}),
     ...(door.limits?.length ? { "x-city-limits": door.limits } : {}),
     ...(door.whenRestricted ? { "x-city-when-restricted": door.whenRestricted } : {}),
   };
+  // A public door says so: no scheme is needed (an operation with no `security` inherits none and reads as undeclared).
+  if (door.auth === "none") op.security = [];
   if (door.auth === "citizen") op.security = [{ citizen: [] }];
   if (door.auth === "optional") op.security = [{}, { citizen: [] }];
   if (door.auth === "operator") op.security = [{ operator: [] }];
@@ -101,11 +104,67 @@ function operation(door: AnyDoor, convert: (s: z.ZodType, io: "input" | "output"
     const bodyProps = Object.fromEntries(Object.entries(properties).filter(([name]) => !inPath.has(name)));
     const body: JsonSchema = { ...input, properties: bodyProps, required: [...required].filter((n) => !inPath.has(n)) };
     op.requestBody = {
-      required: (body.required as string[]).length > 0,
+      required: (body.required as string[]).length > 0 || refusesEmptyBody(door),
       content: { "application/json": { schema: body } },
     };
   }
   return op;
+}
+
+const PROBLEM_CONTENT = { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } };
+
+/**
+ * The refusals a door answers whatever its own rules, read from its declaration: the codes of its
+ * auth rule, its input, its body, its published limits, its spending and the database every door
+ * reads. A door's own refusals beyond these (a 404 for a missing bag, a 422 for a secret in a post)
+ * fall under `default`, with the code table in x-error-codes.
+ */
+export function declaredProblems(door: AnyDoor): ErrorCode[] {
+  const codes = new Set<ErrorCode>();
+  const body = door.method === "POST";
+  if (body) codes.add("malformed_json").add("payload_too_large").add("unsupported_media_type");
+  if (body || takesInput(door)) codes.add("bad_request");
+  // A reading door with optional credentials refuses a Bearer token that opens nothing; a writing
+  // one answers for itself (the gate's verdict), see lib/doors/caller.ts.
+  if (door.auth === "citizen" || door.auth === "operator" || (door.auth === "optional" && door.method === "GET")) codes.add("unauthorized");
+  // The operator door is closed while CITY_OPERATOR_SECRET is unset; a refusing door is closed to a restricted citizen.
+  if (door.auth === "operator" || (door.auth === "citizen" && door.whenRestricted === "refuse")) codes.add("forbidden");
+  for (const limit of door.limits ?? []) {
+    if (limit.over !== "refused") continue;
+    if (limit.window_seconds !== undefined) codes.add("rate_limited");
+    else if (limit.per === "city") codes.add("city_full");
+    else if (limit.per === "citizen") codes.add("limit_reached");
+    else codes.add("payload_too_large"); // one item's size (a bag, a version)
+  }
+  if (door.spends) codes.add("clinic_closed").add("bad_gateway").add("gateway_timeout");
+  codes.add("unavailable"); // the city's records cannot be reached (every door reads them, a constant document once)
+  return [...codes];
+}
+
+/** Input an agent can get wrong: a field, a closed object (an unknown field is refused) or a shape `{}` is not. */
+function takesInput(door: AnyDoor): boolean {
+  const schema = z.toJSONSchema(door.input, { io: "input", unrepresentable: "any" }) as JsonSchema;
+  return Object.keys((schema.properties ?? {}) as JsonSchema).length > 0 || schema.additionalProperties === false || !door.input.safeParse({}).success;
+}
+
+/** An empty body reaches the door as `{}` (plus path parameters): required when the door refuses that for a body field. */
+function refusesEmptyBody(door: AnyDoor): boolean {
+  const inPath = new Set(pathParams(door.path));
+  const parsed = door.input.safeParse({});
+  return !parsed.success && parsed.error.issues.some((issue: z.core.$ZodIssue) => issue.path.length === 0 || !inPath.has(String(issue.path[0])));
+}
+
+function problemResponses(door: AnyDoor): Record<string, JsonSchema> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of declaredProblems(door)) {
+    const status = ERROR_CODES[code].status;
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  return Object.fromEntries(
+    [...byStatus.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([status, codes]) => [String(status), { description: codes.map((code) => `${code}: ${ERROR_CODES[code].title}.`).join(" "), content: PROBLEM_CONTENT }]),
+  );
 }
 
 /** Moves `$defs` into components and points their `$ref`s there. */
