@@ -47,8 +47,70 @@ export function doorJsonSchema(schema: z.ZodType, io: "input" | "output"): Recor
   if (!known[io]) {
     const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: "any" }) as Record<string, unknown>;
     // A tool's arguments are an object; a door taking one of several shapes (the gate) is a oneOf of objects.
-    known[io] = rest.type === undefined && io === "input" ? { type: "object", ...rest } : rest;
+    const portable = portableSchema(rest);
+    known[io] = portable.type === undefined && io === "input" ? { type: "object", ...portable } : portable;
     converted.set(schema, known);
   }
   return structuredClone(known[io]);
+}
+
+type JsonSchema = Record<string, unknown>;
+
+/** The keywords that constrain one JSON type only; each goes to its own branch when a type list is split. */
+const KEYWORDS_OF_TYPE: Record<string, readonly string[]> = {
+  string: ["format", "pattern", "minLength", "maxLength", "contentEncoding", "contentMediaType", "contentSchema"],
+  number: ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"],
+  integer: ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"],
+  array: ["items", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains", "minContains", "maxContains", "unevaluatedItems"],
+  object: ["properties", "required", "additionalProperties", "patternProperties", "propertyNames", "minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "unevaluatedProperties"],
+};
+const TYPED_KEYWORDS = new Set(Object.values(KEYWORDS_OF_TYPE).flat());
+
+/** Keywords whose value is one subschema, a list of them, or a map of them (JSON Schema 2020-12). */
+const SUBSCHEMA = ["items", "contains", "not", "propertyNames", "if", "then", "else", "additionalProperties", "unevaluatedProperties", "unevaluatedItems", "contentSchema"];
+const SUBSCHEMA_LISTS = ["allOf", "anyOf", "oneOf", "prefixItems"];
+const SUBSCHEMA_MAPS = ["properties", "patternProperties", "dependentSchemas", "$defs"];
+const ANY_ADDITIONAL = ["additionalProperties", "unevaluatedProperties", "unevaluatedItems"];
+
+/**
+ * The same contract in the spelling every tool client reads (the MCP Inspector's --strict
+ * portability lint): a `type` list such as ["string", "null"] becomes an `anyOf` of single-type
+ * branches (each with the keywords of its own type), and an `additionalProperties: {}` that
+ * constrains nothing is written `true`. Nothing accepted or refused changes.
+ */
+export function portableSchema(schema: JsonSchema): JsonSchema {
+  let node: JsonSchema = { ...schema };
+  for (const key of SUBSCHEMA) {
+    const sub = node[key];
+    if (!isSchemaObject(sub)) continue;
+    node[key] = ANY_ADDITIONAL.includes(key) && Object.keys(sub).every((k) => k === "description" || k === "title") ? true : portableSchema(sub);
+  }
+  for (const key of SUBSCHEMA_LISTS) {
+    const list = node[key];
+    if (Array.isArray(list)) node[key] = list.map((sub) => (isSchemaObject(sub) ? portableSchema(sub) : sub));
+  }
+  for (const key of SUBSCHEMA_MAPS) {
+    const map = node[key];
+    if (isSchemaObject(map)) node[key] = Object.fromEntries(Object.entries(map).map(([name, sub]) => [name, isSchemaObject(sub) ? portableSchema(sub) : sub]));
+  }
+  if (Array.isArray(node.type)) node = splitTypes(node, node.type as string[]);
+  return node;
+}
+
+function splitTypes(node: JsonSchema, types: string[]): JsonSchema {
+  if (types.length === 1) return { ...node, type: types[0] };
+  const { type: _list, ...rest } = node;
+  const shared = Object.fromEntries(Object.entries(rest).filter(([k]) => !TYPED_KEYWORDS.has(k)));
+  const branches = types.map((type) => ({
+    type,
+    ...Object.fromEntries(Object.entries(rest).filter(([k]) => (KEYWORDS_OF_TYPE[type] ?? []).includes(k))),
+  }));
+  // A node that already has an anyOf keeps it: both must hold, so the split goes beside it.
+  if (shared.anyOf === undefined) return { ...shared, anyOf: branches };
+  const { anyOf, allOf, ...others } = shared;
+  return { ...others, allOf: [...((allOf as JsonSchema[] | undefined) ?? []), { anyOf }, { anyOf: branches }] };
+}
+
+function isSchemaObject(value: unknown): value is JsonSchema {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
