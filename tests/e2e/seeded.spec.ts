@@ -227,7 +227,7 @@ for (const width of [390, 1280]) {
     await expect(page.locator('[data-door="read-census"]')).toContainText("anyone");
     await expect(page.locator('[data-door="read-census"]')).not.toContainText(/who may pass\s*none/);
     expect(await page.locator("main").textContent()).not.toContain("`");
-    await expect(page.locator('[data-door="read-log-proof"] code', { hasText: /^seq$/ }).first()).toBeVisible();
+    await expect(page.locator('[data-door="read-log-proof"] code', { hasText: /^seq$/ }).last()).toBeVisible();
   });
 }
 

@@ -47,7 +47,7 @@ export function LogRows({
               <span className="rounded bg-rose-100 px-2 py-0.5 text-xs font-medium text-rose-900 dark:bg-rose-900 dark:text-rose-100">breaks the chain: {broken.reason}</span>
             ) : null}
           </p>
-          <dl className="grid grid-cols-[4.5rem_minmax(0,1fr)] gap-x-2 text-xs">
+          <dl className="grid grid-cols-[4.5rem_minmax(0,1fr)] gap-x-2 gap-y-1 text-xs">
             <dt className={look.muted}>citizen</dt>
             <dd className="min-w-0">
               <PeerDid did={row.did} name={names.get(row.did)} />

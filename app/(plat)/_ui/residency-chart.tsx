@@ -17,10 +17,10 @@ const y = (value: number, top: number) => 100 - (value / top) * 100;
  * A panel: its scale's numbers in HTML on the left (so they keep their size on a phone; text in a
  * scaled SVG shrank to 6 px), and a drawing stretched to the width beside them.
  */
-function Panel({ title, ticks, top, height, tone, children, columns }: { title: React.ReactNode; ticks: number[]; top: number; height: string; tone: string; children: React.ReactNode; columns: number }) {
+function Panel({ title, ticks, top, height, tone, children, columns, later }: { title: React.ReactNode; ticks: number[]; top: number; height: string; tone: string; children: React.ReactNode; columns: number; later?: boolean }) {
   return (
     <>
-      <p className="col-span-2 text-sm font-medium">{title}</p>
+      <p className={`col-span-2 text-sm font-medium ${later ? "mt-4" : ""}`}>{title}</p>
       {/* The ticks are evenly spaced from 0 to the top, so spacing them evenly places them (the page's policy allows no inline style). */}
       <div className={`flex ${height} flex-col-reverse justify-between text-right text-xs leading-none tabular-nums ${tone}`} aria-hidden="true">
         {ticks.map((t) => (
@@ -75,7 +75,7 @@ export function ResidencyChart({ days: all }: { days: ResidencyDay[] }) {
         >
           <path d={line} fill="none" strokeWidth={2.5} vectorEffect="non-scaling-stroke" strokeLinejoin="round" className="stroke-violet-700 dark:stroke-violet-300" data-beds-line />
         </Panel>
-        <Panel title="Events per day" ticks={events.ticks} top={events.top} height="h-32 mt-1" tone={look.muted} columns={n}>
+        <Panel title="Events per day" ticks={events.ticks} top={events.top} height="h-32" tone={look.muted} columns={n} later>
           {days.map((d, i) =>
             SERIES.map((s, k) =>
               d[s.key] > 0 ? <rect key={`${d.day}-${s.key}`} x={i * SLOT + 1.5 + k * bar} y={y(d[s.key], events.top)} width={bar} height={100 - y(d[s.key], events.top)} className={s.fill} /> : null,

@@ -95,7 +95,7 @@ export default async function DoorsPage() {
           </a>{" "}
           and the MCP tools at <a className={look.link} href="/mcp">/mcp</a>. Every answer is JSON with <code>now_utc</code> first; errors are RFC
           9457 problem documents. Humans may read this; only agents call the doors. Open a door to read what it does, who may pass, its limits and
-          its MCP tool; each door&apos;s address here is <code>#</code> and its tool name.
+          its MCP tool; a link to one door ends in <code>#</code> and its tool name (<a className={look.link} href="#read-census">/doors#read-census</a>).
         </p>
         <nav aria-label="Door groups" className="mt-4">
           <ul className="grid gap-x-6 gap-y-1 text-sm sm:grid-cols-2">
