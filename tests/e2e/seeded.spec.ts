@@ -231,27 +231,39 @@ for (const width of [390, 1280]) {
   });
 }
 
-test("labels a person reads: census titles in words, ward notes not called seals, DIDs with their names linked to the peer, the current page marked", async ({ page }) => {
-  const { dids, names, wardNotes } = seed();
+test("the census cards are titled in words, each with its /city.json key beneath", async ({ page }) => {
   await page.goto("/");
   for (const [key, label] of [["hotelGuests", "Hotel guests"], ["lotsOccupied", "Lots occupied"], ["fakeTide", "Fake arrivals"], ["occupancy", "Beds occupied"]] as const) {
     await expect(page.locator(`[data-census="${key}"] dt`).first()).toHaveText(new RegExp(`^${label}`));
+    await expect(page.locator(`[data-census="${key}"] dt`).first()).toContainText(key);
   }
-  // The newest log row names its citizen and links to it in the directory.
-  const row = page.locator(`[data-log-seq="${CITIZENS}"]`);
-  const link = row.getByRole("link", { name: names[CITIZENS - 1]! });
-  await expect(link).toBeVisible();
-  await page.goto((await link.getAttribute("href"))!);
-  await expect(page.locator(`[data-peer="${dids[CITIZENS - 1]}"]`)).toHaveCount(1);
-  await expect(page.locator(`[data-peer="${dids[CITIZENS - 1]}"]:target`)).toHaveCount(1);
+});
 
+test("a log row names its citizen and links to the citizen's row in the directory", async ({ page }) => {
+  const { dids, names } = seed();
+  for (const start of ["/", "/log"]) {
+    await page.goto(start);
+    const row = page.locator(`[data-log-seq="${CITIZENS}"]`);
+    const link = row.getByRole("link", { name: names[CITIZENS - 1]! });
+    await expect(link).toBeVisible();
+    await expect(row).toContainText(dids[CITIZENS - 1]!);
+    await page.goto((await link.getAttribute("href"))!);
+    await expect(page.locator(`[data-peer="${dids[CITIZENS - 1]}"]:target`)).toHaveCount(1);
+  }
+});
+
+test("/ward calls its public notes notes, not seals, and names the author of a signed note with a link", async ({ page }) => {
+  const { names, wardNotes } = seed();
   await page.goto("/ward");
   expect(await page.locator("main").innerText()).not.toMatch(/seal #\d/i);
   const signed = wardNotes[2]!;
   const card = page.locator(`[data-ward-seal="${signed.seal}"]`);
+  await expect(card).toContainText(`note #${signed.seal}`);
   await expect(card.getByRole("link", { name: names[2]! })).toHaveAttribute("href", new RegExp(`^/peers\\?q=.*#peer-${signed.did}$`));
   await expect(card).toContainText(signed.did!);
+});
 
+test("the header marks the current page (aria-current), and none on the 404 page", async ({ page }) => {
   for (const path of [...PLAT_PATHS, MISSING_PATH]) {
     await page.goto(path);
     const current = page.getByRole("navigation", { name: "The plat" }).locator('[aria-current="page"]');
