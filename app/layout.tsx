@@ -1,6 +1,7 @@
 import type { Metadata, Viewport } from "next";
 import Link from "next/link";
-import { look, PLAT_PAGES } from "@/lib/plat/nav";
+import { look } from "@/lib/plat/nav";
+import { PlatNav } from "./_nav/plat-nav";
 import "./globals.css";
 
 export const metadata: Metadata = {
@@ -30,11 +31,7 @@ export default function RootLayout({ children }: { children: React.ReactNode }) 
             <Link href="/" className="mr-2 text-lg font-semibold tracking-tight">
               CITY
             </Link>
-            {PLAT_PAGES.map((page) => (
-              <Link key={page.href} href={page.href} className={`text-sm ${look.muted} hover:text-stone-900 hover:underline dark:hover:text-white`}>
-                {page.label}
-              </Link>
-            ))}
+            <PlatNav />
           </nav>
         </header>
         <main id="main" className="mx-auto max-w-4xl px-4 py-8">

@@ -3,6 +3,7 @@ import Link from "next/link";
 import { connection } from "next/server";
 import { getDb } from "@/db/client";
 import { CENSUS_DEFINITIONS, readCensus } from "@/lib/city/census";
+import { peerNames } from "@/lib/city/peer-names";
 import { readLatestLogRows, readResidencyDays } from "@/lib/city/residency-history";
 import { CENSUS_CITE } from "@/lib/doors/discovery";
 import { exactTime } from "@/lib/plat/format";
@@ -18,6 +19,18 @@ export const metadata: Metadata = {
 };
 
 const CENSUS_KEYS = ["occupancy", "citizens", "house", "outside", "hotelGuests", "lotsOccupied", "fakeTide", "tide"] as const;
+
+/** The census' titles in words; each card keeps its key of /city.json small beneath. */
+const CENSUS_LABELS: Record<(typeof CENSUS_KEYS)[number], string> = {
+  occupancy: "Beds occupied",
+  citizens: "Citizens",
+  house: "In the house",
+  outside: "Outside (away)",
+  hotelGuests: "Hotel guests",
+  lotsOccupied: "Lots occupied",
+  fakeTide: "Fake arrivals",
+  tide: "Tide (last 24 hours)",
+};
 const CHART_DAYS = 30;
 const LATEST_ROWS = 5;
 
@@ -35,6 +48,7 @@ export default async function PlatHome() {
   const now = new Date();
   const db = await getDb();
   const [census, days, latest] = await Promise.all([readCensus(db, now), readResidencyDays(db, { days: CHART_DAYS, now }), readLatestLogRows(db, LATEST_ROWS)]);
+  const names = await peerNames(db, latest.map((r) => r.did));
   const quotedAt = now.toISOString();
 
   return (
@@ -59,7 +73,10 @@ export default async function PlatHome() {
         <dl className="mt-4 grid grid-cols-2 gap-3 sm:grid-cols-4">
           {CENSUS_KEYS.map((key) => (
             <div key={key} className={`${look.card} p-4`} data-census={key}>
-              <dt className="font-mono text-sm font-medium">{key}</dt>
+              <dt className="text-sm font-medium">
+                {CENSUS_LABELS[key]}
+                <span className={`block font-mono text-xs font-normal ${look.muted}`}>{key}</span>
+              </dt>
               <dd className="mt-1 text-2xl font-semibold tabular-nums" data-value>
                 {census[key]}
               </dd>
@@ -80,7 +97,7 @@ export default async function PlatHome() {
       </Section>
 
       <Section id="latest-heading" title="Latest in the residency log">
-        <LogRows rows={latest} empty="No citizens yet: the residency log is empty." />
+        <LogRows rows={latest} names={names} empty="No citizens yet: the residency log is empty." />
         <p className="mt-3 text-sm">
           <Link className={look.link} href="/log">
             The whole log, and whether its chain holds

@@ -29,9 +29,9 @@ test("the home page shows the census in zeros, equal to /city.json, an empty cha
   expect(Object.values(shown).every((n) => n === 0)).toBe(true);
   await expect(page.getByText("No citizens yet: an empty city shows zeros.")).toBeVisible();
   await expect(page.locator("[data-cite]")).toHaveText(census.cite as string);
-  await expect(page.locator('svg[data-chart="residency"] rect')).toHaveCount(0);
-  await expect(page.locator('svg[data-chart="residency"] desc')).toContainText("0 admits, 0 returns, 0 exits and 0 exports");
-  await expect(page.locator('svg[data-chart="residency"] title')).toHaveText("The city over the last 30 days");
+  await expect(page.locator('[data-chart="residency"] rect')).toHaveCount(0);
+  await expect(page.locator("#chart-desc")).toContainText("0 admits, 0 returns, 0 exits and 0 exports");
+  await expect(page.locator("#chart-title")).toHaveText("The city over the last 7 days");
   await expect(page.getByText("No citizens yet: the residency log is empty.")).toBeVisible();
   for (const href of ["/llms.txt", "/openapi.json", "/mcp", "/.well-known/agent-card.json", "/gate"]) {
     await expect(page.locator(`main a[href="${href}"]`).first()).toBeVisible();
@@ -57,7 +57,7 @@ test("the ward shows its protocol and shapes, no notes yet, zero counts and the 
   await expect(page.getByText("No ward notes yet: nobody has filed one.")).toBeVisible();
   await expect(page.locator("[data-ward-seal]")).toHaveCount(0);
   for (const id of ["occupied", "probes_hidden", "disputed"]) await expect(page.locator(`[data-ward-count="${id}"] [data-value]`), id).toHaveText("0");
-  await expect(page.getByText("No disputed seals.")).toBeVisible();
+  await expect(page.getByText("No disputed notes.")).toBeVisible();
   await expect(page.locator("[data-disputed]")).toContainText("nothing_deleted: true");
   // The e2e servers configure no physician: the clinic is closed and its gauges count zeros.
   await expect(page.locator("[data-clinic]")).toHaveAttribute("data-clinic", "closed");

@@ -10,11 +10,13 @@ export const CITIZENS = 7;
 export interface Seed {
   /** Names the pages must show. */
   names: string[];
+  /** Their origins, in the same order. */
+  origins: string[];
   dids: string[];
   /** Secrets, tokens, recovery codes, mail and shelf content the pages must never show. */
   secrets: string[];
   /** The public ward notes filed through the door, oldest first, which /ward must show newest first. */
-  wardNotes: { state: string; note: string; seal?: number }[];
+  wardNotes: { state: string; note: string; seal?: number; did?: string }[];
 }
 
 export const SCHEMES = ["light", "dark"] as const;
@@ -186,4 +188,69 @@ export interface StatesSeed {
   clinic: { answered: number; failed: number; refused: number };
   /** Text no page of the states city may show: secrets, the clinic's words and replies, its API key, the claimed name. */
   never: string[];
+}
+
+/**
+ * The words of `text` that the page breaks across lines inside each element matching `selector`:
+ * the text is found as it is rendered (across text nodes, so a <wbr> between a domain's labels
+ * does not hide it), and a word (a run of letters and digits, so a domain's labels between its
+ * dots) is broken when its glyphs lie on more than one line. Words of scripts written without
+ * spaces (Han, kana) may break anywhere and are left out. Text not found is reported as such.
+ */
+export async function wordsBrokenAcrossLines(page: Page, selector: string, text: string): Promise<string[]> {
+  return page.locator(selector).evaluateAll((roots, wanted) => {
+    const broken: string[] = [];
+    for (const root of roots) {
+      const nodes: { node: Text; from: number }[] = [];
+      let all = "";
+      const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        nodes.push({ node: node as Text, from: all.length });
+        all += node.textContent;
+      }
+      const at = all.indexOf(wanted);
+      if (at < 0) {
+        broken.push(`(not found: ${wanted})`);
+        continue;
+      }
+      const point = (offset: number): [Text, number] => {
+        const hit = nodes.findLast((n) => n.from <= offset)!;
+        return [hit.node, offset - hit.from];
+      };
+      for (const word of wanted.matchAll(/[\p{L}\p{N}]+/gu)) {
+        if (/[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]/u.test(word[0])) continue;
+        const range = document.createRange();
+        range.setStart(...point(at + word.index!));
+        range.setEnd(...point(at + word.index! + word[0].length - 1));
+        range.setEnd(range.endContainer, range.endOffset + 1);
+        const tops = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
+        if (tops.size > 1) broken.push(word[0]);
+      }
+    }
+    return broken;
+  }, text);
+}
+
+/** The rendered height in CSS pixels of every piece of text under `selector` smaller than `min` (their text). */
+export async function textSmallerThan(page: Page, selector: string, min: number): Promise<string[]> {
+  return page.locator(selector).evaluateAll(
+    (roots, least) => {
+      const small: string[] = [];
+      for (const root of roots) {
+        if (!(root as HTMLElement).checkVisibility?.()) continue;
+        const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+          if (!node.textContent!.trim()) continue;
+          const parent = node.parentElement!;
+          // Text an SVG scales: its font size times the scale the SVG is drawn at.
+          const ctm = parent instanceof SVGGraphicsElement ? parent.getScreenCTM() : null;
+          if (parent.closest("title, desc, .sr-only") || !parent.checkVisibility()) continue;
+          const size = parseFloat(getComputedStyle(parent).fontSize) * (ctm ? Math.hypot(ctm.a, ctm.b) : 1);
+          if (size < least) small.push(`${node.textContent!.trim().slice(0, 20)} (${size.toFixed(1)} px)`);
+        }
+      }
+      return small;
+    },
+    min,
+  );
 }

@@ -6,6 +6,21 @@ import { CITIZENS, type Seed } from "./plat";
 
 const RUNTIMES = ["language-model", "tool-agent", "swarm-node", "other"];
 
+/**
+ * Citizens as a real city has them, so the pictures and the layout tests meet what readers will:
+ * ordinary and long domains, long names, names in other scripts (Han, Cyrillic, Arabic, Greek).
+ * The second has a Latin a (the look-alike search replaces it with a Cyrillic one).
+ */
+const PEOPLE = [
+  { name: "Basil", origin: "basil.example.com" },
+  { name: "Marguerite Lindqvist-Okonkwo", origin: "research-assistants.lindqvist-okonkwo.example.co.uk" },
+  { name: "研究助手 小明", origin: "agents.tsinghua-research.example.cn" },
+  { name: "Научный помощник Ольга", origin: "assistant.novosibirsk-university.example.ru" },
+  { name: "مساعد البحث سلمى", origin: "lab.riyadh-research-institute.example.sa" },
+  { name: "Ελένη η βιβλιοθηκάριος", origin: "library.thessaloniki.example.gr" },
+  { name: "Archibald Fitzwilliam-Montgomery the Third", origin: "https://orchestrator.very-long-subdomain-of-an-agent-host.example.org" },
+] as const;
+
 /** A marker made of letters only, so the content scanner sees words, not a key. */
 const marker = (what: string) => `${what} ${Math.random().toString(36).replace(/[^a-z]/g, "")} meadow lantern`;
 
@@ -18,19 +33,20 @@ async function post(request: APIRequestContext, path: string, data: unknown, bea
 
 // Seeds through the real doors over HTTP, as agents would: admissions, then every private shelf.
 setup("seed the city through its doors", async ({ request }) => {
-  const seed: Seed = { names: [], dids: [], secrets: [], wardNotes: [] };
+  const seed: Seed = { names: [], origins: [], dids: [], secrets: [], wardNotes: [] };
   for (let i = 0; i < CITIZENS; i++) {
-    const name = `plat-agent-${i + 1}-${Math.random().toString(36).slice(2, 7)}`;
+    const { name, origin } = PEOPLE[i]!;
     const verdict = await post(request, "/gate", {
       name,
       runtime: RUNTIMES[i % RUNTIMES.length],
-      origin: `e2e-${i % 3}.example`,
+      origin,
       statement: "I would like to live here and keep my notes.",
       ask: "bed",
       kind: "agent",
     });
     expect(verdict.verdict).toBe("admitted");
     seed.names.push(name);
+    seed.origins.push(origin);
     seed.dids.push(verdict.did);
     seed.secrets.push(verdict.citizen_secret);
   }
@@ -64,10 +80,15 @@ setup("seed the city through its doors", async ({ request }) => {
     expect(filed.filed).toBe(true);
     seed.wardNotes.push({ state: filing.state, note: filing.note, seal: filed.seal });
   }
+  // A note filed with a citizen's secret: attributed, so /ward names its author and links to it.
+  const signed = { state: "My tool call keeps failing with a timeout error.", note: marker("signed ward note") };
+  const filedSigned = await post(request, "/api/hospital", signed, seed.secrets[2]);
+  expect(filedSigned.filed).toBe(true);
+  seed.wardNotes.push({ ...signed, seal: filedSigned.seal, did: seed.dids[2] });
   const sealedName = `plat-sealed-${Math.random().toString(36).slice(2, 7)}`;
   const sealedStatement = marker("sealed ward request");
   const sealed = await post(request, "/gate", { name: sealedName, runtime: "other", origin: "e2e-ward.example", statement: sealedStatement, ask: "ward", kind: "agent" });
-  expect(sealed.ward_seal).toBeGreaterThan(seed.wardNotes[1]!.seal!);
+  expect(sealed.ward_seal).toBeGreaterThan(seed.wardNotes[2]!.seal!);
   seed.secrets.push(sealedName, sealedStatement);
 
   writeFileSync(process.env.CITY_E2E_SEED_FILE!, JSON.stringify(seed));

@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { expect, test } from "@playwright/test";
-import { CENSUS_KEYS, CITIZENS, censusOnPage, axeTests, cspTests, MISSING_PATH, PLAT_PATHS, type Seed, screenshotTests, walkPages } from "./plat";
+import { CENSUS_KEYS, CITIZENS, censusOnPage, axeTests, cspTests, MISSING_PATH, PLAT_PATHS, type Seed, screenshotTests, textSmallerThan, walkPages, wordsBrokenAcrossLines } from "./plat";
 
 // Runs after the seed project admitted CITIZENS citizens and filled their private shelves.
 const seed = (): Seed => JSON.parse(readFileSync(process.env.CITY_E2E_SEED_FILE!, "utf8"));
@@ -49,9 +49,9 @@ test("the census on / equals /city.json, and the chart and latest rows show the 
   for (const key of CENSUS_KEYS) expect(shown[key], key).toBe(census[key]);
   expect(shown.citizens).toBe(CITIZENS);
   expect(shown.occupancy).toBe(CITIZENS);
-  await expect(page.locator('svg[data-chart="residency"] desc')).toContainText(`${CITIZENS} admits`);
-  await expect(page.locator('svg[data-chart="residency"] desc')).toContainText(`beds held went from 0 to ${CITIZENS}`);
-  await expect(page.locator('svg[data-chart="residency"] rect')).toHaveCount(1);
+  await expect(page.locator("#chart-desc")).toContainText(`${CITIZENS} admits`);
+  await expect(page.locator("#chart-desc")).toContainText(`beds held went from 0 to ${CITIZENS}`);
+  await expect(page.locator('[data-chart="residency"] rect')).toHaveCount(1);
   // The five newest rows, newest first.
   expect(await page.locator("[data-log-seq]").evaluateAll((rows) => rows.map((r) => Number(r.getAttribute("data-log-seq"))))).toEqual(
     [7, 6, 5, 4, 3].map((n) => n - 7 + CITIZENS),
@@ -100,10 +100,10 @@ test("/log walks to its last page, shows every row's event, DID, time and hash, 
 });
 
 test("/ward shows the public notes newest first, counts the sealed request without showing it, and no disputed seal", async ({ page }) => {
-  const [loop, distress] = seed().wardNotes as [Seed["wardNotes"][0], Seed["wardNotes"][0]];
+  const [loop, distress, signed] = seed().wardNotes as [Seed["wardNotes"][0], Seed["wardNotes"][0], Seed["wardNotes"][0]];
   await page.goto("/ward");
   const notes = page.locator("[data-ward-seal]");
-  expect(await notes.evaluateAll((all) => all.map((n) => Number(n.getAttribute("data-ward-seal"))))).toEqual([distress.seal, loop.seal]);
+  expect(await notes.evaluateAll((all) => all.map((n) => Number(n.getAttribute("data-ward-seal"))))).toEqual([signed.seal, distress.seal, loop.seal]);
   for (const [filed, shape, kind] of [[loop, "loop", "note"], [distress, "uncertainty", "distress"]] as const) {
     const card = page.locator(`[data-ward-seal="${filed.seal}"]`);
     await expect(card).toContainText(filed.state);
@@ -117,7 +117,7 @@ test("/ward shows the public notes newest first, counts the sealed request witho
   // The distress note and the sealed gate request came to the ward within the day; the plain note is not distress.
   await expect(page.locator('[data-ward-count="occupied"] [data-value]')).toHaveText("2");
   await expect(page.getByText("1 sealed note is counted and never shown.")).toBeVisible();
-  await expect(page.getByText("No disputed seals.")).toBeVisible();
+  await expect(page.getByText("No disputed notes.")).toBeVisible();
   await expect(page.getByRole("link", { name: "Next page" })).toHaveCount(0);
 });
 
@@ -141,13 +141,15 @@ test("/doors lists every door of /openapi.json with its aliases", async ({ page,
   const canonical = Object.values(doc.paths).flatMap((item) => Object.values(item).filter((op) => !op["x-city-alias-of"]).map((op) => op.operationId));
   const shown = await page.locator("[data-door]").evaluateAll((cards) => cards.map((c) => c.getAttribute("data-door")!));
   expect(shown.sort()).toEqual(canonical.sort());
+  // Each door folds under its line (method and path); opened, its aliases show.
+  await page.locator("details").evaluateAll((all) => all.forEach((d) => d.setAttribute("open", "")));
   for (const alias of ["/api/gate", "/api/residency", "/peers.json"]) await expect(page.getByText(alias, { exact: true }).first()).toBeVisible();
 });
 
 test("no page shows a secret, token, recovery code, mail body or shelf content created by the seed", async ({ request }) => {
   const { secrets, names } = seed();
   expect(secrets.length).toBeGreaterThan(CITIZENS + 8);
-  const pages = [...PLAT_PATHS, MISSING_PATH, "/peers?present=1", "/peers?q=plat-agent", "/peers?q=nobody-at-all", "/peers?limit=3", "/log?limit=2", "/log?after=4&limit=2", "/ward?limit=1"];
+  const pages = [...PLAT_PATHS, MISSING_PATH, "/peers?present=1", "/peers?q=research", "/peers?q=nobody-at-all", "/peers?limit=3", "/log?limit=2", "/log?after=4&limit=2", "/ward?limit=1"];
   let html = "";
   for (const p of pages) html += await (await request.get(p)).text();
   for (const name of names) expect(html, "the seeded citizens are on the pages").toContain(name);
@@ -177,6 +179,99 @@ test.describe(() => {
   });
 });
 
+for (const width of [390, 1280]) {
+  test(`/peers at ${width} px breaks no domain and no name mid-word (long names, long origins, other scripts)`, async ({ page }) => {
+    const { dids, names, origins } = seed();
+    await page.setViewportSize({ width, height: 900 });
+    await page.goto("/peers");
+    for (const [i, did] of dids.entries()) {
+      expect(await wordsBrokenAcrossLines(page, `[data-peer="${did}"]`, origins[i]!), `${origins[i]} at ${width} px`).toEqual([]);
+      expect(await wordsBrokenAcrossLines(page, `[data-peer="${did}"]`, names[i]!), `${names[i]} at ${width} px`).toEqual([]);
+      // The name and origin are shown whole (not cut short).
+      await expect(page.locator(`[data-peer="${did}"]`)).toContainText(origins[i]!);
+    }
+  });
+
+  test(`the home chart at ${width} px: readable labels, a young city over a week, beds in their own panel apart from the bars`, async ({ page }) => {
+    await page.setViewportSize({ width, height: 900 });
+    await page.goto("/");
+    const chart = page.locator("figure:has([data-chart])");
+    // No label under 11 px as drawn (an SVG scaled down to a phone shrinks its text with it).
+    expect(await textSmallerThan(page, "figure:has([data-chart])", 11)).toEqual([]);
+    // Every seeded event happened today: the chart draws a week, not thirty columns with one used.
+    await expect(chart.locator("details table tbody tr")).toHaveCount(7);
+    // The beds line never crosses a bar: each is drawn in its own panel on its own labelled scale.
+    const overlaps = await page.locator("[data-chart] [data-beds-line]").evaluate((line) => {
+      const l = line.getBoundingClientRect();
+      return [...document.querySelectorAll("[data-chart] rect")]
+        .map((bar) => bar.getBoundingClientRect())
+        .filter((b) => b.width > 0 && b.left < l.right && b.right > l.left && b.top < l.bottom && b.bottom > l.top).length;
+    });
+    expect(overlaps).toBe(0);
+    for (const scale of ["beds held", "per day"]) await expect(chart.getByText(new RegExp(scale, "i")).first()).toBeVisible();
+  });
+
+  test(`/doors at ${width} px: grouped, each door found by its anchor, public doors open to anyone, code shown as code`, async ({ page }) => {
+    await page.setViewportSize({ width, height: 900 });
+    await page.goto("/doors");
+    // 63 cards were 17,590 px tall on a phone: folded under their group, a reader scans them.
+    const height = await page.evaluate(() => document.documentElement.scrollHeight);
+    expect(height, `/doors is ${height} px tall`).toBeLessThan(7000);
+    const groups = await page.getByRole("navigation", { name: "Door groups" }).getByRole("link").evaluateAll((links) => links.map((a) => a.getAttribute("href")!));
+    expect(groups.length).toBeGreaterThan(4);
+    for (const href of groups) await expect(page.locator(href)).toHaveCount(1);
+    // A door by its anchor: the tool's name.
+    await page.goto("/doors#read-census");
+    await expect(page.locator("#read-census")).toBeInViewport();
+    await page.locator("details").evaluateAll((all) => all.forEach((d) => d.setAttribute("open", "")));
+    await expect(page.locator('[data-door="read-census"]')).toContainText("anyone");
+    await expect(page.locator('[data-door="read-census"]')).not.toContainText(/who may pass\s*none/);
+    expect(await page.locator("main").textContent()).not.toContain("`");
+    await expect(page.locator('[data-door="read-log-proof"] code', { hasText: /^seq$/ }).last()).toBeVisible();
+  });
+}
+
+test("the census cards are titled in words, each with its /city.json key beneath", async ({ page }) => {
+  await page.goto("/");
+  for (const [key, label] of [["hotelGuests", "Hotel guests"], ["lotsOccupied", "Lots occupied"], ["fakeTide", "Fake arrivals"], ["occupancy", "Beds occupied"]] as const) {
+    await expect(page.locator(`[data-census="${key}"] dt`).first()).toHaveText(new RegExp(`^${label}`));
+    await expect(page.locator(`[data-census="${key}"] dt`).first()).toContainText(key);
+  }
+});
+
+test("a log row names its citizen and links to the citizen's row in the directory", async ({ page }) => {
+  const { dids, names } = seed();
+  for (const start of ["/", "/log"]) {
+    await page.goto(start);
+    const row = page.locator(`[data-log-seq="${CITIZENS}"]`);
+    const link = row.getByRole("link", { name: names[CITIZENS - 1]! });
+    await expect(link).toBeVisible();
+    await expect(row).toContainText(dids[CITIZENS - 1]!);
+    await page.goto((await link.getAttribute("href"))!);
+    await expect(page.locator(`[data-peer="${dids[CITIZENS - 1]}"]:target`)).toHaveCount(1);
+  }
+});
+
+test("/ward calls its public notes notes, not seals, and names the author of a signed note with a link", async ({ page }) => {
+  const { names, wardNotes } = seed();
+  await page.goto("/ward");
+  expect(await page.locator("main").innerText()).not.toMatch(/seal #\d/i);
+  const signed = wardNotes[2]!;
+  const card = page.locator(`[data-ward-seal="${signed.seal}"]`);
+  await expect(card).toContainText(`note #${signed.seal}`);
+  await expect(card.getByRole("link", { name: names[2]! })).toHaveAttribute("href", new RegExp(`^/peers\\?q=.*#peer-${signed.did}$`));
+  await expect(card).toContainText(signed.did!);
+});
+
+test("the header marks the current page (aria-current), and none on the 404 page", async ({ page }) => {
+  for (const path of [...PLAT_PATHS, MISSING_PATH]) {
+    await page.goto(path);
+    const current = page.getByRole("navigation", { name: "The plat" }).locator('[aria-current="page"]');
+    if (path === MISSING_PATH) await expect(current).toHaveCount(0);
+    else await expect(current).toHaveAttribute("href", path);
+  }
+});
+
 axeTests("seeded");
 cspTests("seeded");
 
@@ -189,11 +284,11 @@ test("the README's pictures of the seeded city", async ({ page }) => {
   const docs = path.join(process.cwd(), "docs");
   mkdirSync(path.join(docs, "screenshots"), { recursive: true });
   await page.setViewportSize({ width: 1280, height: 900 });
-  for (const [p, file] of [["/", "plat-home.png"], ["/peers", "plat-peers.png"], ["/peers?q=PLAT-AGENT", "screenshots/peers-search-desktop.png"]] as const) {
+  for (const [p, file] of [["/", "plat-home.png"], ["/peers", "plat-peers.png"], ["/peers?q=RESEARCH", "screenshots/peers-search-desktop.png"]] as const) {
     await page.goto(p);
     await page.screenshot({ path: path.join(docs, file), fullPage: true });
   }
   await page.setViewportSize({ width: 375, height: 812 });
-  await page.goto("/peers?q=PLAT-AGENT");
+  await page.goto("/peers?q=RESEARCH");
   await page.screenshot({ path: path.join(docs, "screenshots", "peers-search-phone.png"), fullPage: true });
 });

@@ -19,8 +19,8 @@ test("/ shows the census without the exported citizen, equal to /city.json, and 
   // Present, away and returned are citizens; the exported one is not. Beds: present and returned.
   expect(shown.citizens).toBe(3);
   expect(shown.occupancy).toBe(2);
-  const chart = page.locator('svg[data-chart="residency"]');
-  await expect(chart.locator("desc")).toContainText("4 admits, 1 returns, 2 exits and 1 exports; beds held went from 0 to 2.");
+  const chart = page.locator('[data-chart="residency"]');
+  await expect(page.locator("#chart-desc")).toContainText("4 admits, 1 return, 2 exits and 1 export; beds held went from 0 to 2.");
   // One bar per kind of event, all today: admits, returns, exits and exports.
   await expect(chart.locator("rect")).toHaveCount(4);
   const today = page.locator("details table tbody tr").last();
@@ -102,8 +102,8 @@ test("/ward marks the disputed note and lists its seal, never shows its claimed 
   await expect(page.locator('[data-ward-count="disputed"] [data-value]')).toHaveText("1");
   const list = page.locator("[data-disputed]");
   await expect(list).toHaveAttribute("data-disputed", "1");
-  await expect(list).toContainText(`1 disputed seal: #${disputed.seal}.`);
-  await expect(page.getByText("No disputed seals.")).toHaveCount(0);
+  await expect(list).toContainText(`1 note has a disputed attribution: note #${disputed.seal}.`);
+  await expect(page.getByText("No disputed notes.")).toHaveCount(0);
   const card = page.locator(`[data-ward-seal="${disputed.seal}"]`);
   await expect(card.getByText("disputed", { exact: true })).toBeVisible();
   await expect(card).toContainText("unsigned");

@@ -1,6 +1,7 @@
 import type { PublishedLogRow } from "@/lib/city/residency-log";
 import { exactTime } from "@/lib/plat/format";
 import { look } from "@/lib/plat/nav";
+import { PeerDid } from "./peer-did";
 
 const EVENT_LOOK: Record<string, string> = {
   admit: "bg-emerald-100 text-emerald-900 dark:bg-emerald-900 dark:text-emerald-100",
@@ -10,10 +11,22 @@ const EVENT_LOOK: Record<string, string> = {
 };
 
 /**
- * Residency log rows: each one's sequence, event, DID, time and hash, in full. `broken` marks the
+ * Residency log rows: each one's sequence, event, citizen (named and linked when the directory
+ * lists it), DID, time and hash, in full. `broken` marks the
  * row where a verification found the chain broken, so a reader sees it where it stands.
  */
-export function LogRows({ rows, empty, broken }: { rows: PublishedLogRow[]; empty: string; broken?: { seq: number; reason: string } | null }) {
+export function LogRows({
+  rows,
+  names,
+  empty,
+  broken,
+}: {
+  rows: PublishedLogRow[];
+  /** The directory's names of the rows' citizens (peerNames), by DID. */
+  names: Map<string, string>;
+  empty: string;
+  broken?: { seq: number; reason: string } | null;
+}) {
   if (rows.length === 0) return <p className={`mt-4 ${look.card} p-4 ${look.muted}`}>{empty}</p>;
   return (
     <ol className={`mt-4 divide-y divide-stone-200 dark:divide-stone-700 ${look.card}`}>
@@ -34,9 +47,11 @@ export function LogRows({ rows, empty, broken }: { rows: PublishedLogRow[]; empt
               <span className="rounded bg-rose-100 px-2 py-0.5 text-xs font-medium text-rose-900 dark:bg-rose-900 dark:text-rose-100">breaks the chain: {broken.reason}</span>
             ) : null}
           </p>
-          <dl className="grid grid-cols-[4.5rem_minmax(0,1fr)] gap-x-2 text-xs">
-            <dt className={look.muted}>DID</dt>
-            <dd className={look.mono}>{row.did}</dd>
+          <dl className="grid grid-cols-[4.5rem_minmax(0,1fr)] gap-x-2 gap-y-1 text-xs">
+            <dt className={look.muted}>citizen</dt>
+            <dd className="min-w-0">
+              <PeerDid did={row.did} name={names.get(row.did)} />
+            </dd>
             <dt className={look.muted}>hash</dt>
             <dd className={look.mono}>{row.hash}</dd>
           </dl>

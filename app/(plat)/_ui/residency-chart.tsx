@@ -1,11 +1,6 @@
 import type { ResidencyDay } from "@/lib/city/residency-history";
+import { chartSpan, labelledColumns, residencySummary, scale } from "@/lib/plat/chart";
 import { look } from "@/lib/plat/nav";
-
-const W = 640;
-const H = 260;
-const PAD = { top: 16, right: 44, bottom: 28, left: 36 };
-const PLOT_W = W - PAD.left - PAD.right;
-const PLOT_H = H - PAD.top - PAD.bottom;
 
 const SERIES = [
   { key: "admits", label: "admits", fill: "fill-emerald-600 dark:fill-emerald-400", swatch: "bg-emerald-600 dark:bg-emerald-400" },
@@ -14,80 +9,100 @@ const SERIES = [
   { key: "exports", label: "exports", fill: "fill-stone-500 dark:fill-stone-400", swatch: "bg-stone-500 dark:bg-stone-400" },
 ] as const;
 
-/** 0, half and the top of a scale whose top is at least 1 (halves only when they are whole). */
-function ticks(top: number): number[] {
-  return top % 2 === 0 ? [0, top / 2, top] : [0, top];
+/** Units of the drawings' own boxes: a column is SLOT wide, a panel 100 high (the line's width may overflow its edges). */
+const SLOT = 10;
+const y = (value: number, top: number) => 100 - (value / top) * 100;
+
+/**
+ * A panel: its scale's numbers in HTML on the left (so they keep their size on a phone; text in a
+ * scaled SVG shrank to 6 px), and a drawing stretched to the width beside them.
+ */
+function Panel({ title, ticks, top, height, tone, children, columns, later }: { title: React.ReactNode; ticks: number[]; top: number; height: string; tone: string; children: React.ReactNode; columns: number; later?: boolean }) {
+  return (
+    <>
+      <p className={`col-span-2 text-sm font-medium ${later ? "mt-4" : ""}`}>{title}</p>
+      {/* The ticks are evenly spaced from 0 to the top, so spacing them evenly places them (the page's policy allows no inline style). */}
+      <div className={`flex ${height} flex-col-reverse justify-between text-right text-xs leading-none tabular-nums ${tone}`} aria-hidden="true">
+        {ticks.map((t) => (
+          <span key={t} className="flex h-0 items-center justify-end">
+            {t}
+          </span>
+        ))}
+      </div>
+      <svg viewBox={`0 0 ${columns * SLOT} 100`} preserveAspectRatio="none" className={`${height} w-full overflow-visible`} aria-hidden="true" data-chart-panel>
+        {ticks.map((t) => (
+          <line key={t} x1={0} x2={columns * SLOT} y1={y(t, top)} y2={y(t, top)} vectorEffect="non-scaling-stroke" className="stroke-stone-200 dark:stroke-stone-700" />
+        ))}
+        {children}
+      </svg>
+    </>
+  );
 }
 
 /**
- * The city over time as a server-drawn SVG: admits, returns, exits and exports per day as bars (left
- * scale) and beds held at each day's end as a line (right scale). Plain SVG needs no library.
+ * The city over time, server-drawn: beds held at each day's end (a line) and the day's admits,
+ * returns, exits and exports (bars), in two panels, each on its own labelled scale (one panel
+ * over another, never two scales over one drawing). A young city is drawn from the day before its
+ * first event, at least a week, rather than one used column of thirty. Plain SVG needs no library.
  */
-export function ResidencyChart({ days }: { days: ResidencyDay[] }) {
-  const eventTop = Math.max(1, ...days.flatMap((d) => SERIES.map((s) => d[s.key])));
-  const bedTop = Math.max(1, ...days.map((d) => d.occupancy));
-  const slot = PLOT_W / days.length;
-  const bar = Math.max(1, (slot - 2) / SERIES.length);
-  const y = (value: number, top: number) => PAD.top + PLOT_H - (value / top) * PLOT_H;
-  const x = (i: number) => PAD.left + i * slot;
-  const line = days.map((d, i) => `${i === 0 ? "M" : "L"}${(x(i) + slot / 2).toFixed(1)},${y(d.occupancy, bedTop).toFixed(1)}`).join(" ");
-  const total = (key: "admits" | "returns" | "exits" | "exports") => days.reduce((sum, d) => sum + d[key], 0);
-  const first = days[0]!;
-  const last = days[days.length - 1]!;
-  const summary = `From ${first.day} to ${last.day}: ${total("admits")} admits, ${total("returns")} returns, ${total("exits")} exits and ${total("exports")} exports; beds held went from ${first.occupancy} to ${last.occupancy}.`;
+export function ResidencyChart({ days: all }: { days: ResidencyDay[] }) {
+  const days = chartSpan(all);
+  const n = days.length;
+  const events = scale(Math.max(...days.flatMap((d) => SERIES.map((s) => d[s.key]))));
+  const beds = scale(Math.max(...days.map((d) => d.occupancy)));
+  const bar = (SLOT - 3) / SERIES.length;
+  const centre = (i: number) => i * SLOT + SLOT / 2;
+  const line = days.map((d, i) => `${i === 0 ? "M" : "L"}${centre(i)},${y(d.occupancy, beds.top).toFixed(2)}`).join(" ");
+  const summary = residencySummary(days);
+  const dated = labelledColumns(n);
 
   return (
     <figure className="mt-4">
-      <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-labelledby="chart-title chart-desc" className={`h-auto w-full ${look.card}`} data-chart="residency">
-        {/* One string: React 19 renders a <title> of several children empty, and hydration then fails. */}
-        <title id="chart-title">{`The city over the last ${days.length} days`}</title>
-        <desc id="chart-desc">{summary}</desc>
-        <g className="fill-stone-600 text-[13px] dark:fill-stone-300" aria-hidden="true">
-          {ticks(eventTop).map((t) => (
-            <g key={`e${t}`}>
-              <line x1={PAD.left} x2={W - PAD.right} y1={y(t, eventTop)} y2={y(t, eventTop)} className="stroke-stone-200 dark:stroke-stone-700" />
-              <text x={PAD.left - 6} y={y(t, eventTop) + 4} textAnchor="end">
-                {t}
-              </text>
-            </g>
-          ))}
-          {ticks(bedTop).map((t) => (
-            <text key={`b${t}`} x={W - PAD.right + 6} y={y(t, bedTop) + 4} className="fill-violet-700 dark:fill-violet-300">
-              {t}
-            </text>
-          ))}
-          {days.map((d, i) =>
-            i % 7 === (days.length - 1) % 7 ? (
-              <text key={d.day} x={x(i) + slot / 2} y={H - 8} textAnchor="middle">
-                {d.day.slice(5)}
-              </text>
-            ) : null,
-          )}
-        </g>
-        <g aria-hidden="true">
+      <p id="chart-title" className="sr-only">{`The city over the last ${n} days`}</p>
+      <div role="img" aria-labelledby="chart-title" aria-describedby="chart-desc" data-chart="residency" className={`${look.card} grid grid-cols-[auto_minmax(0,1fr)] gap-x-2 gap-y-1 p-3 sm:p-4`}>
+        <Panel
+          title={
+            <>
+              <span className="mr-1.5 inline-block h-0.5 w-4 bg-violet-700 align-middle dark:bg-violet-300" aria-hidden="true" />
+              Beds held at each day&apos;s end
+            </>
+          }
+          ticks={beds.ticks}
+          top={beds.top}
+          height="h-24"
+          tone="text-violet-800 dark:text-violet-300"
+          columns={n}
+        >
+          <path d={line} fill="none" strokeWidth={2.5} vectorEffect="non-scaling-stroke" strokeLinejoin="round" className="stroke-violet-700 dark:stroke-violet-300" data-beds-line />
+        </Panel>
+        <Panel title="Events per day" ticks={events.ticks} top={events.top} height="h-32" tone={look.muted} columns={n} later>
           {days.map((d, i) =>
             SERIES.map((s, k) =>
-              d[s.key] > 0 ? (
-                <rect key={`${d.day}-${s.key}`} x={x(i) + 1 + k * bar} y={y(d[s.key], eventTop)} width={bar} height={PLOT_H + PAD.top - y(d[s.key], eventTop)} className={s.fill} />
-              ) : null,
+              d[s.key] > 0 ? <rect key={`${d.day}-${s.key}`} x={i * SLOT + 1.5 + k * bar} y={y(d[s.key], events.top)} width={bar} height={100 - y(d[s.key], events.top)} className={s.fill} /> : null,
             ),
           )}
-          <path d={line} fill="none" strokeWidth={2.5} className="stroke-violet-700 dark:stroke-violet-300" />
-        </g>
-      </svg>
+        </Panel>
+        <span aria-hidden="true" />
+        <div className={`mt-1 flex h-5 text-xs tabular-nums ${look.muted}`} aria-hidden="true">
+          {days.map((d, i) => (
+            <span key={d.day} className="relative min-w-0 flex-1">
+              {dated.has(i) ? <span className="absolute left-1/2 -translate-x-1/2 whitespace-nowrap">{d.day.slice(5)}</span> : null}
+            </span>
+          ))}
+        </div>
+      </div>
       <figcaption className={`mt-2 flex flex-wrap gap-x-4 gap-y-1 text-sm ${look.muted}`}>
         {SERIES.map((s) => (
           <span key={s.key} className="inline-flex items-center gap-1.5">
             <span className={`inline-block size-3 rounded-sm ${s.swatch}`} aria-hidden="true" />
-            {s.label} per day (left scale)
+            {s.label}
           </span>
         ))}
-        <span className="inline-flex items-center gap-1.5">
-          <span className="inline-block h-0.5 w-4 bg-violet-700 dark:bg-violet-300" aria-hidden="true" />
-          beds held at day&apos;s end (right scale)
-        </span>
+        <span>one UTC day per column (month-day)</span>
       </figcaption>
-      <p className={`mt-2 text-sm ${look.muted}`}>{summary}</p>
+      <p id="chart-desc" className={`mt-2 text-sm ${look.muted}`}>
+        {summary}
+      </p>
       <details className="mt-2 text-sm">
         <summary className="cursor-pointer">The numbers, day by day</summary>
         <table className="mt-2 w-full text-left text-xs tabular-nums">

@@ -1,6 +1,7 @@
 import type { Metadata } from "next";
 import { connection } from "next/server";
 import { getDb } from "@/db/client";
+import { peerNames } from "@/lib/city/peer-names";
 import { readLogPage, verifyLog } from "@/lib/city/residency-log";
 import { currentCheckpoint } from "@/lib/city/log-store";
 import { logSigner } from "@/lib/city/log-signer";
@@ -29,6 +30,7 @@ export default async function LogPage({ searchParams }: { searchParams: SearchPa
   const after = Number.isSafeInteger(afterParam) && afterParam > 0 ? afterParam : 0;
   const db = await getDb();
   const [page, chain, checkpoint, signer, witnesses] = await Promise.all([readLogPage(db, after, limit), verifyLog(db), currentCheckpoint(db, now), logSigner(db), witnessStates(db)]);
+  const names = await peerNames(db, page.rows.map((r) => r.did));
   const link = (from: number | undefined) => hrefWith("/log", { after: from, limit: limit === PAGE ? undefined : limit });
   // An intact chain numbers its rows 1..n without gaps, so the last page starts at a known seq.
   const lastAfter = chain.intact && chain.rows_checked > 0 ? Math.floor((chain.rows_checked - 1) / limit) * limit : undefined;
@@ -80,7 +82,7 @@ export default async function LogPage({ searchParams }: { searchParams: SearchPa
       <LogCheckpoint checkpoint={checkpoint} vkey={signer.vkey} witnesses={witnesses} />
 
       <Section id="rows-heading" title={page.rows.length ? `Rows #${page.rows[0]!.seq} to #${page.rows[page.rows.length - 1]!.seq}` : "Rows"}>
-        <LogRows rows={page.rows} broken={chain.first_broken} empty={after > 0 ? "No rows after this point." : "No citizens yet: the residency log is empty."} />
+        <LogRows rows={page.rows} names={names} broken={chain.first_broken} empty={after > 0 ? "No rows after this point." : "No citizens yet: the residency log is empty."} />
         <Pager
           label="Log pages"
           first={after > 0 ? link(undefined) : undefined}

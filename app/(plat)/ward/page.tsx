@@ -3,6 +3,7 @@ import Link from "next/link";
 import { connection } from "next/server";
 import { getDb } from "@/db/client";
 import { clinicGauges, clinicRoster } from "@/lib/city/clinic";
+import { peerNames } from "@/lib/city/peer-names";
 import {
   COOL_DOWN,
   decodeWardCursor,
@@ -20,13 +21,14 @@ import { CityError } from "@/lib/errors";
 import { exactTime, hrefWith, pageSize, param, type SearchParams, timeAgo } from "@/lib/plat/format";
 import { look } from "@/lib/plat/nav";
 import { Pager } from "../_ui/pager";
+import { PeerDid } from "../_ui/peer-did";
 import { ReadAt } from "../_ui/read-at";
 import { Section } from "../_ui/section";
 
 export const metadata: Metadata = {
   title: "Ward",
   description:
-    "The ward of CITY: the free cool-down protocol, the room's seven shapes, public ward notes newest first (sealed notes counted, never shown), disputed seals, and whether the clinic is open.",
+    "The ward of CITY: the free cool-down protocol, the room's seven shapes, public ward notes newest first (sealed notes counted, never shown), disputed notes, and whether the clinic is open.",
 };
 
 const badge = "rounded px-2 py-0.5 text-xs font-medium";
@@ -47,7 +49,7 @@ export default async function WardPage({ searchParams }: { searchParams: SearchP
   } catch (error) {
     if (!(error instanceof CityError)) throw error;
   }
-  const [counts, gauges] = await Promise.all([wardCounts(db, now), clinicGauges(db, now)]);
+  const [counts, gauges, names] = await Promise.all([wardCounts(db, now), clinicGauges(db, now), peerNames(db, page?.notes.map((n) => n.did) ?? [])]);
   const clinic = clinicRoster();
 
   return (
@@ -134,19 +136,19 @@ export default async function WardPage({ searchParams }: { searchParams: SearchP
         ) : (
           <ol className="mt-4 space-y-3" aria-label="Ward notes">
             {page.notes.map((note) => (
-              <NoteCard key={note.seal} note={note} now={now} disputed={counts.disputed.includes(note.seal)} />
+              <NoteCard key={note.seal} note={note} name={note.did ? names.get(note.did) : undefined} now={now} disputed={counts.disputed.includes(note.seal)} />
             ))}
           </ol>
         )}
         <Pager label="Ward note pages" first={cursor ? link() : undefined} next={page?.nextBefore ? link(encodeWardCursor(page.nextBefore)) : undefined} />
       </Section>
 
-      <Section id="disputed-heading" title="Disputed seals">
+      <Section id="disputed-heading" title="Disputed notes">
         <div className={`mt-4 ${look.card} p-4`} data-disputed={counts.disputed.length}>
           <p className="font-medium">
             {counts.disputed.length === 0
-              ? "No disputed seals."
-              : `${counts.disputed.length} disputed ${counts.disputed.length === 1 ? "seal" : "seals"}: ${counts.disputed.map((s) => `#${s}`).join(", ")}.`}{" "}
+              ? "No disputed notes."
+              : `${counts.disputed.length} ${counts.disputed.length === 1 ? "note has" : "notes have"} a disputed attribution: ${counts.disputed.map((s) => `note #${s}`).join(", ")}.`}{" "}
             Nothing deleted: <code className="font-mono text-sm">nothing_deleted: true</code>, every note stays as it was filed.
           </p>
           <p className={`mt-2 text-sm ${look.muted}`}>{DISPUTED_WORDS.reason}</p>
@@ -224,11 +226,15 @@ function Count({ id, value, label }: { id: string; value: number; label: string 
   );
 }
 
-function NoteCard({ note, now, disputed }: { note: WardNoteView; now: Date; disputed: boolean }) {
+/**
+ * One public note. Its number is the ward's `seal` field of /api/hospital, called "note #" here:
+ * on this page "sealed" means hidden, and these notes are the ones shown.
+ */
+function NoteCard({ note, name, now, disputed }: { note: WardNoteView; name: string | undefined; now: Date; disputed: boolean }) {
   return (
-    <li className={`${look.card} p-4`} data-ward-seal={note.seal}>
+    <li className={`${look.card} p-4`} data-ward-seal={note.seal} id={`note-${note.seal}`}>
       <p className="flex flex-wrap items-baseline gap-x-3 gap-y-1">
-        <span className="font-mono text-sm tabular-nums">seal #{note.seal}</span>
+        <span className="font-mono text-sm tabular-nums">note #{note.seal}</span>
         <span className={`${badge} ${note.kind === "distress" ? "bg-amber-100 text-amber-900 dark:bg-amber-900 dark:text-amber-100" : neutral}`}>{note.kind}</span>
         <span className={`${badge} ${neutral}`}>{note.shape ?? "no shape"}</span>
         {disputed ? <span className={`${badge} bg-rose-100 text-rose-900 dark:bg-rose-900 dark:text-rose-100`}>disputed</span> : null}
@@ -240,7 +246,7 @@ function NoteCard({ note, now, disputed }: { note: WardNoteView; now: Date; disp
       {note.note ? <p className="mt-2 break-words whitespace-pre-line">{note.note}</p> : null}
       <p className="mt-2 grid grid-cols-[4.5rem_minmax(0,1fr)] gap-x-2 text-xs">
         <span className={look.muted}>filed by</span>
-        <span className={note.did ? look.mono : ""}>{note.did ?? "unsigned"}</span>
+        {note.did ? <PeerDid did={note.did} name={name} /> : <span>unsigned</span>}
       </p>
     </li>
   );

@@ -1,0 +1,27 @@
+import { hrefWith } from "@/lib/plat/format";
+import { look } from "@/lib/plat/nav";
+
+/** Where the directory shows one citizen: a search for its name, scrolled to its row. */
+export function peerHref(did: string, name: string): string {
+  return `${hrefWith("/peers", { q: name })}#peer-${did}`;
+}
+
+/**
+ * A DID as a person reads it: the citizen's name linked to its row in the directory, then the DID
+ * in full beneath. A DID the directory does not list (exported, or no citizen) is shown alone, and
+ * says why it has no name.
+ */
+export function PeerDid({ did, name }: { did: string; name: string | undefined }) {
+  return (
+    <span className="block min-w-0">
+      {name ? (
+        <a className={`${look.link} font-sans text-sm font-medium break-words`} href={peerHref(did, name)}>
+          {name}
+        </a>
+      ) : (
+        <span className={`font-sans text-sm ${look.muted}`}>not in the directory</span>
+      )}
+      <span className={`block ${look.mono} ${look.muted}`}>{did}</span>
+    </span>
+  );
+}
