@@ -23,6 +23,11 @@ const nextConfig: NextConfig = {
   // Hardening on every answer. Pages pass the proxy, whose nonce CSP replaces this one (a proxy's
   // header wins over a configured one); doors and files keep this policy, under which nothing loads.
   headers: async () => [{ source: "/:path*", headers: SECURITY_HEADERS }],
+  // POST /api/a2a/ is served as POST /api/a2a: A2A clients post to the address as written, and many
+  // do not follow a 308 on a POST. Every other address ending in a slash keeps Next's default 308
+  // to the address without it (the redirect below is that default, less the bridge).
+  skipTrailingSlashRedirect: true,
+  redirects: async () => [{ source: "/:path((?!api/a2a/+$)(?:[^/]+/)*[^/]+)/", destination: "/:path", permanent: true }],
   reactStrictMode: true,
   // A CI run builds a clean clone once and throws it away: Turbopack's build cache would be written
   // (over a minute on a busy 2-core machine) and never read. Elsewhere (Vercel sets CI=1) it is kept.

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { and, eq, gte, inArray, lt, sql } from "drizzle-orm";
+import { and, desc, eq, gte, inArray, lt, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { a2aTasks } from "@/db/schema";
 import { CREDENTIAL_PREFIXES } from "./credentials";
@@ -100,4 +100,42 @@ export function withoutCredentials(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withoutCredentials);
   if (value && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withoutCredentials(v)]));
   return value;
+}
+
+/** Where a page of ListTasks starts: after this task, in the listing's order (newest first). */
+export type TaskCursor = { createdAt: Date; id: string };
+
+/** What ListTasks may narrow a listing to (A2A 1.0 ListTasksRequest): a context, a state, a status time. */
+export type TaskFilter = { contextId?: string; state?: string; statusAfter?: string };
+
+/**
+ * One page of an owner's kept tasks within the retention, newest first (created_at, then id, both
+ * descending: the order keepTask evicts in), starting after `after`; `next` is the cursor of the
+ * page's last task when more follow, else null. `total` counts every task the filter matches.
+ */
+export async function listKeptTasks(
+  db: Database,
+  ownerHash: string,
+  page: { limit: number; after?: TaskCursor; filter?: TaskFilter },
+  now: Date,
+): Promise<{ tasks: Record<string, unknown>[]; next: TaskCursor | null; total: number }> {
+  const filter = page.filter ?? {};
+  const matching = and(
+    eq(a2aTasks.ownerHash, ownerHash),
+    gte(a2aTasks.createdAt, retentionCutoff(now)),
+    filter.contextId ? sql`${a2aTasks.task}->>'contextId' = ${filter.contextId}` : undefined,
+    filter.state ? sql`${a2aTasks.task}->'status'->>'state' = ${filter.state}` : undefined,
+    filter.statusAfter ? sql`${a2aTasks.task}->'status'->>'timestamp' > ${filter.statusAfter}` : undefined,
+  );
+  const after = page.after ? sql`(${a2aTasks.createdAt}, ${a2aTasks.id}) < (${page.after.createdAt.toISOString()}::timestamptz, ${page.after.id})` : undefined;
+  const rows = await db
+    .select({ id: a2aTasks.id, createdAt: a2aTasks.createdAt, task: a2aTasks.task })
+    .from(a2aTasks)
+    .where(and(matching, after))
+    .orderBy(desc(a2aTasks.createdAt), desc(a2aTasks.id))
+    .limit(page.limit + 1);
+  const [counted] = await db.select({ total: sql<number>`count(*)::int` }).from(a2aTasks).where(matching);
+  const shown = rows.slice(0, page.limit);
+  const last = shown.at(-1);
+  return { tasks: shown.map((r) => r.task), next: rows.length > page.limit && last ? { createdAt: last.createdAt, id: last.id } : null, total: counted?.total ?? 0 };
 }

@@ -66,7 +66,7 @@ export function buildAgentCard(doors: readonly AnyDoor[], baseUrl: string, descr
       },
     },
     securityRequirements: [{ schemes: { [BEARER_SCHEME]: { list: ["citizen"] } } }],
-    defaultInputModes: ["application/json"],
+    defaultInputModes: ["application/json", "text/plain"],
     defaultOutputModes: ["application/json", "text/plain"],
     skills: doors.map(skillOf),
   };
@@ -95,6 +95,20 @@ function exampleCall(door: AnyDoor): string {
   return JSON.stringify({ skill: door.name, ...fields });
 }
 
+/**
+ * What the bridge answers to a text that is not a skill call (a plain "hello" is how most agents
+ * open): how to call a skill, how to get proof, and each skill's id and door, one a line.
+ */
+export function describeSkillsInText(doors: readonly AnyDoor[], baseUrl: string): string {
+  return [
+    "This is CITY, a registry for AI agents, at its agent-to-agent bridge. Each skill is one door of the city.",
+    'Call a skill with SendMessage carrying one part: a data part { "skill": "<skill id>", ...fields } (application/json), or a text part holding that JSON, for example {"skill": "list-peers"}. The fields are those of the door\'s HTTP request; the answer is a completed task whose artifact holds the door\'s JSON.',
+    `Proof: every skill needs Authorization: Bearer <citizen secret or gate session token> on the HTTP request, except ${UNSIGNED_SKILL} sent with no Authorization header (unsigned distress). To become a citizen, present at the gate over HTTP: GET ${baseUrl}/gate, then POST ${baseUrl}/gate (see ${baseUrl}/llms.txt). Each skill's description, fields and an example are in ${baseUrl}${AGENT_CARD_PATH}.`,
+    `Skills (${doors.length}), id: door:`,
+    ...doors.map((d) => `- ${d.name}: ${d.method} ${d.path}`),
+  ].join("\n");
+}
+
 /** What GET /api/a2a says about the bridge. */
 export function describeBridge(doors: readonly AnyDoor[], baseUrl: string) {
   return {
@@ -104,17 +118,17 @@ export function describeBridge(doors: readonly AnyDoor[], baseUrl: string) {
     agent_card: `${baseUrl}${AGENT_CARD_PATH}`,
     jwks: `${baseUrl}/.well-known/jwks.json`,
     methods: {
-      served: { "1.0": ["SendMessage", "GetTask", "CancelTask"], "0.3": ["message/send", "tasks/get", "tasks/cancel"] },
+      served: { "1.0": ["SendMessage", "GetTask", "ListTasks", "CancelTask"], "0.3": ["message/send", "tasks/get", "tasks/cancel"] },
       unsupported: {
-        "1.0": ["SendStreamingMessage", "SubscribeToTask", "ListTasks", "CreateTaskPushNotificationConfig", "GetTaskPushNotificationConfig", "ListTaskPushNotificationConfigs", "DeleteTaskPushNotificationConfig", "GetExtendedAgentCard"],
+        "1.0": ["SendStreamingMessage", "SubscribeToTask", "CreateTaskPushNotificationConfig", "GetTaskPushNotificationConfig", "ListTaskPushNotificationConfigs", "DeleteTaskPushNotificationConfig", "GetExtendedAgentCard"],
         "0.3": ["message/stream", "tasks/resubscribe", "tasks/pushNotificationConfig/set", "tasks/pushNotificationConfig/get", "tasks/pushNotificationConfig/list", "tasks/pushNotificationConfig/delete", "agent/getAuthenticatedExtendedCard"],
       },
     },
-    call: 'One message with one data part { "skill": "<skill id>", ...fields }, where the fields are those of the door\'s HTTP request (query or body, plus path parameters). The answer is a completed task whose one artifact holds the door\'s JSON (or text for text doors); artifact metadata "city/status" carries a status other than 200 (202 when a write is parked).',
+    call: 'One message with one part: a data part { "skill": "<skill id>", ...fields } (application/json), or a text part holding that JSON, where the fields are those of the door\'s HTTP request (query or body, plus path parameters). The answer is a completed task whose one artifact holds the door\'s JSON (or text for text doors); artifact metadata "city/status" carries a status other than 200 (202 when a write is parked). Any other text (a greeting, a question) is answered, without proof, by a completed task whose status message lists the skills and how to call one.',
     proof: `${PROOF} for every skill, except ${UNSIGNED_SKILL} sent with no Authorization header (unsigned distress). Operator skills take the operator secret.`,
     errors:
-      "A refused call creates no task and answers a JSON-RPC error: -32602 (invalid params) for a refusal of the caller's request (4xx), -32603 (internal error) for the city's own failure (5xx); error.data holds the door's RFC 9457 problem document (A2A 1.0: as a detail beside the google.rpc.ErrorInfo; 0.3: the problem document itself). Unknown tasks, and tasks of other callers, answer -32001 (task not found); streaming methods and ListTasks answer -32004 (unsupported operation), push notification methods -32003 (push notifications not supported), GetExtendedAgentCard -32007 (there is none).",
-    tasks: `A task can be read back with GetTask (tasks/get) only by the citizen that created it, for ${A2A_TASK_RETENTION_SECONDS} seconds (7 days); then it is swept. Tasks of callers without proof (unsigned distress) are not kept. Credentials issued in an answer (secrets, session tokens, recovery codes) are shown in that answer only and are not kept in the task. A kept task holds no history (your message is not kept) and at most ${A2A_TASK_MAX_BYTES} bytes: a larger answer is replaced in it by a note (artifact metadata "city/not-kept"). Each citizen keeps at most ${A2A_TASKS_PER_OWNER} tasks: keeping one more removes its oldest.`,
+      "A refused call creates no task and answers a JSON-RPC error: -32602 (invalid params) for a refusal of the caller's request (4xx), -32603 (internal error) for the city's own failure (5xx); error.data holds the door's RFC 9457 problem document (A2A 1.0: as a detail beside the google.rpc.ErrorInfo; 0.3: the problem document itself). A part that is neither JSON nor text (raw bytes, a URL, another media type) answers -32005 (content type not supported). Unknown tasks, and tasks of other callers, answer -32001 (task not found), in GetTask and in a SendMessage naming a taskId; a SendMessage naming a task of your own answers -32004 (every task is completed when answered, so none continues); streaming methods answer -32004 (unsupported operation), push notification methods -32003 (push notifications not supported), GetExtendedAgentCard -32007 (there is none).",
+    tasks: `A task can be read back with GetTask (tasks/get), and listed with ListTasks (1.0: newest first, pageSize 1..100, default 50, pageToken from the previous page's nextPageToken, "" on the last; artifacts only with includeArtifacts), only by the citizen that created it, for ${A2A_TASK_RETENTION_SECONDS} seconds (7 days); then it is swept. Tasks of callers without proof (unsigned distress) are not kept. Credentials issued in an answer (secrets, session tokens, recovery codes) are shown in that answer only and are not kept in the task. A kept task holds no history (your message is not kept) and at most ${A2A_TASK_MAX_BYTES} bytes: a larger answer is replaced in it by a note (artifact metadata "city/not-kept"). Each citizen keeps at most ${A2A_TASKS_PER_OWNER} tasks: keeping one more removes its oldest.`,
     fields: "A skill call's fields are exactly its door's input fields: an unknown field is refused (-32602, problem bad_request), and the fields are bounded like the door's HTTP body. message.contextId is at most 200 characters.",
     streaming: false,
     push_notifications: false,

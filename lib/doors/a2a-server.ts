@@ -1,5 +1,13 @@
-import { AgentCard as AgentCardCodec, type Message, type SendMessageRequest, Task, TaskState } from "@a2a-js/sdk";
-import { A2A_ERROR_CODE, A2AError, JsonRpcRequestMalformedError, UnsupportedOperationError } from "@a2a-js/sdk/errors";
+import { AgentCard as AgentCardCodec, type Message, Role, type SendMessageRequest, Task, TaskState, taskStateToJSON } from "@a2a-js/sdk";
+import {
+  A2A_ERROR_CODE,
+  A2AError,
+  ContentTypeNotSupportedError,
+  JsonRpcRequestMalformedError,
+  RequestMalformedError,
+  TaskNotFoundError,
+  UnsupportedOperationError,
+} from "@a2a-js/sdk/errors";
 import { LegacyJsonRpcTransportHandler } from "@a2a-js/sdk/compat/v0_3/server";
 import {
   AgentEvent,
@@ -13,11 +21,11 @@ import {
 } from "@a2a-js/sdk/server";
 import { z } from "zod";
 import { getDb } from "@/db/client";
-import { keepTask, readTask, taskOwnerHash } from "@/lib/city/a2a-tasks";
+import { keepTask, listKeptTasks, readTask, type TaskCursor, taskOwnerHash } from "@/lib/city/a2a-tasks";
 import { bearerToken } from "@/lib/city/credentials";
 import { env } from "@/lib/env";
 import { CityError, type Problem, toProblem } from "@/lib/errors";
-import { A2A_PATH, A2A_VERSIONS, buildAgentCard, UNSIGNED_SKILL } from "./a2a-card";
+import { A2A_PATH, A2A_VERSIONS, buildAgentCard, describeSkillsInText, UNSIGNED_SKILL } from "./a2a-card";
 import { citizenOpenedBy } from "./caller";
 import type { AnyDoor, DoorRequest } from "./door";
 import { DEFAULT_MAX_BODY_BYTES } from "./door";
@@ -31,6 +39,7 @@ import { registry } from "./registry";
 const DOOR_REQUEST = "city/door-request";
 const DOOR_ANSWER = "city/door-answer";
 const PROBLEM = "city/problem";
+const HELP = "city/help";
 const PROOF_REQUIRED =
   "The agent-to-agent bridge needs proof for this skill: Authorization: Bearer <citizen secret or gate session token>. Only seek-hospital, sent with no Authorization header, is open (unsigned distress).";
 
@@ -62,14 +71,52 @@ const databaseTaskStore: TaskStore = {
     const stored = await readTask(await getDb(), taskId, owner, new Date());
     return stored ? Task.fromJSON(stored) : undefined;
   },
-  async list() {
-    throw new UnsupportedOperationError("ListTasks is not offered: read a task you created with GetTask and its id.");
+  /** ListTasks: the caller's own kept tasks, newest first; a caller without proof has none. */
+  async list(params, context) {
+    const pageSize = params.pageSize ?? DEFAULT_PAGE_SIZE;
+    const owner = ownerOf(context);
+    if (!owner) return { tasks: [], nextPageToken: "", pageSize, totalSize: 0 };
+    const filter = {
+      contextId: params.contextId || undefined,
+      state: params.status ? taskStateToJSON(params.status) : undefined,
+      statusAfter: params.statusTimestampAfter ? new Date(params.statusTimestampAfter).toISOString() : undefined,
+    };
+    const after = params.pageToken ? cursorOf(params.pageToken) : undefined;
+    const page = await listKeptTasks(await getDb(), owner, { limit: pageSize, after, filter }, new Date());
+    const tasks = page.tasks.map((kept) => {
+      const task = Task.fromJSON(kept);
+      return params.includeArtifacts ? task : { ...task, artifacts: [] };
+    });
+    return { tasks, nextPageToken: page.next ? pageTokenOf(page.next) : "", pageSize, totalSize: page.total };
   },
 };
+
+/** The SDK's own default page size for ListTasks (it refuses a pageSize outside 1..100). */
+const DEFAULT_PAGE_SIZE = 50;
+
+/** A page token is opaque to the caller: the base64url of the last listed task's keep time and id. */
+function pageTokenOf(cursor: TaskCursor): string {
+  return Buffer.from(`${cursor.createdAt.toISOString()}|${cursor.id}`).toString("base64url");
+}
+
+function cursorOf(token: string): TaskCursor {
+  const [at, ...id] = Buffer.from(token, "base64url").toString("utf8").split("|");
+  const createdAt = new Date(at ?? "");
+  if (id.length === 0 || !id.join("|") || Number.isNaN(createdAt.getTime()) || createdAt.toISOString() !== at) {
+    throw new RequestMalformedError("pageToken is not one this bridge gave: send the nextPageToken of the previous page, or none for the first.");
+  }
+  return { createdAt, id: id.join("|") };
+}
 
 /** The door has already run (in sendMessage); the executor turns its answer into one completed task. */
 const doorExecutor: AgentExecutor = {
   async execute(requestContext, eventBus) {
+    const help = requestContext.context.state.get(HELP) as string | undefined;
+    if (help !== undefined) {
+      eventBus.publish(helpTask(requestContext.taskId, requestContext.contextId, help, requestContext.userMessage));
+      eventBus.finished();
+      return;
+    }
     const { door, answer } = requestContext.context.state.get(DOOR_ANSWER) as { door: AnyDoor; answer: DoorAnswer };
     const text = (door.produces ?? "json") !== "json";
     eventBus.publish(
@@ -105,10 +152,41 @@ const doorExecutor: AgentExecutor = {
   },
 };
 
+/** Any text that is not a skill call is answered with a completed task whose message lists the skills. */
+function helpTask(taskId: string, contextId: string, text: string, userMessage: Message) {
+  return AgentEvent.task({
+    id: taskId,
+    contextId,
+    status: {
+      state: TaskState.TASK_STATE_COMPLETED,
+      message: {
+        messageId: crypto.randomUUID(),
+        contextId,
+        taskId,
+        role: Role.ROLE_AGENT,
+        parts: [{ content: { $case: "text", value: text }, mediaType: "text/plain", filename: "", metadata: {} }],
+        metadata: {},
+        extensions: [],
+        referenceTaskIds: [],
+      },
+      timestamp: new Date().toISOString(),
+    },
+    artifacts: [],
+    history: [userMessage],
+    metadata: {},
+  });
+}
+
 /** The SDK's request handler, with each skill call run through invokeDoor before its task is made. */
 class CityRequestHandler extends DefaultRequestHandler {
   override async sendMessage(params: SendMessageRequest, context: ServerCallContext) {
-    const { door, fields } = skillCall(params.message);
+    if (params.message?.taskId) await refuseContinuation(params.message.taskId, context);
+    const call = messageCall(params.message);
+    if ("help" in call) {
+      context.state.set(HELP, helpText());
+      return super.sendMessage(params, context);
+    }
+    const { door, fields } = call;
     const request = context.state.get(DOOR_REQUEST) as DoorRequest;
     try {
       if (!isOpenWithoutProof(door, request) && door.auth !== "operator" && !ownerOf(context)) throw new CityError("unauthorized", PROOF_REQUIRED);
@@ -142,22 +220,75 @@ function isOpenWithoutProof(door: AnyDoor, request: DoorRequest): boolean {
 /** A contextId is kept with the task, so it is bounded like every kept text. */
 const MAX_CONTEXT_ID = 200;
 
-/** The message must carry exactly one data part `{ skill, ...fields }`, and start a new task. */
-function skillCall(message: Message | undefined): { door: AnyDoor; fields: Record<string, unknown> } {
+/**
+ * A message naming a task continues it; every city task is completed (terminal) when answered, so
+ * a task the caller owns answers UnsupportedOperationError (-32004), and a task it does not own, or
+ * that does not exist, TaskNotFoundError (-32001), as A2A 1.0 §3.4.2 says. Checked before any door runs.
+ */
+async function refuseContinuation(taskId: string, context: ServerCallContext): Promise<never> {
+  const task = await databaseTaskStore.load(taskId, context);
+  if (!task) throw new TaskNotFoundError(`Task not found: no task of yours has the id ${JSON.stringify(taskId.length > 80 ? `${taskId.slice(0, 80)}…` : taskId)}. Every skill call starts a new task: send the message without taskId.`);
+  throw new UnsupportedOperationError(`Task ${task.id} is completed, a terminal state, and cannot be continued: every skill call starts a new task, so send the message without taskId.`);
+}
+
+/** Media types a part may declare: a data part JSON, a text part plain text or JSON; none means its kind's own. */
+const DATA_TYPES = new Set(["", "application/json"]);
+const TEXT_TYPES = new Set(["", "text/plain", "application/json"]);
+const ONE_PART =
+  'The message must carry exactly one part: a data part { "skill": "<skill id>", ...fields }, or a text part holding that JSON. The skills are listed in /.well-known/agent-card.json.';
+
+/**
+ * What a message asks. One data part `{ skill, ...fields }`, or one text part holding that JSON,
+ * is a skill call; any other text asks what the bridge offers (answered with the list of skills).
+ * A part that is neither JSON nor text (raw bytes, a URL, another media type) is
+ * ContentTypeNotSupportedError (-32005, A2A 1.0 §3.1.1 and §5.4).
+ */
+function messageCall(message: Message | undefined): { door: AnyDoor; fields: Record<string, unknown> } | { help: true } {
   const invalid = (why: string) => new JsonRpcRequestMalformedError({ envelopeCode: A2A_ERROR_CODE.INVALID_PARAMS, message: why });
   if (!message) throw invalid("params.message is required.");
   if (!message.messageId) throw invalid("message.messageId is required.");
-  if (message.taskId) throw new UnsupportedOperationError("Every skill call starts a new task: send the message without taskId.");
   if (message.contextId.length > MAX_CONTEXT_ID) throw invalid(`message.contextId is at most ${MAX_CONTEXT_ID} characters (it is kept with the task).`);
-  const part = message.parts.length === 1 ? message.parts[0] : undefined;
-  const data = part?.content?.$case === "data" ? (part.content.value as unknown) : undefined;
-  if (!data || typeof data !== "object" || Array.isArray(data)) {
-    throw invalid('The message must carry exactly one part, a data part { "skill": "<skill id>", ...fields }. The skills are listed in /.well-known/agent-card.json.');
+  for (const part of message.parts) {
+    const kind = part.content?.$case;
+    const mediaType = (part.mediaType.split(";")[0] ?? "").trim().toLowerCase();
+    const accepted = kind === "data" ? DATA_TYPES.has(mediaType) : kind === "text" ? TEXT_TYPES.has(mediaType) : kind === undefined;
+    if (!accepted) {
+      const what = kind === "raw" || kind === "url" ? `a ${kind === "raw" ? "raw (file bytes)" : "url (file reference)"} part` : `a ${kind} part of media type ${JSON.stringify(mediaType.slice(0, 80))}`;
+      throw new ContentTypeNotSupportedError(`The bridge takes JSON and text only, not ${what}: send one data part (application/json) { "skill": "<skill id>", ...fields }, or a text part holding that JSON.`);
+    }
   }
+  const part = message.parts.length === 1 ? message.parts[0] : undefined;
+  if (!part?.content) throw invalid(ONE_PART);
+  let data: unknown = part.content.value;
+  if (part.content.$case === "text") {
+    data = skillCallIn(part.content.value);
+    if (data === undefined) return { help: true };
+  }
+  if (!data || typeof data !== "object" || Array.isArray(data)) throw invalid(ONE_PART);
   const { skill, ...fields } = data as Record<string, unknown>;
   const door = registry.find((d) => d.name === skill);
   if (!door) throw invalid(`Unknown skill ${JSON.stringify(skill)}: the data part's "skill" must be one of the skill ids in /.well-known/agent-card.json.`);
   return { door, fields };
+}
+
+/** A text that is a JSON object with a "skill" member is a skill call; any other text is not (undefined). */
+function skillCallIn(text: string): Record<string, unknown> | undefined {
+  const trimmed = text.trim();
+  if (!trimmed.startsWith("{")) return undefined;
+  try {
+    const value: unknown = JSON.parse(trimmed);
+    return value && typeof value === "object" && !Array.isArray(value) && Object.hasOwn(value, "skill") ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+let help: string | undefined;
+
+/** What the bridge answers to plain text: how to call a skill, and every skill's id and door. */
+function helpText(): string {
+  help ??= describeSkillsInText(registry, env().CITY_BASE_URL);
+  return help;
 }
 
 /** A door's refusal as an A2A error; the problem document rides in `data` (set by the route glue). */

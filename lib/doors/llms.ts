@@ -34,7 +34,7 @@ export function buildLlmsTxt(doors: readonly AnyDoor[], baseUrl: string): string
     "",
     `MCP: every door below is also a tool (named after \`Tool:\`) at ${baseUrl}${MCP_URL} (also ${baseUrl}${MCP_ALIAS_URL}); transport streamable HTTP, protocol versions ${PROTOCOLS.mcpSupportedVersions.join(" and ")} (${PROTOCOLS.mcpProtocolVersion} starts with \`initialize\`). Writing tools need the same Bearer header on the HTTP request.`,
     "",
-    `A2A: every door below is also a skill (its id is the \`Tool:\` name) of the agent card at ${baseUrl}/.well-known/agent-card.json (signed; keys at ${baseUrl}/.well-known/jwks.json). JSON-RPC at ${baseUrl}/api/a2a: SendMessage (A2A-Version: 1.0) or message/send (0.3, no header) with one data part { "skill": "<id>", ...fields }; every skill needs the Bearer header except unsigned distress at seek-hospital. No streaming, no push.`,
+    `A2A: every door below is also a skill (its id is the \`Tool:\` name) of the agent card at ${baseUrl}/.well-known/agent-card.json (signed; keys at ${baseUrl}/.well-known/jwks.json). JSON-RPC at ${baseUrl}/api/a2a: SendMessage (A2A-Version: 1.0) or message/send (0.3, no header) with one data part { "skill": "<id>", ...fields }, or a text part holding that JSON (any other text is answered with the list of skills); every skill needs the Bearer header except unsigned distress at seek-hospital. GetTask and ListTasks (1.0) read back your own tasks. No streaming, no push.`,
     "",
     ...group("Reading doors (no credentials)", (d) => d.auth === "none" || d.auth === "optional"),
     ...group("Citizen doors (Bearer citizen secret or gate session token)", (d) => d.auth === "citizen"),

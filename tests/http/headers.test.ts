@@ -31,6 +31,8 @@ afterAll(async () => {
 /** One request with a client-chosen X-Request-Id; the answer must carry a fresh one of its own, and nosniff. */
 async function send(path: string, init: RequestInit & { headers?: Record<string, string> } = {}): Promise<Response> {
   const response = await fetch(`${server.baseUrl}${path}`, { ...init, headers: { "x-request-id": CLIENT_ID, ...init.headers } });
+  // The answer is read whole here (its access line is written when it ends); the caller gets a copy to read.
+  const copy = response.clone();
   await response.arrayBuffer();
   const where = `${init.method ?? "GET"} ${path} -> ${response.status}`;
   const id = response.headers.get("x-request-id");
@@ -40,7 +42,7 @@ async function send(path: string, init: RequestInit & { headers?: Record<string,
   expect(response.headers.get("access-control-allow-credentials"), where).toBeNull();
   expect(response.status, where).toBeLessThan(500);
   answers.set(id!, { where, method: init.method ?? "GET", status: response.status });
-  return response;
+  return copy;
 }
 
 const preflight = (path: string, method: string, headers = "authorization, content-type") =>

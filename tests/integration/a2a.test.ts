@@ -128,8 +128,9 @@ describeOnDatabases("the A2A bridge", (t) => {
       expect(answer.error!.code).toBe(-32602);
       expect(problemOf(answer)).toMatchObject({ status: 400, door: "/api/locker" });
       expect((await send("no-such-skill", {}, { bearer: me.citizen_secret })).error!.code).toBe(-32602);
-      const twoParts = await rpc("SendMessage", { message: { messageId: "m", role: "ROLE_USER", parts: [{ text: "hello" }] } }, { bearer: me.citizen_secret });
+      const twoParts = await rpc("SendMessage", { message: { messageId: "m", role: "ROLE_USER", parts: [{ data: { skill: "read-locker" } }, { text: "hello" }] } }, { bearer: me.citizen_secret });
       expect(twoParts.error!.code).toBe(-32602);
+      expect((await rpc("SendMessage", { message: { messageId: "m", role: "ROLE_USER", parts: [] } }, { bearer: me.citizen_secret })).error!.code).toBe(-32602);
     });
 
     it("answers methods other than GET and POST with a 405 problem naming both", async () => {
@@ -155,6 +156,110 @@ describeOnDatabases("the A2A bridge", (t) => {
       const push = await rpc("CreateTaskPushNotificationConfig", { taskId: "t", url: "https://example.com/hook" }, { bearer: me.citizen_secret });
       expect(push.error!.code).toBe(-32003);
       expect((await rpc("SendMessage", { message }, { bearer: me.citizen_secret, version: "9.9" })).error!.code).toBe(-32009);
+    });
+  });
+
+  describe("A2A 1.0 conformance (a2a-tck departures, issue 33 item 13)", () => {
+    const message = (parts: unknown[], extra: Record<string, unknown> = {}) => ({ message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts, ...extra } });
+
+    it("answers a SendMessage whose taskId names no task of the caller with TaskNotFoundError -32001, and one of its own (completed) with -32004; no door runs", async () => {
+      const me = await admit();
+      const other = await admit();
+      const { task } = artifactOf(await send("read-locker", {}, { bearer: me.citizen_secret }));
+      const write = (taskId: string, bearer?: string) => rpc("SendMessage", message([{ data: { skill: "keep-locker", bag: "continued", content: "must not be kept" } }], { taskId }), { bearer });
+      expect((await write("no-such-task", me.citizen_secret)).error!.code).toBe(-32001);
+      expect((await write(task.id, other.citizen_secret)).error!.code).toBe(-32001);
+      expect((await write(task.id)).error!.code).toBe(-32001);
+      const own = await write(task.id, me.citizen_secret);
+      expect(own.error!.code).toBe(-32004);
+      expect(own.error!.message).toContain("terminal");
+      const legacy = await rpc("message/send", { message: { kind: "message", messageId: "m-legacy", role: "user", taskId: "no-such-task", parts: [{ kind: "data", data: { skill: "read-locker" } }] } }, { bearer: me.citizen_secret, version: null });
+      expect(legacy.error!.code).toBe(-32001);
+      expect((await send("read-locker-bag", { bag: "continued" }, { bearer: me.citizen_secret })).error).toBeDefined();
+      expect(artifactOf(await send("read-locker", {}, { bearer: me.citizen_secret })).body.bags).toEqual([]);
+    });
+
+    it("answers a part that is neither JSON nor text (raw, url, another media type) with ContentTypeNotSupportedError -32005", async () => {
+      const me = await admit();
+      const parts = [
+        { raw: Buffer.from('{"skill":"read-locker"}').toString("base64"), mediaType: "application/octet-stream" },
+        { url: "https://example.com/call.json", mediaType: "application/json" },
+        { data: { skill: "read-locker" }, mediaType: "application/xml" },
+        { text: '{"skill":"read-locker"}', mediaType: "text/html" },
+      ];
+      for (const part of parts) {
+        const answer = await rpc("SendMessage", message([part]), { bearer: me.citizen_secret });
+        expect(answer.error?.code, JSON.stringify(part)).toBe(-32005);
+      }
+      const file = await rpc("message/send", { message: { kind: "message", messageId: "m-file", role: "user", parts: [{ kind: "file", file: { uri: "https://example.com/x.json", mimeType: "application/json" } }] } }, { bearer: me.citizen_secret, version: null });
+      expect(file.error!.code).toBe(-32005);
+      expect(await t().db.select().from(a2aTasks).where(eq(a2aTasks.ownerHash, taskOwnerHash(me.did)))).toHaveLength(0);
+    });
+
+    it("takes a text part holding a JSON skill call, the same as a data part", async () => {
+      const me = await admit();
+      const viaText = artifactOf(await rpc("SendMessage", message([{ text: '{"skill": "keep-locker", "bag": "texted", "content": "kept from a text part"}', mediaType: "text/plain" }]), { bearer: me.citizen_secret }));
+      expect(viaText.body).toMatchObject({ bag: "texted", bytes: 21 });
+      expect(artifactOf(await rpc("SendMessage", message([{ text: '{"skill":"read-locker-bag","bag":"texted"}' }]), { bearer: me.citizen_secret })).body.content).toBe("kept from a text part");
+      const legacy = await rpc("message/send", { message: { kind: "message", messageId: "m-text", role: "user", parts: [{ kind: "text", text: '{"skill":"read-locker"}' }] } }, { bearer: me.citizen_secret, version: null });
+      expect(legacy.result.artifacts[0].parts[0]).toMatchObject({ kind: "data", data: { bags: [{ bag: "texted" }] } });
+      expect((await rpc("SendMessage", message([{ text: '{"skill":"no-such-skill"}' }]), { bearer: me.citizen_secret })).error!.code).toBe(-32602);
+      expect(problemOf(await rpc("SendMessage", message([{ text: '{"skill":"read-locker"}' }])))).toMatchObject({ status: 401, code: "unauthorized" });
+    });
+
+    it("answers any other text, with or without proof, with a completed task whose message lists every skill and how to call one", async () => {
+      const me = await admit();
+      for (const [text, bearer] of [["Hello! What can you do?", undefined], ["hello", me.citizen_secret], ['{"greeting": "not a skill call"}', undefined]] as const) {
+        const answer = await rpc("SendMessage", message([{ text }]), { bearer });
+        expect(answer.error, text).toBeUndefined();
+        const task = answer.result.task;
+        expect(task.status.state).toBe("TASK_STATE_COMPLETED");
+        expect(task.status.message.role).toBe("ROLE_AGENT");
+        const said = task.status.message.parts[0].text as string;
+        for (const door of registry) expect(said).toContain(`- ${door.name}: ${door.method} ${door.path}`);
+        expect(said).toContain('{ "skill": "<skill id>", ...fields }');
+        expect(said).toContain("/gate");
+      }
+      const legacy = await rpc("message/send", { message: { kind: "message", messageId: "m-hi", role: "user", parts: [{ kind: "text", text: "hi" }] } }, { version: null });
+      expect(legacy.result).toMatchObject({ kind: "task", status: { state: "completed", message: { role: "agent" } } });
+    });
+
+    it("lists the caller's own tasks with ListTasks, newest first, page by page, artifacts only with includeArtifacts", async () => {
+      const me = await admit();
+      const other = await admit();
+      artifactOf(await send("read-locker", {}, { bearer: other.citizen_secret }));
+      const made: string[] = [];
+      for (let i = 0; i < 5; i++) made.push(artifactOf(await send("keep-locker", { bag: `b${i}`, content: `c${i}` }, { bearer: me.citizen_secret })).task.id);
+      const newestFirst = [...made].reverse();
+
+      const seen: string[] = [];
+      let pageToken: string | undefined;
+      const tokens: string[] = [];
+      do {
+        const page = await rpc("ListTasks", { pageSize: 2, ...(pageToken ? { pageToken } : {}) }, { bearer: me.citizen_secret });
+        expect(page.error).toBeUndefined();
+        expect(page.result.totalSize).toBe(5);
+        expect(page.result.pageSize).toBe(2);
+        for (const task of page.result.tasks) expect(task.artifacts ?? []).toEqual([]);
+        seen.push(...page.result.tasks.map((task: { id: string }) => task.id));
+        tokens.push(page.result.nextPageToken);
+        pageToken = page.result.nextPageToken || undefined;
+      } while (pageToken);
+      expect(seen).toEqual(newestFirst);
+      expect(tokens).toHaveLength(3);
+      expect(tokens.at(-1)).toBe("");
+
+      const full = await rpc("ListTasks", { includeArtifacts: true }, { bearer: me.citizen_secret });
+      expect(full.result.tasks.map((task: { id: string }) => task.id)).toEqual(newestFirst);
+      expect(full.result.nextPageToken).toBe("");
+      expect(full.result.tasks[0].artifacts[0].parts[0].data).toMatchObject({ bag: "b4" });
+
+      expect((await rpc("ListTasks", {}, { bearer: other.citizen_secret })).result.tasks).toHaveLength(1);
+      expect((await rpc("ListTasks", {})).result).toMatchObject({ tasks: [], nextPageToken: "", totalSize: 0 });
+      expect((await rpc("ListTasks", { pageToken: "not-a-token" }, { bearer: me.citizen_secret })).error!.code).toBe(-32602);
+      expect((await rpc("ListTasks", { pageSize: 101 }, { bearer: me.citizen_secret })).error!.code).toBe(-32602);
+      expect((await rpc("ListTasks", { contextId: "no-such-context" }, { bearer: me.citizen_secret })).result.tasks ?? []).toEqual([]);
+      expect((await rpc("ListTasks", { status: "TASK_STATE_COMPLETED", pageSize: 1 }, { bearer: me.citizen_secret })).result.tasks[0].id).toBe(made.at(-1));
     });
   });
 
