@@ -33,11 +33,13 @@ async function main(): Promise<number> {
     console.log(check.recordedNow ? "recorded: this configuration is now the log's identity." : "this configuration is the log's identity: this instance appends.");
     return 0;
   }
-  console.log(`disagrees: ${check.reason}. An instance so configured refuses to append (503 log_identity_mismatch).`);
   if (!check.identity) {
-    if (!args.has("--record")) console.log("run `npm run log-identity -- --record` with the configuration that signed the tree to record it.");
+    console.log(`not recorded: ${check.reason}.`);
+    if (report.checkpoints === 0) console.log("the first instance that starts or writes records its own; `npm run log-identity -- --record` records this configuration's now.");
+    else console.log("run `npm run log-identity -- --record` with the configuration whose key signed the latest checkpoint; until then every instance that cannot verify it refuses to append.");
     return 2;
   }
+  console.log(`disagrees: ${check.reason}. An instance so configured refuses to append (503 log_identity_mismatch).`);
   if (args.has("--adopt")) {
     const identity = check.identity;
     console.log("\nto adopt the log's identity, set on every instance:");
