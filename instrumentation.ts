@@ -1,4 +1,8 @@
-/** Runs once when a server instance starts: says how client addresses are known (loudly when they are not). */
+/**
+ * Runs once when a server instance starts: says how client addresses are known (loudly when they
+ * are not), and whether this instance's log origin and key are the database's log identity (loudly
+ * when they are not: it then refuses to append; lib/city/log-identity.ts).
+ */
 export async function register() {
   if (process.env.NEXT_RUNTIME !== "nodejs") return;
   const { announceAddressMode } = await import("@/lib/doors/client-address");
@@ -7,4 +11,10 @@ export async function register() {
   } catch {
     // A bad environment is refused, with its own message, by the first request that reads it.
   }
+  if (process.env.NEXT_PHASE === "phase-production-build") return;
+  const [{ getDb }, { announceLogIdentity }, { logFailure }] = await Promise.all([import("@/db/client"), import("@/lib/city/log-identity"), import("@/lib/log")]);
+  // Not awaited: a slow or absent database delays no start; the first append checks again.
+  void getDb()
+    .then((db) => announceLogIdentity(db))
+    .catch((err: unknown) => logFailure("log identity at start", err));
 }

@@ -39,6 +39,13 @@ const EnvSchema = z.object({
   CITY_OPERATOR_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
   // Witnesses of the residency log (C2SP tlog-witness): "<vkey> <submission URL>" entries, comma-separated.
   CITY_LOG_WITNESSES: z.string().optional(),
+  // The residency log's origin (C2SP checkpoint origin and key name); unset: "<host of CITY_BASE_URL>/residency-log".
+  // Set it to keep a log's origin when the public address moves (npm run log-identity -- --adopt prints it).
+  CITY_LOG_ORIGIN: z
+    .string()
+    .trim()
+    .regex(/^[\x21-\x2a\x2c-\x7e]{1,200}$/, "must be printable ASCII without spaces or '+' (a C2SP key name), such as city.example/residency-log")
+    .optional(),
   // The locker's city-wide byte bound: a deployment may lower the spec's bound, never raise it.
   CITY_LOCKER_CITY_BYTES: z.coerce
     .number()
@@ -115,4 +122,9 @@ let cached: Env | undefined;
 export function env(): Env {
   cached ??= parseEnv(process.env);
   return cached;
+}
+
+/** Forgets the parsed environment, so the next env() reads process.env again (tests that play another instance's configuration). */
+export function forgetEnv(): void {
+  cached = undefined;
 }

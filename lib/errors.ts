@@ -22,6 +22,7 @@ export const ERROR_CODES = {
   internal_error: { status: 500, title: "Something went wrong inside the city" },
   bad_gateway: { status: 502, title: "A provider outside the city failed to answer" },
   unavailable: { status: 503, title: "The city cannot answer this safely right now" },
+  log_identity_mismatch: { status: 503, title: "This instance's log origin or key is not the one the database's log is kept under" },
   gateway_timeout: { status: 504, title: "A provider outside the city did not answer in time" },
   city_full: { status: 507, title: "The city is full; nobody was evicted" },
 } as const satisfies Record<string, { status: number; title: string }>;

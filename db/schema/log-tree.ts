@@ -60,3 +60,22 @@ export const logHead = pgTable(
   },
   (t) => [check("log_head_one_row", sql`${t.id} = 1`)],
 );
+
+/**
+ * The log's identity (one row, id 1; migration 0029): the origin its checkpoints name, the C2SP key
+ * name, the Ed25519 public key (base64), its key id (hex) and vkey. Written once, by the first
+ * instance whose configured key verifies the tree as it stands; append-only.
+ */
+export const logIdentity = pgTable(
+  "log_identity",
+  {
+    id: integer("id").primaryKey().default(1),
+    origin: text("origin").notNull(),
+    keyName: text("key_name").notNull(),
+    publicKey: text("public_key").notNull(),
+    keyId: text("key_id").notNull(),
+    vkey: text("vkey").notNull(),
+    recordedAt: timestamp("recorded_at", { withTimezone: true, mode: "date" }).notNull(),
+  },
+  (t) => [check("log_identity_one_row", sql`${t.id} = 1`)],
+);

@@ -4,7 +4,7 @@ import { checkpoints, citizens, lockerBags, seals, vaultNotes } from "@/db/schem
 import { CityError } from "@/lib/errors";
 import { scanContent } from "@/lib/scan";
 import { sha256Hex } from "./canonical";
-import { appended, type LogHead, lockLogHead, prepareAppend } from "./residency-log";
+import { appended, lockLogHead, prepareAppend } from "./residency-log";
 
 /** An item the export kept back because the scanner refuses its content today: named, never quoted (a refused bag name is named by its sha256). */
 export interface Withheld {
@@ -18,12 +18,18 @@ export interface Withheld {
  * `exported`, an `export` row and the bed released, in the one transaction. Mail never leaves (it
  * is another citizen's words), nor anything the scanner refuses now; nothing is deleted. The
  * credentials of an exported citizen open nothing more (checked where every caller is resolved).
+ *
+ * Nothing slow runs under the city-wide log head (issue 29, item 10): the shelves are read and
+ * scanned under the citizen's own row lock only, and the head is taken just before the one
+ * statement that appends, still before the census moves (the citizens update): the lock order of
+ * every appender (row, head, census counts). Under the head nothing that matters can have changed:
+ * the citizen's row is held exclusively (FOR NO KEY UPDATE) from the first statement, and every
+ * write to its shelves holds the same row (FOR SHARE) for its whole transaction, so its status, bed
+ * and shelves are those read when the head is taken.
  */
-export async function exportCitizen(db: Database, did: string, now: Date, logHead?: LogHead) {
+export async function exportCitizen(db: Database, did: string, now: Date) {
   const [citizen] = await db.select().from(citizens).where(eq(citizens.did, did)).for("no key update");
   if (!citizen || citizen.residencyStatus === "exported") throw new CityError("conflict", "This citizen has already been exported.");
-  // Locked before the census moves (the citizens update below): the order of every appender.
-  const head = logHead ?? (await lockLogHead(db));
   // One at a time: the export's transaction is one connection.
   const bags = await db.select().from(lockerBags).where(eq(lockerBags.did, did)).orderBy(asc(lockerBags.bag));
   const versions = await db.select().from(checkpoints).where(eq(checkpoints.did, did)).orderBy(asc(checkpoints.version));
@@ -51,6 +57,8 @@ export async function exportCitizen(db: Database, did: string, now: Date, logHea
     vault: notes.filter((n) => passes("vault", String(n.id), n.content)).map((n) => ({ id: n.id, content: n.content, created_at: n.createdAt.toISOString() })),
     seals: sealRows.map((s) => ({ sha256: s.sha256, created_at: s.createdAt.toISOString() })),
   };
+  // Only now the log's head: locked and read in one statement, then the append in one more.
+  const head = await lockLogHead(db);
   const exit = await prepareAppend(db, head, { event: "export", did, at: now, details: { bed_released: citizen.bedId } });
   await db.execute(sql`WITH exported AS (UPDATE ${citizens} SET residency_status = 'exported', bed_id = NULL WHERE did = ${did}), ${exit.ctes} SELECT 1`);
   const { row } = appended(exit);

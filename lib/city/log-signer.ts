@@ -13,14 +13,17 @@ export interface LogSigner {
   vkey: string;
 }
 
-/** `<host of CITY_BASE_URL>/residency-log`. */
+/** The configured origin: CITY_LOG_ORIGIN, else `<host of CITY_BASE_URL>/residency-log` (the database's recorded one rules: log-identity.ts). */
 export function logOrigin(): string {
-  return `${new URL(env().CITY_BASE_URL).host}/residency-log`;
+  return env().CITY_LOG_ORIGIN ?? `${new URL(env().CITY_BASE_URL).host}/residency-log`;
 }
 
 const cache = globalThis as unknown as { __cityLogSigner?: { kid: string; origin: string; signer: LogSigner } };
 
-/** The checkpoint signer: the city's signing key (the one of /.well-known/jwks.json). */
+/**
+ * This instance's configured checkpoint signer: the city's signing key (the one of
+ * /.well-known/jwks.json). It signs only when it is the log's recorded identity (appendSigner).
+ */
 export async function logSigner(db: Database): Promise<LogSigner> {
   const key = await activeSigningKey(db);
   const origin = logOrigin();

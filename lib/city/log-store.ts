@@ -4,7 +4,8 @@ import type { Database } from "@/db/client";
 import { logCheckpoints, logCosignatures, logNodes, residencyLog } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { b64, signCheckpoint } from "./log-note";
-import { logSigner, type LogSigner } from "./log-signer";
+import { appendSigner, verifiedNote } from "./log-identity";
+import type { LogSigner } from "./log-signer";
 import { TILE_WIDTH } from "./log-tiles";
 import { appendLeaf, consistencyRanges, EMPTY_ROOT, type Hash, inclusionRanges, leafHash, type NodeId, nodeKey, nodesOfRanges, rangeHash, rootOfEdge } from "./log-tree";
 import { lockLogHead, publishLogRow, type PublishedLogRow } from "./residency-log";
@@ -116,8 +117,9 @@ export async function latestCheckpoint(db: Database): Promise<{ checkpoint: Held
  */
 export async function currentCheckpoint(db: Database, now: Date): Promise<HeldCheckpoint> {
   const held = await latestCheckpoint(db);
-  if (held.checkpoint && held.checkpoint.size >= held.logSize) return held.checkpoint;
-  const signer = await logSigner(db);
+  if (held.checkpoint && held.checkpoint.size >= held.logSize) return servable(db, held.checkpoint, now);
+  // Signing (the empty log's note, or the tree over older rows) is for the log's recorded identity only.
+  const signer = await appendSigner(db, now);
   if (held.logSize === 0) {
     const note = signCheckpoint({ origin: signer.origin, size: 0, root: EMPTY_ROOT }, signer.origin, signer.seed);
     return { size: 0, root: hex(EMPTY_ROOT), note, signedAt: now, cosignatures: [] };
@@ -126,14 +128,32 @@ export async function currentCheckpoint(db: Database, now: Date): Promise<HeldCh
     const head = await lockLogHead(tx as Database);
     await catchUpTree(tx as Database, signer, head.seq, now);
   });
-  return (await latestCheckpoint(db)).checkpoint!;
+  return servable(db, (await latestCheckpoint(db)).checkpoint!, now);
 }
 
-/** After migrations: builds the tree over rows from before it existed, so no request pays for it. Touches nothing when the tree is current. */
+/** A held checkpoint, only when its note verifies against the published identity (the card's `log`): otherwise a 503, never the note. */
+async function servable(db: Database, checkpoint: HeldCheckpoint, now: Date): Promise<HeldCheckpoint> {
+  if (await verifiedNote(db, checkpoint.note, now)) return checkpoint;
+  throw new CityError(
+    "log_identity_mismatch",
+    `The log's latest checkpoint (size ${checkpoint.size}) does not verify against the origin and key the card publishes, so it is not served. The operator checks the log's identity with npm run log-identity.`,
+    { retryAfterSeconds: 60 },
+  );
+}
+
+/**
+ * After migrations: builds the tree over rows from before it existed, so no request pays for it.
+ * Touches nothing when the tree is current, nor when this process is not the log's identity (an
+ * instance that is builds it on its first checkpoint).
+ */
 export async function catchUpLogTree(db: Database, now = new Date()): Promise<void> {
   const held = await latestCheckpoint(db);
   if (held.logSize === 0 || (held.checkpoint && held.checkpoint.size >= held.logSize)) return;
-  await currentCheckpoint(db, now);
+  try {
+    await currentCheckpoint(db, now);
+  } catch (err) {
+    if (!(err instanceof CityError && err.code === "log_identity_mismatch")) throw err;
+  }
 }
 
 /** The note of a checkpoint with its cosignature lines appended (C2SP: one note, many signatures). */
@@ -182,7 +202,10 @@ export async function inclusionProof(db: Database, seq: number, size?: number): 
     readNodes(db, nodesOfRanges(ranges)),
     db.select({ note: logCheckpoints.note }).from(logCheckpoints).where(eq(logCheckpoints.size, n)),
   ]);
-  return { seq, leaf_index: seq - 1, tree_size: n, proof: hashRanges(ranges, nodes), checkpoint: held?.note ?? null };
+  // A held note is given only when it verifies against the published identity (a note from before
+  // the identity was recorded, signed under another origin or key, is left out: null).
+  const checkpoint = held && (await verifiedNote(db, held.note, new Date(), { record: false })) ? held.note : null;
+  return { seq, leaf_index: seq - 1, tree_size: n, proof: hashRanges(ranges, nodes), checkpoint };
 }
 
 /** The consistency proof from the tree of size `from` to the tree of size `to` (RFC 9162 2.1.4). */

@@ -3,7 +3,7 @@ import { type Database, rowsOf } from "@/db/client";
 import { type LogEvent, type LogRow, logCheckpoints, logHead, logNodes, logVerifiedHead, residencyLog } from "@/db/schema";
 import { canonicalJson, sha256Hex } from "./canonical";
 import { recordLogReceipt } from "./log-receipts";
-import { logSigner } from "./log-signer";
+import { appendSigner } from "./log-identity";
 import { catchUpTree, type LogReceipt, treeStep } from "./log-store";
 
 export const GENESIS_HASH = "0".repeat(64);
@@ -81,7 +81,8 @@ export async function prepareAppend(
   head: LogHead,
   entry: { event: LogEvent; did: string; at: Date; details?: Record<string, string | number | boolean | null>; when?: SQL },
 ): Promise<PreparedAppend> {
-  const signer = await logSigner(db);
+  // Refuses (log_identity_mismatch) unless this instance's origin and key are the log's recorded ones.
+  const signer = await appendSigner(db, entry.at);
   const seq = head.seq + 1;
   // seq order is time order: a writer that waited for the lock never stamps a time before its predecessor's.
   const at = head.at && head.at > entry.at ? head.at : entry.at;

@@ -4,7 +4,7 @@ import { CARD_PATH, MCP_ALIAS_URL, MCP_URL, PROTOCOLS } from "@/lib/city/protoco
 import { env } from "@/lib/env";
 import { publishedKeys, JWKS_PATH, signDocument } from "@/lib/city/signing";
 import type { Database } from "@/db/client";
-import { logSigner } from "@/lib/city/log-signer";
+import { publishedLogIdentity } from "@/lib/city/log-identity";
 import { configuredWitnesses } from "@/lib/city/log-witnesses";
 import { LOG_PATHS } from "./log";
 import { A2A_CONTENT_TYPE, A2A_PATH, AGENT_CARD_PATH, AgentCardSchema, buildAgentCard } from "./a2a-card";
@@ -113,10 +113,11 @@ const LogCardSchema = z.object({
 
 /** The residency log as a transparency log: its origin, C2SP verifier key (the city's signing key), doors and witnesses. */
 async function logCard(db: Database): Promise<z.infer<typeof LogCardSchema>> {
-  const signer = await logSigner(db);
+  // The database's identity, whatever this instance's configuration: every checkpoint served verifies against it.
+  const identity = await publishedLogIdentity(db);
   return {
-    origin: signer.origin,
-    verifier_key: signer.vkey,
+    origin: identity.origin,
+    verifier_key: identity.vkey,
     checkpoint: LOG_PATHS.checkpoint,
     tiles: LOG_PATHS.tiles,
     witnesses: configuredWitnesses().map((w) => ({ name: w.name, vkey: w.vkey, url: w.url })),
@@ -129,6 +130,12 @@ const SIGNING_KEY_ROUND_TRIPS = {
   why: "the first signature of an instance reads the signing key, and creates it if the city has none (read, insert, read the winner); later answers make none",
 };
 
+/** The city card also publishes the log's identity, read once per instance (recorded by the first instance of a new city). */
+const CARD_ROUND_TRIPS = {
+  most: 6,
+  why: "the first signature of an instance reads the signing key, and creates it if the city has none (read, insert, read the winner); the log's identity likewise (read, record, read the winner); later answers make none",
+};
+
 export const readCard = door({
   name: "read-card",
   method: "GET",
@@ -137,7 +144,7 @@ export const readCard = door({
   auth: "none",
   // The first signature of an instance may create the city's signing key (once, kept in signing_keys).
   hints: { readOnly: false, idempotent: true },
-  roundTrips: SIGNING_KEY_ROUND_TRIPS,
+  roundTrips: CARD_ROUND_TRIPS,
   cache: "static",
   preferred: true,
   input: NoInput,

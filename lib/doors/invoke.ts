@@ -6,6 +6,7 @@ import { logFailure, logLine } from "@/lib/log";
 import type { AnyDoor, Caller, DoorContext, DoorRequest } from "./door";
 import { citizenLockOf, DEFAULT_MAX_BODY_BYTES, isWrite, ownsTransactions, Reply } from "./door";
 import { restrictedRefusal } from "@/lib/city/restriction";
+import { checkLogIdentity } from "@/lib/city/log-identity";
 import { activeSigningKey } from "@/lib/city/signing";
 import { resolveCaller } from "./caller";
 import { clientAddress } from "./client-address";
@@ -68,7 +69,13 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
   };
   // A write may sign (a log row's checkpoint): the key is read (on a new city, made) before the
   // write's transaction, so this instance keeps it (activeSigningKey keeps none read inside one).
-  if (isWrite(door)) await guard(() => activeSigningKey(db));
+  // So is the log's identity (recorded on a new city, lib/city/log-identity.ts), kept by the instance
+  // the same way: an append then signs with no statement of its own, or refuses if this instance's
+  // configuration is not the log's.
+  if (isWrite(door)) {
+    await guard(() => activeSigningKey(db));
+    await guard(() => checkLogIdentity(db, now));
+  }
   const outcome = await guard(() =>
     inTransaction
       ? db.transaction(async (tx) => {

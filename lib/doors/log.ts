@@ -4,10 +4,12 @@ import { parseTilePath, TILE_WIDTH } from "@/lib/city/log-tiles";
 import { syncWitnesses } from "@/lib/city/log-witnesses";
 import { CityError } from "@/lib/errors";
 import { door, Reply } from "./door";
+import { queryInt } from "./query-int";
 import { iso, NoInput, NowUtc } from "./schemas";
 
 const Base64Hash = z.string().regex(/^[A-Za-z0-9+/]{43}=$/);
-const Size = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+// Canonical decimal integers only (lib/doors/query-int.ts): `0x10`, `1e3`, ` 5` and empty values are a 400.
+const Size = queryInt(0);
 
 export const LOG_PATHS = {
   checkpoint: "/api/residency/log/checkpoint",
@@ -22,12 +24,15 @@ export const readLogCheckpoint = door({
   path: LOG_PATHS.checkpoint,
   summary: "The residency log's latest checkpoint (text/plain): a C2SP signed note (origin, tree size, base64 root hash) signed by the city's Ed25519 key, then every witness cosignature held.",
   description:
-    "Verify it with the verifier_key of /city-card.json's `log` (C2SP vkey). The tree is RFC 9162 over the rows of GET /api/residency/log: leaf i is the row with seq i + 1, its data the UTF-8 of the row's RFC 8785 canonical JSON.",
+    "Verify it with the verifier_key of /city-card.json's `log` (C2SP vkey): the origin and key are the database's (recorded once, with the tree), and a note that does not verify against them is never served (503 log_identity_mismatch instead). The tree is RFC 9162 over the rows of GET /api/residency/log: leaf i is the row with seq i + 1, its data the UTF-8 of the row's RFC 8785 canonical JSON.",
   auth: "none",
   produces: "text",
   // Builds the tree over rows from before it existed, once (under the log's lock): bookkeeping rows, never the log.
   hints: { readOnly: false, idempotent: true },
-  roundTrips: { most: 6, why: "one read of the latest checkpoint with its cosignatures; only while the tree lags the log (once, after the migration) the lock, the catch-up pages and a second read" },
+  roundTrips: {
+    most: 9,
+    why: "one read of the latest checkpoint with its cosignatures; an instance's first answer also reads the log's identity (on a new city records it: read, insert, read the winner); only while the tree lags the log (once, after the migration) the lock, the catch-up pages and a second read",
+  },
   input: NoInput,
   output: z.string(),
   run: async (ctx) => cosignedNote(await currentCheckpoint(ctx.db, ctx.now)),
@@ -39,10 +44,10 @@ export const readLogProof = door({
   path: LOG_PATHS.proof,
   summary: "The RFC 9162 inclusion proof of log row `seq` in the tree of `size` (default the latest), hashes in base64, with the signed checkpoint of that size when the city holds it.",
   auth: "none",
-  roundTrips: { most: 3, why: "the tree size, then the proof's nodes and the checkpoint of that size side by side" },
+  roundTrips: { most: 4, why: "the tree size, then the proof's nodes and the checkpoint of that size side by side; an instance's first answer also reads the log's identity, which the checkpoint must verify against" },
   input: z.object({
-    seq: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).describe("the row's seq (leaf index + 1)"),
-    size: Size.min(1).optional().describe("the tree size; default the latest"),
+    seq: queryInt(1).describe("the row's seq (leaf index + 1)"),
+    size: queryInt(1).optional().describe("the tree size; default the latest"),
   }),
   output: z.object({ now_utc: NowUtc, seq: z.number().int(), leaf_index: z.number().int(), tree_size: z.number().int(), proof: z.array(Base64Hash), checkpoint: z.string().nullable() }),
   run: async (ctx, input) => ({ now_utc: iso(ctx.now), ...(await inclusionProof(ctx.db, input.seq, input.size)) }),

@@ -145,9 +145,9 @@ export const exportResidency = door({
   auth: "citizen",
   hints: { destructive: true },
   maxBodyBytes: 1024,
-  // The caller's look-up locks the log's head after the citizen's row, before the export moves the
-  // census: the lock order of every appender (row, head, census counts).
-  appendsLog: () => true,
+  // No appendsLog: the caller's look-up locks only the citizen's row; the export reads and scans the
+  // shelves first and takes the log's head just before its append (lib/city/export.ts), so nothing
+  // slow runs under the city-wide head. The lock order of every appender holds: row, head, census.
   input: z.strictObject({}),
   output: z.object({
     now_utc: NowUtc,
@@ -165,7 +165,7 @@ export const exportResidency = door({
   }),
   run: async (ctx) => {
     requireCitizenSecret(ctx.caller, "Export, which is final and ends the secret and the recovery codes,");
-    const { value: out, receipt } = await withLogReceipt(() => exportCitizen(ctx.db, ctx.caller.did!, ctx.now, ctx.caller.logHead));
+    const { value: out, receipt } = await withLogReceipt(() => exportCitizen(ctx.db, ctx.caller.did!, ctx.now));
     return {
       now_utc: iso(ctx.now),
       did: out.did,

@@ -2,6 +2,8 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, inject, it } from "vitest";
 import { migrateDatabase, openNeon, openPg, openPglite, type Database, type OpenDatabase } from "@/db/client";
+import { forgetLogIdentity } from "@/lib/city/log-identity";
+import { forgetSigningKey } from "@/lib/city/signing";
 import { startNeonRelay } from "./neon-relay";
 
 export type DriverName = "pglite" | "neon" | "pg";
@@ -119,6 +121,10 @@ export function describeOnDatabases(name: string, suite: (current: () => TestDat
       let handle: (TestDatabase & { dispose: () => Promise<void> }) | undefined;
       beforeAll(async () => {
         handle = await createTestDatabase(driver);
+        // A new database is a new city: what this process learnt of the last one's signing key and
+        // log identity (kept per instance, as one instance has one database) does not carry over.
+        forgetSigningKey();
+        forgetLogIdentity();
       }, 60_000);
       afterAll(async () => {
         await handle?.dispose();
