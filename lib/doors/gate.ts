@@ -168,7 +168,7 @@ export const presentGate = door({
       ...configuredLimit({ name: "presentations", variable: "CITY_GATE_PER_ORIGIN_PER_HOUR", windowSeconds: 3600, per: "origin, in its normal form, counting only presentations that can admit (an agent asking for a bed)", over: "filtered" }),
       ...configuredLimit({ name: "presentations", variable: "CITY_GATE_PER_ADDRESS_PER_HOUR", windowSeconds: 3600, per: "client address; proven resumes are not counted", over: "filtered", zeroIsOff: true, perAddress: true }),
       ...configuredLimit({ name: "admissions", variable: "CITY_GATE_ADMISSIONS_PER_HOUR", windowSeconds: 3600, per: "city: new admissions and ward requests", over: "filtered", zeroIsOff: true }),
-      ...configuredLimit({ name: "counted_subjects", variable: "CITY_GATE_SUBJECTS_MAX", per: "city: client addresses and origins counted at once (rows of their windows); a new one past it is filtered", over: "filtered" }),
+      ...configuredLimit({ name: "counted_subjects", variable: "CITY_GATE_SUBJECTS_MAX", per: "city: addresses and origins whose windows are kept at once; a presentation from a new one past it is filtered", over: "filtered" }),
     ];
   },
   // `action: "return"` is the leave-and-return door (POST /api/live), reached through the gate.
