@@ -63,11 +63,12 @@ export function chainSql(chain: Chain, now: Date): { ctes: SQL; allTaken: SQL; c
   }
   const keyed = chain.windows.filter((w) => (CLIENT_KEYED_SCOPES as readonly string[]).includes(w.scope));
   if (keyed.length) {
-    // Room for the rows this chain may add: the table holds fewer than the bound, or every one exists.
+    // Room for the rows this chain may add: every one exists, or the table holds fewer than the bound
+    // (counted only when a row is new: an OR is evaluated left to right and stops at true).
     const scopes = sql.join(CLIENT_KEYED_SCOPES.map((s) => sql`${s}`), sql`, `);
     const exist = sql.join(keyed.map((w) => sql`EXISTS (SELECT 1 FROM rate_windows WHERE scope = ${w.scope} AND subject = ${w.subject})`), sql` AND `);
     ctes.push(sql`subjects_room AS (
-      SELECT (SELECT count(*) FROM (SELECT 1 FROM rate_windows WHERE scope IN (${scopes}) LIMIT ${chain.subjectsMax}) kept) < ${chain.subjectsMax}::int OR (${exist}) AS room)`);
+      SELECT (${exist}) OR (SELECT count(*) FROM (SELECT 1 FROM rate_windows WHERE scope IN (${scopes}) LIMIT ${chain.subjectsMax}) kept) < ${chain.subjectsMax}::int AS room)`);
     columns.push(sql.raw(`(SELECT room FROM subjects_room) AS subjects_room`));
     gates.push("subjects_room.room");
   }
