@@ -145,6 +145,19 @@ describeOnDatabases("the gate locks nothing before proof and stores nothing it r
     }
   });
 
+  it("gives back the origin and the ceiling of presentations that lost a name to a parallel admission of it (their address stays counted)", async () => {
+    const now = anHourOfItsOwn();
+    const shown = presentation({ origin: `one-name-${Date.now()}.example` });
+    const limits = { admissionsPerHour: 100, perAddressPerHour: 100 };
+    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => presentAndProbe(shown, circumstances(now, limits, { ip: `198.51.100.${50 + i}` }), null)));
+    expect(answers.filter((a) => a.verdict.verdict === "admitted")).toHaveLength(1);
+    for (const a of answers.filter((x) => x.verdict.verdict !== "admitted")) expect(a.verdict).toMatchObject({ verdict: "filtered", rule: "held" });
+    expect(await attempts("gate-origin", normalKey(shown.origin))).toBe(1);
+    expect(await attempts("gate-admissions")).toBe(1);
+    // Every presentation is counted per address, failed or not (only a proven resume is not).
+    for (let i = 0; i < 10; i++) expect(await attempts("gate-address", `198.51.100.${50 + i}`)).toBe(1);
+  });
+
   it("keeps at most subjectsMax rows of counted addresses and origins: a new one past it is filtered and stored nowhere, a known one still counts", async () => {
     const now = anHourOfItsOwn();
     // What earlier tests left has expired by this hour: gone first, so no sweep moves the count meanwhile.
