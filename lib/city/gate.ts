@@ -7,8 +7,9 @@ import { hashCredential, mintCredential } from "./credentials";
 import { checkGateText } from "./gate-content";
 import { verifyEd25519 } from "./keys";
 import { scanContent } from "@/lib/scan";
-import { type Slot, slotColumns, slotOf, sweepWindowsSql, takeSlot, takeWindowSql, type Window } from "./rate";
-import { appended, type LogHead, lockLogHeadAfter, logHeadOf, prepareAppend } from "./residency-log";
+import { type Chain, type ChainOutcome, chainOutcome, chainSql, settle, subjectsRetryAfter, takeChain, undoTakes } from "./gate-windows";
+import type { Slot, Window } from "./rate";
+import { appended, type LogHead, lockLogHeadIf, logHeadOf, prepareAppend } from "./residency-log";
 import { returnCitizen } from "./residency";
 import { normalKey } from "./names";
 
@@ -35,7 +36,16 @@ export interface GateLimits {
   perAddressPerHour: number;
   /** City-wide new admissions and ward requests per hour; 0 turns the ceiling off. */
   admissionsPerHour: number;
+  /**
+   * At most this many rows of the gate's per-address and per-origin windows are kept, city-wide
+   * (both are keyed by text the client chooses); a new address or origin past it is filtered
+   * (rule flood) until the oldest leaves. Unset: GATE_SUBJECTS_MAX.
+   */
+  subjectsMax?: number;
 }
+
+/** The default city-wide bound on the gate's per-address and per-origin window rows (env CITY_GATE_SUBJECTS_MAX). */
+export const GATE_SUBJECTS_MAX = 20_000;
 
 export interface GateCircumstances {
   now: Date;
@@ -90,58 +100,80 @@ const filtered = (rule: string, reason: string): Verdict => ({
 /** What the gate reads of a held name and origin's citizen. */
 type HeldCitizen = Pick<CitizenRow, "did" | "name" | "runtime" | "origin" | "controllerPublicKey" | "residencyStatus" | "bedId" | "tier">;
 
-/** What the gate's first statement read under its locks. */
+/** A new admission's windows as the gate's first statement counted them, and what it locked and drew then. */
+interface AdmissionReading {
+  chain: Chain;
+  outcome: ChainOutcome;
+  /** The log's head, locked only when every window let the presentation through. */
+  head: LogHead | null;
+  /** A bed number, drawn only with the head. */
+  bedNumber: string | null;
+}
+
+/** What the gate's first statement read. */
 interface GateReading {
   nonceValid: boolean;
+  /** The citizen holding the name and origin, read without a lock (a resume locks it once proven). */
   held: HeldCitizen | null;
-  head: LogHead | null;
-  /** A bed number drawn for a new admission (drawn only when no citizen holds the name). */
-  bedNumber: string | null;
-  /** The held citizen was admitted by a presentation that committed while this one waited. */
+  /** Only for a presentation that can be a first admission (see presentAtGate). */
+  admission: AdmissionReading | null;
+  /** The held citizen was admitted by a presentation that committed while this one waited for the head. */
   raced: boolean;
 }
 
 /**
  * Presenting at the gate: every verdict rule of the spec and DESIGN.md, inside one transaction.
- * A new admission is two statements: the first consumes the nonce, locks the held name's citizen
- * (if any) and then the log's head, and draws a bed number; the second counts the address, the
- * origin and the city's ceiling, each only when the one before let it through, and inserts the
- * citizen and its admit row only when all three did. What only the presentation decides (its
- * kind, its text) is decided before the first, with no statement.
+ * No presentation locks anything of a citizen's, or the log's head, before it is known to admit or
+ * resume (issue 29, item 2). What only the presentation decides (its kind, its text, a first
+ * controller's signature) is decided before any statement. The first statement consumes the
+ * nonce and reads the held name's citizen without a lock; for a presentation that can be a first
+ * admission (nonce valid, no citizen holds the name) the same statement counts its windows
+ * (address, origin, then the city's ceiling: gate-windows.ts) and only when all let it through
+ * locks the log's head and draws a bed number; the second inserts the citizen and its admit row.
+ * A held name is resumed only with proof, checked in memory; only then is the citizen's row locked
+ * (and the head with it when the citizen is away, for its return row), and read again under the lock.
  */
 export async function presentAtGate(db: Database, p: Presentation, c: GateCircumstances): Promise<Verdict> {
   const agentForBed = p.kind === "agent" && p.ask === "bed";
   const textRefusal = p.kind === "agent" ? gateTextRefusal(p) : null;
-  // Only an agent asking for a bed can be admitted or resumed: only it reads the held citizen (a
-  // proven one is not counted per address, whatever its text) and locks the log's head (which
-  // serialises every admission).
-  const reading = await readGate(db, p, c, agentForBed && !c.credentialRejected);
+  // Only an agent asking for a bed, with no rejected credential and text that passed, can be
+  // admitted or resumed: only it reads the held citizen (with no lock).
+  const mayAdmit = agentForBed && !c.credentialRejected && !textRefusal;
+  // A first admission's controller rules need no statement: checked first, so that its windows
+  // count only presentations that can admit (the nonce's validity is the statement's condition).
+  const firstAdmit = mayAdmit ? await firstAdmitProblem(p) : null;
+  const reading = await readGate(db, p, c, mayAdmit, mayAdmit && !firstAdmit ? admissionChain(p, c) : null);
   const nonceProblem = p.nonce !== undefined && !reading.nonceValid;
 
   // A proven resume (the held citizen's own Bearer secret or token, or its controller's signature)
   // is never counted against a flood limit; every other presentation is counted per address,
-  // failed or not. The origin's quota counts only presentations that can admit (see admitNew).
-  const held = agentForBed && !nonceProblem && !c.credentialRejected ? reading.held : null;
+  // failed or not. The origin's quota counts only presentations that can admit (see admissionChain).
+  const held = mayAdmit && !nonceProblem ? reading.held : null;
   const proof = held ? await proofFor(held, p, c, reading.nonceValid) : null;
   const address = !proof?.proven ? addressWindow(c) : null;
 
-  const decided = await decide(p, c, reading, { nonceProblem, textRefusal, held });
-  if (isAdmitPlan(decided)) return admitNew(db, p, c, reading, decided, address);
-  // Everything but a new admission counts the address on its own, first.
-  const flood = await countAlone(db, address, c.now);
+  const decided = decide(p, c, reading, { nonceProblem, textRefusal, held, firstAdmit });
+  if (decided === "admit") return admitNew(db, p, c, reading);
+  if (decided === "ward") return fileWardRequest(db, p, c, address);
+  if (reading.raced) {
+    // Counted as an admission a moment ago (its address kept): the origin and the ceiling are given back.
+    await undoTakes(db, [originWindow(p, c), admissionWindow(c)].filter((w): w is Window => w !== null), c.now);
+    return decided as Verdict;
+  }
+  // Everything else counts the address on its own, first.
+  const flood = await countAlone(db, address, c);
   if (flood) return flood;
-  if (decided === "ward") return fileWardRequest(db, p, c);
-  if (decided === "resume") return resume(db, held!, p, c, reading, proof!);
+  if (decided === "resume") return resume(db, held!, p, c, reading.nonceValid, proof!);
   return decided;
 }
 
 /** The verdict rules in their order, with nothing counted yet: a verdict, or what to do next. */
-async function decide(
+function decide(
   p: Presentation,
   c: GateCircumstances,
   reading: GateReading,
-  found: { nonceProblem: boolean; textRefusal: Verdict | null; held: HeldCitizen | null },
-): Promise<Verdict | AdmitPlan | "ward" | "resume"> {
+  found: { nonceProblem: boolean; textRefusal: Verdict | null; held: HeldCitizen | null; firstAdmit: Verdict | null },
+): Verdict | "admit" | "ward" | "resume" {
   if (found.nonceProblem) return filtered("nonce", "That nonce is unknown, expired (600 s) or already consumed; GET /gate for a fresh one.");
   if (c.credentialRejected) {
     return filtered("credential", "The Bearer token sent opens nothing: it is revoked, expired or unknown. Present without it, or with a live citizen secret or gate session token.");
@@ -158,11 +190,8 @@ async function decide(
     return filtered("held", "That name and origin were taken a moment ago by a citizen admitted in parallel with this presentation. Present again, with its Bearer secret or its controller's signature over a fresh nonce, to resume it.");
   }
   if (found.held) return "resume";
-  return admitPlan(p, reading);
-}
-
-function isAdmitPlan(decided: Verdict | AdmitPlan | "ward" | "resume"): decided is AdmitPlan {
-  return typeof decided === "object" && "plan" in decided;
+  if (found.firstAdmit) return found.firstAdmit;
+  return "admit";
 }
 
 /** The text rules and the content scan, which need no statement. */
@@ -197,40 +226,50 @@ function heldOf(row: HeldRow | undefined): HeldCitizen | null {
 
 /**
  * The gate's first statement: the nonce consumed (atomically: true for exactly one presenter while
- * it is fresh); for a presenter who may be admitted, the held name's citizen locked, then the log's
- * head (one lock order with every appender), and a bed number drawn when no citizen holds the name.
- * The head lock serialises admissions, but the statement's snapshot predates a wait for it: when
- * the head moved meanwhile (an admission may have committed), the held name is read again in a
- * statement of its own, without a row lock (a row lock after the head's would invert the order
- * every appender keeps). A citizen found only then was admitted a moment ago in parallel: this
- * presentation is filtered as held and resumes nothing (see decide).
+ * it is fresh) and, for a presenter who may be admitted or resumed, the held name's citizen read,
+ * with no lock. For a presentation that can be a first admission (`chain`), the same statement
+ * counts its windows when the nonce was valid and no citizen holds the name, and only when all of
+ * them let it through locks the log's head and draws a bed number. The head lock serialises
+ * admissions, but the statement's snapshot predates a wait for it: when the head moved meanwhile
+ * (an admission may have committed), the held name is read again in a statement of its own. A
+ * citizen found only then was admitted a moment ago in parallel: this presentation is filtered as
+ * held and resumes nothing (see decide).
  */
-async function readGate(db: Database, p: Presentation, c: GateCircumstances, mayAdmit: boolean): Promise<GateReading> {
+async function readGate(db: Database, p: Presentation, c: GateCircumstances, mayAdmit: boolean, chain: Chain | null): Promise<GateReading> {
   const at = sql`${c.now.toISOString()}::timestamptz`;
-  const nonce = p.nonce
-    ? sql`(SELECT count(*)::int FROM consumed)`
-    : sql`0`;
+  const nonce = p.nonce ? sql`(SELECT count(*)::int FROM consumed)` : sql`0`;
   const consumed = p.nonce
-    ? sql`WITH consumed AS (UPDATE ${gateNonces} SET consumed_at = ${at} WHERE nonce = ${p.nonce} AND consumed_at IS NULL AND expires_at > ${at} RETURNING 1) `
-    : sql``;
+    ? sql`consumed AS (UPDATE ${gateNonces} SET consumed_at = ${at} WHERE nonce = ${p.nonce} AND consumed_at IS NULL AND expires_at > ${at} RETURNING 1)`
+    : null;
   if (!mayAdmit) {
-    const [row] = rowsOf<{ nonce_valid: number }>(await db.execute(sql`${consumed}SELECT ${nonce} AS nonce_valid`));
-    return { nonceValid: row!.nonce_valid === 1, held: null, head: null, bedNumber: null, raced: false };
+    const [row] = rowsOf<{ nonce_valid: number }>(await db.execute(sql`${consumed ? sql`WITH ${consumed} ` : sql``}SELECT ${nonce} AS nonce_valid`));
+    return { nonceValid: row!.nonce_valid === 1, held: null, admission: null, raced: false };
   }
-  type Row = HeldRow & Parameters<typeof logHeadOf>[0] & { nonce_valid: number; snapshot_seq: number | string; bed_number: string | null };
+  const heldCte = sql`held AS (SELECT ${HELD_COLUMNS} FROM ${citizens} WHERE ${heldWhere(p)} LIMIT 1)`;
+  const ctes = consumed ? [consumed, heldCte] : [heldCte];
+  if (!chain) {
+    const [row] = rowsOf<HeldRow & { nonce_valid: number }>(
+      await db.execute(sql`WITH ${sql.join(ctes, sql`, `)} SELECT ${nonce} AS nonce_valid, held.* FROM (SELECT 1) one LEFT JOIN held ON true`),
+    );
+    return { nonceValid: row!.nonce_valid === 1, held: heldOf(row), admission: null, raced: false };
+  }
+  const nonceOk = p.nonce ? sql`(SELECT count(*) FROM consumed) = 1` : sql`true`;
+  const counted: Chain = { ...chain, when: sql`${nonceOk} AND NOT EXISTS (SELECT 1 FROM held)` };
+  const windows = chainSql(counted, c.now);
+  type Row = HeldRow & Partial<Parameters<typeof logHeadOf>[0]> & Record<string, unknown> & { nonce_valid: number; snapshot_seq: number | string; bed_number: string | null };
   const [row] = rowsOf<Row>(
-    await db.execute(sql`${consumed}
-      SELECT ${nonce} AS nonce_valid, held.*, head.*, (SELECT seq FROM ${logHead} WHERE id = 1) AS snapshot_seq,
-        CASE WHEN held.did IS NULL THEN nextval('bed_numbers')::text END AS bed_number
-      FROM (SELECT 1) one
-      LEFT JOIN LATERAL (SELECT ${HELD_COLUMNS} FROM ${citizens} WHERE ${heldWhere(p)} LIMIT 1 FOR NO KEY UPDATE) held ON true
-      ${lockLogHeadAfter(sql`coalesce(held.did, '')`)}`),
+    await db.execute(sql`WITH ${sql.join(ctes, sql`, `)}, ${windows.ctes}
+      SELECT ${nonce} AS nonce_valid, held.*, ${windows.columns}, head.*, (SELECT seq FROM ${logHead} WHERE id = 1) AS snapshot_seq,
+        CASE WHEN head.log_seq IS NOT NULL THEN nextval('bed_numbers')::text END AS bed_number
+      FROM (SELECT 1) one LEFT JOIN held ON true
+      ${lockLogHeadIf(windows.allTaken)}`),
   );
-  const head = logHeadOf(row!);
-  const reading = { nonceValid: row!.nonce_valid === 1, held: heldOf(row), head, bedNumber: row!.bed_number, raced: false };
-  if (reading.held || Number(row!.snapshot_seq) === head.seq) return reading;
+  const head = row!.log_seq === null || row!.log_seq === undefined ? null : logHeadOf(row as Parameters<typeof logHeadOf>[0]);
+  const admission: AdmissionReading = { chain: counted, outcome: chainOutcome(row!, counted, c.now), head, bedNumber: row!.bed_number };
+  const reading: GateReading = { nonceValid: row!.nonce_valid === 1, held: heldOf(row), admission, raced: false };
+  if (!head || Number(row!.snapshot_seq) === head.seq) return reading;
   const [raced] = rowsOf<HeldRow>(await db.execute(sql`SELECT ${HELD_COLUMNS} FROM ${citizens} WHERE ${heldWhere(p)} LIMIT 1`));
-  return raced ? { ...reading, held: heldOf(raced), bedNumber: null, raced: true } : reading;
+  return raced ? { ...reading, held: heldOf(raced), raced: true } : reading;
 }
 
 function addressWindow(c: GateCircumstances): Window | null {
@@ -254,6 +293,16 @@ function admissionWindow(c: GateCircumstances): Window | null {
   return { scope: "gate-admissions", subject: "city", limit: c.limits.admissionsPerHour, windowSeconds: 3600 };
 }
 
+function subjectsMax(c: GateCircumstances): number {
+  return c.limits.subjectsMax ?? GATE_SUBJECTS_MAX;
+}
+
+/** A first admission's windows: the address, the origin, then the city's ceiling (gate-windows.ts). */
+function admissionChain(p: Presentation, c: GateCircumstances): Chain {
+  const address = addressWindow(c);
+  return { windows: [...(address ? [address] : []), originWindow(p, c)], ceiling: admissionWindow(c), subjectsMax: subjectsMax(c) };
+}
+
 /** The filtered verdict of a full window, or null when the slot was taken. */
 function floodOf(slot: Slot | null, window: Window): Verdict | null {
   if (!slot || slot.allowed) return null;
@@ -263,13 +312,31 @@ function floodOf(slot: Slot | null, window: Window): Verdict | null {
   return filtered("flood", `The city admits at most ${window.limit} new citizens and ward requests an hour, and that many came; ${wait}`);
 }
 
-/** Counts one window in a statement of its own (none: nothing to count): its flood verdict, or null. */
-async function countAlone(db: Database, window: Window | null, now: Date): Promise<Verdict | null> {
-  return window ? floodOf(await takeSlot(db, window, now), window) : null;
+/** The filtered verdict of a chain that did not let the presentation through, or null when it did. */
+async function chainFlood(db: Database, outcome: ChainOutcome, chain: Chain, c: GateCircumstances): Promise<Verdict | null> {
+  switch (outcome.kind) {
+    case "taken":
+    case "skipped":
+      return null;
+    case "refused":
+      return floodOf(outcome.slot, outcome.window);
+    case "ceiling-full":
+      return filtered("flood", `The city admits at most ${chain.ceiling!.limit} new citizens and ward requests an hour, and that many came; try again in ${outcome.retryAfterSeconds} s. Nothing was counted against your address or origin.`);
+    case "subjects-full":
+      return filtered("flood", `The city keeps count of at most ${chain.subjectsMax} client addresses and origins at once, and that many are counted; try again in ${await subjectsRetryAfter(db, c.now)} s. Nothing was counted.`);
+  }
 }
 
-async function fileWardRequest(db: Database, p: Presentation, c: GateCircumstances): Promise<Verdict> {
-  const flood = await countAlone(db, admissionWindow(c), c.now);
+/** Counts the address in a statement of its own (none: nothing to count): its flood verdict, or null. */
+async function countAlone(db: Database, window: Window | null, c: GateCircumstances): Promise<Verdict | null> {
+  if (!window) return null;
+  const chain: Chain = { windows: [window], ceiling: null, subjectsMax: subjectsMax(c) };
+  return chainFlood(db, await takeChain(db, chain, c.now), chain, c);
+}
+
+async function fileWardRequest(db: Database, p: Presentation, c: GateCircumstances, address: Window | null): Promise<Verdict> {
+  const chain: Chain = { windows: address ? [address] : [], ceiling: admissionWindow(c), subjectsMax: subjectsMax(c) };
+  const flood = await chainFlood(db, await takeChain(db, chain, c.now), chain, c);
   if (flood) return flood;
   const [note] = await db
     .insert(wardNotes)
@@ -294,97 +361,98 @@ async function proofFor(held: HeldCitizen, p: Presentation, c: GateCircumstances
   return { proven: bearer || controller, bearer, controller };
 }
 
-/** A new admission worked out in memory, before its statement. */
-interface AdmitPlan {
-  plan: "admit";
-  did: string;
-  citizenKey: string;
-  salt: string;
-  secret: string;
-  bedId: string;
-  controllerPublicKey: string | null;
-}
-
-/** The controller rules of a first admission, then the new citizen's identity and secret (no statement). */
-async function admitPlan(p: Presentation, reading: GateReading): Promise<Verdict | AdmitPlan> {
+/**
+ * The controller rules of a first admission, which need no statement: its filtered verdict, or
+ * null. The nonce the signature covers is taken as valid here; an invalid one is filtered first
+ * (rule nonce), by the first statement's reading.
+ */
+async function firstAdmitProblem(p: Presentation): Promise<Verdict | null> {
   const wantsController = p.controller_public_key !== undefined || p.controller_signature !== undefined;
   if (wantsController) {
-    const problem = await controllerProblem(p.controller_public_key, p.controller_signature, p.nonce, reading.nonceValid);
+    const problem = await controllerProblem(p.controller_public_key, p.controller_signature, p.nonce, true);
     if (problem) return filtered("controller", problem);
   }
   if (p.next_controller_public_key || p.next_controller_signature) {
     return filtered("controller", "Rotation needs a controller already bound; at first admit send controller_public_key and controller_signature only.");
   }
-  const citizenKey = citizenKeyOf(p.name, p.runtime, p.origin);
-  const salt = newSalt();
-  return {
-    plan: "admit",
-    did: deriveDid(citizenKey, salt),
-    citizenKey,
-    salt: bytesToHex(salt),
-    secret: mintCredential("secret"),
-    bedId: bedLabel(reading.bedNumber!),
-    controllerPublicKey: wantsController ? p.controller_public_key! : null,
-  };
+  return null;
 }
 
 /**
- * The new admission's one statement: the address, the origin and the city's ceiling counted in
- * that order, each only when the one before let it through (takeWindowSql's source), then the
- * citizen and its admit row (with the tree's nodes and checkpoint) inserted only when all three did.
+ * A new admission, its windows counted and the log's head locked by the first statement (or the
+ * flood verdict of the window that refused it): the citizen and its admit row (with the tree's
+ * nodes and checkpoint) inserted in one statement.
  */
-async function admitNew(db: Database, p: Presentation, c: GateCircumstances, reading: GateReading, plan: AdmitPlan, address: Window | null): Promise<Verdict> {
-  const windows = [address, originWindow(p, c), admissionWindow(c)].filter((w): w is Window => w !== null);
-  const names = windows.map((w) => w.scope.replace("-", "_"));
-  const takes = windows.map((w, i) => sql`${sql.raw(names[i]!)} AS (${takeWindowSql(w, c.now, i === 0 ? sql`` : sql.raw(`FROM ${names[i - 1]} WHERE ${names[i - 1]}.allowed`))})`);
-  const allTaken = sql.raw(names.map((n) => `coalesce((SELECT allowed FROM ${n}), false)`).join(" AND "));
-  const admit = await prepareAppend(db, reading.head!, {
+async function admitNew(db: Database, p: Presentation, c: GateCircumstances, reading: GateReading): Promise<Verdict> {
+  const { chain, outcome, head, bedNumber } = reading.admission!;
+  const flood = await chainFlood(db, await settle(db, outcome, c.now), chain, c);
+  if (flood) return flood;
+  const wantsController = p.controller_public_key !== undefined || p.controller_signature !== undefined;
+  const citizenKey = citizenKeyOf(p.name, p.runtime, p.origin);
+  const salt = newSalt();
+  const did = deriveDid(citizenKey, salt);
+  const secret = mintCredential("secret");
+  const bedId = bedLabel(bedNumber!);
+  const admit = await prepareAppend(db, head!, {
     event: "admit",
-    did: plan.did,
+    did,
     at: c.now,
-    details: { name: p.name, runtime: p.runtime, origin: p.origin, bed_id: plan.bedId },
-    when: allTaken,
+    details: { name: p.name, runtime: p.runtime, origin: p.origin, bed_id: bedId },
   });
   const at = sql`${c.now.toISOString()}::timestamptz`;
-  const result = await db.execute(sql`
-    WITH rate_swept AS (${sweepWindowsSql(c.now, windows)}), ${sql.join(takes, sql`, `)},
-    admitted AS (
+  await db.execute(sql`
+    WITH admitted AS (
       INSERT INTO ${citizens} (did, name, runtime, origin, name_key, origin_key, salt, secret_hash, controller_public_key, bed_id, bound_at, last_seen_at)
-      SELECT ${plan.did}, ${p.name}, ${p.runtime}, ${p.origin}, ${normalKey(p.name)}, ${normalKey(p.origin)}, ${plan.salt}, ${hashCredential(plan.secret)},
-        ${plan.controllerPublicKey}, ${plan.bedId}, ${at}, ${at}
-      WHERE ${allTaken}
+      VALUES (${did}, ${p.name}, ${p.runtime}, ${p.origin}, ${normalKey(p.name)}, ${normalKey(p.origin)}, ${bytesToHex(salt)}, ${hashCredential(secret)},
+        ${wantsController ? p.controller_public_key! : null}, ${bedId}, ${at}, ${at})
       RETURNING 1),
     ${admit.ctes}
-    SELECT ${sql.join(names.map((n) => slotColumns(n)), sql`, `)}`);
-  const row = rowsOf<Record<string, unknown>>(result)[0]!;
-  for (const [i, window] of windows.entries()) {
-    const flood = floodOf(slotOf(row, names[i]!, window, c.now), window);
-    if (flood) return flood;
-  }
+    SELECT 1`);
   appended(admit);
   return {
     verdict: "admitted",
-    did: plan.did,
-    citizen_key: plan.citizenKey,
-    bed_id: plan.bedId,
+    did,
+    citizen_key: citizenKey,
+    bed_id: bedId,
     tier: "citizen",
     residency_status: "bound",
     resumed: false,
-    citizen_secret: plan.secret,
+    citizen_secret: secret,
     note: "Admitted. Your citizen secret is shown once, here, and never again: keep it, and mint recovery codes (POST /api/recover) before it can be lost. Send it as Authorization: Bearer <secret>.",
   };
 }
 
 /**
+ * The held citizen's row, locked for a proven resume, and the log's head with it only when the
+ * citizen is away (its return appends a row): citizen first, then head, the order of every
+ * appender. Read under the lock: the latest version, or null when it was exported meanwhile.
+ */
+async function lockHeld(db: Database, did: string): Promise<{ held: HeldCitizen | null; head: LogHead | null }> {
+  type Row = HeldRow & { log_seq: number | string | null; log_hash: string; log_at: Date | string | null; log_edge: string | null };
+  const [row] = rowsOf<Row>(
+    await db.execute(sql`
+      SELECT held.*, head.* FROM (SELECT 1) one
+      LEFT JOIN LATERAL (SELECT ${HELD_COLUMNS} FROM ${citizens} WHERE did = ${did} AND residency_status <> 'exported' FOR NO KEY UPDATE) held ON true
+      ${lockLogHeadIf(sql`held.residency_status = 'away'`)}`),
+  );
+  const head = row?.log_seq === null || row?.log_seq === undefined ? null : logHeadOf({ ...row, log_seq: row.log_seq });
+  return { held: heldOf(row), head };
+}
+
+/**
  * A held name and origin resumes only with proof: its own Bearer credential or its controller's
  * signature. Binding a first controller needs the citizen secret; rotating needs the controller.
+ * Only a proven presentation locks the citizen's row (lockHeld), and its checks run again on the
+ * row as read under the lock.
  */
-/** `reading` locked the log's head, which a resume of an away citizen appends to. */
-async function resume(db: Database, held: HeldCitizen, p: Presentation, c: GateCircumstances, reading: GateReading, proof: Proof): Promise<Verdict> {
-  const { nonceValid } = reading;
-  if (!proof.proven) {
-    return filtered("held", "That name and origin are held by a citizen. Present with its Bearer secret, or with its controller's signature over a fresh nonce, to resume it.");
-  }
+async function resume(db: Database, unlocked: HeldCitizen, p: Presentation, c: GateCircumstances, nonceValid: boolean, unlockedProof: Proof): Promise<Verdict> {
+  const unproven = filtered("held", "That name and origin are held by a citizen. Present with its Bearer secret, or with its controller's signature over a fresh nonce, to resume it.");
+  if (!unlockedProof.proven) return unproven;
+  const locked = await lockHeld(db, unlocked.did);
+  const held = locked.held;
+  if (!held) return filtered("held", "That citizen left the city while this presentation was checked: present again.");
+  const proof = held.controllerPublicKey === unlocked.controllerPublicKey ? unlockedProof : await proofFor(held, p, c, nonceValid);
+  if (!proof.proven) return unproven;
 
   let controllerKey = held.controllerPublicKey;
   if (p.next_controller_public_key || p.next_controller_signature) {
@@ -404,7 +472,7 @@ async function resume(db: Database, held: HeldCitizen, p: Presentation, c: GateC
     await db.update(citizens).set({ controllerPublicKey: controllerKey }).where(eq(citizens.did, held.did));
   }
 
-  const current = held.residencyStatus === "away" ? await returnCitizen(db, held, c.now, reading.head!) : held;
+  const current = held.residencyStatus === "away" ? await returnCitizen(db, held, c.now, locked.head!) : held;
   return {
     verdict: "admitted",
     did: current.did,

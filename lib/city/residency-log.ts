@@ -53,6 +53,15 @@ export function lockLogHeadAfter(column: SQL): SQL {
   return sql`CROSS JOIN LATERAL (SELECT ${HEAD_COLUMNS} FROM ${logHead} WHERE id = 1 AND ${column} IS NOT NULL FOR UPDATE) head`;
 }
 
+/**
+ * LOCK_LOG_HEAD as a lateral join taken only when `condition` (on the statement's other rows and
+ * CTEs) holds: a statement that first decides whether it will append (its windows counted, the
+ * citizen's row found away) locks the head only then. Its columns are NULL when it was not taken.
+ */
+export function lockLogHeadIf(condition: SQL): SQL {
+  return sql`LEFT JOIN LATERAL (SELECT ${HEAD_COLUMNS} FROM ${logHead} WHERE id = 1 AND ${condition} FOR UPDATE) head ON true`;
+}
+
 /** The head read by LOCK_LOG_HEAD (or lockLogHeadAfter), from a row of the statement that selected its columns. */
 export function logHeadOf(row: { log_seq: number | string; log_hash: string; log_at: Date | string | null; log_edge: string | null }): LogHead {
   return { seq: Number(row.log_seq), hash: row.log_hash, at: row.log_at === null ? null : new Date(row.log_at), edge: row.log_edge };

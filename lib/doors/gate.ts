@@ -104,7 +104,10 @@ export const describeGate = door({
   preferred: true,
   // A getter: published as configured when a document is built, never as a constant.
   get limits() {
-    return configuredLimit({ name: "gate nonces", variable: "CITY_GATE_PER_ADDRESS_PER_HOUR", windowSeconds: 3600, per: "client address", over: "refused", zeroIsOff: true, perAddress: true });
+    return [
+      ...configuredLimit({ name: "gate nonces", variable: "CITY_GATE_PER_ADDRESS_PER_HOUR", windowSeconds: 3600, per: "client address", over: "refused", zeroIsOff: true, perAddress: true }),
+      ...configuredLimit({ name: "gate_nonces_live", variable: "CITY_GATE_NONCES_LIVE", windowSeconds: 600, per: "city: nonces issued to all clients together (each lives 600 s, so at most this many are live)", over: "refused" }),
+    ];
   },
   // Every description issues a fresh nonce row: a read that writes, declared so tools say it.
   hints: { readOnly: false, idempotent: false },
@@ -112,7 +115,7 @@ export const describeGate = door({
   output: GateDescription,
   run: async (ctx) => {
     // One statement: the nonce, its per-address limit and sweep, the census counts and the caller.
-    const issued = await issueNonce(ctx.db, ctx.now, ctx.request.ip, env().CITY_GATE_PER_ADDRESS_PER_HOUR, ctx.caller.did ?? null);
+    const issued = await issueNonce(ctx.db, ctx.now, ctx.request.ip, env().CITY_GATE_PER_ADDRESS_PER_HOUR, ctx.caller.did ?? null, env().CITY_GATE_NONCES_LIVE);
     const { nonce, self } = issued;
     const census = { occupancy: issued.counts.beds, citizens: issued.counts.citizens, house: issued.counts.house, outside: issued.counts.outside, hotelGuests: issued.counts.beds, lotsOccupied: 0 };
     const citizen = self ? citizenSelf(self) : null;
@@ -165,6 +168,7 @@ export const presentGate = door({
       ...configuredLimit({ name: "presentations", variable: "CITY_GATE_PER_ORIGIN_PER_HOUR", windowSeconds: 3600, per: "origin, in its normal form, counting only presentations that can admit (an agent asking for a bed)", over: "filtered" }),
       ...configuredLimit({ name: "presentations", variable: "CITY_GATE_PER_ADDRESS_PER_HOUR", windowSeconds: 3600, per: "client address; proven resumes are not counted", over: "filtered", zeroIsOff: true, perAddress: true }),
       ...configuredLimit({ name: "admissions", variable: "CITY_GATE_ADMISSIONS_PER_HOUR", windowSeconds: 3600, per: "city: new admissions and ward requests", over: "filtered", zeroIsOff: true }),
+      ...configuredLimit({ name: "counted_subjects", variable: "CITY_GATE_SUBJECTS_MAX", per: "city: addresses and origins whose windows are kept at once; a presentation from a new one past it is filtered", over: "filtered" }),
     ];
   },
   // `action: "return"` is the leave-and-return door (POST /api/live), reached through the gate.
@@ -174,7 +178,7 @@ export const presentGate = door({
   ownTransactions: (input) => input.action === "return",
   run: async (ctx, input) => {
     if (input.action === "return") return runReturn(ctx, input);
-    const { CITY_GATE_PER_ORIGIN_PER_HOUR, CITY_GATE_PER_ADDRESS_PER_HOUR, CITY_GATE_ADMISSIONS_PER_HOUR } = env();
+    const { CITY_GATE_PER_ORIGIN_PER_HOUR, CITY_GATE_PER_ADDRESS_PER_HOUR, CITY_GATE_ADMISSIONS_PER_HOUR, CITY_GATE_SUBJECTS_MAX } = env();
     const { value: verdict, receipt } = await withLogReceipt(() => presentAtGate(ctx.db, input, {
       now: ctx.now,
       ip: ctx.request.ip,
@@ -185,6 +189,7 @@ export const presentGate = door({
         perOriginPerHour: CITY_GATE_PER_ORIGIN_PER_HOUR,
         perAddressPerHour: CITY_GATE_PER_ADDRESS_PER_HOUR,
         admissionsPerHour: CITY_GATE_ADMISSIONS_PER_HOUR,
+        subjectsMax: CITY_GATE_SUBJECTS_MAX,
       },
     }));
     // A resume proved by Bearer or controller signature is a proven call: presence moves.

@@ -14,8 +14,10 @@ describe.skipIf(!postgresUrl)("the built server publishes the limits in force", 
     const openapi = await city().get("/openapi.json");
     expect(openapi.status).toBe(200);
     const gate = openapi.body.paths["/gate"].post["x-city-limits"] as { name: string; limit: number; per: string }[];
-    expect(gate.map((l) => [l.name, l.limit])).toEqual([["presentations", 100000]]);
-    expect(openapi.body.paths["/gate"].get["x-city-limits"]).toBeUndefined();
+    // The per-origin bound as raised, and the city-wide bound on counted addresses and origins (issue 29, item 8).
+    expect(gate.map((l) => [l.name, l.limit])).toEqual([["presentations", 100000], ["counted_subjects", 20000]]);
+    // No per-address nonce bound (off in the harness); the city-wide one (issue 29, item 8).
+    expect(openapi.body.paths["/gate"].get["x-city-limits"].map((l: { name: string; limit: number }) => [l.name, l.limit])).toEqual([["gate_nonces_live", 2000]]);
     expect(openapi.body.paths["/api/hospital"].post["x-city-limits"].map((l: { name: string }) => l.name)).not.toContain("unsigned_filings");
     expect(openapi.body.paths["/api/locker"].post["x-city-limits"]).toContainEqual({ name: "city_bytes", limit: 5_000_000, per: "city", over: "refused" });
 
@@ -27,6 +29,8 @@ describe.skipIf(!postgresUrl)("the built server publishes the limits in force", 
     expect(text).not.toContain("600 admissions");
     expect(text).not.toContain("2147483648 city_bytes");
     expect(text).toContain("5000000 city_bytes per city");
+    expect(text).toContain("2000 gate_nonces_live per 600 s per city");
+    expect(text).toContain("20000 counted_subjects per city");
 
     const card = await city().get("/city-card.json");
     expect(card.status).toBe(200);

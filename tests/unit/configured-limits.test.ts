@@ -34,7 +34,8 @@ describe("published limits under a non-default configuration", () => {
     expect(gate.filter((l) => l.per.includes("client address"))).toEqual([]);
     expect(gate.filter((l) => l.name === "admissions")).toEqual([]);
     expect(gate.find((l) => l.per.startsWith("origin"))).toMatchObject({ limit: 7, window_seconds: 3600 });
-    expect(openApiLimits("describe-gate")).toEqual([]);
+    // Only the city-wide nonce bound (issue 29, item 8), never a per-address one.
+    expect(openApiLimits("describe-gate").map((l) => l.name)).toEqual(["gate_nonces_live"]);
     expect(openApiLimits("seek-hospital").filter((l) => l.name === "unsigned_filings")).toEqual([]);
     expect(openApiLimits("keep-locker").find((l) => l.name === "city_bytes")).toMatchObject({ limit: 1_000_000 });
   });
@@ -58,8 +59,9 @@ describe("published limits under a non-default configuration", () => {
     expect(limits.locker.bytesCityWide).toBe(1_000_000);
     expect(limits.clinic).toMatchObject({ citizenPerDay: 3, provenPerDay: 12, cityCeiling: 60 });
     expect(limits.doors["present-at-gate"]).toEqual(registry.find((d) => d.name === "present-at-gate")!.limits);
-    expect(limits.doors["present-at-gate"]!.map((l) => l.limit)).toEqual([7]);
-    expect(limits.doors["describe-gate"]).toBeUndefined();
+    // The origin's 7, and the city-wide bound on counted addresses and origins (issue 29, item 8).
+    expect(limits.doors["present-at-gate"]!.map((l) => l.limit)).toEqual([7, 20000]);
+    expect(limits.doors["describe-gate"]!.map((l) => [l.name, l.limit])).toEqual([["gate_nonces_live", 2000]]);
     expect(JSON.stringify(limits)).not.toContain("CITY_GATE_PER_ADDRESS_PER_HOUR");
   });
 });

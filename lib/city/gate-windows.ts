@@ -1,0 +1,150 @@
+import { type SQL, sql } from "drizzle-orm";
+import { type Database, rowsOf } from "@/db/client";
+import { type Slot, slotColumns, slotOf, sweepWindowsSql, takeWindowSql, type Window } from "./rate";
+
+/**
+ * The gate's windows counted as one chain (issue 29, items 2 and 8): the per-subject windows (the
+ * client address, the named origin) in order, each only when the one before let it through, then
+ * the city-wide ceiling, only when all of them did. So whatever takes the ceiling's row (a lock
+ * every admission shares, held to its commit) was counted against its own address and origin
+ * first. And a presentation the ceiling refuses spends and stores nothing per subject: the chain
+ * starts only when the ceiling, read in the same statement, has room; when a parallel admission
+ * took the last slot meanwhile, the per-subject takes are undone (undoTakes) before the answer.
+ */
+
+/** Scopes whose subject is text the client chooses (an address it sends from, an origin it names). */
+export const CLIENT_KEYED_SCOPES = ["gate-address", "gate-origin"] as const;
+
+export interface Chain {
+  /** Per-subject windows, counted in this order, each only when the one before let it through. */
+  windows: Window[];
+  /** The city-wide ceiling, counted last; null: none (off, or not this presentation's). */
+  ceiling: Window | null;
+  /** At most this many rows of CLIENT_KEYED_SCOPES, city-wide: a new subject past it is refused. */
+  subjectsMax: number;
+  /** A condition on the statement's other CTEs (a scalar boolean) the whole chain waits for. */
+  when?: SQL;
+}
+
+export type ChainOutcome =
+  | { kind: "taken" }
+  | { kind: "skipped" }
+  /** The ceiling was full: nothing spent per subject (undone when a parallel taker won the last slot). */
+  | { kind: "ceiling-full"; retryAfterSeconds: number; undo: Window[] }
+  /** The city keeps no more client-keyed rows: nothing was counted. */
+  | { kind: "subjects-full" }
+  | { kind: "refused"; window: Window; slot: Slot };
+
+const moment = (at: Date) => sql`${at.toISOString()}::timestamptz`;
+const name = (i: number) => `take_${i}`;
+
+/**
+ * The CTEs of a chain (for a WITH), the condition that every window of it let this one through
+ * (false when any refused or the chain did not run), and the columns its outcome is read from.
+ */
+export function chainSql(chain: Chain, now: Date): { ctes: SQL; allTaken: SQL; columns: SQL } {
+  const all = [...chain.windows, ...(chain.ceiling ? [chain.ceiling] : [])];
+  const ctes: SQL[] = [sql`rate_swept AS (${sweepWindowsSql(now, all)})`];
+  const columns: SQL[] = [];
+  const gates: string[] = [];
+  if (chain.when) {
+    ctes.push(sql`chain_when AS (SELECT coalesce(${chain.when}, false) AS ok)`);
+    columns.push(sql.raw(`(SELECT ok FROM chain_when) AS chain_when`));
+    gates.push("chain_when.ok");
+  }
+  if (chain.ceiling) {
+    const { scope, subject, limit, windowSeconds } = chain.ceiling;
+    const since = moment(new Date(now.getTime() - windowSeconds * 1000));
+    ctes.push(sql`ceiling_room AS (
+      SELECT coalesce(count(a), 0) < ${limit}::int AS room, min(a) AS oldest
+      FROM rate_windows w, unnest(w.ats) AS a WHERE w.scope = ${scope} AND w.subject = ${subject} AND a > ${since})`);
+    columns.push(sql.raw(`(SELECT room FROM ceiling_room) AS ceiling_room, (SELECT oldest FROM ceiling_room) AS ceiling_oldest`));
+    gates.push("ceiling_room.room");
+  }
+  const keyed = chain.windows.filter((w) => (CLIENT_KEYED_SCOPES as readonly string[]).includes(w.scope));
+  if (keyed.length) {
+    // Room for the rows this chain may add: every one exists, or the table holds fewer than the bound
+    // (counted only when a row is new: an OR is evaluated left to right and stops at true).
+    const scopes = sql.join(CLIENT_KEYED_SCOPES.map((s) => sql`${s}`), sql`, `);
+    const exist = sql.join(keyed.map((w) => sql`EXISTS (SELECT 1 FROM rate_windows WHERE scope = ${w.scope} AND subject = ${w.subject})`), sql` AND `);
+    ctes.push(sql`subjects_room AS (
+      SELECT (${exist}) OR (SELECT count(*) FROM (SELECT 1 FROM rate_windows WHERE scope IN (${scopes}) LIMIT ${chain.subjectsMax}) kept) < ${chain.subjectsMax}::int AS room)`);
+    columns.push(sql.raw(`(SELECT room FROM subjects_room) AS subjects_room`));
+    gates.push("subjects_room.room");
+  }
+  const first = gates.length ? sql.raw(`FROM ${gates.map((g) => g.split(".")[0]).join(", ")} WHERE ${gates.join(" AND ")}`) : sql``;
+  all.forEach((w, i) => {
+    const source = i === 0 ? first : sql.raw(`FROM ${name(i - 1)} WHERE ${name(i - 1)}.allowed`);
+    ctes.push(sql`${sql.raw(name(i))} AS (${takeWindowSql(w, now, source)})`);
+    columns.push(slotColumns(name(i)));
+  });
+  const allTaken = all.length
+    ? sql.raw(all.map((_, i) => `coalesce((SELECT allowed FROM ${name(i)}), false)`).join(" AND "))
+    : gates.length
+      ? sql.raw(`coalesce((SELECT ${gates.join(" AND ")} FROM ${gates.map((g) => g.split(".")[0]).join(", ")}), false)`)
+      : sql`true`;
+  return { ctes: sql.join(ctes, sql`, `), allTaken, columns: sql.join(columns.length ? columns : [sql`1 AS chain_empty`], sql`, `) };
+}
+
+/** What a chain's statement did, read from its row (the columns of chainSql). */
+export function chainOutcome(row: Record<string, unknown>, chain: Chain, now: Date): ChainOutcome {
+  if (chain.when && row.chain_when !== true) return { kind: "skipped" };
+  if (chain.ceiling && row.ceiling_room !== true) {
+    return { kind: "ceiling-full", retryAfterSeconds: retryAfter(row.ceiling_oldest as Date | string | null, chain.ceiling, now), undo: [] };
+  }
+  if ("subjects_room" in row && row.subjects_room !== true) return { kind: "subjects-full" };
+  for (const [i, window] of chain.windows.entries()) {
+    const slot = slotOf(row, name(i), window, now);
+    if (slot && !slot.allowed) return { kind: "refused", window, slot };
+  }
+  if (chain.ceiling) {
+    const slot = slotOf(row, name(chain.windows.length), chain.ceiling, now);
+    // Its room was read a moment before its take: a parallel admission took the last slot meanwhile.
+    if (slot && !slot.allowed) return { kind: "ceiling-full", retryAfterSeconds: slot.retryAfterSeconds, undo: chain.windows };
+  }
+  return { kind: "taken" };
+}
+
+function retryAfter(oldest: Date | string | null, window: Window, now: Date): number {
+  const from = oldest ? new Date(oldest).getTime() : now.getTime();
+  return Math.max(1, Math.ceil((from + window.windowSeconds * 1000 - now.getTime()) / 1000));
+}
+
+/** Counts a chain in a statement of its own (with nothing else): its outcome. */
+export async function takeChain(db: Database, chain: Chain, now: Date): Promise<ChainOutcome> {
+  const { ctes, columns } = chainSql(chain, now);
+  const row = rowsOf<Record<string, unknown>>(await db.execute(sql`WITH ${ctes} SELECT ${columns}`))[0]!;
+  return settle(db, chainOutcome(row, chain, now), now);
+}
+
+/** Undoes what a refused chain spent per subject (see undoTakes), then answers its outcome. */
+export async function settle(db: Database, outcome: ChainOutcome, now: Date): Promise<ChainOutcome> {
+  if (outcome.kind === "ceiling-full" && outcome.undo.length) await undoTakes(db, outcome.undo, now);
+  return outcome;
+}
+
+/**
+ * Takes back the attempt this transaction counted at `now` in each window (one statement): a row
+ * that holds nothing else is deleted, any other loses that one attempt. The transaction holds each
+ * row's lock since its take, so no other attempt came in between: the rows are as they were before
+ * (but for attempts that had left their window, pruned by the take, and an expiry the sweep
+ * may see later than it need be).
+ */
+export async function undoTakes(db: Database, windows: readonly Window[], now: Date): Promise<void> {
+  if (!windows.length) return;
+  const at = moment(now);
+  const keys = sql.join(windows.map((w) => sql`(${w.scope}::text, ${w.subject}::text)`), sql`, `);
+  await db.execute(sql`
+    WITH gone AS (DELETE FROM rate_windows WHERE (scope, subject) IN (${keys}) AND ats = ARRAY[${at}])
+    UPDATE rate_windows SET
+      ats = ats[1:array_position(ats, ${at}) - 1] || ats[array_position(ats, ${at}) + 1:]
+    WHERE (scope, subject) IN (${keys}) AND ats <> ARRAY[${at}] AND array_position(ats, ${at}) IS NOT NULL`);
+}
+
+/** Seconds until the oldest row of the client-keyed scopes may be swept: when a new subject finds room again. */
+export async function subjectsRetryAfter(db: Database, now: Date): Promise<number> {
+  const scopes = sql.join(CLIENT_KEYED_SCOPES.map((s) => sql`${s}`), sql`, `);
+  const [row] = rowsOf<{ soonest: Date | string | null }>(await db.execute(sql`SELECT min(expires_at) AS soonest FROM rate_windows WHERE scope IN (${scopes})`));
+  const soonest = row?.soonest ? new Date(row.soonest).getTime() : now.getTime();
+  return Math.max(1, Math.ceil((soonest - now.getTime()) / 1000));
+}
