@@ -36,7 +36,13 @@ const PROOF_REQUIRED =
 
 /** The caller as the SDK sees it: the owner of the tasks it creates (a hash of its DID), or nobody. */
 class CityCaller implements User {
-  constructor(readonly ownerHash: string | null) {}
+  readonly ownerHash: string | null;
+  /** The caller's DID, for the city-wide store bound's newcomers' share; never kept with a task. */
+  readonly did: string | null;
+  constructor(owner: { hash: string; did: string } | null) {
+    this.ownerHash = owner?.hash ?? null;
+    this.did = owner?.did ?? null;
+  }
   get isAuthenticated() {
     return this.ownerHash !== null;
   }
@@ -54,7 +60,8 @@ const databaseTaskStore: TaskStore = {
   async save(task, context) {
     const owner = ownerOf(context);
     if (!owner) return;
-    await keepTask(await getDb(), task.id, owner, Task.toJSON(task) as Record<string, unknown>, new Date());
+    const did = context.user instanceof CityCaller ? context.user.did : null;
+    await keepTask(await getDb(), task.id, owner, Task.toJSON(task) as Record<string, unknown>, new Date(), did);
   },
   async load(taskId, context) {
     const owner = ownerOf(context);
@@ -250,13 +257,13 @@ function withProblem(error: unknown, problem: Problem | undefined, legacy: boole
   return { ...rpc, data: [...details, { "@type": "https://www.rfc-editor.org/rfc/rfc9457", ...problem }] };
 }
 
-/** The hash of the DID a live Bearer citizen credential opens, or null (no proof, or none that opens). */
-async function ownerHash(request: Request): Promise<string | null> {
+/** The hash of the DID a live Bearer citizen credential opens, with the DID, or null (no proof, or none that opens). */
+async function ownerHash(request: Request): Promise<{ hash: string; did: string } | null> {
   const token = bearerToken(request.headers);
   if (!token) return null;
   try {
     const opened = await citizenOpenedBy(await getDb(), token, new Date());
-    return typeof opened === "object" ? taskOwnerHash(opened.citizen.did) : null;
+    return typeof opened === "object" ? { hash: taskOwnerHash(opened.citizen.did), did: opened.citizen.did } : null;
   } catch (err) {
     logUnexpected("a2a caller", err);
     return null;
