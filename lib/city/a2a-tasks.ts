@@ -52,7 +52,11 @@ export async function keepTask(db: Database, id: string, ownerHash: string, task
           RETURNING 1)
         SELECT (SELECT count(*)::int FROM kept) AS kept, ${foreign} AS foreign`),
     );
-    if (Number(row?.kept ?? 0) === 0 && row?.foreign !== true) throw await cityFull(tx as Database, charge);
+    if (Number(row?.kept ?? 0) === 0 && row?.foreign !== true) {
+      // The refusal reads the same difference without the statement's CTE.
+      const previous = sql`(SELECT bytes FROM a2a_tasks WHERE id = ${id} AND owner_hash = ${ownerHash})`;
+      throw await cityFull(tx as Database, { ...charge, bytes: sql`pg_column_size(${stored}::jsonb) - coalesce(${previous}, -${STORE_ROW_BYTES}::int)` });
+    }
     await tx.execute(sql`
       WITH gone AS (
         DELETE FROM a2a_tasks WHERE id IN (
