@@ -124,6 +124,19 @@ export async function chargeStore(db: Database, charge: Charge): Promise<void> {
  * pay this statement.
  */
 export async function cityFull(db: Database, charge: Charge, bound: StoreBound = storeBound(charge.store)): Promise<CityError> {
+  return (await fullFor(db, charge, bound, true))!;
+}
+
+/**
+ * Whether a charge would be refused now, read without charging: the refusal it would meet, or
+ * null while it fits. For a caller that must know before it does anything (the A2A bridge keeps a
+ * task only after its door ran); the charge itself still decides.
+ */
+export async function refusalIfFull(db: Database, charge: Charge): Promise<CityError | null> {
+  return fullFor(db, charge, storeBound(charge.store), false);
+}
+
+async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused: boolean): Promise<CityError | null> {
   const hour = sql`${hourOf(charge.now).toISOString()}::timestamptz`;
   const bytes = typeof charge.bytes === "number" ? sql`${charge.bytes}::bigint` : sql`(${charge.bytes})::bigint`;
   let row: { total: number; hour: number; newcomer: number; b: number; n: boolean } | undefined;
@@ -140,6 +153,9 @@ export async function cityFull(db: Database, charge: Charge, bound: StoreBound =
   const what = CITY_STORES[charge.store].what;
   const nothing = "Nothing was stored, nobody was evicted and nothing was deleted.";
   const retry = secondsToNextHour(charge.now);
+  // Unreadable, the look-ahead stands aside: the charge itself decides.
+  if (!refused && !row) return null;
+  if (!refused && row && row.total + row.b <= bound.total && row.hour + row.b <= bound.perHour && (!row.n || row.newcomer + row.b <= bound.newcomerPerHour)) return null;
   if (row && row.total + row.b > bound.total) {
     return new CityError(
       "city_full",

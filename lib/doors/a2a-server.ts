@@ -13,7 +13,8 @@ import {
 } from "@a2a-js/sdk/server";
 import { z } from "zod";
 import { getDb } from "@/db/client";
-import { keepTask, readTask, taskOwnerHash } from "@/lib/city/a2a-tasks";
+import { A2A_TASK_MAX_BYTES, keepTask, readTask, taskOwnerHash } from "@/lib/city/a2a-tasks";
+import { newcomerSql, refusalIfFull, STORE_ROW_BYTES } from "@/lib/city/store-bounds";
 import { bearerToken } from "@/lib/city/credentials";
 import { env } from "@/lib/env";
 import { CityError, type Problem, toProblem } from "@/lib/errors";
@@ -61,7 +62,15 @@ const databaseTaskStore: TaskStore = {
     const owner = ownerOf(context);
     if (!owner) return;
     const did = context.user instanceof CityCaller ? context.user.did : null;
-    await keepTask(await getDb(), task.id, owner, Task.toJSON(task) as Record<string, unknown>, new Date(), did);
+    try {
+      await keepTask(await getDb(), task.id, owner, Task.toJSON(task) as Record<string, unknown>, new Date(), did);
+    } catch (err) {
+      // A bound reached between the check before the door and the keeping: the problem rides in `data`.
+      if (!(err instanceof CityError)) throw err;
+      const problem = toProblem(err, A2A_PATH, A2A_PATH);
+      context.state.set(PROBLEM, problem);
+      throw new A2AError(problem.detail);
+    }
   },
   async load(taskId, context) {
     const owner = ownerOf(context);
@@ -112,6 +121,19 @@ const doorExecutor: AgentExecutor = {
   },
 };
 
+/**
+ * A caller with proof has its task kept after the door runs: when the kept tasks' city-wide store
+ * has no room for a task of the largest kept size, the call is refused 507 city_full before the
+ * door runs, so nothing is done that could not be kept. The charge at keeping still decides.
+ */
+async function refuseWhenTasksFull(context: ServerCallContext): Promise<void> {
+  if (!ownerOf(context)) return;
+  const did = context.user instanceof CityCaller ? context.user.did : null;
+  const now = new Date();
+  const full = await refusalIfFull(await getDb(), { store: "a2a_tasks", bytes: A2A_TASK_MAX_BYTES + STORE_ROW_BYTES, newcomer: newcomerSql(did, now), now });
+  if (full) throw full;
+}
+
 /** The SDK's request handler, with each skill call run through invokeDoor before its task is made. */
 class CityRequestHandler extends DefaultRequestHandler {
   override async sendMessage(params: SendMessageRequest, context: ServerCallContext) {
@@ -121,6 +143,7 @@ class CityRequestHandler extends DefaultRequestHandler {
       if (!isOpenWithoutProof(door, request) && door.auth !== "operator" && !ownerOf(context)) throw new CityError("unauthorized", PROOF_REQUIRED);
       refuseUnknownFields(door, fields);
       checkBodySize(door, fields);
+      await refuseWhenTasksFull(context);
       context.state.set(DOOR_ANSWER, { door, answer: await invokeDoor(door, fields, { ...request, method: door.method }) });
     } catch (err) {
       throw refusal(door, err, context);

@@ -5,6 +5,7 @@ import { rowsOf, useDatabase } from "@/db/client";
 import { citizens } from "@/db/schema";
 import { keepTask, taskOwnerHash } from "@/lib/city/a2a-tasks";
 import { CityError } from "@/lib/errors";
+import { serveA2a } from "@/lib/doors/a2a-server";
 import { keepCheckpoint } from "@/lib/doors/checkpoints";
 import { presentGate } from "@/lib/doors/gate";
 import { lightLantern, putOutLanternDoor } from "@/lib/doors/lanterns";
@@ -305,6 +306,37 @@ describeOnDatabases("city-wide store bounds", (t) => {
       const id = crypto.randomUUID();
       await keepTask(t().db, id, taskOwnerHash(stayed.did), task("s"), new Date(), stayed.did);
       expect(await counters("a2a_tasks")).toEqual({ total: await storedBytes(id), hour: SHARE + (await storedBytes(id)), newcomer: SHARE });
+    });
+
+    it("over the bridge: when no task could be kept, the call is refused 507 city_full before its door runs; nothing is written or kept", async () => {
+      const me = await settled();
+      await setCounters("a2a_tasks", { total: TOTAL - 100, hour: 0, newcomer: 0 });
+      const before = { tasks: await rows("a2a_tasks"), notes: await rows("vault_notes"), counters: await counters("a2a_tasks") };
+      const response = await serveA2a(
+        new Request("http://city.test/api/a2a", {
+          method: "POST",
+          headers: { "content-type": "application/json", "a2a-version": "1.0", authorization: `Bearer ${me.citizen_secret}` },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ data: { skill: "write-vault", content: "through the bridge" }, mediaType: "application/json" }] } } }),
+        }),
+      );
+      const answer = (await response.json()) as { result?: unknown; error?: { code: number; message: string; data?: unknown } };
+      expect(answer.result).toBeUndefined();
+      const problem = (answer.error!.data as Record<string, unknown>[]).find((d) => d["@type"] === "https://www.rfc-editor.org/rfc/rfc9457")!;
+      expect(problem).toMatchObject({ status: 507, code: "city_full", limit: { name: "city_a2a_tasks_bytes", limit: TOTAL } });
+      expect(String(problem.detail)).toMatch(/The city is full/);
+      expect({ tasks: await rows("a2a_tasks"), notes: await rows("vault_notes"), counters: await counters("a2a_tasks") }).toEqual(before);
+      // With room for a task of the largest kept size, the same call runs and its task is kept.
+      await setCounters("a2a_tasks", { total: 0, hour: 0, newcomer: 0 });
+      const again = await serveA2a(
+        new Request("http://city.test/api/a2a", {
+          method: "POST",
+          headers: { "content-type": "application/json", "a2a-version": "1.0", authorization: `Bearer ${me.citizen_secret}` },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "SendMessage", params: { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ data: { skill: "write-vault", content: "through the bridge" }, mediaType: "application/json" }] } } }),
+        }),
+      );
+      expect(((await again.json()) as { error?: unknown }).error).toBeUndefined();
+      expect(await rows("a2a_tasks")).toBe(before.tasks + 1);
+      expect(await rows("vault_notes")).toBe(before.notes + 1);
     });
 
     it("a task removed past the owner's cap frees its bytes in the total", async () => {
