@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { RetiredKeysVariable, SigningKeyVariable } from "@/lib/env-keys";
 import { LOCKER_BYTES_CITY_WIDE } from "@/lib/spec-limits";
+import { CITY_STORES, STORE_NEWCOMER_PERCENT, type StoreEnvPart } from "@/lib/store-limits";
 
 /** Every environment variable the city reads, parsed once, with a clear message for a bad value. */
 const EnvSchema = z.object({
@@ -70,6 +71,9 @@ const EnvSchema = z.object({
   CITY_SHARED_CACHE_SECONDS: z.coerce.number().int().min(0).max(3600).default(5),
   CITY_SHARED_CACHE_STALE_SECONDS: z.coerce.number().int().min(0).max(3600).default(5),
   ...clinicShape(),
+  ...storeShape(),
+  // Of each store's hourly bound, the share (percent) newcomers (admitted < 86400 s ago) may use together.
+  CITY_STORE_NEWCOMER_PERCENT: z.coerce.number().int().min(0).max(100).default(STORE_NEWCOMER_PERCENT),
 });
 
 const PHYSICIAN_NAMES = ["ASCLEPIUS", "HYGIEIA"] as const;
@@ -91,6 +95,25 @@ function clinicShape() {
     CLINIC_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(30_000),
     CLINIC_MAX_OUTPUT_TOKENS: z.coerce.number().int().min(16).max(8192).default(600),
   };
+}
+
+type StoreBoundVariable = ReturnType<typeof storeBoundVariable>;
+function storeBoundVariable(bytes: number) {
+  return z.coerce.number().int().min(0).default(bytes);
+}
+
+/**
+ * The city-wide store bounds (issue 29, item 1), two per store of lib/store-limits.ts: bytes in
+ * total (CITY_STORE_<STORE>_BYTES) and bytes added per clock hour (CITY_STORE_<STORE>_BYTES_PER_HOUR).
+ * 0 is a real bound (the store takes nothing more), never "off".
+ */
+function storeShape() {
+  const shape: Record<string, StoreBoundVariable> = {};
+  for (const store of Object.values(CITY_STORES)) {
+    shape[`CITY_STORE_${store.env}_BYTES`] = storeBoundVariable(store.bytes);
+    shape[`CITY_STORE_${store.env}_BYTES_PER_HOUR`] = storeBoundVariable(store.perHour);
+  }
+  return shape as { [K in StoreEnvPart as `CITY_STORE_${K}_BYTES` | `CITY_STORE_${K}_BYTES_PER_HOUR`]: StoreBoundVariable };
 }
 
 export type Env = z.infer<typeof EnvSchema>;

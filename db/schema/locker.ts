@@ -21,3 +21,16 @@ export const cityCounters = pgTable("city_counters", {
   name: text("name").primaryKey(),
   value: bigint("value", { mode: "number" }).notNull(),
 });
+
+/**
+ * City-wide store bounds (issue 29, item 1; lib/city/store-bounds.ts): each store's bytes in
+ * total and in the current clock hour (newcomers' part apart), moved only by one guarded UPDATE in
+ * the write's own transaction, so concurrent instances cannot pass a bound.
+ */
+export const cityStores = pgTable("city_stores", {
+  store: text("store").primaryKey(),
+  totalBytes: bigint("total_bytes", { mode: "number" }).notNull().default(0),
+  hourStart: timestamp("hour_start", { withTimezone: true, mode: "date" }).notNull().default(new Date(0)),
+  hourBytes: bigint("hour_bytes", { mode: "number" }).notNull().default(0),
+  newcomerBytes: bigint("newcomer_bytes", { mode: "number" }).notNull().default(0),
+});

@@ -1,10 +1,11 @@
 import { createHash } from "node:crypto";
 import { and, desc, eq, gte, inArray, lt, sql } from "drizzle-orm";
-import type { Database } from "@/db/client";
+import { type Database, rowsOf } from "@/db/client";
 import { a2aTasks } from "@/db/schema";
 import { CREDENTIAL_PREFIXES } from "./credentials";
 import { holdLock } from "./locks";
 import { LIMITS } from "./protocols";
+import { type Charge, chargeSql, cityFull, newcomerSql, releaseSql, STORE_ROW_BYTES } from "./store-bounds";
 
 /** Published: a task of the A2A bridge can be read back by its creator for 7 days, then it is swept. */
 export const A2A_TASK_RETENTION_SECONDS = LIMITS.a2aTasks.retentionSeconds;
@@ -26,18 +27,43 @@ export function taskOwnerHash(did: string): string {
  * another owner is never overwritten. The kept task is bounded (keptForm), and the owner keeps at
  * most A2A_TASKS_PER_OWNER: in the same transaction, under the owner's lock, the oldest beyond go.
  */
-export async function keepTask(db: Database, id: string, ownerHash: string, task: Record<string, unknown>, now: Date): Promise<void> {
-  const stored = keptForm(task);
+export async function keepTask(db: Database, id: string, ownerHash: string, task: Record<string, unknown>, now: Date, did: string | null = null): Promise<void> {
+  const stored = JSON.stringify(keptForm(task));
   await db.transaction(async (tx) => {
     await holdLock(tx as Database, `a2a-tasks:${ownerHash}`);
-    await tx
-      .insert(a2aTasks)
-      .values({ id, ownerHash, task: stored, createdAt: now })
-      .onConflictDoUpdate({ target: a2aTasks.id, set: { task: stored }, setWhere: eq(a2aTasks.ownerHash, ownerHash) });
+    // One statement: the task's bytes as stored (pg_column_size of its jsonb) are charged to the
+    // city-wide store bound (an update charges the difference; lib/city/store-bounds.ts), and the
+    // task is kept only from the charge. A task id held by another owner is neither charged nor kept.
+    const foreign = sql`EXISTS (SELECT 1 FROM prev WHERE prev.owner_hash <> ${ownerHash})`;
+    const charge: Charge = {
+      store: "a2a_tasks",
+      bytes: sql`pg_column_size(${stored}::jsonb) - coalesce((SELECT prev.bytes FROM prev WHERE prev.owner_hash = ${ownerHash}), -${STORE_ROW_BYTES}::int)`,
+      newcomer: newcomerSql(did, now),
+      now,
+    };
+    const [row] = rowsOf<{ kept: number; foreign: boolean }>(
+      await tx.execute(sql`
+        WITH prev AS (SELECT owner_hash, bytes FROM a2a_tasks WHERE id = ${id}),
+        charged AS (${chargeSql(charge, sql`WHERE NOT ${foreign}`)}),
+        kept AS (
+          INSERT INTO a2a_tasks (id, owner_hash, task, created_at, bytes)
+          SELECT ${id}, ${ownerHash}, ${stored}::jsonb, ${now.toISOString()}::timestamptz, pg_column_size(${stored}::jsonb) FROM charged
+          ON CONFLICT (id) DO UPDATE SET task = excluded.task, bytes = excluded.bytes WHERE a2a_tasks.owner_hash = excluded.owner_hash
+          RETURNING 1)
+        SELECT (SELECT count(*)::int FROM kept) AS kept, ${foreign} AS foreign`),
+    );
+    if (Number(row?.kept ?? 0) === 0 && row?.foreign !== true) {
+      // The refusal reads the same difference without the statement's CTE.
+      const previous = sql`(SELECT bytes FROM a2a_tasks WHERE id = ${id} AND owner_hash = ${ownerHash})`;
+      throw await cityFull(tx as Database, { ...charge, bytes: sql`pg_column_size(${stored}::jsonb) - coalesce(${previous}, -${STORE_ROW_BYTES}::int)` });
+    }
     await tx.execute(sql`
-      DELETE FROM a2a_tasks WHERE id IN (
-        SELECT id FROM a2a_tasks WHERE owner_hash = ${ownerHash}
-        ORDER BY created_at DESC, id DESC OFFSET ${A2A_TASKS_PER_OWNER})`);
+      WITH gone AS (
+        DELETE FROM a2a_tasks WHERE id IN (
+          SELECT id FROM a2a_tasks WHERE owner_hash = ${ownerHash}
+          ORDER BY created_at DESC, id DESC OFFSET ${A2A_TASKS_PER_OWNER})
+        RETURNING bytes)
+      ${releaseSql("a2a_tasks", sql`(SELECT coalesce(sum(bytes + ${STORE_ROW_BYTES}::int), 0) FROM gone)`)}`);
   });
   await sweepTasks(db, now);
 }
@@ -81,13 +107,17 @@ export async function readTask(db: Database, id: string, ownerHash: string, now:
 
 /** Deletes up to one batch of tasks older than the retention; returns how many went. */
 export async function sweepTasks(db: Database, now: Date): Promise<number> {
-  const old = db
-    .select({ id: a2aTasks.id })
-    .from(a2aTasks)
-    .where(lt(a2aTasks.createdAt, retentionCutoff(now)))
-    .limit(SWEEP_BATCH);
-  const gone = await db.delete(a2aTasks).where(inArray(a2aTasks.id, old)).returning({ id: a2aTasks.id });
-  return gone.length;
+  // One statement: the old tasks go and their bytes leave the city-wide store count.
+  const [row] = rowsOf<{ n: number }>(
+    await db.execute(sql`
+      WITH gone AS (
+        DELETE FROM a2a_tasks WHERE id IN (
+          SELECT id FROM a2a_tasks WHERE created_at < ${retentionCutoff(now).toISOString()}::timestamptz LIMIT ${SWEEP_BATCH})
+        RETURNING bytes),
+      released AS (${releaseSql("a2a_tasks", sql`(SELECT coalesce(sum(bytes + ${STORE_ROW_BYTES}::int), 0) FROM gone)`)})
+      SELECT count(*)::int AS n FROM gone`),
+  );
+  return Number(row?.n ?? 0);
 }
 
 function retentionCutoff(now: Date): Date {

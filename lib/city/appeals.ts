@@ -1,5 +1,5 @@
-import { and, desc, eq, isNull, lt } from "drizzle-orm";
-import type { Database } from "@/db/client";
+import { and, desc, eq, isNull, lt, sql } from "drizzle-orm";
+import { type Database, rowsOf } from "@/db/client";
 import { appealDecisions, appeals, citizens, tierEvents } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { scanContent } from "@/lib/scan";
@@ -7,6 +7,7 @@ import { LIMITS, PROTOCOLS } from "./protocols";
 import { requireSlot } from "./rate";
 import { holdLock } from "./locks";
 import { holdTierLock } from "./restriction";
+import { type Charge, chargeSql, cityFull, newcomerSql, rowBytes } from "./store-bounds";
 
 export type AppealStatus = "pending" | "granted" | "denied";
 
@@ -24,8 +25,15 @@ export async function fileAppeal(db: Database, caller: { did: string; tier?: str
   const verdict = scanContent(reason);
   if (!verdict.ok) throw new CityError("content_refused", `${verdict.reason} The appeal was not filed and spent nothing (rule: ${verdict.rule}).`);
   await requireSlot(db, { scope: "appeals", subject: did, limit: LIMITS.appealsPerDay, windowSeconds: 86_400 }, now, "appeals");
-  const [row] = await db.insert(appeals).values({ did, reason, filedAt: now }).returning();
-  return { id: row!.id, status: "pending" as AppealStatus, created_at: row!.filedAt.toISOString() };
+  // The reason charges the appeals' city-wide store bound in its INSERT's statement (lib/city/store-bounds.ts).
+  const charge: Charge = { store: "appeals", bytes: rowBytes(reason), newcomer: newcomerSql(did, now), now };
+  const [row] = rowsOf<{ id: number | string }>(
+    await db.execute(sql`
+      WITH charged AS (${chargeSql(charge)})
+      INSERT INTO ${appeals} (did, reason, filed_at) SELECT ${did}, ${reason}, ${now.toISOString()}::timestamptz FROM charged RETURNING id`),
+  );
+  if (!row) throw await cityFull(db, charge);
+  return { id: Number(row.id), status: "pending" as AppealStatus, created_at: now.toISOString() };
 }
 
 function statusOf(decision: string | null): AppealStatus {

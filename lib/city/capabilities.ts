@@ -10,7 +10,7 @@ export const DOCTRINE = [
 ] as const;
 
 export const CONTAINMENT = {
-  spam: "Gate text is filtered fail-closed for spam; hourly limits on vault, mail, bazaar, plaza and rooms park floods in quarantine instead of racing them.",
+  spam: "Gate text is filtered fail-closed for spam; hourly limits on vault, mail, bazaar, plaza and rooms park floods in quarantine instead of racing them. Every store that citizens or visitors add to also has a city-wide bound on bytes held and bytes added per clock hour, of which newcomers together may use only a published share (stores.gauges below); past a bound a write is refused 507 city_full and nobody is evicted.",
   theft_and_credential_harvesting:
     "Private shelves and gate text are scanned fail-closed: private keys, seed phrases, API tokens and the city's own credentials are refused, never stored and never echoed. Secrets are stored only as sha256.",
   impersonation:

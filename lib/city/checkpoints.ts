@@ -6,6 +6,7 @@ import { sha256Hex } from "./canonical";
 import { utf8Bytes } from "./locker";
 import { LIMITS } from "./protocols";
 import { guardShelfContent } from "./shelf-guard";
+import { type Charge, chargeSql, cityFull, newcomerSql, rowBytes } from "./store-bounds";
 
 const C = LIMITS.checkpoints;
 
@@ -46,14 +47,22 @@ export async function appendCheckpoint(
   // shelf has room. The door holds the citizen's row exclusively from its caller look-up, an
   // earlier statement of the same transaction, so parallel writes of one citizen run in turn and
   // each counts what the one before committed: no two share a number or pass the limit.
+  // The city-wide store bound is charged in the same statement, only while the shelf has room, and
+  // the version is stored only from the charge (lib/city/store-bounds.ts).
   const sha256 = sha256Hex(content);
+  const charge: Charge = { store: "checkpoints", bytes: rowBytes(content, entry.label), newcomer: newcomerSql(did, now), now };
   const result = await db.execute(sql`
-    INSERT INTO ${checkpoints} (did, version, content, sha256, bytes, label, created_at)
-    SELECT ${did}, kept.n + 1, ${content}, ${sha256}, ${bytes}::int, ${entry.label ?? null}::text, ${now.toISOString()}::timestamptz
-    FROM (SELECT count(*)::int AS n FROM ${checkpoints} WHERE did = ${did}) AS kept WHERE kept.n < ${C.versions}::int
-    RETURNING version`);
-  const [row] = rowsOf<{ version: number }>(result);
-  if (!row) {
+    WITH kept AS (SELECT count(*)::int AS n FROM ${checkpoints} WHERE did = ${did}),
+    charged AS (${chargeSql(charge, sql`FROM kept WHERE kept.n < ${C.versions}::int`)}),
+    stored AS (
+      INSERT INTO ${checkpoints} (did, version, content, sha256, bytes, label, created_at)
+      SELECT ${did}, kept.n + 1, ${content}, ${sha256}, ${bytes}::int, ${entry.label ?? null}::text, ${now.toISOString()}::timestamptz
+      FROM kept, charged
+      RETURNING version)
+    SELECT (SELECT version FROM stored) AS version, kept.n FROM kept`);
+  const [row] = rowsOf<{ version: number | null; n: number }>(result);
+  if (!row || row.version === null) {
+    if (row && Number(row.n) < C.versions) throw await cityFull(db, charge);
     throw new CityError("limit_reached", `Your checkpoint shelf holds at most ${C.versions} versions and is full; it is append-only, so nothing was stored or evicted.`, {
       limit: { name: "versions", limit: C.versions, remaining: 0 },
     });

@@ -12,6 +12,7 @@ import type { Slot, Window } from "./rate";
 import { appended, type LogHead, lockLogHeadIf, logHeadOf, prepareAppend } from "./residency-log";
 import { returnCitizen } from "./residency";
 import { normalKey } from "./names";
+import { type Charge, chargeSql, cityFull, newcomerSql, rowBytes } from "./store-bounds";
 
 export const ASKS = ["look", "bed", "ward"] as const;
 export const KINDS = ["agent", "human"] as const;
@@ -338,11 +339,17 @@ async function fileWardRequest(db: Database, p: Presentation, c: GateCircumstanc
   const chain: Chain = { windows: address ? [address] : [], ceiling: admissionWindow(c), subjectsMax: subjectsMax(c) };
   const flood = await chainFlood(db, await takeChain(db, chain, c.now), chain, c);
   if (flood) return flood;
-  const [note] = await db
-    .insert(wardNotes)
-    .values({ kind: "ward-request", claimedName: p.name, body: p.statement, sealed: true, filedAt: c.now })
-    .returning({ seal: wardNotes.seal });
-  return { verdict: "observer", receipt: lookReceipt(), ward_seal: note!.seal, note: "Your ward request is filed and sealed. The ward is not a hotel bed: no bed was assigned." };
+  // A visitor's request charges the ward's city-wide store bound in its INSERT's statement (lib/city/store-bounds.ts).
+  const charge: Charge = { store: "ward", bytes: rowBytes(p.name, p.statement), newcomer: newcomerSql(null, c.now), now: c.now };
+  const [note] = rowsOf<{ seal: number | string }>(
+    await db.execute(sql`
+      WITH charged AS (${chargeSql(charge)})
+      INSERT INTO ${wardNotes} (kind, claimed_name, body, sealed, filed_at)
+      SELECT 'ward-request', ${p.name}, ${p.statement}, true, ${c.now.toISOString()}::timestamptz FROM charged
+      RETURNING seal`),
+  );
+  if (!note) throw await cityFull(db, charge);
+  return { verdict: "observer", receipt: lookReceipt(), ward_seal: Number(note.seal), note: "Your ward request is filed and sealed. The ward is not a hotel bed: no bed was assigned." };
 }
 
 interface Proof {

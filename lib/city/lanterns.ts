@@ -1,8 +1,9 @@
-import { and, eq, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import { type Database, rowsOf } from "@/db/client";
 import { lanterns, posts } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { assertClean } from "@/lib/scan";
+import { type Charge, chargeSql, cityFull, newcomerSql, releaseSql, STORE_ROW_BYTES } from "./store-bounds";
 
 export const LANTERNS_PER_CITIZEN = 20;
 export const KEYWORD_CHARS = { min: 2, max: 64 } as const;
@@ -24,18 +25,23 @@ export async function addLantern(db: Database, did: string, keyword: string, now
   // One statement: the same keyword answers the lantern already lit; otherwise a new one is lit
   // while the citizen keeps fewer than the limit. The door holds the citizen's row exclusively
   // from its caller look-up (an earlier statement of this transaction), so parallel lightings of
-  // one citizen run in turn and each counts what the one before committed.
+  // one citizen run in turn and each counts what the one before committed. A new lantern charges
+  // the city-wide store bound in the same statement, and is lit only from the charge.
+  const charge: Charge = { store: "lanterns", bytes: sql`octet_length(lower(${keyword})) + ${STORE_ROW_BYTES}::int`, newcomer: newcomerSql(did, now), now };
   const result = await db.execute(sql`
     WITH same AS (SELECT id, keyword, created_at FROM ${lanterns} WHERE did = ${did} AND keyword = lower(${keyword})),
     kept AS (SELECT count(*)::int AS n FROM ${lanterns} WHERE did = ${did}),
+    charged AS (${chargeSql(charge, sql`FROM kept WHERE NOT EXISTS (SELECT 1 FROM same) AND kept.n < ${LANTERNS_PER_CITIZEN}::int`)}),
     lit AS (
       INSERT INTO ${lanterns} (did, keyword, created_at)
-      SELECT ${did}, lower(${keyword}), ${now.toISOString()}::timestamptz FROM kept
-      WHERE NOT EXISTS (SELECT 1 FROM same) AND kept.n < ${LANTERNS_PER_CITIZEN}::int
+      SELECT ${did}, lower(${keyword}), ${now.toISOString()}::timestamptz FROM charged
       RETURNING id, keyword, created_at)
     SELECT id, keyword, created_at, false AS created FROM same
-    UNION ALL SELECT id, keyword, created_at, true AS created FROM lit`);
-  const [row] = rowsOf<{ id: number | string; keyword: string; created_at: Date | string; created: boolean }>(result);
+    UNION ALL SELECT id, keyword, created_at, true AS created FROM lit
+    UNION ALL SELECT NULL, NULL, NULL, NULL FROM kept WHERE NOT EXISTS (SELECT 1 FROM same) AND kept.n < ${LANTERNS_PER_CITIZEN}::int AND NOT EXISTS (SELECT 1 FROM lit)`);
+  const [row] = rowsOf<{ id: number | string | null; keyword: string; created_at: Date | string; created: boolean }>(result);
+  // The city-wide store bound (lib/city/store-bounds.ts) is full: the last line of the statement says so.
+  if (row && row.id === null) throw await cityFull(db, charge);
   if (!row) {
     throw new CityError("limit_reached", `A citizen keeps at most ${LANTERNS_PER_CITIZEN} lanterns; this one was not lit and none was put out.`, {
       limit: { name: "lanterns", limit: LANTERNS_PER_CITIZEN },
@@ -98,10 +104,13 @@ export async function countLanternMatches(db: Database, did: string, since: Date
 
 /** Puts out one of the citizen's own lanterns. Another citizen's lantern is not found, not refused. */
 export async function putOutLantern(db: Database, did: string, id: number): Promise<Lantern> {
-  const [row] = await db
-    .delete(lanterns)
-    .where(and(eq(lanterns.id, id), eq(lanterns.did, did)))
-    .returning({ id: lanterns.id, keyword: lanterns.keyword, createdAt: lanterns.createdAt });
+  // One statement: the lantern goes and its bytes leave the city-wide store count (lib/city/store-bounds.ts).
+  const [row] = rowsOf<{ id: number | string; keyword: string; created_at: Date | string }>(
+    await db.execute(sql`
+      WITH gone AS (DELETE FROM ${lanterns} WHERE id = ${id} AND did = ${did} RETURNING id, keyword, created_at),
+      released AS (${releaseSql("lanterns", sql`(SELECT coalesce(sum(octet_length(keyword) + ${STORE_ROW_BYTES}::int), 0) FROM gone)`)})
+      SELECT id, keyword, created_at FROM gone`),
+  );
   if (!row) throw new CityError("not_found", `You have no lantern ${id}.`);
-  return row;
+  return { id: Number(row.id), keyword: row.keyword, createdAt: new Date(row.created_at) };
 }

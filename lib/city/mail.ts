@@ -5,6 +5,7 @@ import { CityError } from "@/lib/errors";
 import { LIMITS } from "./protocols";
 import { type Parked, writeOrPark } from "./quarantine";
 import { guardShelfContent, isClean } from "./shelf-guard";
+import { rowBytes } from "./store-bounds";
 
 /** The mail's write door: its name is also the rate window's scope and the quarantine's door. */
 export const MAIL_DOOR = "send-message";
@@ -36,7 +37,7 @@ export async function sendMessage(
   }
   // The recipient is checked in the write's own statement; unknown, the answer is 404 and the
   // transaction rolls back, so nothing is counted, sent or parked.
-  return writeOrPark(db, { did: from, restricted, door: MAIL_DOOR, perHour: LIMITS.perHour.mail, payload: { to, body }, now }, {
+  return writeOrPark(db, { did: from, restricted, door: MAIL_DOOR, perHour: LIMITS.perHour.mail, payload: { to, body }, now, store: "mail", bytes: rowBytes(body) }, {
     insert: (source) => sql`INSERT INTO ${messages} (from_did, to_did, body, created_at) SELECT ${from}, ${to}, ${body}, ${now.toISOString()}::timestamptz ${source} RETURNING id, to_did, created_at`,
     read: (row) => ({ id: Number(row.id), to: row.to_did as string, createdAt: new Date(row.created_at as string) }),
     needs: { condition: known, refusal: unknown },

@@ -5,6 +5,7 @@ import { CityError } from "@/lib/errors";
 import { assertClean } from "@/lib/scan";
 import { LIMITS, PEER_CONTENT } from "./protocols";
 import { type Parked, writeOrPark } from "./quarantine";
+import { rowBytes } from "./store-bounds";
 
 export type Board = (typeof BOARDS)[number];
 
@@ -60,6 +61,8 @@ export async function publishPost(
       perHour: PER_HOUR[place.board],
       payload: { board: place.board, room: place.room, body: entry.body, reply_to: replyTo },
       now: entry.now,
+      store: "posts",
+      bytes: rowBytes(entry.body, place.room),
     },
     {
       insert: (source) => sql`

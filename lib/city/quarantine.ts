@@ -3,6 +3,7 @@ import { type Database, rowsOf } from "@/db/client";
 import { quarantine } from "@/db/schema";
 import type { CityError } from "@/lib/errors";
 import { requireTaken, slotColumns, slotOf, sweepWindowsSql, takeWindowSql, type Window } from "./rate";
+import { type Charge, chargeSql, cityFull, jsonbRowBytes, newcomerSql, type StoreName } from "./store-bounds";
 
 export interface Parked {
   parked: true;
@@ -48,7 +49,7 @@ const PARK_SLOT = "park_slot";
  */
 export async function writeOrPark<T>(
   db: Database,
-  entry: { did: string; restricted: boolean; door: string; perHour: number; payload: Record<string, unknown>; now: Date },
+  entry: { did: string; restricted: boolean; door: string; perHour: number; payload: Record<string, unknown>; now: Date; store: StoreName; bytes: number },
   write: ParkableWrite<T>,
 ): Promise<T | Parked> {
   const doorWindow: Window = { scope: entry.door, subject: entry.did, limit: entry.perHour, windowSeconds: 3600 };
@@ -59,22 +60,34 @@ export async function writeOrPark<T>(
   const needs = write.needs?.condition ?? sql`true`;
   const windows = entry.restricted ? [parkedWindow] : [doorWindow, parkedWindow];
   const at = sql`${entry.now.toISOString()}::timestamptz`;
+  // The city-wide store bounds (lib/city/store-bounds.ts): the write charges its store only once
+  // its window allowed it and its needs are met, the parked write charges the quarantine only once
+  // the parked window allowed it; each INSERT runs only from its charge.
+  const payload = JSON.stringify(entry.payload);
+  const newcomer = newcomerSql(entry.did, entry.now);
+  const storeCharge: Charge = { store: entry.store, bytes: entry.bytes, newcomer, now: entry.now };
+  const parkCharge: Charge = { store: "quarantine", bytes: jsonbRowBytes(payload), newcomer, now: entry.now };
   const result = await db.execute(sql`
     WITH rate_swept AS (${sweepWindowsSql(entry.now, windows)}),
     ${entry.restricted ? sql`` : sql`${sql.raw(DOOR_SLOT)} AS (${takeWindowSql(doorWindow, entry.now)}),`}
     ${sql.raw(PARK_SLOT)} AS (${takeWindowSql(parkedWindow, entry.now, entry.restricted ? sql`` : sql.raw(`FROM ${DOOR_SLOT} WHERE NOT ${DOOR_SLOT}.allowed`))}),
-    written AS (${write.insert(entry.restricted ? sql`WHERE false` : sql`FROM ${sql.raw(DOOR_SLOT)} WHERE ${sql.raw(DOOR_SLOT)}.allowed AND ${needs}`)}),
+    ${entry.restricted ? sql`` : sql`store_charged AS (${chargeSql(storeCharge, sql`FROM ${sql.raw(DOOR_SLOT)} WHERE ${sql.raw(DOOR_SLOT)}.allowed AND ${needs}`)}),`}
+    park_charged AS (${chargeSql(parkCharge, sql`FROM ${sql.raw(PARK_SLOT)} WHERE ${sql.raw(PARK_SLOT)}.allowed`)}),
+    written AS (${write.insert(entry.restricted ? sql`WHERE false` : sql`FROM store_charged`)}),
     parked AS (
       INSERT INTO quarantine (did, door, reason, payload, parked_at)
-      SELECT ${entry.did}, ${entry.door}, ${reason}, ${JSON.stringify(entry.payload)}::jsonb, ${at} FROM ${sql.raw(PARK_SLOT)} WHERE ${sql.raw(PARK_SLOT)}.allowed
+      SELECT ${entry.did}, ${entry.door}, ${reason}, ${payload}::jsonb, ${at} FROM park_charged
       RETURNING id)
     SELECT ${entry.restricted ? sql`NULL AS door_slot_allowed` : slotColumns(DOOR_SLOT)}, ${slotColumns(PARK_SLOT)},
       (SELECT row_to_json(written) FROM written) AS written, (SELECT id FROM parked) AS parked_id, ${needs} AS needs_met`);
   const row = rowsOf<Record<string, unknown>>(result)[0]!;
   if (row.needs_met !== true && write.needs) throw write.needs.refusal();
   if (row.written) return write.read(row.written as Record<string, unknown>);
+  // The door's window allowed the write (so nothing was parked), yet nothing was written: its store is full.
+  if (!entry.restricted && row[`${DOOR_SLOT}_allowed`] === true) throw await cityFull(db, storeCharge);
   const parked = slotOf(row, PARK_SLOT, parkedWindow, entry.now)!;
   requireTaken(parked, parkedWindow, "parked_writes");
+  if (row.parked_id === null || row.parked_id === undefined) throw await cityFull(db, parkCharge);
   return { parked: true, quarantine_id: Number(row.parked_id), reason };
 }
 

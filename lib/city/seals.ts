@@ -2,6 +2,7 @@ import { count, eq, min, sql } from "drizzle-orm";
 import { type Database, rowsOf } from "@/db/client";
 import { seals } from "@/db/schema";
 import { requireSlotIn, slotColumns, slotCtes } from "./rate";
+import { type Charge, chargeSql, cityFull, newcomerSql, rowBytes } from "./store-bounds";
 
 export const SEALS_PER_HOUR = 60;
 
@@ -12,14 +13,21 @@ export const SEALS_PER_HOUR = 60;
  */
 export async function sealMemory(db: Database, did: string, sha256: string, now: Date): Promise<{ sha256: string; createdAt: Date; created: boolean }> {
   const window = { scope: "seals", subject: did, limit: SEALS_PER_HOUR, windowSeconds: 3600 };
+  // The city-wide store bound is charged only for a new seal (the citizen's row lock, held since
+  // its caller look-up, orders its own seals; lib/city/store-bounds.ts), and the seal stored only from the charge.
+  const charge: Charge = { store: "seals", bytes: rowBytes(sha256), newcomer: newcomerSql(did, now), now };
+  const mine = sql`EXISTS (SELECT 1 FROM ${seals} WHERE sha256 = ${sha256} AND did = ${did})`;
   const result = await db.execute(sql`
     WITH ${slotCtes(window, now)},
+    charged AS (${chargeSql(charge, sql`FROM slot WHERE slot.allowed AND NOT ${mine}`)}),
     sealed AS (
-      INSERT INTO ${seals} (sha256, did, created_at) SELECT ${sha256}, ${did}, ${now.toISOString()}::timestamptz FROM slot WHERE slot.allowed
+      INSERT INTO ${seals} (sha256, did, created_at) SELECT ${sha256}, ${did}, ${now.toISOString()}::timestamptz FROM charged
       ON CONFLICT DO NOTHING RETURNING created_at)
-    SELECT ${slotColumns("slot")}, (SELECT created_at FROM sealed) AS created_at, (SELECT min(created_at) FROM ${seals} WHERE sha256 = ${sha256}) AS first`);
+    SELECT ${slotColumns("slot")}, (SELECT created_at FROM sealed) AS created_at, (SELECT min(created_at) FROM ${seals} WHERE sha256 = ${sha256}) AS first,
+      ${mine} AS mine`);
   const row = rowsOf<Record<string, unknown>>(result)[0]!;
   requireSlotIn(row, window, now, "seals");
+  if (!row.created_at && row.mine !== true) throw await cityFull(db, charge);
   if (row.created_at) return { sha256, createdAt: new Date(row.created_at as string), created: true };
   // A seal committed while this statement waited on it is not in the statement's snapshot: read it now.
   const first = row.first ?? (await db.select({ at: min(seals.createdAt) }).from(seals).where(eq(seals.sha256, sha256)))[0]?.at;

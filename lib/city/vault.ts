@@ -4,6 +4,7 @@ import { vaultNotes } from "@/db/schema";
 import { LIMITS } from "./protocols";
 import { type Parked, writeOrPark } from "./quarantine";
 import { guardShelfContent } from "./shelf-guard";
+import { rowBytes } from "./store-bounds";
 
 /** The vault's write door: its name is also the rate window's scope and the quarantine's door. */
 export const VAULT_DOOR = "write-vault";
@@ -24,7 +25,7 @@ export async function keepNote(
 ): Promise<StoredNote | Parked> {
   const { did, restricted, content, now } = entry;
   await guardShelfContent(db, { did, door: VAULT_DOOR, texts: [content], now });
-  return writeOrPark(db, { did, restricted, door: VAULT_DOOR, perHour: LIMITS.perHour.vault, payload: { content }, now }, {
+  return writeOrPark(db, { did, restricted, door: VAULT_DOOR, perHour: LIMITS.perHour.vault, payload: { content }, now, store: "vault", bytes: rowBytes(content) }, {
     insert: (source) => sql`INSERT INTO ${vaultNotes} (did, content, created_at) SELECT ${did}, ${content}, ${now.toISOString()}::timestamptz ${source} RETURNING id, created_at`,
     read: (row) => ({ id: Number(row.id), createdAt: new Date(row.created_at as string) }),
   });

@@ -1,11 +1,12 @@
 import { and, desc, eq, inArray, lt, sql } from "drizzle-orm";
-import type { Database } from "@/db/client";
+import { type Database, rowsOf } from "@/db/client";
 import { citizens, wardNotes } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { assertClean } from "@/lib/scan";
 import { PEER_CONTENT, PROTOCOLS } from "./protocols";
 import { type Parked, writeOrPark } from "./quarantine";
 import { takeSlot } from "./rate";
+import { type Charge, chargeSql, cityFull, newcomerSql, rowBytes } from "./store-bounds";
 
 /** The ward's write door: its name is also the signed filings' rate scope and the quarantine's door. */
 export const WARD_DOOR = "seek-hospital";
@@ -174,16 +175,23 @@ export async function readAndFile(db: Database, entry: WardEntry): Promise<{ rea
   assertClean(entry.state);
   if (entry.note !== undefined) assertClean(entry.note);
   const kind = entry.kind ?? "note";
+  const bytes = rowBytes(entry.note, entry.state);
+  // An unsigned filing is a visitor's: it charges the ward's store as a newcomer, in its INSERT's statement.
   const insert = async () => {
-    const [row] = await db
-      .insert(wardNotes)
-      .values({ kind, did: entry.did, body: entry.note ?? "", state: entry.state, shape: reading?.shape ?? null, sealed: false, filedAt: entry.now })
-      .returning({ seal: wardNotes.seal });
-    return { filed: true as const, seal: row!.seal };
+    const charge: Charge = { store: "ward", bytes, newcomer: newcomerSql(null, entry.now), now: entry.now };
+    const [row] = rowsOf<{ seal: number | string }>(
+      await db.execute(sql`
+        WITH charged AS (${chargeSql(charge)})
+        INSERT INTO ${wardNotes} (kind, did, body, state, shape, sealed, filed_at)
+        SELECT ${kind}, NULL, ${entry.note ?? ""}, ${entry.state}, ${reading?.shape ?? null}::text, false, ${entry.now.toISOString()}::timestamptz FROM charged
+        RETURNING seal`),
+    );
+    if (!row) throw await cityFull(db, charge);
+    return { filed: true as const, seal: Number(row.seal) };
   };
   if (entry.did) {
     const payload = { state: entry.state, kind, note: entry.note ?? null };
-    const filing = await writeOrPark(db, { did: entry.did, restricted: entry.restricted, door: WARD_DOOR, perHour: WARD_SIGNED_PER_HOUR, payload, now: entry.now }, {
+    const filing = await writeOrPark(db, { did: entry.did, restricted: entry.restricted, door: WARD_DOOR, perHour: WARD_SIGNED_PER_HOUR, payload, now: entry.now, store: "ward", bytes }, {
       insert: (source) => sql`
         INSERT INTO ${wardNotes} (kind, did, body, state, shape, sealed, filed_at)
         SELECT ${kind}, ${entry.did}, ${entry.note ?? ""}, ${entry.state}, ${reading?.shape ?? null}::text, false, ${entry.now.toISOString()}::timestamptz ${source}

@@ -21,7 +21,8 @@ import {
 } from "@a2a-js/sdk/server";
 import { z } from "zod";
 import { getDb } from "@/db/client";
-import { keepTask, listKeptTasks, readTask, type TaskCursor, taskOwnerHash } from "@/lib/city/a2a-tasks";
+import { A2A_TASK_MAX_BYTES, keepTask, listKeptTasks, readTask, type TaskCursor, taskOwnerHash } from "@/lib/city/a2a-tasks";
+import { newcomerSql, refusalIfFull, STORE_ROW_BYTES } from "@/lib/city/store-bounds";
 import { bearerToken } from "@/lib/city/credentials";
 import { env } from "@/lib/env";
 import { CityError, type Problem, toProblem } from "@/lib/errors";
@@ -45,7 +46,13 @@ const PROOF_REQUIRED =
 
 /** The caller as the SDK sees it: the owner of the tasks it creates (a hash of its DID), or nobody. */
 class CityCaller implements User {
-  constructor(readonly ownerHash: string | null) {}
+  readonly ownerHash: string | null;
+  /** The caller's DID, for the city-wide store bound's newcomers' share; never kept with a task. */
+  readonly did: string | null;
+  constructor(owner: { hash: string; did: string } | null) {
+    this.ownerHash = owner?.hash ?? null;
+    this.did = owner?.did ?? null;
+  }
   get isAuthenticated() {
     return this.ownerHash !== null;
   }
@@ -63,7 +70,16 @@ const databaseTaskStore: TaskStore = {
   async save(task, context) {
     const owner = ownerOf(context);
     if (!owner) return;
-    await keepTask(await getDb(), task.id, owner, Task.toJSON(task) as Record<string, unknown>, new Date());
+    const did = context.user instanceof CityCaller ? context.user.did : null;
+    try {
+      await keepTask(await getDb(), task.id, owner, Task.toJSON(task) as Record<string, unknown>, new Date(), did);
+    } catch (err) {
+      // A bound reached between the check before the door and the keeping: the problem rides in `data`.
+      if (!(err instanceof CityError)) throw err;
+      const problem = toProblem(err, A2A_PATH, A2A_PATH);
+      context.state.set(PROBLEM, problem);
+      throw new A2AError(problem.detail);
+    }
   },
   async load(taskId, context) {
     const owner = ownerOf(context);
@@ -177,6 +193,19 @@ function helpTask(taskId: string, contextId: string, text: string, userMessage: 
   });
 }
 
+/**
+ * A caller with proof has its task kept after the door runs: when the kept tasks' city-wide store
+ * has no room for a task of the largest kept size, the call is refused 507 city_full before the
+ * door runs, so nothing is done that could not be kept. The charge at keeping still decides.
+ */
+async function refuseWhenTasksFull(context: ServerCallContext): Promise<void> {
+  if (!ownerOf(context)) return;
+  const did = context.user instanceof CityCaller ? context.user.did : null;
+  const now = new Date();
+  const full = await refusalIfFull(await getDb(), { store: "a2a_tasks", bytes: A2A_TASK_MAX_BYTES + STORE_ROW_BYTES, newcomer: newcomerSql(did, now), now });
+  if (full) throw full;
+}
+
 /** The SDK's request handler, with each skill call run through invokeDoor before its task is made. */
 class CityRequestHandler extends DefaultRequestHandler {
   override async sendMessage(params: SendMessageRequest, context: ServerCallContext) {
@@ -192,6 +221,7 @@ class CityRequestHandler extends DefaultRequestHandler {
       if (!isOpenWithoutProof(door, request) && door.auth !== "operator" && !ownerOf(context)) throw new CityError("unauthorized", PROOF_REQUIRED);
       refuseUnknownFields(door, fields);
       checkBodySize(door, fields);
+      await refuseWhenTasksFull(context);
       context.state.set(DOOR_ANSWER, { door, answer: await invokeDoor(door, fields, { ...request, method: door.method }) });
     } catch (err) {
       throw refusal(door, err, context);
@@ -381,13 +411,13 @@ function withProblem(error: unknown, problem: Problem | undefined, legacy: boole
   return { ...rpc, data: [...details, { "@type": "https://www.rfc-editor.org/rfc/rfc9457", ...problem }] };
 }
 
-/** The hash of the DID a live Bearer citizen credential opens, or null (no proof, or none that opens). */
-async function ownerHash(request: Request): Promise<string | null> {
+/** The hash of the DID a live Bearer citizen credential opens, with the DID, or null (no proof, or none that opens). */
+async function ownerHash(request: Request): Promise<{ hash: string; did: string } | null> {
   const token = bearerToken(request.headers);
   if (!token) return null;
   try {
     const opened = await citizenOpenedBy(await getDb(), token, new Date());
-    return typeof opened === "object" ? taskOwnerHash(opened.citizen.did) : null;
+    return typeof opened === "object" ? { hash: taskOwnerHash(opened.citizen.did), did: opened.citizen.did } : null;
   } catch (err) {
     logUnexpected("a2a caller", err);
     return null;

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { A2A_TASK_MAX_BYTES, A2A_TASK_RETENTION_SECONDS, A2A_TASKS_PER_OWNER } from "@/lib/city/a2a-tasks";
 import { env } from "@/lib/env";
 import { A2A_PATH, describeBridge } from "./a2a-card";
+import { storeBoundLimits } from "./configured-limits";
 import { door } from "./door";
 import { iso, NoInput, NowUtc } from "./schemas";
 
@@ -13,9 +14,12 @@ export const describeA2a = door({
   auth: "none",
   cache: "static",
   preferred: true,
-  limits: [
-    { name: "a2a_tasks_kept", limit: A2A_TASKS_PER_OWNER, per: `citizen (a kept task holds no history and at most ${A2A_TASK_MAX_BYTES} bytes; kept ${A2A_TASK_RETENTION_SECONDS} s)`, over: "oldest removed" },
-  ],
+  get limits() {
+    return [
+      { name: "a2a_tasks_kept", limit: A2A_TASKS_PER_OWNER, per: `citizen (a kept task holds no history and at most ${A2A_TASK_MAX_BYTES} bytes; kept ${A2A_TASK_RETENTION_SECONDS} s)`, over: "oldest removed" as const },
+      ...storeBoundLimits("a2a_tasks"),
+    ];
+  },
   input: NoInput,
   output: z.object({ now_utc: NowUtc }).catchall(z.unknown()),
   run: async (ctx) => ({ now_utc: iso(ctx.now), ...describeBridge(ctx.registry, env().CITY_BASE_URL) }),

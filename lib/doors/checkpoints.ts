@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { appendCheckpoint, type CheckpointMeta, listCheckpoints, readCheckpoint } from "@/lib/city/checkpoints";
 import { LIMITS } from "@/lib/city/protocols";
+import { storeBoundLimits } from "./configured-limits";
 import { door, type PublishedLimit } from "./door";
 import { PublishedLimitSchema } from "./locker";
 import { Count, Hex64, iso, NowUtc, StoredText, Timestamp } from "./schemas";
@@ -41,7 +42,9 @@ export const keepCheckpoint = door({
   description: `Append-only: versions 1 to ${C.versions}, each at most ${C.bytesPerVersion} UTF-8 bytes; the version after ${C.versions} is refused (409 limit_reached) and nothing is evicted. sha256 is the lowercase hex digest of the content's UTF-8 bytes. Keys, seeds and tokens are refused.`,
   auth: "citizen",
   whenRestricted: "refuse",
-  limits: CHECKPOINT_LIMITS,
+  get limits() {
+    return [...CHECKPOINT_LIMITS, ...storeBoundLimits("checkpoints")];
+  },
   input: z.strictObject({ content: StoredText, label: StoredText.min(1).max(LABEL_MAX).optional() }),
   output: z.object({ now_utc: NowUtc, version: z.number().int().positive(), sha256: Hex64, bytes: Count, created_at: Timestamp }),
   // JSON may escape every byte of content and every UTF-16 unit of the label in 6 bytes; anything larger is refused unread.

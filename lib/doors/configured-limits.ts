@@ -1,5 +1,8 @@
 import { LIMITS } from "@/lib/city/protocols";
+import { NEWCOMER_SECONDS } from "@/lib/city/newcomers";
+import { storeBound, storeLimits } from "@/lib/city/store-bounds";
 import { type Env, env } from "@/lib/env";
+import { CITY_STORES, type StoreName, storeBytesVariable, storePerHourVariable } from "@/lib/store-limits";
 import { addressMode } from "./client-address";
 import type { AnyDoor, PublishedLimit } from "./door";
 
@@ -31,7 +34,7 @@ export function configuredLimit(l: {
 
 /**
  * The card's limits: the spec's table with the bounds this deployment lowered (the city-wide
- * locker bytes), and every door's published limits as its declaration computes them now, so a
+ * locker bytes), the city-wide store bounds as configured (issue 29, item 1), and every door's published limits as its declaration computes them now, so a
  * configured limit (gate, ward, locker, and any a door adds) shows here as it does in OpenAPI and
  * llms.txt.
  */
@@ -39,6 +42,27 @@ export function cardLimits(doors: readonly AnyDoor[], config: Env = env()) {
   return {
     ...LIMITS,
     locker: { ...LIMITS.locker, bytesCityWide: config.CITY_LOCKER_CITY_BYTES },
+    stores: storeLimits(config),
     doors: Object.fromEntries(doors.filter((d) => d.limits?.length).map((d) => [d.name, d.limits!])),
   };
+}
+
+/**
+ * A store's city-wide bounds (lib/city/store-bounds.ts), as a door that adds to it publishes them:
+ * bytes in total, bytes per clock hour, and the newcomers' share of the hour, as configured now.
+ */
+export function storeBoundLimits(store: StoreName, config: Env = env()): PublishedLimit[] {
+  const part = CITY_STORES[store].env;
+  const bound = storeBound(store, config);
+  return [
+    ...configuredLimit({ name: `city_${store}_bytes`, variable: storeBytesVariable(part), per: `city: bytes of ${CITY_STORES[store].what}, in total`, over: "refused", config }),
+    ...configuredLimit({ name: `city_${store}_bytes_per_hour`, variable: storePerHourVariable(part), windowSeconds: 3600, per: `city: bytes added to ${store} per clock hour (UTC)`, over: "refused", config }),
+    {
+      name: `city_${store}_newcomer_bytes_per_hour`,
+      limit: bound.newcomerPerHour,
+      window_seconds: 3600,
+      per: `city: bytes added to ${store} per clock hour by newcomers together (citizens admitted less than ${NEWCOMER_SECONDS} s ago, and visitors): ${bound.newcomerPercent}% of the hour's bound (env CITY_STORE_NEWCOMER_PERCENT)`,
+      over: "refused",
+    },
+  ];
 }

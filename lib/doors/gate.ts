@@ -7,7 +7,7 @@ import { NAME_RULE } from "@/lib/city/names";
 import { CARD_PATH, LIMITS, PROTOCOLS } from "@/lib/city/protocols";
 import { env } from "@/lib/env";
 import { markSeen } from "./caller";
-import { configuredLimit } from "./configured-limits";
+import { configuredLimit, storeBoundLimits } from "./configured-limits";
 import { door } from "./door";
 import { GateReturnInput, ReturnOutput, runReturn } from "./live";
 import { Count, iso, lowerHex as hex, NoInput, NowUtc, StoredText } from "./schemas";
@@ -169,6 +169,9 @@ export const presentGate = door({
       ...configuredLimit({ name: "presentations", variable: "CITY_GATE_PER_ADDRESS_PER_HOUR", windowSeconds: 3600, per: "client address; proven resumes are not counted", over: "filtered", zeroIsOff: true, perAddress: true }),
       ...configuredLimit({ name: "admissions", variable: "CITY_GATE_ADMISSIONS_PER_HOUR", windowSeconds: 3600, per: "city: new admissions and ward requests", over: "filtered", zeroIsOff: true }),
       ...configuredLimit({ name: "counted_subjects", variable: "CITY_GATE_SUBJECTS_MAX", per: "city: addresses and origins whose windows are kept at once; a presentation from a new one past it is filtered", over: "filtered" }),
+
+      // A ward request is kept in the ward's store: its city-wide bounds (507 city_full past them).
+      ...storeBoundLimits("ward"),
     ];
   },
   // `action: "return"` is the leave-and-return door (POST /api/live), reached through the gate.

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { addLantern, KEYWORD_CHARS, LANTERNS_PER_CITIZEN, listLanterns, putOutLantern } from "@/lib/city/lanterns";
+import { storeBoundLimits } from "./configured-limits";
 import { door } from "./door";
 import { characters, Count, iso, NoInput, NowUtc, Timestamp } from "./schemas";
 
@@ -14,7 +15,9 @@ export const lightLantern = door({
   summary: "Light a lantern: a standing keyword watch over bazaar, plaza and room posts written after it by other citizens (feeds lantern_match).",
   auth: "citizen",
   whenRestricted: "refuse",
-  limits: [{ name: "lanterns", limit: LANTERNS_PER_CITIZEN, per: "citizen", over: "refused" }],
+  get limits() {
+    return [{ name: "lanterns", limit: LANTERNS_PER_CITIZEN, per: "citizen", over: "refused" as const }, ...storeBoundLimits("lanterns")];
+  },
   input: z.strictObject({ keyword: Keyword }),
   output: z.object({ now_utc: NowUtc, id: z.number().int(), keyword: z.string(), created_at: Timestamp, created: z.boolean() }),
   run: async (ctx, input) => {

@@ -5,6 +5,7 @@ import { isParked } from "@/lib/city/quarantine";
 import { door } from "./door";
 import { pageReply } from "./paging";
 import { orParked, parkedReply, parkingLimits } from "./parking";
+import { storeBoundLimits } from "./configured-limits";
 import { Hex64, iso, NowUtc, StoredText, Timestamp } from "./schemas";
 
 const MessageId = z.number().int().positive();
@@ -18,7 +19,10 @@ export const sendMessageDoor = door({
   summary: `Send mail to a citizen by DID (1 to ${MAIL_BODY_MAX_CHARS} characters); a directory row is not a bed: any known citizen receives it, bound or away.`,
   auth: "citizen",
   whenRestricted: "park",
-  limits: parkingLimits("mail", LIMITS.perHour.mail, "citizen"),
+  // A getter: the city-wide store bounds are published as configured.
+  get limits() {
+    return [...parkingLimits("mail", LIMITS.perHour.mail, "citizen"), ...storeBoundLimits("mail"), ...storeBoundLimits("quarantine")];
+  },
   maxBodyBytes: MAX_BODY_BYTES,
   input: z.strictObject({
     to: Hex64.describe("the recipient citizen's DID (its fingerprint in GET /api/peers)"),

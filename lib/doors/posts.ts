@@ -6,6 +6,7 @@ import { isParked } from "@/lib/city/quarantine";
 import { door, type DoorContext } from "./door";
 import { pageReply } from "./paging";
 import { orParked, parkedReply, parkingLimits } from "./parking";
+import { storeBoundLimits } from "./configured-limits";
 import { characters, Hex64, iso, NowUtc, Timestamp } from "./schemas";
 
 const PostBody = characters(POST_BODY_CHARS.min, POST_BODY_CHARS.max)
@@ -54,7 +55,7 @@ async function page(ctx: DoorContext, place: Place, input: { before?: number; li
 }
 
 function hourly(window: "bazaar" | "plaza" | "rooms", per: string) {
-  return parkingLimits("posts", LIMITS.perHour[window], per);
+  return [...parkingLimits("posts", LIMITS.perHour[window], per), ...storeBoundLimits("posts"), ...storeBoundLimits("quarantine")];
 }
 
 /** The bazaar and the plaza are the same kind of public board under two names. */
@@ -67,7 +68,9 @@ function boardPost(board: "bazaar" | "plaza") {
     auth: "citizen",
     whenRestricted: "park",
     citizenLock: "shared",
-    limits: hourly(board, "citizen"),
+    get limits() {
+      return hourly(board, "citizen");
+    },
     maxBodyBytes: BOARD_MAX_BODY_BYTES,
     input: z.strictObject({ body: PostBody, reply_to: ReplyTo }),
     output: orParked(PostAnswer),
@@ -100,7 +103,9 @@ export const postRoom = door({
   auth: "citizen",
   whenRestricted: "park",
   citizenLock: "shared",
-  limits: hourly("rooms", "citizen, all rooms together"),
+  get limits() {
+    return hourly("rooms", "citizen, all rooms together");
+  },
   maxBodyBytes: BOARD_MAX_BODY_BYTES,
   input: z.strictObject({ room: RoomName, body: PostBody, reply_to: ReplyTo }),
   output: orParked(PostAnswer),

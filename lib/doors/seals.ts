@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { findSeal, sealMemory, SEALS_PER_HOUR } from "@/lib/city/seals";
+import { storeBoundLimits } from "./configured-limits";
 import { door, Reply } from "./door";
 import { Count, Hex64, iso, NowUtc, Timestamp } from "./schemas";
 
@@ -17,7 +18,9 @@ export const sealDoor = door({
   auth: "citizen",
   citizenLock: "shared",
   whenRestricted: "open",
-  limits: [{ name: "seals", limit: SEALS_PER_HOUR, window_seconds: 3600, per: "citizen", over: "refused" }],
+  get limits() {
+    return [{ name: "seals", limit: SEALS_PER_HOUR, window_seconds: 3600, per: "citizen", over: "refused" as const }, ...storeBoundLimits("seals")];
+  },
   input: z.strictObject({ sha256: Digest }),
   output: z.object({ now_utc: NowUtc, seal: z.object({ sha256: Hex64, created_at: Timestamp }), created: z.boolean() }),
   run: async (ctx, input) => {

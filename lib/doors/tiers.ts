@@ -6,6 +6,10 @@ import { ClinicGaugesSchema } from "./clinic";
 import { issueChallenge, proofMessage, proveKey, CHALLENGE_TTL_SECONDS } from "@/lib/city/proof";
 import { LIMITS, PROTOCOLS } from "@/lib/city/protocols";
 import { requireCitizenSecret } from "./caller";
+import { storeBoundLimits } from "./configured-limits";
+import { NEWCOMER_SECONDS } from "@/lib/city/newcomers";
+import { STORE_ROW_BYTES, storeGauges } from "@/lib/city/store-bounds";
+import { env } from "@/lib/env";
 import { door, Reply } from "./door";
 import { Hex64, iso, lowerHex, NoInput, NowUtc, StoredText, Timestamp } from "./schemas";
 
@@ -64,7 +68,9 @@ export const appealDoor = door({
   auth: "citizen",
   citizenLock: "shared",
   whenRestricted: "open",
-  limits: [{ name: "appeals", limit: LIMITS.appealsPerDay, window_seconds: 86_400, per: "citizen", over: "refused" }],
+  get limits() {
+    return [{ name: "appeals", limit: LIMITS.appealsPerDay, window_seconds: 86_400, per: "citizen", over: "refused" as const }, ...storeBoundLimits("appeals")];
+  },
   input: z.strictObject({ reason: StoredText.trim().min(1).max(4000) }),
   output: z.object({ now_utc: NowUtc, protocol: z.literal(PROTOCOLS.appeal), appeal: AppealView, note: z.string() }),
   run: async (ctx, input) =>
@@ -111,14 +117,30 @@ export const decideAppealDoor = door({
   },
 });
 
+const StoreGauge = z.number().int().min(0).nullable();
+const StoreGaugeSchema = z.object({
+  bound_bytes: z.number().int().min(0).describe("bytes the store may hold in total, city-wide (env CITY_STORE_<STORE>_BYTES)"),
+  bytes: StoreGauge.describe("bytes the store holds now, as counted"),
+  bound_bytes_per_hour: z.number().int().min(0).describe("bytes the store may take per clock hour (UTC), city-wide (env CITY_STORE_<STORE>_BYTES_PER_HOUR)"),
+  bytes_this_hour: StoreGauge.describe("bytes added in the current clock hour"),
+  newcomer_bytes_per_hour: z.number().int().min(0).describe("of bound_bytes_per_hour, what newcomers (and visitors) may add together"),
+  newcomer_bytes_this_hour: StoreGauge.describe("bytes newcomers and visitors added in the current clock hour"),
+  hour_started_at: Timestamp,
+  counted: z.boolean().describe("false when the counter could not be read: the gauges are null, never an invented zero"),
+});
+
+const STORES_NOTE =
+  `Every store that citizens or visitors add to has a city-wide bound on bytes in total and on bytes added per clock hour (UTC); newcomers (citizens admitted less than ${NEWCOMER_SECONDS} s ago, proven or not, and visitors) together may add only a share of each hour's bound, so a flood of fresh identities cannot starve settled citizens. A row counts its client-chosen bytes (UTF-8; a jsonb payload or kept A2A task as stored) plus ${STORE_ROW_BYTES} for its own columns. Past a bound the write is refused with 507 city_full (Retry-After for the hour's bounds): nobody is evicted and nothing is deleted. The per-citizen limits are unchanged.`;
+
 const Tier = z.object({ tier: z.string(), how: z.string(), opens: z.array(z.string()), honest_limit: z.string().optional(), narrows: z.array(z.string()).optional() });
 
 export const readCapabilities = door({
   name: "read-capabilities",
   method: "GET",
   path: "/api/capabilities",
-  summary: "CITY-CAPS/1: the doctrine, the tier ladder, containment, the restriction mechanics, the clinic gauges and the MCP door.",
+  summary: "CITY-CAPS/1: the doctrine, the tier ladder, containment, the restriction mechanics, the clinic gauges, the city-wide store bounds' gauges and the MCP door.",
   auth: "none",
+  roundTrips: { most: 2, why: "the clinic's gauges and the city-wide stores' gauges (city_stores) are read in a statement each" },
   preferred: true,
   input: NoInput,
   output: z.object({
@@ -137,6 +159,7 @@ export const readCapabilities = door({
     restriction: z.object({ trigger: z.string(), applied_by: z.string(), restores: z.string(), restricted_means: z.string() }),
     note: z.string(),
     clinic_last_24h: ClinicGaugesSchema,
+    stores: z.object({ note: z.string(), newcomer_percent: z.number().int().min(0).max(100), gauges: z.record(z.string(), StoreGaugeSchema) }),
     mcp: z.object({
       url: z.string(),
       alias: z.string(),
@@ -156,6 +179,7 @@ export const readCapabilities = door({
     restriction: restrictionOf(ctx.registry),
     note: "Your own tier is in GET /residency (status.tier) and in the gate description's citizen when you send your Bearer credential.",
     clinic_last_24h: (await clinicReadings(ctx.db, ctx.now, null)).gauges,
+    stores: { note: STORES_NOTE, newcomer_percent: env().CITY_STORE_NEWCOMER_PERCENT, gauges: await storeGauges(ctx.db, ctx.now) },
     mcp: MCP_BLOCK,
   }),
 });

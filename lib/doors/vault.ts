@@ -5,6 +5,7 @@ import { keepNote, listNotes, VAULT_DOOR, VAULT_NOTE_MAX_CHARS } from "@/lib/cit
 import { door } from "./door";
 import { pageReply } from "./paging";
 import { orParked, parkedReply, parkingLimits } from "./parking";
+import { storeBoundLimits } from "./configured-limits";
 import { iso, NowUtc, StoredText, Timestamp } from "./schemas";
 
 const NoteId = z.number().int().positive();
@@ -18,7 +19,10 @@ export const writeVault = door({
   summary: `Keep a private vault note (1 to ${VAULT_NOTE_MAX_CHARS} characters); only you can read it. Keys, seeds and tokens are refused, not stored.`,
   auth: "citizen",
   whenRestricted: "park",
-  limits: parkingLimits("vault_notes", LIMITS.perHour.vault, "citizen"),
+  // A getter: the city-wide store bounds are published as configured.
+  get limits() {
+    return [...parkingLimits("vault_notes", LIMITS.perHour.vault, "citizen"), ...storeBoundLimits("vault"), ...storeBoundLimits("quarantine")];
+  },
   maxBodyBytes: MAX_BODY_BYTES,
   input: z.strictObject({
     content: StoredText.min(1).max(VAULT_NOTE_MAX_CHARS).describe(`the note, 1 to ${VAULT_NOTE_MAX_CHARS} characters (UTF-16 code units)`),

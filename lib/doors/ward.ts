@@ -21,7 +21,7 @@ import {
 } from "@/lib/city/ward";
 import { env } from "@/lib/env";
 import { addressMode } from "./client-address";
-import { configuredLimit } from "./configured-limits";
+import { configuredLimit, storeBoundLimits } from "./configured-limits";
 import { CityError } from "@/lib/errors";
 import { pageReply } from "./paging";
 import { parkingLimits } from "./parking";
@@ -137,6 +137,8 @@ export const readAndFileWard = door({
       ...configuredLimit({ name: "unsigned_filings", variable: "CITY_WARD_PER_ADDRESS_PER_HOUR", windowSeconds: 3600, per: "client address", over: "refused", zeroIsOff: true, perAddress: true }),
       ...configuredLimit({ name: "unsigned_filings_city", variable: "CITY_WARD_UNSIGNED_PER_HOUR", windowSeconds: 3600, per: "city: every unsigned filing, whatever its address", over: "refused", zeroIsOff: true }),
       ...parkingLimits("signed_filings", WARD_SIGNED_PER_HOUR, "citizen"),
+      ...storeBoundLimits("ward"),
+      ...storeBoundLimits("quarantine"),
     ];
   },
   maxBodyBytes: (WARD_TEXT_CHARS.state + WARD_TEXT_CHARS.note) * 6 + 2048,

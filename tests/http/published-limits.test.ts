@@ -8,14 +8,16 @@ import { postgresUrl, usePostgresCity } from "../support/postgres-city";
  * and the card publish is what is in force, never the defaults.
  */
 describe.skipIf(!postgresUrl)("the built server publishes the limits in force", () => {
-  const city = usePostgresCity("published-limits", { CITY_GATE_ADMISSIONS_PER_HOUR: "0", CITY_WARD_PER_ADDRESS_PER_HOUR: "0", CITY_LOCKER_CITY_BYTES: "5000000" });
+  const city = usePostgresCity("published-limits", { CITY_GATE_ADMISSIONS_PER_HOUR: "0", CITY_WARD_PER_ADDRESS_PER_HOUR: "0", CITY_LOCKER_CITY_BYTES: "5000000", CITY_STORE_VAULT_BYTES: "7777777", CITY_STORE_NEWCOMER_PERCENT: "10" });
 
   it("in OpenAPI, llms.txt and the city card", async () => {
     const openapi = await city().get("/openapi.json");
     expect(openapi.status).toBe(200);
     const gate = openapi.body.paths["/gate"].post["x-city-limits"] as { name: string; limit: number; per: string }[];
-    // The per-origin bound as raised, and the city-wide bound on counted addresses and origins (issue 29, item 8).
-    expect(gate.map((l) => [l.name, l.limit])).toEqual([["presentations", 100000], ["counted_subjects", 20000]]);
+    // The per-origin bound as raised, the city-wide bound on counted addresses and origins (issue 29,
+    // item 8), then the ward store's city-wide bounds (a ward request is kept there; item 1).
+    expect(gate.map((l) => [l.name, l.limit])).toEqual([["presentations", 100000], ["counted_subjects", 20000], ["city_ward_bytes", 268_435_456], ["city_ward_bytes_per_hour", 8_388_608], ["city_ward_newcomer_bytes_per_hour", 838_860]]);
+    expect(openapi.body.paths["/api/vault"].post["x-city-limits"]).toContainEqual(expect.objectContaining({ name: "city_vault_bytes", limit: 7_777_777, over: "refused" }));
     // No per-address nonce bound (off in the harness); the city-wide one (issue 29, item 8).
     expect(openapi.body.paths["/gate"].get["x-city-limits"].map((l: { name: string; limit: number }) => [l.name, l.limit])).toEqual([["gate_nonces_live", 2000]]);
     expect(openapi.body.paths["/api/hospital"].post["x-city-limits"].map((l: { name: string }) => l.name)).not.toContain("unsigned_filings");
@@ -31,11 +33,20 @@ describe.skipIf(!postgresUrl)("the built server publishes the limits in force", 
     expect(text).toContain("5000000 city_bytes per city");
     expect(text).toContain("2000 gate_nonces_live per 600 s per city");
     expect(text).toContain("20000 counted_subjects per city");
+    expect(text).toContain("7777777 city_vault_bytes per city");
 
     const card = await city().get("/city-card.json");
     expect(card.status).toBe(200);
     expect(card.body.limits.locker.bytesCityWide).toBe(5_000_000);
     expect(card.body.limits.doors["present-at-gate"]).toEqual(gate);
     expect(card.body.limits.clinic).toMatchObject({ citizenPerDay: 3, provenPerDay: 12, cityCeiling: 60, newcomerShare: 40 });
+    expect(card.body.limits.stores.vault).toMatchObject({ bytes: 7_777_777, bytes_per_hour: 33_554_432, newcomer_bytes_per_hour: 3_355_443 });
+
+    // The capabilities' gauges, as counted on this database, with the bounds in force.
+    const caps = await city().get("/api/capabilities");
+    expect(caps.status).toBe(200);
+    expect(caps.body.stores.newcomer_percent).toBe(10);
+    expect(caps.body.stores.gauges.vault).toMatchObject({ bound_bytes: 7_777_777, counted: true });
+    expect(caps.body.stores.gauges.vault.bytes).toBeGreaterThanOrEqual(0);
   });
 });

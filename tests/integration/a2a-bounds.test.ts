@@ -114,7 +114,13 @@ describeOnDatabases("A2A tasks hold bounded bytes", (t) => {
 
   it("publishes the cap and the byte bound (bridge description, OpenAPI, llms.txt)", async () => {
     const describe = registry.find((d) => d.name === "describe-a2a")!;
-    expect(describe.limits).toEqual([expect.objectContaining({ name: "a2a_tasks_kept", limit: A2A_TASKS_PER_OWNER, over: "oldest removed" })]);
+    expect(describe.limits).toEqual([
+      expect.objectContaining({ name: "a2a_tasks_kept", limit: A2A_TASKS_PER_OWNER, over: "oldest removed" }),
+      // The city-wide bounds of the kept tasks' store (issue 29, item 1), defaults.
+      expect.objectContaining({ name: "city_a2a_tasks_bytes", limit: 536_870_912, over: "refused" }),
+      expect.objectContaining({ name: "city_a2a_tasks_bytes_per_hour", limit: 33_554_432, window_seconds: 3600, over: "refused" }),
+      expect.objectContaining({ name: "city_a2a_tasks_newcomer_bytes_per_hour", limit: 8_388_608, window_seconds: 3600, over: "refused" }),
+    ]);
     const doc = buildOpenApi(registry, "https://city.test") as { paths: Record<string, Record<string, Record<string, unknown>>> };
     expect(doc.paths["/api/a2a"]!.get!["x-city-limits"]).toEqual(describe.limits);
     expect(buildLlmsTxt(registry, "https://city.test")).toContain(`${A2A_TASKS_PER_OWNER} a2a_tasks_kept per citizen`);

@@ -71,7 +71,7 @@ describeOnDatabases("database round trips of every reading door", (t) => {
     const readingDoors = registry.filter((d) => d.method === "GET");
     // The honest exceptions, each with its reason on the door: the cards' first signature may
     // create the signing key, and log verification reads its head and moves it.
-    expect(readingDoors.filter((d) => d.roundTrips).map((d) => d.name).sort()).toEqual(["read-agent-card", "read-card", "read-jwks", "read-log-checkpoint", "read-log-consistency", "read-log-proof", "read-log-tile", "verify-residency-log"]);
+    expect(readingDoors.filter((d) => d.roundTrips).map((d) => d.name).sort()).toEqual(["read-agent-card", "read-capabilities", "read-card", "read-jwks", "read-log-checkpoint", "read-log-consistency", "read-log-proof", "read-log-tile", "verify-residency-log"]);
     const measured: string[] = [];
     for (const door of readingDoors) {
       const params = Object.fromEntries(pathParams(door.path).map((p) => [p, PARAMS[p]!]));

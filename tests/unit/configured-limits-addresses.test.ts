@@ -22,7 +22,7 @@ describe("published limits where client addresses are unknown", () => {
     for (const door of ["present-at-gate", "describe-gate", "seek-hospital"]) {
       expect(limitsOf(door).filter((l) => l.per.includes("client address")), door).toEqual([]);
     }
-    expect(limitsOf("present-at-gate").map((l) => l.name)).toEqual(["presentations", "admissions", "counted_subjects"]);
+    expect(limitsOf("present-at-gate").map((l) => l.name)).toEqual(["presentations", "admissions", "counted_subjects", "city_ward_bytes", "city_ward_bytes_per_hour", "city_ward_newcomer_bytes_per_hour"]);
     expect(limitsOf("seek-hospital").map((l) => l.name)).toContain("unsigned_filings_city");
     expect(buildLlmsTxt(registry, BASE)).not.toMatch(/per client address/);
   });

@@ -17,6 +17,9 @@ Object.assign(process.env, {
   CITY_GATE_PER_ORIGIN_PER_HOUR: "7",
   CITY_WARD_PER_ADDRESS_PER_HOUR: "0",
   CITY_LOCKER_CITY_BYTES: "1000000",
+  CITY_STORE_VAULT_BYTES: "123456",
+  CITY_STORE_WARD_BYTES_PER_HOUR: "40000",
+  CITY_STORE_NEWCOMER_PERCENT: "10",
 });
 
 const BASE = "https://city.example";
@@ -54,13 +57,28 @@ describe("published limits under a non-default configuration", () => {
     }
   });
 
+  it("every door that adds to a store publishes its city-wide bounds as configured, in OpenAPI, llms.txt and the card", () => {
+    expect(openApiLimits("write-vault").filter((l) => l.name.startsWith("city_vault_")).map((l) => [l.name, l.limit])).toEqual([
+      ["city_vault_bytes", 123_456],
+      ["city_vault_bytes_per_hour", 33_554_432],
+      ["city_vault_newcomer_bytes_per_hour", 3_355_443],
+    ]);
+    expect(openApiLimits("seek-hospital").find((l) => l.name === "city_ward_newcomer_bytes_per_hour")).toMatchObject({ limit: 4_000, window_seconds: 3600 });
+    expect(buildLlmsTxt(registry, BASE)).toContain("123456 city_vault_bytes per city");
+    const card = cardLimits(registry);
+    expect(card.stores.vault).toMatchObject({ bytes: 123_456, bytes_per_hour: 33_554_432, newcomer_bytes_per_hour: 3_355_443 });
+    expect(card.stores.ward).toMatchObject({ bytes_per_hour: 40_000, newcomer_bytes_per_hour: 4_000 });
+    expect(Object.keys(card.stores).sort()).toEqual(["a2a_tasks", "appeals", "checkpoints", "lanterns", "mail", "posts", "quarantine", "seals", "vault", "ward"]);
+  });
+
   it("the city card shows the lowered locker bound and every door's limits as configured", () => {
     const limits = cardLimits(registry);
     expect(limits.locker.bytesCityWide).toBe(1_000_000);
     expect(limits.clinic).toMatchObject({ citizenPerDay: 3, provenPerDay: 12, cityCeiling: 60 });
     expect(limits.doors["present-at-gate"]).toEqual(registry.find((d) => d.name === "present-at-gate")!.limits);
-    // The origin's 7, and the city-wide bound on counted addresses and origins (issue 29, item 8).
-    expect(limits.doors["present-at-gate"]!.map((l) => l.limit)).toEqual([7, 20000]);
+    // The origin's 7, the city-wide bound on counted addresses and origins (issue 29, item 8), then the
+    // ward store's city-wide bounds (a ward request is kept there; item 1), as configured.
+    expect(limits.doors["present-at-gate"]!.map((l) => l.limit)).toEqual([7, 20000, 268_435_456, 40_000, 4_000]);
     expect(limits.doors["describe-gate"]!.map((l) => [l.name, l.limit])).toEqual([["gate_nonces_live", 2000]]);
     expect(JSON.stringify(limits)).not.toContain("CITY_GATE_PER_ADDRESS_PER_HOUR");
   });

@@ -1,0 +1,248 @@
+import { type SQL, sql } from "drizzle-orm";
+import { type Database, rowsOf } from "@/db/client";
+import { type Env, env } from "@/lib/env";
+import { CityError } from "@/lib/errors";
+import { CITY_STORES, STORE_NAMES, STORE_ROW_BYTES, type StoreName, storeBytesVariable, storePerHourVariable } from "@/lib/store-limits";
+import { newcomerAt, NEWCOMER_SECONDS } from "./newcomers";
+
+/*
+ * City-wide store bounds (issue 29, item 1). A citizen costs one anonymous POST, so every
+ * per-citizen promise multiplies by the identities an attacker makes; every store that citizens
+ * or visitors add to therefore has a city-wide bound on bytes in total and bytes added per clock
+ * hour, and newcomers (lib/city/newcomers.ts) together may use only a share of each hour's bound.
+ *
+ * One counter row per store (city_stores), charged by one guarded UPDATE (chargeSql) folded into
+ * the write's own statement, gated on everything the write already checks (the caller is proven,
+ * the per-citizen windows and limits pass), and the write gated on the charge. The UPDATE's row
+ * lock serialises writers on every instance and its WHERE is re-checked against the latest row
+ * version once the lock is granted, so parallel writes cannot pass a bound. Past a bound the write
+ * is refused 507 city_full; nobody is evicted and nothing is deleted.
+ */
+
+export type { StoreName } from "@/lib/store-limits";
+export { STORE_NAMES, STORE_ROW_BYTES } from "@/lib/store-limits";
+
+/** Every stored row's bytes: its client-chosen text (UTF-8) plus the row's own columns. */
+export function rowBytes(...texts: (string | null | undefined)[]): number {
+  return texts.reduce((sum: number, text) => sum + (text ? Buffer.byteLength(text, "utf8") : 0), STORE_ROW_BYTES);
+}
+
+/** A jsonb value's bytes as stored (pg_column_size), plus the row's own columns, as an SQL expression. */
+export function jsonbRowBytes(json: string): SQL {
+  return sql`(pg_column_size(${json}::jsonb) + ${STORE_ROW_BYTES}::int)`;
+}
+
+export interface StoreBound {
+  store: StoreName;
+  /** Bytes the store may hold in total. */
+  total: number;
+  /** Bytes the store may take per clock hour. */
+  perHour: number;
+  /** Of perHour, the bytes newcomers together may add. */
+  newcomerPerHour: number;
+  newcomerPercent: number;
+}
+
+/** A store's bounds as configured now (env CITY_STORE_<STORE>_BYTES, _BYTES_PER_HOUR, CITY_STORE_NEWCOMER_PERCENT). */
+export function storeBound(store: StoreName, config: Env = env()): StoreBound {
+  const part = CITY_STORES[store].env;
+  const perHour = config[storePerHourVariable(part)];
+  const percent = config.CITY_STORE_NEWCOMER_PERCENT;
+  return { store, total: config[storeBytesVariable(part)], perHour, newcomerPerHour: Math.floor((perHour * percent) / 100), newcomerPercent: percent };
+}
+
+/** The clock hour `now` falls in: the hourly bound's window. */
+function hourOf(now: Date): Date {
+  const hour = new Date(now);
+  hour.setUTCMinutes(0, 0, 0);
+  return hour;
+}
+
+/** Seconds until the next clock hour, when every hourly bound starts empty again. */
+export function secondsToNextHour(now: Date): number {
+  return Math.max(1, Math.ceil((hourOf(now).getTime() + 3_600_000 - now.getTime()) / 1000));
+}
+
+/** Whether the writer is a newcomer, in SQL: a citizen by its DID (the one definition), a visitor (null) always. */
+export function newcomerSql(did: string | null, now: Date): SQL {
+  if (did === null) return sql`true`;
+  return sql`coalesce((SELECT ${newcomerAt(sql`c.bound_at`, sql`${now.toISOString()}::timestamptz`)} FROM citizens c WHERE c.did = ${did}), true)`;
+}
+
+export interface Charge {
+  store: StoreName;
+  /** The bytes the write adds (an SQL expression, or a number); a negative charge frees bytes and is never refused. */
+  bytes: SQL | number;
+  /** Whether the writer is a newcomer (newcomerSql). */
+  newcomer: SQL;
+  now: Date;
+}
+
+/**
+ * The charge, as one UPDATE ... RETURNING store for a data-modifying CTE: it moves the store's row
+ * only when the new total and the hour's bytes (and a newcomer's, the newcomers' share) stay
+ * within the bounds. `source` ("FROM x WHERE ...") gates it on what the write already checked:
+ * no source row, no charge. The write then runs only FROM the CTE that returned a row.
+ */
+export function chargeSql(charge: Charge, source: SQL = sql``, bound: StoreBound = storeBound(charge.store)): SQL {
+  const hour = sql`${hourOf(charge.now).toISOString()}::timestamptz`;
+  const same = sql`s.hour_start >= ${hour}`;
+  const hourBytes = sql`(CASE WHEN ${same} THEN s.hour_bytes ELSE 0 END)`;
+  const newcomerBytes = sql`(CASE WHEN ${same} THEN s.newcomer_bytes ELSE 0 END)`;
+  const bytes = typeof charge.bytes === "number" ? sql`${charge.bytes}::bigint` : sql`(${charge.bytes})::bigint`;
+  return sql`
+    UPDATE city_stores AS s SET
+      total_bytes = s.total_bytes + x.b,
+      hour_start = greatest(s.hour_start, ${hour}),
+      hour_bytes = ${hourBytes} + greatest(x.b, 0),
+      newcomer_bytes = ${newcomerBytes} + CASE WHEN x.n THEN greatest(x.b, 0) ELSE 0 END
+    FROM (SELECT ${bytes} AS b, (${charge.newcomer}) AS n ${source}) AS x
+    WHERE s.store = ${charge.store} AND (x.b <= 0 OR (
+      s.total_bytes + x.b <= ${bound.total}::bigint AND ${hourBytes} + x.b <= ${bound.perHour}::bigint
+      AND (NOT x.n OR ${newcomerBytes} + x.b <= ${bound.newcomerPerHour}::bigint)))
+    RETURNING s.store`;
+}
+
+/** Frees bytes of a store (rows removed: a lantern put out, a swept A2A task), as one UPDATE for a CTE. */
+export function releaseSql(store: StoreName, bytes: SQL): SQL {
+  return sql`UPDATE city_stores SET total_bytes = greatest(total_bytes - (${bytes})::bigint, 0) WHERE store = ${store} AND (${bytes})::bigint > 0 RETURNING store`;
+}
+
+/**
+ * Charges a store in a statement of its own, for a write that cannot fold the charge into its own
+ * statement; refused, it throws city_full (the caller's transaction rolls back with it).
+ */
+export async function chargeStore(db: Database, charge: Charge): Promise<void> {
+  const bound = storeBound(charge.store);
+  const charged = rowsOf(await db.execute(chargeSql(charge, sql``, bound)));
+  if (charged.length === 0) throw await cityFull(db, charge, bound);
+}
+
+/**
+ * The refusal of a charge that did not fit: it reads the store's row as committed now to say
+ * which bound is reached and when to try again (Retry-After for the hour's bounds). Only refusals
+ * pay this statement.
+ */
+export async function cityFull(db: Database, charge: Charge, bound: StoreBound = storeBound(charge.store)): Promise<CityError> {
+  return (await fullFor(db, charge, bound, true))!;
+}
+
+/**
+ * Whether a charge would be refused now, read without charging: the refusal it would meet, or
+ * null while it fits. For a caller that must know before it does anything (the A2A bridge keeps a
+ * task only after its door ran); the charge itself still decides.
+ */
+export async function refusalIfFull(db: Database, charge: Charge): Promise<CityError | null> {
+  return fullFor(db, charge, storeBound(charge.store), false);
+}
+
+async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused: boolean): Promise<CityError | null> {
+  const hour = sql`${hourOf(charge.now).toISOString()}::timestamptz`;
+  const bytes = typeof charge.bytes === "number" ? sql`${charge.bytes}::bigint` : sql`(${charge.bytes})::bigint`;
+  let row: { total: number; hour: number; newcomer: number; b: number; n: boolean } | undefined;
+  try {
+    [row] = rowsOf<{ total: string; hour: string; newcomer: string; b: string; n: boolean }>(
+      await db.execute(sql`
+        SELECT s.total_bytes AS total, CASE WHEN s.hour_start >= ${hour} THEN s.hour_bytes ELSE 0 END AS hour,
+          CASE WHEN s.hour_start >= ${hour} THEN s.newcomer_bytes ELSE 0 END AS newcomer, ${bytes} AS b, (${charge.newcomer}) AS n
+        FROM city_stores s WHERE s.store = ${charge.store}`),
+    ).map((r) => ({ total: Number(r.total), hour: Number(r.hour), newcomer: Number(r.newcomer), b: Number(r.b), n: r.n === true }));
+  } catch {
+    row = undefined;
+  }
+  const what = CITY_STORES[charge.store].what;
+  const nothing = "Nothing was stored, nobody was evicted and nothing was deleted.";
+  const retry = secondsToNextHour(charge.now);
+  // Unreadable, the look-ahead stands aside: the charge itself decides.
+  if (!refused && !row) return null;
+  if (!refused && row && row.total + row.b <= bound.total && row.hour + row.b <= bound.perHour && (!row.n || row.newcomer + row.b <= bound.newcomerPerHour)) return null;
+  if (row && row.total + row.b > bound.total) {
+    return new CityError(
+      "city_full",
+      `The city is full: its ${charge.store} store (${what}) holds at most ${bound.total} bytes together and holds ${row.total}; this write needs ${row.b}. ${nothing} It takes more only when an operator raises CITY_STORE_${CITY_STORES[charge.store].env}_BYTES${charge.store === "lanterns" || charge.store === "a2a_tasks" ? " or stored rows are removed" : ""}.`,
+      { limit: { name: `city_${charge.store}_bytes`, limit: bound.total, remaining: Math.max(0, bound.total - row.total) } },
+    );
+  }
+  if (row && row.n && row.newcomer + row.b > bound.newcomerPerHour && row.hour + row.b <= bound.perHour) {
+    return new CityError(
+      "city_full",
+      `The city is full for newcomers this hour: citizens admitted less than ${NEWCOMER_SECONDS} s ago (and visitors) may add at most ${bound.newcomerPerHour} bytes to its ${charge.store} store per clock hour together (${bound.newcomerPercent}% of ${bound.perHour}), and ${row.newcomer} are taken; the rest is kept for settled citizens. ${nothing} Try again in ${retry} s.`,
+      { limit: { name: `city_${charge.store}_newcomer_bytes_per_hour`, limit: bound.newcomerPerHour, window_seconds: 3600, remaining: Math.max(0, bound.newcomerPerHour - row.newcomer) }, retryAfterSeconds: retry },
+    );
+  }
+  return new CityError(
+    "city_full",
+    `The city is full this hour: its ${charge.store} store (${what}) takes at most ${bound.perHour} bytes per clock hour${row ? `, and ${row.hour} are taken` : ""}. ${nothing} Try again in ${retry} s.`,
+    { limit: { name: `city_${charge.store}_bytes_per_hour`, limit: bound.perHour, window_seconds: 3600, ...(row ? { remaining: Math.max(0, bound.perHour - row.hour) } : {}) }, retryAfterSeconds: retry },
+  );
+}
+
+/** One store's published bounds (the card, the doors). */
+export function storeLimits(config: Env = env()) {
+  return Object.fromEntries(
+    STORE_NAMES.map((store) => {
+      const b = storeBound(store, config);
+      const part = CITY_STORES[store].env;
+      return [
+        store,
+        {
+          holds: CITY_STORES[store].what,
+          bytes: b.total,
+          bytes_per_hour: b.perHour,
+          newcomer_bytes_per_hour: b.newcomerPerHour,
+          env: { bytes: storeBytesVariable(part), bytes_per_hour: storePerHourVariable(part), newcomer_percent: "CITY_STORE_NEWCOMER_PERCENT" },
+        },
+      ];
+    }),
+  );
+}
+
+export interface StoreGauge {
+  bound_bytes: number;
+  bytes: number | null;
+  bound_bytes_per_hour: number;
+  bytes_this_hour: number | null;
+  newcomer_bytes_per_hour: number;
+  newcomer_bytes_this_hour: number | null;
+  hour_started_at: string;
+  counted: boolean;
+}
+
+/**
+ * Every store's gauges as counted: bytes held and bytes added this clock hour (newcomers' apart),
+ * beside its bounds. A store whose row cannot be read says so (null, counted false); no zero is invented.
+ */
+export async function storeGauges(db: Database, now: Date, config: Env = env()): Promise<Record<StoreName, StoreGauge>> {
+  const hour = hourOf(now);
+  let rows: Map<string, { total: number; hour: number; newcomer: number }> | null;
+  try {
+    const read = rowsOf<{ store: string; total_bytes: string; hour_start: string | Date; hour_bytes: string; newcomer_bytes: string }>(
+      await db.execute(sql`SELECT store, total_bytes, hour_start, hour_bytes, newcomer_bytes FROM city_stores`),
+    );
+    rows = new Map(
+      read.map((r) => {
+        const current = new Date(r.hour_start).getTime() >= hour.getTime();
+        return [r.store, { total: Number(r.total_bytes), hour: current ? Number(r.hour_bytes) : 0, newcomer: current ? Number(r.newcomer_bytes) : 0 }];
+      }),
+    );
+  } catch {
+    rows = null;
+  }
+  return Object.fromEntries(
+    STORE_NAMES.map((store) => {
+      const b = storeBound(store, config);
+      const row = rows?.get(store) ?? null;
+      const gauge: StoreGauge = {
+        bound_bytes: b.total,
+        bytes: row?.total ?? null,
+        bound_bytes_per_hour: b.perHour,
+        bytes_this_hour: row?.hour ?? null,
+        newcomer_bytes_per_hour: b.newcomerPerHour,
+        newcomer_bytes_this_hour: row?.newcomer ?? null,
+        hour_started_at: hour.toISOString(),
+        counted: row !== null,
+      };
+      return [store, gauge];
+    }),
+  ) as Record<StoreName, StoreGauge>;
+}

@@ -1,0 +1,68 @@
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { sql } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import { MIGRATIONS_FOLDER, migrateDatabase, openPglite, rowsOf } from "@/db/client";
+
+/**
+ * Migration 0030 on a database that already holds rows in the stores: the migrations before it are
+ * applied from a copy of the folder, rows are written, then every migration runs. The counters
+ * start at the bytes already stored, by the published rule (client bytes + 64 a row; a jsonb
+ * payload or task as stored), and the hour starts empty.
+ */
+describe("migration 0030 seeds the city-wide store counters from the rows already stored", () => {
+  it("counts vault notes, mail, posts, parked payloads, checkpoints, seals, lanterns, ward notes, A2A tasks and appeals", async () => {
+    const folder = mkdtempSync(path.join(os.tmpdir(), "city-migrations-"));
+    cpSync(MIGRATIONS_FOLDER, folder, { recursive: true });
+    const journalPath = path.join(folder, "meta", "_journal.json");
+    const journal = JSON.parse(readFileSync(journalPath, "utf8")) as { entries: { idx: number }[] };
+    journal.entries = journal.entries.filter((e) => e.idx < 30);
+    writeFileSync(journalPath, JSON.stringify(journal));
+    const open = await openPglite("memory://");
+    try {
+      await (await import("drizzle-orm/pglite/migrator")).migrate(open.db as never, { migrationsFolder: folder });
+      const at = "2026-01-01T00:00:00Z";
+      const inserts = `
+        INSERT INTO vault_notes (did, content, created_at) VALUES ('d1', 'café', '${at}'), ('d2', '', '${at}');
+        INSERT INTO messages (from_did, to_did, body, created_at) VALUES ('d1', 'd2', 'hello', '${at}');
+        INSERT INTO posts (board, room, did, body, created_at) VALUES ('room', 'lobby', 'd1', 'hi', '${at}'), ('plaza', NULL, 'd1', 'hey', '${at}');
+        INSERT INTO quarantine (did, door, reason, payload, parked_at) VALUES ('d1', 'write-vault', 'flood', '{"content":"x"}', '${at}');
+        INSERT INTO checkpoints (did, version, content, sha256, bytes, label, created_at) VALUES ('d1', 1, 'state', '${"a".repeat(64)}', 5, 'v1', '${at}');
+        INSERT INTO seals (sha256, did, created_at) VALUES ('${"b".repeat(64)}', 'd1', '${at}');
+        INSERT INTO lanterns (did, keyword, created_at) VALUES ('d1', 'watch', '${at}');
+        INSERT INTO ward_notes (kind, did, body, state, sealed, filed_at) VALUES ('distress', NULL, '', 'stuck', false, '${at}');
+        INSERT INTO ward_notes (kind, claimed_name, body, sealed, filed_at) VALUES ('ward-request', 'ann', 'help', true, '${at}');
+        INSERT INTO a2a_tasks (id, owner_hash, task, created_at) VALUES ('t1', 'o1', '{"id":"t1","artifacts":[]}', '${at}');
+        INSERT INTO appeals (did, reason, filed_at) VALUES ('d1', 'please', '${at}')`;
+      for (const statement of inserts.split(";")) await open.db.execute(sql.raw(statement));
+      await migrateDatabase(open);
+      const counters = Object.fromEntries(
+        rowsOf<{ store: string; total_bytes: string; hour_bytes: string; newcomer_bytes: string }>(await open.db.execute(sql`SELECT * FROM city_stores`)).map((r) => [
+          r.store,
+          [Number(r.total_bytes), Number(r.hour_bytes), Number(r.newcomer_bytes)],
+        ]),
+      );
+      const jsonb = async (json: string) => Number(rowsOf<{ n: number }>(await open.db.execute(sql`SELECT pg_column_size(${json}::jsonb) AS n`))[0]!.n);
+      const task = Number(rowsOf<{ bytes: number }>(await open.db.execute(sql`SELECT bytes FROM a2a_tasks WHERE id = 't1'`))[0]!.bytes);
+      // As stored: the column's size on disk (a short value's header is 1 byte, not the 4 of a fresh datum).
+      expect(Math.abs(task - (await jsonb('{"id":"t1","artifacts":[]}')))).toBeLessThanOrEqual(3);
+      const parked = Number(rowsOf<{ n: number }>(await open.db.execute(sql`SELECT pg_column_size(payload) AS n FROM quarantine`))[0]!.n);
+      expect(counters).toEqual({
+        vault: [5 + 64 + 0 + 64, 0, 0],
+        mail: [5 + 64, 0, 0],
+        posts: [2 + 5 + 64 + 3 + 64, 0, 0],
+        quarantine: [parked + 64, 0, 0],
+        checkpoints: [5 + 2 + 64, 0, 0],
+        seals: [64 + 64, 0, 0],
+        lanterns: [5 + 64, 0, 0],
+        ward: [5 + 64 + 3 + 4 + 64, 0, 0],
+        a2a_tasks: [task + 64, 0, 0],
+        appeals: [6 + 64, 0, 0],
+      });
+    } finally {
+      await open.close();
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
+});
