@@ -19,6 +19,11 @@ import { runMixedLoad, runOpenLoad } from "./bench-mixed";
 import { seedCity } from "./bench-seed";
 import { freePort } from "./free-port";
 
+// The log's origin is kept in the database with its tree (lib/city/log-identity.ts): the seed appends
+// in this process and the server runs on a port chosen later, so both name one fixed origin.
+const BENCH_LOG_ORIGIN = "bench.city.test/residency-log";
+process.env.CITY_LOG_ORIGIN = BENCH_LOG_ORIGIN;
+
 const args = process.argv.slice(2);
 const flag = (name: string) => args.includes(`--${name}`);
 const option = (name: string, fallback: string) => {
@@ -307,6 +312,7 @@ async function startServer(db: string, extra: Record<string, string>): Promise<{
       NODE_ENV: "production",
       NEXT_TELEMETRY_DISABLED: "1",
       CITY_BASE_URL: base,
+      CITY_LOG_ORIGIN: BENCH_LOG_ORIGIN,
       CITY_COUNT_QUERIES: "1",
       // The bench is one address making thousands of requests: the gate's per-address and
       // city-wide ceilings are off, as they would be for a load test behind a trusted proxy.
