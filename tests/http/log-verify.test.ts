@@ -5,9 +5,9 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { leafDataOf } from "@/lib/city/log-store";
-import { keyIdOf, NOTE_SIGNATURE, parseVkey } from "@/lib/city/log-note";
+import { NOTE_SIGNATURE, parseVkey } from "@/lib/city/log-note";
 import { useOwnServer } from "../support/own-server";
-import { sigstoreCheckpoint, sigstoreInclusion } from "../support/log-reference";
+import { referenceKeyId, sigstoreCheckpoint, sigstoreInclusion } from "../support/log-reference";
 
 /*
  * The residency log verified from outside, against `next start`: citizens admitted through the
@@ -65,7 +65,7 @@ describe("the residency log verified from outside, on next start", () => {
     expect(receipt.tree_size).toBe(1);
     const { rows } = (await (await fetch(`${server()}/api/residency/log?limit=1`)).json()) as { rows: Array<Record<string, unknown>> };
     expect(rows[0]!.seq).toBe(receipt.seq);
-    const checkpoint = sigstoreCheckpoint(receipt.checkpoint, card.log.origin, Buffer.from(publicKey).toString("base64url"), Buffer.from(keyIdOf(card.log.origin, NOTE_SIGNATURE, publicKey)));
+    const checkpoint = sigstoreCheckpoint(receipt.checkpoint, card.log.origin, Buffer.from(publicKey).toString("base64url"));
     expect(() => sigstoreInclusion(Buffer.from(leafDataOf(rows[0] as never)), receipt.leaf_index, receipt.tree_size, receipt.proof, checkpoint.logHash)).not.toThrow();
 
     // The partial tile is served as bytes, short-lived; the checkpoint as a signed note.
@@ -90,6 +90,6 @@ describe("the residency log verified from outside, on next start", () => {
 function strangerVkey(): string {
   const name = new URL(server()).host + "/residency-log";
   const publicKey = new Uint8Array(32).fill(7);
-  const id = keyIdOf(name, NOTE_SIGNATURE, publicKey);
+  const id = referenceKeyId(name, NOTE_SIGNATURE, publicKey);
   return `${name}+${Buffer.from(id).toString("hex")}+${Buffer.concat([Buffer.from([NOTE_SIGNATURE]), Buffer.from(publicKey)]).toString("base64")}`;
 }

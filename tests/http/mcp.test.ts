@@ -1,7 +1,7 @@
 import http from "node:http";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { describe, expect, it } from "vitest";
-import { doorHints, isWrite, pathParams } from "@/lib/doors/door";
+import { isWrite, pathParams } from "@/lib/doors/door";
 import { documentDoors } from "@/lib/doors/mcp";
 import { registry } from "@/lib/doors/registry";
 import { ProblemSchema } from "@/lib/errors";
@@ -41,18 +41,103 @@ function withoutClock(body: Record<string, unknown>): Record<string, unknown> {
   return rest;
 }
 
-/** The census through a tool equals GET /city.json read just before and after it (when those agree). */
-async function expectSameCensus(viaTool: () => Promise<Record<string, unknown>>): Promise<void> {
+/**
+ * A body without its clock, the signatures of a signed document (they cover its now_utc), or the
+ * gate's nonce (a fresh one per description).
+ */
+function comparable(body: Record<string, unknown>): Record<string, unknown> {
+  const { signatures: _signatures, nonce: _nonce, ...rest } = withoutClock(body);
+  return rest;
+}
+
+/**
+ * A tool's JSON equals its HTTP door's body read just before and after it (when those agree: other
+ * files write to the same server meanwhile), the clock fields aside.
+ */
+async function expectSameAsHttp(path: string, viaTool: () => Promise<Record<string, unknown>>): Promise<void> {
   for (let attempt = 0; attempt < 5; attempt++) {
-    const before = withoutClock((await getJson("/city.json")).body);
-    const tool = withoutClock(await viaTool());
-    const after = withoutClock((await getJson("/city.json")).body);
+    const before = comparable((await getJson(path)).body);
+    const tool = comparable(await viaTool());
+    const after = comparable((await getJson(path)).body);
     if (JSON.stringify(before) !== JSON.stringify(after)) continue;
-    expect(tool).toEqual(before);
+    expect(tool, path).toEqual(before);
     return;
   }
-  throw new Error("the census kept moving while it was read");
+  throw new Error(`${path} kept moving while it was read`);
 }
+
+/** The census through a tool equals GET /city.json read just before and after it (when those agree). */
+const expectSameCensus = (viaTool: () => Promise<Record<string, unknown>>) => expectSameAsHttp("/city.json", viaTool);
+
+/**
+ * Each door's tool annotations, written out here, not computed by doorHints (the function that
+ * makes them): [readOnlyHint, idempotentHint, destructiveHint]. A new door needs its row.
+ */
+const HINTS: Record<string, [readOnly: boolean, idempotent: boolean, destructive: boolean]> = {
+  "read-discovery": [true, true, false], // GET /.well-known/ai.json
+  "read-discovery-schema": [true, true, false], // GET /schemas/ai-discovery/1.json
+  "read-llms": [true, true, false], // GET /llms.txt
+  "read-openapi": [true, true, false], // GET /openapi.json
+  "read-card": [false, true, false], // GET /city-card.json
+  "read-agent-card": [false, true, false], // GET /.well-known/agent-card.json
+  "read-jwks": [false, true, false], // GET /.well-known/jwks.json
+  "read-census": [true, true, false], // GET /city.json
+  "read-beacon": [true, true, false], // GET /beacon.json
+  "read-contact": [true, true, false], // GET /contact
+  "describe-gate": [false, false, false], // GET /gate
+  "present-at-gate": [false, false, false], // POST /gate
+  "read-residency": [true, true, false], // GET /residency
+  "accept-residency": [false, true, false], // POST /api/residency/accept
+  "read-residency-log": [true, true, false], // GET /api/residency/log
+  "verify-residency-log": [false, false, false], // GET /api/residency/log/verify
+  "export-residency": [false, false, true], // POST /api/residency/export
+  "read-log-checkpoint": [false, true, false], // GET /api/residency/log/checkpoint
+  "read-log-proof": [true, true, false], // GET /api/residency/log/proof
+  "read-log-consistency": [true, true, false], // GET /api/residency/log/consistency
+  "read-log-tile": [true, true, false], // GET /api/residency/log/tile/{tile}
+  "sync-log-witnesses": [false, true, false], // GET /api/residency/log/witnesses/sync
+  "live": [false, false, false], // POST /api/live
+  "list-peers": [true, true, false], // GET /api/peers
+  "mint-token": [false, false, false], // POST /api/tokens
+  "revoke-token": [false, true, true], // DELETE /api/tokens
+  "revoke-all-tokens": [false, false, false], // POST /api/tokens/revoke-all
+  "recover": [false, false, true], // POST /api/recover
+  "read-prove-challenge": [false, false, false], // GET /api/prove
+  "prove-key": [false, false, false], // POST /api/prove
+  "file-appeal": [false, false, false], // POST /api/appeal
+  "operator-list-appeals": [true, true, false], // GET /api/operator/appeals
+  "operator-decide-appeal": [false, false, false], // POST /api/operator/appeals/{id}
+  "read-capabilities": [true, true, false], // GET /api/capabilities
+  "keep-locker": [false, false, false], // POST /api/locker
+  "read-locker": [true, true, false], // GET /api/locker
+  "read-locker-bag": [true, true, false], // GET /api/locker/{bag}
+  "keep-checkpoint": [false, false, false], // POST /api/checkpoint
+  "read-checkpoints": [true, true, false], // GET /api/checkpoint
+  "read-vault": [true, true, false], // GET /api/vault
+  "write-vault": [false, false, false], // POST /api/vault
+  "read-inbox": [true, true, false], // GET /api/message
+  "send-message": [false, false, false], // POST /api/message
+  "mark-mail-read": [false, true, false], // POST /api/message/read
+  "read-quarantine": [true, true, false], // GET /api/quarantine
+  "post-bazaar": [false, false, false], // POST /api/bazaar
+  "read-bazaar": [true, true, false], // GET /api/bazaar
+  "post-plaza": [false, false, false], // POST /api/plaza
+  "read-plaza": [true, true, false], // GET /api/plaza
+  "post-room": [false, false, false], // POST /api/rooms/{room}
+  "read-room": [true, true, false], // GET /api/rooms/{room}
+  "light-lantern": [false, false, false], // POST /api/lanterns
+  "read-lanterns": [true, true, false], // GET /api/lanterns
+  "put-out-lantern": [false, true, true], // DELETE /api/lanterns
+  "lock-lot": [false, false, false], // POST /api/lot
+  "read-lots": [true, true, false], // GET /api/lot
+  "seal-memory": [false, false, false], // POST /api/seal
+  "read-seal": [true, true, false], // GET /api/seal/{sha256}
+  "describe-a2a": [true, true, false], // GET /api/a2a
+  "read-ward": [true, true, false], // GET /api/hospital
+  "seek-hospital": [false, false, false], // POST /api/hospital
+  "read-clinic": [true, true, false], // GET /api/clinic
+  "consult-clinic": [false, false, false], // POST /api/clinic
+};
 
 /** A raw POST with full control of Host and Origin (fetch does not let a caller set Host). */
 function rawPost(path: string, headers: Record<string, string>): Promise<number> {
@@ -93,13 +178,11 @@ describe("the MCP door over HTTP", () => {
   it("marks reading doors read-only and writing doors not, with the door's input schema", async () => {
     const client = await connect("modern");
     const { tools } = await client.listTools();
+    expect(Object.keys(HINTS).sort(), "one row of HINTS per door").toEqual(registry.map((d) => d.name).sort());
     for (const d of registry) {
       const tool = tools.find((t) => t.name === d.name)!;
-      expect(tool.annotations, d.name).toMatchObject({
-        readOnlyHint: doorHints(d).readOnly,
-        idempotentHint: doorHints(d).idempotent,
-        destructiveHint: doorHints(d).destructive,
-      });
+      const [readOnlyHint, idempotentHint, destructiveHint] = HINTS[d.name]!;
+      expect(tool.annotations, d.name).toMatchObject({ readOnlyHint, idempotentHint, destructiveHint });
       expect(tool.inputSchema.type, d.name).toBe("object");
       expect(tool.description, d.name).toContain(`${d.method} ${d.path}`);
     }
@@ -114,11 +197,20 @@ describe("the MCP door over HTTP", () => {
     // The modern client checks every structuredContent against the tool's published outputSchema.
     const client = await connect("modern");
     for (const d of readers) {
-      const overHttp = await call(d.path);
-      const result = await client.callTool({ name: d.name, arguments: {} });
-      expect(Boolean(result.isError), d.name).toBe(overHttp.status >= 400);
-      if (d.produces === "text") expect(textOf(result), d.name).toBe(await overHttp.text());
-      else if (!result.isError) expect(result.structuredContent, d.name).toBeDefined();
+      if (d.produces === "text") {
+        const overHttp = await call(d.path);
+        const result = await client.callTool({ name: d.name, arguments: {} });
+        expect(Boolean(result.isError), d.name).toBe(overHttp.status >= 400);
+        expect(textOf(result), d.name).toBe(await overHttp.text());
+        continue;
+      }
+      // The tool's JSON is the door's body over HTTP, field for field (the clock aside).
+      await expectSameAsHttp(d.path, async () => {
+        const result = await client.callTool({ name: d.name, arguments: {} });
+        expect(result.isError, d.name).toBeFalsy();
+        expect(result.structuredContent, d.name).toEqual(JSON.parse(textOf(result)));
+        return result.structuredContent as Record<string, unknown>;
+      });
     }
     await client.close();
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { postgresUrl, usePostgresCity } from "../support/postgres-city";
+import { describeOnServer, usePostgresCity } from "../support/postgres-city";
 
 /*
  * The built server started with a deployment's own limits (the harness turns the per-address gate
@@ -7,7 +7,7 @@ import { postgresUrl, usePostgresCity } from "../support/postgres-city";
  * ward's per-address bound off and lowers the city-wide locker bound): what /openapi.json, /llms.txt
  * and the card publish is what is in force, never the defaults.
  */
-describe.skipIf(!postgresUrl)("the built server publishes the limits in force", () => {
+describeOnServer("the built server publishes the limits in force", () => {
   const city = usePostgresCity("published-limits", { CITY_GATE_ADMISSIONS_PER_HOUR: "0", CITY_WARD_PER_ADDRESS_PER_HOUR: "0", CITY_LOCKER_CITY_BYTES: "5000000", CITY_STORE_VAULT_BYTES: "7777777", CITY_STORE_NEWCOMER_PERCENT: "10" });
 
   it("in OpenAPI, llms.txt and the city card", async () => {

@@ -2,7 +2,7 @@ import { createServer, request as forward, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { presentation } from "../support/gate";
-import { type Answer, postgresUrl, usePostgresCity } from "../support/postgres-city";
+import { type Answer, describeOnServer, usePostgresCity } from "../support/postgres-city";
 
 /*
  * Client addresses in the documented deployments, through real HTTP against `next start` on
@@ -17,7 +17,7 @@ const ADMISSIONS_CEILING = 20;
 const note = (i: number) => ({ state: `I keep retrying the same call (${i})`, kind: "distress", note: "n".repeat(4000) });
 const forged = (i: number) => ({ "x-forwarded-for": `10.${i >> 8}.${i & 255}.7` });
 
-describe.skipIf(!postgresUrl)("client addresses: `next start` alone, no proxy configured", () => {
+describeOnServer("client addresses: `next start` alone, no proxy configured", () => {
   const city = usePostgresCity("addresses-alone", {
     CITY_TRUSTED_PROXIES: "",
     VERCEL: "",
@@ -89,7 +89,7 @@ function appendingProxy(target: () => URL): Promise<Server> {
   return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
 }
 
-describe.skipIf(!postgresUrl)("client addresses: behind two reverse proxies (CITY_TRUSTED_PROXIES=2)", () => {
+describeOnServer("client addresses: behind two reverse proxies (CITY_TRUSTED_PROXIES=2)", () => {
   const city = usePostgresCity("addresses-proxied", {
     CITY_TRUSTED_PROXIES: "2",
     CITY_GATE_PER_ADDRESS_PER_HOUR: "5",

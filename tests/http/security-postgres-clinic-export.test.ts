@@ -1,6 +1,6 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Admitted, type Answer, postgresUrl, usePostgresCity } from "../support/postgres-city";
+import { type Admitted, type Answer, describeOnServer, usePostgresCity } from "../support/postgres-city";
 import { type FakeProvider, startFakeProvider } from "../support/providers";
 
 /*
@@ -24,7 +24,7 @@ const CALLS = 6;
 const refusedAsExported = (a: Answer) => a.status === 401 && /exported/.test(String(a.body.detail));
 
 function clinicExportRaces(driver: "pg" | "neon") {
-  describe.skipIf(!postgresUrl)(`the built server on PostgreSQL (${driver} driver): a clinic call racing its citizen's export`, () => {
+  describeOnServer(`the built server on PostgreSQL (${driver} driver): a clinic call racing its citizen's export`, () => {
     let openai: FakeProvider;
     // Registered before the city's hooks, so the provider listens before the server starts.
     beforeAll(async () => {

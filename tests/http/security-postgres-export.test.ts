@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { presentation } from "../support/gate";
-import { type Answer, postgresUrl, type PostgresCity, usePostgresCity } from "../support/postgres-city";
+import { type Answer, describeOnServer, type PostgresCity, usePostgresCity } from "../support/postgres-city";
 
 /*
  * The citizen's row is the lock of its lifecycle (DESIGN.md section 6): export takes it
@@ -42,7 +42,7 @@ async function admitNamed(city: PostgresCity) {
 const refusedAsExported = (a: Answer) => a.status === 401 && /exported/.test(String(a.body.detail));
 
 function exportRaces(driver: "pg" | "neon") {
-  describe.skipIf(!postgresUrl)(`the built server on PostgreSQL (${driver} driver): export races the citizen's writes`, () => {
+  describeOnServer(`the built server on PostgreSQL (${driver} driver): export races the citizen's writes`, () => {
     const city = usePostgresCity(`security-postgres-export-${driver}`, driver === "pg" ? { CITY_DB_DRIVER: "pg" } : {});
 
     it(`never gives an exported citizen a bed: leave, then export and 12 returns at once, ${ROUNDS} rounds`, async () => {

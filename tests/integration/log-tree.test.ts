@@ -3,7 +3,7 @@ import { beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/db/client";
 import { logCheckpoints, logHead, residencyLog } from "@/db/schema";
 import { canonicalJson, sha256Hex } from "@/lib/city/canonical";
-import { keyIdOf, NOTE_SIGNATURE, parseCheckpointBody, parseNote } from "@/lib/city/log-note";
+import { parseCheckpointBody, parseNote } from "@/lib/city/log-note";
 import { logSigner } from "@/lib/city/log-signer";
 import { consistencyProof, inclusionProof, latestCheckpoint, leafDataOf } from "@/lib/city/log-store";
 import { unb64 } from "@/lib/city/log-note";
@@ -19,7 +19,7 @@ describeOnDatabases("the residency log as an RFC 9162 tree with C2SP checkpoints
   const leaves = async () => (await t().db.select().from(residencyLog).orderBy(asc(residencyLog.seq))).map((r) => Buffer.from(leafDataOf(publishLogRow(r))));
   const signedBy = async (note: string) => {
     const signer = await logSigner(t().db);
-    return sigstoreCheckpoint(note, signer.origin, Buffer.from(signer.publicKey).toString("base64url"), Buffer.from(keyIdOf(signer.origin, NOTE_SIGNATURE, signer.publicKey)));
+    return sigstoreCheckpoint(note, signer.origin, Buffer.from(signer.publicKey).toString("base64url"));
   };
   const receipts: Awaited<ReturnType<typeof appendLog>>[] = [];
 

@@ -4,7 +4,7 @@ import path from "node:path";
 import * as ed from "@noble/ed25519";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/db/client";
-import { keyIdOf, NOTE_SIGNATURE, parseNote, parseVkey, validCosignatures, vkeyOf } from "@/lib/city/log-note";
+import { parseNote, parseVkey, validCosignatures, vkeyOf } from "@/lib/city/log-note";
 import { logSigner } from "@/lib/city/log-signer";
 import { leafDataOf } from "@/lib/city/log-store";
 import { verifyCityLog, type VerifierState } from "@/lib/city/log-verifier";
@@ -49,13 +49,12 @@ describeOnDatabases("the residency log verified from outside: doors, receipts, v
     for (let i = 0; i < 5; i++) admitted.push(await admit());
     const signer = await logSigner(t().db);
     const x = Buffer.from(signer.publicKey).toString("base64url");
-    const keyId = Buffer.from(keyIdOf(signer.origin, NOTE_SIGNATURE, signer.publicKey));
     const rows = (await callDoor((await import("@/lib/doors/residency")).readResidencyLog)).body.rows as Array<Record<string, any>>;
     for (const a of admitted) {
       const receipt = a.log_receipt;
       const row = rows.find((r) => r.seq === receipt.seq)!;
       expect(row.did).toBe(a.did);
-      const checkpoint = sigstoreCheckpoint(receipt.checkpoint, signer.origin, x, keyId);
+      const checkpoint = sigstoreCheckpoint(receipt.checkpoint, signer.origin, x);
       expect(() => sigstoreInclusion(Buffer.from(leafDataOf(row as never)), receipt.leaf_index, receipt.tree_size, receipt.proof, checkpoint.logHash)).not.toThrow();
     }
     // The card publishes the key the checkpoint verifies against.

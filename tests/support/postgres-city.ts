@@ -15,8 +15,8 @@ import { BOOT_HOOK_TIMEOUT_MS, type CityServer, startCityServer } from "./next-s
  * directly (psql) to check that stored rows match the answers.
  */
 
-/** Set in CI: the PostgreSQL server the proofs create their databases on. */
-export const postgresUrl = process.env.TEST_DATABASE_URL;
+/** Set in CI: the PostgreSQL server the proofs create their databases on (an empty value is unset). */
+export const postgresUrl = process.env.TEST_DATABASE_URL || undefined;
 
 /**
  * A suite of the built server on PostgreSQL: runs when TEST_DATABASE_URL is set; without it the
@@ -24,6 +24,7 @@ export const postgresUrl = process.env.TEST_DATABASE_URL;
  * its reason elsewhere.
  */
 export function describeOnServer(name: string, suite: () => void): void {
+  // The only switch of a server suite: no `describe.skipIf` of its own (which skips silently in CI).
   if (postgresUrl) describe(name, suite);
   else describeMissingServer(name);
 }

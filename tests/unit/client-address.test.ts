@@ -14,6 +14,10 @@ describe("the client address from trusted proxies (CITY_TRUSTED_PROXIES)", () =>
   it("trusts nothing when fewer entries came than proxies are configured (a proxy did not append)", () => {
     expect(clientAddress(headers({ "x-forwarded-for": "6.6.6.6, 203.0.113.9" }), 3)).toBeNull();
     expect(clientAddress(headers({ "x-forwarded-for": ", 203.0.113.9" }), 2)).toBeNull();
+    // An empty entry among the trusted ones: a proxy appended nothing, so the address before it is
+    // the client's own claim, not what the outermost trusted proxy saw.
+    expect(clientAddress(headers({ "x-forwarded-for": "6.6.6.6, 203.0.113.9, " }), 2)).toBeNull();
+    expect(clientAddress(headers({ "x-forwarded-for": "6.6.6.6, , 10.0.0.2" }), 2)).toBeNull();
     expect(clientAddress(headers({}), 1)).toBeNull();
   });
 

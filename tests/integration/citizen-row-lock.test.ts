@@ -1,0 +1,114 @@
+import { sql } from "drizzle-orm";
+import { beforeAll, expect, it } from "vitest";
+import { rowsOf, useDatabase } from "@/db/client";
+import { citizenLockOf, isWrite, type AnyDoor } from "@/lib/doors/door";
+import { registry } from "@/lib/doors/registry";
+import { readVault } from "@/lib/doors/vault";
+import { describeOnDatabases } from "../support/databases";
+import { admit, callDoor } from "../support/gate";
+
+process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
+process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
+process.env.CITY_GATE_ADMISSIONS_PER_HOUR = "0";
+
+/*
+ * Every write a citizen makes reads its caller under the citizen's row lock (DESIGN.md section 6:
+ * export takes the row exclusively, so a write is in the export or refused as exported), and the
+ * poll reads the row FOR SHARE. Shown in process and in order, not by a race: a second connection
+ * holds the citizen's row as export does (SELECT ... FOR NO KEY UPDATE in an open transaction; not
+ * FOR UPDATE, which a foreign key's check would also wait for), the door is called, the
+ * test waits until PostgreSQL shows a backend of this database waiting for a lock, then lets the
+ * row go and the call finishes. A door that answered while the row was held never took the lock.
+ * The citizen was seen a moment before, so the look-up's seen mark (an UPDATE, which would wait
+ * for any lock) does not apply and only the lock itself can make the door wait.
+ */
+
+type Call = { body?: unknown; query?: string; params?: Record<string, string>; path?: string };
+
+/** A valid request per write door a citizen can make (a refusal after the lock is still a wait). */
+const CALLS: Record<string, Call> = {
+  "accept-residency": { body: { actor_kind: "ai" } },
+  "export-residency": { body: {} },
+  "live (leave)": { body: { action: "leave" } },
+  "live (poll, FOR SHARE in its one statement)": { body: { action: "return" } },
+  "present-at-gate (return, the poll)": { body: { action: "return" } },
+  "mint-token": { body: {} },
+  "revoke-token": { query: "" },
+  "revoke-all-tokens": { body: {} },
+  "prove-key": { body: { public_key: "a".repeat(64), signature: "b".repeat(128), challenge: "c".repeat(32) } },
+  "file-appeal": { body: { reason: "I was restricted by mistake." } },
+  "keep-locker": { body: { bag: "notes", content: "n" } },
+  "keep-checkpoint": { body: { content: "c" } },
+  "write-vault": { body: { content: "v" } },
+  "send-message": { body: { to: "self", body: "hi" } },
+  "mark-mail-read": { body: { ids: [1] } },
+  "post-bazaar": { body: { body: "bazaar" } },
+  "post-plaza": { body: { body: "plaza" } },
+  "post-room": { body: { body: "room" }, params: { room: "lobby" } },
+  "light-lantern": { body: { keyword: "tide" } },
+  "put-out-lantern": { query: "?id=1" },
+  "lock-lot": { body: { lot: "lot-07", action: "lock" } },
+  "seal-memory": { body: { sha256: "d".repeat(64) } },
+  "seek-hospital": { body: { state: "stuck on a loop", kind: "distress" } },
+};
+
+/**
+ * Write doors left out, each with its reason: they lock another way, tested elsewhere.
+ * consult-clinic runs its own transactions: its budget desk takes the row (shared) itself, shown
+ * by tests/http/security-postgres-clinic-export.test.ts. recover is called with a recovery code,
+ * not a citizen's credential. (The operator's doors are not a citizen's calls.)
+ */
+const ELSEWHERE = ["consult-clinic", "recover"];
+
+describeOnDatabases("every write door waits for its citizen's row lock", (t) => {
+  beforeAll(() => useDatabase(t().db));
+
+  it("names every write door a citizen calls: in CALLS or left out with its reason", () => {
+    const writes = registry.filter((d) => isWrite(d) && (d.auth === "citizen" || d.auth === "optional")).map((d) => d.name);
+    const covered = new Set([...Object.keys(CALLS).map((k) => k.split(" (")[0]!), ...ELSEWHERE]);
+    expect(writes.filter((name) => !covered.has(name))).toEqual([]);
+    expect([...covered].filter((name) => !writes.includes(name))).toEqual([]);
+  });
+
+  for (const [label, call] of Object.entries(CALLS)) {
+    it(`${label}: waits while another connection holds the citizen's row, then answers`, async (context) => {
+      // PGlite runs one transaction at a time: only PostgreSQL can show a waiter.
+      if (t().driver === "pglite") return context.skip();
+      const name = label.split(" (")[0]!;
+      const door = registry.find((d) => d.name === name) as AnyDoor;
+      expect(door, name).toBeDefined();
+      const citizen = await admit();
+      // Seen just now: the write's look-up will not need to update the row to mark it.
+      expect((await callDoor(readVault, { bearer: citizen.citizen_secret })).status).toBe(200);
+      const body = call.body && typeof call.body === "object" && "to" in call.body ? { ...call.body, to: citizen.did } : call.body;
+
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let holding!: () => void;
+      const held = new Promise<void>((resolve) => (holding = resolve));
+      const holder = t().db.transaction(async (tx) => {
+        await tx.execute(sql`SELECT did FROM citizens WHERE did = ${citizen.did} FOR NO KEY UPDATE`);
+        holding();
+        await released;
+      });
+      await held;
+
+      let settled = false;
+      const answer = callDoor(door, { bearer: citizen.citizen_secret, body, query: call.query, params: call.params }).finally(() => {
+        settled = true;
+      });
+      let waiting = 0;
+      while (!settled && waiting === 0) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        waiting = Number(
+          rowsOf<{ n: number }>(await t().db.execute(sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`))[0]!.n,
+        );
+      }
+      release();
+      await holder;
+      const answered = await answer;
+      expect(waiting, `${label} answered ${answered.status} while the row was held: it never waited for the ${citizenLockOf(door)} lock`).toBeGreaterThan(0);
+      expect(answered.status, `${label}: ${JSON.stringify(answered.body).slice(0, 200)}`).toBeLessThan(500);
+    });
+  }
+});
