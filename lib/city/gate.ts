@@ -98,6 +98,22 @@ const filtered = (rule: string, reason: string): Verdict => ({
   note: "Filtered is a verdict, not a failure: nothing was admitted and nothing changed but the spent nonce and the counted attempt.",
 });
 
+/**
+ * `POST /gate { action: "return" }` from a caller the city cannot name (no Bearer, or one that opens
+ * nothing: revoked, expired, unknown, exported): the gate answers verdicts, so this is `filtered`
+ * with HTTP 200, as a presentation with a stale credential is. Nothing was read or written.
+ */
+export function returnWithoutProof(credentialSent: boolean): Verdict {
+  return {
+    verdict: "filtered",
+    rule: "credential",
+    reason: credentialSent
+      ? "The Bearer token sent opens nothing: it is revoked, expired or unknown, or its citizen was exported. A return needs a live citizen secret or gate session token."
+      : "A return needs proof: Authorization: Bearer <citizen secret or gate session token>.",
+    note: "Filtered is a verdict, not a failure: nothing was read or changed.",
+  };
+}
+
 /** What the gate reads of a held name and origin's citizen. */
 type HeldCitizen = Pick<CitizenRow, "did" | "name" | "runtime" | "origin" | "controllerPublicKey" | "residencyStatus" | "bedId" | "tier">;
 

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { LogReceiptSchema, receiptField, withLogReceipt } from "@/lib/city/log-receipts";
 import { RESIDENCY_STATUSES, RUNTIMES, TIERS } from "@/db/schema";
 import { citizenSelf } from "@/lib/city/citizens";
-import { ASKS, issueNonce, KINDS, NONCE_BINDING, presentAtGate } from "@/lib/city/gate";
+import { ASKS, issueNonce, KINDS, NONCE_BINDING, presentAtGate, returnWithoutProof } from "@/lib/city/gate";
 import { NAME_RULE } from "@/lib/city/names";
 import { CARD_PATH, LIMITS, PROTOCOLS } from "@/lib/city/protocols";
 import { env } from "@/lib/env";
@@ -180,7 +180,11 @@ export const presentGate = door({
   // A return is the live door's (a poll is one statement after the caller's look-up).
   ownTransactions: (input) => input.action === "return",
   run: async (ctx, input) => {
-    if (input.action === "return") return runReturn(ctx, input);
+    if (input.action === "return") {
+      // The gate answers verdicts: a return it cannot attribute is filtered (HTTP 200), not a 401.
+      if (!ctx.caller.did) return { now_utc: iso(ctx.now), protocol: PROTOCOLS.gate, ...returnWithoutProof(ctx.caller.credentialRejected === true) };
+      return runReturn(ctx, input);
+    }
     const { CITY_GATE_PER_ORIGIN_PER_HOUR, CITY_GATE_PER_ADDRESS_PER_HOUR, CITY_GATE_ADMISSIONS_PER_HOUR, CITY_GATE_SUBJECTS_MAX } = env();
     const { value: verdict, receipt } = await withLogReceipt(() => presentAtGate(ctx.db, input, {
       now: ctx.now,

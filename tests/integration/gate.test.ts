@@ -36,6 +36,19 @@ describeOnDatabases("the gate", (t) => {
     expect((await callDoor(describeGate)).body.nonce).not.toBe(body.nonce);
   });
 
+  it("answers a return it cannot attribute with a filtered verdict (HTTP 200), not an error: no Bearer, or one that opens nothing", async () => {
+    const before = { log: await logCount(), nonces: (await t().db.select({ n: count() }).from(gateNonces))[0]!.n };
+    for (const bearer of [undefined, mintCredential("secret")]) {
+      const { status, headers, body } = await callDoor(presentGate, { body: { action: "return" }, ...(bearer ? { bearer } : {}) });
+      expect(status).toBe(200);
+      expect(headers.get("content-type")).toMatch(/^application\/json/);
+      expect(body).toMatchObject({ protocol: "CITY-GATE/1", verdict: "filtered", rule: "credential" });
+      expect(Object.keys(body)[0]).toBe("now_utc");
+      expect(body.reason).toMatch(bearer ? /opens nothing/ : /needs proof/);
+    }
+    expect({ log: await logCount(), nonces: (await t().db.select({ n: count() }).from(gateNonces))[0]!.n }).toEqual(before);
+  });
+
   it("admits an agent asking for a bed: DID, bed, admit row, bound, citizen tier, secret shown once", async () => {
     const before = await logCount();
     const p = presentation();
