@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import {
   appendLeaf,
@@ -17,38 +16,16 @@ import {
   verifyConsistency,
   verifyInclusion,
 } from "@/lib/city/log-tree";
+import { mth, refLeaf, refPath, refProof, refSplit } from "../support/rfc9162-reference";
 
 /**
  * The RFC 9162 tree (lib/city/log-tree.ts) against fixed vectors (computed with Python's hashlib,
  * written here as literals) and against the RFC's recursive definitions of MTH, PATH and PROOF
- * written below with node:crypto: never against the code judged. Part of the mutation run
+ * (tests/support/rfc9162-reference.ts, node:crypto): never against the code judged. Part of the mutation run
  * (vitest.mutation.config.mts): every mutant of the module is caught here or listed as equivalent
  * in docs/testing.md.
  */
 const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");
-const sha = (...parts: Uint8Array[]) => new Uint8Array(createHash("sha256").update(Buffer.concat(parts)).digest());
-const refLeaf = (d: Uint8Array) => sha(Uint8Array.of(0), d);
-const refNode = (a: Uint8Array, b: Uint8Array) => sha(Uint8Array.of(1), a, b);
-const refSplit = (n: number) => {
-  let k = 1;
-  while (k * 2 < n) k *= 2;
-  return k;
-};
-const mth = (d: Uint8Array[]): Uint8Array =>
-  d.length === 0 ? sha() : d.length === 1 ? refLeaf(d[0]!) : refNode(mth(d.slice(0, refSplit(d.length))), mth(d.slice(refSplit(d.length))));
-const refPath = (m: number, d: Uint8Array[]): Uint8Array[] => {
-  if (d.length <= 1) return [];
-  const k = refSplit(d.length);
-  return m < k ? [...refPath(m, d.slice(0, k)), mth(d.slice(k))] : [...refPath(m - k, d.slice(k)), mth(d.slice(0, k))];
-};
-const refSubproof = (m: number, d: Uint8Array[], b: boolean): Uint8Array[] => {
-  const n = d.length;
-  if (m === n) return b ? [] : [mth(d)];
-  const k = refSplit(n);
-  return m <= k ? [...refSubproof(m, d.slice(0, k), b), mth(d.slice(k))] : [...refSubproof(m - k, d.slice(k), false), mth(d.slice(0, k))];
-};
-const refProof = (m: number, d: Uint8Array[]) => (m > 0 && m < d.length ? refSubproof(m, d, true) : []);
-
 const DATA = Array.from({ length: 33 }, (_, i) => Uint8Array.of(i));
 const LEAVES = DATA.map(refLeaf);
 
