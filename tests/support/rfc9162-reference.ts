@@ -14,20 +14,40 @@ export const refSplit = (n: number) => {
   while (k * 2 < n) k *= 2;
   return k;
 };
-export const mth = (d: readonly Uint8Array[]): Uint8Array =>
-  d.length === 0 ? sha() : d.length === 1 ? refLeaf(d[0]!) : refNode(mth(d.slice(0, refSplit(d.length))), mth(d.slice(refSplit(d.length))));
-export const refPath = (m: number, d: readonly Uint8Array[]): Uint8Array[] => {
-  if (d.length <= 1) return [];
-  const k = refSplit(d.length);
-  return m < k ? [...refPath(m, d.slice(0, k)), mth(d.slice(k))] : [...refPath(m - k, d.slice(k)), mth(d.slice(0, k))];
+const memo = new WeakMap<readonly Uint8Array[], Map<string, Uint8Array>>();
+/** MTH(D[lo:hi]) of one data array, each subtree hashed once per array (the tests ask thousands of times). */
+const mthOf = (d: readonly Uint8Array[], lo: number, hi: number): Uint8Array => {
+  let known = memo.get(d);
+  if (!known) memo.set(d, (known = new Map()));
+  const key = `${lo}:${hi}`;
+  let hash = known.get(key);
+  if (!hash) {
+    const n = hi - lo;
+    hash = n === 0 ? sha() : n === 1 ? refLeaf(d[lo]!) : refNode(mthOf(d, lo, lo + refSplit(n)), mthOf(d, lo + refSplit(n), hi));
+    known.set(key, hash);
+  }
+  return hash;
 };
-const refSubproof = (m: number, d: readonly Uint8Array[], b: boolean): Uint8Array[] => {
-  const n = d.length;
-  if (m === n) return b ? [] : [mth(d)];
-  const k = refSplit(n);
-  return m <= k ? [...refSubproof(m, d.slice(0, k), b), mth(d.slice(k))] : [...refSubproof(m - k, d.slice(k), false), mth(d.slice(0, k))];
+/** MTH(D[0:n]) (RFC 9162 2.1.1); `size` cuts the array without copying it. */
+export const mth = (d: readonly Uint8Array[], size = d.length): Uint8Array => mthOf(d, 0, size);
+/** PATH(m, D[0:n]) (RFC 9162 2.1.3.1). */
+export const refPath = (m: number, d: readonly Uint8Array[], size = d.length): Uint8Array[] => {
+  const path = (m: number, lo: number, hi: number): Uint8Array[] => {
+    if (hi - lo <= 1) return [];
+    const k = refSplit(hi - lo);
+    return m < k ? [...path(m, lo, lo + k), mthOf(d, lo + k, hi)] : [...path(m - k, lo + k, hi), mthOf(d, lo, lo + k)];
+  };
+  return path(m, 0, size);
 };
-export const refProof = (m: number, d: readonly Uint8Array[]) => (m > 0 && m < d.length ? refSubproof(m, d, true) : []);
+/** PROOF(m, D[0:n]) (RFC 9162 2.1.4.1). */
+export const refProof = (m: number, d: readonly Uint8Array[], size = d.length): Uint8Array[] => {
+  const subproof = (m: number, lo: number, hi: number, b: boolean): Uint8Array[] => {
+    if (m === hi - lo) return b ? [] : [mthOf(d, lo, hi)];
+    const k = refSplit(hi - lo);
+    return m <= k ? [...subproof(m, lo, lo + k, b), mthOf(d, lo + k, hi)] : [...subproof(m - k, lo + k, hi, false), mthOf(d, lo, lo + k)];
+  };
+  return m > 0 && m < size ? subproof(m, 0, size, true) : [];
+};
 
 /** An Ed25519 key from a 32-byte seed, with C2SP key IDs, vkeys, note signatures and cosignatures. */
 export function refKey(seed: Uint8Array) {
