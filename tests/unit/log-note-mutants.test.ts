@@ -117,9 +117,27 @@ describe("checkpoints and signatures (fixed vectors)", () => {
     expect(hasValidSignature({ ...note, signatures: [] }, v)).toBe(false);
     // A signature that is not a point at all is refused, not thrown.
     expect(hasValidSignature({ ...note, signatures: [{ ...sig, signature: new Uint8Array(64).fill(0xff) }] }, v)).toBe(false);
+    // A verifier's key ID one byte longer than the line's, with the same first four bytes.
+    expect(hasValidSignature(note, { ...v, keyId: Uint8Array.of(...v.keyId, 0) })).toBe(false);
+    // A key of the wrong length is refused, not thrown.
+    expect(hasValidSignature(note, { ...v, publicKey: v.publicKey.slice(1) })).toBe(false);
     // One valid line among others is enough (unknown lines are ignored).
     const other = { ...sig, name: "someone.else" };
     expect(hasValidSignature({ ...note, signatures: [other, sig] }, v)).toBe(true);
+  });
+
+  it("verifies strictly (RFC 8032), not by ZIP-215: a small-order key with the identity signature is refused", () => {
+    // A = the identity point (y = 1), R = the identity, S = 0: [8]SB = [8]R + [8]kA holds for any
+    // message, so a cofactored (ZIP-215) verifier accepts it; RFC 8032 strict verification does not.
+    const identity = new Uint8Array(32);
+    identity[0] = 1;
+    const signature = new Uint8Array(64);
+    signature[0] = 1;
+    const keyId = Uint8Array.of(1, 2, 3, 4);
+    const verifier = { name: "small", type: NOTE_SIGNATURE, keyId, publicKey: identity };
+    expect(hasValidSignature({ body: "anything\n", signatures: [{ name: "small", keyId, signature, line: "" }] }, verifier)).toBe(false);
+    const cosig = Uint8Array.of(0, 0, 0, 0, 0, 0, 0, 1, ...signature);
+    expect(validCosignatures({ body: "anything\n", signatures: [{ name: "small", keyId, signature: cosig, line: "" }] }, { ...verifier, type: COSIGNATURE })).toEqual([]);
   });
 
   it("reads the valid cosignatures of a witness with their timestamps", () => {
@@ -130,6 +148,8 @@ describe("checkpoints and signatures (fixed vectors)", () => {
     expect(validCosignatures(note, { ...w, name: "witness.example/w2" })).toEqual([]);
     expect(validCosignatures(note, { ...w, keyId: Uint8Array.of(0xaa, 0x4a, 0x09, 0xd2) })).toEqual([]);
     expect(validCosignatures({ ...note, signatures: [{ ...cos, signature: cos.signature.slice(0, 71) }] }, w)).toEqual([]);
+    // Too short to hold a timestamp: refused, not thrown.
+    expect(validCosignatures({ ...note, signatures: [{ ...cos, signature: cos.signature.slice(0, 7) }] }, w)).toEqual([]);
     expect(validCosignatures({ ...note, body: BODY.replace("42", "43") }, w)).toEqual([]);
     // Another timestamp than the one signed.
     const later = Uint8Array.from(cos.signature);
@@ -162,6 +182,8 @@ describe("parsing", () => {
     expect(parseNote(`${BODY}\n\u2014 ${ORIGIN} AAAAAAA=\n`).signatures[0]!.signature).toHaveLength(1);
     expect(parseNote(`${BODY}\n\u2014 ${ORIGIN} AAAAAAAA\n`).signatures[0]!.signature).toHaveLength(2);
     expect(parseNote(`${BODY}\n`).signatures).toEqual([]);
+    // An empty text: the blank line at the very start.
+    expect(parseNote("\n\n")).toEqual({ body: "\n", signatures: [] });
   });
 
   it("parses a checkpoint body with its extension lines", () => {

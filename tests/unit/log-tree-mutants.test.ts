@@ -157,6 +157,8 @@ describe("inclusion proofs (RFC 9162 2.1.3.2)", () => {
     expect(verifyInclusion(LEAVES[0]!, -1, 4, refPath(0, DATA, 4), root)).toBe(false);
     expect(verifyInclusion(LEAVES[4]!, 4, 4, refPath(3, DATA, 4), root)).toBe(false);
     expect(verifyInclusion(LEAVES[0]!, 0, 0, [], EMPTY_ROOT)).toBe(false);
+    // Index = size: the leaf as its own root would pass the fold.
+    expect(verifyInclusion(LEAVES[0]!, 1, 1, [], LEAVES[0]!)).toBe(false);
     expect(verifyInclusion(LEAVES[0]!, 0, 1, [], LEAVES[0]!)).toBe(true);
   });
 });
@@ -199,6 +201,11 @@ describe("consistency proofs (RFC 9162 2.1.4.2)", () => {
     expect(verifyConsistency(0, 4, [], EMPTY_ROOT, r4)).toBe(true);
     expect(verifyConsistency(0, 4, [r4], EMPTY_ROOT, r4)).toBe(false);
     expect(verifyConsistency(5, 4, [], r5, r4)).toBe(false);
+    // A larger first size whose fold would pass: 2 to 1 with equal roots.
+    expect(verifyConsistency(2, 1, [], r4, r4)).toBe(false);
+    // A proof one hash short whose fold ends on a subtree, given that subtree as the second root.
+    expect(verifyConsistency(1, 3, [LEAVES[1]!], LEAVES[0]!, mth(DATA, 2))).toBe(false);
+    expect(verifyConsistency(1, 3, [LEAVES[1]!, LEAVES[2]!], LEAVES[0]!, mth(DATA, 3))).toBe(true);
     expect(verifyConsistency(-1, 4, [], EMPTY_ROOT, r4)).toBe(false);
     expect(verifyConsistency(-1, -1, [], r4, r4)).toBe(false);
     expect(verifyConsistency(3, 4, [], mth(DATA, 3), r4)).toBe(false);
