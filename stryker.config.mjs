@@ -3,6 +3,10 @@
 // and runs the unit tests that cover it; a mutant no test notices "survives". The score is the
 // share of mutants killed; below `thresholds.break` the command fails. Scores, the date of the
 // last run and every surviving mutant (killed since, or explained as equivalent): docs/testing.md.
+// CITY_MUTATION_REPORT: another folder for the reports and the sandbox, so that two runs of
+// different modules can go side by side (reports/mutation by default).
+const reports = process.env.CITY_MUTATION_REPORT || "reports/mutation";
+
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {
   testRunner: "vitest",
@@ -44,8 +48,8 @@ export default {
   ignoreStatic: false,
   thresholds: { high: 90, low: 85, break: 85 },
   reporters: ["clear-text", "progress", "json", "html"],
-  jsonReporter: { fileName: "reports/mutation/mutation.json" },
-  htmlReporter: { fileName: "reports/mutation/mutation.html" },
-  tempDirName: ".stryker-tmp",
+  jsonReporter: { fileName: `${reports}/mutation.json` },
+  htmlReporter: { fileName: `${reports}/mutation.html` },
+  tempDirName: `${reports}/.stryker-tmp`,
   cleanTempDir: true,
 };
