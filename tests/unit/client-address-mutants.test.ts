@@ -10,6 +10,9 @@ describe("X-Forwarded-For behind N proxies", () => {
     expect(clientAddress(headers({ "x-forwarded-for": "6.6.6.6, , 10.0.0.2" }), 2)).toBeNull();
     expect(clientAddress(headers({ "x-forwarded-for": ", 203.0.113.9, 10.0.0.2" }), 2)).toBe("203.0.113.9");
     expect(clientAddress(headers({ "x-forwarded-for": "" }), 1)).toBeNull();
+    // An empty entry among the trusted ones, not the one read (each entry trimmed before the check).
+    expect(clientAddress(headers({ "x-forwarded-for": "6.6.6.6, 203.0.113.9, , 10.0.0.2" }), 3)).toBeNull();
+    expect(clientAddress(headers({ "x-forwarded-for": "6.6.6.6, 203.0.113.9,  , 10.0.0.2" }), 3)).toBeNull();
   });
 
   it("takes exactly N entries when N came, and trims each", () => {
@@ -51,11 +54,14 @@ describe("one bucket per host", () => {
     ["64:ff9b::192.0.2.1", "64:ff9b:0:0::/64"],
     ["::192.0.2.1", "0:0:0:0::/64"],
     ["1:2::192.0.2.1", "1:2:0:0::/64"],
+    ["1::4:5:6:7:8", "1:0:0:4::/64"],
+    ["::ffff:192.0.2.1%eth0", "192.0.2.1"],
+    ["1::ffff:192.0.2.1", "1:0:0:0::/64"],
   ])("%j is %j", (raw, bucket) => {
     expect(normalAddress(raw)).toBe(bucket);
   });
 
-  it.each(["", "   ", "192.0.2", "192.0.2.1.5", "256.0.0.1", "192.0.2.1:", "192.0.2.1:x", "x192.0.2.1:80", "[192.0.2.1", "2001:db8::7]", "[]", "::ffff:300.0.0.1", "::ffff:192.0.2.1:80", "1:2:3:4:5:6:7:8:9", "localhost", "2001:db8::g"])("%j is unknown", (raw) => {
+  it.each(["", "   ", "192.0.2", "192.0.2.1.5", "256.0.0.1", "192.0.2.1:", "192.0.2.1:x", "x192.0.2.1:80", "[192.0.2.1", "2001:db8::7]", "[]", "::ffff:300.0.0.1", "::ffff:192.0.2.1:80", "1:2:3:4:5:6:7:8:9", "localhost", "2001:db8::g", "x[192.0.2.1]:80", "[192.0.2.1]:80x", "[2001:db8::1]x"])("%j is unknown", (raw) => {
     expect(normalAddress(raw)).toBeNull();
   });
 

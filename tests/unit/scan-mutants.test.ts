@@ -354,6 +354,9 @@ describe("BIP-39 edges", () => {
 
   it("stops past the budget of checks", () => {
     expect(() => containsMnemonic(Array(MAX_CHECKS + 24).fill("zoo").join(" "))).toThrow(ScanBudgetExceeded);
+    // A run of k wordlist words costs 30 + 5 (k - 23) checks: 1017 words are exactly the budget.
+    expect(containsMnemonic(Array(1017).fill("zoo").join(" "))).toBe(false);
+    expect(() => containsMnemonic(Array(1018).fill("zoo").join(" "))).toThrow(new ScanBudgetExceeded("too many wordlist words in a row to check"));
     // 1004 words of zoo: 1000 windows of each of five lengths minus the short starts, under 5000 checks.
     expect(containsMnemonic(Array(1004).fill("zoo").join(" "))).toBe(false);
   });
