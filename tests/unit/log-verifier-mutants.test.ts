@@ -101,6 +101,19 @@ describe("the outside verifier", () => {
     expect((await verifyCityLog(base, { fetch })).ok).toBe(true);
   });
 
+  it("takes the default paths when the card has no log at all and the key is given", async () => {
+    const data = rows(3);
+    const base = "https://city.example";
+    const city = serve({ data, card: {}, tiles: tilesOf(data, `${base}/api/residency/log/`) });
+    const fetch = async (url: string) => (url === `${base}/api/residency/log/checkpoint` ? new Response(noteOf(data)) : city.fetch(url));
+    expect((await verifyCityLog(base, { fetch, vkey: VKEY })).ok).toBe(true);
+  });
+
+  it("reads an empty entry at the very end of a bundle", async () => {
+    const data = [...rows(3), new Uint8Array(0)];
+    expect((await verifyCityLog("https://city.example", { fetch: serve({ data }).fetch })).lines.at(-2)).toBe("root: recomputed from 4 entries in the tiles, equal to the checkpoint's");
+  });
+
   it("says which witnesses cosigned the checkpoint", async () => {
     const data = rows(5);
     const w1 = WITNESS.vkey("w1.example", 4);

@@ -54,6 +54,12 @@ describe("the reference witness", () => {
     expect(await witness(state).handle("POST", "/add-checkpoint", request(0, 300))).toEqual({ status: 409, contentType: "text/x.tlog.size", body: "300\n" });
   });
 
+  it("cosigns the empty log first, then its extension", async () => {
+    const { handle } = witness();
+    expect(await handle("POST", "/add-checkpoint", request(0, 0))).toEqual(ok(0));
+    expect(await handle("POST", "/add-checkpoint", request(0, 3))).toEqual(ok(3));
+  });
+
   it("answers 409 with the size it holds when the old size is not it", async () => {
     const { handle } = witness();
     expect(await handle("POST", "/add-checkpoint", request(3, 5))).toEqual({ status: 409, contentType: "text/x.tlog.size", body: "0\n" });
@@ -93,6 +99,7 @@ describe("the reference witness", () => {
       [request(0, 5).replace("old 0", " old 0"), "the first line is 'old <size>'"],
       [request(0, 5).replace("old 0", "old 0 "), "the first line is 'old <size>'"],
       [request(0, 5).replace("old 0", "old"), "the first line is 'old <size>'"],
+      [`\n\n${noteOf(5)}`, "the first line is 'old <size>'"],
       [request(0, 5, Array(64).fill(b64(new Uint8Array(32)))), "more than 63 consistency proof lines"],
       [request(0, 5, [b64(new Uint8Array(31))]), "a proof line is one base64 hash"],
       [request(0, 5, [b64(new Uint8Array(33))]), "a proof line is one base64 hash"],

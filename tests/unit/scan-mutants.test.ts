@@ -43,6 +43,7 @@ const EDGES: Array<[string, string, boolean]> = [
 
   ["private_key_putty", `Private-Lines: 14\n${token(20, "Ab1+/=")}`, true],
   ["private_key_putty", `Private-Lines:14 ${token(20)}`, true],
+  ["private_key_putty", `Private-Lines: 14\r\n${token(20)}`, true],
   ["private_key_putty", `Private-Lines: 14\n${token(19)}`, false],
   ["private_key_putty", `Private-Lines: 14${token(20)}`, false],
   ["private_key_putty", `Private-Lines: x\n${token(20)}`, false],
@@ -50,6 +51,7 @@ const EDGES: Array<[string, string, boolean]> = [
   ["private_key_jwk", `{"kty":"OKP","d":"${token(20, "aB3_-")}"}`, true],
   ["private_key_jwk", `{kty: 'OKP', d: '${token(20)}'}`, true],
   ["private_key_jwk", `{"kty":"OKP","d" : "${token(20)}"}`, true],
+  ["private_key_jwk", `{"kty" : "OKP","d":"${token(20)}"}`, true],
   ["private_key_jwk", `{"kty":"OKP","d":"${token(19)}"}`, false],
   ["private_key_jwk", `{"d":"${token(20)}"}`, false],
   ["private_key_jwk", `{"kty" "OKP","d":"${token(20)}"}`, false],
@@ -89,6 +91,7 @@ const EDGES: Array<[string, string, boolean]> = [
   ["jwt", `${b64url('["alg"]')}.${JWT_BODY}`, false],
   ["jwt", `${b64url('{"alg":"a"')}.${JWT_BODY}`, false],
   ["jwt", `${b64url("{alg}")}.${JWT_BODY}`, false],
+  ["jwt", `${b64url('{"alg"}')}.${JWT_BODY}`, false],
   ["jwt", `${b64url("null")}.${JWT_BODY}`, false],
   ["jwt", `eyJhbGci.${JWT_BODY}`, false],
 
@@ -224,6 +227,7 @@ const EDGES: Array<[string, string, boolean]> = [
 
   ["bearer_token", `Authorization: Bearer ${token(20, "aB3._~+/-")}`, true],
   ["bearer_token", `bearer\t${token(20)}`, true],
+  ["bearer_token", `Bearer  ${token(20)}`, true],
   ["bearer_token", `Bearer ${token(19)}`, false],
   ["bearer_token", `Bearer ${"a".repeat(30)}`, false],
   ["bearer_token", `xbearer ${token(20)}`, false],
