@@ -1,0 +1,55 @@
+// Mutation testing of the city's pure modules (issue 31): `npm run test:mutation` (scripts/mutation.sh).
+// Stryker changes one thing at a time in the code below (an operator, a bound, a string, a branch)
+// and runs the unit tests that cover it; a mutant no test notices "survives". The score is the
+// share of mutants killed; below `thresholds.break` the command fails. Scores, the date of the
+// last run and every surviving mutant (killed since, or explained as equivalent): docs/testing.md.
+// CITY_MUTATION_REPORT: another folder for the reports and the sandbox, so that two runs of
+// different modules can go side by side (reports/mutation by default).
+const reports = process.env.CITY_MUTATION_REPORT || "reports/mutation";
+
+/** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
+export default {
+  testRunner: "vitest",
+  // `related`: a mutant that only runs while a module loads (a rule's regular expression in the
+  // table, a constant) is "static": it runs the test files that import its module, not all.
+  vitest: { configFile: "vitest.mutation.config.mts", related: true },
+  // Only the pure modules: no database, no server. A file that mixes SQL with pure code is mutated
+  // on the pure lines only (a range), so its score never depends on the database suites.
+  mutate: [
+    // The transparency log's core: RFC 9162 tree, C2SP signed notes and checkpoints, tiles, the
+    // outside verifier, the reference witness, the receipt carrier, the witnesses' configuration.
+    "lib/city/log-tree.ts",
+    "lib/city/log-note.ts",
+    "lib/city/log-tiles.ts",
+    "lib/city/log-verifier.ts",
+    "lib/city/log-witness-server.ts",
+    "lib/city/log-receipts.ts",
+    "lib/city/log-witnesses.ts:17-35",
+    // The content scanner.
+    "lib/scan/*.ts",
+    // The name normal form (the rest of the file is the database backfill).
+    "lib/city/names.ts:6-53",
+    // Client addresses.
+    "lib/doors/client-address.ts",
+    // Rate windows: reading a taken slot back and the 429 (the rest builds SQL, judged by the
+    // database suites).
+    "lib/city/rate.ts:72-86",
+    "lib/city/rate.ts:107-124",
+  ],
+  // Vitest's own coverage per test picks the tests each mutant runs.
+  coverageAnalysis: "perTest",
+  // The shared 2-core machine: two test processes, a generous timeout for a loaded neighbour.
+  concurrency: 2,
+  timeoutMS: 10_000,
+  timeoutFactor: 3,
+  // Static mutants are run, not ignored: the scanner's whole rule table is built when its module
+  // loads, so ignoring them would leave every pattern untested (and with vitest a mutant switched
+  // on after the module loaded would survive without being judged).
+  ignoreStatic: false,
+  thresholds: { high: 90, low: 85, break: 85 },
+  reporters: ["clear-text", "progress", "json", "html"],
+  jsonReporter: { fileName: `${reports}/mutation.json` },
+  htmlReporter: { fileName: `${reports}/mutation.html` },
+  tempDirName: `${reports}/.stryker-tmp`,
+  cleanTempDir: true,
+};

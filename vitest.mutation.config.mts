@@ -1,0 +1,31 @@
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { defineConfig } from "vitest/config";
+
+const alias = { "@": path.dirname(fileURLToPath(import.meta.url)) };
+
+/**
+ * The tests Stryker runs against each mutant (stryker.config.mjs, `npm run test:mutation`): the
+ * fast unit tests of the pure modules it mutates, no database and no server. A test here must
+ * not time anything (a mutant can be slow without being wrong).
+ */
+export default defineConfig({
+  resolve: { alias },
+  test: {
+    include: [
+      "tests/unit/*-mutants.test.ts",
+      "tests/unit/client-address.test.ts",
+      "tests/unit/name-form.test.ts",
+      "tests/unit/witness-config.test.ts",
+      "tests/unit/gate-rules.test.ts",
+      "tests/unit/scan.test.ts",
+    ],
+    // scan.test.ts's "speed" tests time the scanner against a wall-clock budget: a loaded machine
+    // would kill a mutant that is not wrong, so they are left to the ordinary run.
+    testNamePattern: /^(?!speed\b)/,
+    setupFiles: [],
+    environment: "node",
+    pool: "threads",
+    testTimeout: 30_000,
+  },
+});
