@@ -10,6 +10,19 @@ const alias = { "@": path.dirname(fileURLToPath(import.meta.url)) };
 const seed = Number(process.env.VITEST_SEED) || Math.floor(Math.random() * 2 ** 31);
 console.log(`test order seed ${seed} (replay: VITEST_SEED=${seed})`);
 
+// The city's own log lines (JSON, level error or warn) in a test run come from tests that break
+// things on purpose (a dropped connection, a provider that fails, a deadlock): they are expected,
+// so they are kept out of the output and counted once at the end. CITY_TEST_LOGS=1 shows them.
+const cityLogLine = /^\{"time":"[^"]+","level":"(error|warn)"/;
+const shown = process.env.CITY_TEST_LOGS === "1";
+const kept = globalThis as { cityLogLinesKept?: number };
+if (kept.cityLogLinesKept === undefined) {
+  kept.cityLogLinesKept = 0;
+  process.on("exit", () => {
+    if (kept.cityLogLinesKept) console.log(`${kept.cityLogLinesKept} error and warning lines the city logged while tests broke things on purpose were kept out of this output (CITY_TEST_LOGS=1 shows them).`);
+  });
+}
+
 export default defineConfig({
   resolve: { alias },
   test: {
@@ -18,6 +31,11 @@ export default defineConfig({
     maxWorkers: 2,
     // Root level only: vitest ignores a project's `sequence`.
     sequence: { seed },
+    onConsoleLog(log) {
+      if (shown || !cityLogLine.test(log)) return;
+      kept.cityLogLinesKept! += 1;
+      return false;
+    },
     // Once per run, whichever projects run: clears the last run's security figures, sums this run's.
     globalSetup: ["tests/support/figures-run.ts"],
     projects: [
