@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { doorPaths } from "@/lib/doors/door";
 import { registry } from "@/lib/doors/registry";
-import { BOOT_HOOK_TIMEOUT_MS, type CityServer, startCityServer } from "../support/next-server";
-import { type Admitted, describeOnServer, usePostgresCity } from "../support/postgres-city";
+import { BOOT_HOOK_TIMEOUT_MS, type CityServer } from "../support/next-server";
+import { type Admitted, describeOnServer, startSecondInstance, usePostgresCity } from "../support/postgres-city";
 
 /*
  * Conditional reads as a polling agent meets them: two `next start` instances on one PostgreSQL
@@ -30,15 +30,8 @@ describeOnServer("conditional reads on two `next start` instances over one Postg
   let other: CityServer | undefined;
 
   beforeAll(async () => {
-    const first = city();
     // The same database, driver and public address as the first instance: what a second instance behind a load balancer has.
-    other = await startCityServer({
-      ...first.databaseEnv,
-      CITY_DB_DRIVER: "pg",
-      CITY_BASE_URL: first.server.baseUrl,
-      CITY_GATE_PER_ADDRESS_PER_HOUR: "0",
-      CITY_GATE_PER_ORIGIN_PER_HOUR: "100000",
-    });
+    other = await startSecondInstance(city(), { CITY_BASE_URL: city().server.baseUrl });
   }, BOOT_HOOK_TIMEOUT_MS);
 
   afterAll(async () => {

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import pg from "pg";
 import { presentation } from "../support/gate";
-import { BOOT_HOOK_TIMEOUT_MS, type CityServer, startCityServer } from "../support/next-server";
-import { type Answer, describeOnServer, usePostgresCity } from "../support/postgres-city";
+import { BOOT_HOOK_TIMEOUT_MS, type CityServer } from "../support/next-server";
+import { type Answer, describeOnServer, startSecondInstance, usePostgresCity } from "../support/postgres-city";
 
 /*
  * Issue 29, item 2, through real HTTP: two `next start` instances on one PostgreSQL database
@@ -23,14 +23,7 @@ describeOnServer("the gate on two `next start` instances over one PostgreSQL dat
   let other: CityServer | undefined;
 
   beforeAll(async () => {
-    const first = city();
-    other = await startCityServer({
-      ...first.databaseEnv,
-      ...ENV,
-      CITY_BASE_URL: first.server.baseUrl,
-      CITY_GATE_PER_ADDRESS_PER_HOUR: "0",
-      CITY_GATE_PER_ORIGIN_PER_HOUR: "100000",
-    });
+    other = await startSecondInstance(city(), { ...ENV, CITY_BASE_URL: city().server.baseUrl });
   }, BOOT_HOOK_TIMEOUT_MS);
 
   afterAll(async () => {

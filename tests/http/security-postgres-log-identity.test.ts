@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { noteVerifies } from "@/lib/city/log-identity";
 import { presentation } from "../support/gate";
-import { BOOT_HOOK_TIMEOUT_MS, type CityServer, startCityServer } from "../support/next-server";
-import { type Answer, describeOnServer, usePostgresCity } from "../support/postgres-city";
+import { BOOT_HOOK_TIMEOUT_MS, type CityServer } from "../support/next-server";
+import { type Answer, describeOnServer, startSecondInstance, usePostgresCity } from "../support/postgres-city";
 
 /*
  * Issue 29, item 9, as found: two `next start` instances on one PostgreSQL database (node-postgres),
@@ -23,7 +23,7 @@ describeOnServer("two instances with different CITY_BASE_URL on one PostgreSQL d
   beforeAll(async () => {
     // The first instance's first append records the identity (if its start has not already).
     firstCitizen = await city().admit();
-    other = await startCityServer({ ...city().databaseEnv, CITY_DB_DRIVER: "pg", CITY_GATE_PER_ADDRESS_PER_HOUR: "0", CITY_GATE_PER_ORIGIN_PER_HOUR: "100000" });
+    other = await startSecondInstance(city());
   }, BOOT_HOOK_TIMEOUT_MS);
 
   afterAll(async () => {

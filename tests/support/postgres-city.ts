@@ -179,3 +179,11 @@ export async function signedProof(city: PostgresCity, bearer: string, key: { pub
   const { body } = await city.get("/api/prove", bearer);
   return { public_key: key.publicKey, signature: await key.sign(body.message as string), challenge: body.challenge as string };
 }
+
+/**
+ * A second `next start` instance on the first one's database over node-postgres, as the other half
+ * of a load balancer: the gate's flood windows off (every test request comes from one address).
+ */
+export function startSecondInstance(first: PostgresCity, env: Record<string, string> = {}): Promise<CityServer> {
+  return startCityServer({ ...first.databaseEnv, CITY_DB_DRIVER: "pg", CITY_GATE_PER_ADDRESS_PER_HOUR: "0", CITY_GATE_PER_ORIGIN_PER_HOUR: "100000", ...env });
+}
