@@ -72,8 +72,7 @@ describeOnDatabases("every write door waits for its citizen's row lock", (t) => 
 
   for (const [label, call] of Object.entries(CALLS)) {
     it(`${label}: waits while another connection holds the citizen's row, then answers`, async (context) => {
-      // PGlite runs one transaction at a time: only PostgreSQL can show a waiter.
-      if (t().driver === "pglite") return context.skip();
+      if (t().driver === "pglite") return context.skip("PGlite runs one transaction at a time: only PostgreSQL can show a waiter");
       const name = label.split(" (")[0]!;
       const door = registry.find((d) => d.name === name) as AnyDoor;
       expect(door, name).toBeDefined();
