@@ -88,16 +88,16 @@ describe("said at start", () => {
     ]);
   });
 
-  it("one error line with the whole advice when they are unknown", () => {
+  it("one warning line with the whole advice when they are unknown", () => {
     const err: string[] = [];
     vi.spyOn(console, "log").mockImplementation(() => undefined);
-    vi.spyOn(console, "error").mockImplementation((line: string) => void err.push(line));
+    vi.spyOn(console, "warn").mockImplementation((line: string) => void err.push(line));
     announceAddressMode(0);
     expect(err).toHaveLength(1);
     const line = JSON.parse(err[0]!) as Record<string, unknown>;
-    expect([line.level, line.msg]).toEqual(["error", "CLIENT ADDRESSES UNKNOWN"]);
+    expect([line.level, line.msg]).toEqual(["warn", "CLIENT ADDRESSES UNKNOWN"]);
     expect(line.detail).toBe(
-      "CITY_TRUSTED_PROXIES is 0 or unset off Vercel, so X-Forwarded-For is not trusted and per-address limits are off; only the city-wide ceilings and per-origin limits hold. Behind N reverse proxies that append to X-Forwarded-For, set CITY_TRUSTED_PROXIES=N.",
+      "CITY_TRUSTED_PROXIES is 0 or unset off Vercel, so X-Forwarded-For is not trusted and per-address limits are off; only the city-wide ceilings and per-origin limits hold. On your own machine that is expected. Behind N reverse proxies that append to X-Forwarded-For, set CITY_TRUSTED_PROXIES=N.",
     );
   });
 });
