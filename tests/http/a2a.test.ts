@@ -110,7 +110,10 @@ describe("the agent card", () => {
     const { keys } = (await jwksResponse.json()) as { keys: { kid: string }[] };
     const verify = verifyAgentCardSignature(async (kid) => (await importJWK(keys.find((k) => k.kid === kid)!, "EdDSA")) as CryptoKey);
     await expect(verify(card as unknown as AgentCard)).resolves.toBeUndefined();
+    const logged = vi.spyOn(console, "debug").mockImplementation(() => {}); // the SDK logs the failure, with a stack
     await expect(verify({ ...card, name: "NOT-CITY" } as unknown as AgentCard)).rejects.toThrow();
+    expect(logged).toHaveBeenCalled();
+    logged.mockRestore();
   });
 
   it("verifies through the SDK client's getAgentCard with the card turned back into JSON; the SDK's direct path fails on its own defect (issue 33, item 11)", async () => {
