@@ -1,9 +1,6 @@
-import { createHash } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import type { SQL } from "drizzle-orm";
-import type { PgDatabase, PgDialect, PgQueryResultHKT, PgSession } from "drizzle-orm/pg-core";
-import type { NameKeyReport } from "@/lib/city/names";
+import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { env } from "@/lib/env";
 import { queryCounter } from "./query-count";
 import * as schema from "./schema";
@@ -20,31 +17,6 @@ export interface OpenDatabase {
   db: Database;
   driver: DriverName;
   close: () => Promise<void>;
-}
-
-/** Rows of a raw `db.execute` result: PGlite, pg and the Neon pool all answer `{ rows }`. */
-export function rowsOf<T>(result: unknown): T[] {
-  return ((result as { rows?: T[] }).rows ?? (result as T[])) as T[];
-}
-
-/**
- * `db.execute` for a statement sent on every heartbeat, as a named prepared statement: the server
- * parses it once per connection and each later call sends only its parameters; the server plans
- * it once too while its generic plan is estimated no dearer than a custom one (a value the
- * estimate hangs on is best a subquery: live-delta.ts). Measured on the poll (pg, 2 cores): 1.3 to
- * 1.5 times the polls a second, at 1,000 and at 100,000 citizens (BENCHMARKS.md). The name is a
- * hash of the text, so one name is always one text, and a connection keeps one statement per
- * shape of the caller's SQL: the statement's values must be parameters, never spliced in. Drizzle's own path (its
- * logger counts it), on every driver; PGlite, in this process, ignores the name. A pooler in
- * transaction mode must support protocol-level prepared statements (PgBouncer 1.21 and later with
- * max_prepared_statements, as Neon's); CITY_PREPARED_STATEMENTS=0 sends the statement unnamed.
- */
-export function executePrepared(db: Database, statement: SQL): Promise<unknown> {
-  if (env().CITY_PREPARED_STATEMENTS === "0") return db.execute(statement);
-  const { session, dialect } = db as unknown as { session: PgSession; dialect: PgDialect };
-  const query = dialect.sqlToQuery(statement);
-  const name = `city_${createHash("sha256").update(query.sql).digest("hex").slice(0, 32)}`;
-  return session.prepareQuery(query, undefined, name, false).execute();
 }
 
 export const MIGRATIONS_FOLDER = path.join(process.cwd(), "db", "migrations");
@@ -144,12 +116,11 @@ export function serverDriverFor(
   return /(^|\.)neon\.(tech|build)$/.test(host) ? "neon" : "pg";
 }
 
-/** What the data steps after the SQL migrations did (only the name keys report anything yet). */
-export interface MigrationReport {
-  nameKeys: NameKeyReport;
-}
-
-export async function migrateDatabase(open: OpenDatabase): Promise<MigrationReport> {
+/**
+ * The SQL migrations (db/migrations), on any driver. Data steps a SQL migration cannot compute
+ * belong to the domain and run after these: lib/city/upgrade.ts.
+ */
+export async function migrateDatabase(open: OpenDatabase): Promise<void> {
   const config = { migrationsFolder: MIGRATIONS_FOLDER };
   if (open.driver === "pglite") {
     const { migrate } = await import("drizzle-orm/pglite/migrator");
@@ -161,16 +132,6 @@ export async function migrateDatabase(open: OpenDatabase): Promise<MigrationRepo
     const { migrate } = await import("drizzle-orm/neon-serverless/migrator");
     await migrate(open.db as never, config);
   }
-  // Data a SQL migration cannot compute: the published normal form of names (Unicode tables).
-  // Two citizens whose names now share a form are reported, never merged (one log line each).
-  const { backfillNameKeys } = await import("@/lib/city/names");
-  const nameKeys = await backfillNameKeys(open.db);
-  const { logLine } = await import("@/lib/log");
-  for (const c of nameKeys.collisions) logLine("error", "name form collision: kept apart, the citizen keeps its key of the older form", { did: c.did, held_by: c.heldBy });
-  // The residency log's Merkle tree over rows written before it existed (once; nothing when current).
-  const { catchUpLogTree } = await import("@/lib/city/log-store");
-  await catchUpLogTree(open.db);
-  return { nameKeys };
 }
 
 export async function openConfiguredDatabase(): Promise<OpenDatabase> {
@@ -178,29 +139,4 @@ export async function openConfiguredDatabase(): Promise<OpenDatabase> {
   const url = settings.DATABASE_URL;
   if (!url) return openPglite(path.resolve(settings.CITY_DATA_DIR));
   return serverDriverFor(url, settings) === "neon" ? openNeon(url) : openPg(url);
-}
-
-// One database per process, kept on globalThis so that dev-server reloads do not open a second
-// PGlite on the same folder (two openers of one folder silently diverge).
-const holder = globalThis as typeof globalThis & { __cityDatabase?: Promise<Database> };
-
-/**
- * The process's database. PGlite is migrated on first use; a server database is migrated at deploy
- * time with `npm run db:migrate`, never by a serverless instance on its own.
- */
-export function getDb(): Promise<Database> {
-  holder.__cityDatabase ??= (async () => {
-    const open = await openConfiguredDatabase();
-    if (open.driver === "pglite") await migrateDatabase(open);
-    return open.db;
-  })().catch((err: unknown) => {
-    holder.__cityDatabase = undefined;
-    throw err;
-  });
-  return holder.__cityDatabase;
-}
-
-/** Lets tests hand the door layer a database of their own. */
-export function useDatabase(db: Database): void {
-  holder.__cityDatabase = Promise.resolve(db);
 }

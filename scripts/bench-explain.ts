@@ -3,7 +3,9 @@
 // one inbox with 10,000 unread messages, a fifth of the beds unseen for two days. Prints the plan
 // with EXPLAIN (ANALYZE, BUFFERS) and the delta, so the reader sees which reads touch what.
 import { sql } from "drizzle-orm";
-import { migrateDatabase, openPg, rowsOf } from "@/db/client";
+import { upgradeDatabase } from "@/lib/city/upgrade";
+import { openPg } from "@/db/client";
+import { rowsOf } from "@/db/sql";
 import { WAKE_ON } from "@/db/schema";
 import { returnDelta, returnDeltaQuery } from "@/lib/city/live-delta";
 import { seedCity } from "./bench-seed";
@@ -21,7 +23,7 @@ async function main(): Promise<void> {
   url.pathname = `/${name}`;
   const open = await openPg(url.toString());
   try {
-    await migrateDatabase(open);
+    await upgradeDatabase(open);
     await seedCity(open.db, citizens);
     const did = (i: number) => sql.raw(`encode(sha256(convert_to('bench-${i}', 'UTF8')), 'hex')`);
     await open.db.execute(sql`INSERT INTO messages (from_did, to_did, body, created_at) SELECT ${did(2)}, ${did(1)}, 'unread ' || g, now() FROM generate_series(1, 10000) g`);

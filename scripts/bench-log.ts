@@ -4,7 +4,8 @@
 // proof, a consistency proof, a full hash tile and a full entry bundle. BENCHMARKS.md keeps the figures.
 import { randomBytes } from "node:crypto";
 import { sql } from "drizzle-orm";
-import { migrateDatabase, openPg } from "@/db/client";
+import { upgradeDatabase } from "@/lib/city/upgrade";
+import { openPg } from "@/db/client";
 import { countingQueries } from "@/db/query-count";
 import { residencyLog } from "@/db/schema";
 import { canonicalJson, sha256Hex } from "@/lib/city/canonical";
@@ -39,7 +40,7 @@ async function main(): Promise<void> {
     url.pathname = `/${name}`;
     const open = await openPg(url.toString());
     try {
-      await migrateDatabase(open);
+      await upgradeDatabase(open);
       const db = open.db;
       // Seed: a valid hash chain written in bulk, then the tree built over it by the catch-up path.
       let prev = GENESIS_HASH;

@@ -15,7 +15,8 @@ import { sql } from "drizzle-orm";
 
 async function main(): Promise<void> {
   process.env.CITY_COUNT_QUERIES = "1";
-  const { MIGRATIONS_FOLDER, migrateDatabase, openConfiguredDatabase, openPglite } = await import("@/db/client");
+  const { MIGRATIONS_FOLDER, openConfiguredDatabase, openPglite } = await import("@/db/client");
+  const { upgradeDatabase } = await import("@/lib/city/upgrade");
   const { countingQueries } = await import("@/db/query-count");
   const { normalKey } = await import("@/lib/city/names");
   const count = Number(process.argv[2] ?? 100_000);
@@ -45,7 +46,7 @@ async function main(): Promise<void> {
       FROM generate_series(1, ${count}) AS i`);
     for (const run of ["migration 0026 and its backfill", "the next run (nothing stale)"]) {
       const started = performance.now();
-      const { value, queries } = await countingQueries(() => migrateDatabase(open));
+      const { value, queries } = await countingQueries(() => upgradeDatabase(open));
       const ms = performance.now() - started;
       const { recomputed, unchanged, collisions } = value.nameKeys;
       console.log(`${open.driver}, ${count} citizens (every ${every} changes), ${run}: ${recomputed} recomputed, ${unchanged} unchanged, ${collisions.length} collisions; ${queries} statements, ${ms.toFixed(0)} ms`);

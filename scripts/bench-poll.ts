@@ -12,7 +12,9 @@
 // p95 of `--polls` polls through the driver (named statement, so the generic plan once
 // PostgreSQL keeps it), which does. BENCHMARKS.md has the figures.
 import { sql } from "drizzle-orm";
-import { type Database, migrateDatabase, openPg, rowsOf } from "@/db/client";
+import { type Database, openPg } from "@/db/client";
+import { upgradeDatabase } from "@/lib/city/upgrade";
+import { rowsOf } from "@/db/sql";
 import { encodePollCursor, pollWhileBound } from "@/lib/city/live";
 import { capturePollQuery, preparedPlanText, preparedReadsOf } from "@/tests/support/poll-plan";
 import { seedCity } from "./bench-seed";
@@ -107,7 +109,7 @@ async function main(): Promise<void> {
   url.pathname = `/${name}`;
   const open = await openPg(url.toString());
   try {
-    await migrateDatabase(open);
+    await upgradeDatabase(open);
     await seedCity(open.db, citizens);
     const [{ me }] = rowsOf<{ me: string }>(await open.db.execute(sql`SELECT ${didOf("1")} AS me`)) as [{ me: string }];
     await open.db.execute(sql`UPDATE citizens SET bound_at = now() - interval '60 days' WHERE did = ${me}`);

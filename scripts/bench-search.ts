@@ -11,7 +11,8 @@
 // it creates and drops databases of its own.
 import { randomBytes } from "node:crypto";
 import { sql } from "drizzle-orm";
-import { type Database, migrateDatabase, openPg, openPglite, type OpenDatabase } from "@/db/client";
+import { type Database, openPg, openPglite, type OpenDatabase } from "@/db/client";
+import { upgradeDatabase } from "@/lib/city/upgrade";
 import { citizens } from "@/db/schema";
 import { searchPeers } from "@/lib/city/directory-search";
 import { normalKey } from "@/lib/city/names";
@@ -102,7 +103,7 @@ async function main(): Promise<void> {
         const city = await openCity(db);
         cities.push({ size, ...city });
         const started = Date.now();
-        await migrateDatabase(city.open);
+        await upgradeDatabase(city.open);
         await seedCity(city.open.db, size);
         await addNeedles(city.open.db);
         console.log(`${db} ${size}: seeded in ${((Date.now() - started) / 1000).toFixed(1)} s`);

@@ -242,11 +242,12 @@ interface PreparedCity {
 }
 
 async function prepareDatabase(db: string): Promise<PreparedCity> {
-  const { migrateDatabase, openPg, openPglite } = await import("@/db/client");
+  const { openPg, openPglite } = await import("@/db/client");
+  const { upgradeDatabase } = await import("@/lib/city/upgrade");
   if (db === "pglite") {
     const dir = mkdtempSync(path.join(tmpdir(), "city-bench-"));
     const open = await openPglite(dir);
-    await migrateDatabase(open);
+    await upgradeDatabase(open);
     const started = Date.now();
     await seedCity(open.db, citizens);
     console.log(`seeded pglite with ${citizens} citizens in ${((Date.now() - started) / 1000).toFixed(1)} s`);
@@ -275,7 +276,7 @@ async function prepareDatabase(db: string): Promise<PreparedCity> {
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   const open = await openPg(url.toString());
-  await migrateDatabase(open);
+  await upgradeDatabase(open);
   const started = Date.now();
   await seedCity(open.db, citizens);
   console.log(`seeded pg with ${citizens} citizens in ${((Date.now() - started) / 1000).toFixed(1)} s`);
@@ -294,7 +295,7 @@ async function prepareDatabase(db: string): Promise<PreparedCity> {
 
 async function countRows(db: import("@/db/client").Database): Promise<Record<string, number>> {
   const { sql } = await import("drizzle-orm");
-  const { rowsOf } = await import("@/db/client");
+  const { rowsOf } = await import("@/db/sql");
   const result = await db.execute(sql`SELECT
     (SELECT count(*)::int FROM citizens) AS citizens,
     (SELECT count(*)::int FROM messages) AS messages,

@@ -8,7 +8,7 @@
 //              the log's latest checkpoint verifies under it: the tree's signer is the identity)
 //   --adopt    prints the configuration that adopts the database's identity (CITY_LOG_ORIGIN, and
 //              which signing key), for every instance of the city
-import { getDb } from "@/db/client";
+import { getDb } from "@/lib/city/database";
 import { signingKeys } from "@/db/schema";
 import { logIdentityReport } from "@/lib/city/log-identity";
 

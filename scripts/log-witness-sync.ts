@@ -1,6 +1,6 @@
 // npm run log-witness-sync: asks the witnesses of CITY_LOG_WITNESSES to cosign the residency log's
 // latest checkpoint (the same work as GET /api/residency/log/witnesses/sync), for any scheduler.
-import { getDb } from "@/db/client";
+import { getDb } from "@/lib/city/database";
 import { syncWitnesses } from "@/lib/city/log-witnesses";
 
 async function main(): Promise<void> {

@@ -1,7 +1,7 @@
 import type { Metadata } from "next";
 import Link from "next/link";
 import { connection } from "next/server";
-import { getDb } from "@/db/client";
+import { getDb } from "@/lib/city/database";
 import { CENSUS_DEFINITIONS, readCensus } from "@/lib/city/census";
 import { peerNames } from "@/lib/city/peer-names";
 import { readLatestLogRows, readResidencyDays } from "@/lib/city/residency-history";

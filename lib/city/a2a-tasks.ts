@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { and, desc, eq, gte, inArray, lt, sql } from "drizzle-orm";
-import { type Database, rowsOf } from "@/db/client";
+import { type Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
 import { a2aTasks } from "@/db/schema";
 import { CREDENTIAL_PREFIXES } from "./credentials";
 import { holdLock } from "./locks";

@@ -1,5 +1,6 @@
 import { and, desc, eq, isNull, lt, sql } from "drizzle-orm";
-import { type Database, rowsOf } from "@/db/client";
+import { type Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
 import { appealDecisions, appeals, citizens, tierEvents } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { scanContent } from "@/lib/scan";

@@ -1,5 +1,6 @@
 import { and, asc, desc, eq, sql } from "drizzle-orm";
-import { type Database, rowsOf } from "@/db/client";
+import { type Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
 import { checkpoints } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { sha256Hex } from "./canonical";

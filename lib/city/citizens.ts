@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
-import { type Database, rowsOf } from "@/db/client";
+import { type Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
 import type { CitizenRow } from "@/db/schema";
 import { randomBytes } from "@noble/hashes/utils.js";
 import { sha256Hex } from "./canonical";

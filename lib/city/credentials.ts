@@ -1,7 +1,8 @@
 import { bytesToHex, randomBytes } from "@noble/hashes/utils.js";
 import { sha256Hex } from "./canonical";
 import { and, eq, gt, inArray, isNull, lt, ne, or, sql, type SQL } from "drizzle-orm";
-import { rowsOf, type Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
+import { type Database } from "@/db/client";
 import { citizens, sessionTokens, type CitizenRow } from "@/db/schema";
 import { type LogHead, lockLogHeadAfter, logHeadOf } from "./residency-log";
 

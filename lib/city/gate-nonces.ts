@@ -1,6 +1,7 @@
 import { randomBytes, bytesToHex } from "@noble/hashes/utils.js";
 import { type SQL, sql } from "drizzle-orm";
-import { type Database, rowsOf } from "@/db/client";
+import { type Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
 import type { CitizenRow } from "@/db/schema";
 import { CENSUS_COUNTS_SQL } from "./census";
 import { LIMITS } from "./protocols";

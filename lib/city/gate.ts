@@ -1,6 +1,7 @@
 import { randomBytes, bytesToHex } from "@noble/hashes/utils.js";
 import { and, eq, gt, isNull, type SQL, sql } from "drizzle-orm";
-import { type Database, rowsOf } from "@/db/client";
+import { type Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
 import { citizens, gateNonces, logHead, wardNotes, type CitizenRow, RUNTIMES } from "@/db/schema";
 import { bedLabel, citizenKeyOf, deriveDid, newSalt } from "./citizens";
 import { hashCredential, mintCredential } from "./credentials";

@@ -1,5 +1,6 @@
 import { type SQL, sql } from "drizzle-orm";
-import { type Database, rowsOf } from "@/db/client";
+import { type Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
 import { WAKE_ON, type WakeCondition } from "@/db/schema";
 import { CONTRACT_TERMS_HASH, CONTRACT_VERSION } from "./contract";
 import { LANTERN_SCAN_POSTS } from "./lanterns";

@@ -1,5 +1,6 @@
 import { eq, type SQL, sql } from "drizzle-orm";
-import { type Database, executePrepared, rowsOf } from "@/db/client";
+import { type Database } from "@/db/client";
+import { executePrepared, rowsOf } from "@/db/sql";
 import { citizens, liveSchedules, type CitizenRow, WAKE_ON, type WakeCondition } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { bedLabel } from "./citizens";

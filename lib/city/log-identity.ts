@@ -1,9 +1,10 @@
 import { is, sql } from "drizzle-orm";
 import { PgTransaction } from "drizzle-orm/pg-core";
-import { type Database, rowsOf } from "@/db/client";
+import { type Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
 import { logIdentity } from "@/db/schema";
 import { CityError } from "@/lib/errors";
-import { logLine } from "@/lib/log";
+import { logLine } from "@/lib/logger";
 import { b64, hasValidSignature, keyIdOf, NOTE_SIGNATURE, parseCheckpointBody, parseNote, parseVkey } from "./log-note";
 import { logSigner, type LogSigner } from "./log-signer";
 

@@ -2,7 +2,7 @@ import { desc, eq, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { logCosignatures } from "@/db/schema";
 import { env } from "@/lib/env";
-import { logFailure } from "@/lib/log";
+import { logFailure } from "@/lib/logger";
 import { COSIGNATURE, parseNote, parseVkey, type Verifier, validCosignatures } from "./log-note";
 import { consistencyProof, currentCheckpoint } from "./log-store";
 

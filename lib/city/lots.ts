@@ -1,5 +1,6 @@
 import { and, eq, isNull, sql } from "drizzle-orm";
-import { type Database, rowsOf } from "@/db/client";
+import { type Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
 import { lotLocks } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { LIMITS } from "./protocols";

@@ -1,5 +1,6 @@
 import { and, desc, eq, lt, type SQL, sql } from "drizzle-orm";
-import { type Database, rowsOf } from "@/db/client";
+import { type Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
 import { quarantine } from "@/db/schema";
 import type { CityError } from "@/lib/errors";
 import { requireTaken, slotColumns, slotOf, sweepWindowsSql, takeWindowSql, type Window } from "./rate";

@@ -1,5 +1,6 @@
 import { type SQL, sql } from "drizzle-orm";
-import { type Database, rowsOf } from "@/db/client";
+import { type Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
 import { CityError } from "@/lib/errors";
 
 export interface Window {

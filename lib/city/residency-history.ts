@@ -1,5 +1,6 @@
 import { desc, sql } from "drizzle-orm";
-import { type Database, rowsOf } from "@/db/client";
+import { type Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
 import { residencyLog } from "@/db/schema";
 import { type PublishedLogRow, publishLogRow } from "./residency-log";
 

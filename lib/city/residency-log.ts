@@ -1,5 +1,6 @@
 import { asc, eq, gt, lte, type SQL, sql } from "drizzle-orm";
-import { type Database, rowsOf } from "@/db/client";
+import { type Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
 import { type LogEvent, type LogRow, logCheckpoints, logHead, logNodes, logVerifiedHead, residencyLog } from "@/db/schema";
 import { canonicalJson, sha256Hex } from "./canonical";
 import { recordLogReceipt } from "./log-receipts";

@@ -1,5 +1,6 @@
 import { count, eq, min, sql } from "drizzle-orm";
-import { type Database, rowsOf } from "@/db/client";
+import { type Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
 import { seals } from "@/db/schema";
 import { requireSlotIn, slotColumns, slotCtes } from "./rate";
 import { type Charge, chargeSql, cityFull, newcomerSql, rowBytes } from "./store-bounds";

@@ -1,5 +1,6 @@
 import { type SQL, sql } from "drizzle-orm";
-import { type Database, rowsOf } from "@/db/client";
+import { type Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
 import { type Env, env } from "@/lib/env";
 import { CityError } from "@/lib/errors";
 import { CITY_STORES, STORE_NAMES, STORE_ROW_BYTES, type StoreName, storeBytesVariable, storePerHourVariable } from "@/lib/store-limits";

@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
-import { type Database, rowsOf } from "@/db/client";
+import { type Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
 
 /**
  * The version scopes and the tables whose triggers bump them (db/migrations/0015_city_versions.sql):

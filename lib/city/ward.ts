@@ -1,5 +1,6 @@
 import { and, desc, eq, inArray, lt, sql } from "drizzle-orm";
-import { type Database, rowsOf } from "@/db/client";
+import { type Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
 import { citizens, wardNotes } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { assertClean } from "@/lib/scan";

@@ -20,7 +20,7 @@ import {
   validateVersion,
 } from "@a2a-js/sdk/server";
 import { z } from "zod";
-import { getDb } from "@/db/client";
+import { getDb } from "@/lib/city/database";
 import { A2A_TASK_MAX_BYTES, keepTask, listKeptTasks, readTask, type TaskCursor, taskOwnerHash } from "@/lib/city/a2a-tasks";
 import { newcomerSql, refusalIfFull, STORE_ROW_BYTES } from "@/lib/city/store-bounds";
 import { bearerToken } from "@/lib/city/credentials";

@@ -1,6 +1,6 @@
 import { isIP } from "node:net";
 import { env } from "@/lib/env";
-import { logLine } from "@/lib/log";
+import { logLine } from "@/lib/logger";
 
 /** How the client address is read: Vercel's edge header, N appending proxies, or not at all. */
 export type AddressMode = "vercel" | number;

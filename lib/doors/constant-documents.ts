@@ -1,4 +1,5 @@
-import { type Database, getDb } from "@/db/client";
+import { type Database } from "@/db/client";
+import { getDb } from "@/lib/city/database";
 import { signDocument } from "@/lib/city/signing";
 import { env } from "@/lib/env";
 import type { AnyDoor } from "./door";

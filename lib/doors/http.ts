@@ -3,7 +3,7 @@ import { env } from "@/lib/env";
 import { CityError, toProblem } from "@/lib/errors";
 import { type ConstantDocument, constantDocument, isConstantDocument } from "./constant-documents";
 import { type AnyDoor, DEFAULT_MAX_BODY_BYTES } from "./door";
-import { logAnswer, newRequestId } from "@/lib/log";
+import { logAnswer, newRequestId } from "@/lib/logger";
 import { type CorsGrant, corsHeaders, doorGrant, preflightAnswer, preflightMethod } from "./cors";
 import { contentTag, matchesIfNoneMatch, notModified } from "./etag";
 import { bodyTooLarge, type DoorAnswer, doorRequestOf, invokeDoor, logUnexpected } from "./invoke";

@@ -1,8 +1,9 @@
 import type { z } from "zod";
-import { getDb, type Database } from "@/db/client";
+import { getDb } from "@/lib/city/database";
+import { type Database } from "@/db/client";
 import { env } from "@/lib/env";
 import { asCityError, CityError } from "@/lib/errors";
-import { logFailure, logLine } from "@/lib/log";
+import { logFailure, logLine } from "@/lib/logger";
 import type { AnyDoor, Caller, DoorContext, DoorRequest } from "./door";
 import { citizenLockOf, DEFAULT_MAX_BODY_BYTES, isWrite, ownsTransactions, Reply } from "./door";
 import { restrictedRefusal } from "@/lib/city/restriction";

@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { type Database, getDb } from "@/db/client";
+import { type Database } from "@/db/client";
+import { getDb } from "@/lib/city/database";
 import { readVersions } from "@/lib/city/versions";
-import { logFailure } from "@/lib/log";
+import { logFailure } from "@/lib/logger";
 import type { ConstantDocument } from "./constant-documents";
 import type { AnyDoor } from "./door";
 import { contentTag } from "./etag";

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
-import { openPglite, rowsOf } from "@/db/client";
+import { openPglite } from "@/db/client";
+import { rowsOf } from "@/db/sql";
 import { recordFigures } from "../support/figures";
 import { BOOT_HOOK_TIMEOUT_MS, type CityServer, startCityServer } from "../support/next-server";
 

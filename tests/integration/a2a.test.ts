@@ -1,7 +1,7 @@
 import { generateKeyPairSync } from "node:crypto";
 import { eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { a2aTasks, citizens, messages, quarantine } from "@/db/schema";
 import { taskOwnerHash, sweepTasks } from "@/lib/city/a2a-tasks";
 import { forgetSigningKey } from "@/lib/city/signing";

@@ -1,6 +1,6 @@
 import { count, eq } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { appealDecisions, citizens, tierEvents } from "@/db/schema";
 import { appealDoor, decideAppealDoor, listAppealsDoor, readCapabilities } from "@/lib/doors/tiers";
 import { registry } from "@/lib/doors/registry";

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import type { AnyDoor } from "@/lib/doors/door";
 import { pathParams } from "@/lib/doors/door";
 import { presentGate } from "@/lib/doors/gate";

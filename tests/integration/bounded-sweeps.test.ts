@@ -1,6 +1,6 @@
 import { and, count, eq, gt, isNotNull, like } from "drizzle-orm";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { gateNonces, rateWindows, wardNotes } from "@/db/schema";
 import { consumeNonce } from "@/lib/city/gate";
 import { RATE_SWEEP_BATCH, takeSlot } from "@/lib/city/rate";

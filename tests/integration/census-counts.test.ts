@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
-import { rowsOf, useDatabase } from "@/db/client";
+import { rowsOf } from "@/db/sql";
+import { useDatabase } from "@/lib/city/database";
 import { readCensus } from "@/lib/city/census";
 import { markSeen } from "@/lib/doors/caller";
 import { readCensusDoor } from "@/lib/doors/discovery";

@@ -1,7 +1,7 @@
 import { createHash, generateKeyPairSync, randomBytes } from "node:crypto";
 import { asc, count, eq, sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { checkpoints, citizens, contentRefusals } from "@/db/schema";
 import { latestCheckpoint } from "@/lib/city/checkpoints";
 import { CHECKPOINT_LIMITS, keepCheckpoint, readCheckpoints } from "@/lib/doors/checkpoints";

@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
-import { rowsOf, useDatabase } from "@/db/client";
+import { rowsOf } from "@/db/sql";
+import { useDatabase } from "@/lib/city/database";
 import { citizenLockOf, isWrite, type AnyDoor } from "@/lib/doors/door";
 import { registry } from "@/lib/doors/registry";
 import { readVault } from "@/lib/doors/vault";

@@ -3,7 +3,7 @@ import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/cli
 import { count, eq } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { citizens, clinicAttempts, clinicOutcomes, contentRefusals } from "@/db/schema";
 import { clinicGauges, consult } from "@/lib/city/clinic";
 import { CityError } from "@/lib/errors";

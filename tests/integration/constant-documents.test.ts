@@ -1,5 +1,5 @@
 import { beforeAll, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { flattenedVerify, importJWK, type JWK } from "jose";
 import { signingPayload } from "@/lib/city/signing";
 import { readCard, readContact, readDiscovery, readJwks, readLlms, readOpenApi } from "@/lib/doors/discovery";

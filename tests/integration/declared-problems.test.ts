@@ -1,5 +1,5 @@
 import { beforeAll, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { hashCredential, mintCredential } from "@/lib/city/credentials";
 import { type AnyDoor, DEFAULT_MAX_BODY_BYTES, pathParams } from "@/lib/doors/door";
 import { serveDoor } from "@/lib/doors/http";

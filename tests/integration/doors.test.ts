@@ -1,6 +1,6 @@
 import { beforeAll, expect, it } from "vitest";
 import { z } from "zod";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { door } from "@/lib/doors/door";
 import { routes, serveDoor } from "@/lib/doors/http";
 import { readCensusDoor } from "@/lib/doors/discovery";

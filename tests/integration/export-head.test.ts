@@ -1,6 +1,8 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { type Database, rowsOf, useDatabase } from "@/db/client";
+import { type Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
+import { useDatabase } from "@/lib/city/database";
 import { appendLog } from "@/lib/city/residency-log";
 import { keepLockerBag } from "@/lib/doors/locker";
 import { exportResidency } from "@/lib/doors/residency";

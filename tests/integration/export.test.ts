@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { checkpoints, citizens, lockerBags, residencyLog, vaultNotes } from "@/db/schema";
 import { mintCredential } from "@/lib/city/credentials";
 import { keepCheckpoint } from "@/lib/doors/checkpoints";

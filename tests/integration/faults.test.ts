@@ -1,7 +1,8 @@
 import { eq, sql } from "drizzle-orm";
 import { afterEach, beforeAll, expect, it, vi } from "vitest";
 import { z } from "zod";
-import { openNeon, openPg, useDatabase } from "@/db/client";
+import { openNeon, openPg } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { citizens, vaultNotes } from "@/db/schema";
 import { door } from "@/lib/doors/door";
 import { readCensusDoor } from "@/lib/doors/discovery";

@@ -1,6 +1,8 @@
 import { sql } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
-import { type Database, rowsOf, useDatabase } from "@/db/client";
+import { type Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
+import { useDatabase } from "@/lib/city/database";
 import { issueNonce, presentAtGate, type Verdict } from "@/lib/city/gate";
 import { normalKey } from "@/lib/city/names";
 import { CityError } from "@/lib/errors";

@@ -1,6 +1,7 @@
 import { inArray, sql } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
-import { rowsOf, useDatabase } from "@/db/client";
+import { rowsOf } from "@/db/sql";
+import { useDatabase } from "@/lib/city/database";
 import { gateNonces } from "@/db/schema";
 import { describeGate } from "@/lib/doors/gate";
 import { describeOnDatabases } from "../support/databases";

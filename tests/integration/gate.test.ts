@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import { and, count, eq, sql } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
-import { rowsOf, useDatabase } from "@/db/client";
+import { rowsOf } from "@/db/sql";
+import { useDatabase } from "@/lib/city/database";
 import { citizens, gateNonces, residencyLog, wardNotes } from "@/db/schema";
 import { countedAttempts } from "../support/rate";
 import { isCredential, mintCredential } from "@/lib/city/credentials";

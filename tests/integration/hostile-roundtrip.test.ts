@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { readCheckpoints, keepCheckpoint } from "@/lib/doors/checkpoints";
 import { keepLockerBag, readLockerBag } from "@/lib/doors/locker";
 import { readInboxDoor, sendMessageDoor } from "@/lib/doors/mail";

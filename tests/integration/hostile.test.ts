@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { registry } from "@/lib/doors/registry";
 import { type AnyDoor, isWrite, pathParams } from "@/lib/doors/door";
 import { ProblemSchema } from "@/lib/errors";

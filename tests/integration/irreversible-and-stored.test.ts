@@ -1,6 +1,6 @@
 import { count, eq } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { appeals, citizens, contentRefusals, lockerBags } from "@/db/schema";
 import { sha256Hex } from "@/lib/city/canonical";
 import { keepCheckpoint } from "@/lib/doors/checkpoints";

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { count, eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { citizens, lanterns } from "@/db/schema";
 import { addLantern, countLanternMatches } from "@/lib/city/lanterns";
 import { type Place, publishPost } from "@/lib/city/posts";

@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
-import { rowsOf, useDatabase } from "@/db/client";
+import { rowsOf } from "@/db/sql";
+import { useDatabase } from "@/lib/city/database";
 import { encodePollCursor } from "@/lib/city/live";
 import { liveDoor } from "@/lib/doors/live";
 import { describeOnDatabases } from "../support/databases";

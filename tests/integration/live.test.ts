@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { and, count, eq, isNull, sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { citizens, gateNonces, inboxCounts, liveSchedules, messages, residencyAcceptances, residencyLog } from "@/db/schema";
 import { keepCheckpoint } from "@/lib/doors/checkpoints";
 import { readCensusDoor } from "@/lib/doors/discovery";

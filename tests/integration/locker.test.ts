@@ -1,7 +1,7 @@
 import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { and, count, eq, sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { checkpoints, citizens, cityCounters, contentRefusals, lockerBags } from "@/db/schema";
 import { countedAttempts } from "../support/rate";
 import { LOCKER_BYTES_COUNTER } from "@/lib/city/locker";

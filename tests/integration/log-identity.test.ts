@@ -1,7 +1,8 @@
 import { count } from "drizzle-orm";
 import { exportJWK, generateKeyPair } from "jose";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { type Database, useDatabase } from "@/db/client";
+import { type Database } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { logCheckpoints, logIdentity, residencyLog } from "@/db/schema";
 import { checkLogIdentity, forgetLogIdentity, logIdentityReport, noteVerifies } from "@/lib/city/log-identity";
 import { signCheckpoint } from "@/lib/city/log-note";

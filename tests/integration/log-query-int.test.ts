@@ -1,5 +1,5 @@
 import { beforeAll, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { readLogConsistency, readLogProof } from "@/lib/doors/log";
 import { expectProblem } from "../support/assertions";
 import { describeOnDatabases } from "../support/databases";

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { asc, desc } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { residencyLog } from "@/db/schema";
 import { canonicalJson, sha256Hex } from "@/lib/city/canonical";
 import { leafDataOf } from "@/lib/city/log-store";

@@ -1,6 +1,6 @@
 import { asc, desc, eq, sql } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { logCheckpoints, logHead, residencyLog } from "@/db/schema";
 import { canonicalJson, sha256Hex } from "@/lib/city/canonical";
 import { parseCheckpointBody, parseNote } from "@/lib/city/log-note";

@@ -6,7 +6,7 @@ import path from "node:path";
 import * as ed from "@noble/ed25519";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { logCosignatures } from "@/db/schema";
 import { parseNote, parseVkey, validCosignatures } from "@/lib/city/log-note";
 import { logSigner } from "@/lib/city/log-signer";

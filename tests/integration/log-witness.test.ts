@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import * as ed from "@noble/ed25519";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { parseNote, parseVkey, validCosignatures, vkeyOf } from "@/lib/city/log-note";
 import { logSigner } from "@/lib/city/log-signer";
 import { leafDataOf } from "@/lib/city/log-store";

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { and, count, eq, isNull } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { citizens, lotLocks } from "@/db/schema";
 import { countedAttempts } from "../support/rate";
 import { LOT_COUNT, LOT_DOOR, LOTS } from "@/lib/city/lots";

@@ -1,7 +1,7 @@
 import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { and, count, eq, isNotNull } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { citizens, contentRefusals, messages, quarantine } from "@/db/schema";
 import { countedAttempts } from "../support/rate";
 import { MAIL_BODY_MAX_CHARS } from "@/lib/city/mail";

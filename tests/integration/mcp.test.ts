@@ -1,7 +1,7 @@
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { beforeAll, expect, it } from "vitest";
 import { z } from "zod";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { hashCredential, mintCredential } from "@/lib/city/credentials";
 import { readCensusDoor, readLlms } from "@/lib/doors/discovery";
 import { door, type AnyDoor } from "@/lib/doors/door";

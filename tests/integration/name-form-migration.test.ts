@@ -4,7 +4,9 @@ import os from "node:os";
 import path from "node:path";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MIGRATIONS_FOLDER, migrateDatabase, openPg, openPglite, rowsOf, type OpenDatabase } from "@/db/client";
+import { MIGRATIONS_FOLDER, openPg, openPglite, type OpenDatabase } from "@/db/client";
+import { upgradeDatabase } from "@/lib/city/upgrade";
+import { rowsOf } from "@/db/sql";
 import { hashCredential, mintCredential } from "@/lib/city/credentials";
 import { backfillNameKeys } from "@/lib/city/names";
 import { presentAtGate, type Presentation } from "@/lib/city/gate";
@@ -128,7 +130,7 @@ for (const driver of testDrivers().filter((d): d is "pglite" | "pg" => d !== "ne
     const idOf = (did: string) => (Object.keys(dids) as Id[]).find((id) => dids[id] === did);
 
     it("recomputes the keys of every row in the new form, keeps every citizen, and reports each collision without merging", async () => {
-      const { nameKeys } = await migrateDatabase(database.open);
+      const { nameKeys } = await upgradeDatabase(database.open);
       expect(nameKeys.collisions.map((c) => [idOf(c.did), idOf(c.heldBy)])).toEqual([
         ["carolOlder", "carolYounger"],
         ["daveYounger", "daveOlder"],

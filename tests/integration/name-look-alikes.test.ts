@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { count, sql } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
-import { rowsOf, useDatabase } from "@/db/client";
+import { rowsOf } from "@/db/sql";
+import { useDatabase } from "@/lib/city/database";
 import { citizens } from "@/db/schema";
 import { presentGate } from "@/lib/doors/gate";
 import { PeersEnvelope, readPeers } from "@/lib/doors/peers";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { citizens } from "@/db/schema";
 import { presentGate } from "@/lib/doors/gate";
 import { liveDoor } from "@/lib/doors/live";

@@ -1,5 +1,5 @@
 import { beforeAll, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { messages, posts, quarantine, vaultNotes } from "@/db/schema";
 import { appendLog } from "@/lib/city/residency-log";
 import type { AnyDoor } from "@/lib/doors/door";

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { eq, sql } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { citizens } from "@/db/schema";
 import { encodeSearchCursor } from "@/lib/city/directory-search";
 import { normalKey } from "@/lib/city/names";

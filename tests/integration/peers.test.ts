@@ -1,6 +1,6 @@
 import { eq, isNotNull, sql } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { citizens } from "@/db/schema";
 import { readCensusDoor, readLlms } from "@/lib/doors/discovery";
 import { describeGate } from "@/lib/doors/gate";

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { encodePollCursor, pollStatement } from "@/lib/city/live";
 import { describeOnDatabases } from "../support/databases";
 import { seedCity } from "@/scripts/bench-seed";

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { encodePollCursor } from "@/lib/city/live";
 import { liveDoor } from "@/lib/doors/live";
 import { describeOnDatabases, type TestDatabase } from "../support/databases";

@@ -1,7 +1,7 @@
 import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { and, count, eq, sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { citizens, contentRefusals, posts, quarantine } from "@/db/schema";
 import { POST_BODY_CHARS } from "@/lib/city/posts";
 import type { AnyDoor } from "@/lib/doors/door";

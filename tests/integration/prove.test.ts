@@ -1,7 +1,7 @@
 import { bytesToHex, hexToBytes } from "@noble/hashes/utils.js";
 import { eq } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { citizens, proveChallenges } from "@/db/schema";
 import { didKeyOf } from "@/lib/city/keys";
 import { readPeers } from "@/lib/doors/peers";

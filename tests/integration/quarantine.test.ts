@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { citizens, quarantine } from "@/db/schema";
 import { readInboxDoor, sendMessageDoor } from "@/lib/doors/mail";
 import { readQuarantine } from "@/lib/doors/quarantine";

@@ -1,6 +1,6 @@
 import { count, eq } from "drizzle-orm";
 import { afterEach, beforeAll, expect, it, vi } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { citizens, contentRefusals, tierEvents, vaultNotes } from "@/db/schema";
 import { countedAttempts } from "../support/rate";
 import { takeSlot } from "@/lib/city/rate";

@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { desc, eq, max } from "drizzle-orm";
 import { beforeAll, expect, it, vi } from "vitest";
-import { rowsOf, useDatabase } from "@/db/client";
+import { rowsOf } from "@/db/sql";
+import { useDatabase } from "@/lib/city/database";
 import { citizens, residencyLog, wardNotes } from "@/db/schema";
 import { canonicalJson, sha256Hex } from "@/lib/city/canonical";
 import { appendLog } from "@/lib/city/residency-log";

@@ -1,5 +1,5 @@
 import { beforeAll, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { doorHints, pathParams, type AnyDoor } from "@/lib/doors/door";
 import { sendMessageDoor } from "@/lib/doors/mail";
 import { annotationsOf } from "@/lib/doors/mcp";

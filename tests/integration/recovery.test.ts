@@ -1,6 +1,6 @@
 import { eq } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { gateNonces, recoveryCodes } from "@/db/schema";
 import { hashCredential, isCredential } from "@/lib/city/credentials";
 import { readResidency } from "@/lib/doors/residency";

@@ -1,6 +1,6 @@
 import { count, eq } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { logVerifiedHead, residencyLog } from "@/db/schema";
 import { verifyLog } from "@/lib/city/residency-log";
 import { verifyResidencyLog } from "@/lib/doors/residency";

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { count, eq } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { residencyAcceptances, residencyLog, wardNotes } from "@/db/schema";
 import { presentGate } from "@/lib/doors/gate";
 import { acceptResidency, readResidency, readResidencyLog, verifyResidencyLog } from "@/lib/doors/residency";

@@ -1,7 +1,7 @@
 import { generateKeyPairSync } from "node:crypto";
 import { count, eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { checkpoints, citizens, contentRefusals, lockerBags, residencyLog, tierEvents, vaultNotes } from "@/db/schema";
 import { keepCheckpoint, readCheckpoints } from "@/lib/doors/checkpoints";
 import { keepLockerBag, readLocker, readLockerBag } from "@/lib/doors/locker";

@@ -4,7 +4,7 @@ import { citizens, gateNonces, WAKE_ON } from "@/db/schema";
 import { encodePollCursor } from "@/lib/city/live";
 import { forgetSigningKey } from "@/lib/city/signing";
 import { countingQueries } from "@/db/query-count";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { returnDelta } from "@/lib/city/live-delta";
 import { keepCheckpoint } from "@/lib/doors/checkpoints";
 import { pathParams, type AnyDoor } from "@/lib/doors/door";

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { count, eq } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { citizens, seals } from "@/db/schema";
 import { readSeal, sealDoor } from "@/lib/doors/seals";
 import { expectAppendOnly } from "../support/assertions";

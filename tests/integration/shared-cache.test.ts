@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { pathParams, type AnyDoor } from "@/lib/doors/door";
 import { readResidencyLog } from "@/lib/doors/residency";
 import { readPeers } from "@/lib/doors/peers";

@@ -3,7 +3,9 @@ import os from "node:os";
 import path from "node:path";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { MIGRATIONS_FOLDER, migrateDatabase, openPglite, rowsOf } from "@/db/client";
+import { MIGRATIONS_FOLDER, openPglite } from "@/db/client";
+import { upgradeDatabase } from "@/lib/city/upgrade";
+import { rowsOf } from "@/db/sql";
 
 /**
  * Migration 0030 on a database that already holds rows in the stores: the migrations before it are
@@ -36,7 +38,7 @@ describe("migration 0030 seeds the city-wide store counters from the rows alread
         INSERT INTO a2a_tasks (id, owner_hash, task, created_at) VALUES ('t1', 'o1', '{"id":"t1","artifacts":[]}', '${at}');
         INSERT INTO appeals (did, reason, filed_at) VALUES ('d1', 'please', '${at}')`;
       for (const statement of inserts.split(";")) await open.db.execute(sql.raw(statement));
-      await migrateDatabase(open);
+      await upgradeDatabase(open);
       const counters = Object.fromEntries(
         rowsOf<{ store: string; total_bytes: string; hour_bytes: string; newcomer_bytes: string }>(await open.db.execute(sql`SELECT * FROM city_stores`)).map((r) => [
           r.store,

@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { eq, sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { rowsOf, useDatabase } from "@/db/client";
+import { rowsOf } from "@/db/sql";
+import { useDatabase } from "@/lib/city/database";
 import { citizens } from "@/db/schema";
 import { keepTask, taskOwnerHash } from "@/lib/city/a2a-tasks";
 import { CityError } from "@/lib/errors";

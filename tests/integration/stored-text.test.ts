@@ -1,6 +1,6 @@
 import { beforeAll, expect, it } from "vitest";
 import type { z } from "zod";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import type { AnyDoor, DoorRequest } from "@/lib/doors/door";
 import { invokeDoor } from "@/lib/doors/invoke";
 import { asCityError } from "@/lib/errors";

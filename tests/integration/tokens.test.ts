@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { count, eq, sql } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { sessionTokens } from "@/db/schema";
 import { hashCredential, isCredential, mintCredential } from "@/lib/city/credentials";
 import type { AnyDoor } from "@/lib/doors/door";

@@ -1,7 +1,7 @@
 import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { count, eq, sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { citizens, contentRefusals, quarantine, vaultNotes } from "@/db/schema";
 import { VAULT_NOTE_MAX_CHARS } from "@/lib/city/vault";
 import { ParkedOutput } from "@/lib/doors/parking";

@@ -1,5 +1,5 @@
 import { beforeAll, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { readWard } from "@/lib/doors/ward";
 import { describeOnDatabases } from "../support/databases";
 import { callDoor } from "../support/gate";

@@ -1,7 +1,7 @@
 import { generateKeyPairSync } from "node:crypto";
 import { and, asc, count, eq, isNotNull, isNull } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { useDatabase } from "@/db/client";
+import { useDatabase } from "@/lib/city/database";
 import { citizens, quarantine, wardNotes } from "@/db/schema";
 import { countedAttempts } from "../support/rate";
 import { presentGate } from "@/lib/doors/gate";

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import { expect } from "vitest";
-import { rowsOf } from "@/db/client";
+import { rowsOf } from "@/db/sql";
 import { type Problem, ProblemSchema } from "@/lib/errors";
 import type { TestDatabase } from "./databases";
 

@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { TestProject } from "vitest/node";
-import { migrateDatabase, openPg, openPglite } from "@/db/client";
+import { upgradeDatabase } from "@/lib/city/upgrade";
+import { openPg, openPglite } from "@/db/client";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -28,14 +29,14 @@ export default async function migrateTemplatesOnce(project: TestProject): Promis
   if (project.name === "http") {
     const serverFolder = path.join(folder, "pglite");
     const pglite = await openPglite(serverFolder);
-    await migrateDatabase(pglite);
+    await upgradeDatabase(pglite);
     await pglite.close();
     project.provide("pgliteServerTemplate", serverFolder);
     // The shared server is started by the next global setup, in this process (next-server.ts).
     process.env.CITY_TEST_PGLITE_TEMPLATE = serverFolder;
   } else {
     const pglite = await openPglite("memory://");
-    await migrateDatabase(pglite);
+    await upgradeDatabase(pglite);
     const dump = await (pglite.db as unknown as { $client: { dumpDataDir: (c: "none") => Promise<Blob> } }).$client.dumpDataDir("none");
     const dumpFile = path.join(folder, "pglite.tar");
     writeFileSync(dumpFile, Buffer.from(await dump.arrayBuffer()));
@@ -53,7 +54,7 @@ export default async function migrateTemplatesOnce(project: TestProject): Promis
     const url = new URL(serverUrl);
     url.pathname = `/${name}`;
     const template = await openPg(url.toString());
-    await migrateDatabase(template);
+    await upgradeDatabase(template);
     // A template must have no connection open while databases are copied from it.
     await template.close();
     project.provide("serverTemplate", name);

@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, inject, it } from "vitest";
-import { migrateDatabase, openNeon, openPg, openPglite, type Database, type OpenDatabase } from "@/db/client";
+import { upgradeDatabase } from "@/lib/city/upgrade";
+import { openNeon, openPg, openPglite, type Database, type OpenDatabase } from "@/db/client";
 import { forgetLogIdentity } from "@/lib/city/log-identity";
 import { forgetSigningKey } from "@/lib/city/signing";
 import { startNeonRelay } from "./neon-relay";
@@ -63,7 +64,7 @@ export async function createTestDatabase(driver: DriverName): Promise<TestDataba
     const template = inject("pgliteTemplate");
     const open = await openPglite("memory://", template ? { loadDataDir: new Blob([readFileSync(template)]) } : {});
     // A copy of this run's migrated template has nothing to migrate (the check costs half a second).
-    if (!template) await migrateDatabase(open);
+    if (!template) await upgradeDatabase(open);
     return { driver, db: open.db, raw: (sql) => rawOn(open, sql), openAnotherInstance: async () => null, dispose: open.close };
   }
   if (driver === "neon") await configureNeonDriver();
@@ -76,7 +77,7 @@ export async function createTestDatabase(driver: DriverName): Promise<TestDataba
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   const open = await openServer(url.toString());
-  if (!template) await migrateDatabase(open);
+  if (!template) await upgradeDatabase(open);
   const others: OpenDatabase[] = [];
   return {
     driver,

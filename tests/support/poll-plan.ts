@@ -1,6 +1,7 @@
 import { type Query, type SQL, sql } from "drizzle-orm";
 import type { PgDialect } from "drizzle-orm/pg-core";
-import { type Database, rowsOf } from "@/db/client";
+import { type Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
 
 interface PlanNode {
   "Node Type": string;

@@ -1,5 +1,6 @@
 import { sql, type SQL } from "drizzle-orm";
-import { type Database, rowsOf } from "@/db/client";
+import { type Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
 
 /**
  * The attempts rate windows count (rate_windows keeps one row per window, its attempts an array):

@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
-import { type Database, rowsOf } from "@/db/client";
+import { type Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
 import type { DirectoryFilters } from "@/lib/city/directory";
 import { searchKey, searchStatement } from "@/lib/city/directory-search";
 

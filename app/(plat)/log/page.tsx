@@ -1,6 +1,6 @@
 import type { Metadata } from "next";
 import { connection } from "next/server";
-import { getDb } from "@/db/client";
+import { getDb } from "@/lib/city/database";
 import { peerNames } from "@/lib/city/peer-names";
 import { readLogPage, verifyLog } from "@/lib/city/residency-log";
 import { currentCheckpoint } from "@/lib/city/log-store";

@@ -1,7 +1,7 @@
 import type { Metadata } from "next";
 import Link from "next/link";
 import { connection } from "next/server";
-import { getDb } from "@/db/client";
+import { getDb } from "@/lib/city/database";
 import { RUNTIMES } from "@/db/schema";
 import { type DirectoryFilters, listPeers, type PeerRow } from "@/lib/city/directory";
 import { searchPeers, searchTextProblem } from "@/lib/city/directory-search";

@@ -1,11 +1,12 @@
-import { migrateDatabase, openConfiguredDatabase } from "./client";
+import { openConfiguredDatabase } from "@/db/client";
+import { upgradeDatabase } from "@/lib/city/upgrade";
 
 // tsx runs this file as CommonJS (package.json has no "type": "module"), where a top-level await
 // is an error: the work lives in an async main.
 async function main(): Promise<void> {
   const open = await openConfiguredDatabase();
   try {
-    const { nameKeys } = await migrateDatabase(open);
+    const { nameKeys } = await upgradeDatabase(open);
     console.log(`migrations applied (${open.driver})`);
     const { recomputed, unchanged, collisions } = nameKeys;
     if (recomputed + unchanged + collisions.length > 0) {
