@@ -1,7 +1,7 @@
 /**
  * Runs once when a server instance starts: says how client addresses are known (loudly when they
  * are not), and whether this instance's log origin and key are the database's log identity (loudly
- * when they are not: it then refuses to append; lib/city/log-identity.ts).
+ * when they are not: it then refuses to append; lib/city/residency-log/identity.ts).
  */
 export async function register() {
   if (process.env.NEXT_RUNTIME !== "nodejs") return;
@@ -12,7 +12,7 @@ export async function register() {
     // A bad environment is refused, with its own message, by the first request that reads it.
   }
   if (process.env.NEXT_PHASE === "phase-production-build") return;
-  const [{ getDb }, { announceLogIdentity }, { logFailure }] = await Promise.all([import("@/lib/city/database"), import("@/lib/city/log-identity"), import("@/lib/logger")]);
+  const [{ getDb }, { announceLogIdentity }, { logFailure }] = await Promise.all([import("@/lib/city/database"), import("@/lib/city/residency-log"), import("@/lib/logger")]);
   // Not awaited: a slow or absent database delays no start; the first append checks again.
   void getDb()
     .then((db) => announceLogIdentity(db))

@@ -18,13 +18,13 @@ export default {
   mutate: [
     // The transparency log's core: RFC 9162 tree, C2SP signed notes and checkpoints, tiles, the
     // outside verifier, the reference witness, the receipt carrier, the witnesses' configuration.
-    "lib/city/log-tree.ts",
-    "lib/city/log-note.ts",
-    "lib/city/log-tiles.ts",
-    "lib/city/log-verifier.ts",
-    "lib/city/log-witness-server.ts",
-    "lib/city/log-receipts.ts",
-    "lib/city/log-witnesses.ts:17-35",
+    "lib/tlog/tree.ts",
+    "lib/tlog/note.ts",
+    "lib/tlog/tiles.ts",
+    "lib/tlog/verifying-client.ts",
+    "lib/tlog/witness.ts",
+    "lib/city/residency-log/receipts.ts",
+    "lib/city/residency-log/witnesses.ts:18-36",
     // The content scanner.
     "lib/scan/*.ts",
     // The name normal form (the rest of the file is the database backfill).

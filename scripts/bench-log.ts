@@ -9,8 +9,8 @@ import { openPg } from "@/db/client";
 import { countingQueries } from "@/db/query-count";
 import { residencyLog } from "@/db/schema";
 import { canonicalJson, sha256Hex } from "@/lib/city/canonical";
-import { logSigner } from "@/lib/city/log-signer";
-import { catchUpTree, consistencyProof, inclusionProof, readEntryBundle, readTile } from "@/lib/city/log-store";
+import { logSigner } from "@/lib/city/residency-log";
+import { catchUpTree, consistencyProof, inclusionProof, readEntryBundle, readTile } from "@/lib/city/residency-log";
 import { appendLog, GENESIS_HASH } from "@/lib/city/residency-log";
 
 process.env.CITY_COUNT_QUERIES = "1";

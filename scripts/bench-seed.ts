@@ -11,7 +11,7 @@ export const SEEDED_LOG_ROWS = 2000;
  * A city of `count` citizens written straight into the database (not through the gate): each
  * citizen has 2 locker bags, every citizen sent one message, every fifth wrote a plaza post. The
  * residency log gets one admit row per citizen for the first SEEDED_LOG_ROWS citizens, appended
- * by lib/city/residency-log.ts so the chain verifies; beyond that the log is not seeded (the
+ * by lib/city/residency-log/append.ts so the chain verifies; beyond that the log is not seeded (the
  * log's first page costs the same whatever its length: keyset on seq).
  */
 export async function seedCity(db: Database, count: number): Promise<void> {

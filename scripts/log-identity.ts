@@ -10,7 +10,7 @@
 //              which signing key), for every instance of the city
 import { getDb } from "@/lib/city/database";
 import { signingKeys } from "@/db/schema";
-import { logIdentityReport } from "@/lib/city/log-identity";
+import { logIdentityReport } from "@/lib/city/residency-log";
 
 const args = new Set(process.argv.slice(2));
 const known = new Set(["--record", "--adopt"]);

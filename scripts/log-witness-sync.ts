@@ -1,7 +1,7 @@
 // npm run log-witness-sync: asks the witnesses of CITY_LOG_WITNESSES to cosign the residency log's
 // latest checkpoint (the same work as GET /api/residency/log/witnesses/sync), for any scheduler.
 import { getDb } from "@/lib/city/database";
-import { syncWitnesses } from "@/lib/city/log-witnesses";
+import { syncWitnesses } from "@/lib/city/residency-log";
 
 async function main(): Promise<void> {
   const result = await syncWitnesses(await getDb(), new Date());

@@ -3,7 +3,7 @@
 // given (or pinned on first use from /city-card.json), the root recomputed from the tiles with
 // every entry checked, and consistency with the checkpoint seen last time (kept in the state file).
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import { verifyCityLog, type VerifierState } from "@/lib/city/log-verifier";
+import { verifyTransparencyLog, type VerifierState } from "@/lib/tlog/verifying-client";
 
 const args = process.argv.slice(2);
 const option = (name: string) => {
@@ -22,7 +22,7 @@ if (!baseUrl || !/^https?:\/\//.test(baseUrl)) {
 }
 async function main(): Promise<void> {
   const states: Record<string, VerifierState> = existsSync(statePath) ? JSON.parse(readFileSync(statePath, "utf8")) : {};
-  const report = await verifyCityLog(baseUrl!, { vkey, state: states[baseUrl!] ?? null });
+  const report = await verifyTransparencyLog(baseUrl!, { vkey, state: states[baseUrl!] ?? null });
   for (const line of report.lines) console.log(line);
   if (report.ok && report.state) {
     states[baseUrl!] = report.state;

@@ -1,10 +1,10 @@
 // npm run witness -- --name <witness name> --log <the city's log vkey> [--log ...] [--key-file witness.key] [--state witness-state.json] [--port 7380]
-// A reference C2SP tlog-witness for the city's residency log (lib/city/log-witness-server.ts):
+// A reference C2SP tlog-witness for the city's residency log (lib/tlog/witness.ts):
 // verifies the log's signature and consistency with what it cosigned before, refuses a fork and
 // says why, cosigns (tlog-cosignature/v1). Prints its vkey for the city's CITY_LOG_WITNESSES.
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import * as ed from "@noble/ed25519";
-import { createWitness, startWitnessServer, witnessVkey } from "@/lib/city/log-witness-server";
+import { createWitness, startWitnessServer, witnessVkey } from "@/lib/tlog/witness";
 
 const args = process.argv.slice(2);
 const all = (name: string) => args.flatMap((a, i) => (a === name && args[i + 1] ? [args[i + 1]!] : []));

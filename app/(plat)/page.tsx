@@ -4,7 +4,7 @@ import { connection } from "next/server";
 import { getDb } from "@/lib/city/database";
 import { CENSUS_DEFINITIONS, readCensus } from "@/lib/city/census";
 import { peerNames } from "@/lib/city/peer-names";
-import { readLatestLogRows, readResidencyDays } from "@/lib/city/residency-history";
+import { readLatestLogRows, readResidencyDays } from "@/lib/city/residency-log";
 import { CENSUS_CITE } from "@/lib/doors/discovery";
 import { exactTime } from "@/lib/plat/format";
 import { look } from "@/lib/plat/nav";

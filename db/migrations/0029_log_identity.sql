@@ -1,6 +1,6 @@
 -- The log's identity (issue 29, item 9): its origin and signing key are properties of the database,
 -- kept with the tree, not of each instance's configuration. One row, written once by the first
--- instance whose configured key verifies the tree as it stands (lib/city/log-identity.ts); an
+-- instance whose configured key verifies the tree as it stands (lib/city/residency-log/identity.ts); an
 -- instance whose configuration disagrees refuses to append. Append-only: a second identity for the
 -- same tree is a fork.
 CREATE TABLE "log_identity" (

@@ -4,7 +4,7 @@ import { and, eq, gt, inArray, isNull, lt, ne, or, sql, type SQL } from "drizzle
 import { rowsOf } from "@/db/sql";
 import { type Database } from "@/db/client";
 import { citizens, sessionTokens, type CitizenRow } from "@/db/schema";
-import { type LogHead, lockLogHeadAfter, logHeadOf } from "./residency-log";
+import { type LogHead, lockLogHeadAfter, logHeadOf } from "@/lib/city/residency-log";
 
 /**
  * The city's own credentials: a fixed prefix, 256 random bits as hex and an 8-hex checksum, so

@@ -4,7 +4,7 @@ import { checkpoints, citizens, lockerBags, seals, vaultNotes } from "@/db/schem
 import { CityError } from "@/lib/errors";
 import { scanContent } from "@/lib/scan";
 import { sha256Hex } from "./canonical";
-import { appended, lockLogHead, prepareAppend } from "./residency-log";
+import { appended, lockLogHead, prepareAppend } from "@/lib/city/residency-log";
 
 /** An item the export kept back because the scanner refuses its content today: named, never quoted (a refused bag name is named by its sha256). */
 export interface Withheld {

@@ -10,7 +10,7 @@ import { verifyEd25519 } from "./keys";
 import { scanContent } from "@/lib/scan";
 import { type Chain, type ChainOutcome, chainOutcome, chainSql, settle, subjectsRetryAfter, takeChain, undoTakes } from "./gate-windows";
 import type { Slot, Window } from "./rate";
-import { appended, type LogHead, lockLogHeadIf, logHeadOf, prepareAppend } from "./residency-log";
+import { appended, type LogHead, lockLogHeadIf, logHeadOf, prepareAppend } from "@/lib/city/residency-log";
 import { returnCitizen } from "./residency";
 import { normalKey } from "./names";
 import { type Charge, chargeSql, cityFull, newcomerSql, rowBytes } from "./store-bounds";

@@ -7,7 +7,7 @@ import { bedLabel } from "./citizens";
 import { tideSql } from "./census";
 import { pollNonceSql } from "./gate-nonces";
 import { checkpointLateral, clampSince, deltaClampedSql, deltaOf, deltaSinceSql, type DeltaRow, returnDeltaColumns, type ReturnDelta } from "./live-delta";
-import { appended, type LogHead, lockLogHead, lockLogHeadAfter, logHeadOf, prepareAppend } from "./residency-log";
+import { appended, type LogHead, lockLogHead, lockLogHeadAfter, logHeadOf, prepareAppend } from "@/lib/city/residency-log";
 
 export type { ReturnDelta } from "./live-delta";
 

@@ -4,7 +4,7 @@ import { ACTOR_KINDS, citizens, residencyAcceptances, type CitizenRow } from "@/
 import { CityError } from "@/lib/errors";
 import { assignBed } from "./citizens";
 import { CONTRACT_TERMS_HASH, CONTRACT_VERSION } from "./contract";
-import { appendLog, type LogHead } from "./residency-log";
+import { appendLog, type LogHead } from "@/lib/city/residency-log";
 
 export type ActorKind = (typeof ACTOR_KINDS)[number];
 

@@ -1,6 +1,6 @@
 import { migrateDatabase, type OpenDatabase } from "@/db/client";
 import { logLine } from "@/lib/logger";
-import { catchUpLogTree } from "./log-store";
+import { catchUpLogTree } from "@/lib/city/residency-log";
 import { backfillNameKeys, type NameKeyReport } from "./names";
 
 /** What the data steps after the SQL migrations did (only the name keys report anything yet). */

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { LogReceiptSchema, receiptField, withLogReceipt } from "@/lib/city/log-receipts";
+import { LogReceiptSchema, receiptField, withLogReceipt } from "@/lib/city/residency-log";
 import { RESIDENCY_STATUSES, RUNTIMES, TIERS } from "@/db/schema";
 import { citizenSelf } from "@/lib/city/citizens";
 import { ASKS, issueNonce, KINDS, NONCE_BINDING, presentAtGate, returnWithoutProof } from "@/lib/city/gate";

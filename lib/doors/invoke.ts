@@ -7,7 +7,7 @@ import { logFailure, logLine } from "@/lib/logger";
 import type { AnyDoor, Caller, DoorContext, DoorRequest } from "./door";
 import { citizenLockOf, DEFAULT_MAX_BODY_BYTES, isWrite, ownsTransactions, Reply } from "./door";
 import { restrictedRefusal } from "@/lib/city/restriction";
-import { checkLogIdentity } from "@/lib/city/log-identity";
+import { checkLogIdentity } from "@/lib/city/residency-log";
 import { activeSigningKey } from "@/lib/city/signing";
 import { resolveCaller } from "./caller";
 import { clientAddress } from "./client-address";
@@ -70,7 +70,7 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
   };
   // A write may sign (a log row's checkpoint): the key is read (on a new city, made) before the
   // write's transaction, so this instance keeps it (activeSigningKey keeps none read inside one).
-  // So is the log's identity (recorded on a new city, lib/city/log-identity.ts), kept by the instance
+  // So is the log's identity (recorded on a new city, lib/city/residency-log/identity.ts), kept by the instance
   // the same way: an append then signs with no statement of its own, or refuses if this instance's
   // configuration is not the log's.
   if (isWrite(door)) {

@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { consistencyProof, currentCheckpoint, cosignedNote, inclusionProof, readEntryBundle, readTile } from "@/lib/city/log-store";
-import { parseTilePath, TILE_WIDTH } from "@/lib/city/log-tiles";
-import { syncWitnesses } from "@/lib/city/log-witnesses";
+import { consistencyProof, currentCheckpoint, cosignedNote, inclusionProof, readEntryBundle, readTile } from "@/lib/city/residency-log";
+import { parseTilePath, TILE_WIDTH } from "@/lib/tlog/tiles";
+import { syncWitnesses } from "@/lib/city/residency-log";
 import { CityError } from "@/lib/errors";
 import { door, Reply } from "./door";
 import { queryInt } from "./query-int";

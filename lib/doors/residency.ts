@@ -1,11 +1,11 @@
 import { z } from "zod";
-import { LogReceiptSchema, withLogReceipt } from "@/lib/city/log-receipts";
+import { LogReceiptSchema, withLogReceipt } from "@/lib/city/residency-log";
 import { ACTOR_KINDS, LOG_EVENTS } from "@/db/schema";
 import { CONTRACT_TERMS, CONTRACT_TERMS_HASH, CONTRACT_VERSION } from "@/lib/city/contract";
 import { PROTOCOLS } from "@/lib/city/protocols";
 import { exportCitizen } from "@/lib/city/export";
 import { acceptContract, residencyStatusOf } from "@/lib/city/residency";
-import { readLogPage, verifyLog } from "@/lib/city/residency-log";
+import { readLogPage, verifyHashChain } from "@/lib/city/residency-log";
 import { requireCitizenSecret } from "./caller";
 import { door, IMMUTABLE_CACHE } from "./door";
 import { pageReply } from "./paging";
@@ -132,7 +132,7 @@ export const verifyResidencyLog = door({
     head_hash: Hex64,
     first_broken: z.object({ seq: z.number().int(), reason: z.string() }).nullable(),
   }),
-  run: async (ctx) => ({ now_utc: iso(ctx.now), ...(await verifyLog(ctx.db, ctx.now)) }),
+  run: async (ctx) => ({ now_utc: iso(ctx.now), ...(await verifyHashChain(ctx.db, ctx.now)) }),
 });
 
 export const exportResidency = door({

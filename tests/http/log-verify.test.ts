@@ -4,8 +4,8 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { leafDataOf } from "@/lib/city/log-store";
-import { NOTE_SIGNATURE, parseVkey } from "@/lib/city/log-note";
+import { leafDataOf } from "@/lib/city/residency-log";
+import { NOTE_SIGNATURE, parseVkey } from "@/lib/tlog/note";
 import { useOwnServer } from "../support/own-server";
 import { referenceKeyId, sigstoreCheckpoint, sigstoreInclusion } from "../support/log-reference";
 

@@ -8,10 +8,10 @@ import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { logCosignatures } from "@/db/schema";
-import { parseNote, parseVkey, validCosignatures } from "@/lib/city/log-note";
-import { logSigner } from "@/lib/city/log-signer";
-import { configuredWitnesses, syncWitnesses } from "@/lib/city/log-witnesses";
-import { createWitness, startWitnessServer, witnessVkey } from "@/lib/city/log-witness-server";
+import { parseNote, parseVkey, validCosignatures } from "@/lib/tlog/note";
+import { logSigner } from "@/lib/city/residency-log";
+import { configuredWitnesses, syncWitnesses } from "@/lib/city/residency-log";
+import { createWitness, startWitnessServer, witnessVkey } from "@/lib/tlog/witness";
 import { readLogCheckpoint } from "@/lib/doors/log";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
@@ -70,7 +70,7 @@ describeOnDatabases("the witness sync trusts nothing a witness answers: bounded 
     return { name, seed, entry: (url: string) => `${witnessVkey(name, seed)} ${url}` };
   };
 
-  /** A reference witness (lib/city/log-witness-server.ts) on a local socket; `now` skews its clock. */
+  /** A reference witness (lib/tlog/witness.ts) on a local socket; `now` skews its clock. */
   const referenceWitness = async (now?: () => number) => {
     const id = identity();
     const handle = createWitness({ name: id.name, seed: id.seed, logs: [logVkey], statePath: path.join(dir, `${id.name.replace(/\W/g, "_")}.json`), now });

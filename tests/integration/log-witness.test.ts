@@ -4,12 +4,12 @@ import path from "node:path";
 import * as ed from "@noble/ed25519";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
-import { parseNote, parseVkey, validCosignatures, vkeyOf } from "@/lib/city/log-note";
-import { logSigner } from "@/lib/city/log-signer";
-import { leafDataOf } from "@/lib/city/log-store";
-import { verifyCityLog, type VerifierState } from "@/lib/city/log-verifier";
-import { configuredWitnesses, syncWitnesses } from "@/lib/city/log-witnesses";
-import { createWitness, startWitnessServer, witnessVkey } from "@/lib/city/log-witness-server";
+import { parseNote, parseVkey, validCosignatures, vkeyOf } from "@/lib/tlog/note";
+import { logSigner } from "@/lib/city/residency-log";
+import { leafDataOf } from "@/lib/city/residency-log";
+import { verifyTransparencyLog, type VerifierState } from "@/lib/tlog/verifying-client";
+import { configuredWitnesses, syncWitnesses } from "@/lib/city/residency-log";
+import { createWitness, startWitnessServer, witnessVkey } from "@/lib/tlog/witness";
 import { readLogCheckpoint, readLogConsistency, readLogProof, readLogTile } from "@/lib/doors/log";
 import { asOwner, describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
@@ -40,7 +40,7 @@ describeOnDatabases("the residency log verified from outside: doors, receipts, v
   afterAll(async () => server?.close());
   const witnesses = () => configuredWitnesses(`${witnessVkey(WITNESS, witnessSeed)} ${server.url}`);
   const verify = async (options: { vkey?: string } = {}) => {
-    const report = await verifyCityLog(BASE, { ...options, state, fetch: cityFetch });
+    const report = await verifyTransparencyLog(BASE, { ...options, state, fetch: cityFetch });
     if (report.ok) state = report.state;
     return report;
   };
@@ -108,7 +108,7 @@ describeOnDatabases("the residency log verified from outside: doors, receipts, v
   it("the verifier and the witness refuse a wrong key", async () => {
     const other = ed.utils.randomSecretKey();
     const wrong = vkeyOf(ORIGIN, ed.getPublicKey(other));
-    const report = await verifyCityLog(BASE, { vkey: wrong, state: null, fetch: cityFetch });
+    const report = await verifyTransparencyLog(BASE, { vkey: wrong, state: null, fetch: cityFetch });
     expect(report.ok).toBe(false);
     expect(report.lines.at(-1)).toContain("signature does not verify");
     const stranger = createWitness({ name: "witness.test/w2", seed: other, logs: [wrong], statePath: path.join(dir, `wrong-${t().driver}.json`) });
@@ -120,7 +120,7 @@ describeOnDatabases("the residency log verified from outside: doors, receipts, v
 
   it("the verifier names a row changed by the owner with the triggers off", async () => {
     await asOwner(t(), "residency_log", `UPDATE residency_log SET details = jsonb_set(details, '{name}', '"forged"') WHERE seq = 3`);
-    const report = await verifyCityLog(BASE, { state, fetch: cityFetch });
+    const report = await verifyTransparencyLog(BASE, { state, fetch: cityFetch });
     expect(report.ok).toBe(false);
     expect(report.lines.at(-1)).toContain("log row 3 as published does not hash to its leaf");
   });
@@ -128,7 +128,7 @@ describeOnDatabases("the residency log verified from outside: doors, receipts, v
   it("a history rewritten by the owner (tree rebuilt over the changed row) is a fork: the verifier and the witness refuse it and say why", async () => {
     await asOwner(t(), "log_nodes", "DELETE FROM log_nodes");
     await asOwner(t(), "log_checkpoints", "DELETE FROM log_checkpoints");
-    const report = await verifyCityLog(BASE, { state, fetch: cityFetch });
+    const report = await verifyTransparencyLog(BASE, { state, fetch: cityFetch });
     expect(report.ok).toBe(false);
     expect(report.lines.at(-1)).toContain("is not an extension of the one seen at size 8");
     const same = await syncWitnesses(t().db, new Date(), { witnesses: witnesses() });

@@ -2,7 +2,7 @@ import { count, eq } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { logVerifiedHead, residencyLog } from "@/db/schema";
-import { verifyLog } from "@/lib/city/residency-log";
+import { verifyHashChain } from "@/lib/city/residency-log";
 import { verifyResidencyLog } from "@/lib/doors/residency";
 import { asOwner as asOwnerOf, describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
@@ -31,15 +31,15 @@ describeOnDatabases("the residency log's remembered verified head", (t) => {
   it("hashes only the rows after the head plus one audit page per call, and the rotating audit still finds an owner's edit", async () => {
     for (let i = 0; i < 2; i++) await admit();
     expect(await rows()).toBe(7);
-    expect((await verifyLog(t().db, new Date(), 2)).intact).toBe(true);
+    expect((await verifyHashChain(t().db, new Date(), 2)).intact).toBe(true);
     // That call hashed the new rows 6-7 and audited one page (rows 1-2) of the remembered ones.
     expect(await head()).toMatchObject({ seq: 7, auditAfter: 2 });
     // An owner edits row 6, before the head. The next call audits rows 3-4 only, and they hold...
     await asOwner(`UPDATE residency_log SET details = jsonb_set(details, '{name}', '"forged"') WHERE seq = 6`);
-    expect((await verifyLog(t().db, new Date(), 2)).intact).toBe(true);
+    expect((await verifyHashChain(t().db, new Date(), 2)).intact).toBe(true);
     expect(await head()).toMatchObject({ seq: 7, auditAfter: 4 });
     // ...and the call after it audits rows 5-6 and names row 6.
-    expect(await verifyLog(t().db, new Date(), 2)).toMatchObject({ intact: false, rows_checked: 5, first_broken: { seq: 6 } });
+    expect(await verifyHashChain(t().db, new Date(), 2)).toMatchObject({ intact: false, rows_checked: 5, first_broken: { seq: 6 } });
   });
 
   it("reports the head row itself missing or changed at once", async () => {

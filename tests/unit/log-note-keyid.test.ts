@@ -1,6 +1,6 @@
 import * as ed from "@noble/ed25519";
 import { describe, expect, it } from "vitest";
-import { COSIGNATURE, hasValidSignature, keyIdOf, NOTE_SIGNATURE, parseNote, parseVkey, signatureLine, signCheckpoint, vkeyOf } from "@/lib/city/log-note";
+import { COSIGNATURE, hasValidSignature, keyIdOf, NOTE_SIGNATURE, parseNote, parseVkey, signatureLine, signCheckpoint, vkeyOf } from "@/lib/tlog/note";
 import { referenceKeyId, sigstoreCheckpoint } from "../support/log-reference";
 
 /*

@@ -16,10 +16,10 @@ import {
   unb64,
   validCosignatures,
   vkeyOf,
-} from "@/lib/city/log-note";
+} from "@/lib/tlog/note";
 
 /**
- * C2SP signed-note, tlog-checkpoint and tlog-cosignature (lib/city/log-note.ts) against fixed
+ * C2SP signed-note, tlog-checkpoint and tlog-cosignature (lib/tlog/note.ts) against fixed
  * vectors: Go's golang.org/x/mod/sumdb/note example (PeterNeumann), and vectors signed with
  * node:crypto's Ed25519 (seed 0x07 * 32), written here as literals. Never against the code judged.
  */

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { LogReceiptSchema, receiptField, recordLogReceipt, withLogReceipt } from "@/lib/city/log-receipts";
-import type { LogReceipt } from "@/lib/city/log-store";
+import { LogReceiptSchema, receiptField, recordLogReceipt, withLogReceipt } from "@/lib/city/residency-log";
+import type { LogReceipt } from "@/lib/city/residency-log";
 
-/** The log receipt carrier and its published schema (lib/city/log-receipts.ts), fixed cases. */
+/** The log receipt carrier and its published schema (lib/city/residency-log/receipts.ts), fixed cases. */
 const HASH = `${"A".repeat(42)}Q=`;
 const RECEIPT = { seq: 3, leaf_index: 2, tree_size: 3, proof: [HASH], checkpoint: "c\n" } as unknown as LogReceipt;
 

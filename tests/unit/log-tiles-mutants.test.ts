@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { CityError } from "@/lib/errors";
-import { encodeTileIndex, parseTilePath, TILE_WIDTH, tilePathOf } from "@/lib/city/log-tiles";
+import { encodeTileIndex, parseTilePath, TILE_WIDTH, tilePathOf } from "@/lib/tlog/tiles";
 
-/** C2SP tlog-tiles paths (lib/city/log-tiles.ts) against the spec's spellings, written as literals. */
+/** C2SP tlog-tiles paths (lib/tlog/tiles.ts) against the spec's spellings, written as literals. */
 describe("tile paths", () => {
   it("is 256 hashes wide", () => {
     expect(TILE_WIDTH).toBe(256);

@@ -15,11 +15,11 @@ import {
   rootOfLeaves,
   verifyConsistency,
   verifyInclusion,
-} from "@/lib/city/log-tree";
+} from "@/lib/tlog/tree";
 import { mth, refLeaf, refPath, refProof, refSplit } from "../support/rfc9162-reference";
 
 /**
- * The RFC 9162 tree (lib/city/log-tree.ts) against fixed vectors (computed with Python's hashlib,
+ * The RFC 9162 tree (lib/tlog/tree.ts) against fixed vectors (computed with Python's hashlib,
  * written here as literals) and against the RFC's recursive definitions of MTH, PATH and PROOF
  * (tests/support/rfc9162-reference.ts, node:crypto): never against the code judged. Part of the mutation run
  * (vitest.mutation.config.mts): every mutant of the module is caught here or listed as equivalent

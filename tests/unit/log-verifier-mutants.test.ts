@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { verifyCityLog, type VerifierState } from "@/lib/city/log-verifier";
+import { verifyTransparencyLog, type VerifierState } from "@/lib/tlog/verifying-client";
 import { mth, refKey, refLeaf, refProof } from "../support/rfc9162-reference";
 
 /**
- * The outside verifier (lib/city/log-verifier.ts) against a city served from memory, whose tiles,
+ * The outside verifier (lib/tlog/verifying-client.ts) against a city served from memory, whose tiles,
  * checkpoint signature, cosignatures and proofs are built by the independent references
  * (tests/support/rfc9162-reference.ts: node:crypto), never by the code judged. 300 rows: one full
  * tile of 256 and a partial one of 44, so the tile width and the row numbers across tiles count.
@@ -64,7 +64,7 @@ describe("the outside verifier", () => {
   it("pins the key on first use, checks the signature and recomputes the root from every tile", async () => {
     const data = rows(300);
     const city = serve({ data });
-    const report = await verifyCityLog("https://city.example//", { fetch: city.fetch });
+    const report = await verifyTransparencyLog("https://city.example//", { fetch: city.fetch });
     expect(report).toEqual({
       ok: true,
       lines: [
@@ -86,9 +86,9 @@ describe("the outside verifier", () => {
   });
 
   it("verifies an empty log and a log of exactly one full tile", async () => {
-    expect((await verifyCityLog("https://city.example", { fetch: serve({ data: [] }).fetch })).lines[2]).toBe("root: recomputed from 0 entries in the tiles, equal to the checkpoint's");
+    expect((await verifyTransparencyLog("https://city.example", { fetch: serve({ data: [] }).fetch })).lines[2]).toBe("root: recomputed from 0 entries in the tiles, equal to the checkpoint's");
     const full = serve({ data: rows(256) });
-    expect((await verifyCityLog("https://city.example", { fetch: full.fetch })).ok).toBe(true);
+    expect((await verifyTransparencyLog("https://city.example", { fetch: full.fetch })).ok).toBe(true);
     expect(full.asked.slice(2)).toEqual(["https://city.example/t/tile/0/000", "https://city.example/t/tile/entries/000"]);
   });
 
@@ -98,7 +98,7 @@ describe("the outside verifier", () => {
     const city = serve({ data, card: { log: { verifier_key: VKEY } }, tiles: tilesOf(data, `${base}/api/residency/log/`) });
     // The card names no checkpoint path: serve() put the note at /cp; add the default one.
     const fetch = async (url: string) => (url === `${base}/api/residency/log/checkpoint` ? new Response(noteOf(data)) : city.fetch(url));
-    expect((await verifyCityLog(base, { fetch })).ok).toBe(true);
+    expect((await verifyTransparencyLog(base, { fetch })).ok).toBe(true);
   });
 
   it("takes the default paths when the card has no log at all and the key is given", async () => {
@@ -106,12 +106,12 @@ describe("the outside verifier", () => {
     const base = "https://city.example";
     const city = serve({ data, card: {}, tiles: tilesOf(data, `${base}/api/residency/log/`) });
     const fetch = async (url: string) => (url === `${base}/api/residency/log/checkpoint` ? new Response(noteOf(data)) : city.fetch(url));
-    expect((await verifyCityLog(base, { fetch, vkey: VKEY })).ok).toBe(true);
+    expect((await verifyTransparencyLog(base, { fetch, vkey: VKEY })).ok).toBe(true);
   });
 
   it("reads an empty entry at the very end of a bundle", async () => {
     const data = [...rows(3), new Uint8Array(0)];
-    expect((await verifyCityLog("https://city.example", { fetch: serve({ data }).fetch })).lines.at(-2)).toBe("root: recomputed from 4 entries in the tiles, equal to the checkpoint's");
+    expect((await verifyTransparencyLog("https://city.example", { fetch: serve({ data }).fetch })).lines.at(-2)).toBe("root: recomputed from 4 entries in the tiles, equal to the checkpoint's");
   });
 
   it("says which witnesses cosigned the checkpoint", async () => {
@@ -120,7 +120,7 @@ describe("the outside verifier", () => {
     const w2 = OTHER.vkey("w2.example", 4);
     const card = { log: { verifier_key: VKEY, checkpoint: "/cp", tiles: "/t/", witnesses: [{ name: "w1.example", vkey: w1 }, { name: "w2.example", vkey: w2 }] } };
     const note = noteOf(data, WITNESS.cosignLine("w1.example", bodyOf(data), 1700000000));
-    const report = await verifyCityLog("https://city.example", { fetch: serve({ data, card, note }).fetch });
+    const report = await verifyTransparencyLog("https://city.example", { fetch: serve({ data, card, note }).fetch });
     expect(report.lines.slice(2, 4)).toEqual(["witness w1.example: cosigned this checkpoint", "witness w2.example: no valid cosignature on this checkpoint"]);
   });
 
@@ -128,28 +128,28 @@ describe("the outside verifier", () => {
     const data = rows(300);
     const kept: VerifierState = { vkey: VKEY, size: 100, root: b64(mth(data.slice(0, 100))) };
     const city = serve({ data });
-    const report = await verifyCityLog("https://city.example", { fetch: city.fetch, state: kept });
+    const report = await verifyTransparencyLog("https://city.example", { fetch: city.fetch, state: kept });
     expect(report.ok).toBe(true);
     expect(report.lines).toEqual([`signature: valid (${ORIGIN}, size 300)`, "root: recomputed from 300 entries in the tiles, equal to the checkpoint's", "consistency: size 300 extends the size 100 seen last time"]);
     expect(city.asked).toContain("https://city.example/api/residency/log/consistency?from=100&to=300");
 
     const forked = { ...kept, root: b64(mth(rows(101).slice(1))) };
-    const fork = await verifyCityLog("https://city.example", { fetch: serve({ data }).fetch, state: forked });
+    const fork = await verifyTransparencyLog("https://city.example", { fetch: serve({ data }).fetch, state: forked });
     expect(fork).toEqual({ ok: false, lines: [...report.lines.slice(0, 2), "REFUSED: the checkpoint of size 300 is not an extension of the one seen at size 100: the history was rewritten (a fork)"], state: forked });
 
     const bigger = { ...kept, size: 301 };
-    const shrunk = await verifyCityLog("https://city.example", { fetch: serve({ data }).fetch, state: bigger });
+    const shrunk = await verifyTransparencyLog("https://city.example", { fetch: serve({ data }).fetch, state: bigger });
     expect(shrunk.lines.at(-1)).toBe("REFUSED: the log shrank: it was 301 rows when last verified, now 300 (a fork)");
     expect(shrunk.state).toBe(bigger);
 
     // The same size as kept: an empty proof, the same root.
-    const same = await verifyCityLog("https://city.example", { fetch: serve({ data }).fetch, state: { vkey: VKEY, size: 300, root: b64(mth(data)) } });
+    const same = await verifyTransparencyLog("https://city.example", { fetch: serve({ data }).fetch, state: { vkey: VKEY, size: 300, root: b64(mth(data)) } });
     expect(same.lines.at(-1)).toBe("consistency: size 300 extends the size 300 seen last time");
   });
 
   it("ignores a kept checkpoint of another key", async () => {
     const data = rows(4);
-    const report = await verifyCityLog("https://city.example", { fetch: serve({ data }).fetch, vkey: VKEY, state: { vkey: OTHER.vkey(ORIGIN), size: 9, root: b64(mth(data)) } });
+    const report = await verifyTransparencyLog("https://city.example", { fetch: serve({ data }).fetch, vkey: VKEY, state: { vkey: OTHER.vkey(ORIGIN), size: 9, root: b64(mth(data)) } });
     expect(report.ok).toBe(true);
     expect(report.lines.at(-1)).toBe("consistency: no earlier checkpoint kept for this key; this one is kept for next time");
   });
@@ -157,26 +157,26 @@ describe("the outside verifier", () => {
   it("warns when the card publishes another key than the one given or pinned, and verifies against that one", async () => {
     const data = rows(4);
     const card = { log: { verifier_key: OTHER.vkey(ORIGIN), checkpoint: "/cp", tiles: "/t/" } };
-    const given = await verifyCityLog("https://city.example", { fetch: serve({ data, card }).fetch, vkey: VKEY });
+    const given = await verifyTransparencyLog("https://city.example", { fetch: serve({ data, card }).fetch, vkey: VKEY });
     expect(given.ok).toBe(true);
     expect(given.lines[0]).toBe(`warning: the card now publishes another key (${OTHER.vkey(ORIGIN)}); verifying against the key given`);
-    const pinned = await verifyCityLog("https://city.example", { fetch: serve({ data, card }).fetch, state: { vkey: VKEY, size: 4, root: b64(mth(data)) } });
+    const pinned = await verifyTransparencyLog("https://city.example", { fetch: serve({ data, card }).fetch, state: { vkey: VKEY, size: 4, root: b64(mth(data)) } });
     expect(pinned.lines[0]).toBe(`warning: the card now publishes another key (${OTHER.vkey(ORIGIN)}); verifying against the pinned key`);
     expect(pinned.state).toEqual({ vkey: VKEY, size: 4, root: b64(mth(data)) });
-    const quiet = await verifyCityLog("https://city.example", { fetch: serve({ data }).fetch, vkey: VKEY });
+    const quiet = await verifyTransparencyLog("https://city.example", { fetch: serve({ data }).fetch, vkey: VKEY });
     expect(quiet.lines[0]).toBe(`signature: valid (${ORIGIN}, size 4)`);
-    const none = await verifyCityLog("https://city.example", { fetch: serve({ data, card: { log: { checkpoint: "/cp", tiles: "/t/" } } }).fetch, vkey: VKEY });
+    const none = await verifyTransparencyLog("https://city.example", { fetch: serve({ data, card: { log: { checkpoint: "/cp", tiles: "/t/" } } }).fetch, vkey: VKEY });
     expect(none.lines[0]).toBe(`signature: valid (${ORIGIN}, size 4)`);
   });
 
   it("refuses without a key, with a wrong key, and a checkpoint whose origin is not the key's name", async () => {
     const data = rows(4);
-    const none = await verifyCityLog("https://city.example", { fetch: serve({ data, card: {} }).fetch });
+    const none = await verifyTransparencyLog("https://city.example", { fetch: serve({ data, card: {} }).fetch });
     expect(none).toEqual({ ok: false, lines: ["REFUSED: the city card publishes no log.verifier_key"], state: null });
-    const wrong = await verifyCityLog("https://city.example", { fetch: serve({ data }).fetch, vkey: OTHER.vkey(ORIGIN) });
+    const wrong = await verifyTransparencyLog("https://city.example", { fetch: serve({ data }).fetch, vkey: OTHER.vkey(ORIGIN) });
     expect(wrong.lines).toEqual([`warning: the card now publishes another key (${VKEY}); verifying against the key given`, `REFUSED: the checkpoint's signature does not verify against ${ORIGIN}'s key: a wrong key, or not the city's checkpoint`]);
     const body = bodyOf(data, "elsewhere.example");
-    const elsewhere = await verifyCityLog("https://city.example", { fetch: serve({ data, note: `${body}\n${CITY.signLine(ORIGIN, body)}` }).fetch });
+    const elsewhere = await verifyTransparencyLog("https://city.example", { fetch: serve({ data, note: `${body}\n${CITY.signLine(ORIGIN, body)}` }).fetch });
     expect(elsewhere.lines.at(-1)).toBe(`REFUSED: the checkpoint's origin elsewhere.example is not the key's name ${ORIGIN}`);
   });
 
@@ -187,14 +187,14 @@ describe("the outside verifier", () => {
     const tiles = tilesOf(changed, "https://city.example/t/");
     // The hash tile is the original one: only the entry changed.
     tiles["https://city.example/t/tile/0/001.p/44"] = tilesOf(data, "https://city.example/t/")["https://city.example/t/tile/0/001.p/44"]!;
-    const report = await verifyCityLog("https://city.example", { fetch: serve({ data, tiles }).fetch });
+    const report = await verifyTransparencyLog("https://city.example", { fetch: serve({ data, tiles }).fetch });
     expect(report.lines.at(-1)).toBe("REFUSED: log row 258 as published does not hash to its leaf in the tree: the row was changed after it was logged");
   });
 
   it("refuses tiles that do not hash to the root, are short, or whose bundles end early or run on", async () => {
     const data = rows(5);
     const prefix = "https://city.example/t/";
-    const refusal = async (tiles: Record<string, Uint8Array>, note?: string) => (await verifyCityLog("https://city.example", { fetch: serve({ data, tiles, note }).fetch })).lines.at(-1);
+    const refusal = async (tiles: Record<string, Uint8Array>, note?: string) => (await verifyTransparencyLog("https://city.example", { fetch: serve({ data, tiles, note }).fetch })).lines.at(-1);
     const good = tilesOf(data, prefix);
     const fewer = tilesOf(data.slice(0, 4), prefix);
     expect(await refusal(good, noteOf(rows(6).slice(0, 5).map((d, i) => (i === 4 ? new TextEncoder().encode("other") : d))))).toBe("REFUSED: the tiles do not hash to the checkpoint's root");
@@ -213,15 +213,15 @@ describe("the outside verifier", () => {
 
   it("refuses an answer that is not 200, and says what failed when the fetch itself throws", async () => {
     const data = rows(3);
-    const missing = await verifyCityLog("https://city.example", { fetch: serve({ data, tiles: {} }).fetch });
+    const missing = await verifyTransparencyLog("https://city.example", { fetch: serve({ data, tiles: {} }).fetch });
     expect(missing.lines.at(-1)).toBe("REFUSED: GET https://city.example/t/tile/0/000.p/3 answered 404");
-    const thrown = await verifyCityLog("https://city.example", {
+    const thrown = await verifyTransparencyLog("https://city.example", {
       fetch: async () => {
         throw "offline";
       },
     });
     expect(thrown).toEqual({ ok: false, lines: ["REFUSED: offline"], state: null });
-    const created = await verifyCityLog("https://city.example", { fetch: async () => new Response("{}", { status: 201 }) });
+    const created = await verifyTransparencyLog("https://city.example", { fetch: async () => new Response("{}", { status: 201 }) });
     expect(created.lines).toEqual(["REFUSED: GET https://city.example/city-card.json answered 201"]);
   });
 });

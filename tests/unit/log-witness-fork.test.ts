@@ -3,11 +3,11 @@ import os from "node:os";
 import path from "node:path";
 import * as ed from "@noble/ed25519";
 import { afterEach, describe, expect, it } from "vitest";
-import { b64, signCheckpoint, vkeyOf } from "@/lib/city/log-note";
-import { createWitness } from "@/lib/city/log-witness-server";
+import { b64, signCheckpoint, vkeyOf } from "@/lib/tlog/note";
+import { createWitness } from "@/lib/tlog/witness";
 
 /*
- * A fork posted straight to the reference witness (lib/city/log-witness-server.ts), with no city
+ * A fork posted straight to the reference witness (lib/tlog/witness.ts), with no city
  * in between: a checkpoint whose root differs from the one the witness already cosigned at the
  * same size is refused and the witness keeps what it held; the same root again is cosigned.
  */

@@ -2,11 +2,11 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { createWitness, startWitnessServer, witnessVkey } from "@/lib/city/log-witness-server";
+import { createWitness, startWitnessServer, witnessVkey } from "@/lib/tlog/witness";
 import { mth, refKey, refProof } from "../support/rfc9162-reference";
 
 /**
- * The reference witness (lib/city/log-witness-server.ts) over the tlog-witness wire, with
+ * The reference witness (lib/tlog/witness.ts) over the tlog-witness wire, with
  * checkpoints, proofs and the expected cosignatures built by the independent references
  * (tests/support/rfc9162-reference.ts: node:crypto), never by the code judged.
  */

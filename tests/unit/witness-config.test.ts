@@ -1,7 +1,7 @@
 import * as ed from "@noble/ed25519";
 import { describe, expect, it } from "vitest";
-import { configuredWitnesses } from "@/lib/city/log-witnesses";
-import { witnessVkey } from "@/lib/city/log-witness-server";
+import { configuredWitnesses } from "@/lib/city/residency-log";
+import { witnessVkey } from "@/lib/tlog/witness";
 
 // CITY_LOG_WITNESSES is published: the card and the log page list every witness's URL.
 describe("CITY_LOG_WITNESSES", () => {

@@ -1,4 +1,4 @@
-import type { HeldCheckpoint } from "@/lib/city/log-store";
+import type { HeldCheckpoint } from "@/lib/city/residency-log";
 import { look } from "@/lib/plat/nav";
 
 /** The residency log's latest signed checkpoint, who cosigned it, and how to verify it yourself. */

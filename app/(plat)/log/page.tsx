@@ -2,10 +2,10 @@ import type { Metadata } from "next";
 import { connection } from "next/server";
 import { getDb } from "@/lib/city/database";
 import { peerNames } from "@/lib/city/peer-names";
-import { readLogPage, verifyLog } from "@/lib/city/residency-log";
-import { currentCheckpoint } from "@/lib/city/log-store";
-import { logSigner } from "@/lib/city/log-signer";
-import { witnessStates } from "@/lib/city/log-witnesses";
+import { readLogPage, verifyHashChain } from "@/lib/city/residency-log";
+import { currentCheckpoint } from "@/lib/city/residency-log";
+import { logSigner } from "@/lib/city/residency-log";
+import { witnessStates } from "@/lib/city/residency-log";
 import { LogCheckpoint } from "../_ui/log-checkpoint";
 import { hrefWith, pageSize, param, type SearchParams } from "@/lib/plat/format";
 import { look } from "@/lib/plat/nav";
@@ -29,7 +29,7 @@ export default async function LogPage({ searchParams }: { searchParams: SearchPa
   const afterParam = Number(param(query.after));
   const after = Number.isSafeInteger(afterParam) && afterParam > 0 ? afterParam : 0;
   const db = await getDb();
-  const [page, chain, checkpoint, signer, witnesses] = await Promise.all([readLogPage(db, after, limit), verifyLog(db), currentCheckpoint(db, now), logSigner(db), witnessStates(db)]);
+  const [page, chain, checkpoint, signer, witnesses] = await Promise.all([readLogPage(db, after, limit), verifyHashChain(db), currentCheckpoint(db, now), logSigner(db), witnessStates(db)]);
   const names = await peerNames(db, page.rows.map((r) => r.did));
   const link = (from: number | undefined) => hrefWith("/log", { after: from, limit: limit === PAGE ? undefined : limit });
   // An intact chain numbers its rows 1..n without gaps, so the last page starts at a known seq.

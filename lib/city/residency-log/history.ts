@@ -2,7 +2,7 @@ import { desc, sql } from "drizzle-orm";
 import { type Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
 import { residencyLog } from "@/db/schema";
-import { type PublishedLogRow, publishLogRow } from "./residency-log";
+import { type PublishedLogRow, publishLogRow } from "./row";
 
 /** One UTC day of the residency log: its events, and the beds held at its end. */
 export interface ResidencyDay {

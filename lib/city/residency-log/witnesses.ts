@@ -3,8 +3,9 @@ import type { Database } from "@/db/client";
 import { logCosignatures } from "@/db/schema";
 import { env } from "@/lib/env";
 import { logFailure } from "@/lib/logger";
-import { COSIGNATURE, parseNote, parseVkey, type Verifier, validCosignatures } from "./log-note";
-import { consistencyProof, currentCheckpoint } from "./log-store";
+import { COSIGNATURE, parseNote, parseVkey, type Verifier, validCosignatures } from "@/lib/tlog/note";
+import { currentCheckpoint } from "./checkpoints";
+import { consistencyProof } from "./proofs";
 
 /** A witness the city asks to cosign: its cosigner key (C2SP vkey, type 0x04) and its submission prefix. */
 export interface Witness {

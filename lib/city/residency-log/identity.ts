@@ -5,8 +5,8 @@ import { rowsOf } from "@/db/sql";
 import { logIdentity } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { logLine } from "@/lib/logger";
-import { b64, hasValidSignature, keyIdOf, NOTE_SIGNATURE, parseCheckpointBody, parseNote, parseVkey } from "./log-note";
-import { logSigner, type LogSigner } from "./log-signer";
+import { b64, hasValidSignature, keyIdOf, NOTE_SIGNATURE, parseCheckpointBody, parseNote, parseVkey } from "@/lib/tlog/note";
+import { logSigner, type LogSigner } from "./signer";
 
 /**
  * The log's identity (issue 29, item 9): the origin its checkpoints name and the key that signs

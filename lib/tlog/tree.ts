@@ -127,29 +127,38 @@ export function equalHashes(a: Hash, b: Hash): boolean {
   return a.length === b.length && a.every((byte, i) => byte === b[i]);
 }
 
-/** RFC 9162 2.1.3.2: does `proof` put the leaf at `index` into the tree of `size` with `root`? */
-export function verifyInclusion(leaf: Hash, index: number, size: number, proof: readonly Hash[], root: Hash): boolean {
-  if (index < 0 || index >= size) return false;
-  let fn = index;
-  let sn = size - 1;
-  let r = leaf;
-  for (const p of proof) {
-    if (sn === 0) return false;
+/**
+ * The walk both RFC 9162 verifications share (2.1.3.2 and 2.1.4.2): folds `path` into `seed` from
+ * node `fn` of a tree whose last node is `sn`. `right` takes every hash of the path; `left` only the
+ * hashes that sit to the left (the old tree's root, in a consistency proof). Null when the path
+ * does not end at the root.
+ */
+function foldPath(fn: number, sn: number, seed: Hash, path: readonly Hash[]): { left: Hash; right: Hash } | null {
+  let left = seed;
+  let right = seed;
+  for (const p of path) {
+    if (sn === 0) return null;
     if (fn % 2 === 1 || fn === sn) {
-      r = nodeHash(p, r);
-      if (fn % 2 === 0) {
-        while (fn % 2 === 0 && fn !== 0) {
-          fn = Math.floor(fn / 2);
-          sn = Math.floor(sn / 2);
-        }
+      left = nodeHash(p, left);
+      right = nodeHash(p, right);
+      while (fn % 2 === 0 && fn !== 0) {
+        fn = Math.floor(fn / 2);
+        sn = Math.floor(sn / 2);
       }
     } else {
-      r = nodeHash(r, p);
+      right = nodeHash(right, p);
     }
     fn = Math.floor(fn / 2);
     sn = Math.floor(sn / 2);
   }
-  return sn === 0 && equalHashes(r, root);
+  return sn === 0 ? { left, right } : null;
+}
+
+/** RFC 9162 2.1.3.2: does `proof` put the leaf at `index` into the tree of `size` with `root`? */
+export function verifyInclusion(leaf: Hash, index: number, size: number, proof: readonly Hash[], root: Hash): boolean {
+  if (index < 0 || index >= size) return false;
+  const folded = foldPath(index, size - 1, leaf, proof);
+  return folded !== null && equalHashes(folded.right, root);
 }
 
 /** RFC 9162 2.1.4.2: is the tree of `size2` with `root2` an extension of the tree of `size1` with `root1`? */
@@ -166,26 +175,8 @@ export function verifyConsistency(size1: number, size2: number, proof: readonly 
     fn = Math.floor(fn / 2);
     sn = Math.floor(sn / 2);
   }
-  let fr = path[0]!;
-  let sr = path[0]!;
-  for (const c of path.slice(1)) {
-    if (sn === 0) return false;
-    if (fn % 2 === 1 || fn === sn) {
-      fr = nodeHash(c, fr);
-      sr = nodeHash(c, sr);
-      if (fn % 2 === 0) {
-        while (fn % 2 === 0 && fn !== 0) {
-          fn = Math.floor(fn / 2);
-          sn = Math.floor(sn / 2);
-        }
-      }
-    } else {
-      sr = nodeHash(sr, c);
-    }
-    fn = Math.floor(fn / 2);
-    sn = Math.floor(sn / 2);
-  }
-  return sn === 0 && equalHashes(fr, root1) && equalHashes(sr, root2);
+  const folded = foldPath(fn, sn, path[0]!, path.slice(1));
+  return folded !== null && equalHashes(folded.left, root1) && equalHashes(folded.right, root2);
 }
 
 function isPowerOfTwo(n: number): boolean {

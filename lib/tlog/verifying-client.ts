@@ -1,6 +1,6 @@
-import { hasValidSignature, parseCheckpointBody, parseNote, parseVkey, unb64, validCosignatures } from "./log-note";
-import { encodeTileIndex, TILE_WIDTH } from "./log-tiles";
-import { equalHashes, type Hash, leafHash, rootOfLeaves, verifyConsistency } from "./log-tree";
+import { hasValidSignature, parseCheckpointBody, parseNote, parseVkey, unb64, validCosignatures } from "./note";
+import { encodeTileIndex, TILE_WIDTH } from "./tiles";
+import { equalHashes, type Hash, leafHash, rootOfLeaves, verifyConsistency } from "./tree";
 
 /**
  * An outside verifier of the city's residency log, from its public key alone: the checkpoint's
@@ -29,7 +29,7 @@ async function get(fetcher: Fetch, url: string): Promise<Response> {
   return response;
 }
 
-export async function verifyCityLog(baseUrl: string, options: { vkey?: string; state?: VerifierState | null; fetch?: Fetch }): Promise<VerifyReport> {
+export async function verifyTransparencyLog(baseUrl: string, options: { vkey?: string; state?: VerifierState | null; fetch?: Fetch }): Promise<VerifyReport> {
   const fetcher: Fetch = options.fetch ?? ((url) => fetch(url, { signal: AbortSignal.timeout(30_000) }));
   const base = baseUrl.replace(/\/+$/, "");
   const lines: string[] = [];

@@ -2,8 +2,8 @@ import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import * as ed from "@noble/ed25519";
-import { b64, COSIGNATURE, cosign, hasValidSignature, parseCheckpointBody, parseNote, parseVkey, unb64, type Verifier, vkeyOf } from "./log-note";
-import { equalHashes, verifyConsistency } from "./log-tree";
+import { b64, COSIGNATURE, cosign, hasValidSignature, parseCheckpointBody, parseNote, parseVkey, unb64, type Verifier, vkeyOf } from "./note";
+import { equalHashes, verifyConsistency } from "./tree";
 
 /**
  * A reference C2SP tlog-witness: anyone can run it (`npm run witness`) to witness the city. It

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { z } from "zod";
-import type { LogReceipt } from "./log-store";
+import type { LogReceipt } from "@/lib/tlog/append";
 
 /**
  * Carries the receipt of a log append from appendLog up to the door that answers, without every

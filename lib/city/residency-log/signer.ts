@@ -2,8 +2,8 @@ import { exportJWK } from "jose";
 import * as ed from "@noble/ed25519";
 import type { Database } from "@/db/client";
 import { env } from "@/lib/env";
-import { vkeyOf } from "./log-note";
-import { activeSigningKey } from "./signing";
+import { vkeyOf } from "@/lib/tlog/note";
+import { activeSigningKey } from "../signing";
 
 /** The log's identity: origin (= key name), the city's Ed25519 seed and its C2SP vkey. */
 export interface LogSigner {
@@ -13,7 +13,7 @@ export interface LogSigner {
   vkey: string;
 }
 
-/** The configured origin: CITY_LOG_ORIGIN, else `<host of CITY_BASE_URL>/residency-log` (the database's recorded one rules: log-identity.ts). */
+/** The configured origin: CITY_LOG_ORIGIN, else `<host of CITY_BASE_URL>/residency-log` (the database's recorded one rules: identity.ts). */
 export function logOrigin(): string {
   return env().CITY_LOG_ORIGIN ?? `${new URL(env().CITY_BASE_URL).host}/residency-log`;
 }
