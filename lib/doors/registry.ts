@@ -7,7 +7,6 @@ import { gateDoors } from "./gate";
 import { lanternDoors } from "./lanterns";
 import { liveDoors } from "./live";
 import { lockerDoors } from "./locker";
-import { logDoors } from "./log";
 import { lotDoors } from "./lots";
 import { mailDoors } from "./mail";
 import { peerDoors } from "./peers";
@@ -15,6 +14,7 @@ import { postDoors } from "./posts";
 import { quarantineDoors } from "./quarantine";
 import { recoverDoor } from "./recover";
 import { residencyDoors } from "./residency";
+import { residencyLogDoors } from "./residency-log";
 import { sealDoors } from "./seals";
 import { tierDoors } from "./tiers";
 import { tokenDoors } from "./tokens";
@@ -26,7 +26,7 @@ export const registry: readonly AnyDoor[] = [
   ...discoveryDoors,
   ...gateDoors,
   ...residencyDoors,
-  ...logDoors,
+  ...residencyLogDoors,
   ...liveDoors,
   ...peerDoors,
   ...tokenDoors,

@@ -1,14 +1,12 @@
 import { z } from "zod";
 import { LogReceiptSchema, withLogReceipt } from "@/lib/city/residency-log";
-import { ACTOR_KINDS, LOG_EVENTS } from "@/db/schema";
+import { ACTOR_KINDS } from "@/db/schema";
 import { CONTRACT_TERMS, CONTRACT_TERMS_HASH, CONTRACT_VERSION } from "@/lib/city/contract";
 import { PROTOCOLS } from "@/lib/city/protocols";
 import { exportCitizen } from "@/lib/city/export";
 import { acceptContract, residencyStatusOf } from "@/lib/city/residency";
-import { readLogPage, verifyHashChain } from "@/lib/city/residency-log";
 import { requireCitizenSecret } from "./caller";
-import { door, IMMUTABLE_CACHE } from "./door";
-import { pageReply } from "./paging";
+import { door } from "./door";
 import { Count, Hex64, iso, NoInput, NowUtc, Timestamp } from "./schemas";
 
 export const ResidencyStatusSchema = z.object({
@@ -83,58 +81,6 @@ export const acceptResidency = door({
   },
 });
 
-const LogRowSchema = z
-  .object({ seq: z.number().int().positive(), event: z.enum(LOG_EVENTS), did: Hex64, at: Timestamp, hash: Hex64, prev_hash: Hex64 })
-  .catchall(z.union([z.string(), z.number(), z.boolean(), z.null()]));
-
-export const readResidencyLog = door({
-  name: "read-residency-log",
-  method: "GET",
-  path: "/api/residency/log",
-  summary: "The append-only residency log (admit, exit, return, export), oldest first, hash-chained; page with ?after=<seq>&limit=<n>.",
-  auth: "none",
-  cache: "shared",
-  versioned: { scopes: ["residency_log"] },
-  input: z.object({
-    after: z.coerce.number().int().min(0).default(0).describe("return rows with seq greater than this"),
-    limit: z.coerce.number().int().min(1).max(500).default(100),
-  }),
-  output: z.object({ now_utc: NowUtc, rows: z.array(LogRowSchema), next_after: z.number().int().nullable(), note: z.string() }),
-  run: async (ctx, input) => {
-    const { rows, nextAfter } = await readLogPage(ctx.db, input.after, input.limit);
-    return pageReply(ctx, {
-      now_utc: iso(ctx.now),
-      rows,
-      next_after: nextAfter,
-      note: "Each row's hash is the sha256 of the canonical JSON (keys sorted, no white space) of the row without its hash; prev_hash names the row before (64 zeros for the first). No row is ever changed: the database refuses UPDATE, DELETE and TRUNCATE.",
-      // A page with rows after it lies wholly below the head: append-only rows, so it never changes.
-    }, nextAfter === null ? null : { after: nextAfter }, { "Cache-Control": IMMUTABLE_CACHE });
-  },
-});
-
-export const verifyResidencyLog = door({
-  name: "verify-residency-log",
-  method: "GET",
-  path: "/api/residency/log/verify",
-  summary: "Checks the residency log's hash chain from a remembered verified head (rows after it, plus one rotating audit page before it) and says whether it holds, and where it first breaks.",
-  auth: "none",
-  // It remembers the verified head and moves the audit page: bookkeeping rows, never the log.
-  hints: { readOnly: false, idempotent: false },
-  roundTrips: {
-    most: 5,
-    why: "reads the remembered head and its row, one audit page before it, the rows after it (one more page per 1000 rows appended since the last verification) and moves the head: bounded work per call, never the whole chain at once",
-  },
-  input: NoInput,
-  output: z.object({
-    now_utc: NowUtc,
-    intact: z.boolean(),
-    rows_checked: Count,
-    head_hash: Hex64,
-    first_broken: z.object({ seq: z.number().int(), reason: z.string() }).nullable(),
-  }),
-  run: async (ctx) => ({ now_utc: iso(ctx.now), ...(await verifyHashChain(ctx.db, ctx.now)) }),
-});
-
 export const exportResidency = door({
   name: "export-residency",
   method: "POST",
@@ -180,4 +126,4 @@ export const exportResidency = door({
   },
 });
 
-export const residencyDoors = [readResidency, acceptResidency, readResidencyLog, verifyResidencyLog, exportResidency];
+export const residencyDoors = [readResidency, acceptResidency, exportResidency];

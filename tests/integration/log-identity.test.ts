@@ -12,7 +12,7 @@ import { appendLog } from "@/lib/city/residency-log";
 import { forgetSigningKey } from "@/lib/city/signing";
 import { readCard } from "@/lib/doors/discovery";
 import { presentGate } from "@/lib/doors/gate";
-import { readLogCheckpoint, readLogProof } from "@/lib/doors/log";
+import { readLogCheckpoint, readLogProof } from "@/lib/doors/residency-log";
 import { forgetEnv } from "@/lib/env";
 import { expectAppendOnly, expectProblem } from "../support/assertions";
 import { describeOnDatabases } from "../support/databases";

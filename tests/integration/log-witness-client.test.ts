@@ -12,7 +12,7 @@ import { parseNote, parseVkey, validCosignatures } from "@/lib/tlog/note";
 import { logSigner } from "@/lib/city/residency-log";
 import { configuredWitnesses, syncWitnesses } from "@/lib/city/residency-log";
 import { createWitness, startWitnessServer, witnessVkey } from "@/lib/tlog/witness";
-import { readLogCheckpoint } from "@/lib/doors/log";
+import { readLogCheckpoint } from "@/lib/doors/residency-log";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
 

@@ -10,7 +10,7 @@ import { leafDataOf } from "@/lib/city/residency-log";
 import { verifyTransparencyLog, type VerifierState } from "@/lib/tlog/verifying-client";
 import { configuredWitnesses, syncWitnesses } from "@/lib/city/residency-log";
 import { createWitness, startWitnessServer, witnessVkey } from "@/lib/tlog/witness";
-import { readLogCheckpoint, readLogConsistency, readLogProof, readLogTile } from "@/lib/doors/log";
+import { readLogCheckpoint, readLogConsistency, readLogProof, readLogTile } from "@/lib/doors/residency-log";
 import { asOwner, describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
 import { cityFetch } from "../support/log-city";
@@ -49,7 +49,7 @@ describeOnDatabases("the residency log verified from outside: doors, receipts, v
     for (let i = 0; i < 5; i++) admitted.push(await admit());
     const signer = await logSigner(t().db);
     const x = Buffer.from(signer.publicKey).toString("base64url");
-    const rows = (await callDoor((await import("@/lib/doors/residency")).readResidencyLog)).body.rows as Array<Record<string, any>>;
+    const rows = (await callDoor((await import("@/lib/doors/residency-log")).readResidencyLog)).body.rows as Array<Record<string, any>>;
     for (const a of admitted) {
       const receipt = a.log_receipt;
       const row = rows.find((r) => r.seq === receipt.seq)!;

@@ -7,7 +7,7 @@ import { readInboxDoor } from "@/lib/doors/mail";
 import { readPeers } from "@/lib/doors/peers";
 import { readBazaar, readPlaza, readRoom } from "@/lib/doors/posts";
 import { readQuarantine } from "@/lib/doors/quarantine";
-import { readResidencyLog } from "@/lib/doors/residency";
+import { readResidencyLog } from "@/lib/doors/residency-log";
 import { readVault } from "@/lib/doors/vault";
 import { insertCitizenRow } from "../support/citizens";
 import { HEAVY_TEST_MS, describeOnDatabases } from "../support/databases";

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { pathParams, type AnyDoor } from "@/lib/doors/door";
-import { readResidencyLog } from "@/lib/doors/residency";
+import { readResidencyLog } from "@/lib/doors/residency-log";
 import { readPeers } from "@/lib/doors/peers";
 import { registry } from "@/lib/doors/registry";
 import { describeOnDatabases } from "../support/databases";

@@ -1,7 +1,7 @@
 import { readCard } from "@/lib/doors/discovery";
 import type { AnyDoor } from "@/lib/doors/door";
 import { serveDoor } from "@/lib/doors/http";
-import { readLogCheckpoint, readLogConsistency, readLogProof, readLogTile } from "@/lib/doors/log";
+import { readLogCheckpoint, readLogConsistency, readLogProof, readLogTile } from "@/lib/doors/residency-log";
 
 /** A fetch that reaches the city's log doors through the real HTTP adapter, no network: what an outside verifier sees. */
 export async function cityFetch(url: string): Promise<Response> {

@@ -1,4 +1,4 @@
-import { readResidencyLog } from "@/lib/doors/residency";
+import { readResidencyLog } from "@/lib/doors/residency-log";
 import { routes } from "@/lib/doors/http";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readResidencyLog);

@@ -1,4 +1,4 @@
-import { readLogCheckpoint } from "@/lib/doors/log";
+import { readLogCheckpoint } from "@/lib/doors/residency-log";
 import { routes } from "@/lib/doors/http";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readLogCheckpoint);

@@ -1,4 +1,4 @@
-import { readLogProof } from "@/lib/doors/log";
+import { readLogProof } from "@/lib/doors/residency-log";
 import { routes } from "@/lib/doors/http";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readLogProof);

@@ -1,4 +1,4 @@
-import { verifyResidencyLog } from "@/lib/doors/residency";
+import { verifyResidencyLog } from "@/lib/doors/residency-log";
 import { routes } from "@/lib/doors/http";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(verifyResidencyLog);

@@ -1,4 +1,4 @@
-import { readLogTile } from "@/lib/doors/log";
+import { readLogTile } from "@/lib/doors/residency-log";
 import { routes, serveDoor } from "@/lib/doors/http";
 
 const served = routes(readLogTile);

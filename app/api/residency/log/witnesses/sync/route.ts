@@ -1,4 +1,4 @@
-import { syncLogWitnesses } from "@/lib/doors/log";
+import { syncLogWitnesses } from "@/lib/doors/residency-log";
 import { routes } from "@/lib/doors/http";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(syncLogWitnesses);

@@ -1,15 +1,78 @@
 import { z } from "zod";
-import { consistencyProof, currentCheckpoint, cosignedNote, inclusionProof, readEntryBundle, readTile } from "@/lib/city/residency-log";
+import {
+  consistencyProof,
+  cosignedNote,
+  currentCheckpoint,
+  inclusionProof,
+  readEntryBundle,
+  readLogPage,
+  readTile,
+  syncWitnesses,
+  verifyHashChain,
+} from "@/lib/city/residency-log";
+import { LOG_EVENTS } from "@/db/schema";
 import { parseTilePath, TILE_WIDTH } from "@/lib/tlog/tiles";
-import { syncWitnesses } from "@/lib/city/residency-log";
 import { CityError } from "@/lib/errors";
-import { door, Reply } from "./door";
+import { door, IMMUTABLE_CACHE, Reply } from "./door";
+import { pageReply } from "./paging";
 import { queryInt } from "./query-int";
-import { iso, NoInput, NowUtc } from "./schemas";
+import { Count, Hex64, iso, NoInput, NowUtc, Timestamp } from "./schemas";
 
 const Base64Hash = z.string().regex(/^[A-Za-z0-9+/]{43}=$/);
 // Canonical decimal integers only (lib/doors/query-int.ts): `0x10`, `1e3`, ` 5` and empty values are a 400.
 const Size = queryInt(0);
+
+const LogRowSchema = z
+  .object({ seq: z.number().int().positive(), event: z.enum(LOG_EVENTS), did: Hex64, at: Timestamp, hash: Hex64, prev_hash: Hex64 })
+  .catchall(z.union([z.string(), z.number(), z.boolean(), z.null()]));
+
+export const readResidencyLog = door({
+  name: "read-residency-log",
+  method: "GET",
+  path: "/api/residency/log",
+  summary: "The append-only residency log (admit, exit, return, export), oldest first, hash-chained; page with ?after=<seq>&limit=<n>.",
+  auth: "none",
+  cache: "shared",
+  versioned: { scopes: ["residency_log"] },
+  input: z.object({
+    after: z.coerce.number().int().min(0).default(0).describe("return rows with seq greater than this"),
+    limit: z.coerce.number().int().min(1).max(500).default(100),
+  }),
+  output: z.object({ now_utc: NowUtc, rows: z.array(LogRowSchema), next_after: z.number().int().nullable(), note: z.string() }),
+  run: async (ctx, input) => {
+    const { rows, nextAfter } = await readLogPage(ctx.db, input.after, input.limit);
+    return pageReply(ctx, {
+      now_utc: iso(ctx.now),
+      rows,
+      next_after: nextAfter,
+      note: "Each row's hash is the sha256 of the canonical JSON (keys sorted, no white space) of the row without its hash; prev_hash names the row before (64 zeros for the first). No row is ever changed: the database refuses UPDATE, DELETE and TRUNCATE.",
+      // A page with rows after it lies wholly below the head: append-only rows, so it never changes.
+    }, nextAfter === null ? null : { after: nextAfter }, { "Cache-Control": IMMUTABLE_CACHE });
+  },
+});
+
+export const verifyResidencyLog = door({
+  name: "verify-residency-log",
+  method: "GET",
+  path: "/api/residency/log/verify",
+  summary: "Checks the residency log's hash chain from a remembered verified head (rows after it, plus one rotating audit page before it) and says whether it holds, and where it first breaks.",
+  auth: "none",
+  // It remembers the verified head and moves the audit page: bookkeeping rows, never the log.
+  hints: { readOnly: false, idempotent: false },
+  roundTrips: {
+    most: 5,
+    why: "reads the remembered head and its row, one audit page before it, the rows after it (one more page per 1000 rows appended since the last verification) and moves the head: bounded work per call, never the whole chain at once",
+  },
+  input: NoInput,
+  output: z.object({
+    now_utc: NowUtc,
+    intact: z.boolean(),
+    rows_checked: Count,
+    head_hash: Hex64,
+    first_broken: z.object({ seq: z.number().int(), reason: z.string() }).nullable(),
+  }),
+  run: async (ctx) => ({ now_utc: iso(ctx.now), ...(await verifyHashChain(ctx.db, ctx.now)) }),
+});
 
 export const LOG_PATHS = {
   checkpoint: "/api/residency/log/checkpoint",
@@ -106,4 +169,5 @@ export const syncLogWitnesses = door({
   run: async (ctx) => ({ now_utc: iso(ctx.now), ...(await syncWitnesses(ctx.db, ctx.now)) }),
 });
 
-export const logDoors = [readLogCheckpoint, readLogProof, readLogConsistency, readLogTile, syncLogWitnesses];
+/** The residency log's doors: its pages and hash chain, then its transparency log (checkpoint, proofs, tiles, witnesses). */
+export const residencyLogDoors = [readResidencyLog, verifyResidencyLog, readLogCheckpoint, readLogProof, readLogConsistency, readLogTile, syncLogWitnesses];
