@@ -4,8 +4,7 @@ import { CARD_PATH, MCP_ALIAS_URL, MCP_URL, PROTOCOLS } from "@/lib/city/protoco
 import { env } from "@/lib/env";
 import { publishedKeys, JWKS_PATH, signDocument } from "@/lib/city/signing";
 import type { Database } from "@/db/client";
-import { publishedLogIdentity } from "@/lib/city/residency-log";
-import { configuredWitnesses } from "@/lib/city/residency-log";
+import { configuredWitnesses, publishedLogIdentity } from "@/lib/city/residency-log";
 import { LOG_PATHS } from "./residency-log";
 import { A2A_CONTENT_TYPE, A2A_PATH, AGENT_CARD_PATH, AgentCardSchema, buildAgentCard } from "./a2a-card";
 import { door, doorPaths, Reply } from "./door";

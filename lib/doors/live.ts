@@ -1,6 +1,5 @@
 import { z } from "zod";
-import { LogReceiptSchema, receiptField, withLogReceipt } from "@/lib/city/residency-log";
-import type { LogReceipt } from "@/lib/city/residency-log";
+import { type LogReceipt, LogReceiptSchema, receiptField, withLogReceipt } from "@/lib/city/residency-log";
 import { RESIDENCY_STATUSES, WAKE_ON } from "@/db/schema";
 import { comeBack, leave, type Poll, pollWhileBound, type Schedule, type ScheduleRequest } from "@/lib/city/live";
 import { LIMITS, PROTOCOLS } from "@/lib/city/protocols";

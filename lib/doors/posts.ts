@@ -1,6 +1,5 @@
 import { z } from "zod";
-import { LIMITS } from "@/lib/city/protocols";
-import { PEER_CONTENT } from "@/lib/city/protocols";
+import { LIMITS, PEER_CONTENT } from "@/lib/city/protocols";
 import { listPosts, type Place, POST_BODY_CHARS, POST_DOORS, POSTS_PAGE, publishPost, ROOM_NAME } from "@/lib/city/posts";
 import { isParked } from "@/lib/city/quarantine";
 import { door, type DoorContext } from "./door";

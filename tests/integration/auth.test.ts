@@ -1,8 +1,7 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
-import type { AnyDoor } from "@/lib/doors/door";
-import { pathParams } from "@/lib/doors/door";
+import { type AnyDoor, pathParams } from "@/lib/doors/door";
 import { presentGate } from "@/lib/doors/gate";
 import { serveDoor } from "@/lib/doors/http";
 import { keepLockerBag } from "@/lib/doors/locker";

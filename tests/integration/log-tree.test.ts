@@ -3,12 +3,9 @@ import { beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { logCheckpoints, logHead, residencyLog } from "@/db/schema";
 import { canonicalJson, sha256Hex } from "@/lib/city/canonical";
-import { parseCheckpointBody, parseNote } from "@/lib/tlog/note";
-import { logSigner } from "@/lib/city/residency-log";
-import { consistencyProof, inclusionProof, latestCheckpoint, leafDataOf } from "@/lib/city/residency-log";
-import { unb64 } from "@/lib/tlog/note";
+import { parseCheckpointBody, parseNote, unb64 } from "@/lib/tlog/note";
+import { appendLog, consistencyProof, inclusionProof, latestCheckpoint, leafDataOf, logSigner, publishLogRow } from "@/lib/city/residency-log";
 import { verifyConsistency } from "@/lib/tlog/tree";
-import { appendLog, publishLogRow } from "@/lib/city/residency-log";
 import { asOwner, describeOnDatabases } from "../support/databases";
 import { referenceRoot, sigstoreCheckpoint, sigstoreInclusion } from "../support/log-reference";
 

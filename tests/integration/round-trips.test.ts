@@ -11,7 +11,7 @@ import { pathParams, type AnyDoor } from "@/lib/doors/door";
 import { lightLantern } from "@/lib/doors/lanterns";
 import { keepLockerBag } from "@/lib/doors/locker";
 import { readPeers } from "@/lib/doors/peers";
-import { sendMessageDoor } from "@/lib/doors/mail";
+import { markMailRead, sendMessageDoor } from "@/lib/doors/mail";
 import { postBazaar, postPlaza, postRoom } from "@/lib/doors/posts";
 import { registry } from "@/lib/doors/registry";
 import { sealDoor } from "@/lib/doors/seals";
@@ -19,12 +19,10 @@ import { liveDoor } from "@/lib/doors/live";
 import { writeVault } from "@/lib/doors/vault";
 import { readAndFileWard } from "@/lib/doors/ward";
 import { lockLot } from "@/lib/doors/lots";
-import { markMailRead } from "@/lib/doors/mail";
 import { presentGate } from "@/lib/doors/gate";
-import { presentation } from "../support/gate";
+import { admit, callDoor, freshNonce, keyPair, presentation } from "../support/gate";
 import { seedCity } from "@/scripts/bench-seed";
 import { describeOnDatabases } from "../support/databases";
-import { admit, callDoor, freshNonce, keyPair } from "../support/gate";
 
 // Statements counted by the Drizzle logger hook (db/query-count.ts), reported in X-City-Queries;
 // set before the test database opens, since the hook is chosen when a database is opened.

@@ -1,7 +1,6 @@
 import fc from "fast-check";
 import { z } from "zod";
-import type { AnyDoor } from "@/lib/doors/door";
-import { pathParams } from "@/lib/doors/door";
+import { type AnyDoor, pathParams } from "@/lib/doors/door";
 import { serveDoor } from "@/lib/doors/http";
 import type { Database } from "@/db/client";
 

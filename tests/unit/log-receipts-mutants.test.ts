@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { LogReceiptSchema, receiptField, recordLogReceipt, withLogReceipt } from "@/lib/city/residency-log";
-import type { LogReceipt } from "@/lib/city/residency-log";
+import { type LogReceipt, LogReceiptSchema, receiptField, recordLogReceipt, withLogReceipt } from "@/lib/city/residency-log";
 
 /** The log receipt carrier and its published schema (lib/city/residency-log/receipts.ts), fixed cases. */
 const HASH = `${"A".repeat(42)}Q=`;
