@@ -90,7 +90,9 @@ export function cosign(body: string, name: string, seed: Uint8Array, timestamp: 
 
 /** Splits a signed note into its body (with its final newline) and its signature lines. */
 export function parseNote(text: string): { body: string; signatures: NoteSignature[] } {
-  const at = text.indexOf("\n\n");
+  if ([...text].some((c) => c < " " && c !== "\n")) throw new Error("a signed note holds no control character but the newline");
+  // The text may hold blank lines of its own: it ends at the last one (C2SP signed-note).
+  const at = text.lastIndexOf("\n\n");
   if (at < 0) throw new Error("a signed note has a blank line between its text and its signatures");
   const body = text.slice(0, at + 1);
   const lines = text.slice(at + 2).split("\n");
@@ -110,6 +112,7 @@ export function parseCheckpointBody(body: string): Checkpoint & { extensions: st
   lines.pop();
   const [origin, size, root, ...extensions] = lines;
   if (!origin || !size || !/^(0|[1-9][0-9]*)$/.test(size) || root === undefined) throw new Error("a checkpoint is an origin, a decimal size and a base64 root hash, one per line");
+  if (extensions.includes("")) throw new Error("a checkpoint's extension lines are not empty");
   const hash = unb64(root);
   if (hash.length !== 32 || b64(hash) !== root) throw new Error("the checkpoint's root hash is not 32 bytes of base64");
   return { origin, size: Number(size), root: hash, extensions };
