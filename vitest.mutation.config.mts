@@ -19,6 +19,7 @@ export default defineConfig({
       "tests/unit/witness-config.test.ts",
       "tests/unit/gate-rules.test.ts",
       "tests/unit/scan.test.ts",
+      "tests/unit/tlog-vectors.test.ts",
     ],
     // scan.test.ts's "speed" tests time the scanner against a wall-clock budget: a loaded machine
     // would kill a mutant that is not wrong, so they are left to the ordinary run.
