@@ -12,8 +12,8 @@ import {
   signatureLine,
   signCheckpoint,
   vkeyOf,
-} from "@/lib/city/log-note";
-import { encodeTileIndex, parseTilePath, tilePathOf } from "@/lib/city/log-tiles";
+} from "@/lib/tlog/note";
+import { encodeTileIndex, parseTilePath, tilePathOf } from "@/lib/tlog/tiles";
 import {
   appendLeaf,
   consistencyRanges,
@@ -30,8 +30,8 @@ import {
   rootOfLeaves,
   verifyConsistency,
   verifyInclusion,
-} from "@/lib/city/log-tree";
-import { verifyCityLog } from "@/lib/city/log-verifier";
+} from "@/lib/tlog/tree";
+import { verifyTransparencyLog } from "@/lib/tlog/verifying-client";
 
 /*
  * The log's pure code against vectors published by others, never computed here by the code judged:
@@ -760,24 +760,24 @@ describe("the city's verifier on the go.sum test log, served as tiles", () => {
     const body = checkpointBody({ origin: SUMDB.name, size: 6, root });
     const note = signCheckpoint({ origin: SUMDB.name, size: 6, root }, SUMDB.name, seed);
     expect(note.startsWith(body)).toBe(true);
-    const first = await verifyCityLog("https://sumdb.example", { vkey: SUMDB.vkey, fetch: serve(note, SUMDB.vkey) });
+    const first = await verifyTransparencyLog("https://sumdb.example", { vkey: SUMDB.vkey, fetch: serve(note, SUMDB.vkey) });
     expect(first.ok, first.lines.join("\n")).toBe(true);
     expect(first.state).toEqual({ vkey: SUMDB.vkey, size: 6, root: "wc4SkQt52o5W2nQ8To2ARs+mWuUJjss+sdleoiqxMmM=" });
-    const extended = await verifyCityLog("https://sumdb.example", { state: { vkey: SUMDB.vkey, size: 5, root: MISBEHAVIOR[0]! }, fetch: serve(note, SUMDB.vkey) });
+    const extended = await verifyTransparencyLog("https://sumdb.example", { state: { vkey: SUMDB.vkey, size: 5, root: MISBEHAVIOR[0]! }, fetch: serve(note, SUMDB.vkey) });
     expect(extended.ok, extended.lines.join("\n")).toBe(true);
     // tc's tree of 5: the fork TestClientFork detects.
-    const forked = await verifyCityLog("https://sumdb.example", { state: { vkey: SUMDB.vkey, size: 5, root: "nWzN20+pwMt62p7jbv1/NlN95ePTlHijabv5zO/s36w=" }, fetch: serve(note, SUMDB.vkey) });
+    const forked = await verifyTransparencyLog("https://sumdb.example", { state: { vkey: SUMDB.vkey, size: 5, root: "nWzN20+pwMt62p7jbv1/NlN95ePTlHijabv5zO/s36w=" }, fetch: serve(note, SUMDB.vkey) });
     expect(forked.ok).toBe(false);
     expect(forked.lines.at(-1)).toMatch(/a fork/);
     // One record changed in the bundle: its leaf no longer matches the tile.
     const changed = Buffer.from(bundle);
     changed.writeUInt8(changed.readUInt8(changed.length - 3) ^ 1, changed.length - 3);
-    const tampered = await verifyCityLog("https://sumdb.example", { vkey: SUMDB.vkey, fetch: serve(note, SUMDB.vkey, { "/api/residency/log/tile/entries/000.p/6": changed }) });
+    const tampered = await verifyTransparencyLog("https://sumdb.example", { vkey: SUMDB.vkey, fetch: serve(note, SUMDB.vkey, { "/api/residency/log/tile/entries/000.p/6": changed }) });
     expect(tampered.ok).toBe(false);
   });
 
   it("refuses Go's own note: a valid signature, but an origin that is not the key's name", async () => {
-    const report = await verifyCityLog("https://sumdb.example", { vkey: SUMDB.vkey, fetch: serve(NEW_NOTE, SUMDB.vkey) });
+    const report = await verifyTransparencyLog("https://sumdb.example", { vkey: SUMDB.vkey, fetch: serve(NEW_NOTE, SUMDB.vkey) });
     expect(report.ok).toBe(false);
     expect(report.lines.at(-1)).toMatch(/origin go\.sum database tree is not the key's name localhost\.localdev\/sumdb/);
   });
