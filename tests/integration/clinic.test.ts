@@ -5,7 +5,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { z } from "zod";
 import { useDatabase } from "@/lib/city/database";
 import { citizens, clinicAttempts, clinicOutcomes, contentRefusals } from "@/db/schema";
-import { clinicGauges, consult } from "@/lib/city/clinic";
+import { consult } from "@/lib/city/clinic";
+import { clinicGauges } from "@/lib/city/clinic-gauges";
 import { CityError } from "@/lib/errors";
 import { consultClinic, readClinic } from "@/lib/doors/clinic";
 import type { AnyDoor, DoorContext } from "@/lib/doors/door";

@@ -2,7 +2,8 @@ import type { Metadata } from "next";
 import Link from "next/link";
 import { connection } from "next/server";
 import { getDb } from "@/lib/city/database";
-import { clinicGauges, clinicRoster } from "@/lib/city/clinic";
+import { clinicGauges } from "@/lib/city/clinic-gauges";
+import { clinicRoster } from "@/lib/city/clinic-physicians";
 import { peerNames } from "@/lib/city/peer-names";
 import {
   COOL_DOWN,
