@@ -13,7 +13,7 @@ import type { AnyDoor, DoorContext } from "@/lib/doors/door";
 import { mcpHandler } from "@/lib/doors/mcp";
 import { readCapabilities, readChallenge, submitProof } from "@/lib/doors/tiers";
 import { readAndFileWard } from "@/lib/doors/ward";
-import { SHAPE_RULES } from "@/lib/city/ward";
+import { SHAPE_RULES } from "@/lib/city/ward-shapes";
 import { writeVault } from "@/lib/doors/vault";
 import { mnemonic } from "../unit/scan-corpus";
 import { expectAppendOnly, expectProblem } from "../support/assertions";

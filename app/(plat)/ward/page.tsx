@@ -5,19 +5,18 @@ import { getDb } from "@/lib/city/database";
 import { clinicGauges } from "@/lib/city/clinic-gauges";
 import { clinicRoster } from "@/lib/city/clinic-physicians";
 import { peerNames } from "@/lib/city/peer-names";
+import { COOL_DOWN } from "@/lib/city/ward";
 import {
-  COOL_DOWN,
   decodeWardCursor,
   DISPUTED_WORDS,
   encodeWardCursor,
   listWardNotes,
   OCCUPIED_WINDOW_SECONDS,
-  SHAPE_IDS,
-  SHAPE_RULES,
   WARD_PAGE,
   wardCounts,
   type WardNoteView,
-} from "@/lib/city/ward";
+} from "@/lib/city/ward-notes";
+import { SHAPE_IDS, SHAPE_RULES } from "@/lib/city/ward-shapes";
 import { CityError } from "@/lib/errors";
 import { exactTime, hrefWith, pageSize, param, type SearchParams, timeAgo } from "@/lib/plat/format";
 import { look } from "@/lib/plat/nav";
