@@ -172,8 +172,7 @@ async function spentInWindow(db: Database, did: string, now: Date) {
   const [row] = rowsOf<Row>(
     await db.execute(sql`
       SELECT count(*)::int AS city, count(*) FILTER (WHERE ${CALLER_WAS_NEWCOMER})::int AS newcomers, count(*) FILTER (WHERE a.did = ${did})::int AS mine,
-        min(a.at) AS "cityOldest", min(a.at) FILTER (WHERE ${CALLER_WAS_NEWCOMER}) AS "newcomersOldest",
-        min(a.at) FILTER (WHERE a.did = ${did}) AS "mineOldest"
+        min(a.at) AS "cityOldest", min(a.at) FILTER (WHERE ${CALLER_WAS_NEWCOMER}) AS "newcomersOldest", min(a.at) FILTER (WHERE a.did = ${did}) AS "mineOldest"
       FROM clinic_attempts a LEFT JOIN citizens c ON c.did = a.did WHERE a.verdict = 'admitted' AND a.at > ${since}`),
   );
   return row!;
