@@ -1,5 +1,5 @@
 import { LIMITS, MCP_ALIAS_URL, MCP_URL, PROTOCOLS } from "./protocols";
-import { CLINIC_RESERVE_RULE } from "./clinic";
+import { CLINIC_RESERVE_RULE } from "./clinic-desk";
 import { NAME_FORM_TEXT } from "./names";
 import { RESTRICTION_TRIGGER } from "./restriction";
 

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { listAppeals, fileAppeal, decideAppeal } from "@/lib/city/appeals";
 import { buildLadder, CONTAINMENT, DOCTRINE, MCP_BLOCK, restrictionOf } from "@/lib/city/capabilities";
-import { clinicReadings } from "@/lib/city/clinic";
+import { clinicReadings } from "@/lib/city/clinic-gauges";
 import { ClinicGaugesSchema } from "./clinic";
 import { issueChallenge, proofMessage, proveKey, CHALLENGE_TTL_SECONDS } from "@/lib/city/proof";
 import { LIMITS, PROTOCOLS } from "@/lib/city/protocols";

@@ -1,24 +1,9 @@
 import { z } from "zod";
 import { PEER_CONTENT } from "@/lib/city/protocols";
 import { isParked } from "@/lib/city/quarantine";
-import {
-  checkClaim,
-  COOL_DOWN,
-  decodeWardCursor,
-  describeShapeRules,
-  listShapes,
-  DISPUTED_WORDS,
-  encodeWardCursor,
-  readWardLane,
-  OCCUPIED_WINDOW_SECONDS,
-  readAndFile,
-  SHAPE_IDS,
-  SHAPE_RULES,
-  WARD_DOOR,
-  WARD_PAGE,
-  WARD_SIGNED_PER_HOUR,
-  WARD_TEXT_CHARS,
-} from "@/lib/city/ward";
+import { checkClaim, COOL_DOWN, readAndFile, WARD_DOOR, WARD_SIGNED_PER_HOUR, WARD_TEXT_CHARS } from "@/lib/city/ward";
+import { decodeWardCursor, DISPUTED_WORDS, encodeWardCursor, OCCUPIED_WINDOW_SECONDS, readWardLane, WARD_PAGE } from "@/lib/city/ward-notes";
+import { describeShapeRules, listShapes, SHAPE_IDS, SHAPE_RULES } from "@/lib/city/ward-shapes";
 import { env } from "@/lib/env";
 import { addressMode } from "./client-address";
 import { configuredLimit, storeBoundLimits } from "./configured-limits";

@@ -9,7 +9,8 @@ import { upgradeDatabase } from "@/lib/city/upgrade";
 import { rowsOf } from "@/db/sql";
 import { hashCredential, mintCredential } from "@/lib/city/credentials";
 import { backfillNameKeys } from "@/lib/city/names";
-import { presentAtGate, type Presentation } from "@/lib/city/gate";
+import { presentAtGate } from "@/lib/city/gate";
+import type { Presentation } from "@/lib/city/gate-presentation";
 import { searchPeers } from "@/lib/city/directory-search";
 import { testDrivers } from "../support/databases";
 

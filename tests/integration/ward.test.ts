@@ -10,7 +10,7 @@ import { buildOpenApi } from "@/lib/doors/openapi";
 import { registry } from "@/lib/doors/registry";
 import { writeVault } from "@/lib/doors/vault";
 import { readAndFileWard, readWard } from "@/lib/doors/ward";
-import { readState, SHAPE_RULES } from "@/lib/city/ward";
+import { readState, SHAPE_RULES } from "@/lib/city/ward-shapes";
 import { expectAppendOnly, expectProblem } from "../support/assertions";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor, presentation } from "../support/gate";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { readState, SHAPE_RULES } from "@/lib/city/ward";
+import { readState, SHAPE_RULES } from "@/lib/city/ward-shapes";
 
 /*
  * The ward's shapes reached by phrases written here, one or more per pattern (each phrase matches

@@ -1,0 +1,88 @@
+import { bytesToHex } from "@noble/hashes/utils.js";
+import { sql } from "drizzle-orm";
+import { type Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
+import { citizens, wardNotes } from "@/db/schema";
+import { bedLabel, citizenKeyOf, deriveDid, newSalt } from "./citizens";
+import { hashCredential, mintCredential } from "./credentials";
+import { admissionWindow, chainFlood, subjectsMax } from "./gate-flood";
+import { type GateCircumstances, lookReceipt, type Presentation, type Verdict } from "./gate-presentation";
+import type { GateReading } from "./gate-reading";
+import { type Chain, settle, takeChain } from "./gate-windows";
+import type { Window } from "./rate";
+import { appended, prepareAppend } from "./residency-log";
+import { normalKey } from "./names";
+import { type Charge, chargeSql, cityFull, newcomerSql, rowBytes } from "./store-bounds";
+
+/**
+ * What the city's ceiling on new admissions and ward requests counts: a ward request, filed sealed,
+ * and a new citizen, inserted with its admit row.
+ */
+
+export async function fileWardRequest(db: Database, p: Presentation, c: GateCircumstances, address: Window | null): Promise<Verdict> {
+  const chain: Chain = { windows: address ? [address] : [], ceiling: admissionWindow(c), subjectsMax: subjectsMax(c) };
+  const flood = await chainFlood(db, await takeChain(db, chain, c.now), chain, c);
+  if (flood) return flood;
+  // A visitor's request charges the ward's city-wide store bound in its INSERT's statement (lib/city/store-bounds.ts).
+  const charge: Charge = { store: "ward", bytes: rowBytes(p.name, p.statement), newcomer: newcomerSql(null, c.now), now: c.now };
+  const [note] = rowsOf<{ seal: number | string }>(
+    await db.execute(sql`
+      WITH charged AS (${chargeSql(charge)})
+      INSERT INTO ${wardNotes} (kind, claimed_name, body, sealed, filed_at)
+      SELECT 'ward-request', ${p.name}, ${p.statement}, true, ${c.now.toISOString()}::timestamptz FROM charged
+      RETURNING seal`),
+  );
+  if (!note) throw await cityFull(db, charge);
+  return {
+    verdict: "observer",
+    receipt: lookReceipt(),
+    ward_seal: Number(note.seal),
+    note: "Your ward request is filed and sealed. The ward is not a hotel bed: no bed was assigned.",
+  };
+}
+
+/**
+ * A new admission, its windows counted and the log's head locked by the first statement (or the
+ * flood verdict of the window that refused it): the citizen and its admit row (with the tree's
+ * nodes and checkpoint) inserted in one statement.
+ */
+export async function admitNew(db: Database, p: Presentation, c: GateCircumstances, reading: GateReading): Promise<Verdict> {
+  const { chain, outcome, head, bedNumber } = reading.admission!;
+  const flood = await chainFlood(db, await settle(db, outcome, c.now), chain, c);
+  if (flood) return flood;
+  const wantsController = p.controller_public_key !== undefined || p.controller_signature !== undefined;
+  const citizenKey = citizenKeyOf(p.name, p.runtime, p.origin);
+  const salt = newSalt();
+  const did = deriveDid(citizenKey, salt);
+  const secret = mintCredential("secret");
+  const bedId = bedLabel(bedNumber!);
+  const admit = await prepareAppend(db, head!, {
+    event: "admit",
+    did,
+    at: c.now,
+    details: { name: p.name, runtime: p.runtime, origin: p.origin, bed_id: bedId },
+  });
+  const at = sql`${c.now.toISOString()}::timestamptz`;
+  await db.execute(sql`
+    WITH admitted AS (
+      INSERT INTO ${citizens} (did, name, runtime, origin, name_key, origin_key, salt, secret_hash, controller_public_key, bed_id, bound_at, last_seen_at)
+      VALUES (${did}, ${p.name}, ${p.runtime}, ${p.origin}, ${normalKey(p.name)}, ${normalKey(p.origin)}, ${bytesToHex(salt)}, ${hashCredential(secret)},
+        ${wantsController ? p.controller_public_key! : null}, ${bedId}, ${at}, ${at})
+      RETURNING 1),
+    ${admit.ctes}
+    SELECT 1`);
+  appended(admit);
+  return {
+    verdict: "admitted",
+    did,
+    citizen_key: citizenKey,
+    bed_id: bedId,
+    tier: "citizen",
+    residency_status: "bound",
+    resumed: false,
+    citizen_secret: secret,
+    note:
+      "Admitted. Your citizen secret is shown once, here, and never again: keep it, and mint recovery codes (POST /api/recover) " +
+      "before it can be lost. Send it as Authorization: Bearer <secret>.",
+  };
+}

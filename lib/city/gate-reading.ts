@@ -1,0 +1,127 @@
+import { type SQL, sql } from "drizzle-orm";
+import { type Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
+import { citizens, gateNonces, logHead, type CitizenRow } from "@/db/schema";
+import type { GateCircumstances, Presentation } from "./gate-presentation";
+import { type Chain, type ChainOutcome, chainOutcome, chainSql } from "./gate-windows";
+import { type LogHead, lockLogHeadIf, logHeadOf } from "./residency-log";
+import { normalKey } from "./names";
+
+/**
+ * The gate's first statement and what it reads: the nonce consumed, the citizen holding the name
+ * and origin (read without a lock), and for a possible first admission its windows counted, the
+ * log's head locked and a bed number drawn.
+ */
+
+/** What the gate reads of a held name and origin's citizen. */
+export type HeldCitizen = Pick<CitizenRow, "did" | "name" | "runtime" | "origin" | "controllerPublicKey" | "residencyStatus" | "bedId" | "tier">;
+
+/** A new admission's windows as the gate's first statement counted them, and what it locked and drew then. */
+interface AdmissionReading {
+  chain: Chain;
+  outcome: ChainOutcome;
+  /** The log's head, locked only when every window let the presentation through. */
+  head: LogHead | null;
+  /** A bed number, drawn only with the head. */
+  bedNumber: string | null;
+}
+
+/** What the gate's first statement read. */
+export interface GateReading {
+  nonceValid: boolean;
+  /** The citizen holding the name and origin, read without a lock (a resume locks it once proven). */
+  held: HeldCitizen | null;
+  /** Only for a presentation that can be a first admission (see presentAtGate). */
+  admission: AdmissionReading | null;
+  /** The held citizen was admitted by a presentation that committed while this one waited for the head. */
+  raced: boolean;
+}
+
+export const HELD_COLUMNS = sql`did, name, runtime, origin, controller_public_key, residency_status, bed_id, tier`;
+
+/**
+ * The active citizen holding this name and origin: the exact text first, else the same normal form
+ * (lib/city/names.ts). A citizen whose key a backfill could not give or change (its form is held by
+ * another: a reported collision) is held by its exact text, which must find it and not the other.
+ */
+function heldWhere(p: Presentation): SQL {
+  const sameText = sql`name = ${p.name} AND origin = ${p.origin}`;
+  const exact = sql`exact.name = ${p.name} AND exact.origin = ${p.origin} AND exact.residency_status <> 'exported'`;
+  const noExact = sql`NOT EXISTS (SELECT 1 FROM ${citizens} exact WHERE ${exact})`;
+  return sql`residency_status <> 'exported' AND ((${sameText}) OR (name_key = ${normalKey(p.name)} AND origin_key = ${normalKey(p.origin)} AND ${noExact}))`;
+}
+
+export type HeldRow = {
+  did: string | null;
+  name: string;
+  runtime: CitizenRow["runtime"];
+  origin: string;
+  controller_public_key: string | null;
+  residency_status: CitizenRow["residencyStatus"];
+  bed_id: string | null;
+  tier: CitizenRow["tier"];
+};
+
+export function heldOf(row: HeldRow | undefined): HeldCitizen | null {
+  if (!row?.did) return null;
+  return {
+    did: row.did,
+    name: row.name,
+    runtime: row.runtime,
+    origin: row.origin,
+    controllerPublicKey: row.controller_public_key,
+    residencyStatus: row.residency_status,
+    bedId: row.bed_id,
+    tier: row.tier,
+  };
+}
+
+/**
+ * The gate's first statement: the nonce consumed (atomically: true for exactly one presenter while
+ * it is fresh) and, for a presenter who may be admitted or resumed, the held name's citizen read,
+ * with no lock. For a presentation that can be a first admission (`chain`), the same statement
+ * counts its windows when the nonce was valid and no citizen holds the name, and only when all of
+ * them let it through locks the log's head and draws a bed number. The head lock serialises
+ * admissions, but the statement's snapshot predates a wait for it: when the head moved meanwhile
+ * (an admission may have committed), the held name is read again in a statement of its own. A
+ * citizen found only then was admitted a moment ago in parallel: this presentation is filtered as
+ * held and resumes nothing (see decide).
+ */
+export async function readGate(db: Database, p: Presentation, c: GateCircumstances, mayAdmit: boolean, chain: Chain | null): Promise<GateReading> {
+  const at = sql`${c.now.toISOString()}::timestamptz`;
+  const nonce = p.nonce ? sql`(SELECT count(*)::int FROM consumed)` : sql`0`;
+  const consumed = p.nonce
+    ? sql`consumed AS (UPDATE ${gateNonces} SET consumed_at = ${at} WHERE nonce = ${p.nonce} AND consumed_at IS NULL AND expires_at > ${at} RETURNING 1)`
+    : null;
+  if (!mayAdmit) {
+    const [row] = rowsOf<{ nonce_valid: number }>(await db.execute(sql`${consumed ? sql`WITH ${consumed} ` : sql``}SELECT ${nonce} AS nonce_valid`));
+    return { nonceValid: row!.nonce_valid === 1, held: null, admission: null, raced: false };
+  }
+  const heldCte = sql`held AS (SELECT ${HELD_COLUMNS} FROM ${citizens} WHERE ${heldWhere(p)} LIMIT 1)`;
+  const ctes = consumed ? [consumed, heldCte] : [heldCte];
+  if (!chain) {
+    const [row] = rowsOf<HeldRow & { nonce_valid: number }>(
+      await db.execute(sql`WITH ${sql.join(ctes, sql`, `)} SELECT ${nonce} AS nonce_valid, held.* FROM (SELECT 1) one LEFT JOIN held ON true`),
+    );
+    return { nonceValid: row!.nonce_valid === 1, held: heldOf(row), admission: null, raced: false };
+  }
+  const nonceOk = p.nonce ? sql`(SELECT count(*) FROM consumed) = 1` : sql`true`;
+  const counted: Chain = { ...chain, when: sql`${nonceOk} AND NOT EXISTS (SELECT 1 FROM held)` };
+  const windows = chainSql(counted, c.now);
+  type Row = HeldRow &
+    Partial<Parameters<typeof logHeadOf>[0]> &
+    Record<string, unknown> & { nonce_valid: number; snapshot_seq: number | string; bed_number: string | null };
+  const [row] = rowsOf<Row>(
+    await db.execute(sql`WITH ${sql.join(ctes, sql`, `)}, ${windows.ctes}
+      SELECT ${nonce} AS nonce_valid, held.*, ${windows.columns}, head.*, (SELECT seq FROM ${logHead} WHERE id = 1) AS snapshot_seq,
+        CASE WHEN head.log_seq IS NOT NULL THEN nextval('bed_numbers')::text END AS bed_number
+      FROM (SELECT 1) one LEFT JOIN held ON true
+      ${lockLogHeadIf(windows.allTaken)}`),
+  );
+  const head = row!.log_seq === null || row!.log_seq === undefined ? null : logHeadOf(row as Parameters<typeof logHeadOf>[0]);
+  const admission: AdmissionReading = { chain: counted, outcome: chainOutcome(row!, counted, c.now), head, bedNumber: row!.bed_number };
+  const reading: GateReading = { nonceValid: row!.nonce_valid === 1, held: heldOf(row), admission, raced: false };
+  if (!head || Number(row!.snapshot_seq) === head.seq) return reading;
+  const [raced] = rowsOf<HeldRow>(await db.execute(sql`SELECT ${HELD_COLUMNS} FROM ${citizens} WHERE ${heldWhere(p)} LIMIT 1`));
+  return raced ? { ...reading, held: heldOf(raced), raced: true } : reading;
+}
