@@ -187,7 +187,7 @@ export const presentGate = door({
       return runReturn(ctx, input);
     }
     const { CITY_GATE_PER_ORIGIN_PER_HOUR, CITY_GATE_PER_ADDRESS_PER_HOUR, CITY_GATE_ADMISSIONS_PER_HOUR, CITY_GATE_SUBJECTS_MAX } = env();
-    const { value: verdict, receipt } = await withLogReceipt(() => presentAtGate(ctx.db, input, {
+    const { value: verdict, logReceipt } = await withLogReceipt(() => presentAtGate(ctx.db, input, {
       now: ctx.now,
       ip: ctx.request.ip,
       callerDid: ctx.caller.did ?? null,
@@ -202,7 +202,7 @@ export const presentGate = door({
     }));
     // A resume proved by Bearer or controller signature is a proven call: presence moves.
     if (verdict.verdict === "admitted" && verdict.resumed) await markSeen(ctx.db, verdict.did, ctx.now);
-    return { now_utc: iso(ctx.now), protocol: PROTOCOLS.gate, ...verdict, ...receiptField(receipt) };
+    return { now_utc: iso(ctx.now), protocol: PROTOCOLS.gate, ...verdict, ...receiptField(logReceipt) };
   },
 });
 

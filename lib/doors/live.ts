@@ -140,7 +140,7 @@ async function runLeave(ctx: DoorContext, input: LiveRequest) {
   const did = callerDid(ctx);
   const { residencyStatus, bedId, logHead } = ctx.caller;
   const standing = residencyStatus && bedId !== undefined ? { residencyStatus, bedId } : undefined;
-  const { value: left, receipt } = await withLogReceipt(() => leave(ctx.db, { did, standing, logHead }, scheduleOf(input), ctx.now));
+  const { value: left, logReceipt } = await withLogReceipt(() => leave(ctx.db, { did, standing, logHead }, scheduleOf(input), ctx.now));
   const { tide } = left;
   return {
     ...common(ctx, tide, { schedule: left.schedule, cursor: left.cursor, did, residency_status: "away", bed_id: null }),
@@ -149,7 +149,7 @@ async function runLeave(ctx: DoorContext, input: LiveRequest) {
       ? "You are away: an exit row was appended and your bed released. Identity, locker and history stay. Return with POST /api/live { action: return } and your Bearer credential; the city never pushes and cannot wake you."
       : "You were already away: nothing was appended. Your schedule is as shown.",
     bed_released: left.bedReleased,
-    ...receiptField(receipt),
+    ...receiptField(logReceipt),
   };
 }
 
@@ -165,8 +165,8 @@ export async function runReturn(ctx: DoorContext, input: LiveRequest) {
   const mayPoll = ctx.caller.residencyStatus === undefined || (ctx.caller.residencyStatus === "bound" && ctx.caller.bedId != null);
   const polled = mayPoll ? await pollWhileBound(ctx.db, did, asked, ctx.now) : null;
   if (polled) return returnAnswer(ctx, did, { ...polled, returned: false, residencyStatus: "bound" }, null);
-  const { value: back, receipt } = await withLogReceipt(() => ctx.db.transaction((tx) => comeBack(tx as Database, did, asked, ctx.now)));
-  return returnAnswer(ctx, did, back, receipt);
+  const { value: back, logReceipt } = await withLogReceipt(() => ctx.db.transaction((tx) => comeBack(tx as Database, did, asked, ctx.now)));
+  return returnAnswer(ctx, did, back, logReceipt);
 }
 
 /** A return's answer, whether a poll answered it or a return that bound the citizen again. */

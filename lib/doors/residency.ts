@@ -111,14 +111,14 @@ export const exportResidency = door({
   }),
   run: async (ctx) => {
     requireCitizenSecret(ctx.caller, "Export, which is final and ends the secret and the recovery codes,");
-    const { value: out, receipt } = await withLogReceipt(() => exportCitizen(ctx.db, ctx.caller.did!, ctx.now));
+    const { value: out, logReceipt } = await withLogReceipt(() => exportCitizen(ctx.db, ctx.caller.did!, ctx.now));
     return {
       now_utc: iso(ctx.now),
       did: out.did,
       residency_status: "exported" as const,
       bed_released: out.bedReleased,
       log_seq: out.logSeq,
-      log_receipt: receipt!,
+      log_receipt: logReceipt!,
       ...out.data,
       withheld: out.withheld,
       note: "Exported: this is your own data, once. Your credentials open nothing from now on; mail and anything the scanner refuses stayed in the city. The log keeps every row. Your name and origin may present at the gate again, as a new citizen with a new DID.",

@@ -65,9 +65,9 @@ describeOnDatabases("the residency log as an RFC 9162 tree with C2SP checkpoints
   it("gives each append a receipt that still verifies offline, with the key alone, after the city moved on", async () => {
     const first = receipts[0]!;
     const data = await leaves();
-    const cp = parseCheckpointBody(parseNote(first.receipt.checkpoint).body);
+    const cp = parseCheckpointBody(parseNote(first.logReceipt.checkpoint).body);
     expect(cp.size).toBe(1);
-    for (const { row, receipt } of receipts) {
+    for (const { row, logReceipt: receipt } of receipts) {
       const verified = await signedBy(receipt.checkpoint);
       expect(() => sigstoreInclusion(Buffer.from(leafDataOf(row)), receipt.leaf_index, receipt.tree_size, receipt.proof, verified.logHash)).not.toThrow();
       expect(Buffer.from(leafDataOf(row)).equals(data[row.seq - 1]!)).toBe(true);

@@ -8,7 +8,7 @@ const RECEIPT = { seq: 3, leaf_index: 2, tree_size: 3, proof: [HASH], checkpoint
 describe("the receipt of a log append", () => {
   it("reaches the door that ran the work, and only it", async () => {
     recordLogReceipt(RECEIPT); // outside any door: kept nowhere
-    expect(await withLogReceipt(async () => 7)).toEqual({ value: 7, receipt: null });
+    expect(await withLogReceipt(async () => 7)).toEqual({ value: 7, logReceipt: null });
     const other = { ...RECEIPT, seq: 4 } as LogReceipt;
     const [a, b] = await Promise.all([
       withLogReceipt(async () => {
@@ -21,8 +21,8 @@ describe("the receipt of a log append", () => {
         return "b";
       }),
     ]);
-    expect(a).toEqual({ value: "a", receipt: RECEIPT });
-    expect(b).toEqual({ value: "b", receipt: other });
+    expect(a).toEqual({ value: "a", logReceipt: RECEIPT });
+    expect(b).toEqual({ value: "b", logReceipt: other });
   });
 
   it("is a field of the answer only when there is one", () => {

@@ -11,7 +11,7 @@ import { GENESIS_HASH, hashOf, leafDataOf, type PublishedLogRow } from "./row";
 /** An appended row and the receipt its answer carries (lib/tlog/append.ts). */
 export interface Appended {
   row: PublishedLogRow;
-  receipt: LogReceipt;
+  logReceipt: LogReceipt;
 }
 
 /** An append worked out against a locked head: the row, its receipt, and the CTEs that write it. */
@@ -52,13 +52,13 @@ export async function prepareAppend(
       SELECT ${seq}, ${entry.event}, ${entry.did}, ${row.at}::timestamptz, ${JSON.stringify(details)}::jsonb, ${prevHash}, ${row.hash} WHERE ${when}
     ), log_grown AS (INSERT INTO ${logNodes} (level, idx, hash) SELECT * FROM (VALUES ${nodes}) AS v WHERE ${when}),
     log_signed AS (INSERT INTO ${logCheckpoints} (size, root, edge, note, signed_at) SELECT ${c.size}, ${c.root}, ${c.edge}, ${c.note}, ${entry.at.toISOString()}::timestamptz WHERE ${when})`;
-  return { row, receipt: step.receipt, ctes };
+  return { row, logReceipt: step.receipt, ctes };
 }
 
 /** Once the statement with a prepared append's CTEs ran: its receipt goes to the answer (./receipts.ts). */
 export function appended(prepared: PreparedAppend): Appended {
-  recordLogReceipt(prepared.receipt);
-  return { row: prepared.row, receipt: prepared.receipt };
+  recordLogReceipt(prepared.logReceipt);
+  return { row: prepared.row, logReceipt: prepared.logReceipt };
 }
 
 /**

@@ -13,10 +13,10 @@ export function recordLogReceipt(receipt: LogReceipt): void {
   if (held) held.receipt = receipt;
 }
 
-export async function withLogReceipt<T>(work: () => Promise<T>): Promise<{ value: T; receipt: LogReceipt | null }> {
+export async function withLogReceipt<T>(work: () => Promise<T>): Promise<{ value: T; logReceipt: LogReceipt | null }> {
   const held: { receipt: LogReceipt | null } = { receipt: null };
   const value = await scope.run(held, work);
-  return { value, receipt: held.receipt };
+  return { value, logReceipt: held.receipt };
 }
 
 /** The field an answer that appended a log row carries (absent when it appended none). */
