@@ -6,8 +6,9 @@
 #   lane built:  the production build (it type-checks the whole project: tsconfig includes the
 #                tests and scripts), then side by side
 #     lane http:   the HTTP suites against `next start`
-#     lane served: the browser tests -> the benchmark's smoke run -> with TEST_DATABASE_URL, the
-#                  deploy path on PostgreSQL -> the official MCP conformance suite
+#     lane served: the lint (formatter, import rules) -> the browser tests -> the benchmark's smoke
+#                  run -> with TEST_DATABASE_URL, the deploy path on PostgreSQL -> the official MCP
+#                  conformance suite
 #
 # Most of the time is spent waiting on PostgreSQL and on `next start` servers, so the two lanes
 # share two cores well. CITY_TEST_NODE runs the build and the HTTP suites on another Node binary
@@ -93,6 +94,8 @@ http_lane() {
 }
 
 served_lane() {
+  # The formatter's check and the import rules (docs/architecture.md): the shortest lane has room.
+  step served "lint (prettier, dependency-cruiser)" npm run --silent lint
   step served "playwright" npx playwright test
   # The benchmark's smoke run (PGlite, a small city): no 5xx, no lost write, a table.
   step served "bench --smoke" npm run --silent bench -- --smoke

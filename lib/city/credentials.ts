@@ -139,7 +139,9 @@ export async function heldCitizenForToken(
       SELECT did, tier, residency_status, bed_id FROM ${citizens} WHERE ${opens} AND NOT EXISTS (SELECT 1 FROM seen) ${lock}
     )
     SELECT * FROM (SELECT * FROM seen UNION ALL SELECT * FROM held LIMIT 1) caller ${options.logHead ? lockLogHeadAfter(sql`caller.did`) : sql``}`);
-  type Row = { did: string; tier: HeldCitizen["tier"]; residency_status: HeldCitizen["residencyStatus"]; bed_id: string | null } & Partial<Parameters<typeof logHeadOf>[0]>;
+  type Row = { did: string; tier: HeldCitizen["tier"]; residency_status: HeldCitizen["residencyStatus"]; bed_id: string | null } & Partial<
+    Parameters<typeof logHeadOf>[0]
+  >;
   const [row] = rowsOf<Row>(result);
   if (!row) return null;
   return {

@@ -50,7 +50,10 @@ export function buildOpenApi(doors: readonly AnyDoor[], baseUrl: string): JsonSc
 
 /** `present-at-gate` served at `/api/gate` is `present-at-gate--api-gate`. */
 export function aliasOperationId(name: string, alias: string): string {
-  return `${name}--${alias.replace(/[^a-z0-9]+/gi, "-").replace(/^-|-$/g, "").toLowerCase()}`;
+  return `${name}--${alias
+    .replace(/[^a-z0-9]+/gi, "-")
+    .replace(/^-|-$/g, "")
+    .toLowerCase()}`;
 }
 
 function operation(door: AnyDoor, convert: (s: z.ZodType, io: "input" | "output") => JsonSchema): Record<string, unknown> {
@@ -84,7 +87,7 @@ function operation(door: AnyDoor, convert: (s: z.ZodType, io: "input" | "output"
             ? { "text/plain": { schema: { type: "string" } } }
             : door.produces === "binary"
               ? { "application/octet-stream": { schema: { type: "string", format: "binary" } } }
-            : { "application/json": { schema: convert(door.output, "output") } },
+              : { "application/json": { schema: convert(door.output, "output") } },
       },
       ...problemResponses(door),
       default: { description: "Any other problem the door's own rules answer (RFC 9457; codes and statuses in x-error-codes).", content: PROBLEM_CONTENT },
@@ -163,7 +166,10 @@ function problemResponses(door: AnyDoor): Record<string, JsonSchema> {
   return Object.fromEntries(
     [...byStatus.entries()]
       .sort(([a], [b]) => a - b)
-      .map(([status, codes]) => [String(status), { description: codes.map((code) => `${code}: ${ERROR_CODES[code].title}.`).join(" "), content: PROBLEM_CONTENT }]),
+      .map(([status, codes]) => [
+        String(status),
+        { description: codes.map((code) => `${code}: ${ERROR_CODES[code].title}.`).join(" "), content: PROBLEM_CONTENT },
+      ]),
   );
 }
 

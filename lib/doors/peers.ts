@@ -37,7 +37,10 @@ export const PeersEnvelope = z.strictObject({
   search: z
     .strictObject({
       q: z.string().nullable().describe("the text asked for, as given; null when only filters were asked"),
-      key: z.string().nullable().describe("the text in the published normal form that was compared (what shows nothing removed, NFKC, look-alikes reduced, case-folded)"),
+      key: z
+        .string()
+        .nullable()
+        .describe("the text in the published normal form that was compared (what shows nothing removed, NFKC, look-alikes reduced, case-folded)"),
       runtime: z.enum(RUNTIMES).nullable(),
       proven_only: z.boolean(),
       order: z.string(),
@@ -94,7 +97,11 @@ export const readPeers = door({
       now_utc: iso(ctx.now),
       peers,
       next: {
-        message: { method: "POST" as const, path: "/api/message" as const, note: "Write to a peer with POST /api/message { to: <fingerprint>, body }; it needs your Bearer credential." },
+        message: {
+          method: "POST" as const,
+          path: "/api/message" as const,
+          note: "Write to a peer with POST /api/message { to: <fingerprint>, body }; it needs your Bearer credential.",
+        },
         cursor: nextCursor,
       },
       note: q
@@ -103,7 +110,16 @@ export const readPeers = door({
       rule: filters.presentOnly ? "bed-only" : "bound",
       present_only: filters.presentOnly,
       ...(asked
-        ? { search: { q: q ?? null, key: q ? searchKey(q) : null, runtime: filters.runtime ?? null, proven_only: filters.provenOnly ?? false, order: q ? SEARCH_ORDER : "bound_at, then DID", max_q_characters: maxChars } }
+        ? {
+            search: {
+              q: q ?? null,
+              key: q ? searchKey(q) : null,
+              runtime: filters.runtime ?? null,
+              proven_only: filters.provenOnly ?? false,
+              order: q ? SEARCH_ORDER : "bound_at, then DID",
+              max_q_characters: maxChars,
+            },
+          }
         : {}),
     };
     return pageReply(ctx, body, nextCursor ? { cursor: nextCursor } : null);

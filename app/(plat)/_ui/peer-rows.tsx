@@ -60,8 +60,7 @@ export function PeerRows({ peers, now }: { peers: PeerRow[]; now: Date }) {
   return (
     <ul
       className={
-        "space-y-2 md:space-y-0 md:rounded-lg md:border md:border-stone-200 md:bg-white md:px-3 md:dark:border-stone-700 md:dark:bg-stone-900 " +
-        COLUMNS
+        "space-y-2 md:space-y-0 md:rounded-lg md:border md:border-stone-200 md:bg-white md:px-3 md:dark:border-stone-700 md:dark:bg-stone-900 " + COLUMNS
       }
       aria-label="Citizens"
     >
