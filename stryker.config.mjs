@@ -24,7 +24,7 @@ export default {
     "lib/tlog/verifying-client.ts",
     "lib/tlog/witness.ts",
     "lib/city/residency-log/receipts.ts",
-    "lib/city/residency-log/witnesses.ts:18-36",
+    "lib/city/residency-log/witnesses.ts:18-37",
     // The content scanner.
     "lib/scan/*.ts",
     // The name normal form (the rest of the file is the database backfill).
@@ -33,8 +33,8 @@ export default {
     "lib/doors/client-address.ts",
     // Rate windows: reading a taken slot back and the 429 (the rest builds SQL, judged by the
     // database suites).
-    "lib/city/rate.ts:72-86",
-    "lib/city/rate.ts:107-124",
+    "lib/city/rate.ts:77-91",
+    "lib/city/rate.ts:112-129",
   ],
   // Vitest's own coverage per test picks the tests each mutant runs.
   coverageAnalysis: "perTest",

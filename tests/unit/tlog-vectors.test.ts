@@ -875,6 +875,8 @@ describe("C2SP signed note, Ed25519 (golang.org/x/mod sumdb/note/note_test.go)",
     ]) {
       expect(() => parseNote(bad), JSON.stringify(bad)).toThrow();
     }
+    // The refusal says which rule of the spec the text breaks.
+    expect(() => parseNote(`\u0001${text}\n${sig}`)).toThrow("a signed note holds no control character but the newline");
   });
 });
 
@@ -914,7 +916,9 @@ describe("C2SP spec examples (C2SP/C2SP signed-note.md, tlog-checkpoint.md)", ()
 
   it("refuses what tlog-checkpoint.md forbids: a size with a leading zero, an empty extension line", () => {
     expect(() => parseCheckpointBody("example.com/behind-the-sofa\n020852163\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n")).toThrow();
-    expect(() => parseCheckpointBody("example.com/behind-the-sofa\n20852163\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n\nextension\n")).toThrow();
+    expect(() => parseCheckpointBody("example.com/behind-the-sofa\n20852163\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n\nextension\n")).toThrow(
+      "a checkpoint's extension lines are not empty",
+    );
     expect(() => parseCheckpointBody("\n20852163\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n")).toThrow();
   });
 });
