@@ -1,5 +1,6 @@
 import * as ed from "@noble/ed25519";
 import { describe, expect, it } from "vitest";
+import { ENOCH, PETER } from "../support/go-note-vectors";
 import { COSIGNATURE, hasValidSignature, keyIdOf, NOTE_SIGNATURE, parseNote, parseVkey, signatureLine, signCheckpoint, vkeyOf } from "@/lib/tlog/note";
 import { referenceKeyId, sigstoreCheckpoint } from "../support/log-reference";
 
@@ -10,22 +11,6 @@ import { referenceKeyId, sigstoreCheckpoint } from "../support/log-reference";
  * value with keyIdOf: the vectors are literals, and the test's own key ID (referenceKeyId, node's
  * SHA-256 over name || "\n" || type || key) is checked against them first.
  */
-
-/** PeterNeumann's verifier key, its signer key (type 0x01 then the 32-byte Ed25519 seed), and a note it signed. */
-const PETER = {
-  name: "PeterNeumann",
-  keyId: "c74f20a3",
-  vkey: "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW",
-  skey: "PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz",
-  text: "If you think cryptography is the answer to your problem,\nthen you don't know what your problem is.\n",
-  signature: "\u2014 PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n",
-};
-const ENOCH = {
-  name: "EnochRoot",
-  keyId: "af0cfe78",
-  vkey: "EnochRoot+af0cfe78+ATtqJ7zOtqQtYqOo0CpvDXNlMhV3HeJDpjrASKGLWdop",
-  signature: "\u2014 EnochRoot rwz+eBzmZa0SO3NbfRGzPCpDckykFXSdeX+MNtCOXm2/5n2tiOHp+vAF1aGrQ5ovTG01oOTGwnWLox33WWd1RvMc+QQ=\n",
-};
 
 const keyOf = (vkey: string) => new Uint8Array(Buffer.from(vkey.split("+")[2]!, "base64")).slice(1);
 const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString("hex");

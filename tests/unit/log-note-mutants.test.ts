@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { PETER } from "../support/go-note-vectors";
 import {
   b64,
   checkpointBody,
@@ -36,9 +37,8 @@ const NOTE = `${BODY}\n\u2014 city.example/log kUsAo0pf4WZTD+6CrozbDrAI/SP9mzCPe
 const COSIGNED_AT = 1700000000;
 const COSIGNATURE_LINE = "\u2014 witness.example/w1 qkoJ0QAAAABlU/EAgMZlSOuuT3Gwj2Ah0NLXzWhRXv96IX7QJOiEtClLo31ol7BjEwElu3pBlRYO2ULZHJhaahSsbLc1YAjz2wQmBw==\n";
 
-const GO_VKEY = "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW";
-const GO_NOTE =
-  "If you think cryptography is the answer to your problem,\nthen you don't know what your problem is.\n\n\u2014 PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n";
+const GO_VKEY = PETER.vkey;
+const GO_NOTE = `${PETER.text}\n${PETER.signature}`;
 
 describe("keys", () => {
   it("computes key IDs as SHA-256(name, newline, type, key)[:4]", () => {

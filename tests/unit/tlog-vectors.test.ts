@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import * as ed from "@noble/ed25519";
 import { describe, expect, it } from "vitest";
+import { ENOCH, PETER } from "../support/go-note-vectors";
 import {
   checkpointBody,
   hasValidSignature,
@@ -801,15 +802,6 @@ describe("a real CT log, Argon 2020 (golang.org/x/mod sumdb/tlog/testdata/argon2
 // C2SP signed-note with a key: golang.org/x/mod sumdb/note/note_test.go (TestNewVerifier,
 // TestNewSigner, TestSign, TestOpen). A private key is PRIVATE+KEY+<name>+<id>+base64(0x01 || seed).
 // ---------------------------------------------------------------------------------------------
-const PETER = {
-  name: "PeterNeumann",
-  keyId: "c74f20a3",
-  vkey: "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW",
-  skey: "PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz",
-  text: "If you think cryptography is the answer to your problem,\nthen you don't know what your problem is.\n",
-  sig: "\u2014 PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n",
-};
-const ENOCH_SIG = "\u2014 EnochRoot rwz+eBzmZa0SO3NbfRGzPCpDckykFXSdeX+MNtCOXm2/5n2tiOHp+vAF1aGrQ5ovTG01oOTGwnWLox33WWd1RvMc+QQ=\n";
 /** The 33 bytes of a private key: its algorithm byte, then the Ed25519 seed. */
 const privateKeyBytes = (skey: string) => unb64(skey.split("+").slice(4).join("+"));
 const publicKeyOf = (vkey: string) => unb64(vkey.split("+").slice(2).join("+")).slice(1);
@@ -843,12 +835,12 @@ describe("C2SP signed note, Ed25519 (golang.org/x/mod sumdb/note/note_test.go)",
   it("signs the vector's text into the vector's signature line, byte for byte", () => {
     const seed = privateKeyBytes(PETER.skey).slice(1);
     const keyId = keyIdOf(PETER.name, NOTE_SIGNATURE, ed.getPublicKey(seed));
-    expect(signatureLine(PETER.name, keyId, ed.sign(utf8(PETER.text), seed))).toBe(PETER.sig);
+    expect(signatureLine(PETER.name, keyId, ed.sign(utf8(PETER.text), seed))).toBe(PETER.signature);
   });
 
   it("opens the vector's note, and refuses it tampered", () => {
     const peter = parseVkey(PETER.vkey);
-    const note = parseNote(`${PETER.text}\n${PETER.sig}${ENOCH_SIG}`);
+    const note = parseNote(`${PETER.text}\n${PETER.signature}${ENOCH.signature}`);
     expect(note.body).toBe(PETER.text);
     expect(note.signatures.map((s) => [s.name, hex(s.keyId)])).toEqual([
       ["PeterNeumann", "c74f20a3"],
@@ -856,16 +848,16 @@ describe("C2SP signed note, Ed25519 (golang.org/x/mod sumdb/note/note_test.go)",
     ]);
     expect(hasValidSignature(note, peter)).toBe(true);
     // TestOpen's invalid signature, misnamed signature and wrong hash.
-    expect(hasValidSignature(parseNote(`${PETER.text}\n${PETER.sig.slice(0, 60)}ABCD${PETER.sig.slice(60)}`), peter)).toBe(false);
-    expect(hasValidSignature(parseNote(`${PETER.text}\n${PETER.sig.replaceAll("PeterNeumann", "CarmenSandiego")}`), peter)).toBe(false);
-    expect(hasValidSignature(parseNote(`${PETER.text}\n${PETER.sig.replaceAll("x08g", "xxxx")}`), peter)).toBe(false);
+    expect(hasValidSignature(parseNote(`${PETER.text}\n${PETER.signature.slice(0, 60)}ABCD${PETER.signature.slice(60)}`), peter)).toBe(false);
+    expect(hasValidSignature(parseNote(`${PETER.text}\n${PETER.signature.replaceAll("PeterNeumann", "CarmenSandiego")}`), peter)).toBe(false);
+    expect(hasValidSignature(parseNote(`${PETER.text}\n${PETER.signature.replaceAll("x08g", "xxxx")}`), peter)).toBe(false);
     // The text changed by one character.
-    expect(hasValidSignature(parseNote(`${PETER.text.replace("answer", "Answer")}\n${PETER.sig}`), peter)).toBe(false);
+    expect(hasValidSignature(parseNote(`${PETER.text.replace("answer", "Answer")}\n${PETER.signature}`), peter)).toBe(false);
   });
 
   it("refuses TestOpen's malformed notes", () => {
     const text = PETER.text;
-    const sig = PETER.sig;
+    const sig = PETER.signature;
     for (const bad of [
       text,
       `${text}\n${sig.slice(0, -1)}`,
