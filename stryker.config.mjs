@@ -23,6 +23,8 @@ export default {
     "lib/tlog/tiles.ts",
     "lib/tlog/verifying-client.ts",
     "lib/tlog/witness.ts",
+    "lib/tlog/storage.ts",
+    "lib/tlog/append.ts",
     "lib/city/residency-log/receipts.ts",
     "lib/city/residency-log/witnesses.ts:18-37",
     // The content scanner.

@@ -4,9 +4,9 @@ import { TILE_WIDTH } from "./tiles";
 import { consistencyRanges, type Hash, inclusionRanges, type NodeId, nodeKey, nodesOfRanges, rangeHash } from "./tree";
 
 /**
- * Where a transparency log keeps its tree: what proofs and tiles are read from. A log is a value
- * (its origin, the key that signs its checkpoints, one of these), so a second log is one more
- * value over its own tables; the residency log's is lib/city/residency-log/storage.ts.
+ * Where a transparency log keeps its tree: what proofs and tiles are read from. A log is its
+ * signer (origin and key, ./append.ts CheckpointSigner) and one of these, so a second log is one
+ * more pair over its own tables; the residency log's storage is lib/city/residency-log/storage.ts.
  */
 export interface LogStorage {
   /** The size of the largest tree a kept checkpoint covers. */
@@ -19,11 +19,6 @@ export interface LogStorage {
   readLeaves(first: number, count: number): Promise<Uint8Array[]>;
   /** The kept checkpoint note of exactly this size, or null. */
   heldNote(size: number): Promise<string | null>;
-}
-
-export interface TransparencyLog {
-  origin: string;
-  storage: LogStorage;
 }
 
 function hashRanges(ranges: Array<[number, number]>, nodes: Map<string, Hash>): string[] {

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import * as ed from "@noble/ed25519";
 import { describe, expect, it } from "vitest";
+import { consistencyProof, entryBundle, hashTile, inclusionProof, type LogStorage } from "@/lib/tlog/storage";
 import { ENOCH, PETER } from "../support/go-note-vectors";
 import {
   checkpointBody,
@@ -60,17 +61,26 @@ function storedNodes(leaves: readonly Hash[]): Map<string, Hash> {
   });
   return nodes;
 }
-/** A proof as the log store builds it: each range of the proof folded from the stored nodes. */
-const proofOf = (ranges: Array<[number, number]>, nodes: Map<string, Hash>): string[] =>
-  ranges.map(([lo, hi]) =>
-    hex(
-      rangeHash(lo, hi, (id) => {
-        const hash = nodes.get(nodeKey(id));
-        if (!hash) throw new Error(`no stored node ${nodeKey(id)}`);
-        return hash;
-      }),
-    ),
-  );
+/**
+ * A log kept in memory (lib/tlog/storage.ts's LogStorage over the stored nodes of `leafData`), so
+ * the proofs are built by the module's own inclusionProof and consistencyProof, as any log's are.
+ */
+function memoryLog(leafData: readonly Uint8Array[]): LogStorage {
+  const nodes = storedNodes(leafData.map(leafHash));
+  const level = (l: number) => [...nodes].filter(([k]) => k.startsWith(`${l}/`)).map(([k, h]) => [Number(k.split("/")[1]), h] as const);
+  return {
+    treeSize: async () => leafData.length,
+    readNodes: async (ids) => new Map(ids.flatMap((id) => (nodes.has(nodeKey(id)) ? [[nodeKey(id), nodes.get(nodeKey(id))!] as const] : []))),
+    readLevel: async (l, first, count) =>
+      level(l)
+        .filter(([i]) => i >= first && i < first + count)
+        .sort((x, y) => x[0] - y[0])
+        .map(([, h]) => h),
+    readLeaves: async (first, count) => leafData.slice(first, first + count),
+    heldNote: async () => null,
+  };
+}
+const b64ToHex = (proof: string[]) => proof.map((p) => Buffer.from(p, "base64").toString("hex"));
 
 // ---------------------------------------------------------------------------------------------
 // RFC 6962 / RFC 9162 section 2.1: the classic tree of 8 leaves.
@@ -247,10 +257,10 @@ describe("RFC 6962 tree of 8 leaves (transparency-dev/merkle testonly/constants.
 
 describe("RFC 6962 inclusion proofs (transparency-dev/merkle proof/verify_test.go)", () => {
   const leaves = LEAF_INPUTS.map(leafHash);
-  const nodes = storedNodes(leaves);
 
-  it.each(INCLUSION)("builds the proof of leaf $index in the tree of $size exactly", ({ index, size, proof }) => {
-    expect(proofOf(inclusionRanges(index, size), nodes)).toEqual(proof);
+  it.each(INCLUSION)("builds the proof of leaf $index in the tree of $size exactly", async ({ index, size, proof }) => {
+    const built = await inclusionProof(memoryLog(LEAF_INPUTS.slice(0, size)), index + 1, size);
+    expect(b64ToHex(built.proof)).toEqual(proof);
   });
 
   it.each(INCLUSION)("verifies the proof of leaf $index in the tree of $size", ({ index, size, proof }) => {
@@ -281,12 +291,26 @@ describe("RFC 6962 inclusion proofs (transparency-dev/merkle proof/verify_test.g
   });
 });
 
-describe("RFC 6962 consistency proofs (transparency-dev/merkle proof/verify_test.go)", () => {
-  const leaves = LEAF_INPUTS.map(leafHash);
-  const nodes = storedNodes(leaves);
+describe("tile data of the tree of 8 (C2SP tlog-tiles, over the storage)", () => {
+  it("serves the level-0 hash tile as the leaves' NodeHashes, concatenated; none past the tree", async () => {
+    const log = memoryLog(LEAF_INPUTS);
+    expect(hex((await hashTile(log, 0, 0, 8))!)).toBe(NODE_HASHES[0]!.join(""));
+    expect(hex((await hashTile(log, 0, 0, 3))!)).toBe(NODE_HASHES[0]!.slice(0, 3).join(""));
+    expect(await hashTile(log, 0, 0, 9)).toBeNull();
+  });
 
-  it.each(CONSISTENCY)("builds the proof from $size1 to $size2 exactly", ({ size1, size2, proof }) => {
-    expect(proofOf(consistencyRanges(size1, size2), nodes)).toEqual(proof);
+  it("serves the entry bundle as each leaf's data behind its big-endian uint16 length; none past the tree", async () => {
+    const log = memoryLog(LEAF_INPUTS);
+    const lengthsAndData = ["0000", "000100", "000110", "00022021", "00023031", "000440414243", "00085051525354555657"];
+    expect(hex((await entryBundle(log, 0, 8))!)).toBe([...lengthsAndData, "0010606162636465666768696a6b6c6d6e6f"].join(""));
+    expect(hex((await entryBundle(log, 0, 2))!)).toBe("0000000100");
+    expect(await entryBundle(log, 0, 9)).toBeNull();
+  });
+});
+
+describe("RFC 6962 consistency proofs (transparency-dev/merkle proof/verify_test.go)", () => {
+  it.each(CONSISTENCY)("builds the proof from $size1 to $size2 exactly", async ({ size1, size2, proof }) => {
+    expect(b64ToHex(await consistencyProof(memoryLog(LEAF_INPUTS.slice(0, size2)), size1, size2))).toEqual(proof);
   });
 
   it.each(CONSISTENCY)("verifies the proof from $size1 to $size2", ({ size1, size2, proof }) => {
@@ -995,9 +1019,8 @@ describe("the go.sum database test log (golang.org/x/mod sumdb/client_test.go, s
     expect(hasValidSignature(parseNote(OLD_NOTE.replace("tree\n", "tree!\n")), verifier)).toBe(false);
   });
 
-  it("builds the proof of misbehavior from 5 to 6 and catches the fork with it", () => {
-    const tc2 = TC2.map((r) => leafHash(utf8(r)));
-    const proof = proofOf(consistencyRanges(5, 6), storedNodes(tc2)).map((h) => b64(unhex(h)));
+  it("builds the proof of misbehavior from 5 to 6 and catches the fork with it", async () => {
+    const proof = await consistencyProof(memoryLog(TC2.map(utf8)), 5, 6);
     expect(proof).toEqual(MISBEHAVIOR.slice(1));
     const newRoot = unb64("wc4SkQt52o5W2nQ8To2ARs+mWuUJjss+sdleoiqxMmM=");
     // tc2's own tree at 5 extends to 6; tc's tree at 5, which tc2's log also signed as 5, does not.
@@ -1007,7 +1030,7 @@ describe("the go.sum database test log (golang.org/x/mod sumdb/client_test.go, s
 });
 
 /**
- * The city's own outside verifier (lib/city/log-verifier.ts) on the go.sum test log of 6 records,
+ * The city's own outside verifier (lib/tlog/verifying-client.ts) on the go.sum test log of 6 records,
  * served as tlog-tiles: the root it recomputes from the tiles must be the one Go's log signed.
  * Tiles are leaf hashes written with node:crypto; entry bundles are uint16-length-prefixed records.
  */
