@@ -11,9 +11,17 @@ import { Count, Hex64, iso, NowUtc, StoredText, Timestamp } from "./schemas";
 const WAKE_RULE = `wake_on: each condition is one of ${WAKE_ON.join(", ")}`;
 const POLL_RULE = "delivery.mode: only poll; the city never pushes, never calls back and cannot wake an offline host";
 
+/** An instant whose UTC year has four digits and is not 0. */
+function withinFourDigitYears(text: string): boolean {
+  const year = new Date(text).getUTCFullYear();
+  return year >= 1 && year <= 9999;
+}
+
 const ScheduleFields = {
   return_after: z.iso
     .datetime({ offset: true, error: "return_after: must be an ISO-8601 timestamp" })
+    // Year 0 has no date in PostgreSQL and a year past 9999 no four-digit ISO-8601 form to answer with.
+    .refine(withinFourDigitYears, { error: "return_after: must be an ISO-8601 timestamp in the years 0001 to 9999 (UTC)" })
     .optional()
     .describe("when you mean to come back (ISO-8601); kept with your schedule"),
   wake_on: z

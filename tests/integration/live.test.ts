@@ -315,6 +315,10 @@ describeOnDatabases("leave and return", (t) => {
       const me = await admit();
       const cases: [unknown, RegExp][] = [
         [{ action: "return", return_after: "tomorrow" }, /return_after: must be an ISO-8601 timestamp/],
+        // Instants PostgreSQL has no date for (year 0) or ISO-8601 no four-digit year for (fast-check found the first).
+        [{ action: "leave", return_after: "0000-02-29T00:00:00Z" }, /years 0001 to 9999/],
+        [{ action: "leave", return_after: "0001-01-01T00:30:00+01:00" }, /years 0001 to 9999/],
+        [{ action: "return", return_after: "9999-12-31T23:59:59-01:00" }, /years 0001 to 9999/],
         [{ action: "return", wake_on: ["sunrise"] }, /wake_on: each condition is one of direct_message, room_reply, lantern_match, law_changed/],
         [{ action: "return", delivery: { mode: "webhook" } }, /delivery.mode: only poll/],
         [{ action: "return", delivery: { mode: "poll", url: "http://x" } }, /url|Unrecognized/],
