@@ -21,6 +21,17 @@ export async function verifyEd25519(publicKeyHex: string, signatureHex: string, 
   }
 }
 
+/** verifyEd25519 over raw bytes (an RFC 9421 signature base), the signature as bytes. */
+export async function verifyEd25519Bytes(publicKeyHex: string, signature: Uint8Array, message: Uint8Array): Promise<boolean> {
+  if (!HEX_KEY.test(publicKeyHex) || signature.length !== 64) return false;
+  try {
+    if (ed.Point.fromHex(publicKeyHex, false).isSmallOrder()) return false;
+    return await ed.verifyAsync(signature, message, hexToBytes(publicKeyHex), { zip215: false });
+  } catch {
+    return false;
+  }
+}
+
 /** The did:key of an Ed25519 public key: multicodec 0xed01, base58btc, `z` prefix (`z6Mk...`). */
 export function didKeyOf(publicKeyHex: string): string {
   const bytes = new Uint8Array(34);

@@ -58,8 +58,11 @@ export interface Caller {
   kind: "visitor" | "citizen" | "operator";
   did?: string;
   tier?: "citizen" | "proven" | "restricted";
-  /** Which credential opened the door: the citizen secret, or a lesser gate session token. */
-  credential?: "secret" | "session";
+  /**
+   * Which credential opened the door: the citizen secret, a request signed with the controller key
+   * (CITY-SIG/1, as strong as the secret), or a lesser gate session token.
+   */
+  credential?: "secret" | "signature" | "session";
   /** The session token's id (its sha256), when a session token was sent. */
   tokenId?: string;
   /** On an `optional` writing door: a Bearer token was sent but opens nothing (the caller is a visitor). */
