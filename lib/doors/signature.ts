@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { createHash } from "node:crypto";
 import { ExpiredError, httpbis } from "http-message-signatures";
 import { type Dictionary, type InnerList, isInnerList, parseDictionary, serializeDictionary, Token } from "structured-headers";
@@ -31,6 +32,29 @@ interface CheckedMessage {
 }
 
 const checked = new WeakMap<Headers, CheckedMessage>();
+
+/**
+ * The checked message of the request being served, for a surface whose library hands the city a
+ * copy of the request (the MCP SDK): found again by its signature fields, within this request only.
+ */
+const serving = new AsyncLocalStorage<{ signature: string | null; input: string | null; message: CheckedMessage }>();
+
+/** checkSignedBody, then `run` with the check known to every copy of the request made meanwhile. */
+export async function whileChecked<T>(request: Request, body: Uint8Array, run: () => Promise<T>): Promise<T> {
+  checkSignedBody(request, body);
+  const message = checked.get(request.headers);
+  if (!message) return run();
+  return serving.run({ signature: request.headers.get("signature"), input: request.headers.get("signature-input"), message }, run);
+}
+
+function checkedMessage(headers: Headers): CheckedMessage | undefined {
+  const direct = checked.get(headers);
+  if (direct) return direct;
+  const store = serving.getStore();
+  if (!store || store.signature !== headers.get("signature") || store.input !== headers.get("signature-input")) return undefined;
+  checked.set(headers, store.message);
+  return store.message;
+}
 
 /** Whether a request carries a signature (either of RFC 9421's two fields). */
 export function carriesSignature(headers: Headers): boolean {
@@ -87,7 +111,7 @@ export interface SignedCaller {
  */
 export function signedCaller(db: Database, request: DoorRequest, now: Date): Promise<SignedCaller> | null {
   if (!carriesSignature(request.headers)) return null;
-  const message = checked.get(request.headers);
+  const message = checkedMessage(request.headers);
   if (!message) {
     // A surface that did not check the body: fail closed.
     return Promise.reject(invalid("This request's signature could not be checked against its body here.", request.method, request.url, 1));
@@ -211,7 +235,7 @@ export function acceptSignature(method: string, url: URL, bodyBytes: number): Re
  */
 export function withAcceptSignature(err: unknown, request: DoorRequest): unknown {
   if (!(err instanceof CityError) || err.status !== 401 || err.options.headers) return err;
-  const message = checked.get(request.headers);
+  const message = checkedMessage(request.headers);
   return new CityError(err.code, err.detail, { ...err.options, headers: acceptSignature(message?.method ?? request.method, request.url, message?.bodyBytes ?? 0) });
 }
 
