@@ -47,3 +47,25 @@ describe("the signing helper against RFC 9421's own example", () => {
     expect(await jwkThumbprint(new Uint8Array(x))).toBe("kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k");
   });
 });
+
+describe("the city's verify of a signature base (verifyEd25519Bytes)", () => {
+  it("verifies RFC 9421 B.2.6 and refuses what strict Ed25519 refuses: a non-canonical S, a small-order key, another message", async () => {
+    const { verifyEd25519Bytes } = await import("@/lib/city/keys");
+    const publicHex = Buffer.from(RFC_PUBLIC, "base64url").toString("hex");
+    const signature = new Uint8Array(Buffer.from(RFC_SIGNATURE, "base64"));
+    const base = new TextEncoder().encode(RFC_BASE);
+    expect(await verifyEd25519Bytes(publicHex, signature, base)).toBe(true);
+    expect(await verifyEd25519Bytes(publicHex, signature, new TextEncoder().encode(`${RFC_BASE} `))).toBe(false);
+    // S + L: the same signature to a lax verifier, refused by a strict one.
+    const L = 2n ** 252n + 27742317777372353535851937790883648493n;
+    let s = 0n;
+    for (let i = 63; i >= 32; i--) s = (s << 8n) | BigInt(signature[i]!);
+    const bumped = new Uint8Array(signature);
+    let v = s + L;
+    for (let i = 32; i < 64; i++) { bumped[i] = Number(v & 0xffn); v >>= 8n; }
+    expect(await verifyEd25519Bytes(publicHex, bumped, base)).toBe(false);
+    // The identity point (a small-order key) and a key that is not lowercase hex.
+    expect(await verifyEd25519Bytes("01".padEnd(64, "0"), signature, base)).toBe(false);
+    expect(await verifyEd25519Bytes(publicHex.toUpperCase(), signature, base)).toBe(false);
+  });
+});
