@@ -141,6 +141,12 @@ export interface Door<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.Z
   produces?: "json" | "text" | "binary";
   cache?: CachePolicy;
   versioned?: VersionedAnswers;
+  /**
+   * The city signs a 200 answer of this door over HTTP per RFC 9421 with its own key, under this
+   * tag (lib/doors/signature.ts signAnswer): a citizen's key directory, so that a third party can
+   * check a citizen's request signature with the city as its trust root.
+   */
+  signsAnswer?: { tag: string };
   /** Bodies over this many bytes are refused with 413 before parsing. */
   maxBodyBytes?: number;
   /** Listed in ai.json's `preferred`. */

@@ -8,7 +8,8 @@ import { type CorsGrant, corsHeaders, doorGrant, preflightAnswer, preflightMetho
 import { contentTag, matchesIfNoneMatch, notModified } from "./etag";
 import { bodyTooLarge, type DoorAnswer, doorRequestOf, invokeDoor, logUnexpected } from "./invoke";
 import { isVersionedRead, versionedAnswer } from "./read-cache";
-import { checkSignedBody } from "./signature";
+import { checkSignedBody, signAnswer } from "./signature";
+import { getDb } from "@/lib/city/database";
 
 type RouteContext = { params: Promise<Record<string, string | string[] | undefined>> };
 type RouteHandler = ((request: Request, context: RouteContext) => Promise<Response>) & { door?: AnyDoor };
@@ -209,7 +210,12 @@ function flatParams(params: Record<string, string | string[] | undefined>): Reco
   return out;
 }
 
-function answerResponse(door: AnyDoor, answer: DoorAnswer, request: Request): Response {
+async function answerResponse(door: AnyDoor, answer: DoorAnswer, request: Request): Promise<Response> {
+  if (door.signsAnswer && answer.status === 200) {
+    const text = JSON.stringify(answer.body);
+    const signature = await signAnswer(await getDb(), text, request, door.signsAnswer.tag);
+    return sendAnswer(door, request, answer.status, contentHeaders(door, { ...answer.headers, ...signature }), text, contentTag);
+  }
   if (door.produces === "binary") {
     const base64 = String(answer.body);
     return sendAnswer(door, request, answer.status, contentHeaders(door, answer.headers), Buffer.from(base64, "base64"), () => contentTag(base64));

@@ -4,6 +4,7 @@ import { ExpiredError, httpbis } from "http-message-signatures";
 import { type Dictionary, type InnerList, isInnerList, parseDictionary, serializeDictionary, Token } from "structured-headers";
 import type { Database } from "@/db/client";
 import { verifyEd25519Bytes } from "@/lib/city/keys";
+import { activeSigningKey } from "@/lib/city/signing";
 import { type RequestKey, requestKeysFor, SIGNATURE_CLOCK_SKEW_SECONDS, SIGNATURE_MAX_SECONDS, type VerifiedSignature } from "@/lib/city/request-keys";
 import { CityError, type ErrorCode } from "@/lib/errors";
 import type { DoorRequest } from "./door";
@@ -237,6 +238,34 @@ export function withAcceptSignature(err: unknown, request: DoorRequest): unknown
   if (!(err instanceof CityError) || err.status !== 401 || err.options.headers) return err;
   const message = checkedMessage(request.headers);
   return new CityError(err.code, err.detail, { ...err.options, headers: acceptSignature(message?.method ?? request.method, request.url, message?.bodyBytes ?? 0) });
+}
+
+/** The tag of the city's signature on a key directory's answer (draft-meunier-http-message-signatures-directory). */
+export const DIRECTORY_TAG = "http-message-signatures-directory";
+
+/**
+ * Signs an answer of the city (a citizen's key directory) per RFC 9421 with the city's own key
+ * (the first of /.well-known/jwks.json; keyid = its RFC 7638 thumbprint): covered
+ * `"@authority";req` and `"content-digest"` (RFC 9530, over the exact bytes sent), created and
+ * expires (300 s), `tag`. The headers to add to the answer.
+ */
+export async function signAnswer(db: Database, body: string, request: Request, tag: string): Promise<Record<string, string>> {
+  const key = await activeSigningKey(db);
+  const digest = `sha-256=:${createHash("sha256").update(body, "utf8").digest("base64")}:`;
+  const created = new Date(Math.floor(Date.now() / 1000) * 1000);
+  const signed = await httpbis.signMessage(
+    {
+      key: { id: key.kid, alg: "ed25519", sign: async (data) => Buffer.from(await crypto.subtle.sign("Ed25519", key.privateKey, new Uint8Array(data))) },
+      name: "sig1",
+      fields: ['"@authority";req', "content-digest"],
+      params: ["created", "expires", "keyid", "alg", "tag"],
+      paramValues: { created, expires: new Date(created.getTime() + SIGNATURE_MAX_SECONDS * 1000), tag },
+    },
+    { status: 200, headers: { "content-digest": digest } },
+    { method: request.method, url: request.url, headers: {} },
+  );
+  const headers = signed.headers as Record<string, string>;
+  return { "Content-Digest": digest, "Signature-Input": String(headers["Signature-Input"] ?? headers["signature-input"]), Signature: String(headers["Signature"] ?? headers["signature"]) };
 }
 
 function invalid(detail: string, method: string, url: URL, bodyBytes: number): CityError {

@@ -69,11 +69,12 @@ describeOnDatabases("database round trips of every reading door", (t) => {
     await as(reader.citizen_secret, sealDoor, { sha256: SEAL });
     await as(reader.citizen_secret, readAndFileWard, { state: "stuck on a loop", kind: "distress" });
     const bearerOf: Record<CallerKind, string | undefined> = { visitor: undefined, citizen: reader.citizen_secret, operator: OPERATOR };
+    PARAMS.did = reader.did;
 
     const readingDoors = registry.filter((d) => d.method === "GET");
     // The honest exceptions, each with its reason on the door: the cards' first signature may
     // create the signing key, and log verification reads its head and moves it.
-    expect(readingDoors.filter((d) => d.roundTrips).map((d) => d.name).sort()).toEqual(["read-agent-card", "read-capabilities", "read-card", "read-jwks", "read-log-checkpoint", "read-log-consistency", "read-log-proof", "read-log-tile", "verify-residency-log"]);
+    expect(readingDoors.filter((d) => d.roundTrips).map((d) => d.name).sort()).toEqual(["read-agent-card", "read-capabilities", "read-card", "read-jwks", "read-log-checkpoint", "read-log-consistency", "read-log-proof", "read-log-tile", "read-peer-keys", "verify-residency-log"]);
     const measured: string[] = [];
     for (const door of readingDoors) {
       const params = Object.fromEntries(pathParams(door.path).map((p) => [p, PARAMS[p]!]));

@@ -1,3 +1,4 @@
+import { createHash, createPublicKey, verify } from "node:crypto";
 import { count, eq, sql } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
 import { citizens, signatureNonces, vaultNotes } from "@/db/schema";
@@ -5,13 +6,15 @@ import { rowsOf } from "@/db/sql";
 import { useDatabase } from "@/lib/city/database";
 import { jwkThumbprint } from "@/lib/city/request-keys";
 import { presentGate } from "@/lib/doors/gate";
+import { readJwks } from "@/lib/doors/discovery";
+import { readPeerKeys, readPeers } from "@/lib/doors/peers";
 import { exportResidency, readResidency } from "@/lib/doors/residency";
 import { mintToken } from "@/lib/doors/tokens";
 import { readVault, writeVault } from "@/lib/doors/vault";
 import { liveDoor } from "@/lib/doors/live";
 import { expectProblem } from "../support/assertions";
 import { describeOnDatabases } from "../support/databases";
-import { callDoor, freshNonce, presentation } from "../support/gate";
+import { admit, callDoor, freshNonce, presentation } from "../support/gate";
 import { admitWithKey, callSigned, newKey, nowSeconds, signComponents, signFor, urlOf } from "../support/signed";
 
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
@@ -144,6 +147,53 @@ describeOnDatabases(
       const late = await signFor(writeVault, me.key, { body: { content: "x" }, sign: { created: nowSeconds() - 30 } });
       expectRefused(await callSigned(writeVault, me.key, { body: { content: "x" }, headers: late }), 401, "unknown_key");
       expect(await notesOf(me.did)).toBe(2);
+    });
+
+    it("publishes a citizen's keys as a JWK Set signed by the city, the rotated-away key with exp, and its thumbprint on the directory row", async () => {
+      const name = presentation().name;
+      const me = await admitWithKey({ name });
+      const keysOf = () => callDoor(readPeerKeys, { params: { did: me.did } });
+      const before = await keysOf();
+      expect(before.status).toBe(200);
+      expect(before.headers.get("content-type")).toMatch(/^application\/jwk-set\+json/);
+      expect(before.body.keys).toEqual([{ kty: "OKP", crv: "Ed25519", x: Buffer.from(me.key.publicKey, "hex").toString("base64url"), kid: me.key.keyid, use: "sig", alg: "EdDSA", nbf: expect.any(Number) }]);
+      const row = (await callDoor(readPeers, { query: `?q=${encodeURIComponent(name)}` })).body.peers.find((p: { fingerprint: string }) => p.fingerprint === me.did);
+      expect(row.key_thumbprint).toBe(me.key.keyid);
+      const plain = await admit({ name: `${name}-plain` });
+      expect((await callDoor(readPeerKeys, { params: { did: plain.did } })).body.keys).toEqual([]);
+      expect((await callDoor(readPeers, { query: `?q=${encodeURIComponent(`${name}-plain`)}` })).body.peers[0].key_thumbprint).toBeNull();
+      expectProblem(await callDoor(readPeerKeys, { params: { did: "0".repeat(64) } }), 404, "not_found");
+
+      const next = await newKey();
+      const nonce = await freshNonce();
+      const rotated = await callDoor(presentGate, {
+        bearer: me.citizen_secret,
+        body: presentation({ name, nonce, controller_signature: await me.key.signHex(nonce), next_controller_public_key: next.publicKey, next_controller_signature: await next.signHex(nonce) }),
+      });
+      expect(rotated.body.verdict).toBe("admitted");
+      const after = await keysOf();
+      expect(after.body.keys.map((k: { kid: string }) => k.kid)).toEqual([next.keyid, me.key.keyid]);
+      const old = after.body.keys[1];
+      expect(old.exp - Math.floor(Date.now() / 1000)).toBeGreaterThan(290);
+      expect(old.exp - Math.floor(Date.now() / 1000)).toBeLessThanOrEqual(306);
+      expect(after.body.keys[0].exp).toBeUndefined();
+
+      // The city's signature over the answer, checked by hand (not with the library the city signs
+      // with): the signature base of RFC 9421 over "@authority";req and content-digest, and the key
+      // of /.well-known/jwks.json.
+      const text = JSON.stringify(after.body);
+      const digest = after.headers.get("content-digest")!;
+      expect(digest).toBe(`sha-256=:${createHash("sha256").update(text).digest("base64")}:`);
+      const input = after.headers.get("signature-input")!;
+      expect(input).toMatch(/^sig1=\("@authority";req "content-digest"\);created=\d+;expires=\d+;keyid="[^"]+";alg="ed25519";tag="http-message-signatures-directory"$/);
+      const jwks = (await callDoor(readJwks)).body.keys[0];
+      expect(input).toContain(`keyid="${jwks.kid}"`);
+      const params = input.slice("sig1=".length);
+      const base = `"@authority";req: city.test\n"content-digest": ${digest}\n"@signature-params": ${params}`;
+      const signature = Buffer.from(/^sig1=:([^:]+):$/.exec(after.headers.get("signature")!)![1]!, "base64");
+      const cityKey = createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: jwks.x }, format: "jwk" });
+      expect(verify(null, Buffer.from(base), cityKey, signature)).toBe(true);
+      expect(verify(null, Buffer.from(base.replace("city.test", "elsewhere.test")), cityKey, signature)).toBe(false);
     });
 
     it("records a signed poll's nonce too (a write with its own transactions)", async () => {
