@@ -6,6 +6,7 @@ import type { Database } from "@/db/client";
 import { verifyEd25519Bytes } from "@/lib/city/keys";
 import { activeSigningKey } from "@/lib/city/signing";
 import { type RequestKey, requestKeysFor, SIGNATURE_CLOCK_SKEW_SECONDS, SIGNATURE_MAX_SECONDS, type VerifiedSignature } from "@/lib/city/request-keys";
+import { env } from "@/lib/env";
 import { CityError, type ErrorCode } from "@/lib/errors";
 import type { DoorRequest } from "./door";
 
@@ -149,6 +150,8 @@ async function verify(db: Database, request: DoorRequest, message: CheckedMessag
   const signature = signatures.get(label);
   if (!signature || isInnerList(signature) || !(signature[0] instanceof ArrayBuffer)) throw refuse("signature_invalid", `Signature has no byte sequence for the label ${label}.`);
   const signed = profile(input, request, message, key, now, refuse);
+  const authority = authorityOf(request);
+  if (authority === null) throw refuse("signature_invalid", "The request is addressed (Host) to a host this city does not answer as: a signature is good only for the city it was made for.");
   const headers: Record<string, string> = {};
   request.headers.forEach((value, name) => {
     if (name !== "signature" && name !== "signature-input") headers[name] = value;
@@ -160,6 +163,9 @@ async function verify(db: Database, request: DoorRequest, message: CheckedMessag
     verified = await httpbis.verifyMessage(
       {
         keyLookup: async (params) => (params.keyid === keyid ? { id: keyid, algs: ["ed25519"], verify: (data, sig) => verifyEd25519Bytes(key.publicKey, new Uint8Array(sig), new Uint8Array(data)) } : null),
+        // The authority the client addressed: its Host header, as RFC 9421 section 2.2.3 says (a
+        // server behind a proxy may see another URL), checked above to be one of the city's own.
+        componentParser: (name, params) => (name === "@authority" && !params.has("req") ? [authority] : null),
         // The times were checked above on the city's clock; the library checks them again on its own.
         notAfter: new Date(now.getTime() + SIGNATURE_CLOCK_SKEW_SECONDS * 1000 + 1000),
       },
@@ -215,6 +221,27 @@ function profile(input: InnerList, request: DoorRequest, message: CheckedMessage
     throw refuse("unknown_key", `That key was rotated away at ${key.rotatedAt.toISOString()}: only a signature made before then is accepted with it, until ${key.exp?.toISOString()}. Sign with the controller key now.`);
   }
   return { did: key.did, keyid: key.thumbprint, created: new Date(c * 1000), expires: new Date(e * 1000), nonce: write ? (nonce as string) : null };
+}
+
+/**
+ * The request's authority as RFC 9421 derives it: the Host header (lowercased, the scheme's default
+ * port left out), or the URL's when there is none; null when it names a host the city does not
+ * answer as (its URL's, CITY_BASE_URL's, the deployment's Vercel hosts, loopback), so a request
+ * signed for another service is not accepted here by sending that service's Host.
+ */
+function authorityOf(request: DoorRequest): string | null {
+  const url = request.url;
+  const host = request.headers.get("host")?.trim().toLowerCase();
+  let parsed: URL;
+  try {
+    parsed = host ? new URL(`${url.protocol}//${host}`) : url;
+  } catch {
+    return null;
+  }
+  const { CITY_BASE_URL, VERCEL_URL, VERCEL_BRANCH_URL, VERCEL_PROJECT_PRODUCTION_URL } = env();
+  const own = new Set([url.hostname, new URL(CITY_BASE_URL).hostname, "localhost", "127.0.0.1", "[::1]", ...[VERCEL_URL, VERCEL_BRANCH_URL, VERCEL_PROJECT_PRODUCTION_URL].filter((h): h is string => Boolean(h)).map((h) => h.split(":")[0]!.toLowerCase())]);
+  if (!own.has(parsed.hostname)) return null;
+  return parsed.port ? `${parsed.hostname}:${parsed.port}` : parsed.hostname;
 }
 
 /** The components a request must cover: method, authority and path; the query when it has one; the digest when it has a body. */

@@ -102,6 +102,10 @@ describeOnDatabases(
       expectRefused(await callSigned(writeVault, me.key, { body, tamper: (r) => void ((r.body = JSON.stringify({ content: "changed" })), (r.headers["content-digest"] = digest)) }), 401, "signature_invalid");
       expectRefused(await callSigned(writeVault, me.key, { body, signedUrl: "http://city.test/api/plaza" }), 401, "signature_invalid");
       expectRefused(await callSigned(writeVault, me.key, { body, signedUrl: "http://elsewhere.test/api/vault" }), 401, "signature_invalid");
+      // Signed for another service and sent here with that service's Host: not an authority of the city's.
+      expectRefused(await callSigned(writeVault, me.key, { body, signedUrl: "http://elsewhere.test/api/vault", tamper: (r) => void (r.headers.host = "elsewhere.test") }), 401, "signature_invalid");
+      // The Host the client addressed is the authority (RFC 9421 2.2.3), wherever the server sees the URL.
+      expect((await callSigned(writeVault, me.key, { body: { content: "by Host" }, signedUrl: "http://localhost:3000/api/vault", tamper: (r) => void (r.headers.host = "localhost:3000") })).status).toBe(200);
       expectRefused(await callSigned(readVault, me.key, { signedUrl: urlOf(readVault), query: "?limit=1" }), 401, "signature_invalid");
       // Signed without the digest (and without @authority): refused, whatever the signature.
       const text = JSON.stringify(body);
@@ -115,7 +119,7 @@ describeOnDatabases(
       // A write without a nonce.
       const noNonce = await signComponents(me.key, [["@method", "POST"], ["@authority", "city.test"], ["@path", "/api/vault"], ["content-digest", noDigest["content-digest"]!]], params.slice(0, 3), text);
       expectRefused(await callSigned(writeVault, me.key, { body, headers: noNonce }), 401, "signature_invalid");
-      expect(await notesOf(me.did)).toBe(0);
+      expect(await notesOf(me.did)).toBe(1);
     });
 
     it("refuses an unknown key and a request with both credentials", async () => {
