@@ -142,8 +142,8 @@ describeOnDatabases(
       });
       expect(rotated.body.verdict, JSON.stringify(rotated.body)).toBe("admitted");
       expect((await t().db.select({ key: citizens.controllerPublicKey }).from(citizens).where(eq(citizens.did, me.did)))[0]!.key).toBe(next.publicKey);
-      await new Promise((r) => setTimeout(r, 1100));
-      expectRefused(await callSigned(writeVault, me.key, { body: { content: "after" } }), 401, "unknown_key");
+      // Made after the rotation (created is in whole seconds: 2 s ahead, within the 5 s allowed, is surely after it).
+      expectRefused(await callSigned(writeVault, me.key, { body: { content: "after" }, sign: { created: nowSeconds() + 2 } }), 401, "unknown_key");
       expect((await callSigned(writeVault, me.key, { body: { content: "signed before" }, headers: early })).status).toBe(200);
       expect((await callSigned(writeVault, next, { body: { content: "new key" } })).status).toBe(200);
       // Once the old key's exp has passed, nothing it signed is accepted.
