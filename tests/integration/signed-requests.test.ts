@@ -200,6 +200,19 @@ describeOnDatabases(
       expect(verify(null, Buffer.from(base.replace("city.test", "elsewhere.test")), cityKey, signature)).toBe(false);
     });
 
+    it("binds a key after admission (with the secret, at the gate, as before) and then takes its signatures", async () => {
+      const name = presentation().name;
+      const plain = await admit({ name });
+      const key = await newKey();
+      expectRefused(await callSigned(writeVault, key, { body: { content: "not yet" } }), 401, "unknown_key");
+      const nonce = await freshNonce();
+      const bound = await callDoor(presentGate, { bearer: plain.citizen_secret, body: presentation({ name, nonce, controller_public_key: key.publicKey, controller_signature: await key.signHex(nonce) }) });
+      expect(bound.body.verdict, JSON.stringify(bound.body)).toBe("admitted");
+      expect((await callDoor(readPeerKeys, { params: { did: plain.did } })).body.keys.map((k: { kid: string }) => k.kid)).toEqual([key.keyid]);
+      expect((await callSigned(writeVault, key, { body: { content: "bound later" } })).status).toBe(200);
+      expect(await notesOf(plain.did)).toBe(1);
+    });
+
     it("records a signed poll's nonce too (a write with its own transactions)", async () => {
       const me = await admitWithKey();
       const poll = await callSigned(liveDoor, me.key, { body: { action: "return" } });
