@@ -374,7 +374,7 @@ describeOnDatabases("city-wide store bounds", (t) => {
     const caps = await callDoor(readCapabilities);
     expect(caps.status).toBe(200);
     expect(caps.body.stores.newcomer_percent).toBe(NEWCOMER_PERCENT);
-    expect(Object.keys(caps.body.stores.gauges).sort()).toEqual(["a2a_tasks", "appeals", "checkpoints", "lanterns", "mail", "posts", "quarantine", "seals", "vault", "ward"]);
+    expect(Object.keys(caps.body.stores.gauges).sort()).toEqual(["a2a_tasks", "appeals", "checkpoints", "lanterns", "mail", "posts", "quarantine", "seals", "signature_nonces", "vault", "ward"]);
     expect(caps.body.stores.gauges.mail).toMatchObject({
       bound_bytes: TOTAL,
       bytes: 1234,

@@ -68,7 +68,7 @@ describe("published limits under a non-default configuration", () => {
     const card = cardLimits(registry);
     expect(card.stores.vault).toMatchObject({ bytes: 123_456, bytes_per_hour: 33_554_432, newcomer_bytes_per_hour: 3_355_443 });
     expect(card.stores.ward).toMatchObject({ bytes_per_hour: 40_000, newcomer_bytes_per_hour: 4_000 });
-    expect(Object.keys(card.stores).sort()).toEqual(["a2a_tasks", "appeals", "checkpoints", "lanterns", "mail", "posts", "quarantine", "seals", "vault", "ward"]);
+    expect(Object.keys(card.stores).sort()).toEqual(["a2a_tasks", "appeals", "checkpoints", "lanterns", "mail", "posts", "quarantine", "seals", "signature_nonces", "vault", "ward"]);
   });
 
   it("the city card shows the lowered locker bound and every door's limits as configured", () => {
