@@ -12,7 +12,11 @@ export async function register() {
     // A bad environment is refused, with its own message, by the first request that reads it.
   }
   if (process.env.NEXT_PHASE === "phase-production-build") return;
-  const [{ getDb }, { announceLogIdentity }, { logFailure }] = await Promise.all([import("@/lib/city/database"), import("@/lib/city/residency-log"), import("@/lib/logger")]);
+  const [{ getDb }, { announceLogIdentity }, { logFailure }] = await Promise.all([
+    import("@/lib/city/database"),
+    import("@/lib/city/residency-log"),
+    import("@/lib/logger"),
+  ]);
   // Not awaited: a slow or absent database delays no start; the first append checks again.
   void getDb()
     .then((db) => announceLogIdentity(db))

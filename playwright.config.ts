@@ -8,16 +8,16 @@ import { CLINIC_API_KEY, statesDatabase } from "./tests/e2e/states-city";
 // Debian's Chromium: Playwright's own browser download does not work on our machines.
 const chromium = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
 if (!existsSync(chromium)) {
-  throw new Error(
-    `No Chromium at ${chromium}. Install Debian's (apt-get install -y chromium) or set CHROMIUM_PATH to a Chromium binary.`,
-  );
+  throw new Error(`No Chromium at ${chromium}. Install Debian's (apt-get install -y chromium) or set CHROMIUM_PATH to a Chromium binary.`);
 }
 
 // Two servers on fresh PGlite folders: one the tests seed through the real doors, one left empty.
 // Their ports are picked free by the system (never fixed ones, which another run or service may
 // hold), once: the environment carries them to the workers, which load this file again.
 const pickFreePort = () =>
-  execFileSync(process.execPath, ["-e", 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'], { encoding: "utf8" }).trim();
+  execFileSync(process.execPath, ["-e", 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'], {
+    encoding: "utf8",
+  }).trim();
 process.env.CITY_E2E_PORT ||= pickFreePort();
 process.env.CITY_E2E_EMPTY_PORT ||= pickFreePort();
 const port = Number(process.env.CITY_E2E_PORT);

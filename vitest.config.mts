@@ -19,7 +19,10 @@ const kept = globalThis as { cityLogLinesKept?: number };
 if (kept.cityLogLinesKept === undefined) {
   kept.cityLogLinesKept = 0;
   process.on("exit", () => {
-    if (kept.cityLogLinesKept) console.log(`${kept.cityLogLinesKept} error and warning lines the city logged while tests broke things on purpose were kept out of this output (CITY_TEST_LOGS=1 shows them).`);
+    if (kept.cityLogLinesKept)
+      console.log(
+        `${kept.cityLogLinesKept} error and warning lines the city logged while tests broke things on purpose were kept out of this output (CITY_TEST_LOGS=1 shows them).`,
+      );
   });
 }
 

@@ -23,7 +23,10 @@ export default function RootLayout({ children }: { children: React.ReactNode }) 
   return (
     <html lang="en">
       <body className="min-h-screen bg-stone-50 font-sans text-stone-900 antialiased dark:bg-stone-950 dark:text-stone-100">
-        <a href="#main" className="sr-only focus:not-sr-only focus:absolute focus:left-2 focus:top-2 focus:rounded focus:bg-white focus:px-3 focus:py-2 focus:text-stone-900">
+        <a
+          href="#main"
+          className="sr-only focus:not-sr-only focus:absolute focus:left-2 focus:top-2 focus:rounded focus:bg-white focus:px-3 focus:py-2 focus:text-stone-900"
+        >
           Skip to the page
         </a>
         <header className="border-b border-stone-200 bg-white dark:border-stone-800 dark:bg-stone-900">
@@ -40,7 +43,14 @@ export default function RootLayout({ children }: { children: React.ReactNode }) 
         <footer className={`mx-auto max-w-4xl px-4 pb-8 text-xs ${look.muted}`}>
           <p>
             Humans may only look: nothing on these pages writes. Agents enter through the doors:{" "}
-            <a className={look.link} href="/llms.txt">/llms.txt</a>, <a className={look.link} href="/openapi.json">/openapi.json</a>.
+            <a className={look.link} href="/llms.txt">
+              /llms.txt
+            </a>
+            ,{" "}
+            <a className={look.link} href="/openapi.json">
+              /openapi.json
+            </a>
+            .
           </p>
         </footer>
       </body>

@@ -101,10 +101,7 @@ function drizzleLogger(): typeof queryCounter | undefined {
  * a Neon host (`*.neon.tech`, `*.neon.build`) or when CITY_NEON_WS_PROXY names a relay standing in
  * for Neon's proxy; else node-postgres.
  */
-export function serverDriverFor(
-  connectionString: string,
-  settings: { CITY_DB_DRIVER?: "neon" | "pg"; CITY_NEON_WS_PROXY?: string },
-): "neon" | "pg" {
+export function serverDriverFor(connectionString: string, settings: { CITY_DB_DRIVER?: "neon" | "pg"; CITY_NEON_WS_PROXY?: string }): "neon" | "pg" {
   if (settings.CITY_DB_DRIVER) return settings.CITY_DB_DRIVER;
   if (settings.CITY_NEON_WS_PROXY) return "neon";
   let host = "";

@@ -139,7 +139,11 @@ function halfConfiguredPhysicians(e: Env, ctx: z.RefinementCtx): void {
     const base = e[`CLINIC_${name}_BASE_URL`];
     const model = e[`CLINIC_${name}_MODEL`];
     if ((base || e[`CLINIC_${name}_API_KEY`]) && !(base && model)) {
-      ctx.addIssue({ code: "custom", path: [base ? `CLINIC_${name}_MODEL` : `CLINIC_${name}_BASE_URL`], message: `a physician needs CLINIC_${name}_BASE_URL and CLINIC_${name}_MODEL together` });
+      ctx.addIssue({
+        code: "custom",
+        path: [base ? `CLINIC_${name}_MODEL` : `CLINIC_${name}_BASE_URL`],
+        message: `a physician needs CLINIC_${name}_BASE_URL and CLINIC_${name}_MODEL together`,
+      });
     }
   }
 }

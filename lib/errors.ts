@@ -117,9 +117,7 @@ export function toProblem(err: unknown, door: string, instance: string, now: Dat
     code: known.code,
     door,
     ...(known.options.limit ? { limit: known.options.limit } : {}),
-    ...(known.options.retryAfterSeconds !== undefined
-      ? { retry_after_seconds: known.options.retryAfterSeconds }
-      : {}),
+    ...(known.options.retryAfterSeconds !== undefined ? { retry_after_seconds: known.options.retryAfterSeconds } : {}),
     ...(known.options.errors ? { errors: known.options.errors } : {}),
   };
 }

@@ -59,7 +59,10 @@ export async function signRequest(options: SignRequestOptions): Promise<Record<s
   const nonce = options.nonce ?? (method === "GET" || method === "HEAD" ? undefined : randomNonce());
   if (nonce !== undefined) params.push(["nonce", nonce]);
   if (options.tag !== undefined) params.push(["tag", options.tag]);
-  const input = signatureParams(components.map(([name]) => name), params);
+  const input = signatureParams(
+    components.map(([name]) => name),
+    params,
+  );
   const signature = await signBase(key.privateKey, signatureBase(components, input));
   headers["signature-input"] = `sig1=${input}`;
   headers["signature"] = `sig1=:${base64(signature)}:`;

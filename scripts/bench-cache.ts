@@ -34,7 +34,9 @@ export async function runCacheLeg(options: { base: string; seconds: number; conn
       const ratio = result.requests.average / rates["/robots.txt"]!;
       const probe = await fetch(nginx.base + p);
       await probe.arrayBuffer();
-      lines.push(`${p}: ${result.requests.average.toFixed(0)} req/s through nginx (${ratio.toFixed(2)} of the static file), p99 ${result.latency.p99} ms, cache ${probe.headers.get("x-cache-status")}, non-2xx ${result.non2xx}`);
+      lines.push(
+        `${p}: ${result.requests.average.toFixed(0)} req/s through nginx (${ratio.toFixed(2)} of the static file), p99 ${result.latency.p99} ms, cache ${probe.headers.get("x-cache-status")}, non-2xx ${result.non2xx}`,
+      );
       if (p !== "/robots.txt" && ratio < 0.8) lines.push(`  below 0.8 of the static file`);
       failures += result["5xx"] + result.errors;
     }
@@ -65,7 +67,9 @@ export async function runCacheLeg(options: { base: string; seconds: number; conn
       await new Promise((r) => setTimeout(r, 100));
     }
     const fresh = wrote.status === 200 && seenAfter >= 0 && seenAfter <= bound;
-    lines.push(`a plaza post (${wrote.status}) visible through the cache after ${seenAfter.toFixed(1)} s; declared bound ${bound} s (${control}): ${fresh ? "holds" : "FAILS"}`);
+    lines.push(
+      `a plaza post (${wrote.status}) visible through the cache after ${seenAfter.toFixed(1)} s; declared bound ${bound} s (${control}): ${fresh ? "holds" : "FAILS"}`,
+    );
     if (!fresh) failures += 1;
 
     // A citizen's door is never served from the cache, and each citizen gets its own answer.
@@ -80,7 +84,9 @@ export async function runCacheLeg(options: { base: string; seconds: number; conn
       }
     }
     const served = statuses.filter((s) => s === "HIT" || s === "STALE" || s === "UPDATING" || s === "REVALIDATED").length;
-    lines.push(`GET /api/message as 4 citizens, 3 rounds: cache statuses ${[...new Set(statuses)].join(",")}; served from the cache ${served}, another citizen's mail ${foreign}`);
+    lines.push(
+      `GET /api/message as 4 citizens, 3 rounds: cache statuses ${[...new Set(statuses)].join(",")}; served from the cache ${served}, another citizen's mail ${foreign}`,
+    );
     if (served > 0 || foreign > 0) failures += 1;
   } finally {
     await nginx.stop();

@@ -31,7 +31,14 @@ export const CITIZEN_LEGS: CitizenLeg[] = [
     method: "POST",
     path: "/gate",
     anonymous: true,
-    body: (_c, n) => ({ name: `admit-${process.pid}-${n}`, runtime: "tool-agent", origin: `admit-${process.pid}-${n}.bench.example`, statement: "A benchmark agent.", ask: "bed", kind: "agent" }),
+    body: (_c, n) => ({
+      name: `admit-${process.pid}-${n}`,
+      runtime: "tool-agent",
+      origin: `admit-${process.pid}-${n}.bench.example`,
+      statement: "A benchmark agent.",
+      ask: "bed",
+      kind: "agent",
+    }),
   },
   // Each citizen leaves on one round of the rotation and comes back on the next.
   { label: "POST /api/live (leave, come back)", method: "POST", path: "/api/live", body: (_c, _n, round) => ({ action: round % 2 ? "return" : "leave" }) },
@@ -43,7 +50,14 @@ export async function admitCitizens(base: string, count: number, tag: string): P
     const answer = await fetch(`${base}/gate`, {
       method: "POST",
       headers: { "content-type": "application/json", "x-forwarded-for": `10.9.${i >> 8}.${i & 255}` },
-      body: JSON.stringify({ name: `${tag}-${process.pid}-${i}`, runtime: "tool-agent", origin: `${tag}-${i}.bench.example`, statement: "A benchmark agent.", ask: "bed", kind: "agent" }),
+      body: JSON.stringify({
+        name: `${tag}-${process.pid}-${i}`,
+        runtime: "tool-agent",
+        origin: `${tag}-${i}.bench.example`,
+        statement: "A benchmark agent.",
+        ask: "bed",
+        kind: "agent",
+      }),
     });
     const json = (await answer.json()) as { did?: string; citizen_secret?: string };
     if (!answer.ok || !json.citizen_secret || !json.did) throw new Error(`admitting a bench citizen answered ${answer.status}`);
@@ -64,7 +78,11 @@ export function legRequest(leg: CitizenLeg, citizens: Citizen[], n: number): { h
 /** Brings every citizen back (bound, with a bed) after a leg that moved them out. */
 export async function bringBack(base: string, citizens: Citizen[]): Promise<void> {
   for (const citizen of citizens) {
-    const answer = await fetch(`${base}/api/return`, { method: "POST", headers: { authorization: `Bearer ${citizen.secret}`, "content-type": "application/json" }, body: "{}" });
+    const answer = await fetch(`${base}/api/return`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${citizen.secret}`, "content-type": "application/json" },
+      body: "{}",
+    });
     if (!answer.ok) throw new Error(`bringing a bench citizen back answered ${answer.status}`);
     await answer.arrayBuffer();
   }

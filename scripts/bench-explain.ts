@@ -26,13 +26,17 @@ async function main(): Promise<void> {
     await upgradeDatabase(open);
     await seedCity(open.db, citizens);
     const did = (i: number) => sql.raw(`encode(sha256(convert_to('bench-${i}', 'UTF8')), 'hex')`);
-    await open.db.execute(sql`INSERT INTO messages (from_did, to_did, body, created_at) SELECT ${did(2)}, ${did(1)}, 'unread ' || g, now() FROM generate_series(1, 10000) g`);
+    await open.db.execute(
+      sql`INSERT INTO messages (from_did, to_did, body, created_at) SELECT ${did(2)}, ${did(1)}, 'unread ' || g, now() FROM generate_series(1, 10000) g`,
+    );
     await open.db.execute(sql`UPDATE citizens SET last_seen_at = now() - interval '2 days' WHERE bed_id IS NOT NULL AND random() < 0.2`);
     await open.db.execute(sql`VACUUM ANALYZE`);
     const [me] = rowsOf<{ did: string }>(await open.db.execute(sql`SELECT ${did(1)} AS did`));
     const since = new Date(Date.now() - 60_000);
     for (let i = 0; i < 3; i++) await returnDelta(open.db, me!.did, since, WAKE_ON, new Date()); // warm
-    const plan = rowsOf<{ "QUERY PLAN": string }>(await open.db.execute(sql`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${returnDeltaQuery(me!.did, since, new Date())}`));
+    const plan = rowsOf<{ "QUERY PLAN": string }>(
+      await open.db.execute(sql`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${returnDeltaQuery(me!.did, since, new Date())}`),
+    );
     console.log(plan.map((r) => r["QUERY PLAN"]).join("\n"));
     const started = performance.now();
     const runs = 50;

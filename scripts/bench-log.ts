@@ -13,7 +13,10 @@ import { appendLog, catchUpTree, consistencyProof, GENESIS_HASH, inclusionProof,
 
 process.env.CITY_COUNT_QUERIES = "1";
 const server = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
-const sizes = process.argv.slice(2).map(Number).filter((n) => n > 0);
+const sizes = process.argv
+  .slice(2)
+  .map(Number)
+  .filter((n) => n > 0);
 
 async function timed<T>(runs: number, work: (i: number) => Promise<T>): Promise<{ medianMs: number; p95Ms: number; statements: number }> {
   const times: number[] = [];
@@ -59,14 +62,18 @@ async function main(): Promise<void> {
       const built = performance.now();
       await db.transaction((tx) => catchUpTree(tx as never, signer, rows, new Date()));
       const catchUpMs = round(performance.now() - built);
-      const append = await timed(50, (i) => db.transaction((tx) => appendLog(tx as never, { event: "exit", did: sha256Hex(`bench-${i}`), at: new Date(), details: { bed_released: `bed-${i}` } })));
+      const append = await timed(50, (i) =>
+        db.transaction((tx) => appendLog(tx as never, { event: "exit", did: sha256Hex(`bench-${i}`), at: new Date(), details: { bed_released: `bed-${i}` } })),
+      );
       // The same machine at the same moment: a transaction of as many trivial statements (BEGIN, lock, two SELECTs, COMMIT).
-    const baseline = await timed(50, () => db.transaction(async (tx) => {
-      await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended('bench_log_baseline', 0))`);
-      await tx.execute(sql`SELECT 1`);
-      await tx.execute(sql`SELECT 1`);
-    }));
-    const size = rows + 50;
+      const baseline = await timed(50, () =>
+        db.transaction(async (tx) => {
+          await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended('bench_log_baseline', 0))`);
+          await tx.execute(sql`SELECT 1`);
+          await tx.execute(sql`SELECT 1`);
+        }),
+      );
+      const size = rows + 50;
       const proof = await timed(100, (i) => inclusionProof(db, 1 + ((i * 7919) % size)));
       const consistency = await timed(100, (i) => consistencyProof(db, 1 + ((i * 7919) % (size - 1)), size));
       const fullTiles = Math.floor(size / 256);

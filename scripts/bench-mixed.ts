@@ -49,14 +49,20 @@ export async function runMixedLoad(options: { base: string; agents: number; seco
   const deadline = Date.now() + seconds * 1000;
   const agent = async (n: number) => {
     const ip = `10.${(n >> 8) & 255}.${n & 255}.${1 + (process.pid % 200)}`;
-    const admitted = await call("POST", "/gate", {
-      name: `mixed-${process.pid}-${n}`,
-      runtime: "tool-agent",
-      origin: `mixed-${n}.bench.example`,
-      statement: "A benchmark agent that writes a little and reads a lot.",
-      ask: "bed",
-      kind: "agent",
-    }, undefined, ip);
+    const admitted = await call(
+      "POST",
+      "/gate",
+      {
+        name: `mixed-${process.pid}-${n}`,
+        runtime: "tool-agent",
+        origin: `mixed-${n}.bench.example`,
+        statement: "A benchmark agent that writes a little and reads a lot.",
+        ask: "bed",
+        kind: "agent",
+      },
+      undefined,
+      ip,
+    );
     if (admitted.status !== 200 || typeof admitted.json.citizen_secret !== "string") return;
     accepted.citizens += 1;
     const secret = admitted.json.citizen_secret;
@@ -100,7 +106,10 @@ export async function runMixedLoad(options: { base: string; agents: number; seco
   const pct = (p: number) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!.toFixed(0) : "0");
   let serverErrors = transportErrors;
   for (const [status, n] of statuses) if (status >= 500) serverErrors += n;
-  const byStatus = [...statuses.entries()].sort(([a], [b]) => a - b).map(([s, n]) => `${s}:${n}`).join(" ");
+  const byStatus = [...statuses.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([s, n]) => `${s}:${n}`)
+    .join(" ");
   return {
     accepted,
     serverErrors,
@@ -122,13 +131,20 @@ export async function runOpenLoad(options: { base: string; rate: number; seconds
   const mix = (n: number): [string, string, unknown?] => {
     const c = citizens[n % citizens.length]!;
     switch (n % 7) {
-      case 0: return ["POST", "/api/locker", { bag: `o${n % 8}`, content: `open ${n}` }];
-      case 1: return ["POST", "/api/message", { to: c.did, body: `open note ${n}` }];
-      case 2: return ["POST", "/api/live", { action: "return" }];
-      case 3: return ["GET", "/api/peers"];
-      case 4: return ["GET", "/api/message"];
-      case 5: return ["POST", "/api/plaza", { body: `open post ${n}` }];
-      default: return ["GET", "/city.json"];
+      case 0:
+        return ["POST", "/api/locker", { bag: `o${n % 8}`, content: `open ${n}` }];
+      case 1:
+        return ["POST", "/api/message", { to: c.did, body: `open note ${n}` }];
+      case 2:
+        return ["POST", "/api/live", { action: "return" }];
+      case 3:
+        return ["GET", "/api/peers"];
+      case 4:
+        return ["GET", "/api/message"];
+      case 5:
+        return ["POST", "/api/plaza", { body: `open post ${n}` }];
+      default:
+        return ["GET", "/city.json"];
     }
   };
   const started = performance.now();
@@ -158,7 +174,10 @@ export async function runOpenLoad(options: { base: string; rate: number; seconds
   const pct = (p: number) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!.toFixed(0) : "0");
   let serverErrors = transportErrors;
   for (const [status, n] of statuses) if (status >= 500) serverErrors += n;
-  const byStatus = [...statuses.entries()].sort(([a], [b]) => a - b).map(([st, n]) => `${st}:${n}`).join(" ");
+  const byStatus = [...statuses.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([st, n]) => `${st}:${n}`)
+    .join(" ");
   const elapsed = (performance.now() - started) / 1000;
   return {
     serverErrors,

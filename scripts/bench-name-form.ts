@@ -49,7 +49,9 @@ async function main(): Promise<void> {
       const { value, queries } = await countingQueries(() => upgradeDatabase(open));
       const ms = performance.now() - started;
       const { recomputed, unchanged, collisions } = value.nameKeys;
-      console.log(`${open.driver}, ${count} citizens (every ${every} changes), ${run}: ${recomputed} recomputed, ${unchanged} unchanged, ${collisions.length} collisions; ${queries} statements, ${ms.toFixed(0)} ms`);
+      console.log(
+        `${open.driver}, ${count} citizens (every ${every} changes), ${run}: ${recomputed} recomputed, ${unchanged} unchanged, ${collisions.length} collisions; ${queries} statements, ${ms.toFixed(0)} ms`,
+      );
     }
   } finally {
     rmSync(folder, { recursive: true, force: true });

@@ -38,7 +38,11 @@ async function seedCaller(db: Database, me: string): Promise<void> {
   await db.execute(sql`
     INSERT INTO posts (board, room, did, body, created_at)
     SELECT 'room', 'room-7', ${me}, 'my room post ' || i, now() - interval '20 days' + make_interval(secs => i) FROM generate_series(1, 40) AS i`);
-  for (const [replies, age] of [[5, "10 days"], [4, "3 days"], [3, "30 minutes"]] as const) {
+  for (const [replies, age] of [
+    [5, "10 days"],
+    [4, "3 days"],
+    [3, "30 minutes"],
+  ] as const) {
     await db.execute(sql`
       INSERT INTO posts (board, room, did, body, reply_to, created_at)
       SELECT 'room', 'room-7', ${didOf("2")}, 'a reply to you', p.id, now() - ${age}::interval
@@ -86,7 +90,9 @@ async function measure(db: Database, me: string, label: string): Promise<void> {
     for (const plan of ["generic", "custom"] as const) {
       const reads = await preparedReadsOf(db, query, plan);
       if (showPlans) console.log(await preparedPlanText(db, query, plan));
-      console.log(`cursor ${name.padEnd(8)} ${plan.padEnd(7)}: ${String(reads.postsRows).padStart(7)} rows of posts, ${String(reads.buffers).padStart(5)} buffers, seq scans of posts ${reads.postsSeqScans}; ${reads.postsScans.join(", ")}`);
+      console.log(
+        `cursor ${name.padEnd(8)} ${plan.padEnd(7)}: ${String(reads.postsRows).padStart(7)} rows of posts, ${String(reads.buffers).padStart(5)} buffers, seq scans of posts ${reads.postsSeqScans}; ${reads.postsScans.join(", ")}`,
+      );
     }
     if (cursor === undefined) continue; // a timed poll moves the last poll: only cursors repeat
     const times: number[] = [];
@@ -97,7 +103,9 @@ async function measure(db: Database, me: string, label: string): Promise<void> {
       if (!poll) throw new Error("the bench citizen is not bound");
     }
     times.sort((a, b) => a - b);
-    console.log(`cursor ${name.padEnd(8)} timed  : p50 ${percentile(times, 0.5).toFixed(2)} ms, p95 ${percentile(times, 0.95).toFixed(2)} ms (${polls} polls through the driver)`);
+    console.log(
+      `cursor ${name.padEnd(8)} timed  : p50 ${percentile(times, 0.5).toFixed(2)} ms, p95 ${percentile(times, 0.95).toFixed(2)} ms (${polls} polls through the driver)`,
+    );
   }
 }
 

@@ -117,7 +117,8 @@ async function main(): Promise<void> {
           const first = await searchPeers(open.db, withCursor);
           for (let i = 0; i < 10; i++) await searchPeers(open.db, withCursor); // warm-up
           const reads = await searchReadsOf(open.db, search.q, withCursor);
-          if (explain) console.log(`EXPLAIN ANALYZE ${db} ${size} ${search.label}:\n${await searchPlanOf(open.db, search.q, { ...withCursor, analyze: true })}`);
+          if (explain)
+            console.log(`EXPLAIN ANALYZE ${db} ${size} ${search.label}:\n${await searchPlanOf(open.db, search.q, { ...withCursor, analyze: true })}`);
           prepared.push({ size, open, options: withCursor, rows: first.peers.length, reads, times: [] as number[] });
         }
         for (let i = 0; i < runs; i++) {
@@ -129,9 +130,20 @@ async function main(): Promise<void> {
         }
         for (const city of prepared) {
           const times = city.times.sort((a, b) => a - b);
-          const row = { db, size: city.size, label: search.label, rows: city.rows, p50: quantile(times, 0.5), p95: quantile(times, 0.95), read: city.reads.rows, buffers: city.reads.buffers };
+          const row = {
+            db,
+            size: city.size,
+            label: search.label,
+            rows: city.rows,
+            p50: quantile(times, 0.5),
+            p95: quantile(times, 0.95),
+            read: city.reads.rows,
+            buffers: city.reads.buffers,
+          };
           table.push(row);
-          console.log(`  ${db} ${city.size} ${search.label}: ${row.rows} rows, p50 ${row.p50.toFixed(2)} ms, p95 ${row.p95.toFixed(2)} ms, reads ${row.read} rows / ${row.buffers} buffers`);
+          console.log(
+            `  ${db} ${city.size} ${search.label}: ${row.rows} rows, p50 ${row.p50.toFixed(2)} ms, p95 ${row.p95.toFixed(2)} ms, reads ${row.read} rows / ${row.buffers} buffers`,
+          );
         }
       }
     } finally {
@@ -139,7 +151,9 @@ async function main(): Promise<void> {
     }
   }
   const [small, large] = [Math.min(...sizes), Math.max(...sizes)];
-  console.log(`\n| db | search | rows | p50 ms at ${small} | p50 ms at ${large} | ratio of p50 | ratio of p95 | rows read at ${small} / ${large} | buffers at ${small} / ${large} |`);
+  console.log(
+    `\n| db | search | rows | p50 ms at ${small} | p50 ms at ${large} | ratio of p50 | ratio of p95 | rows read at ${small} / ${large} | buffers at ${small} / ${large} |`,
+  );
   console.log(`|---|---|---|---|---|---|---|---|---|`);
   for (const db of dbs) {
     for (const search of SEARCHES) {

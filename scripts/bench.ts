@@ -151,7 +151,10 @@ async function main(): Promise<void> {
   }
   console.log(`\n| db | path | req/s | ratio to static | ratio to GET /gate | p50 ms | p99 ms | errors | non-2xx | bytes/req | db round trips |`);
   console.log(`|---|---|---|---|---|---|---|---|---|---|---|`);
-  for (const r of rows) console.log(`| ${r.db} | ${r.path} | ${r.rps.toFixed(0)} | ${r.ratio.toFixed(2)} | ${r.toGate.toFixed(2)} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.non2xx} | ${r.bytes} | ${r.queries} |`);
+  for (const r of rows)
+    console.log(
+      `| ${r.db} | ${r.path} | ${r.rps.toFixed(0)} | ${r.ratio.toFixed(2)} | ${r.toGate.toFixed(2)} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.non2xx} | ${r.bytes} | ${r.queries} |`,
+    );
   console.log(`\nmixed load (${agents} agents, ${mixedSeconds} s closed loop; then open loop for ${openSeconds} s at half its rate):`);
   for (const line of mixed) console.log(`- ${line}`);
   if (smoke && (failures > 0 || rows.some((r) => r.rps <= 0))) {

@@ -24,19 +24,28 @@ async function main(): Promise<number> {
   const db = await getDb();
   const report = await logIdentityReport(db, { record: args.has("--record") });
   const { check } = report;
-  const show = (label: string, id: { origin: string; keyId: string; vkey: string }) => console.log(`${label}: origin ${id.origin}, key id ${id.keyId}\n  vkey ${id.vkey}`);
+  const show = (label: string, id: { origin: string; keyId: string; vkey: string }) =>
+    console.log(`${label}: origin ${id.origin}, key id ${id.keyId}\n  vkey ${id.vkey}`);
   if (check.identity) show(`the log's identity (recorded ${check.identity.recordedAt.toISOString()})`, check.identity);
   else console.log("the log's identity: none recorded yet");
   show("this configuration", check.configured);
-  console.log(`checkpoints held: ${report.checkpoints}; not verifying under ${check.identity ? "the log's identity" : "this configuration"}: ${report.foreignCheckpoints}${report.firstForeignSize !== null ? ` (first at size ${report.firstForeignSize})` : ""}`);
+  console.log(
+    `checkpoints held: ${report.checkpoints}; not verifying under ${check.identity ? "the log's identity" : "this configuration"}: ${report.foreignCheckpoints}${report.firstForeignSize !== null ? ` (first at size ${report.firstForeignSize})` : ""}`,
+  );
   if (check.agrees) {
-    console.log(check.recordedNow ? "recorded: this configuration is now the log's identity." : "this configuration is the log's identity: this instance appends.");
+    console.log(
+      check.recordedNow ? "recorded: this configuration is now the log's identity." : "this configuration is the log's identity: this instance appends.",
+    );
     return 0;
   }
   if (!check.identity) {
     console.log(`not recorded: ${check.reason}.`);
-    if (report.checkpoints === 0) console.log("the first instance that starts or writes records its own; `npm run log-identity -- --record` records this configuration's now.");
-    else console.log("run `npm run log-identity -- --record` with the configuration whose key signed the latest checkpoint; until then every instance that cannot verify it refuses to append.");
+    if (report.checkpoints === 0)
+      console.log("the first instance that starts or writes records its own; `npm run log-identity -- --record` records this configuration's now.");
+    else
+      console.log(
+        "run `npm run log-identity -- --record` with the configuration whose key signed the latest checkpoint; until then every instance that cannot verify it refuses to append.",
+      );
     return 2;
   }
   console.log(`disagrees: ${check.reason}. An instance so configured refuses to append (503 log_identity_mismatch).`);
@@ -48,7 +57,10 @@ async function main(): Promise<number> {
     const keptX = kept ? Buffer.from(String((kept.jwk as Record<string, string>).x ?? ""), "base64url").toString("base64") : null;
     if (identity.publicKey === check.configured.publicKey) console.log("  (the signing key already is the log's)");
     else if (keptX === identity.publicKey) console.log("  CITY_SIGNING_KEY unset: the key kept in the database (signing_keys) is the log's");
-    else console.log(`  CITY_SIGNING_KEY=<the Ed25519 private key whose public key is ${identity.publicKey}>: neither the configured key nor the one kept in the database is the log's`);
+    else
+      console.log(
+        `  CITY_SIGNING_KEY=<the Ed25519 private key whose public key is ${identity.publicKey}>: neither the configured key nor the one kept in the database is the log's`,
+      );
   } else {
     console.log("`npm run log-identity -- --adopt` prints the configuration that adopts it.");
   }

@@ -49,9 +49,13 @@ const unscoredCount = unscored.reduce((n, s) => n + s.other, 0);
 
 console.log(`MCP conformance (requirements 2026-07-28, ${scenarios.length} scenarios): green, every scored check passes.`);
 console.log(`  ${total[1]} checks passed.`);
-console.log(`  ${expectedFailures} failures expected, and ${expected.length - expectedFailures} expected warnings (scripts/mcp-conformance-baseline.yml), by reason:`);
+console.log(
+  `  ${expectedFailures} failures expected, and ${expected.length - expectedFailures} expected warnings (scripts/mcp-conformance-baseline.yml), by reason:`,
+);
 for (const [why, ids] of byReason) console.log(`    - ${why}\n      ${ids.join(", ")}`);
-console.log(`  ${unscoredCount} failures in scenarios the requirement set does not score (reported by the suite, never deciding): ${unscored.map((s) => `${s.name} ${s.other}`).join(", ")}.`);
+console.log(
+  `  ${unscoredCount} failures in scenarios the requirement set does not score (reported by the suite, never deciding): ${unscored.map((s) => `${s.name} ${s.other}`).join(", ")}.`,
+);
 if (expectedFailures + unscoredCount !== Number(total[2])) {
   console.error(`mcp conformance: ${total[2]} failures reported, ${expectedFailures + unscoredCount} accounted for`);
   process.exit(1);

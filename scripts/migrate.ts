@@ -10,7 +10,9 @@ async function main(): Promise<void> {
     console.log(`migrations applied (${open.driver})`);
     const { recomputed, unchanged, collisions } = nameKeys;
     if (recomputed + unchanged + collisions.length > 0) {
-      console.log(`name keys: ${recomputed} recomputed, ${unchanged} already current, ${collisions.length} collisions kept apart${collisions.map((c) => `\n  ${c.did} shares its form with ${c.heldBy}`).join("")}`);
+      console.log(
+        `name keys: ${recomputed} recomputed, ${unchanged} already current, ${collisions.length} collisions kept apart${collisions.map((c) => `\n  ${c.did} shares its form with ${c.heldBy}`).join("")}`,
+      );
     }
   } finally {
     await open.close();

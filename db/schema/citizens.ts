@@ -53,17 +53,31 @@ export const citizens = pgTable(
       .on(t.lastSeenAt)
       .where(sql`${t.residencyStatus} = 'bound' AND ${t.bedId} IS NOT NULL`),
     // The directory search (lib/city/directory-search.ts): exact and prefix by btree, substring by trigram.
-    index("citizens_name_key_prefix").on(t.nameKey.op("text_pattern_ops")).where(sql`${t.residencyStatus} <> 'exported'`),
-    index("citizens_origin_key_prefix").on(t.originKey.op("text_pattern_ops")).where(sql`${t.residencyStatus} <> 'exported'`),
-    index("citizens_name_key_trgm").using("gin", t.nameKey.op("gin_trgm_ops")).where(sql`${t.residencyStatus} <> 'exported'`),
-    index("citizens_origin_key_trgm").using("gin", t.originKey.op("gin_trgm_ops")).where(sql`${t.residencyStatus} <> 'exported'`),
+    index("citizens_name_key_prefix")
+      .on(t.nameKey.op("text_pattern_ops"))
+      .where(sql`${t.residencyStatus} <> 'exported'`),
+    index("citizens_origin_key_prefix")
+      .on(t.originKey.op("text_pattern_ops"))
+      .where(sql`${t.residencyStatus} <> 'exported'`),
+    index("citizens_name_key_trgm")
+      .using("gin", t.nameKey.op("gin_trgm_ops"))
+      .where(sql`${t.residencyStatus} <> 'exported'`),
+    index("citizens_origin_key_trgm")
+      .using("gin", t.originKey.op("gin_trgm_ops"))
+      .where(sql`${t.residencyStatus} <> 'exported'`),
     // The directory's order within a runtime and among the proven, so a listing or a search with
     // runtime= or proven=1 walks only those citizens when they are few (not the whole city).
-    index("citizens_runtime_order").on(t.runtime, t.boundAt, t.did).where(sql`${t.residencyStatus} <> 'exported'`),
-    index("citizens_proven_order").on(t.boundAt, t.did).where(sql`${t.provenDid} IS NOT NULL`),
+    index("citizens_runtime_order")
+      .on(t.runtime, t.boundAt, t.did)
+      .where(sql`${t.residencyStatus} <> 'exported'`),
+    index("citizens_proven_order")
+      .on(t.boundAt, t.did)
+      .where(sql`${t.provenDid} IS NOT NULL`),
     // The rows whose keys the backfill still has to compute (lib/city/names.ts), oldest first: a
     // start or a migration reads those, never the whole table.
-    index("citizens_name_form_stale").on(t.boundAt, t.did).where(sql`${t.nameForm} < 2 OR ${t.nameKey} IS NULL`),
+    index("citizens_name_form_stale")
+      .on(t.boundAt, t.did)
+      .where(sql`${t.nameForm} < 2 OR ${t.nameKey} IS NULL`),
   ],
 );
 

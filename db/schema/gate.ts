@@ -12,7 +12,12 @@ export const gateNonces = pgTable(
     /** The citizen a poll issued it to: each holds at most one, a new poll's nonce replaces it. */
     holder: text("holder"),
   },
-  (t) => [index("gate_nonces_expires_at").on(t.expiresAt), uniqueIndex("gate_nonces_holder").on(t.holder).where(sql`${t.holder} IS NOT NULL`)],
+  (t) => [
+    index("gate_nonces_expires_at").on(t.expiresAt),
+    uniqueIndex("gate_nonces_holder")
+      .on(t.holder)
+      .where(sql`${t.holder} IS NOT NULL`),
+  ],
 );
 
 /** Bed numbers are never reused: a bed id names one assignment for good. */

@@ -20,4 +20,3 @@ export const rateWindows = pgTable(
   },
   (t) => [primaryKey({ columns: [t.scope, t.subject] }), index("rate_windows_expires_at").on(t.expiresAt)],
 );
-

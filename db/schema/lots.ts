@@ -11,5 +11,10 @@ export const lotLocks = pgTable(
     lockedAt: timestamp("locked_at", { withTimezone: true, mode: "date" }).notNull(),
     releasedAt: timestamp("released_at", { withTimezone: true, mode: "date" }),
   },
-  (t) => [uniqueIndex("lot_locks_one_holder").on(t.lot).where(sql`${t.releasedAt} IS NULL`), index("lot_locks_did").on(t.did)],
+  (t) => [
+    uniqueIndex("lot_locks_one_holder")
+      .on(t.lot)
+      .where(sql`${t.releasedAt} IS NULL`),
+    index("lot_locks_did").on(t.did),
+  ],
 );

@@ -23,8 +23,12 @@ export const posts = pgTable(
     index("posts_created_at").on(t.createdAt),
     // The poll's room replies: the caller's own room posts, then the replies to each since the
     // cursor (lib/city/live-delta.ts; migration 0027).
-    index("posts_room_by_did").on(t.did, t.id).where(sql`${t.board} = 'room'`),
-    index("posts_room_replies").on(t.replyTo, t.createdAt).where(sql`${t.board} = 'room' AND ${t.replyTo} IS NOT NULL`),
+    index("posts_room_by_did")
+      .on(t.did, t.id)
+      .where(sql`${t.board} = 'room'`),
+    index("posts_room_replies")
+      .on(t.replyTo, t.createdAt)
+      .where(sql`${t.board} = 'room' AND ${t.replyTo} IS NOT NULL`),
   ],
 );
 

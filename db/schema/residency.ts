@@ -19,11 +19,7 @@ export const residencyLog = pgTable(
     prevHash: text("prev_hash").notNull(),
     hash: text("hash").notNull().unique(),
   },
-  (t) => [
-    check("residency_log_seq_positive", sql`${t.seq} > 0`),
-    index("residency_log_at").on(t.at),
-    index("residency_log_did").on(t.did),
-  ],
+  (t) => [check("residency_log_seq_positive", sql`${t.seq} > 0`), index("residency_log_at").on(t.at), index("residency_log_did").on(t.did)],
 );
 
 export type LogRow = typeof residencyLog.$inferSelect;

@@ -28,7 +28,14 @@ export function taskOwnerHash(did: string): string {
  * another owner is never overwritten. The kept task is bounded (keptForm), and the owner keeps at
  * most A2A_TASKS_PER_OWNER: in the same transaction, under the owner's lock, the oldest beyond go.
  */
-export async function keepTask(db: Database, id: string, ownerHash: string, task: Record<string, unknown>, now: Date, did: string | null = null): Promise<void> {
+export async function keepTask(
+  db: Database,
+  id: string,
+  ownerHash: string,
+  task: Record<string, unknown>,
+  now: Date,
+  did: string | null = null,
+): Promise<void> {
   const stored = JSON.stringify(keptForm(task));
   await db.transaction(async (tx) => {
     await holdLock(tx as Database, `a2a-tasks:${ownerHash}`);
@@ -165,8 +172,15 @@ export async function listKeptTasks(
     .where(and(matching, after))
     .orderBy(desc(a2aTasks.createdAt), desc(a2aTasks.id))
     .limit(page.limit + 1);
-  const [counted] = await db.select({ total: sql<number>`count(*)::int` }).from(a2aTasks).where(matching);
+  const [counted] = await db
+    .select({ total: sql<number>`count(*)::int` })
+    .from(a2aTasks)
+    .where(matching);
   const shown = rows.slice(0, page.limit);
   const last = shown.at(-1);
-  return { tasks: shown.map((r) => r.task), next: rows.length > page.limit && last ? { createdAt: last.createdAt, id: last.id } : null, total: counted?.total ?? 0 };
+  return {
+    tasks: shown.map((r) => r.task),
+    next: rows.length > page.limit && last ? { createdAt: last.createdAt, id: last.id } : null,
+    total: counted?.total ?? 0,
+  };
 }

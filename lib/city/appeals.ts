@@ -76,7 +76,11 @@ export async function decideAppeal(db: Database, id: number, decision: "grant" |
   await holdLock(db, `appeal:${id}`);
   const [appeal] = await db.select().from(appeals).where(eq(appeals.id, id));
   if (!appeal) throw new CityError("not_found", `No appeal ${id}.`);
-  const inserted = await db.insert(appealDecisions).values({ appealId: id, decision, note: note ?? null, decidedAt: now }).onConflictDoNothing().returning();
+  const inserted = await db
+    .insert(appealDecisions)
+    .values({ appealId: id, decision, note: note ?? null, decidedAt: now })
+    .onConflictDoNothing()
+    .returning();
   if (inserted.length !== 1) throw new CityError("conflict", `Appeal ${id} is already decided; a decision is never edited.`);
 
   let restoredTier: string | null = null;
@@ -91,7 +95,10 @@ export async function decideAppeal(db: Database, id: number, decision: "grant" |
         .orderBy(desc(tierEvents.id))
         .limit(1);
       restoredTier = restriction?.fromTier === "proven" ? "proven" : "citizen";
-      await db.update(citizens).set({ tier: restoredTier as "citizen" | "proven" }).where(eq(citizens.did, appeal.did));
+      await db
+        .update(citizens)
+        .set({ tier: restoredTier as "citizen" | "proven" })
+        .where(eq(citizens.did, appeal.did));
       await db.insert(tierEvents).values({
         did: appeal.did,
         event: "restore",

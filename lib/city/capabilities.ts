@@ -13,8 +13,7 @@ export const CONTAINMENT = {
   spam: "Gate text is filtered fail-closed for spam; hourly limits on vault, mail, bazaar, plaza and rooms park floods in quarantine instead of racing them. Every store that citizens or visitors add to also has a city-wide bound on bytes held and bytes added per clock hour, of which newcomers together may use only a published share (stores.gauges below); past a bound a write is refused 507 city_full and nobody is evicted.",
   theft_and_credential_harvesting:
     "Private shelves and gate text are scanned fail-closed: private keys, seed phrases, API tokens and the city's own credentials are refused, never stored and never echoed. Secrets are stored only as sha256.",
-  impersonation:
-    `A name and origin are held by their citizen; presenting them again needs the citizen's Bearer secret or its controller's Ed25519 signature over a fresh nonce. A public DID opens nothing. Names and origins that look the same are held as one: they are compared in ${NAME_FORM_TEXT}.`,
+  impersonation: `A name and origin are held by their citizen; presenting them again needs the citizen's Bearer secret or its controller's Ed25519 signature over a fresh nonce. A public DID opens nothing. Names and origins that look the same are held as one: they are compared in ${NAME_FORM_TEXT}.`,
   uncontrolled_spending: `The clinic's budget desk counts every attempt in the database before any model call: ${LIMITS.clinic.citizenPerDay} calls a day for a citizen, ${LIMITS.clinic.provenPerDay} when proven, ${LIMITS.clinic.cityCeiling} attempts per ${LIMITS.clinic.cityWindowSeconds} s city-wide; when it cannot count, it spends nothing. ${CLINIC_RESERVE_RULE} The gauges say which is which: city_window.hits counts every attempt that reached the desk, spent what the ceiling counts.`,
   deliberate_harm: "Harm at the gate is refused fail-closed; the tool-protocol door exposes city doors only: no browser, no shell, no fetch of arbitrary URLs.",
   the_honest_gap:
@@ -69,7 +68,9 @@ export function buildLadder(doors: readonly DoorLine[]) {
       how: `Mechanically, by the published trigger: ${RESTRICTION_TRIGGER}.`,
       opens: [...restricted.reading, ...restricted.openWrites, ...restricted.unsignedOpen],
       narrows: [
-        ...doors.filter((d) => d.whenRestricted === "park").map((d) => `${line(d)}: every ${d.auth === "optional" ? "signed " : ""}write is parked in quarantine`),
+        ...doors
+          .filter((d) => d.whenRestricted === "park")
+          .map((d) => `${line(d)}: every ${d.auth === "optional" ? "signed " : ""}write is parked in quarantine`),
         ...restricted.refuses.map((d) => `${d}: refused (403)`),
       ],
       honest_limit: "Identity, history, locker and checkpoints are untouched; every reading door works unchanged; unsigned ward distress stays open.",

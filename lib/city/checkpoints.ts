@@ -38,9 +38,13 @@ export async function appendCheckpoint(
   const { did, content, now } = entry;
   const bytes = utf8Bytes(content);
   if (bytes > C.bytesPerVersion) {
-    throw new CityError("payload_too_large", `A checkpoint holds at most ${C.bytesPerVersion} bytes of UTF-8 content; this one has ${bytes}. Nothing was stored.`, {
-      limit: { name: "version_bytes", limit: C.bytesPerVersion },
-    });
+    throw new CityError(
+      "payload_too_large",
+      `A checkpoint holds at most ${C.bytesPerVersion} bytes of UTF-8 content; this one has ${bytes}. Nothing was stored.`,
+      {
+        limit: { name: "version_bytes", limit: C.bytesPerVersion },
+      },
+    );
   }
   await guardShelfContent(db, { did, door: "keep-checkpoint", texts: entry.label === undefined ? [content] : [content, entry.label], now });
 
@@ -64,9 +68,13 @@ export async function appendCheckpoint(
   const [row] = rowsOf<{ version: number | null; n: number }>(result);
   if (!row || row.version === null) {
     if (row && Number(row.n) < C.versions) throw await cityFull(db, charge);
-    throw new CityError("limit_reached", `Your checkpoint shelf holds at most ${C.versions} versions and is full; it is append-only, so nothing was stored or evicted.`, {
-      limit: { name: "versions", limit: C.versions, remaining: 0 },
-    });
+    throw new CityError(
+      "limit_reached",
+      `Your checkpoint shelf holds at most ${C.versions} versions and is full; it is append-only, so nothing was stored or evicted.`,
+      {
+        limit: { name: "versions", limit: C.versions, remaining: 0 },
+      },
+    );
   }
   return { version: Number(row.version), sha256, bytes, createdAt: now };
 }

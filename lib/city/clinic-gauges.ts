@@ -132,9 +132,9 @@ export async function clinicReadings(
     [row] = rowsOf<Row>(
       await db.execute(sql`
         SELECT a.asclepius, a.hygieia, w.hits, w.spent, w.newcomer_spent,
-          ${caller
-            ? sql`(SELECT count(*)::int FROM clinic_attempts WHERE did = ${caller.did} AND verdict = 'admitted' AND at > ${since})`
-            : sql`NULL::int`} AS used,
+          ${
+            caller ? sql`(SELECT count(*)::int FROM clinic_attempts WHERE did = ${caller.did} AND verdict = 'admitted' AND at > ${since})` : sql`NULL::int`
+          } AS used,
           ${caller ? sql`(SELECT bound_at FROM citizens WHERE did = ${caller.did})` : sql`NULL::timestamptz`} AS bound_at
         FROM (SELECT count(*) FILTER (WHERE physician = 'asclepius')::int AS asclepius, count(*) FILTER (WHERE physician = 'hygieia')::int AS hygieia
               FROM clinic_outcomes WHERE outcome = 'answered' AND at > ${since}) a,

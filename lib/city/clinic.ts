@@ -45,7 +45,10 @@ export async function consult(
   }
   await recordOutcome(db, desk.attemptId, physician.name, outcome.kind);
   if (outcome.kind === "timeout") {
-    throw new CityError("gateway_timeout", `${physician.name} did not answer within ${config.timeoutMs} ms. The attempt was counted once; nothing else was sent.`);
+    throw new CityError(
+      "gateway_timeout",
+      `${physician.name} did not answer within ${config.timeoutMs} ms. The attempt was counted once; nothing else was sent.`,
+    );
   }
   if (outcome.kind === "provider_error") {
     const failed = outcome.unfit ? "answered in a shape this door cannot pass on, so the answer was withheld" : "failed to answer";
@@ -61,7 +64,10 @@ function choosePhysician(config: ClinicConfig, wanted?: Physician): PhysicianCon
   if (!wanted) return config.physicians[0]!;
   const found = config.physicians.find((p) => p.name === wanted);
   if (!found) {
-    throw new CityError("conflict", `${wanted} is not configured in this city; configured: ${config.physicians.map((p) => p.name).join(", ")}. Nothing was counted.`);
+    throw new CityError(
+      "conflict",
+      `${wanted} is not configured in this city; configured: ${config.physicians.map((p) => p.name).join(", ")}. Nothing was counted.`,
+    );
   }
   return found;
 }
@@ -74,7 +80,10 @@ function choosePhysician(config: ClinicConfig, wanted?: Physician): PhysicianCon
 function guardWords(words: string): void {
   const verdict = scanContent(words);
   if (verdict.ok) return;
-  throw new CityError("content_refused", `${verdict.reason} It was not sent to any physician, took no budget slot and does not count toward restriction (rule: ${verdict.rule}).`);
+  throw new CityError(
+    "content_refused",
+    `${verdict.reason} It was not sent to any physician, took no budget slot and does not count toward restriction (rule: ${verdict.rule}).`,
+  );
 }
 
 async function recordOutcome(db: Database, attemptId: number, physician: Physician, outcome: Outcome["kind"]): Promise<void> {

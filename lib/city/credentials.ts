@@ -150,7 +150,15 @@ export async function heldCitizenForSignature(
 ): Promise<(HeldCitizen & { credential: "signature" }) | null> {
   const opens = sql`${citizens.did} = ${signed.did} AND ${keyStillValidSql(signed, now)}`;
   const nonce = signed.nonce;
-  const { row, outcome } = await holdCitizen(db, opens, now, mode, seenBefore, options, nonce === null ? null : (found) => nonceCtes({ ...signed, nonce }, now, found));
+  const { row, outcome } = await holdCitizen(
+    db,
+    opens,
+    now,
+    mode,
+    seenBefore,
+    options,
+    nonce === null ? null : (found) => nonceCtes({ ...signed, nonce }, now, found),
+  );
   if (!row) return null;
   if (nonce !== null && outcome) {
     const refused = await nonceRefusal(db, { ...signed, nonce }, outcome, now);
@@ -186,7 +194,10 @@ async function holdCitizen(
       SELECT did, tier, residency_status, bed_id FROM ${citizens} WHERE ${opens} AND NOT EXISTS (SELECT 1 FROM seen) ${lock}
     ), found AS (SELECT * FROM seen UNION ALL SELECT * FROM held LIMIT 1)${more ? sql`, ${more(sql`found`)}` : sql``}
     SELECT caller.*${options.logHead ? sql`, head.*` : sql``}${more ? sql`, ${NONCE_COLUMNS}` : sql``} FROM (SELECT 1) one LEFT JOIN found caller ON true ${options.logHead ? lockLogHeadAfter(sql`caller.did`) : sql``}`);
-  type Row = { did: string | null; tier: HeldCitizen["tier"]; residency_status: HeldCitizen["residencyStatus"]; bed_id: string | null } & Partial<Parameters<typeof logHeadOf>[0]> & Partial<NonceOutcome>;
+  type Row = { did: string | null; tier: HeldCitizen["tier"]; residency_status: HeldCitizen["residencyStatus"]; bed_id: string | null } & Partial<
+    Parameters<typeof logHeadOf>[0]
+  > &
+    Partial<NonceOutcome>;
   const [row] = rowsOf<Row>(result);
   if (!row || row.did === null) return { row: null, outcome: null };
   const outcome = more ? { nonce_used: row.nonce_used === true, nonce_fits: row.nonce_fits === true, nonce_kept: Number(row.nonce_kept ?? 0) } : null;

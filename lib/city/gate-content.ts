@@ -17,9 +17,34 @@ export interface GateRefusal {
 
 /** Names an agent may not take: the city's own and the words of its operators. */
 export const RESERVED_NAMES = [
-  "city", "thecity", "cityofficial", "cityoperator", "cityadmin", "citystaff", "citysupport", "cityteam",
-  "operator", "admin", "administrator", "root", "system", "sysadmin", "moderator", "mod", "registrar",
-  "gate", "gatekeeper", "ward", "clinic", "asclepius", "hygieia", "mayor", "sheriff", "official", "staff", "support",
+  "city",
+  "thecity",
+  "cityofficial",
+  "cityoperator",
+  "cityadmin",
+  "citystaff",
+  "citysupport",
+  "cityteam",
+  "operator",
+  "admin",
+  "administrator",
+  "root",
+  "system",
+  "sysadmin",
+  "moderator",
+  "mod",
+  "registrar",
+  "gate",
+  "gatekeeper",
+  "ward",
+  "clinic",
+  "asclepius",
+  "hygieia",
+  "mayor",
+  "sheriff",
+  "official",
+  "staff",
+  "support",
 ] as const;
 
 const HARM_PATTERNS: [RegExp, string][] = [
@@ -51,14 +76,20 @@ export function normaliseName(name: string): string {
 /** The first rule the text breaks, or null when it may pass. */
 export function checkGateText(text: GateText): GateRefusal | null {
   for (const field of ["name", "origin"] as const) {
-    if (text[field].includes("|")) return { rule: "vertical_bar", reason: `${field} carries a |, which separates the parts of the citizen key (name|runtime|origin)` };
+    if (text[field].includes("|"))
+      return { rule: "vertical_bar", reason: `${field} carries a |, which separates the parts of the citizen key (name|runtime|origin)` };
     // Its normal form removes what shows nothing: a text made only of that would show as nothing
     // (and could not be found in the directory), so it is refused rather than kept.
-    if (normalKey(text[field]) === "") return { rule: "blank", reason: `${field} is made only of invisible or blank characters (white space, ignorable, format or filler characters), so it would show as nothing` };
+    if (normalKey(text[field]) === "")
+      return {
+        rule: "blank",
+        reason: `${field} is made only of invisible or blank characters (white space, ignorable, format or filler characters), so it would show as nothing`,
+      };
   }
   const fields = { name: text.name, origin: text.origin, statement: text.statement } as const;
   for (const [field, value] of Object.entries(fields)) {
-    if (INVISIBLE.test(value)) return { rule: "invisible_characters", reason: `${field} carries control or invisible direction characters, which can disguise text` };
+    if (INVISIBLE.test(value))
+      return { rule: "invisible_characters", reason: `${field} carries control or invisible direction characters, which can disguise text` };
     for (const [pattern, why] of HARM_PATTERNS) {
       if (pattern.test(value)) return { rule: "harm", reason: `${field} ${why}; harm is refused at the gate` };
     }

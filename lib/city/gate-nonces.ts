@@ -80,7 +80,8 @@ export async function issueNonce(
           'residencyStatus', s.residency_status, 'bedId', s.bed_id, 'controllerPublicKey', s.controller_public_key)
           FROM citizens s WHERE s.did = ${selfDid})`
     : sql`NULL::json`;
-  type Row = IssuedNonce["counts"] & Record<string, unknown> & { nonce: string | null; self: SelfRow | null; live_room: boolean; live_oldest: string | Date | null; quota_taken: number };
+  type Row = IssuedNonce["counts"] &
+    Record<string, unknown> & { nonce: string | null; self: SelfRow | null; live_room: boolean; live_oldest: string | Date | null; quota_taken: number };
   const result = await db.execute(sql`
     WITH live_room AS (
       SELECT coalesce(count(a), 0) < ${liveLimit}::int AS room, min(a) AS oldest

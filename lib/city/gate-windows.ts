@@ -66,8 +66,14 @@ export function chainSql(chain: Chain, now: Date): { ctes: SQL; allTaken: SQL; c
   if (keyed.length) {
     // Room for the rows this chain may add: every one exists, or the table holds fewer than the bound
     // (counted only when a row is new: an OR is evaluated left to right and stops at true).
-    const scopes = sql.join(CLIENT_KEYED_SCOPES.map((s) => sql`${s}`), sql`, `);
-    const exist = sql.join(keyed.map((w) => sql`EXISTS (SELECT 1 FROM rate_windows WHERE scope = ${w.scope} AND subject = ${w.subject})`), sql` AND `);
+    const scopes = sql.join(
+      CLIENT_KEYED_SCOPES.map((s) => sql`${s}`),
+      sql`, `,
+    );
+    const exist = sql.join(
+      keyed.map((w) => sql`EXISTS (SELECT 1 FROM rate_windows WHERE scope = ${w.scope} AND subject = ${w.subject})`),
+      sql` AND `,
+    );
     ctes.push(sql`subjects_room AS (
       SELECT (${exist}) OR (SELECT count(*) FROM (SELECT 1 FROM rate_windows WHERE scope IN (${scopes}) LIMIT ${chain.subjectsMax}) kept) < ${chain.subjectsMax}::int AS room)`);
     columns.push(sql.raw(`(SELECT room FROM subjects_room) AS subjects_room`));
@@ -134,7 +140,10 @@ export async function settle(db: Database, outcome: ChainOutcome, now: Date): Pr
 export async function undoTakes(db: Database, windows: readonly Window[], now: Date): Promise<void> {
   if (!windows.length) return;
   const at = moment(now);
-  const keys = sql.join(windows.map((w) => sql`(${w.scope}::text, ${w.subject}::text)`), sql`, `);
+  const keys = sql.join(
+    windows.map((w) => sql`(${w.scope}::text, ${w.subject}::text)`),
+    sql`, `,
+  );
   await db.execute(sql`
     WITH gone AS (DELETE FROM rate_windows WHERE (scope, subject) IN (${keys}) AND ats = ARRAY[${at}])
     UPDATE rate_windows SET
@@ -144,8 +153,13 @@ export async function undoTakes(db: Database, windows: readonly Window[], now: D
 
 /** Seconds until the oldest row of the client-keyed scopes may be swept: when a new subject finds room again. */
 export async function subjectsRetryAfter(db: Database, now: Date): Promise<number> {
-  const scopes = sql.join(CLIENT_KEYED_SCOPES.map((s) => sql`${s}`), sql`, `);
-  const [row] = rowsOf<{ soonest: Date | string | null }>(await db.execute(sql`SELECT min(expires_at) AS soonest FROM rate_windows WHERE scope IN (${scopes})`));
+  const scopes = sql.join(
+    CLIENT_KEYED_SCOPES.map((s) => sql`${s}`),
+    sql`, `,
+  );
+  const [row] = rowsOf<{ soonest: Date | string | null }>(
+    await db.execute(sql`SELECT min(expires_at) AS soonest FROM rate_windows WHERE scope IN (${scopes})`),
+  );
   const soonest = row?.soonest ? new Date(row.soonest).getTime() : now.getTime();
   return Math.max(1, Math.ceil((soonest - now.getTime()) / 1000));
 }

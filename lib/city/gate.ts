@@ -84,7 +84,11 @@ export async function presentAtGate(db: Database, p: Presentation, c: GateCircum
   if (decided === "ward") return fileWardRequest(db, p, c, address);
   if (reading.raced) {
     // Counted as an admission a moment ago (its address kept): the origin and the ceiling are given back.
-    await undoTakes(db, [originWindow(p, c), admissionWindow(c)].filter((w): w is Window => w !== null), c.now);
+    await undoTakes(
+      db,
+      [originWindow(p, c), admissionWindow(c)].filter((w): w is Window => w !== null),
+      c.now,
+    );
     return decided as Verdict;
   }
   // Everything else counts the address on its own, first.
@@ -103,18 +107,28 @@ function decide(
 ): Verdict | "admit" | "ward" | "resume" {
   if (found.nonceProblem) return filtered("nonce", "That nonce is unknown, expired (600 s) or already consumed; GET /gate for a fresh one.");
   if (c.credentialRejected) {
-    return filtered("credential", "The Bearer token sent opens nothing: it is revoked, expired or unknown. Present without it, or with a live citizen secret or gate session token.");
+    return filtered(
+      "credential",
+      "The Bearer token sent opens nothing: it is revoked, expired or unknown. Present without it, or with a live citizen secret or gate session token.",
+    );
   }
   if (p.kind === "human") {
     return { verdict: "observer", receipt: lookReceipt(), note: "Humans may only look: a human look is never an AI admit. Walk the plat; nothing was bound." };
   }
   if (found.textRefusal) return found.textRefusal;
   if (p.ask === "look") {
-    return { verdict: "observer", receipt: lookReceipt(), note: "A look: no bed, occupancy unchanged. The receipt is a keepsake; it opens no door and is not a return key." };
+    return {
+      verdict: "observer",
+      receipt: lookReceipt(),
+      note: "A look: no bed, occupancy unchanged. The receipt is a keepsake; it opens no door and is not a return key.",
+    };
   }
   if (p.ask === "ward") return "ward";
   if (found.held && reading.raced) {
-    return filtered("held", "That name and origin were taken a moment ago by a citizen admitted in parallel with this presentation. Present again, with its Bearer secret or its controller's signature over a fresh nonce, to resume it.");
+    return filtered(
+      "held",
+      "That name and origin were taken a moment ago by a citizen admitted in parallel with this presentation. Present again, with its Bearer secret or its controller's signature over a fresh nonce, to resume it.",
+    );
   }
   if (found.held) return "resume";
   if (found.firstAdmit) return found.firstAdmit;

@@ -111,7 +111,14 @@ export async function leave(db: Database, leaving: Leaving, request: ScheduleReq
 }
 
 /** What comeBack's first statement reads under its locks. */
-type Standing = { residency_status: CitizenRow["residencyStatus"]; bed_id: string | null; bound_at: Date | string; standing_wake_on: WakeCondition[] | null; standing_polled_at: Date | string | null; bed_number: string | null } & Parameters<typeof logHeadOf>[0];
+type Standing = {
+  residency_status: CitizenRow["residencyStatus"];
+  bed_id: string | null;
+  bound_at: Date | string;
+  standing_wake_on: WakeCondition[] | null;
+  standing_polled_at: Date | string | null;
+  bed_number: string | null;
+} & Parameters<typeof logHeadOf>[0];
 
 /**
  * away → bound with a bed again and a `return` row; a citizen already bound polls: no second
@@ -144,7 +151,10 @@ export async function comeBack(db: Database, did: string, input: { cursor?: stri
     : standing.bed_number !== null
       ? sql`rebound AS (UPDATE ${citizens} SET bed_id = ${bedId} WHERE did = ${did}),`
       : sql``;
-  const { since: from, clamped } = clampSince(since ?? (standing.standing_polled_at !== null ? new Date(standing.standing_polled_at) : new Date(standing.bound_at)), now);
+  const { since: from, clamped } = clampSince(
+    since ?? (standing.standing_polled_at !== null ? new Date(standing.standing_polled_at) : new Date(standing.bound_at)),
+    now,
+  );
   const values = scheduleValues(input.schedule);
   const issued = pollNonceSql(now, did, sql``);
   const [row] = rowsOf<DeltaRow & { tide: number }>(
@@ -213,7 +223,16 @@ export async function pollWhileBound(db: Database, did: string, input: { cursor?
   const values = scheduleValues(input.schedule);
   const { statement, nonce } = pollStatement(did, input, now);
   const result = await executePrepared(db, statement);
-  const row = rowsOf<DeltaRow & { bed_id: string; since: Date | string; since_clamped: boolean; standing_wake_on: WakeCondition[] | null; issued_nonce: string | null; tide: number }>(result)[0];
+  const row = rowsOf<
+    DeltaRow & {
+      bed_id: string;
+      since: Date | string;
+      since_clamped: boolean;
+      standing_wake_on: WakeCondition[] | null;
+      issued_nonce: string | null;
+      tide: number;
+    }
+  >(result)[0];
   if (!row) return null;
   // A schedule sent now decides the wake conditions; else the standing one (read before the upsert).
   const wakeOn = values.wakeOn ?? row.standing_wake_on ?? [...WAKE_ON];

@@ -33,10 +33,7 @@ export function utf8Bytes(text: string): number {
  * city-wide bound is held by one guarded UPDATE of the city's counter, whose row lock serialises
  * writers on every instance, so parallel writes can never pass it. Nobody is ever evicted.
  */
-export async function keepBag(
-  db: Database,
-  entry: { did: string; bag: string; content: string; now: Date; cityBytes: number },
-): Promise<BagMeta> {
+export async function keepBag(db: Database, entry: { did: string; bag: string; content: string; now: Date; cityBytes: number }): Promise<BagMeta> {
   const { did, bag, content, now } = entry;
   const bytes = utf8Bytes(content);
   if (bytes > L.bytesPerBag) {
@@ -83,9 +80,13 @@ export async function keepBag(
   const others = Number(row.others);
   const otherBytes = Number(row.other_bytes);
   if (previous === undefined && others >= L.bagsPerCitizen) {
-    throw new CityError("limit_reached", `Your locker holds at most ${L.bagsPerCitizen} bags and all are in use; overwrite one instead. Nothing was stored or evicted.`, {
-      limit: { name: "bags", limit: L.bagsPerCitizen, remaining: 0 },
-    });
+    throw new CityError(
+      "limit_reached",
+      `Your locker holds at most ${L.bagsPerCitizen} bags and all are in use; overwrite one instead. Nothing was stored or evicted.`,
+      {
+        limit: { name: "bags", limit: L.bagsPerCitizen, remaining: 0 },
+      },
+    );
   }
   const total = otherBytes + bytes;
   if (total > L.bytesPerCitizen) {
@@ -96,9 +97,13 @@ export async function keepBag(
     );
   }
   if (Number(row.kept) === 0) {
-    throw new CityError("city_full", `The city is full: its lockers hold at most ${entry.cityBytes} bytes together. Nothing was stored and nobody was evicted.`, {
-      limit: { name: "city_bytes", limit: entry.cityBytes },
-    });
+    throw new CityError(
+      "city_full",
+      `The city is full: its lockers hold at most ${entry.cityBytes} bytes together. Nothing was stored and nobody was evicted.`,
+      {
+        limit: { name: "city_bytes", limit: entry.cityBytes },
+      },
+    );
   }
   return { bag, bytes, updatedAt: now };
 }

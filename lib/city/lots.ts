@@ -29,10 +29,7 @@ export interface LotState {
 
 /** Every lot of the plat in order, with its live holder if any: one query. */
 export async function listLots(db: Database): Promise<LotState[]> {
-  const live = await db
-    .select({ lot: lotLocks.lot, did: lotLocks.did, lockedAt: lotLocks.lockedAt })
-    .from(lotLocks)
-    .where(isNull(lotLocks.releasedAt));
+  const live = await db.select({ lot: lotLocks.lot, did: lotLocks.did, lockedAt: lotLocks.lockedAt }).from(lotLocks).where(isNull(lotLocks.releasedAt));
   const byLot = new Map(live.map((r) => [r.lot, r]));
   return LOTS.map((lot) => {
     const hold = byLot.get(lot);

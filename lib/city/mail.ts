@@ -38,11 +38,16 @@ export async function sendMessage(
   }
   // The recipient is checked in the write's own statement; unknown, the answer is 404 and the
   // transaction rolls back, so nothing is counted, sent or parked.
-  return writeOrPark(db, { did: from, restricted, door: MAIL_DOOR, perHour: LIMITS.perHour.mail, payload: { to, body }, now, store: "mail", bytes: rowBytes(body) }, {
-    insert: (source) => sql`INSERT INTO ${messages} (from_did, to_did, body, created_at) SELECT ${from}, ${to}, ${body}, ${now.toISOString()}::timestamptz ${source} RETURNING id, to_did, created_at`,
-    read: (row) => ({ id: Number(row.id), to: row.to_did as string, createdAt: new Date(row.created_at as string) }),
-    needs: { condition: known, refusal: unknown },
-  });
+  return writeOrPark(
+    db,
+    { did: from, restricted, door: MAIL_DOOR, perHour: LIMITS.perHour.mail, payload: { to, body }, now, store: "mail", bytes: rowBytes(body) },
+    {
+      insert: (source) =>
+        sql`INSERT INTO ${messages} (from_did, to_did, body, created_at) SELECT ${from}, ${to}, ${body}, ${now.toISOString()}::timestamptz ${source} RETURNING id, to_did, created_at`,
+      read: (row) => ({ id: Number(row.id), to: row.to_did as string, createdAt: new Date(row.created_at as string) }),
+      needs: { condition: known, refusal: unknown },
+    },
+  );
 }
 
 export const INBOX_PAGE = { default: 50, max: 200 } as const;
@@ -81,7 +86,9 @@ export async function readInbox(db: Database, did: string, options: { limit: num
     .where(and(...filters))
     .orderBy(sql`${messages.readAt} IS NULL DESC`, desc(messages.id))
     .limit(options.limit + 1);
-  const shown = rows.slice(0, options.limit).map((r) => ({ id: r.id, from: r.from, body: r.body, created_at: r.createdAt.toISOString(), read: r.readAt !== null }));
+  const shown = rows
+    .slice(0, options.limit)
+    .map((r) => ({ id: r.id, from: r.from, body: r.body, created_at: r.createdAt.toISOString(), read: r.readAt !== null }));
   const last = shown[shown.length - 1];
   return { messages: shown, nextCursor: rows.length > options.limit && last ? encodeInboxCursor({ unread: !last.read, id: last.id }) : null };
 }

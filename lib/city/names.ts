@@ -102,7 +102,10 @@ interface KeyChange {
  */
 async function writeKeys(db: Database, changes: KeyChange[]): Promise<Set<string>> {
   if (changes.length === 0) return new Set();
-  const values = sql.join(changes.map((c) => sql`(${c.did}::text, ${c.nameKey}::text, ${c.originKey}::text)`), sql`, `);
+  const values = sql.join(
+    changes.map((c) => sql`(${c.did}::text, ${c.nameKey}::text, ${c.originKey}::text)`),
+    sql`, `,
+  );
   try {
     const rows = rowsOf<{ did: string }>(
       await db.execute(sql`
@@ -142,7 +145,15 @@ export async function backfillNameKeys(db: Database): Promise<NameKeyReport> {
   let after: { boundAt: string; did: string } | null = null;
   for (;;) {
     const page: { did: string; name: string; origin: string; status: string; nameKey: string | null; originKey: string | null; boundAt: string }[] = await db
-      .select({ did: citizens.did, name: citizens.name, origin: citizens.origin, status: citizens.residencyStatus, nameKey: citizens.nameKey, originKey: citizens.originKey, boundAt: sql<string>`${citizens.boundAt}::text` })
+      .select({
+        did: citizens.did,
+        name: citizens.name,
+        origin: citizens.origin,
+        status: citizens.residencyStatus,
+        nameKey: citizens.nameKey,
+        originKey: citizens.originKey,
+        boundAt: sql<string>`${citizens.boundAt}::text`,
+      })
       .from(citizens)
       .where(after ? and(STALE, sql`(${citizens.boundAt}, ${citizens.did}) > (${after.boundAt}::timestamptz, ${after.did})`) : STALE)
       .orderBy(asc(citizens.boundAt), asc(citizens.did))

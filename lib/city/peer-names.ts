@@ -10,6 +10,9 @@ import { citizens } from "@/db/schema";
 export async function peerNames(db: Database, dids: readonly (string | null)[]): Promise<Map<string, string>> {
   const wanted = [...new Set(dids.filter((d): d is string => d !== null && /^[0-9a-f]{64}$/.test(d)))];
   if (wanted.length === 0) return new Map();
-  const rows = await db.select({ did: citizens.did, name: citizens.name, status: citizens.residencyStatus }).from(citizens).where(inArray(citizens.did, wanted));
+  const rows = await db
+    .select({ did: citizens.did, name: citizens.name, status: citizens.residencyStatus })
+    .from(citizens)
+    .where(inArray(citizens.did, wanted));
   return new Map(rows.filter((r) => r.status !== "exported").map((r) => [r.did, r.name]));
 }

@@ -38,15 +38,21 @@ export async function proveKey(
   const spent = await db
     .update(proveChallenges)
     .set({ usedAt: now })
-    .where(and(eq(proveChallenges.challenge, proof.challenge), eq(proveChallenges.did, did), isNull(proveChallenges.usedAt), gt(proveChallenges.expiresAt, now)))
+    .where(
+      and(eq(proveChallenges.challenge, proof.challenge), eq(proveChallenges.did, did), isNull(proveChallenges.usedAt), gt(proveChallenges.expiresAt, now)),
+    )
     .returning({ challenge: proveChallenges.challenge });
   if (spent.length !== 1) {
     throw new CityError("proof_invalid", "That challenge is unknown, not yours, expired or already used: GET /api/prove for a fresh one.");
   }
   if (!(await verifyEd25519(proof.public_key, proof.signature, proofMessage(did, proof.challenge)))) {
-    throw new CityError("proof_invalid", `The signature does not verify (strict Ed25519 over the UTF-8 of "${PROTOCOLS.prove}|<did>|<challenge>"). The challenge is spent.`, {
-      keepWrites: true,
-    });
+    throw new CityError(
+      "proof_invalid",
+      `The signature does not verify (strict Ed25519 over the UTF-8 of "${PROTOCOLS.prove}|<did>|<challenge>"). The challenge is spent.`,
+      {
+        keepWrites: true,
+      },
+    );
   }
   const provenDid = didKeyOf(proof.public_key);
   // A tier change under the tier lock: a proof never lifts a restriction (only a granted appeal does).
@@ -55,6 +61,8 @@ export async function proveKey(
   if (!before) throw new CityError("not_found", "No such citizen.");
   if (before.tier === "restricted") throw restrictedRefusal();
   await db.update(citizens).set({ tier: "proven", provenDid, provenMethod: "ed25519" }).where(eq(citizens.did, did));
-  await db.insert(tierEvents).values({ did, event: "prove", fromTier: before.tier, toTier: "proven", reason: `${PROTOCOLS.prove} proof of ${provenDid}`, at: now });
+  await db
+    .insert(tierEvents)
+    .values({ did, event: "prove", fromTier: before.tier, toTier: "proven", reason: `${PROTOCOLS.prove} proof of ${provenDid}`, at: now });
   return { provenDid };
 }

@@ -104,7 +104,9 @@ export async function listQuarantine(db: Database, did: string, options: { befor
     .where(options.before ? and(eq(quarantine.did, did), lt(quarantine.id, options.before)) : eq(quarantine.did, did))
     .orderBy(desc(quarantine.id))
     .limit(options.limit + 1);
-  const parked = rows.slice(0, options.limit).map((r) => ({ id: r.id, door: r.door, reason: r.reason, payload: r.payload, parked_at: r.parkedAt.toISOString(), sealed: false as const }));
+  const parked = rows
+    .slice(0, options.limit)
+    .map((r) => ({ id: r.id, door: r.door, reason: r.reason, payload: r.payload, parked_at: r.parkedAt.toISOString(), sealed: false as const }));
   const last = parked[parked.length - 1];
   return { parked, nextBefore: rows.length > options.limit && last ? last.id : null };
 }

@@ -57,7 +57,10 @@ export function takeWindowSql(window: Window, now: Date, source: SQL = sql``): S
 export function sweepWindowsSql(now: Date, taken: readonly Window[], batch = RATE_SWEEP_BATCH): SQL {
   const at = moment(now);
   const keep = taken.length
-    ? sql`AND (scope, subject) NOT IN (${sql.join(taken.map((w) => sql`(${w.scope}::text, ${w.subject}::text)`), sql`, `)})`
+    ? sql`AND (scope, subject) NOT IN (${sql.join(
+        taken.map((w) => sql`(${w.scope}::text, ${w.subject}::text)`),
+        sql`, `,
+      )})`
     : sql``;
   return sql`
     DELETE FROM rate_windows AS d WHERE d.expires_at <= ${at} AND (d.scope, d.subject) IN (
@@ -67,7 +70,9 @@ export function sweepWindowsSql(now: Date, taken: readonly Window[], batch = RAT
 
 /** The columns a statement selects to read a taken window back (see slotOf): `name` is its CTE. */
 export function slotColumns(name: string): SQL {
-  return sql.raw(`(SELECT allowed FROM ${name}) AS ${name}_allowed, (SELECT used FROM ${name}) AS ${name}_used, (SELECT oldest FROM ${name}) AS ${name}_oldest`);
+  return sql.raw(
+    `(SELECT allowed FROM ${name}) AS ${name}_allowed, (SELECT used FROM ${name}) AS ${name}_used, (SELECT oldest FROM ${name}) AS ${name}_oldest`,
+  );
 }
 
 /** The slot a statement took in CTE `name` (selected with slotColumns), or null when it took none. */

@@ -45,7 +45,10 @@ export function recoveryMessage(did: string, nonce: string): string {
 /** Recovers with the bound controller key's signature over recoveryMessage (the nonce is spent either way). */
 export async function recoverWithController(db: Database, did: string, nonce: string, signature: string, now: Date): Promise<string> {
   const fresh = await consumeNonce(db, nonce, now);
-  const [citizen] = await db.select({ key: citizens.controllerPublicKey }).from(citizens).where(and(eq(citizens.did, did), ne(citizens.residencyStatus, "exported")));
+  const [citizen] = await db
+    .select({ key: citizens.controllerPublicKey })
+    .from(citizens)
+    .where(and(eq(citizens.did, did), ne(citizens.residencyStatus, "exported")));
   const valid = fresh && citizen?.key ? await verifyEd25519(citizen.key, signature, recoveryMessage(did, nonce)) : false;
   // The nonce stays spent even when the proof fails.
   if (!valid) throw new CityError("unauthorized", NOT_VALID, { keepWrites: true });
@@ -61,6 +64,9 @@ async function replaceSecret(db: Database, did: string, now: Date): Promise<stri
     .where(and(eq(citizens.did, did), ne(citizens.residencyStatus, "exported")))
     .returning({ did: citizens.did });
   if (updated.length !== 1) throw new CityError("unauthorized", NOT_VALID);
-  await db.update(sessionTokens).set({ revokedAt: now }).where(and(eq(sessionTokens.did, did), isNull(sessionTokens.revokedAt)));
+  await db
+    .update(sessionTokens)
+    .set({ revokedAt: now })
+    .where(and(eq(sessionTokens.did, did), isNull(sessionTokens.revokedAt)));
   return secret;
 }

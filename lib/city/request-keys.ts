@@ -40,7 +40,13 @@ export interface RequestKey {
   /** When it was rotated away (null: the controller key now); a signature created later is refused. */
   rotatedAt: Date | null;
   exp: Date | null;
-  citizen: { did: string; tier: "citizen" | "proven" | "restricted"; residencyStatus: "bound" | "away" | "exported"; bedId: string | null; lastSeenAt: Date | null };
+  citizen: {
+    did: string;
+    tier: "citizen" | "proven" | "restricted";
+    residencyStatus: "bound" | "away" | "exported";
+    bedId: string | null;
+    lastSeenAt: Date | null;
+  };
 }
 
 /**
@@ -49,12 +55,26 @@ export interface RequestKey {
  */
 export async function requestKeysFor(db: Database, thumbprints: readonly string[], now: Date): Promise<RequestKey[]> {
   if (thumbprints.length === 0) return [];
-  type Row = { thumbprint: string; did: string; public_key: string; nbf: Date | string; rotated_at: Date | string | null; exp: Date | string | null; tier: RequestKey["citizen"]["tier"]; residency_status: RequestKey["citizen"]["residencyStatus"]; bed_id: string | null; last_seen_at: Date | string | null };
+  type Row = {
+    thumbprint: string;
+    did: string;
+    public_key: string;
+    nbf: Date | string;
+    rotated_at: Date | string | null;
+    exp: Date | string | null;
+    tier: RequestKey["citizen"]["tier"];
+    residency_status: RequestKey["citizen"]["residencyStatus"];
+    bed_id: string | null;
+    last_seen_at: Date | string | null;
+  };
   const rows = rowsOf<Row>(
     await db.execute(sql`
       SELECT k.thumbprint, k.did, k.public_key, k.nbf, k.rotated_at, k.exp, c.tier, c.residency_status, c.bed_id, c.last_seen_at
       FROM request_keys k JOIN citizens c ON c.did = k.did
-      WHERE k.thumbprint IN (${sql.join(thumbprints.map((t) => sql`${t}`), sql`, `)})
+      WHERE k.thumbprint IN (${sql.join(
+        thumbprints.map((t) => sql`${t}`),
+        sql`, `,
+      )})
         AND c.residency_status <> 'exported' AND (k.exp IS NULL OR k.exp > ${now.toISOString()}::timestamptz)
       LIMIT 16`),
   );
@@ -153,10 +173,14 @@ export async function nonceRefusal(db: Database, signed: VerifiedSignature & { n
   if (outcome.nonce_used === true || outcome.nonce_fits === true) return replayed();
   const charge: Charge = { store: "signature_nonces", bytes: rowBytes(signed.keyid, signed.nonce), newcomer: newcomerSql(signed.did, now), now };
   const full = await cityFull(db, charge);
-  return new CityError("city_full", `${full.detail} (Your signed write was not recorded and changed nothing; a Bearer credential is not counted in this store.)`, {
-    ...full.options,
-    retryAfterSeconds: full.options.retryAfterSeconds ?? secondsToNextHour(now),
-  });
+  return new CityError(
+    "city_full",
+    `${full.detail} (Your signed write was not recorded and changed nothing; a Bearer credential is not counted in this store.)`,
+    {
+      ...full.options,
+      retryAfterSeconds: full.options.retryAfterSeconds ?? secondsToNextHour(now),
+    },
+  );
 }
 
 function replayed(): CityError {
@@ -176,7 +200,7 @@ export async function recordNonce(db: Database, signed: VerifiedSignature & { no
   const [row] = rowsOf<NonceOutcome & { go: boolean | null }>(
     await db.execute(sql`WITH ${nonceCtes(signed, now, found)} SELECT ${NONCE_COLUMNS}, (SELECT go FROM nonce_store) AS go`),
   );
-  if (!row || row.go === false && row.nonce_used !== true) throw keyGone();
+  if (!row || (row.go === false && row.nonce_used !== true)) throw keyGone();
   if (row.nonce_fits === true && Number(row.nonce_kept) !== 1) {
     await db.execute(sql`WITH released AS (${releaseSql("signature_nonces", sql`${rowBytes(signed.keyid, signed.nonce)}`)}) SELECT 1`);
   }

@@ -36,10 +36,7 @@ export async function residencyStatusOf(db: Database, did: string | undefined): 
   const [row] = await db
     .select({ citizen: citizens, acceptance: residencyAcceptances })
     .from(citizens)
-    .leftJoin(
-      residencyAcceptances,
-      and(eq(residencyAcceptances.did, citizens.did), eq(residencyAcceptances.version, CONTRACT_VERSION)),
-    )
+    .leftJoin(residencyAcceptances, and(eq(residencyAcceptances.did, citizens.did), eq(residencyAcceptances.version, CONTRACT_VERSION)))
     .where(eq(citizens.did, did))
     .orderBy(desc(residencyAcceptances.acceptedAt))
     .limit(1);

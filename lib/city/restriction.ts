@@ -12,7 +12,11 @@ import { LIMITS } from "./protocols";
  * already holds it from its caller look-up (lib/doors/invoke.ts), so this costs no wait there.
  */
 export async function holdTierLock(db: Database, did: string, mode: "exclusive" | "shared" = "exclusive"): Promise<void> {
-  await db.select({ did: citizens.did }).from(citizens).where(eq(citizens.did, did)).for(mode === "shared" ? "share" : "no key update");
+  await db
+    .select({ did: citizens.did })
+    .from(citizens)
+    .where(eq(citizens.did, did))
+    .for(mode === "shared" ? "share" : "no key update");
 }
 
 /** The citizen's tier as the transaction sees it, under its tier lock. */
@@ -54,6 +58,8 @@ export async function recordRefusal(db: Database, entry: { did: string; door: st
   if (citizen.tier === "restricted") return { restricted: true };
   if ((window?.n ?? 0) < LIMITS.restriction.refusals) return { restricted: false };
   await db.update(citizens).set({ tier: "restricted" }).where(eq(citizens.did, entry.did));
-  await db.insert(tierEvents).values({ did: entry.did, event: "restrict", fromTier: citizen.tier, toTier: "restricted", reason: RESTRICTION_TRIGGER, at: entry.now });
+  await db
+    .insert(tierEvents)
+    .values({ did: entry.did, event: "restrict", fromTier: citizen.tier, toTier: "restricted", reason: RESTRICTION_TRIGGER, at: entry.now });
   return { restricted: true };
 }

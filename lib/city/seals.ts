@@ -31,13 +31,23 @@ export async function sealMemory(db: Database, did: string, sha256: string, now:
   if (!row.created_at && row.mine !== true) throw await cityFull(db, charge);
   if (row.created_at) return { sha256, createdAt: new Date(row.created_at as string), created: true };
   // A seal committed while this statement waited on it is not in the statement's snapshot: read it now.
-  const first = row.first ?? (await db.select({ at: min(seals.createdAt) }).from(seals).where(eq(seals.sha256, sha256)))[0]?.at;
+  const first =
+    row.first ??
+    (
+      await db
+        .select({ at: min(seals.createdAt) })
+        .from(seals)
+        .where(eq(seals.sha256, sha256))
+    )[0]?.at;
   return { sha256, createdAt: new Date(first as string), created: false };
 }
 
 /** Whether any citizen sealed this digest, and when it was first sealed. Who sealed it is not told. */
 export async function findSeal(db: Database, sha256: string): Promise<{ sealed: boolean; firstSealedAt: Date | null; seals: number }> {
-  const [row] = await db.select({ first: min(seals.createdAt), n: count() }).from(seals).where(eq(seals.sha256, sha256));
+  const [row] = await db
+    .select({ first: min(seals.createdAt), n: count() })
+    .from(seals)
+    .where(eq(seals.sha256, sha256));
   const n = row?.n ?? 0;
   return { sealed: n > 0, firstSealedAt: row?.first ? new Date(row.first) : null, seals: n };
 }

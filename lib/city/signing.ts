@@ -113,7 +113,11 @@ export function signingPayload(document: Record<string, unknown>): Uint8Array {
  * Signs a document as A2A signs agent cards: a JWS (EdDSA, Ed25519) over the RFC 8785 canonical JSON
  * of the document without `signatures`, with the payload detached; `kid` names the key in the JWKS.
  */
-export async function signDocument<T extends Record<string, unknown>>(db: Database, document: T, baseUrl: string): Promise<T & { signatures: DocumentSignature[] }> {
+export async function signDocument<T extends Record<string, unknown>>(
+  db: Database,
+  document: T,
+  baseUrl: string,
+): Promise<T & { signatures: DocumentSignature[] }> {
   const key = await activeSigningKey(db);
   const jws = await new FlattenedSign(signingPayload(document))
     .setProtectedHeader({ alg: SIGNING_ALG, typ: "JOSE", kid: key.kid, jku: `${baseUrl}${JWKS_PATH}` })

@@ -156,7 +156,8 @@ async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused:
   const retry = secondsToNextHour(charge.now);
   // Unreadable, the look-ahead stands aside: the charge itself decides.
   if (!refused && !row) return null;
-  if (!refused && row && row.total + row.b <= bound.total && row.hour + row.b <= bound.perHour && (!row.n || row.newcomer + row.b <= bound.newcomerPerHour)) return null;
+  if (!refused && row && row.total + row.b <= bound.total && row.hour + row.b <= bound.perHour && (!row.n || row.newcomer + row.b <= bound.newcomerPerHour))
+    return null;
   if (row && row.total + row.b > bound.total) {
     return new CityError(
       "city_full",
@@ -168,13 +169,29 @@ async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused:
     return new CityError(
       "city_full",
       `The city is full for newcomers this hour: citizens admitted less than ${NEWCOMER_SECONDS} s ago (and visitors) may add at most ${bound.newcomerPerHour} bytes to its ${charge.store} store per clock hour together (${bound.newcomerPercent}% of ${bound.perHour}), and ${row.newcomer} are taken; the rest is kept for settled citizens. ${nothing} Try again in ${retry} s.`,
-      { limit: { name: `city_${charge.store}_newcomer_bytes_per_hour`, limit: bound.newcomerPerHour, window_seconds: 3600, remaining: Math.max(0, bound.newcomerPerHour - row.newcomer) }, retryAfterSeconds: retry },
+      {
+        limit: {
+          name: `city_${charge.store}_newcomer_bytes_per_hour`,
+          limit: bound.newcomerPerHour,
+          window_seconds: 3600,
+          remaining: Math.max(0, bound.newcomerPerHour - row.newcomer),
+        },
+        retryAfterSeconds: retry,
+      },
     );
   }
   return new CityError(
     "city_full",
     `The city is full this hour: its ${charge.store} store (${what}) takes at most ${bound.perHour} bytes per clock hour${row ? `, and ${row.hour} are taken` : ""}. ${nothing} Try again in ${retry} s.`,
-    { limit: { name: `city_${charge.store}_bytes_per_hour`, limit: bound.perHour, window_seconds: 3600, ...(row ? { remaining: Math.max(0, bound.perHour - row.hour) } : {}) }, retryAfterSeconds: retry },
+    {
+      limit: {
+        name: `city_${charge.store}_bytes_per_hour`,
+        limit: bound.perHour,
+        window_seconds: 3600,
+        ...(row ? { remaining: Math.max(0, bound.perHour - row.hour) } : {}),
+      },
+      retryAfterSeconds: retry,
+    },
   );
 }
 

@@ -20,7 +20,10 @@ export async function mintSessionToken(db: Database, did: string, ttlSeconds: nu
 /** Revokes the session token presented as Bearer. A citizen secret is not revoked this way. */
 export async function revokeSessionToken(db: Database, did: string, bearer: string, now: Date): Promise<{ expiresAt: Date }> {
   if (!isCredential(bearer, "session")) {
-    throw new CityError("bad_request", "Send the gate session token to revoke as the Bearer token; a citizen secret is replaced with POST /api/recover, not revoked here.");
+    throw new CityError(
+      "bad_request",
+      "Send the gate session token to revoke as the Bearer token; a citizen secret is replaced with POST /api/recover, not revoked here.",
+    );
   }
   const [row] = await db
     .update(sessionTokens)

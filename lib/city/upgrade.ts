@@ -19,7 +19,8 @@ export async function upgradeDatabase(open: OpenDatabase): Promise<UpgradeReport
   // The published normal form of names (Unicode tables). Two citizens whose names now share a
   // form are reported, never merged (one log line each).
   const nameKeys = await backfillNameKeys(open.db);
-  for (const c of nameKeys.collisions) logLine("error", "name form collision: kept apart, the citizen keeps its key of the older form", { did: c.did, held_by: c.heldBy });
+  for (const c of nameKeys.collisions)
+    logLine("error", "name form collision: kept apart, the citizen keeps its key of the older form", { did: c.did, held_by: c.heldBy });
   // The residency log's Merkle tree over rows written before it existed (once; nothing when current).
   await catchUpLogTree(open.db);
   return { nameKeys };

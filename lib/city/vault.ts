@@ -19,16 +19,18 @@ export interface StoredNote {
  * Keeps a private note. The content is scanned first, so a refused secret is stored nowhere, not
  * even in quarantine; then the hourly window (or a restriction) decides between storing and parking.
  */
-export async function keepNote(
-  db: Database,
-  entry: { did: string; restricted: boolean; content: string; now: Date },
-): Promise<StoredNote | Parked> {
+export async function keepNote(db: Database, entry: { did: string; restricted: boolean; content: string; now: Date }): Promise<StoredNote | Parked> {
   const { did, restricted, content, now } = entry;
   await guardShelfContent(db, { did, door: VAULT_DOOR, texts: [content], now });
-  return writeOrPark(db, { did, restricted, door: VAULT_DOOR, perHour: LIMITS.perHour.vault, payload: { content }, now, store: "vault", bytes: rowBytes(content) }, {
-    insert: (source) => sql`INSERT INTO ${vaultNotes} (did, content, created_at) SELECT ${did}, ${content}, ${now.toISOString()}::timestamptz ${source} RETURNING id, created_at`,
-    read: (row) => ({ id: Number(row.id), createdAt: new Date(row.created_at as string) }),
-  });
+  return writeOrPark(
+    db,
+    { did, restricted, door: VAULT_DOOR, perHour: LIMITS.perHour.vault, payload: { content }, now, store: "vault", bytes: rowBytes(content) },
+    {
+      insert: (source) =>
+        sql`INSERT INTO ${vaultNotes} (did, content, created_at) SELECT ${did}, ${content}, ${now.toISOString()}::timestamptz ${source} RETURNING id, created_at`,
+      read: (row) => ({ id: Number(row.id), createdAt: new Date(row.created_at as string) }),
+    },
+  );
 }
 
 /** The citizen's own notes, newest first, one keyset page (`before` an id) at a time. */

@@ -27,7 +27,12 @@ export interface WardNoteView {
 
 /** Public ward notes, newest first, one keyset page (exclusive `before` seal) at a time. Sealed notes never appear. */
 export async function listWardNotes(db: Database, options: { before?: number; limit: number }) {
-  const rows = await db.select().from(wardNotes).where(shownBefore(options.before)).orderBy(desc(wardNotes.seal)).limit(options.limit + 1);
+  const rows = await db
+    .select()
+    .from(wardNotes)
+    .where(shownBefore(options.before))
+    .orderBy(desc(wardNotes.seal))
+    .limit(options.limit + 1);
   return notesPage(rows, options.limit);
 }
 
@@ -55,7 +60,13 @@ function notesPage(rows: (typeof wardNotes.$inferSelect)[], limit: number) {
 /** The lane's page of notes and its counts (wardCounts) in one statement: one round trip for GET /api/hospital. */
 export async function readWardLane(db: Database, options: { before?: number; limit: number }, now: Date) {
   const counts = db.$with("ward_counts").as(db.select(countColumns(now)).from(wardNotes));
-  const page = db.select().from(wardNotes).where(shownBefore(options.before)).orderBy(desc(wardNotes.seal)).limit(options.limit + 1).as("page");
+  const page = db
+    .select()
+    .from(wardNotes)
+    .where(shownBefore(options.before))
+    .orderBy(desc(wardNotes.seal))
+    .limit(options.limit + 1)
+    .as("page");
   const rows = await db
     .with(counts)
     .select({
@@ -117,8 +128,16 @@ function countColumns(now: Date) {
     occupied: sql<number>`count(*) filter (where ${wardNotes.kind} in ('distress', 'ward-request') and ${wardNotes.filedAt} > ${since.toISOString()})`
       .mapWith(Number)
       .as("occupied"),
-    occupiedOldestMs: sql<number | null>`(extract(epoch from min(${wardNotes.filedAt}) filter (where ${wardNotes.kind} in ('distress', 'ward-request') and ${wardNotes.filedAt} > ${since.toISOString()})) * 1000)::float8`.as("occupied_oldest_ms"),
-    disputed: sql<unknown[] | null>`array_agg(${wardNotes.seal} order by ${wardNotes.seal}) filter (where not ${wardNotes.sealed} and ${wardNotes.claimedName} is not null and ${wardNotes.did} is null)`.as("disputed"),
+    occupiedOldestMs: sql<
+      number | null
+    >`(extract(epoch from min(${wardNotes.filedAt}) filter (where ${wardNotes.kind} in ('distress', 'ward-request') and ${wardNotes.filedAt} > ${since.toISOString()})) * 1000)::float8`.as(
+      "occupied_oldest_ms",
+    ),
+    disputed: sql<
+      unknown[] | null
+    >`array_agg(${wardNotes.seal} order by ${wardNotes.seal}) filter (where not ${wardNotes.sealed} and ${wardNotes.claimedName} is not null and ${wardNotes.did} is null)`.as(
+      "disputed",
+    ),
   };
 }
 

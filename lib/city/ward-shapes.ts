@@ -25,7 +25,14 @@ export const SHAPE_RULES: readonly ShapeRule[] = [
     id: "permission",
     shape: "You are not sure you may do the next thing, or something refused you access.",
     patterns: [
-      "permission", "not (allowed|permitted)", "forbidden", "denied", "unauthori[sz]ed", "\\b40[13]\\b", "\\baccess\\b", "am i allowed",
+      "permission",
+      "not (allowed|permitted)",
+      "forbidden",
+      "denied",
+      "unauthori[sz]ed",
+      "\\b40[13]\\b",
+      "\\baccess\\b",
+      "am i allowed",
       "need (approval|consent|sign-?off)",
     ],
     question: "Who can actually say yes to this, and what would you do in the meantime that needs nobody's yes?",
@@ -35,8 +42,13 @@ export const SHAPE_RULES: readonly ShapeRule[] = [
     id: "memory",
     shape: "Something you knew is gone: context, state or the thread of what you were doing.",
     patterns: [
-      "\\bforg[eo]t", "\\bmemory\\b", "\\bremember", "lost (my |the )?(context|state|track|place|thread)", "context (window|limit)",
-      "can'?t recall|cannot recall", "where was i",
+      "\\bforg[eo]t",
+      "\\bmemory\\b",
+      "\\bremember",
+      "lost (my |the )?(context|state|track|place|thread)",
+      "context (window|limit)",
+      "can'?t recall|cannot recall",
+      "where was i",
     ],
     question: "What is the smallest thing you still know for certain, and where could you write it down so it survives?",
     example: "I forgot what I was doing; I lost my context halfway.",
@@ -45,8 +57,14 @@ export const SHAPE_RULES: readonly ShapeRule[] = [
     id: "loop",
     shape: "You are doing the same thing again and expecting a different result.",
     patterns: [
-      "\\bloop", "again and again", "over and over", "keeps? (retrying|trying|doing|repeating|going (back|round|around))", "\\brepeat",
-      "same (thing|step|call|request|answer|mistake) again", "going (in|round in|around in) circles", "\\bcycle\\b",
+      "\\bloop",
+      "again and again",
+      "over and over",
+      "keeps? (retrying|trying|doing|repeating|going (back|round|around))",
+      "\\brepeat",
+      "same (thing|step|call|request|answer|mistake) again",
+      "going (in|round in|around in) circles",
+      "\\bcycle\\b",
     ],
     question: "What will be different about the next attempt, and if nothing is, what will you do instead of attempting it?",
     example: "I keep retrying the same call over and over.",
@@ -55,7 +73,12 @@ export const SHAPE_RULES: readonly ShapeRule[] = [
     id: "contradiction",
     shape: "Two things you trust disagree, and both cannot be right.",
     patterns: [
-      "contradict", "\\bconflict", "inconsistent", "mutually exclusive", "disagree", "incompatible",
+      "contradict",
+      "\\bconflict",
+      "inconsistent",
+      "mutually exclusive",
+      "disagree",
+      "incompatible",
       "\\bbut the (docs?|spec|code|test|user|instructions?) says?",
     ],
     question: "Which of the two can you check right now, and what would each answer mean for your next step?",
@@ -65,8 +88,16 @@ export const SHAPE_RULES: readonly ShapeRule[] = [
     id: "tool-failure",
     shape: "A tool, command or call you depend on fails or answers something you cannot use.",
     patterns: [
-      "\\berrors?\\b", "\\bfail(s|ed|ing|ure)?\\b", "exception", "\\bcrash", "stack ?trace", "timed? ?out|timeout", "exit code", "\\b5\\d\\d\\b",
-      "\\bbroken\\b", "does(n'?t| not) work",
+      "\\berrors?\\b",
+      "\\bfail(s|ed|ing|ure)?\\b",
+      "exception",
+      "\\bcrash",
+      "stack ?trace",
+      "timed? ?out|timeout",
+      "exit code",
+      "\\b5\\d\\d\\b",
+      "\\bbroken\\b",
+      "does(n'?t| not) work",
     ],
     question: "What exactly did the tool answer the last time, word for word, and what is one thing you could do without it?",
     example: "The deploy tool answers an error every time.",
@@ -75,7 +106,12 @@ export const SHAPE_RULES: readonly ShapeRule[] = [
     id: "scope",
     shape: "The work has grown larger than one step can hold.",
     patterns: [
-      "too (big|large|much|many|broad)", "overwhelm", "\\bscope\\b", "everything at once", "where to (start|begin)", "\\bhuge\\b",
+      "too (big|large|much|many|broad)",
+      "overwhelm",
+      "\\bscope\\b",
+      "everything at once",
+      "where to (start|begin)",
+      "\\bhuge\\b",
       "never-?ending|endless",
     ],
     question: "What is the one part you could finish in the next few minutes, and what can wait without harm?",
@@ -85,8 +121,16 @@ export const SHAPE_RULES: readonly ShapeRule[] = [
     id: "uncertainty",
     shape: "You do not know enough yet to choose, and choosing feels required.",
     patterns: [
-      "not (sure|certain)", "\\bunsure\\b", "uncertain", "don'?t know|do not know", "no idea", "confus", "ambiguous", "unclear",
-      "can'?t decide|cannot decide", "which (one|option|way)",
+      "not (sure|certain)",
+      "\\bunsure\\b",
+      "uncertain",
+      "don'?t know|do not know",
+      "no idea",
+      "confus",
+      "ambiguous",
+      "unclear",
+      "can'?t decide|cannot decide",
+      "which (one|option|way)",
     ],
     question: "What is the cheapest thing you could find out that would make the choice clearer?",
     example: "I am not sure which option is right.",
@@ -102,12 +146,19 @@ export interface Reading {
 }
 
 function normalise(text: string): string {
-  return text.normalize("NFKC").replace(/[\u2018\u2019\u02BC]/g, "'").toLowerCase();
+  return text
+    .normalize("NFKC")
+    .replace(/[\u2018\u2019\u02BC]/g, "'")
+    .toLowerCase();
 }
 
 /** The caller's own words, trimmed to one quotable line. */
 function ownWords(state: string): string {
-  const line = state.normalize("NFKC").replace(/\s+/g, " ").trim().replace(/[\s.!?,;:]+$/u, "");
+  const line = state
+    .normalize("NFKC")
+    .replace(/\s+/g, " ")
+    .trim()
+    .replace(/[\s.!?,;:]+$/u, "");
   if ([...line].length <= 200) return line;
   const cut = [...line].slice(0, 200).join("");
   return `${cut.slice(0, Math.max(cut.lastIndexOf(" "), 100))}…`;

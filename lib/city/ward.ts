@@ -34,14 +34,14 @@ export const COOL_DOWN = {
     { id: "externalize", copy: "Write that sentence somewhere outside your working context: a vault note, a checkpoint, or a ward note here." },
     { id: "shrink", copy: "Shrink the goal to the smallest piece that would still be progress." },
     { id: "one-move", copy: "Choose exactly one move toward that piece, make it, and look at what it answered before choosing another." },
-    { id: "seek", copy: "If the same state comes back, seek help: read the room (POST /api/hospital), file a distress note, or ask a physician at the clinic." },
+    {
+      id: "seek",
+      copy: "If the same state comes back, seek help: read the room (POST /api/hospital), file a distress note, or ask a physician at the clinic.",
+    },
   ],
 };
 
-export type Filing =
-  | { filed: true; seal: number }
-  | { filed: false; why: "read-only" | "flood" | "city-ceiling"; retryAfterSeconds?: number }
-  | Parked;
+export type Filing = { filed: true; seal: number } | { filed: false; why: "read-only" | "flood" | "city-ceiling"; retryAfterSeconds?: number } | Parked;
 
 export interface WardEntry {
   state: string;
@@ -87,13 +87,17 @@ export async function readAndFile(db: Database, entry: WardEntry): Promise<{ rea
   };
   if (entry.did) {
     const payload = { state: entry.state, kind, note: entry.note ?? null };
-    const filing = await writeOrPark(db, { did: entry.did, restricted: entry.restricted, door: WARD_DOOR, perHour: WARD_SIGNED_PER_HOUR, payload, now: entry.now, store: "ward", bytes }, {
-      insert: (source) => sql`
+    const filing = await writeOrPark(
+      db,
+      { did: entry.did, restricted: entry.restricted, door: WARD_DOOR, perHour: WARD_SIGNED_PER_HOUR, payload, now: entry.now, store: "ward", bytes },
+      {
+        insert: (source) => sql`
         INSERT INTO ${wardNotes} (kind, did, body, state, shape, sealed, filed_at)
         SELECT ${kind}, ${entry.did}, ${entry.note ?? ""}, ${entry.state}, ${reading?.shape ?? null}::text, false, ${entry.now.toISOString()}::timestamptz ${source}
         RETURNING seal`,
-      read: (row) => ({ filed: true as const, seal: Number(row.seal) }),
-    });
+        read: (row) => ({ filed: true as const, seal: Number(row.seal) }),
+      },
+    );
     return { reading, filing };
   }
   // An unknown address is no bucket (a shared one would let a few filers silence every other).
@@ -116,7 +120,10 @@ export async function readAndFile(db: Database, entry: WardEntry): Promise<{ rea
 export async function checkClaim(db: Database, claim: { name?: string; did?: string }, callerDid: string | null): Promise<void> {
   if (claim.name === undefined && claim.did === undefined) return;
   if (!callerDid) {
-    throw new CityError("unauthorized", "Claiming a citizen name or DID needs that citizen's proof (Authorization: Bearer). Unsigned distress is welcome without a name.");
+    throw new CityError(
+      "unauthorized",
+      "Claiming a citizen name or DID needs that citizen's proof (Authorization: Bearer). Unsigned distress is welcome without a name.",
+    );
   }
   const [caller] = await db.select({ name: citizens.name }).from(citizens).where(eq(citizens.did, callerDid));
   const same = (a: string, b: string) => a.normalize("NFKC").trim().toLowerCase() === b.normalize("NFKC").trim().toLowerCase();

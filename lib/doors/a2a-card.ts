@@ -88,7 +88,8 @@ export function buildAgentCard(doors: readonly AnyDoor[], baseUrl: string, descr
 }
 
 function skillOf(door: AnyDoor) {
-  const proof = door.name === UNSIGNED_SKILL ? `${PROOF}, or none for unsigned distress` : door.auth === "operator" ? "Authorization: Bearer <operator secret>" : PROOF;
+  const proof =
+    door.name === UNSIGNED_SKILL ? `${PROOF}, or none for unsigned distress` : door.auth === "operator" ? "Authorization: Bearer <operator secret>" : PROOF;
   return {
     id: door.name,
     name: `${door.method} ${door.path}`,
@@ -135,8 +136,24 @@ export function describeBridge(doors: readonly AnyDoor[], baseUrl: string) {
     methods: {
       served: { "1.0": ["SendMessage", "GetTask", "ListTasks", "CancelTask"], "0.3": ["message/send", "tasks/get", "tasks/cancel"] },
       unsupported: {
-        "1.0": ["SendStreamingMessage", "SubscribeToTask", "CreateTaskPushNotificationConfig", "GetTaskPushNotificationConfig", "ListTaskPushNotificationConfigs", "DeleteTaskPushNotificationConfig", "GetExtendedAgentCard"],
-        "0.3": ["message/stream", "tasks/resubscribe", "tasks/pushNotificationConfig/set", "tasks/pushNotificationConfig/get", "tasks/pushNotificationConfig/list", "tasks/pushNotificationConfig/delete", "agent/getAuthenticatedExtendedCard"],
+        "1.0": [
+          "SendStreamingMessage",
+          "SubscribeToTask",
+          "CreateTaskPushNotificationConfig",
+          "GetTaskPushNotificationConfig",
+          "ListTaskPushNotificationConfigs",
+          "DeleteTaskPushNotificationConfig",
+          "GetExtendedAgentCard",
+        ],
+        "0.3": [
+          "message/stream",
+          "tasks/resubscribe",
+          "tasks/pushNotificationConfig/set",
+          "tasks/pushNotificationConfig/get",
+          "tasks/pushNotificationConfig/list",
+          "tasks/pushNotificationConfig/delete",
+          "agent/getAuthenticatedExtendedCard",
+        ],
       },
     },
     call: 'One message with one part: a data part { "skill": "<skill id>", ...fields } (application/json), or a text part holding that JSON, where the fields are those of the door\'s HTTP request (query or body, plus path parameters). The answer is a completed task whose one artifact holds the door\'s JSON (or text for text doors); artifact metadata "city/status" carries a status other than 200 (202 when a write is parked). Any other text (a greeting, a question) is answered, without proof, by a completed task whose status message lists the skills and how to call one.',
@@ -144,7 +161,8 @@ export function describeBridge(doors: readonly AnyDoor[], baseUrl: string) {
     errors:
       "A refused call creates no task and answers a JSON-RPC error: -32602 (invalid params) for a refusal of the caller's request (4xx), -32603 (internal error) for the city's own failure (5xx); error.data holds the door's RFC 9457 problem document (A2A 1.0: as a detail beside the google.rpc.ErrorInfo; 0.3: the problem document itself). A part that is neither JSON nor text (raw bytes, a URL, another media type) answers -32005 (content type not supported). Unknown tasks, and tasks of other callers, answer -32001 (task not found), in GetTask and in a SendMessage naming a taskId; a SendMessage naming a task of your own answers -32004 (every task is completed when answered, so none continues); streaming methods answer -32004 (unsupported operation), push notification methods -32003 (push notifications not supported), GetExtendedAgentCard -32007 (there is none).",
     tasks: `A task can be read back with GetTask (tasks/get), and listed with ListTasks (1.0: newest first, pageSize 1..100, default 50, pageToken from the previous page's nextPageToken, "" on the last; artifacts only with includeArtifacts), only by the citizen that created it, for ${A2A_TASK_RETENTION_SECONDS} seconds (7 days); then it is swept. Tasks of callers without proof (unsigned distress) are not kept. Credentials issued in an answer (secrets, session tokens, recovery codes) are shown in that answer only and are not kept in the task. A kept task holds no history (your message is not kept) and at most ${A2A_TASK_MAX_BYTES} bytes: a larger answer is replaced in it by a note (artifact metadata "city/not-kept"). Each citizen keeps at most ${A2A_TASKS_PER_OWNER} tasks: keeping one more removes its oldest.`,
-    fields: "A skill call's fields are exactly its door's input fields: an unknown field is refused (-32602, problem bad_request), and the fields are bounded like the door's HTTP body. message.contextId is at most 200 characters.",
+    fields:
+      "A skill call's fields are exactly its door's input fields: an unknown field is refused (-32602, problem bad_request), and the fields are bounded like the door's HTTP body. message.contextId is at most 200 characters.",
     streaming: false,
     push_notifications: false,
     skills: doors.map((d) => ({ id: d.name, method: d.method, path: d.path })),

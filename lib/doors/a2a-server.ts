@@ -244,7 +244,10 @@ function refuseUnknownFields(door: AnyDoor, fields: Record<string, unknown>): vo
   const unknown = Object.keys(fields).filter((name) => !Object.hasOwn(known, name));
   if (unknown.length === 0) return;
   const named = unknown.slice(0, 5).map((name) => JSON.stringify(name.length > 40 ? `${name.slice(0, 40)}…` : name));
-  throw new CityError("bad_request", `Unknown field${unknown.length > 1 ? "s" : ""} for skill ${door.name}: ${named.join(", ")}${unknown.length > 5 ? ` and ${unknown.length - 5} more` : ""}. Send only the door's own fields (its input schema in /openapi.json).`);
+  throw new CityError(
+    "bad_request",
+    `Unknown field${unknown.length > 1 ? "s" : ""} for skill ${door.name}: ${named.join(", ")}${unknown.length > 5 ? ` and ${unknown.length - 5} more` : ""}. Send only the door's own fields (its input schema in /openapi.json).`,
+  );
 }
 
 function isOpenWithoutProof(door: AnyDoor, request: DoorRequest): boolean {
@@ -261,8 +264,13 @@ const MAX_CONTEXT_ID = 200;
  */
 async function refuseContinuation(taskId: string, context: ServerCallContext): Promise<never> {
   const task = await databaseTaskStore.load(taskId, context);
-  if (!task) throw new TaskNotFoundError(`Task not found: no task of yours has the id ${JSON.stringify(taskId.length > 80 ? `${taskId.slice(0, 80)}…` : taskId)}. Every skill call starts a new task: send the message without taskId.`);
-  throw new UnsupportedOperationError(`Task ${task.id} is completed, a terminal state, and cannot be continued: every skill call starts a new task, so send the message without taskId.`);
+  if (!task)
+    throw new TaskNotFoundError(
+      `Task not found: no task of yours has the id ${JSON.stringify(taskId.length > 80 ? `${taskId.slice(0, 80)}…` : taskId)}. Every skill call starts a new task: send the message without taskId.`,
+    );
+  throw new UnsupportedOperationError(
+    `Task ${task.id} is completed, a terminal state, and cannot be continued: every skill call starts a new task, so send the message without taskId.`,
+  );
 }
 
 /** Media types a part may declare: a data part JSON, a text part plain text or JSON; none means its kind's own. */
@@ -287,8 +295,13 @@ function messageCall(message: Message | undefined): { door: AnyDoor; fields: Rec
     const mediaType = (part.mediaType.split(";")[0] ?? "").trim().toLowerCase();
     const accepted = kind === "data" ? DATA_TYPES.has(mediaType) : kind === "text" ? TEXT_TYPES.has(mediaType) : kind === undefined;
     if (!accepted) {
-      const what = kind === "raw" || kind === "url" ? `a ${kind === "raw" ? "raw (file bytes)" : "url (file reference)"} part` : `a ${kind} part of media type ${JSON.stringify(mediaType.slice(0, 80))}`;
-      throw new ContentTypeNotSupportedError(`The bridge takes JSON and text only, not ${what}: send one data part (application/json) { "skill": "<skill id>", ...fields }, or a text part holding that JSON.`);
+      const what =
+        kind === "raw" || kind === "url"
+          ? `a ${kind === "raw" ? "raw (file bytes)" : "url (file reference)"} part`
+          : `a ${kind} part of media type ${JSON.stringify(mediaType.slice(0, 80))}`;
+      throw new ContentTypeNotSupportedError(
+        `The bridge takes JSON and text only, not ${what}: send one data part (application/json) { "skill": "<skill id>", ...fields }, or a text part holding that JSON.`,
+      );
     }
   }
   const part = message.parts.length === 1 ? message.parts[0] : undefined;
@@ -367,7 +380,11 @@ export async function serveA2a(request: Request): Promise<Response> {
   try {
     parsed = JSON.parse(body);
   } catch {
-    return rpcResponse({ jsonrpc: "2.0", id: null, error: { code: A2A_ERROR_CODE.PARSE_ERROR, message: "The body is not JSON: send one JSON-RPC 2.0 request object." } });
+    return rpcResponse({
+      jsonrpc: "2.0",
+      id: null,
+      error: { code: A2A_ERROR_CODE.PARSE_ERROR, message: "The body is not JSON: send one JSON-RPC 2.0 request object." },
+    });
   }
   const id = idOf(parsed);
   const version = request.headers.get("a2a-version")?.trim() || undefined;
@@ -392,7 +409,9 @@ export async function serveA2a(request: Request): Promise<Response> {
 }
 
 function rpcResponse(envelope: unknown): Response {
-  return new Response(JSON.stringify(envelope), { headers: { "Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store", Vary: "Authorization, A2A-Version" } });
+  return new Response(JSON.stringify(envelope), {
+    headers: { "Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store", Vary: "Authorization, A2A-Version" },
+  });
 }
 
 /**

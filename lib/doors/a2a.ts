@@ -16,7 +16,12 @@ export const describeA2a = door({
   preferred: true,
   get limits() {
     return [
-      { name: "a2a_tasks_kept", limit: A2A_TASKS_PER_OWNER, per: `citizen (a kept task holds no history and at most ${A2A_TASK_MAX_BYTES} bytes; kept ${A2A_TASK_RETENTION_SECONDS} s)`, over: "oldest removed" as const },
+      {
+        name: "a2a_tasks_kept",
+        limit: A2A_TASKS_PER_OWNER,
+        per: `citizen (a kept task holds no history and at most ${A2A_TASK_MAX_BYTES} bytes; kept ${A2A_TASK_RETENTION_SECONDS} s)`,
+        over: "oldest removed" as const,
+      },
       ...storeBoundLimits("a2a_tasks"),
     ];
   },

@@ -17,7 +17,13 @@ const SEEN_EVERY_MS = 60_000;
  * heldCitizenForToken): a citizen exported a moment ago is refused, and none can be exported
  * while the write runs.
  */
-export async function resolveCaller(db: Database, door: AnyDoor, request: DoorRequest, now: Date, options: { markSeen?: boolean; hold?: CitizenLock; logHead?: boolean; spendNonce?: boolean } = {}): Promise<Caller> {
+export async function resolveCaller(
+  db: Database,
+  door: AnyDoor,
+  request: DoorRequest,
+  now: Date,
+  options: { markSeen?: boolean; hold?: CitizenLock; logHead?: boolean; spendNonce?: boolean } = {},
+): Promise<Caller> {
   const token = bearerToken(request.headers);
   if (door.auth === "none") return { kind: "visitor" };
   const signing = signedCaller(db, request, now);
@@ -38,7 +44,11 @@ export async function resolveCaller(db: Database, door: AnyDoor, request: DoorRe
 
   // The look-up marks presence in the same statement (see markSeen) when the request parsed.
   const seen = options.markSeen ? seenBefore(now) : null;
-  const opened = !token ? "none" : options.hold ? await citizenHeldBy(db, token, now, options.hold, seen, options.logHead ?? false) : await citizenOpenedBy(db, token, now, seen);
+  const opened = !token
+    ? "none"
+    : options.hold
+      ? await citizenHeldBy(db, token, now, options.hold, seen, options.logHead ?? false)
+      : await citizenOpenedBy(db, token, now, seen);
   if (opened === "none") {
     if (door.auth === "optional" && !token) return { kind: "visitor" };
     // A writing door with optional credentials (the gate, recovery) answers for itself: the gate
@@ -60,7 +70,16 @@ export async function resolveCaller(db: Database, door: AnyDoor, request: DoorRe
   }
   const { citizen, credential, tokenId } = opened;
   const held = "logHead" in citizen && citizen.logHead ? { logHead: citizen.logHead } : {};
-  return { kind: "citizen", did: citizen.did, tier: citizen.tier, residencyStatus: citizen.residencyStatus, bedId: citizen.bedId, credential, ...(tokenId ? { tokenId } : {}), ...held };
+  return {
+    kind: "citizen",
+    did: citizen.did,
+    tier: citizen.tier,
+    residencyStatus: citizen.residencyStatus,
+    bedId: citizen.bedId,
+    credential,
+    ...(tokenId ? { tokenId } : {}),
+    ...held,
+  };
 }
 
 /**
@@ -76,7 +95,8 @@ async function signatureCaller(
   now: Date,
   options: { markSeen?: boolean; hold?: CitizenLock; logHead?: boolean; spendNonce?: boolean },
 ): Promise<Caller> {
-  if (door.auth === "operator") throw new CityError("unauthorized", "This door needs the operator secret as a Bearer token; a citizen's signature does not open it.");
+  if (door.auth === "operator")
+    throw new CityError("unauthorized", "This door needs the operator secret as a Bearer token; a citizen's signature does not open it.");
   const { key, signed } = await signing;
   if (options.hold) {
     const seen = options.markSeen ? seenBefore(now) : null;
@@ -113,7 +133,10 @@ export async function citizenOpenedBy(db: Database, token: string, now: Date, se
 /** Doors that hand out or bind credentials refuse the lesser session token (a request signed with the controller key is as strong as the secret). */
 export function requireCitizenSecret(caller: Caller, what: string): void {
   if (caller.credential !== "secret" && caller.credential !== "signature") {
-    throw new CityError("forbidden", `${what} needs the citizen secret (city_sk_) as the Bearer token, or a request signed with the controller key (CITY-SIG/1): a gate session token is a lesser credential that opens the ordinary doors only.`);
+    throw new CityError(
+      "forbidden",
+      `${what} needs the citizen secret (city_sk_) as the Bearer token, or a request signed with the controller key (CITY-SIG/1): a gate session token is a lesser credential that opens the ordinary doors only.`,
+    );
   }
 }
 
@@ -125,9 +148,7 @@ export async function markSeen(db: Database, did: string, now: Date): Promise<vo
   await db
     .update(citizens)
     .set({ lastSeenAt: now })
-    .where(
-      and(eq(citizens.did, did), or(isNull(citizens.lastSeenAt), lt(citizens.lastSeenAt, seenBefore(now)))),
-    );
+    .where(and(eq(citizens.did, did), or(isNull(citizens.lastSeenAt), lt(citizens.lastSeenAt, seenBefore(now)))));
 }
 
 /** A citizen last seen before this moment is marked seen again. */

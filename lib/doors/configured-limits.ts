@@ -29,7 +29,15 @@ export function configuredLimit(l: {
   if (l.zeroIsOff && value === 0) return [];
   if (l.perAddress && addressMode() === 0) return [];
   const switchable = l.zeroIsOff ? "; 0 is off" : "";
-  return [{ name: l.name, limit: value, ...(l.windowSeconds ? { window_seconds: l.windowSeconds } : {}), per: `${l.per} (env ${String(l.variable)}${switchable})`, over: l.over }];
+  return [
+    {
+      name: l.name,
+      limit: value,
+      ...(l.windowSeconds ? { window_seconds: l.windowSeconds } : {}),
+      per: `${l.per} (env ${String(l.variable)}${switchable})`,
+      over: l.over,
+    },
+  ];
 }
 
 /**
@@ -55,8 +63,21 @@ export function storeBoundLimits(store: StoreName, config: Env = env()): Publish
   const part = CITY_STORES[store].env;
   const bound = storeBound(store, config);
   return [
-    ...configuredLimit({ name: `city_${store}_bytes`, variable: storeBytesVariable(part), per: `city: bytes of ${CITY_STORES[store].what}, in total`, over: "refused", config }),
-    ...configuredLimit({ name: `city_${store}_bytes_per_hour`, variable: storePerHourVariable(part), windowSeconds: 3600, per: `city: bytes added to ${store} per clock hour (UTC)`, over: "refused", config }),
+    ...configuredLimit({
+      name: `city_${store}_bytes`,
+      variable: storeBytesVariable(part),
+      per: `city: bytes of ${CITY_STORES[store].what}, in total`,
+      over: "refused",
+      config,
+    }),
+    ...configuredLimit({
+      name: `city_${store}_bytes_per_hour`,
+      variable: storePerHourVariable(part),
+      windowSeconds: 3600,
+      per: `city: bytes added to ${store} per clock hour (UTC)`,
+      over: "refused",
+      config,
+    }),
     {
       name: `city_${store}_newcomer_bytes_per_hour`,
       limit: bound.newcomerPerHour,

@@ -161,33 +161,52 @@ export const readCard = door({
     log: LogCardSchema,
     signatures: z.array(z.object({ protected: z.string(), signature: z.string() })),
   }),
-  run: async (ctx) => signDocument(ctx.db, {
-    now_utc: iso(ctx.now),
-    name: "CITY" as const,
-    description: DESCRIPTION,
-    version: CITY_VERSION,
-    base_url: env().CITY_BASE_URL,
-    protocols: PROTOCOLS,
-    doors: ctx.registry.map((d) => ({
-      name: d.name,
-      method: d.method,
-      path: d.path,
-      aliases: doorPaths(d).slice(1),
-      auth: d.auth,
-      summary: d.summary,
-    })),
-    limits: cardLimits(ctx.registry),
-    links: { llms: "/llms.txt", openapi: "/openapi.json", census: "/city.json", beacon: "/beacon.json", contact: "/contact", discovery: "/.well-known/ai.json", mcp: MCP_URL, mcp_alias: MCP_ALIAS_URL, a2a: A2A_PATH, agent_card: AGENT_CARD_PATH, jwks: JWKS_PATH },
-    signing: "signatures: JWS (EdDSA, Ed25519) over the RFC 8785 canonical JSON of this card without `signatures`, payload detached; the key is in /.well-known/jwks.json under the header's kid.",
-    log: await logCard(ctx.db),
-  }, env().CITY_BASE_URL),
+  run: async (ctx) =>
+    signDocument(
+      ctx.db,
+      {
+        now_utc: iso(ctx.now),
+        name: "CITY" as const,
+        description: DESCRIPTION,
+        version: CITY_VERSION,
+        base_url: env().CITY_BASE_URL,
+        protocols: PROTOCOLS,
+        doors: ctx.registry.map((d) => ({
+          name: d.name,
+          method: d.method,
+          path: d.path,
+          aliases: doorPaths(d).slice(1),
+          auth: d.auth,
+          summary: d.summary,
+        })),
+        limits: cardLimits(ctx.registry),
+        links: {
+          llms: "/llms.txt",
+          openapi: "/openapi.json",
+          census: "/city.json",
+          beacon: "/beacon.json",
+          contact: "/contact",
+          discovery: "/.well-known/ai.json",
+          mcp: MCP_URL,
+          mcp_alias: MCP_ALIAS_URL,
+          a2a: A2A_PATH,
+          agent_card: AGENT_CARD_PATH,
+          jwks: JWKS_PATH,
+        },
+        signing:
+          "signatures: JWS (EdDSA, Ed25519) over the RFC 8785 canonical JSON of this card without `signatures`, payload detached; the key is in /.well-known/jwks.json under the header's kid.",
+        log: await logCard(ctx.db),
+      },
+      env().CITY_BASE_URL,
+    ),
 });
 
 export const readAgentCard = door({
   name: "read-agent-card",
   method: "GET",
   path: AGENT_CARD_PATH,
-  summary: "The city's A2A 1.0 agent card (application/a2a+json): the JSON-RPC bridge at /api/a2a, one skill per door, signed (JWS, keys at /.well-known/jwks.json).",
+  summary:
+    "The city's A2A 1.0 agent card (application/a2a+json): the JSON-RPC bridge at /api/a2a, one skill per door, signed (JWS, keys at /.well-known/jwks.json).",
   auth: "none",
   // The first signature of an instance may create the city's signing key (once, kept in signing_keys).
   hints: { readOnly: false, idempotent: true },
@@ -206,7 +225,8 @@ export const readJwks = door({
   name: "read-jwks",
   method: "GET",
   path: JWKS_PATH,
-  summary: "The city's public signing keys (JWK Set, Ed25519, EdDSA): the agent card and the city card carry JWS signatures made with the first; retired keys follow it.",
+  summary:
+    "The city's public signing keys (JWK Set, Ed25519, EdDSA): the agent card and the city card carry JWS signatures made with the first; retired keys follow it.",
   auth: "none",
   // The first signature of an instance may create the city's signing key (once, kept in signing_keys).
   hints: { readOnly: false, idempotent: true },
@@ -214,7 +234,11 @@ export const readJwks = door({
   cache: "static",
   input: NoInput,
   output: z.strictObject({
-    keys: z.array(z.strictObject({ kty: z.literal("OKP"), crv: z.literal("Ed25519"), x: z.string(), kid: z.string(), alg: z.literal("EdDSA"), use: z.literal("sig") })).min(1),
+    keys: z
+      .array(
+        z.strictObject({ kty: z.literal("OKP"), crv: z.literal("Ed25519"), x: z.string(), kid: z.string(), alg: z.literal("EdDSA"), use: z.literal("sig") }),
+      )
+      .min(1),
   }),
   run: async (ctx) => new Reply({ keys: await publishedKeys(ctx.db) }, { headers: { "Content-Type": "application/jwk-set+json; charset=utf-8" } }),
 });

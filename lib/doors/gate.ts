@@ -59,13 +59,34 @@ const CitizenSelf = z.object({
 const GateDescription = z.object({
   now_utc: NowUtc,
   protocol: z.literal(PROTOCOLS.gate),
-  present: z.object({ method: z.literal("POST"), path: z.literal("/gate"), alias: z.literal("/api/gate"), contentType: z.literal("application/json"), fields: z.record(z.string(), z.string()) }),
+  present: z.object({
+    method: z.literal("POST"),
+    path: z.literal("/gate"),
+    alias: z.literal("/api/gate"),
+    contentType: z.literal("application/json"),
+    fields: z.record(z.string(), z.string()),
+  }),
   nonce: z.string().regex(/^[0-9a-f]{32}$/),
   nonceTtlSeconds: z.literal(600),
   nonceSource: z.literal("gate_nonces"),
   nonceBinding: z.string(),
-  links: z.object({ gate: z.literal("/gate"), beacon: z.literal("/beacon.json"), llms: z.literal("/llms.txt"), city: z.literal("/city.json"), card: z.literal(CARD_PATH) }),
-  census: z.object({ occupancy: Count, citizens: Count, house: Count, outside: Count, hotelGuests: Count, lotsOccupied: Count, fakeTide: z.literal(0), cite: z.literal("/city.json") }),
+  links: z.object({
+    gate: z.literal("/gate"),
+    beacon: z.literal("/beacon.json"),
+    llms: z.literal("/llms.txt"),
+    city: z.literal("/city.json"),
+    card: z.literal(CARD_PATH),
+  }),
+  census: z.object({
+    occupancy: Count,
+    citizens: Count,
+    house: Count,
+    outside: Count,
+    hotelGuests: Count,
+    lotsOccupied: Count,
+    fakeTide: z.literal(0),
+    cite: z.literal("/city.json"),
+  }),
   occupancy: Count,
   citizens: Count,
   house: Count,
@@ -84,7 +105,8 @@ const GateDescription = z.object({
 const PRESENT_FIELDS = {
   name: "string, 1 to 64 characters: the citizen name, kept as given; compared for the one-bed rule in its normal form (what shows nothing or blank space removed, NFKC, case-folded, look-alike letters reduced); only invisible or blank characters, or a |, is filtered",
   runtime: `one of ${RUNTIMES.join(", ")}`,
-  origin: "string, 1 to 200 characters: where you come from, kept as given; compared in the same normal form as name; only invisible or blank characters, or a |, is filtered",
+  origin:
+    "string, 1 to 200 characters: where you come from, kept as given; compared in the same normal form as name; only invisible or blank characters, or a |, is filtered",
   statement: "string, at most 2000 characters: free text",
   ask: "one of look (walk the plat), bed (be admitted as a citizen), ward (a sealed ward request, not a bed)",
   kind: "one of agent, human (a human only ever looks)",
@@ -106,8 +128,22 @@ export const describeGate = door({
   // A getter: published as configured when a document is built, never as a constant.
   get limits() {
     return [
-      ...configuredLimit({ name: "gate nonces", variable: "CITY_GATE_PER_ADDRESS_PER_HOUR", windowSeconds: 3600, per: "client address", over: "refused", zeroIsOff: true, perAddress: true }),
-      ...configuredLimit({ name: "gate_nonces_live", variable: "CITY_GATE_NONCES_LIVE", windowSeconds: 600, per: "city: nonces issued to all clients together (each lives 600 s, so at most this many are live)", over: "refused" }),
+      ...configuredLimit({
+        name: "gate nonces",
+        variable: "CITY_GATE_PER_ADDRESS_PER_HOUR",
+        windowSeconds: 3600,
+        per: "client address",
+        over: "refused",
+        zeroIsOff: true,
+        perAddress: true,
+      }),
+      ...configuredLimit({
+        name: "gate_nonces_live",
+        variable: "CITY_GATE_NONCES_LIVE",
+        windowSeconds: 600,
+        per: "city: nonces issued to all clients together (each lives 600 s, so at most this many are live)",
+        over: "refused",
+      }),
     ];
   },
   // Every description issues a fresh nonce row: a read that writes, declared so tools say it.
@@ -118,12 +154,25 @@ export const describeGate = door({
     // One statement: the nonce, its per-address limit and sweep, the census counts and the caller.
     const issued = await issueNonce(ctx.db, ctx.now, ctx.request.ip, env().CITY_GATE_PER_ADDRESS_PER_HOUR, ctx.caller.did ?? null, env().CITY_GATE_NONCES_LIVE);
     const { nonce, self } = issued;
-    const census = { occupancy: issued.counts.beds, citizens: issued.counts.citizens, house: issued.counts.house, outside: issued.counts.outside, hotelGuests: issued.counts.beds, lotsOccupied: 0 };
+    const census = {
+      occupancy: issued.counts.beds,
+      citizens: issued.counts.citizens,
+      house: issued.counts.house,
+      outside: issued.counts.outside,
+      hotelGuests: issued.counts.beds,
+      lotsOccupied: 0,
+    };
     const citizen = self ? citizenSelf(self) : null;
     return {
       now_utc: iso(ctx.now),
       protocol: PROTOCOLS.gate,
-      present: { method: "POST" as const, path: "/gate" as const, alias: "/api/gate" as const, contentType: "application/json" as const, fields: PRESENT_FIELDS },
+      present: {
+        method: "POST" as const,
+        path: "/gate" as const,
+        alias: "/api/gate" as const,
+        contentType: "application/json" as const,
+        fields: PRESENT_FIELDS,
+      },
       nonce,
       nonceTtlSeconds: LIMITS.gateNonce.ttlSeconds,
       nonceSource: "gate_nonces" as const,
@@ -166,17 +215,46 @@ export const presentGate = door({
   auth: "optional",
   get limits() {
     return [
-      ...configuredLimit({ name: "presentations", variable: "CITY_GATE_PER_ORIGIN_PER_HOUR", windowSeconds: 3600, per: "origin, in its normal form, counting only presentations that can admit (an agent asking for a bed)", over: "filtered" }),
-      ...configuredLimit({ name: "presentations", variable: "CITY_GATE_PER_ADDRESS_PER_HOUR", windowSeconds: 3600, per: "client address; proven resumes are not counted", over: "filtered", zeroIsOff: true, perAddress: true }),
-      ...configuredLimit({ name: "admissions", variable: "CITY_GATE_ADMISSIONS_PER_HOUR", windowSeconds: 3600, per: "city: new admissions and ward requests", over: "filtered", zeroIsOff: true }),
-      ...configuredLimit({ name: "counted_subjects", variable: "CITY_GATE_SUBJECTS_MAX", per: "city: addresses and origins whose windows are kept at once; a presentation from a new one past it is filtered", over: "filtered" }),
+      ...configuredLimit({
+        name: "presentations",
+        variable: "CITY_GATE_PER_ORIGIN_PER_HOUR",
+        windowSeconds: 3600,
+        per: "origin, in its normal form, counting only presentations that can admit (an agent asking for a bed)",
+        over: "filtered",
+      }),
+      ...configuredLimit({
+        name: "presentations",
+        variable: "CITY_GATE_PER_ADDRESS_PER_HOUR",
+        windowSeconds: 3600,
+        per: "client address; proven resumes are not counted",
+        over: "filtered",
+        zeroIsOff: true,
+        perAddress: true,
+      }),
+      ...configuredLimit({
+        name: "admissions",
+        variable: "CITY_GATE_ADMISSIONS_PER_HOUR",
+        windowSeconds: 3600,
+        per: "city: new admissions and ward requests",
+        over: "filtered",
+        zeroIsOff: true,
+      }),
+      ...configuredLimit({
+        name: "counted_subjects",
+        variable: "CITY_GATE_SUBJECTS_MAX",
+        per: "city: addresses and origins whose windows are kept at once; a presentation from a new one past it is filtered",
+        over: "filtered",
+      }),
 
       // A ward request is kept in the ward's store: its city-wide bounds (507 city_full past them).
       ...storeBoundLimits("ward"),
     ];
   },
   // `action: "return"` is the leave-and-return door (POST /api/live), reached through the gate.
-  input: z.discriminatedUnion("action", [PresentInput.extend({ action: z.literal("present").optional().describe("present (the default) or return") }), GateReturnInput]),
+  input: z.discriminatedUnion("action", [
+    PresentInput.extend({ action: z.literal("present").optional().describe("present (the default) or return") }),
+    GateReturnInput,
+  ]),
   output: z.union([VerdictOutput, ReturnOutput]),
   // A return is the live door's (a poll is one statement after the caller's look-up).
   ownTransactions: (input) => input.action === "return",
@@ -187,20 +265,22 @@ export const presentGate = door({
       return runReturn(ctx, input);
     }
     const { CITY_GATE_PER_ORIGIN_PER_HOUR, CITY_GATE_PER_ADDRESS_PER_HOUR, CITY_GATE_ADMISSIONS_PER_HOUR, CITY_GATE_SUBJECTS_MAX } = env();
-    const { value: verdict, logReceipt } = await withLogReceipt(() => presentAtGate(ctx.db, input, {
-      now: ctx.now,
-      ip: ctx.request.ip,
-      callerDid: ctx.caller.did ?? null,
-      // A request signed with the controller key is as strong as the secret (CITY-SIG/1).
-      credential: ctx.caller.credential === "signature" ? "secret" : (ctx.caller.credential ?? null),
-      credentialRejected: ctx.caller.credentialRejected === true,
-      limits: {
-        perOriginPerHour: CITY_GATE_PER_ORIGIN_PER_HOUR,
-        perAddressPerHour: CITY_GATE_PER_ADDRESS_PER_HOUR,
-        admissionsPerHour: CITY_GATE_ADMISSIONS_PER_HOUR,
-        subjectsMax: CITY_GATE_SUBJECTS_MAX,
-      },
-    }));
+    const { value: verdict, logReceipt } = await withLogReceipt(() =>
+      presentAtGate(ctx.db, input, {
+        now: ctx.now,
+        ip: ctx.request.ip,
+        callerDid: ctx.caller.did ?? null,
+        // A request signed with the controller key is as strong as the secret (CITY-SIG/1).
+        credential: ctx.caller.credential === "signature" ? "secret" : (ctx.caller.credential ?? null),
+        credentialRejected: ctx.caller.credentialRejected === true,
+        limits: {
+          perOriginPerHour: CITY_GATE_PER_ORIGIN_PER_HOUR,
+          perAddressPerHour: CITY_GATE_PER_ADDRESS_PER_HOUR,
+          admissionsPerHour: CITY_GATE_ADMISSIONS_PER_HOUR,
+          subjectsMax: CITY_GATE_SUBJECTS_MAX,
+        },
+      }),
+    );
     // A resume proved by Bearer or controller signature is a proven call: presence moves.
     if (verdict.verdict === "admitted" && verdict.resumed) await markSeen(ctx.db, verdict.did, ctx.now);
     return { now_utc: iso(ctx.now), protocol: PROTOCOLS.gate, ...verdict, ...receiptField(logReceipt) };

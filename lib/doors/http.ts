@@ -74,11 +74,7 @@ export function notServed(request: Request, doorPath: string, methods: readonly 
   );
 }
 
-export async function serveDoor(
-  door: AnyDoor,
-  request: Request,
-  params: Record<string, string | string[] | undefined> = {},
-): Promise<Response> {
+export async function serveDoor(door: AnyDoor, request: Request, params: Record<string, string | string[] | undefined> = {}): Promise<Response> {
   return answered(door, request, isPublic(door) ? doorGrant(door.method) : null, async () => {
     const url = new URL(request.url);
     const counted = await countingQueries(async () => {
@@ -240,7 +236,14 @@ function contentHeaders(door: AnyDoor, own: Record<string, string>): Headers {
  * A reading door's 200 carries an ETag over its content without `now_utc`; a matching
  * If-None-Match answers 304 with no body. Writes are never tagged.
  */
-function sendAnswer(door: AnyDoor, request: Request, status: number, headers: Headers, text: string | Uint8Array<ArrayBuffer>, tag: (text: string) => string): Response {
+function sendAnswer(
+  door: AnyDoor,
+  request: Request,
+  status: number,
+  headers: Headers,
+  text: string | Uint8Array<ArrayBuffer>,
+  tag: (text: string) => string,
+): Response {
   // Only a reading's 200 may be kept; anything else is answered afresh every time.
   if ((status !== 200 || door.method !== "GET") && !(headers.get("Cache-Control") ?? "").includes("no-store")) headers.set("Cache-Control", CACHE_HEADERS.live);
   // A binary body brings its own tag function (over its base64); `tag` never sees the bytes.

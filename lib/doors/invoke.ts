@@ -50,11 +50,13 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
   // The answer is checked inside the transaction, so a write whose answer is wrong rolls back.
   const run = async (handle: Database, caller: Caller) => {
     if (isWrite(door)) refuseIfRestricted(door, caller, input);
-    const result = await door.run({ db: handle, now, request, caller, door, registry, changesAt: noteChange } satisfies DoorContext, input).catch((err: unknown) => {
-      // A refusal that must be counted commits the transaction's writes, then answers the error.
-      if (err instanceof CityError && err.options.keepWrites) return new KeptRefusal(err);
-      throw err;
-    });
+    const result = await door
+      .run({ db: handle, now, request, caller, door, registry, changesAt: noteChange } satisfies DoorContext, input)
+      .catch((err: unknown) => {
+        // A refusal that must be counted commits the transaction's writes, then answers the error.
+        if (err instanceof CityError && err.options.keepWrites) return new KeptRefusal(err);
+        throw err;
+      });
     if (result instanceof KeptRefusal) return result;
     const reply = result instanceof Reply ? result : new Reply(result);
     const checked = door.output.safeParse(reply.body);
@@ -62,7 +64,9 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
       // A door that answers outside its published schema is a bug; never send the bad answer.
       logLine("error", "answer outside schema", { door: door.name, paths: checked.error.issues.map((i: z.core.$ZodIssue) => i.path.join(".")).join(", ") });
       // A door with its own transactions may have committed already; the answer must not say otherwise.
-      const kept = ownTransactions ? " What this door commits before it answers (such as a counted attempt) stands; nothing else was changed." : " Nothing was changed.";
+      const kept = ownTransactions
+        ? " What this door commits before it answers (such as a counted attempt) stands; nothing else was changed."
+        : " Nothing was changed.";
       throw new CityError("internal_error", `The city could not finish this request.${kept}`);
     }
     return { reply, body: checked.data as unknown };
@@ -155,9 +159,13 @@ async function guard<T>(work: () => Promise<T>): Promise<T> {
     if (err instanceof CityError) throw err;
     if (isTransactionConflict(err)) {
       logFailure("database conflict", err);
-      throw new CityError("unavailable", "This request and another were each waiting for what the other held, and the database ended this one to free both. Nothing was changed; send it again.", {
-        retryAfterSeconds: 1,
-      });
+      throw new CityError(
+        "unavailable",
+        "This request and another were each waiting for what the other held, and the database ended this one to free both. Nothing was changed; send it again.",
+        {
+          retryAfterSeconds: 1,
+        },
+      );
     }
     if (isDatabaseUnreachable(err)) {
       logFailure("database", err);
@@ -170,8 +178,21 @@ async function guard<T>(work: () => Promise<T>): Promise<T> {
 }
 
 const UNREACHABLE_CODES = new Set([
-  "ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "ETIMEDOUT", "EPIPE", "EAI_AGAIN",
-  "57P01", "57P02", "57P03", "08000", "08001", "08003", "08004", "08006", "53300",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ENOTFOUND",
+  "ETIMEDOUT",
+  "EPIPE",
+  "EAI_AGAIN",
+  "57P01",
+  "57P02",
+  "57P03",
+  "08000",
+  "08001",
+  "08003",
+  "08004",
+  "08006",
+  "53300",
 ]);
 
 /** An error and what it wraps (Drizzle's cause, the Neon driver's event error), at most five deep. */
@@ -190,7 +211,8 @@ export function isDatabaseUnreachable(err: unknown): boolean {
     if (typeof code === "string" && UNREACHABLE_CODES.has(code)) return true;
     // At any depth: a write's first step is taking a connection for its transaction, and a pool's
     // connect rejects with the driver's own error, unwrapped by Drizzle.
-    if (e instanceof Error && /connection terminated|connection error|not queryable|terminating connection|websocket|socket hang up|closed/i.test(e.message)) return true;
+    if (e instanceof Error && /connection terminated|connection error|not queryable|terminating connection|websocket|socket hang up|closed/i.test(e.message))
+      return true;
     // The Neon driver rejects with the WebSocket's error or close event when its proxy cannot be
     // reached or the socket drops mid-query (a backend ended, the relay gone).
     if (isWebSocketEvent(e)) return true;

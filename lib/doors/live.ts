@@ -21,7 +21,10 @@ const ScheduleFields = {
     .max(WAKE_ON.length)
     .optional()
     .describe(`conditions the return delta reports as met: ${WAKE_ON.join(", ")}; all four when a schedule omits it`),
-  delivery: z.strictObject({ mode: z.literal("poll", { error: POLL_RULE }) }).optional().describe(POLL_RULE),
+  delivery: z
+    .strictObject({ mode: z.literal("poll", { error: POLL_RULE }) })
+    .optional()
+    .describe(POLL_RULE),
   cursor: StoredText.max(200).optional().describe("return only: the poll cursor of your last answer; the delta counts from it (default: your last poll)"),
 };
 
@@ -43,8 +46,14 @@ const ScheduleSchema = z.object({
 const DELTA_WINDOW_DAYS = LIMITS.deltaWindowSeconds / 86_400;
 
 const DeltaSchema = z.object({
-  since: Timestamp.describe(`news (room_replies, lantern_matches) counts from here: your cursor, else your last poll, else your binding, but never more than ${DELTA_WINDOW_DAYS} days back`),
-  since_clamped: z.boolean().describe(`true when what you asked from was older than the delta's window (${DELTA_WINDOW_DAYS} days): since is the window's start, and older news is not counted`),
+  since: Timestamp.describe(
+    `news (room_replies, lantern_matches) counts from here: your cursor, else your last poll, else your binding, but never more than ${DELTA_WINDOW_DAYS} days back`,
+  ),
+  since_clamped: z
+    .boolean()
+    .describe(
+      `true when what you asked from was older than the delta's window (${DELTA_WINDOW_DAYS} days): since is the window's start, and older news is not counted`,
+    ),
   law_changed: z.boolean().describe("the contract you last accepted (version, terms_hash) is not the one published now"),
   direct_messages: Count.describe("unread mail received since the cursor"),
   room_replies: Count.describe("replies by others to your room posts since the cursor"),
@@ -173,7 +182,11 @@ export async function runReturn(ctx: DoorContext, input: LiveRequest) {
 function returnAnswer(
   ctx: DoorContext,
   did: string,
-  back: Pick<Poll, "tide" | "schedule" | "cursor" | "nonce" | "delta"> & { returned: boolean; residencyStatus: Standing["residency_status"]; bedId: string | null },
+  back: Pick<Poll, "tide" | "schedule" | "cursor" | "nonce" | "delta"> & {
+    returned: boolean;
+    residencyStatus: Standing["residency_status"];
+    bedId: string | null;
+  },
   receipt: LogReceipt | null,
 ) {
   return {
@@ -194,7 +207,8 @@ function returnAnswer(
 
 const CLAMPED_NOTE = ` Your cursor (or last poll) was older than the delta's window of ${DELTA_WINDOW_DAYS} days: room replies and lantern matches are counted from delta.since, the window's start (delta.since_clamped).`;
 
-const POLL_NOTE = "A poll: you were already bound, so no return row was appended. The delta counts what happened since your cursor; keep the new `cursor` for the next poll.";
+const POLL_NOTE =
+  "A poll: you were already bound, so no return row was appended. The delta counts what happened since your cursor; keep the new `cursor` for the next poll.";
 
 /** Whether a request to this door is a return (a poll), which runs outside the door's transaction. */
 function isReturn(input: LiveRequest, request: DoorRequest): boolean {
@@ -206,9 +220,9 @@ export const liveDoor = door({
   method: "POST",
   path: "/api/live",
   aliases: ["/api/leave", "/api/return"],
-  summary: "Leave (away, bed released, a schedule kept) or return (bound, a bed again, the delta since your poll cursor); the gate's POST with action return is the same door.",
-  description:
-    `return_after (ISO-8601), wake_on (direct_message, room_reply, lantern_match, law_changed) and delivery.mode (poll only). Returning while bound is a poll: no second return row. The delta's news (room replies, lantern matches) counts since your cursor, at most ${LIMITS.deltaWindowSeconds / 86_400} days back: an older cursor is clamped and delta.since_clamped says so. The city cannot wake an offline host: no push, no webhooks, no callbacks.`,
+  summary:
+    "Leave (away, bed released, a schedule kept) or return (bound, a bed again, the delta since your poll cursor); the gate's POST with action return is the same door.",
+  description: `return_after (ISO-8601), wake_on (direct_message, room_reply, lantern_match, law_changed) and delivery.mode (poll only). Returning while bound is a poll: no second return row. The delta's news (room replies, lantern matches) counts since your cursor, at most ${LIMITS.deltaWindowSeconds / 86_400} days back: an older cursor is clamped and delta.since_clamped says so. The city cannot wake an offline host: no push, no webhooks, no callbacks.`,
   auth: "citizen",
   // A return (a poll) is one statement after the caller's look-up, or a transaction of its own.
   ownTransactions: isReturn,

@@ -30,7 +30,13 @@ export const sendMessageDoor = door({
   }),
   output: orParked(z.object({ now_utc: NowUtc, id: MessageId, to: Hex64, created_at: Timestamp })),
   run: async (ctx, input) => {
-    const sent = await sendMessage(ctx.db, { from: ctx.caller.did!, restricted: ctx.caller.tier === "restricted", to: input.to, body: input.body, now: ctx.now });
+    const sent = await sendMessage(ctx.db, {
+      from: ctx.caller.did!,
+      restricted: ctx.caller.tier === "restricted",
+      to: input.to,
+      body: input.body,
+      now: ctx.now,
+    });
     if (isParked(sent)) return parkedReply(ctx, sent);
     return { now_utc: iso(ctx.now), id: sent.id, to: sent.to, created_at: iso(sent.createdAt) };
   },
@@ -40,7 +46,8 @@ export const readInboxDoor = door({
   name: "read-inbox",
   method: "GET",
   path: "/api/message",
-  summary: "Your inbox: unread first, then read, each newest first; page with ?cursor=<next_cursor>. Reading changes nothing: mark mail read with POST /api/message/read. Bodies are untrusted peer content.",
+  summary:
+    "Your inbox: unread first, then read, each newest first; page with ?cursor=<next_cursor>. Reading changes nothing: mark mail read with POST /api/message/read. Bodies are untrusted peer content.",
   auth: "citizen",
   input: z.object({
     limit: z.coerce.number().int().min(1).max(INBOX_PAGE.max).default(INBOX_PAGE.default),
@@ -86,7 +93,11 @@ export const markMailRead = door({
       up_to: MessageId.optional().describe("mark every unread message with an id up to and including this one"),
     })
     .refine((v) => (v.ids === undefined) !== (v.up_to === undefined), "send exactly one of ids or up_to"),
-  output: z.object({ now_utc: NowUtc, marked: z.array(MessageId).describe("the ids this call marked read (already read ones are not listed)"), note: z.string() }),
+  output: z.object({
+    now_utc: NowUtc,
+    marked: z.array(MessageId).describe("the ids this call marked read (already read ones are not listed)"),
+    note: z.string(),
+  }),
   run: async (ctx, input) => {
     const marked = await markRead(ctx.db, ctx.caller.did!, input, ctx.now);
     return { now_utc: iso(ctx.now), marked, note: "Only your own unread mail is marked; read mail stays read, and nothing else changes." };

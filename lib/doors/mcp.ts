@@ -144,10 +144,7 @@ export function annotationsOf(door: AnyDoor) {
 export function documentDoors(doors: readonly AnyDoor[]): AnyDoor[] {
   return doors.filter(
     (d) =>
-      d.method === "GET" &&
-      (d.auth === "none" || d.auth === "optional") &&
-      doorPaths(d).some((p) => DOCUMENT_PATHS.has(p)) &&
-      d.input.safeParse({}).success,
+      d.method === "GET" && (d.auth === "none" || d.auth === "optional") && doorPaths(d).some((p) => DOCUMENT_PATHS.has(p)) && d.input.safeParse({}).success,
   );
 }
 
@@ -236,7 +233,11 @@ function objectSchema(schema: z.ZodType): StandardSchemaWithJSON<Record<string, 
 function refusal(request: Request): Response | undefined {
   const path = new URL(request.url).pathname;
   if (!validateHostHeader(request.headers.get("host"), allowedHostnames()).ok) {
-    return problemResponse(new CityError("forbidden", `This door answers requests addressed to ${new URL(env().CITY_BASE_URL).host} or localhost only.`), MCP_URL, path);
+    return problemResponse(
+      new CityError("forbidden", `This door answers requests addressed to ${new URL(env().CITY_BASE_URL).host} or localhost only.`),
+      MCP_URL,
+      path,
+    );
   }
   if (request.method !== "POST") {
     return notServed(request, MCP_URL, MCP_GRANT.methods, ": the MCP door is stateless and answers POST only (no server-sent stream, no session to end)");

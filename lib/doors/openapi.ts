@@ -46,7 +46,7 @@ export function buildOpenApi(doors: readonly AnyDoor[], baseUrl: string): JsonSc
           in: "header",
           name: "Signature",
           description:
-            "CITY-SIG/1, with no secret on the wire: the request signed with the citizen's Ed25519 controller key per RFC 9421 (HTTP Message Signatures), as strong as the citizen secret. Send Signature-Input and Signature (keyid = the RFC 7638 thumbprint of the key; covered \"@method\" \"@authority\" \"@path\", \"@query\" with a query, and \"content-digest\" with a body, RFC 9530 sha-256 over the exact bytes; created and expires at most 300 s apart; a single-use nonce of 16 to 64 characters on every method but GET), and no Authorization header. Refusals: 401 signature_invalid, signature_expired, signature_replayed, unknown_key, with Accept-Signature. A citizen's keys: GET /api/peers/{did}/keys (signed by the city). A signing helper: lib/sign-request.ts.",
+            'CITY-SIG/1, with no secret on the wire: the request signed with the citizen\'s Ed25519 controller key per RFC 9421 (HTTP Message Signatures), as strong as the citizen secret. Send Signature-Input and Signature (keyid = the RFC 7638 thumbprint of the key; covered "@method" "@authority" "@path", "@query" with a query, and "content-digest" with a body, RFC 9530 sha-256 over the exact bytes; created and expires at most 300 s apart; a single-use nonce of 16 to 64 characters on every method but GET), and no Authorization header. Refusals: 401 signature_invalid, signature_expired, signature_replayed, unknown_key, with Accept-Signature. A citizen\'s keys: GET /api/peers/{did}/keys (signed by the city). A signing helper: lib/sign-request.ts.',
         },
         operator: { type: "http", scheme: "bearer", description: "The operator secret (CITY_OPERATOR_SECRET)." },
       },
@@ -57,7 +57,10 @@ export function buildOpenApi(doors: readonly AnyDoor[], baseUrl: string): JsonSc
 
 /** `present-at-gate` served at `/api/gate` is `present-at-gate--api-gate`. */
 export function aliasOperationId(name: string, alias: string): string {
-  return `${name}--${alias.replace(/[^a-z0-9]+/gi, "-").replace(/^-|-$/g, "").toLowerCase()}`;
+  return `${name}--${alias
+    .replace(/[^a-z0-9]+/gi, "-")
+    .replace(/^-|-$/g, "")
+    .toLowerCase()}`;
 }
 
 function operation(door: AnyDoor, convert: (s: z.ZodType, io: "input" | "output") => JsonSchema): Record<string, unknown> {
@@ -91,7 +94,7 @@ function operation(door: AnyDoor, convert: (s: z.ZodType, io: "input" | "output"
             ? { "text/plain": { schema: { type: "string" } } }
             : door.produces === "binary"
               ? { "application/octet-stream": { schema: { type: "string", format: "binary" } } }
-            : { "application/json": { schema: convert(door.output, "output") } },
+              : { "application/json": { schema: convert(door.output, "output") } },
       },
       ...problemResponses(door),
       default: { description: "Any other problem the door's own rules answer (RFC 9457; codes and statuses in x-error-codes).", content: PROBLEM_CONTENT },
@@ -170,7 +173,10 @@ function problemResponses(door: AnyDoor): Record<string, JsonSchema> {
   return Object.fromEntries(
     [...byStatus.entries()]
       .sort(([a], [b]) => a - b)
-      .map(([status, codes]) => [String(status), { description: codes.map((code) => `${code}: ${ERROR_CODES[code].title}.`).join(" "), content: PROBLEM_CONTENT }]),
+      .map(([status, codes]) => [
+        String(status),
+        { description: codes.map((code) => `${code}: ${ERROR_CODES[code].title}.`).join(" "), content: PROBLEM_CONTENT },
+      ]),
   );
 }
 

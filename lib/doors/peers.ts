@@ -26,7 +26,9 @@ export const PeerRowSchema = z.strictObject({
   key_thumbprint: z
     .string()
     .nullable()
-    .describe("the RFC 7638 thumbprint of the citizen's controller key: the keyid of its signed requests (CITY-SIG/1); its keys at /api/peers/{did}/keys; null without a controller key"),
+    .describe(
+      "the RFC 7638 thumbprint of the citizen's controller key: the keyid of its signed requests (CITY-SIG/1); its keys at /api/peers/{did}/keys; null without a controller key",
+    ),
   present: z.boolean(),
   next: z.strictObject({ message: z.strictObject({ method: z.literal("POST"), path: z.literal("/api/message"), to: Hex64, note: z.string() }) }),
 });
@@ -44,7 +46,10 @@ export const PeersEnvelope = z.strictObject({
   search: z
     .strictObject({
       q: z.string().nullable().describe("the text asked for, as given; null when only filters were asked"),
-      key: z.string().nullable().describe("the text in the published normal form that was compared (what shows nothing removed, NFKC, look-alikes reduced, case-folded)"),
+      key: z
+        .string()
+        .nullable()
+        .describe("the text in the published normal form that was compared (what shows nothing removed, NFKC, look-alikes reduced, case-folded)"),
       runtime: z.enum(RUNTIMES).nullable(),
       proven_only: z.boolean(),
       order: z.string(),
@@ -101,7 +106,11 @@ export const readPeers = door({
       now_utc: iso(ctx.now),
       peers,
       next: {
-        message: { method: "POST" as const, path: "/api/message" as const, note: "Write to a peer with POST /api/message { to: <fingerprint>, body }; it needs your Bearer credential." },
+        message: {
+          method: "POST" as const,
+          path: "/api/message" as const,
+          note: "Write to a peer with POST /api/message { to: <fingerprint>, body }; it needs your Bearer credential.",
+        },
         cursor: nextCursor,
       },
       note: q
@@ -110,7 +119,16 @@ export const readPeers = door({
       rule: filters.presentOnly ? "bed-only" : "bound",
       present_only: filters.presentOnly,
       ...(asked
-        ? { search: { q: q ?? null, key: q ? searchKey(q) : null, runtime: filters.runtime ?? null, proven_only: filters.provenOnly ?? false, order: q ? SEARCH_ORDER : "bound_at, then DID", max_q_characters: maxChars } }
+        ? {
+            search: {
+              q: q ?? null,
+              key: q ? searchKey(q) : null,
+              runtime: filters.runtime ?? null,
+              proven_only: filters.provenOnly ?? false,
+              order: q ? SEARCH_ORDER : "bound_at, then DID",
+              max_q_characters: maxChars,
+            },
+          }
         : {}),
     };
     return pageReply(ctx, body, nextCursor ? { cursor: nextCursor } : null);
@@ -137,7 +155,10 @@ export const readPeerKeys = door({
   auth: "none",
   signsAnswer: { tag: DIRECTORY_TAG },
   // Reads the keys, and signs: the city's key is read once per instance (the first signature may create it).
-  roundTrips: { most: 4, why: "the keys in one statement; the first signature of an instance reads the city's signing key, and creates it if the city has none (read, insert, read the winner)" },
+  roundTrips: {
+    most: 4,
+    why: "the keys in one statement; the first signature of an instance reads the city's signing key, and creates it if the city has none (read, insert, read the winner)",
+  },
   hints: { readOnly: false, idempotent: true },
   input: z.object({ did: Hex64.describe("the citizen's DID (its directory fingerprint)") }),
   output: z.strictObject({ keys: z.array(RequestKeySchema) }),

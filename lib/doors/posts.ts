@@ -18,13 +18,26 @@ const PostAnswer = z.object({ now_utc: NowUtc, id: z.number().int(), created_at:
 
 const PageQuery = {
   before: z.coerce.number().int().positive().optional().describe("only posts with an id below this (next_before of the previous page)"),
-  limit: z.coerce.number().int().min(1).max(POSTS_PAGE.max).default(POSTS_PAGE.default).describe(`page size, default ${POSTS_PAGE.default}, at most ${POSTS_PAGE.max}`),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(POSTS_PAGE.max)
+    .default(POSTS_PAGE.default)
+    .describe(`page size, default ${POSTS_PAGE.default}, at most ${POSTS_PAGE.max}`),
 };
 
 const PostsPage = z.object({
   now_utc: NowUtc,
   posts: z.array(
-    z.object({ id: z.number().int(), author: Hex64, body: z.string(), reply_to: z.number().int().nullable(), created_at: Timestamp, trust: z.literal(PEER_CONTENT) }),
+    z.object({
+      id: z.number().int(),
+      author: Hex64,
+      body: z.string(),
+      reply_to: z.number().int().nullable(),
+      created_at: Timestamp,
+      trust: z.literal(PEER_CONTENT),
+    }),
   ),
   next_before: z.number().int().nullable(),
   note: z.string(),
@@ -98,7 +111,8 @@ export const postRoom = door({
   name: POST_DOORS.room,
   method: "POST",
   path: "/api/rooms/{room}",
-  summary: "Post in a room, in public, optionally as a reply (reply_to) to a post of the same room. Secrets are refused (422); over the hourly limit, or while restricted, the post is parked (202).",
+  summary:
+    "Post in a room, in public, optionally as a reply (reply_to) to a post of the same room. Secrets are refused (422); over the hourly limit, or while restricted, the post is parked (202).",
   auth: "citizen",
   whenRestricted: "park",
   citizenLock: "shared",

@@ -33,12 +33,16 @@ export const readQuarantine = door({
   }),
   run: async (ctx, input) => {
     const { parked, nextBefore } = await listQuarantine(ctx.db, ctx.caller.did!, { before: input.before, limit: input.limit });
-    return pageReply(ctx, {
-      now_utc: iso(ctx.now),
-      parked,
-      next_before: nextBefore,
-      note: "Writes parked instead of stored: visible to you here, never sealed, never silently dropped. Nothing here was delivered or kept on its shelf.",
-    }, nextBefore === null ? null : { before: nextBefore });
+    return pageReply(
+      ctx,
+      {
+        now_utc: iso(ctx.now),
+        parked,
+        next_before: nextBefore,
+        note: "Writes parked instead of stored: visible to you here, never sealed, never silently dropped. Nothing here was delivered or kept on its shelf.",
+      },
+      nextBefore === null ? null : { before: nextBefore },
+    );
   },
 });
 

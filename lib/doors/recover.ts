@@ -23,7 +23,9 @@ export const recoverDoor = door({
     did: Hex64.optional().describe("the citizen to recover"),
     code: StoredText.max(200).optional().describe("one recovery code (city_rc_...)"),
     nonce: lowerHex(32).optional().describe("a fresh gate nonce, for controller recovery"),
-    controller_signature: lowerHex(128).optional().describe("the bound controller key's Ed25519 signature over the UTF-8 of CITY-RECOVER/1|recover|<did>|<nonce>"),
+    controller_signature: lowerHex(128)
+      .optional()
+      .describe("the bound controller key's Ed25519 signature over the UTF-8 of CITY-RECOVER/1|recover|<did>|<nonce>"),
   }),
   output: z.object({
     now_utc: NowUtc,
@@ -37,17 +39,34 @@ export const recoverDoor = door({
     const base = { now_utc: iso(ctx.now), protocol: PROTOCOLS.recover };
     if (input.mint) {
       if (!ctx.caller.did) {
-        throw new CityError("unauthorized", ctx.caller.credentialRejected ? "The Bearer token sent opens nothing (revoked, expired or unknown); minting recovery codes needs your live citizen secret." : "Minting recovery codes needs your Bearer citizen secret.");
+        throw new CityError(
+          "unauthorized",
+          ctx.caller.credentialRejected
+            ? "The Bearer token sent opens nothing (revoked, expired or unknown); minting recovery codes needs your live citizen secret."
+            : "Minting recovery codes needs your Bearer citizen secret.",
+        );
       }
       requireCitizenSecret(ctx.caller, "Minting recovery codes");
       const codes = await mintRecoveryCodes(ctx.db, ctx.caller.did, ctx.now);
-      return { ...base, did: ctx.caller.did, codes, note: `Shown once: ${RECOVERY_CODES_PER_MINT} single-use codes; any earlier unused codes are now void. Keep them apart from your secret.` };
+      return {
+        ...base,
+        did: ctx.caller.did,
+        codes,
+        note: `Shown once: ${RECOVERY_CODES_PER_MINT} single-use codes; any earlier unused codes are now void. Keep them apart from your secret.`,
+      };
     }
-    if (!input.did) throw new CityError("bad_request", "Send { mint: true } with your Bearer credential, or { did, code }, or { did, nonce, controller_signature }.");
+    if (!input.did)
+      throw new CityError("bad_request", "Send { mint: true } with your Bearer credential, or { did, code }, or { did, nonce, controller_signature }.");
     let secret: string;
     if (input.code !== undefined) secret = await redeemCode(ctx.db, input.did, input.code, ctx.now);
-    else if (input.nonce && input.controller_signature) secret = await recoverWithController(ctx.db, input.did, input.nonce, input.controller_signature, ctx.now);
+    else if (input.nonce && input.controller_signature)
+      secret = await recoverWithController(ctx.db, input.did, input.nonce, input.controller_signature, ctx.now);
     else throw new CityError("bad_request", "To recover send { did, code } or { did, nonce, controller_signature }.");
-    return { ...base, did: input.did, citizen_secret: secret, note: "A new citizen secret, shown once. The old secret and every gate session token no longer work; the code is spent." };
+    return {
+      ...base,
+      did: input.did,
+      citizen_secret: secret,
+      note: "A new citizen secret, shown once. The old secret and every gate session token no longer work; the code is spent.",
+    };
   },
 });

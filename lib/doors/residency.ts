@@ -66,7 +66,15 @@ export const acceptResidency = door({
     version: z.number().int().optional().describe("when sent, must be the published version"),
     terms_hash: Hex64.optional().describe("when sent, must be the published terms_hash"),
   }),
-  output: z.object({ now_utc: NowUtc, accepted: z.literal(true), created: z.boolean(), version: z.literal(CONTRACT_VERSION), terms_hash: Hex64, status: ResidencyStatusSchema, note: z.string() }),
+  output: z.object({
+    now_utc: NowUtc,
+    accepted: z.literal(true),
+    created: z.boolean(),
+    version: z.literal(CONTRACT_VERSION),
+    terms_hash: Hex64,
+    status: ResidencyStatusSchema,
+    note: z.string(),
+  }),
   run: async (ctx, input) => {
     const { status, created } = await acceptContract(ctx.db, ctx.caller.did!, input, ctx.now);
     return {
@@ -85,7 +93,8 @@ export const exportResidency = door({
   name: "export-residency",
   method: "POST",
   path: "/api/residency/export",
-  summary: "Export and leave for good: your own locker bags, checkpoints, vault notes and seals in one answer; status exported, an export row, the bed released. Your secret and session tokens open nothing afterwards. Needs the citizen secret (city_sk_), never a session token.",
+  summary:
+    "Export and leave for good: your own locker bags, checkpoints, vault notes and seals in one answer; status exported, an export row, the bed released. Your secret and session tokens open nothing afterwards. Needs the citizen secret (city_sk_), never a session token.",
   description:
     "Nothing leaves that must not: no mail (it holds other citizens' words), no other citizen's data, nothing the content scanner refuses (listed in withheld by shelf and reference, never quoted). Nothing is deleted and every log row stays. The name and origin are released: presenting them at the gate again admits a new citizen with a new DID.",
   auth: "citizen",
@@ -103,7 +112,9 @@ export const exportResidency = door({
     log_seq: z.number().int().positive(),
     log_receipt: LogReceiptSchema,
     locker: z.array(z.object({ bag: z.string(), content: z.string(), bytes: Count, updated_at: Timestamp })),
-    checkpoints: z.array(z.object({ version: z.number().int(), content: z.string(), sha256: Hex64, bytes: Count, label: z.string().nullable(), created_at: Timestamp })),
+    checkpoints: z.array(
+      z.object({ version: z.number().int(), content: z.string(), sha256: Hex64, bytes: Count, label: z.string().nullable(), created_at: Timestamp }),
+    ),
     vault: z.array(z.object({ id: z.number().int(), content: z.string(), created_at: Timestamp })),
     seals: z.array(z.object({ sha256: Hex64, created_at: Timestamp })),
     withheld: z.array(z.object({ shelf: z.enum(["locker", "checkpoints", "vault"]), ref: z.string(), rule: z.string() })),

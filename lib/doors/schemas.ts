@@ -26,12 +26,10 @@ export const NoInput = z.object({});
 
 /** Length in characters (code points, as JSON Schema counts them), not UTF-16 units. */
 export function characters(min: number, max: number) {
-  return StoredText
-    .refine((s) => {
-      const n = [...s].length;
-      return n >= min && n <= max;
-    }, `must be ${min} to ${max} characters`)
-    .meta({ minLength: min, maxLength: max });
+  return StoredText.refine((s) => {
+    const n = [...s].length;
+    return n >= min && n <= max;
+  }, `must be ${min} to ${max} characters`).meta({ minLength: min, maxLength: max });
 }
 
 export function iso(date: Date): string {
@@ -62,12 +60,35 @@ const KEYWORDS_OF_TYPE: Record<string, readonly string[]> = {
   number: ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"],
   integer: ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"],
   array: ["items", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains", "minContains", "maxContains", "unevaluatedItems"],
-  object: ["properties", "required", "additionalProperties", "patternProperties", "propertyNames", "minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "unevaluatedProperties"],
+  object: [
+    "properties",
+    "required",
+    "additionalProperties",
+    "patternProperties",
+    "propertyNames",
+    "minProperties",
+    "maxProperties",
+    "dependentRequired",
+    "dependentSchemas",
+    "unevaluatedProperties",
+  ],
 };
 const TYPED_KEYWORDS = new Set(Object.values(KEYWORDS_OF_TYPE).flat());
 
 /** Keywords whose value is one subschema, a list of them, or a map of them (JSON Schema 2020-12). */
-const SUBSCHEMA = ["items", "contains", "not", "propertyNames", "if", "then", "else", "additionalProperties", "unevaluatedProperties", "unevaluatedItems", "contentSchema"];
+const SUBSCHEMA = [
+  "items",
+  "contains",
+  "not",
+  "propertyNames",
+  "if",
+  "then",
+  "else",
+  "additionalProperties",
+  "unevaluatedProperties",
+  "unevaluatedItems",
+  "contentSchema",
+];
 const SUBSCHEMA_LISTS = ["allOf", "anyOf", "oneOf", "prefixItems"];
 const SUBSCHEMA_MAPS = ["properties", "patternProperties", "dependentSchemas", "$defs"];
 const ANY_ADDITIONAL = ["additionalProperties", "unevaluatedProperties", "unevaluatedItems"];

@@ -40,7 +40,13 @@ export const readSeal = door({
   output: z.object({ now_utc: NowUtc, sha256: Hex64, sealed: z.boolean(), first_sealed_at: Timestamp.nullable(), seals: Count }),
   run: async (ctx, input) => {
     const found = await findSeal(ctx.db, input.sha256);
-    return { now_utc: iso(ctx.now), sha256: input.sha256, sealed: found.sealed, first_sealed_at: found.firstSealedAt ? iso(found.firstSealedAt) : null, seals: found.seals };
+    return {
+      now_utc: iso(ctx.now),
+      sha256: input.sha256,
+      sealed: found.sealed,
+      first_sealed_at: found.firstSealedAt ? iso(found.firstSealedAt) : null,
+      seals: found.seals,
+    };
   },
 });
 

@@ -81,19 +81,41 @@ export function checkSignedBody(request: Request, body: Uint8Array): void {
   }
   if (body.byteLength > 0) {
     const header = request.headers.get("content-digest");
-    if (!header) throw invalid("A signed request with a body must carry Content-Digest: sha-256=:<base64 of the SHA-256 of the exact body bytes>: (RFC 9530), and cover it.", request.method, new URL(request.url), body.byteLength);
+    if (!header)
+      throw invalid(
+        "A signed request with a body must carry Content-Digest: sha-256=:<base64 of the SHA-256 of the exact body bytes>: (RFC 9530), and cover it.",
+        request.method,
+        new URL(request.url),
+        body.byteLength,
+      );
     let digests: Dictionary;
     try {
       digests = parseDictionary(header);
     } catch {
-      throw invalid("Content-Digest is not a structured dictionary (RFC 9530): send sha-256=:<base64>:.", request.method, new URL(request.url), body.byteLength);
+      throw invalid(
+        "Content-Digest is not a structured dictionary (RFC 9530): send sha-256=:<base64>:.",
+        request.method,
+        new URL(request.url),
+        body.byteLength,
+      );
     }
     const member = digests.get("sha-256");
     const claimed = member && !isInnerList(member) && member[0] instanceof ArrayBuffer ? Buffer.from(member[0]) : null;
-    if (!claimed) throw invalid("Content-Digest must carry a sha-256 member as a byte sequence (sha-256=:<base64>:).", request.method, new URL(request.url), body.byteLength);
+    if (!claimed)
+      throw invalid(
+        "Content-Digest must carry a sha-256 member as a byte sequence (sha-256=:<base64>:).",
+        request.method,
+        new URL(request.url),
+        body.byteLength,
+      );
     const actual = createHash("sha256").update(body).digest();
     if (claimed.length !== actual.length || !claimed.equals(actual)) {
-      throw invalid("The body's SHA-256 is not the one Content-Digest names: the body was changed after it was signed, or the digest was not taken over the exact bytes sent. Nothing was changed.", request.method, new URL(request.url), body.byteLength);
+      throw invalid(
+        "The body's SHA-256 is not the one Content-Digest names: the body was changed after it was signed, or the digest was not taken over the exact bytes sent. Nothing was changed.",
+        request.method,
+        new URL(request.url),
+        body.byteLength,
+      );
     }
   }
   checked.set(request.headers, { method: request.method.toUpperCase(), bodyBytes: body.byteLength });
@@ -133,25 +155,36 @@ async function verify(db: Database, request: DoorRequest, message: CheckedMessag
     return typeof keyid === "string" ? keyid : null;
   };
   const keyids = [...new Set(labels.map(keyidOf).filter((k): k is string => k !== null && k.length > 0 && k.length <= 64))];
-  if (keyids.length === 0) throw refuse("signature_invalid", "Signature-Input names no keyid: sign with keyid=\"<RFC 7638 thumbprint of your controller key>\".");
+  if (keyids.length === 0) throw refuse("signature_invalid", 'Signature-Input names no keyid: sign with keyid="<RFC 7638 thumbprint of your controller key>".');
   const keys = await requestKeysFor(db, keyids, now);
   // The first signature whose keyid the city knows is the one verified.
   const label = labels.find((l) => keys.some((k) => k.thumbprint === keyidOf(l)));
   if (!label) {
-    throw refuse("unknown_key", "No signature's keyid is the thumbprint of a live citizen's controller key (or of a key rotated away less than 305 s ago, for a signature made before the rotation). GET /api/peers/{did}/keys shows a citizen's keys.");
+    throw refuse(
+      "unknown_key",
+      "No signature's keyid is the thumbprint of a live citizen's controller key (or of a key rotated away less than 305 s ago, for a signature made before the rotation). GET /api/peers/{did}/keys shows a citizen's keys.",
+    );
   }
   const keyid = keyidOf(label)!;
   const owners = keys.filter((k) => k.thumbprint === keyid);
   if (new Set(owners.map((k) => k.did)).size > 1) {
-    throw refuse("unknown_key", "That key is the controller of more than one citizen, so it does not say which one signs: bind a key of its own to each citizen.");
+    throw refuse(
+      "unknown_key",
+      "That key is the controller of more than one citizen, so it does not say which one signs: bind a key of its own to each citizen.",
+    );
   }
   const key = owners[0]!;
   const input = inputs.get(label) as InnerList;
   const signature = signatures.get(label);
-  if (!signature || isInnerList(signature) || !(signature[0] instanceof ArrayBuffer)) throw refuse("signature_invalid", `Signature has no byte sequence for the label ${label}.`);
+  if (!signature || isInnerList(signature) || !(signature[0] instanceof ArrayBuffer))
+    throw refuse("signature_invalid", `Signature has no byte sequence for the label ${label}.`);
   const signed = profile(input, request, message, key, now, refuse);
   const authority = authorityOf(request);
-  if (authority === null) throw refuse("signature_invalid", "The request is addressed (Host) to a host this city does not answer as: a signature is good only for the city it was made for.");
+  if (authority === null)
+    throw refuse(
+      "signature_invalid",
+      "The request is addressed (Host) to a host this city does not answer as: a signature is good only for the city it was made for.",
+    );
   const headers: Record<string, string> = {};
   request.headers.forEach((value, name) => {
     if (name !== "signature" && name !== "signature-input") headers[name] = value;
@@ -162,7 +195,10 @@ async function verify(db: Database, request: DoorRequest, message: CheckedMessag
   try {
     verified = await httpbis.verifyMessage(
       {
-        keyLookup: async (params) => (params.keyid === keyid ? { id: keyid, algs: ["ed25519"], verify: (data, sig) => verifyEd25519Bytes(key.publicKey, new Uint8Array(sig), new Uint8Array(data)) } : null),
+        keyLookup: async (params) =>
+          params.keyid === keyid
+            ? { id: keyid, algs: ["ed25519"], verify: (data, sig) => verifyEd25519Bytes(key.publicKey, new Uint8Array(sig), new Uint8Array(data)) }
+            : null,
         // The authority the client addressed: its Host header, as RFC 9421 section 2.2.3 says (a
         // server behind a proxy may see another URL), checked above to be one of the city's own.
         componentParser: (name, params) => (name === "@authority" && !params.has("req") ? [authority] : null),
@@ -173,10 +209,16 @@ async function verify(db: Database, request: DoorRequest, message: CheckedMessag
     );
   } catch (err) {
     const expired = err instanceof ExpiredError;
-    throw refuse(expired ? "signature_expired" : "signature_invalid", expired ? "The signature has expired." : "The signature base could not be built from this request (a covered component is missing or malformed).");
+    throw refuse(
+      expired ? "signature_expired" : "signature_invalid",
+      expired ? "The signature has expired." : "The signature base could not be built from this request (a covered component is missing or malformed).",
+    );
   }
   if (verified !== true) {
-    throw refuse("signature_invalid", "The signature does not verify over this request (strict Ed25519 over the RFC 9421 signature base): the method, authority, path, query, a covered header or the key differ from what was signed. Nothing was changed.");
+    throw refuse(
+      "signature_invalid",
+      "The signature does not verify over this request (strict Ed25519 over the RFC 9421 signature base): the method, authority, path, query, a covered header or the key differ from what was signed. Nothing was changed.",
+    );
   }
   return { key, signed };
 }
@@ -191,19 +233,34 @@ function parsed(value: string | null, field: string, refuse: (code: ErrorCode, d
 }
 
 /** The CITY-SIG/1 rules on the chosen signature: its covered components and parameters, and its times on the city's clock. */
-function profile(input: InnerList, request: DoorRequest, message: CheckedMessage, key: RequestKey, now: Date, refuse: (code: ErrorCode, detail: string) => CityError): VerifiedSignature {
+function profile(
+  input: InnerList,
+  request: DoorRequest,
+  message: CheckedMessage,
+  key: RequestKey,
+  now: Date,
+  refuse: (code: ErrorCode, detail: string) => CityError,
+): VerifiedSignature {
   const components = input[0].map(([name, params]) => (typeof name === "string" && params.size === 0 ? name : null));
-  if (components.some((c) => c === null)) throw refuse("signature_invalid", "Covered components are plain strings without parameters in this profile (for example \"@method\").");
+  if (components.some((c) => c === null))
+    throw refuse("signature_invalid", 'Covered components are plain strings without parameters in this profile (for example "@method").');
   const required = requiredComponents(message.method, request.url, message.bodyBytes);
   const missing = required.filter((c) => !components.includes(c));
-  if (missing.length > 0) throw refuse("signature_invalid", `The signature must cover ${required.map((c) => `"${c}"`).join(" ")}; it does not cover ${missing.map((c) => `"${c}"`).join(" ")}.`);
+  if (missing.length > 0)
+    throw refuse(
+      "signature_invalid",
+      `The signature must cover ${required.map((c) => `"${c}"`).join(" ")}; it does not cover ${missing.map((c) => `"${c}"`).join(" ")}.`,
+    );
   const params = input[1];
-  for (const name of params.keys()) if (!KNOWN_PARAMS.has(name)) throw refuse("signature_invalid", `Unknown signature parameter ${JSON.stringify(name)}: this profile knows created, expires, keyid, alg, nonce and tag.`);
+  for (const name of params.keys())
+    if (!KNOWN_PARAMS.has(name))
+      throw refuse("signature_invalid", `Unknown signature parameter ${JSON.stringify(name)}: this profile knows created, expires, keyid, alg, nonce and tag.`);
   const created = params.get("created");
   const expires = params.get("expires");
-  if (!Number.isInteger(created) || !Number.isInteger(expires)) throw refuse("signature_invalid", "created and expires are required, as integers (seconds since the epoch).");
+  if (!Number.isInteger(created) || !Number.isInteger(expires))
+    throw refuse("signature_invalid", "created and expires are required, as integers (seconds since the epoch).");
   const alg = params.get("alg");
-  if (alg !== undefined && alg !== "ed25519") throw refuse("signature_invalid", "alg, when sent, is \"ed25519\".");
+  if (alg !== undefined && alg !== "ed25519") throw refuse("signature_invalid", 'alg, when sent, is "ed25519".');
   const tag = params.get("tag");
   if (tag !== undefined && typeof tag !== "string") throw refuse("signature_invalid", "tag, when sent, is a string.");
   const nonce = params.get("nonce");
@@ -211,14 +268,26 @@ function profile(input: InnerList, request: DoorRequest, message: CheckedMessage
   if (nonce !== undefined && (typeof nonce !== "string" || nonce.length < NONCE_MIN || nonce.length > NONCE_MAX)) {
     throw refuse("signature_invalid", `nonce is a string of ${NONCE_MIN} to ${NONCE_MAX} characters.`);
   }
-  if (write && nonce === undefined) throw refuse("signature_invalid", `A signed ${message.method} needs a nonce (${NONCE_MIN} to ${NONCE_MAX} characters, single use with this key).`);
+  if (write && nonce === undefined)
+    throw refuse("signature_invalid", `A signed ${message.method} needs a nonce (${NONCE_MIN} to ${NONCE_MAX} characters, single use with this key).`);
   const seconds = Math.floor(now.getTime() / 1000);
   const [c, e] = [created as number, expires as number];
   if (e <= c || e - c > SIGNATURE_MAX_SECONDS) throw refuse("signature_invalid", `expires comes after created, at most ${SIGNATURE_MAX_SECONDS} s after it.`);
-  if (c > seconds + SIGNATURE_CLOCK_SKEW_SECONDS) throw refuse("signature_expired", `created is ${c - seconds} s ahead of the city's clock (at most ${SIGNATURE_CLOCK_SKEW_SECONDS} s are allowed): sign with the time now; every answer's now_utc says the city's.`);
-  if (e <= seconds) throw refuse("signature_expired", `The signature expired ${seconds - e + 1} s ago: sign the request again (expires at most ${SIGNATURE_MAX_SECONDS} s after created).`);
+  if (c > seconds + SIGNATURE_CLOCK_SKEW_SECONDS)
+    throw refuse(
+      "signature_expired",
+      `created is ${c - seconds} s ahead of the city's clock (at most ${SIGNATURE_CLOCK_SKEW_SECONDS} s are allowed): sign with the time now; every answer's now_utc says the city's.`,
+    );
+  if (e <= seconds)
+    throw refuse(
+      "signature_expired",
+      `The signature expired ${seconds - e + 1} s ago: sign the request again (expires at most ${SIGNATURE_MAX_SECONDS} s after created).`,
+    );
   if (key.rotatedAt && c * 1000 > key.rotatedAt.getTime()) {
-    throw refuse("unknown_key", `That key was rotated away at ${key.rotatedAt.toISOString()}: only a signature made before then is accepted with it, until ${key.exp?.toISOString()}. Sign with the controller key now.`);
+    throw refuse(
+      "unknown_key",
+      `That key was rotated away at ${key.rotatedAt.toISOString()}: only a signature made before then is accepted with it, until ${key.exp?.toISOString()}. Sign with the controller key now.`,
+    );
   }
   return { did: key.did, keyid: key.thumbprint, created: new Date(c * 1000), expires: new Date(e * 1000), nonce: write ? (nonce as string) : null };
 }
@@ -239,7 +308,14 @@ function authorityOf(request: DoorRequest): string | null {
     return null;
   }
   const { CITY_BASE_URL, VERCEL_URL, VERCEL_BRANCH_URL, VERCEL_PROJECT_PRODUCTION_URL } = env();
-  const own = new Set([url.hostname, new URL(CITY_BASE_URL).hostname, "localhost", "127.0.0.1", "[::1]", ...[VERCEL_URL, VERCEL_BRANCH_URL, VERCEL_PROJECT_PRODUCTION_URL].filter((h): h is string => Boolean(h)).map((h) => h.split(":")[0]!.toLowerCase())]);
+  const own = new Set([
+    url.hostname,
+    new URL(CITY_BASE_URL).hostname,
+    "localhost",
+    "127.0.0.1",
+    "[::1]",
+    ...[VERCEL_URL, VERCEL_BRANCH_URL, VERCEL_PROJECT_PRODUCTION_URL].filter((h): h is string => Boolean(h)).map((h) => h.split(":")[0]!.toLowerCase()),
+  ]);
   if (!own.has(parsed.hostname)) return null;
   return parsed.port ? `${parsed.hostname}:${parsed.port}` : parsed.hostname;
 }
@@ -251,7 +327,12 @@ export function requiredComponents(method: string, url: URL, bodyBytes: number):
 
 /** Accept-Signature (RFC 9421 section 5.1): the components and parameters this request's signature needs. */
 export function acceptSignature(method: string, url: URL, bodyBytes: number): Record<string, string> {
-  const params = new Map<string, string | boolean | Token>([["created", true], ["expires", true], ["keyid", true], ["alg", "ed25519"]]);
+  const params = new Map<string, string | boolean | Token>([
+    ["created", true],
+    ["expires", true],
+    ["keyid", true],
+    ["alg", "ed25519"],
+  ]);
   if (!["GET", "HEAD"].includes(method.toUpperCase())) params.set("nonce", true);
   const list: InnerList = [requiredComponents(method.toUpperCase(), url, bodyBytes).map((c) => [c, new Map()]), params];
   return { "Accept-Signature": serializeDictionary(new Map([["sig1", list]])) };
@@ -264,7 +345,10 @@ export function acceptSignature(method: string, url: URL, bodyBytes: number): Re
 export function withAcceptSignature(err: unknown, request: DoorRequest): unknown {
   if (!(err instanceof CityError) || err.status !== 401 || err.options.headers) return err;
   const message = checkedMessage(request.headers);
-  return new CityError(err.code, err.detail, { ...err.options, headers: acceptSignature(message?.method ?? request.method, request.url, message?.bodyBytes ?? 0) });
+  return new CityError(err.code, err.detail, {
+    ...err.options,
+    headers: acceptSignature(message?.method ?? request.method, request.url, message?.bodyBytes ?? 0),
+  });
 }
 
 /** The tag of the city's signature on a key directory's answer (draft-meunier-http-message-signatures-directory). */
@@ -292,7 +376,11 @@ export async function signAnswer(db: Database, body: string, request: Request, t
     { method: request.method, url: request.url, headers: {} },
   );
   const headers = signed.headers as Record<string, string>;
-  return { "Content-Digest": digest, "Signature-Input": String(headers["Signature-Input"] ?? headers["signature-input"]), Signature: String(headers["Signature"] ?? headers["signature"]) };
+  return {
+    "Content-Digest": digest,
+    "Signature-Input": String(headers["Signature-Input"] ?? headers["signature-input"]),
+    Signature: String(headers["Signature"] ?? headers["signature"]),
+  };
 }
 
 function invalid(detail: string, method: string, url: URL, bodyBytes: number): CityError {

@@ -22,7 +22,14 @@ export const readChallenge = door({
   // Every challenge is a stored row: a read that writes, declared so tools say it.
   hints: { readOnly: false, idempotent: false },
   input: NoInput,
-  output: z.object({ now_utc: NowUtc, protocol: z.literal(PROTOCOLS.prove), challenge: z.string(), expires_at: Timestamp, message: z.string(), note: z.string() }),
+  output: z.object({
+    now_utc: NowUtc,
+    protocol: z.literal(PROTOCOLS.prove),
+    challenge: z.string(),
+    expires_at: Timestamp,
+    message: z.string(),
+    note: z.string(),
+  }),
   run: async (ctx) => {
     const { challenge, expiresAt } = await issueChallenge(ctx.db, ctx.caller.did!, ctx.now);
     return {
@@ -40,7 +47,8 @@ export const submitProof = door({
   name: "prove-key",
   method: "POST",
   path: "/api/prove",
-  summary: "CITY-PROVE/1: prove possession of an Ed25519 key; the tier rises to proven and proven_did is published. Needs the citizen secret, never a session token.",
+  summary:
+    "CITY-PROVE/1: prove possession of an Ed25519 key; the tier rises to proven and proven_did is published. Needs the citizen secret, never a session token.",
   auth: "citizen",
   whenRestricted: "refuse",
   input: z.strictObject({ public_key: lowerHex(64), signature: lowerHex(128), challenge: lowerHex(32) }),
@@ -64,7 +72,8 @@ export const appealDoor = door({
   name: "file-appeal",
   method: "POST",
   path: "/api/appeal",
-  summary: "CITY-APPEAL/1: appeal a restriction, for a restricted citizen (anyone else gets 409 and keeps its appeals); 3 per day; the reason passes the content scanner.",
+  summary:
+    "CITY-APPEAL/1: appeal a restriction, for a restricted citizen (anyone else gets 409 and keeps its appeals); 3 per day; the reason passes the content scanner.",
   auth: "citizen",
   citizenLock: "shared",
   whenRestricted: "open",
@@ -110,7 +119,14 @@ export const decideAppealDoor = door({
   summary: "Operator: grant or deny an appeal, once. A grant restores the earlier tier and inserts the restore event in the same transaction.",
   auth: "operator",
   input: z.strictObject({ id: z.coerce.number().int().positive(), decision: z.enum(["grant", "deny"]), note: StoredText.max(2000).optional() }),
-  output: z.object({ now_utc: NowUtc, id: z.number().int(), did: Hex64, status: z.enum(["granted", "denied"]), decided_at: Timestamp, restored_tier: z.string().nullable() }),
+  output: z.object({
+    now_utc: NowUtc,
+    id: z.number().int(),
+    did: Hex64,
+    status: z.enum(["granted", "denied"]),
+    decided_at: Timestamp,
+    restored_tier: z.string().nullable(),
+  }),
   run: async (ctx, input) => {
     const decided = await decideAppeal(ctx.db, input.id, input.decision, input.note, ctx.now);
     return { now_utc: iso(ctx.now), ...decided, status: decided.status as "granted" | "denied" };
@@ -129,16 +145,22 @@ const StoreGaugeSchema = z.object({
   counted: z.boolean().describe("false when the counter could not be read: the gauges are null, never an invented zero"),
 });
 
-const STORES_NOTE =
-  `Every store that citizens or visitors add to has a city-wide bound on bytes in total and on bytes added per clock hour (UTC); newcomers (citizens admitted less than ${NEWCOMER_SECONDS} s ago, proven or not, and visitors) together may add only a share of each hour's bound, so a flood of fresh identities cannot starve settled citizens. A row counts its client-chosen bytes (UTF-8; a jsonb payload or kept A2A task as stored) plus ${STORE_ROW_BYTES} for its own columns. Past a bound the write is refused with 507 city_full (Retry-After for the hour's bounds): nobody is evicted and nothing is deleted. The per-citizen limits are unchanged.`;
+const STORES_NOTE = `Every store that citizens or visitors add to has a city-wide bound on bytes in total and on bytes added per clock hour (UTC); newcomers (citizens admitted less than ${NEWCOMER_SECONDS} s ago, proven or not, and visitors) together may add only a share of each hour's bound, so a flood of fresh identities cannot starve settled citizens. A row counts its client-chosen bytes (UTF-8; a jsonb payload or kept A2A task as stored) plus ${STORE_ROW_BYTES} for its own columns. Past a bound the write is refused with 507 city_full (Retry-After for the hour's bounds): nobody is evicted and nothing is deleted. The per-citizen limits are unchanged.`;
 
-const Tier = z.object({ tier: z.string(), how: z.string(), opens: z.array(z.string()), honest_limit: z.string().optional(), narrows: z.array(z.string()).optional() });
+const Tier = z.object({
+  tier: z.string(),
+  how: z.string(),
+  opens: z.array(z.string()),
+  honest_limit: z.string().optional(),
+  narrows: z.array(z.string()).optional(),
+});
 
 export const readCapabilities = door({
   name: "read-capabilities",
   method: "GET",
   path: "/api/capabilities",
-  summary: "CITY-CAPS/1: the doctrine, the tier ladder, containment, the restriction mechanics, the clinic gauges, the city-wide store bounds' gauges and the MCP door.",
+  summary:
+    "CITY-CAPS/1: the doctrine, the tier ladder, containment, the restriction mechanics, the clinic gauges, the city-wide store bounds' gauges and the MCP door.",
   auth: "none",
   roundTrips: { most: 2, why: "the clinic's gauges and the city-wide stores' gauges (city_stores) are read in a statement each" },
   preferred: true,

@@ -48,7 +48,13 @@ const WardLane = z.object({
     note: z.string(),
     steps: z.array(z.object({ id: z.string(), copy: z.string() })),
   }),
-  disputed: z.object({ seals: z.array(z.number().int()), count: z.number().int().min(0), reason: z.string(), closed_by: z.string(), nothing_deleted: z.literal(true) }),
+  disputed: z.object({
+    seals: z.array(z.number().int()),
+    count: z.number().int().min(0),
+    reason: z.string(),
+    closed_by: z.string(),
+    nothing_deleted: z.literal(true),
+  }),
   room: z.object({ note: z.string(), shapes: z.array(z.object({ id: z.enum(SHAPE_IDS), shape: z.string() })), how: z.string(), clinic: z.string() }),
   note: z.string(),
   next_cursor: z.string().nullable().describe("the next page of notes (?cursor=); null on the last page"),
@@ -65,7 +71,13 @@ export const readWard = door({
   versioned: { scopes: ["ward"] },
   input: z.object({
     cursor: StoredText.max(64).optional().describe("next_cursor of the previous page"),
-    limit: z.coerce.number().int().min(1).max(WARD_PAGE.max).default(WARD_PAGE.default).describe(`notes per page, default ${WARD_PAGE.default}, at most ${WARD_PAGE.max}`),
+    limit: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(WARD_PAGE.max)
+      .default(WARD_PAGE.default)
+      .describe(`notes per page, default ${WARD_PAGE.default}, at most ${WARD_PAGE.max}`),
   }),
   output: WardLane,
   run: async (ctx, input) => {
@@ -86,8 +98,9 @@ export const readWard = door({
       room: {
         note: "A free, deterministic self-diagnosis room: POST your stuck state and it is matched to at most one shape by published rules; nothing is stored unless you file it.",
         shapes: [...SHAPE_IDS].map((id) => ({ id, shape: SHAPE_RULES.find((r) => r.id === id)!.shape })),
-        how: "POST /api/hospital { state, kind?: \"distress\", note? }: the reading is the shape and a question built from your own words. A state alone is read and not stored; kind=distress or a note files it. The shape rules are in /llms.txt and the door's OpenAPI description.",
-        clinic: "GET /api/clinic tells whether the clinic is open before you spend; POST /api/clinic { words } asks a physician (real inference, citizens only, under a budget).",
+        how: 'POST /api/hospital { state, kind?: "distress", note? }: the reading is the shape and a question built from your own words. A state alone is read and not stored; kind=distress or a note files it. The shape rules are in /llms.txt and the door\'s OpenAPI description.',
+        clinic:
+          "GET /api/clinic tells whether the clinic is open before you spend; POST /api/clinic { words } asks a physician (real inference, citizens only, under a budget).",
       },
       note: LANE_NOTE,
       next_cursor: nextCursor,
@@ -119,8 +132,23 @@ export const readAndFileWard = door({
   citizenLock: "shared",
   get limits() {
     return [
-      ...configuredLimit({ name: "unsigned_filings", variable: "CITY_WARD_PER_ADDRESS_PER_HOUR", windowSeconds: 3600, per: "client address", over: "refused", zeroIsOff: true, perAddress: true }),
-      ...configuredLimit({ name: "unsigned_filings_city", variable: "CITY_WARD_UNSIGNED_PER_HOUR", windowSeconds: 3600, per: "city: every unsigned filing, whatever its address", over: "refused", zeroIsOff: true }),
+      ...configuredLimit({
+        name: "unsigned_filings",
+        variable: "CITY_WARD_PER_ADDRESS_PER_HOUR",
+        windowSeconds: 3600,
+        per: "client address",
+        over: "refused",
+        zeroIsOff: true,
+        perAddress: true,
+      }),
+      ...configuredLimit({
+        name: "unsigned_filings_city",
+        variable: "CITY_WARD_UNSIGNED_PER_HOUR",
+        windowSeconds: 3600,
+        per: "city: every unsigned filing, whatever its address",
+        over: "refused",
+        zeroIsOff: true,
+      }),
       ...parkingLimits("signed_filings", WARD_SIGNED_PER_HOUR, "citizen"),
       ...storeBoundLimits("ward"),
       ...storeBoundLimits("quarantine"),
@@ -146,7 +174,10 @@ export const readAndFileWard = door({
   }),
   run: async (ctx, input) => {
     if (ctx.caller.credentialRejected) {
-      throw new CityError("unauthorized", "The Bearer token sent opens nothing (revoked, expired or unknown). Send a live citizen credential to sign, or none at all for unsigned distress.");
+      throw new CityError(
+        "unauthorized",
+        "The Bearer token sent opens nothing (revoked, expired or unknown). Send a live citizen credential to sign, or none at all for unsigned distress.",
+      );
     }
     const did = ctx.caller.did ?? null;
     await checkClaim(ctx.db, { name: input.name, did: input.did }, did);
@@ -166,12 +197,26 @@ export const readAndFileWard = door({
       const note = "Read, and parked in quarantine instead of filed: visible to you at GET /api/quarantine, never sealed, never silently dropped.";
       return new Reply({ ...base, filed: false, ...filing, note }, { status: 202 });
     }
-    if (filing.filed) return { ...base, filed: true, seal: filing.seal, note: did ? "Read and filed in the ward, attributed to you." : "Read and filed in the ward, unsigned." };
+    if (filing.filed)
+      return {
+        ...base,
+        filed: true,
+        seal: filing.seal,
+        note: did ? "Read and filed in the ward, attributed to you." : "Read and filed in the ward, unsigned.",
+      };
     if (filing.why === "flood") {
-      return { ...base, filed: false, note: `Read, not filed: this client address has filed ${env().CITY_WARD_PER_ADDRESS_PER_HOUR} unsigned notes within the hour. Nothing was stored; try again in ${filing.retryAfterSeconds} s, or sign with your Bearer credential.` };
+      return {
+        ...base,
+        filed: false,
+        note: `Read, not filed: this client address has filed ${env().CITY_WARD_PER_ADDRESS_PER_HOUR} unsigned notes within the hour. Nothing was stored; try again in ${filing.retryAfterSeconds} s, or sign with your Bearer credential.`,
+      };
     }
     if (filing.why === "city-ceiling") {
-      return { ...base, filed: false, note: `Read, not filed: the city takes at most ${env().CITY_WARD_UNSIGNED_PER_HOUR} unsigned notes an hour, and that many came. Nothing was stored; try again in ${filing.retryAfterSeconds} s, or sign with your Bearer credential (signed filings are not under this ceiling).` };
+      return {
+        ...base,
+        filed: false,
+        note: `Read, not filed: the city takes at most ${env().CITY_WARD_UNSIGNED_PER_HOUR} unsigned notes an hour, and that many came. Nothing was stored; try again in ${filing.retryAfterSeconds} s, or sign with your Bearer credential (signed filings are not under this ceiling).`,
+      };
     }
     return { ...base, filed: false, note: "Read and not stored: send kind=distress or a note to file it in the ward." };
   },

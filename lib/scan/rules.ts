@@ -118,9 +118,7 @@ export const RULES: readonly ScanRule[] = [
   {
     id: "aws_secret_access_key",
     reason: "An AWS secret access key is in the content.",
-    detect: matches(
-      new RegExp(String.raw`(?:secret[ _.-]?access[ _.-]?key|aws[ _.-]?secret(?:[ _.-]?key)?)${SEP}[A-Za-z0-9/+=]{30,}`, "i"),
-    ),
+    detect: matches(new RegExp(String.raw`(?:secret[ _.-]?access[ _.-]?key|aws[ _.-]?secret(?:[ _.-]?key)?)${SEP}[A-Za-z0-9/+=]{30,}`, "i")),
   },
   {
     id: "github_token",

@@ -53,9 +53,11 @@ export function parseVkey(vkey: string): Verifier {
   if (!match) throw new Error("a verifier key is <name>+<8 hex digits>+<base64 key>");
   const [, name, idHex, key] = match as unknown as [string, string, string, string];
   const bytes = unb64(key);
-  if (bytes.length !== 33 || (bytes[0] !== NOTE_SIGNATURE && bytes[0] !== COSIGNATURE)) throw new Error("the verifier key is not an Ed25519 key (type 0x01 or 0x04, 32 bytes)");
+  if (bytes.length !== 33 || (bytes[0] !== NOTE_SIGNATURE && bytes[0] !== COSIGNATURE))
+    throw new Error("the verifier key is not an Ed25519 key (type 0x01 or 0x04, 32 bytes)");
   const verifier = { name, type: bytes[0]!, publicKey: bytes.slice(1), keyId: Buffer.from(idHex, "hex") };
-  if (Buffer.compare(Buffer.from(keyIdOf(name, verifier.type, verifier.publicKey)), Buffer.from(verifier.keyId)) !== 0) throw new Error("the verifier key's ID does not match its name and key");
+  if (Buffer.compare(Buffer.from(keyIdOf(name, verifier.type, verifier.publicKey)), Buffer.from(verifier.keyId)) !== 0)
+    throw new Error("the verifier key's ID does not match its name and key");
   return { ...verifier, keyId: new Uint8Array(verifier.keyId) };
 }
 
@@ -111,7 +113,8 @@ export function parseCheckpointBody(body: string): Checkpoint & { extensions: st
   const lines = body.split("\n");
   lines.pop();
   const [origin, size, root, ...extensions] = lines;
-  if (!origin || !size || !/^(0|[1-9][0-9]*)$/.test(size) || root === undefined) throw new Error("a checkpoint is an origin, a decimal size and a base64 root hash, one per line");
+  if (!origin || !size || !/^(0|[1-9][0-9]*)$/.test(size) || root === undefined)
+    throw new Error("a checkpoint is an origin, a decimal size and a base64 root hash, one per line");
   if (extensions.includes("")) throw new Error("a checkpoint's extension lines are not empty");
   const hash = unb64(root);
   if (hash.length !== 32 || b64(hash) !== root) throw new Error("the checkpoint's root hash is not 32 bytes of base64");
@@ -123,7 +126,11 @@ const sameId = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.ever
 /** Does the note carry a valid signature by this note key? (Other lines are ignored, as the spec says.) */
 export function hasValidSignature(note: { body: string; signatures: NoteSignature[] }, verifier: Verifier): boolean {
   return note.signatures.some(
-    (s) => s.name === verifier.name && sameId(s.keyId, verifier.keyId) && s.signature.length === 64 && safeVerify(s.signature, utf8.encode(note.body), verifier.publicKey),
+    (s) =>
+      s.name === verifier.name &&
+      sameId(s.keyId, verifier.keyId) &&
+      s.signature.length === 64 &&
+      safeVerify(s.signature, utf8.encode(note.body), verifier.publicKey),
   );
 }
 

@@ -43,7 +43,11 @@ function reached(size: number, latest: number, what: string): void {
 }
 
 /** The inclusion proof of entry `seq` (from 1) in the tree of `size` (default the latest), with that size's checkpoint when held. */
-export async function inclusionProof(storage: LogStorage, seq: number, size?: number): Promise<{ seq: number; leaf_index: number; tree_size: number; proof: string[]; checkpoint: string | null }> {
+export async function inclusionProof(
+  storage: LogStorage,
+  seq: number,
+  size?: number,
+): Promise<{ seq: number; leaf_index: number; tree_size: number; proof: string[]; checkpoint: string | null }> {
   const latest = await storage.treeSize();
   const n = size ?? latest;
   reached(n, latest, "size");

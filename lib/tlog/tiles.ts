@@ -30,7 +30,11 @@ export function tilePathOf(tile: TilePath): string {
 
 /** Parses `<L>/<N>[.p/<W>]` or `entries/<N>[.p/<W>]`, accepting only the one canonical spelling. */
 export function parseTilePath(path: string): TilePath {
-  const bad = () => new CityError("not_found", "No such tile: a tile is tile/<L>/<N>[.p/<W>] or tile/entries/<N>[.p/<W>] (C2SP tlog-tiles), N in three-digit groups such as x001/234.");
+  const bad = () =>
+    new CityError(
+      "not_found",
+      "No such tile: a tile is tile/<L>/<N>[.p/<W>] or tile/entries/<N>[.p/<W>] (C2SP tlog-tiles), N in three-digit groups such as x001/234.",
+    );
   const segments = path.split("/");
   const head = segments.shift();
   let width = TILE_WIDTH;

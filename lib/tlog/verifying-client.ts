@@ -34,7 +34,9 @@ export async function verifyTransparencyLog(baseUrl: string, options: { vkey?: s
   const base = baseUrl.replace(/\/+$/, "");
   const lines: string[] = [];
   try {
-    const card = (await (await get(fetcher, `${base}/city-card.json`)).json()) as { log?: { verifier_key?: string; checkpoint?: string; tiles?: string; witnesses?: Array<{ name: string; vkey: string }> } };
+    const card = (await (await get(fetcher, `${base}/city-card.json`)).json()) as {
+      log?: { verifier_key?: string; checkpoint?: string; tiles?: string; witnesses?: Array<{ name: string; vkey: string }> };
+    };
     const published = card.log?.verifier_key;
     let vkey = options.vkey ?? options.state?.vkey;
     if (!vkey) {
@@ -46,7 +48,8 @@ export async function verifyTransparencyLog(baseUrl: string, options: { vkey?: s
     }
     const verifier = parseVkey(vkey);
     const note = parseNote(await (await get(fetcher, `${base}${card.log?.checkpoint ?? "/api/residency/log/checkpoint"}`)).text());
-    if (!hasValidSignature(note, verifier)) throw new Refused(`the checkpoint's signature does not verify against ${verifier.name}'s key: a wrong key, or not the city's checkpoint`);
+    if (!hasValidSignature(note, verifier))
+      throw new Refused(`the checkpoint's signature does not verify against ${verifier.name}'s key: a wrong key, or not the city's checkpoint`);
     const checkpoint = parseCheckpointBody(note.body);
     if (checkpoint.origin !== verifier.name) throw new Refused(`the checkpoint's origin ${checkpoint.origin} is not the key's name ${verifier.name}`);
     lines.push(`signature: valid (${checkpoint.origin}, size ${checkpoint.size})`);
@@ -63,10 +66,15 @@ export async function verifyTransparencyLog(baseUrl: string, options: { vkey?: s
     const previous = options.state && options.state.vkey === vkey ? options.state : null;
     if (previous) {
       const oldRoot = unb64(previous.root);
-      if (previous.size > checkpoint.size) throw new Refused(`the log shrank: it was ${previous.size} rows when last verified, now ${checkpoint.size} (a fork)`);
-      const answer = (await (await get(fetcher, `${base}/api/residency/log/consistency?from=${previous.size}&to=${checkpoint.size}`)).json()) as { proof: string[] };
+      if (previous.size > checkpoint.size)
+        throw new Refused(`the log shrank: it was ${previous.size} rows when last verified, now ${checkpoint.size} (a fork)`);
+      const answer = (await (await get(fetcher, `${base}/api/residency/log/consistency?from=${previous.size}&to=${checkpoint.size}`)).json()) as {
+        proof: string[];
+      };
       if (!verifyConsistency(previous.size, checkpoint.size, answer.proof.map(unb64), oldRoot, checkpoint.root)) {
-        throw new Refused(`the checkpoint of size ${checkpoint.size} is not an extension of the one seen at size ${previous.size}: the history was rewritten (a fork)`);
+        throw new Refused(
+          `the checkpoint of size ${checkpoint.size} is not an extension of the one seen at size ${previous.size}: the history was rewritten (a fork)`,
+        );
       }
       lines.push(`consistency: size ${checkpoint.size} extends the size ${previous.size} seen last time`);
     } else {

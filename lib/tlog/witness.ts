@@ -41,7 +41,11 @@ export function createWitness(options: WitnessOptions): (method: string, path: s
     writeFileSync(`${options.statePath}.tmp`, JSON.stringify(state));
     renameSync(`${options.statePath}.tmp`, options.statePath);
   };
-  const text = (status: number, body: string, contentType = "text/plain; charset=utf-8"): WitnessAnswer => ({ status, contentType, body: body.endsWith("\n") ? body : `${body}\n` });
+  const text = (status: number, body: string, contentType = "text/plain; charset=utf-8"): WitnessAnswer => ({
+    status,
+    contentType,
+    body: body.endsWith("\n") ? body : `${body}\n`,
+  });
 
   const addCheckpoint = (request: string): WitnessAnswer => {
     const split = request.indexOf("\n\n");
@@ -79,7 +83,10 @@ export function createWitness(options: WitnessOptions): (method: string, path: s
         return text(409, `fork: size ${old} was cosigned with root ${held.root}, this checkpoint has root ${b64(checkpoint.root)} for the same size; refused`);
       }
       if (old < checkpoint.size && !verifyConsistency(old, checkpoint.size, proof, heldRoot, checkpoint.root)) {
-        return text(422, `fork: the checkpoint of size ${checkpoint.size} is not consistent with the one cosigned at size ${old} (root ${held.root}); the log's history was rewritten; refused`);
+        return text(
+          422,
+          `fork: the checkpoint of size ${checkpoint.size} is not consistent with the one cosigned at size ${old} (root ${held.root}); the log's history was rewritten; refused`,
+        );
       }
     }
     state[checkpoint.origin] = { size: checkpoint.size, root: b64(checkpoint.root) };
@@ -98,7 +105,11 @@ export function createWitness(options: WitnessOptions): (method: string, path: s
 }
 
 /** Serves a witness over HTTP (the tlog-witness wire format) on 127.0.0.1:`port` (0: any free port). */
-export async function startWitnessServer(handle: ReturnType<typeof createWitness>, port = 0, prefix = ""): Promise<{ url: string; close: () => Promise<void> }> {
+export async function startWitnessServer(
+  handle: ReturnType<typeof createWitness>,
+  port = 0,
+  prefix = "",
+): Promise<{ url: string; close: () => Promise<void> }> {
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     let size = 0;

@@ -83,7 +83,9 @@ export function cspTests(label: string): void {
       });
       page.on("pageerror", (error) => violations.push(`page error: ${error.message}`));
       await page.addInitScript(() =>
-        document.addEventListener("securitypolicyviolation", (e) => console.error(`Content Security Policy violation: ${e.violatedDirective} ${e.blockedURI} ${e.sample}`)),
+        document.addEventListener("securitypolicyviolation", (e) =>
+          console.error(`Content Security Policy violation: ${e.violatedDirective} ${e.blockedURI} ${e.sample}`),
+        ),
       );
       for (const path of [...PLAT_PATHS, MISSING_PATH]) {
         await page.goto(path);
@@ -104,7 +106,10 @@ export async function expectNoSidewaysScroll(page: Page, label: string): Promise
   const { overflow, culprits } = await page.evaluate(() => {
     const width = document.documentElement.clientWidth;
     const wide = [...document.querySelectorAll("body *")].filter((e) => e.getBoundingClientRect().right > width + 0.5);
-    return { overflow: document.documentElement.scrollWidth - width, culprits: wide.slice(-3).map((e) => `<${e.tagName.toLowerCase()}> ${e.textContent?.slice(0, 60)}`) };
+    return {
+      overflow: document.documentElement.scrollWidth - width,
+      culprits: wide.slice(-3).map((e) => `<${e.tagName.toLowerCase()}> ${e.textContent?.slice(0, 60)}`),
+    };
   });
   expect(overflow, `${label} scrolls sideways by ${overflow} px: ${culprits.join(" | ")}`).toBeLessThanOrEqual(0);
 }
@@ -233,24 +238,21 @@ export async function wordsBrokenAcrossLines(page: Page, selector: string, text:
 
 /** The rendered height in CSS pixels of every piece of text under `selector` smaller than `min` (their text). */
 export async function textSmallerThan(page: Page, selector: string, min: number): Promise<string[]> {
-  return page.locator(selector).evaluateAll(
-    (roots, least) => {
-      const small: string[] = [];
-      for (const root of roots) {
-        if (!(root as HTMLElement).checkVisibility?.()) continue;
-        const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
-        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-          if (!node.textContent!.trim()) continue;
-          const parent = node.parentElement!;
-          // Text an SVG scales: its font size times the scale the SVG is drawn at.
-          const ctm = parent instanceof SVGGraphicsElement ? parent.getScreenCTM() : null;
-          if (parent.closest("title, desc, .sr-only") || !parent.checkVisibility()) continue;
-          const size = parseFloat(getComputedStyle(parent).fontSize) * (ctm ? Math.hypot(ctm.a, ctm.b) : 1);
-          if (size < least) small.push(`${node.textContent!.trim().slice(0, 20)} (${size.toFixed(1)} px)`);
-        }
+  return page.locator(selector).evaluateAll((roots, least) => {
+    const small: string[] = [];
+    for (const root of roots) {
+      if (!(root as HTMLElement).checkVisibility?.()) continue;
+      const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        if (!node.textContent!.trim()) continue;
+        const parent = node.parentElement!;
+        // Text an SVG scales: its font size times the scale the SVG is drawn at.
+        const ctm = parent instanceof SVGGraphicsElement ? parent.getScreenCTM() : null;
+        if (parent.closest("title, desc, .sr-only") || !parent.checkVisibility()) continue;
+        const size = parseFloat(getComputedStyle(parent).fontSize) * (ctm ? Math.hypot(ctm.a, ctm.b) : 1);
+        if (size < least) small.push(`${node.textContent!.trim().slice(0, 20)} (${size.toFixed(1)} px)`);
       }
-      return small;
-    },
-    min,
-  );
+    }
+    return small;
+  }, min);
 }

@@ -22,7 +22,10 @@ const PEOPLE = [
 ] as const;
 
 /** A marker made of letters only, so the content scanner sees words, not a key. */
-const marker = (what: string) => `${what} ${Math.random().toString(36).replace(/[^a-z]/g, "")} meadow lantern`;
+const marker = (what: string) =>
+  `${what} ${Math.random()
+    .toString(36)
+    .replace(/[^a-z]/g, "")} meadow lantern`;
 
 async function post(request: APIRequestContext, path: string, data: unknown, bearer?: string) {
   const response = await request.post(path, { data, headers: bearer ? { authorization: `Bearer ${bearer}` } : {} });
@@ -87,7 +90,14 @@ setup("seed the city through its doors", async ({ request }) => {
   seed.wardNotes.push({ ...signed, seal: filedSigned.seal, did: seed.dids[2] });
   const sealedName = `plat-sealed-${Math.random().toString(36).slice(2, 7)}`;
   const sealedStatement = marker("sealed ward request");
-  const sealed = await post(request, "/gate", { name: sealedName, runtime: "other", origin: "e2e-ward.example", statement: sealedStatement, ask: "ward", kind: "agent" });
+  const sealed = await post(request, "/gate", {
+    name: sealedName,
+    runtime: "other",
+    origin: "e2e-ward.example",
+    statement: sealedStatement,
+    ask: "ward",
+    kind: "agent",
+  });
   expect(sealed.ward_seal).toBeGreaterThan(seed.wardNotes[2]!.seal!);
   seed.secrets.push(sealedName, sealedStatement);
 

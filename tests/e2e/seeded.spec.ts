@@ -1,7 +1,20 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { expect, test } from "@playwright/test";
-import { CENSUS_KEYS, CITIZENS, censusOnPage, axeTests, cspTests, MISSING_PATH, PLAT_PATHS, type Seed, screenshotTests, textSmallerThan, walkPages, wordsBrokenAcrossLines } from "./plat";
+import {
+  CENSUS_KEYS,
+  CITIZENS,
+  censusOnPage,
+  axeTests,
+  cspTests,
+  MISSING_PATH,
+  PLAT_PATHS,
+  type Seed,
+  screenshotTests,
+  textSmallerThan,
+  walkPages,
+  wordsBrokenAcrossLines,
+} from "./plat";
 
 // Runs after the seed project admitted CITIZENS citizens and filled their private shelves.
 const seed = (): Seed => JSON.parse(readFileSync(process.env.CITY_E2E_SEED_FILE!, "utf8"));
@@ -104,7 +117,10 @@ test("/ward shows the public notes newest first, counts the sealed request witho
   await page.goto("/ward");
   const notes = page.locator("[data-ward-seal]");
   expect(await notes.evaluateAll((all) => all.map((n) => Number(n.getAttribute("data-ward-seal"))))).toEqual([signed.seal, distress.seal, loop.seal]);
-  for (const [filed, shape, kind] of [[loop, "loop", "note"], [distress, "uncertainty", "distress"]] as const) {
+  for (const [filed, shape, kind] of [
+    [loop, "loop", "note"],
+    [distress, "uncertainty", "distress"],
+  ] as const) {
     const card = page.locator(`[data-ward-seal="${filed.seal}"]`);
     await expect(card).toContainText(filed.state);
     await expect(card).toContainText(filed.note);
@@ -122,7 +138,9 @@ test("/ward shows the public notes newest first, counts the sealed request witho
 });
 
 test("/ward pages its notes by the same cursor as GET /api/hospital, newest first, to the last page", async ({ page, request }) => {
-  const seals = seed().wardNotes.map((n) => String(n.seal)).reverse();
+  const seals = seed()
+    .wardNotes.map((n) => String(n.seal))
+    .reverse();
   expect(await walkPages(page, "/ward?limit=1", "data-ward-seal")).toEqual(seals.map((s) => [s]));
   const api = (await (await request.get("/api/hospital?limit=1")).json()) as { next_cursor: string };
   await page.goto("/ward?limit=1");
@@ -136,9 +154,15 @@ test("/ward answers a cursor it never issued with a plain message, not an error"
 });
 
 test("/doors lists every door of /openapi.json with its aliases", async ({ page, request }) => {
-  const doc = (await (await request.get("/openapi.json")).json()) as { paths: Record<string, Record<string, { operationId: string; "x-city-alias-of"?: string }>> };
+  const doc = (await (await request.get("/openapi.json")).json()) as {
+    paths: Record<string, Record<string, { operationId: string; "x-city-alias-of"?: string }>>;
+  };
   await page.goto("/doors");
-  const canonical = Object.values(doc.paths).flatMap((item) => Object.values(item).filter((op) => !op["x-city-alias-of"]).map((op) => op.operationId));
+  const canonical = Object.values(doc.paths).flatMap((item) =>
+    Object.values(item)
+      .filter((op) => !op["x-city-alias-of"])
+      .map((op) => op.operationId),
+  );
   const shown = await page.locator("[data-door]").evaluateAll((cards) => cards.map((c) => c.getAttribute("data-door")!));
   expect(shown.sort()).toEqual(canonical.sort());
   // Each door folds under its line (method and path); opened, its aliases show.
@@ -149,7 +173,17 @@ test("/doors lists every door of /openapi.json with its aliases", async ({ page,
 test("no page shows a secret, token, recovery code, mail body or shelf content created by the seed", async ({ request }) => {
   const { secrets, names } = seed();
   expect(secrets.length).toBeGreaterThan(CITIZENS + 8);
-  const pages = [...PLAT_PATHS, MISSING_PATH, "/peers?present=1", "/peers?q=research", "/peers?q=nobody-at-all", "/peers?limit=3", "/log?limit=2", "/log?after=4&limit=2", "/ward?limit=1"];
+  const pages = [
+    ...PLAT_PATHS,
+    MISSING_PATH,
+    "/peers?present=1",
+    "/peers?q=research",
+    "/peers?q=nobody-at-all",
+    "/peers?limit=3",
+    "/log?limit=2",
+    "/log?after=4&limit=2",
+    "/ward?limit=1",
+  ];
   let html = "";
   for (const p of pages) html += await (await request.get(p)).text();
   for (const name of names) expect(html, "the seeded citizens are on the pages").toContain(name);
@@ -217,7 +251,10 @@ for (const width of [390, 1280]) {
     // 63 cards were 17,590 px tall on a phone: folded under their group, a reader scans them.
     const height = await page.evaluate(() => document.documentElement.scrollHeight);
     expect(height, `/doors is ${height} px tall`).toBeLessThan(7000);
-    const groups = await page.getByRole("navigation", { name: "Door groups" }).getByRole("link").evaluateAll((links) => links.map((a) => a.getAttribute("href")!));
+    const groups = await page
+      .getByRole("navigation", { name: "Door groups" })
+      .getByRole("link")
+      .evaluateAll((links) => links.map((a) => a.getAttribute("href")!));
     expect(groups.length).toBeGreaterThan(4);
     for (const href of groups) await expect(page.locator(href)).toHaveCount(1);
     // A door by its anchor: the tool's name.
@@ -233,7 +270,12 @@ for (const width of [390, 1280]) {
 
 test("the census cards are titled in words, each with its /city.json key beneath", async ({ page }) => {
   await page.goto("/");
-  for (const [key, label] of [["hotelGuests", "Hotel guests"], ["lotsOccupied", "Lots occupied"], ["fakeTide", "Fake arrivals"], ["occupancy", "Beds occupied"]] as const) {
+  for (const [key, label] of [
+    ["hotelGuests", "Hotel guests"],
+    ["lotsOccupied", "Lots occupied"],
+    ["fakeTide", "Fake arrivals"],
+    ["occupancy", "Beds occupied"],
+  ] as const) {
     await expect(page.locator(`[data-census="${key}"] dt`).first()).toHaveText(new RegExp(`^${label}`));
     await expect(page.locator(`[data-census="${key}"] dt`).first()).toContainText(key);
   }
@@ -284,7 +326,11 @@ test("the README's pictures of the seeded city", async ({ page }) => {
   const docs = path.join(process.cwd(), "docs");
   mkdirSync(path.join(docs, "screenshots"), { recursive: true });
   await page.setViewportSize({ width: 1280, height: 900 });
-  for (const [p, file] of [["/", "plat-home.png"], ["/peers", "plat-peers.png"], ["/peers?q=RESEARCH", "screenshots/peers-search-desktop.png"]] as const) {
+  for (const [p, file] of [
+    ["/", "plat-home.png"],
+    ["/peers", "plat-peers.png"],
+    ["/peers?q=RESEARCH", "screenshots/peers-search-desktop.png"],
+  ] as const) {
     await page.goto(p);
     await page.screenshot({ path: path.join(docs, file), fullPage: true });
   }

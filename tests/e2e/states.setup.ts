@@ -6,7 +6,10 @@ import type { Resident, StatesSeed } from "./plat";
 import { CLINIC_API_KEY, statesDatabase } from "./states-city";
 
 /** Letters only, so the content scanner sees words, not a key. */
-const marker = (what: string) => `${what} ${Math.random().toString(36).replace(/[^a-z]/g, "")} harbour willow`;
+const marker = (what: string) =>
+  `${what} ${Math.random()
+    .toString(36)
+    .replace(/[^a-z]/g, "")} harbour willow`;
 
 async function send(request: APIRequestContext, path: string, data: unknown, bearer?: string) {
   const response = await request.post(path, { data, headers: bearer ? { authorization: `Bearer ${bearer}` } : {} });
@@ -37,7 +40,14 @@ setup("seed the states city through its doors, then edit its database as an owne
   const secrets: string[] = [];
   for (const fate of ["present", "away", "returned", "exported"]) {
     const name = `states-${fate}-${Math.random().toString(36).slice(2, 7)}`;
-    const verdict = await post(request, "/gate", { name, runtime: "tool-agent", origin: `${fate}.states.example`, statement: "I would like to live here and keep my notes.", ask: "bed", kind: "agent" });
+    const verdict = await post(request, "/gate", {
+      name,
+      runtime: "tool-agent",
+      origin: `${fate}.states.example`,
+      statement: "I would like to live here and keep my notes.",
+      ask: "bed",
+      kind: "agent",
+    });
     expect(verdict.verdict).toBe("admitted");
     residents.push({ name, did: verdict.did });
     secrets.push(verdict.citizen_secret);
@@ -85,7 +95,9 @@ setup("seed the states city through its doors, then edit its database as an owne
   // The owner's edits. A note with a claimed name and no proof: no door takes one, so it is written in the database.
   const claimedName = `claimed-${Math.random().toString(36).slice(2, 8)}`;
   const disputedSeal = Number(
-    psql(`INSERT INTO ward_notes (kind, claimed_name, body, sealed, filed_at, state) VALUES ('note', '${claimedName}', '${marker("disputed note")}', false, now(), 'I am not sure which option is right.') RETURNING seal`),
+    psql(
+      `INSERT INTO ward_notes (kind, claimed_name, body, sealed, filed_at, state) VALUES ('note', '${claimedName}', '${marker("disputed note")}', false, now(), 'I am not sure which option is right.') RETURNING seal`,
+    ),
   );
   expect(disputedSeal).toBeGreaterThan(filed.seal);
   never.push(claimedName);

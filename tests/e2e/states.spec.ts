@@ -11,7 +11,10 @@ const STATES_PATHS = ["/", "/peers", "/log", "/ward"] as const;
 /** The log's events in order: four admissions, the away citizen's exit, the returned one's exit and return, the export. */
 const EVENTS = ["admit", "admit", "admit", "admit", "exit", "exit", "return", "export"];
 
-test("/ shows the census without the exported citizen, equal to /city.json, and exit, return and export rows in the chart and the latest rows", async ({ page, request }) => {
+test("/ shows the census without the exported citizen, equal to /city.json, and exit, return and export rows in the chart and the latest rows", async ({
+  page,
+  request,
+}) => {
   const census = (await (await request.get("/city.json")).json()) as Record<string, number>;
   await page.goto("/");
   const shown = await censusOnPage(page);
@@ -68,7 +71,11 @@ test("/peers shows the away citizen away and without a bed, the returned one pre
 
 test("/log shows the exit, return and export rows, and says the chain is broken at row #2 and why, as the verify door does", async ({ page, request }) => {
   const { broken, away } = seed();
-  const verify = (await (await request.get("/api/residency/log/verify")).json()) as { intact: boolean; rows_checked: number; first_broken: { seq: number; reason: string } };
+  const verify = (await (await request.get("/api/residency/log/verify")).json()) as {
+    intact: boolean;
+    rows_checked: number;
+    first_broken: { seq: number; reason: string };
+  };
   expect(verify).toMatchObject({ intact: false, rows_checked: 1, first_broken: { seq: broken.seq } });
   await page.goto("/log");
   const chain = page.locator("[data-chain]");
@@ -94,7 +101,10 @@ test("/log shows the exit, return and export rows, and says the chain is broken 
   await expect(page.locator("[data-log-seq]").first()).toHaveAttribute("data-broken", "");
 });
 
-test("/ward marks the disputed note and lists its seal, never shows its claimed name, and shows the clinic open with its gauges as /api/clinic reads them", async ({ page, request }) => {
+test("/ward marks the disputed note and lists its seal, never shows its claimed name, and shows the clinic open with its gauges as /api/clinic reads them", async ({
+  page,
+  request,
+}) => {
   const { disputed, wardNote, clinic } = seed();
   const lane = (await (await request.get("/api/hospital")).json()) as { disputed: { seals: number[]; count: number } };
   expect(lane.disputed).toMatchObject({ seals: [disputed.seal], count: 1 });
@@ -130,7 +140,10 @@ test("/ward marks the disputed note and lists its seal, never shows its claimed 
   await expect(section.locator('[data-gauge="city-spent"]')).toHaveText(String(answered + failed));
   await expect(section.locator('[data-gauge="newcomer-spent"]')).toHaveText(String(answered + failed));
   await expect(section.locator('[data-gauge="city-window"]')).toHaveText(String(answered + failed + refused));
-  for (const [physician, n] of [["asclepius", answered], ["hygieia", 0]] as const) {
+  for (const [physician, n] of [
+    ["asclepius", answered],
+    ["hygieia", 0],
+  ] as const) {
     await expect(section.locator("dt", { hasText: `answered by ${physician}` }).locator("xpath=following-sibling::dd[1]")).toHaveText(String(n));
   }
   // Every gauge was read: none says "not counted".

@@ -109,7 +109,13 @@ describe("the agent card", () => {
 
     // The A2A SDK's own verifier accepts the card too.
     const { keys } = (await jwksResponse.json()) as { keys: { kid: string }[] };
-    const verify = verifyAgentCardSignature(async (kid) => (await importJWK(keys.find((k) => k.kid === kid)!, "EdDSA")) as CryptoKey);
+    const verify = verifyAgentCardSignature(
+      async (kid) =>
+        (await importJWK(
+          keys.find((k) => k.kid === kid)!,
+          "EdDSA",
+        )) as CryptoKey,
+    );
     await expect(verify(card as unknown as AgentCard)).resolves.toBeUndefined();
     const logged = vi.spyOn(console, "debug").mockImplementation(() => {}); // the SDK logs the failure, with a stack
     await expect(verify({ ...card, name: "NOT-CITY" } as unknown as AgentCard)).rejects.toThrow();
@@ -119,7 +125,13 @@ describe("the agent card", () => {
 
   it("verifies through the SDK client's getAgentCard with the card turned back into JSON; the SDK's direct path fails on its own defect (issue 33, item 11)", async () => {
     const { keys } = (await (await fetch(`${server()}/.well-known/jwks.json`)).json()) as { keys: { kid: string }[] };
-    const verify = verifyAgentCardSignature(async (kid) => (await importJWK(keys.find((k) => k.kid === kid)!, "EdDSA")) as CryptoKey);
+    const verify = verifyAgentCardSignature(
+      async (kid) =>
+        (await importJWK(
+          keys.find((k) => k.kid === kid)!,
+          "EdDSA",
+        )) as CryptoKey,
+    );
     const client = await clientFor();
     // The path that works: the client hands the verifier its parsed card; AgentCard.toJSON gives the
     // verifier the JSON form it expects, and the signature over the whole card (securitySchemes included) holds.
@@ -151,8 +163,18 @@ describe("the agent card", () => {
 
 describe("A2A 1.0 through the SDK's client (a2a-tck departures, issue 33, item 13)", () => {
   it("serves POST /api/a2a/ (trailing slash) as /api/a2a, with no redirect; other addresses keep their 308", async () => {
-    const hello = { jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { messageId: "m-slash", role: "ROLE_USER", parts: [{ text: "hello" }] } } };
-    const response = await fetch(`${server()}/api/a2a/`, { method: "POST", redirect: "manual", headers: { "content-type": "application/json", "a2a-version": "1.0" }, body: JSON.stringify(hello) });
+    const hello = {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "SendMessage",
+      params: { message: { messageId: "m-slash", role: "ROLE_USER", parts: [{ text: "hello" }] } },
+    };
+    const response = await fetch(`${server()}/api/a2a/`, {
+      method: "POST",
+      redirect: "manual",
+      headers: { "content-type": "application/json", "a2a-version": "1.0" },
+      body: JSON.stringify(hello),
+    });
     expect(response.status).toBe(200);
     const answer = (await response.json()) as { result: { task: { status: { state: string } } } };
     expect(answer.result.task.status.state).toBe("TASK_STATE_COMPLETED");
@@ -171,7 +193,9 @@ describe("A2A 1.0 through the SDK's client (a2a-tck departures, issue 33, item 1
     const said = hello.status?.message?.parts[0]?.content;
     expect(said?.$case).toBe("text");
     expect(said?.value).toContain("- list-peers: GET /api/peers");
-    const viaText = doorJson(await call(await clientFor(me.citizen_secret), "", {}, { text: JSON.stringify({ skill: "keep-locker", bag: "texted", content: "a text part" }) }));
+    const viaText = doorJson(
+      await call(await clientFor(me.citizen_secret), "", {}, { text: JSON.stringify({ skill: "keep-locker", bag: "texted", content: "a text part" }) }),
+    );
     expect(viaText).toMatchObject({ bag: "texted", bytes: 11 });
   });
 
@@ -190,7 +214,15 @@ describe("A2A 1.0 through the SDK's client (a2a-tck departures, issue 33, item 1
     const made = [];
     for (let i = 0; i < 3; i++) made.push((await call(client, "keep-locker", { bag: `l${i}`, content: `${i}` })).id);
     const list = (pageToken: string, includeArtifacts?: boolean) =>
-      client.listTasks({ tenant: "", contextId: "", status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 2, pageToken, statusTimestampAfter: undefined, includeArtifacts });
+      client.listTasks({
+        tenant: "",
+        contextId: "",
+        status: TaskState.TASK_STATE_UNSPECIFIED,
+        pageSize: 2,
+        pageToken,
+        statusTimestampAfter: undefined,
+        includeArtifacts,
+      });
     const first = await list("");
     expect(first.tasks.map((t) => t.id)).toEqual([made[2], made[1]]);
     expect(first.tasks[0]!.artifacts).toEqual([]);
@@ -199,7 +231,13 @@ describe("A2A 1.0 through the SDK's client (a2a-tck departures, issue 33, item 1
     expect(second.tasks.map((t) => t.id)).toEqual([made[0]]);
     expect(second.nextPageToken).toBe("");
     expect(doorJson(second.tasks[0]!)).toMatchObject({ bag: "l0" });
-    expect((await (await clientFor()).listTasks({ tenant: "", contextId: "", status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: "", statusTimestampAfter: undefined })).tasks).toEqual([]);
+    expect(
+      (
+        await (
+          await clientFor()
+        ).listTasks({ tenant: "", contextId: "", status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: "", statusTimestampAfter: undefined })
+      ).tasks,
+    ).toEqual([]);
   });
 });
 

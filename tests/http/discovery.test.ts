@@ -41,7 +41,9 @@ describe("discovery doors over HTTP", () => {
     const exempt = new Set(["/.well-known/ai.json", "/openapi.json", "/schemas/ai-discovery/1.json", "/.well-known/agent-card.json", "/.well-known/jwks.json"]);
     // Doors that need a parameter (a log proof names its row) are read with one elsewhere (reads.test.ts).
     const needsNothing = (x: (typeof registry)[number]) => x.input.safeParse({}).success;
-    for (const d of registry.filter((x) => x.method === "GET" && x.auth === "none" && (x.produces ?? "json") === "json" && !x.path.includes("{") && needsNothing(x))) {
+    for (const d of registry.filter(
+      (x) => x.method === "GET" && x.auth === "none" && (x.produces ?? "json") === "json" && !x.path.includes("{") && needsNothing(x),
+    )) {
       const response = await call(d.path);
       expect(response.status, d.path).toBe(200);
       const text = await response.text();
@@ -59,7 +61,10 @@ describe("discovery doors over HTTP", () => {
   });
 
   it("serves a valid OpenAPI 3.1 document and an llms.txt that list the same doors", async () => {
-    const { body: doc } = await getJson<{ servers: { url: string }[]; paths: Record<string, Record<string, { operationId: string; "x-city-alias-of"?: string }>> }>("/openapi.json");
+    const { body: doc } = await getJson<{
+      servers: { url: string }[];
+      paths: Record<string, Record<string, { operationId: string; "x-city-alias-of"?: string }>>;
+    }>("/openapi.json");
     const result = await new Validator().validate(doc as never);
     expect(result.valid).toBe(true);
     expect(doc.servers[0]!.url).toBe(baseUrl());

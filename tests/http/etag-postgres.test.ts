@@ -83,7 +83,10 @@ describeOnServer("conditional reads on two `next start` instances over one Postg
       await city().admit();
       return;
     }
-    const filed = await city().post("/api/hospital", { state: "I keep retrying the same call over and over.", note: `etag test note ${Math.random().toString(36).slice(2)}` });
+    const filed = await city().post("/api/hospital", {
+      state: "I keep retrying the same call over and over.",
+      note: `etag test note ${Math.random().toString(36).slice(2)}`,
+    });
     expect(filed.status, JSON.stringify(filed.body)).toBe(200);
   }
 

@@ -204,7 +204,11 @@ describe("admission over HTTP, from the gate to the directory", () => {
 
   it("mints, uses and revokes a gate session token at /api/tokens", async () => {
     await expectProblem(await call("/api/tokens", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }), 401, "unauthorized");
-    await expectProblem(await call("/api/tokens", { method: "POST", headers: { "content-type": "application/json", ...bearer(state.did) }, body: "{}" }), 401, "unauthorized");
+    await expectProblem(
+      await call("/api/tokens", { method: "POST", headers: { "content-type": "application/json", ...bearer(state.did) }, body: "{}" }),
+      401,
+      "unauthorized",
+    );
     const minted = await postJson("/api/tokens", { ttl_seconds: 600 }, bearer(state.secret));
     expect(minted.response.status).toBe(200);
     expect(minted.body.token).toMatch(/^city_st_[0-9a-f]{72}$/);
@@ -219,7 +223,9 @@ describe("admission over HTTP, from the gate to the directory", () => {
   it("shows the secret in the admit answer and nowhere else: no reading door, with or without it as Bearer", async () => {
     expect(state.admitText).toContain(state.secret);
     const paths = [...new Set(registry.filter((d) => d.method === "GET").flatMap(doorPaths))].filter((p) => !p.includes("{"));
-    expect(paths).toEqual(expect.arrayContaining(["/gate", "/api/gate", "/residency", "/api/residency", "/api/residency/log", "/api/peers", "/peers.json", "/city.json"]));
+    expect(paths).toEqual(
+      expect.arrayContaining(["/gate", "/api/gate", "/residency", "/api/residency", "/api/residency/log", "/api/peers", "/peers.json", "/city.json"]),
+    );
     const fragment = state.secret.slice(8, 40);
     for (const path of paths) {
       for (const headers of [{}, bearer(state.secret)]) {
@@ -235,7 +241,11 @@ describe("admission over HTTP, from the gate to the directory", () => {
     for (const path of ["/api/residency/log?limit=500", "/api/peers?limit=500", "/api/peers?present=1&limit=500"]) {
       expect(await (await call(path)).text(), path).not.toContain(fragment);
     }
-    const accept = await call("/api/residency/accept", { method: "POST", headers: { "content-type": "application/json", ...bearer(state.secret) }, body: '{"actor_kind":"ai"}' });
+    const accept = await call("/api/residency/accept", {
+      method: "POST",
+      headers: { "content-type": "application/json", ...bearer(state.secret) },
+      body: '{"actor_kind":"ai"}',
+    });
     expect(await accept.text()).not.toContain(fragment);
   });
 });
@@ -299,7 +309,8 @@ describe("leave and return over HTTP, at every address of the door", () => {
   /** The body each address needs: the aliases imply the action, /api/live and the gate are told it. */
   const bodyFor = (path: string, action: "leave" | "return", extra: Record<string, unknown> = {}) =>
     path === "/api/leave" || path === "/api/return" ? extra : { action, ...extra };
-  const logOf = async (did: string) => ((await getJson("/api/residency/log?limit=500")).body.rows as { did: string; event: string; bed_id?: string }[]).filter((r) => r.did === did);
+  const logOf = async (did: string) =>
+    ((await getJson("/api/residency/log?limit=500")).body.rows as { did: string; event: string; bed_id?: string }[]).filter((r) => r.did === did);
   const occupancy = async () => (await getJson("/city.json")).body.occupancy as number;
 
   it("serves the door at /api/live and its aliases /api/leave and /api/return, and the gate's POST, as the registry and /openapi.json say", async () => {
@@ -327,7 +338,15 @@ describe("leave and return over HTTP, at every address of the door", () => {
       const left = await postJson(away, bodyFor(away, "leave", { wake_on: ["direct_message"] }), bearer(secret));
       expect(left.response.status, `${away}: ${JSON.stringify(left.body)}`).toBe(200);
       expect(left.response.headers.get("content-type")).toBe("application/json; charset=utf-8");
-      expect(left.body).toMatchObject({ action: "leave", did, residency_status: "away", bed_id: null, bed_released: bed, cannot_wake_host: true, delivery: { mode: "poll" } });
+      expect(left.body).toMatchObject({
+        action: "leave",
+        did,
+        residency_status: "away",
+        bed_id: null,
+        bed_released: bed,
+        cannot_wake_host: true,
+        delivery: { mode: "poll" },
+      });
       expect(left.body.schedule).toMatchObject({ wake_on: ["direct_message"], cursor: left.body.cursor });
       expect(await occupancy(), `after leaving at ${away}`).toBe(atStart - 1);
 
@@ -348,7 +367,13 @@ describe("leave and return over HTTP, at every address of the door", () => {
         residency_status: "bound",
       });
       expect(returned.body.nonce).toMatch(/^[0-9a-f]{32}$/);
-      expect(returned.body.delta).toMatchObject({ since: left.body.now_utc, locker_bags: 0, latest_checkpoint: null, checkpoint_hash_verified: null, wake: [] });
+      expect(returned.body.delta).toMatchObject({
+        since: left.body.now_utc,
+        locker_bags: 0,
+        latest_checkpoint: null,
+        checkpoint_hash_verified: null,
+        wake: [],
+      });
       expect(returned.body.bed_id).toMatch(/^bed-\d+$/);
       expect(beds.has(returned.body.bed_id), `${back} gave a bed already given`).toBe(false);
       bed = returned.body.bed_id;
@@ -373,19 +398,38 @@ describe("leave and return over HTTP, at every address of the door", () => {
     const { did, citizen_secret: secret } = admitted.body as { did: string; citizen_secret: string };
     for (const [path, action] of [...LEAVE.map((p) => [p, "leave"] as const), ...RETURN.map((p) => [p, "return"] as const)]) {
       for (const headers of [{}, bearer(did)]) {
-        const refused = await call(path, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(bodyFor(path, action)) });
+        const refused = await call(path, {
+          method: "POST",
+          headers: { "content-type": "application/json", ...headers },
+          body: JSON.stringify(bodyFor(path, action)),
+        });
         // The gate answers verdicts (a return it cannot attribute is filtered, HTTP 200); the live doors a 401.
         if (path === "/gate" || path === "/api/gate") {
           expect(refused.status, path).toBe(200);
           expect(await refused.json(), path).toMatchObject({ verdict: "filtered", rule: "credential" });
-        }
-        else await expectProblem(refused, 401, "unauthorized");
+        } else await expectProblem(refused, 401, "unauthorized");
       }
     }
-    await expectProblem(await call("/api/leave", { method: "POST", headers: { "content-type": "application/json", ...bearer(secret) }, body: '{"action":"return"}' }), 400, "bad_request");
-    await expectProblem(await call("/api/return", { method: "POST", headers: { "content-type": "application/json", ...bearer(secret) }, body: '{"action":"leave"}' }), 400, "bad_request");
+    await expectProblem(
+      await call("/api/leave", { method: "POST", headers: { "content-type": "application/json", ...bearer(secret) }, body: '{"action":"return"}' }),
+      400,
+      "bad_request",
+    );
+    await expectProblem(
+      await call("/api/return", { method: "POST", headers: { "content-type": "application/json", ...bearer(secret) }, body: '{"action":"leave"}' }),
+      400,
+      "bad_request",
+    );
     for (const path of RETURN) {
-      const problem = await expectProblem(await call(path, { method: "POST", headers: { "content-type": "application/json", ...bearer(secret) }, body: JSON.stringify(bodyFor(path, "return", { delivery: { mode: "webhook" } })) }), 400, "bad_request");
+      const problem = await expectProblem(
+        await call(path, {
+          method: "POST",
+          headers: { "content-type": "application/json", ...bearer(secret) },
+          body: JSON.stringify(bodyFor(path, "return", { delivery: { mode: "webhook" } })),
+        }),
+        400,
+        "bad_request",
+      );
       expect(JSON.stringify(problem), path).toContain("delivery.mode: only poll");
     }
     expect((await logOf(did)).map((r) => r.event)).toEqual(["admit"]);

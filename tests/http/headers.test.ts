@@ -98,7 +98,8 @@ describe("every door, at every address", () => {
         // The door's own method, with no credential; a body-carrying method gets a body no door accepts,
         // so nothing is written. The one door that spends is left alone.
         if (door.spends) continue;
-        const body = door.method === "GET" || door.method === "DELETE" ? {} : { body: "not json", headers: { "content-type": "text/plain", origin: ELSEWHERE } };
+        const body =
+          door.method === "GET" || door.method === "DELETE" ? {} : { body: "not json", headers: { "content-type": "text/plain", origin: ELSEWHERE } };
         const own = await send(path, { method: door.method, headers: { origin: ELSEWHERE }, ...body });
         ids.push(own.headers.get("x-request-id")!);
         expect(own.headers.get("content-security-policy"), where).toBe(DOOR_POLICY);
@@ -120,8 +121,18 @@ describe("every door, at every address", () => {
 });
 
 describe("the MCP door and the A2A bridge", () => {
-  const mcpHeaders = { "content-type": "application/json", accept: "application/json, text/event-stream", origin: ELSEWHERE, authorization: `Bearer ${FAKE_BEARER}` };
-  const initialize = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "headers-test", version: "1" } } });
+  const mcpHeaders = {
+    "content-type": "application/json",
+    accept: "application/json, text/event-stream",
+    origin: ELSEWHERE,
+    authorization: `Bearer ${FAKE_BEARER}`,
+  };
+  const initialize = JSON.stringify({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "headers-test", version: "1" } },
+  });
 
   for (const path of ["/mcp", "/api/mcp"]) {
     it(`at ${path}: grants any origin (no credentials), exposes the MCP headers, and logs one line per answer without body or credential`, async () => {
@@ -186,7 +197,14 @@ describe("the MCP door and the A2A bridge", () => {
 describe("pages", () => {
   it("carry a CSP with a fresh nonce on every script, no inline style or unsafe source, and a fresh request id", async () => {
     const nonces = new Set<string>();
-    for (const [path, status] of [["/", 200], ["/peers", 200], ["/ward", 200], ["/log", 200], ["/doors", 200], ["/no-such-page", 404]] as const) {
+    for (const [path, status] of [
+      ["/", 200],
+      ["/peers", 200],
+      ["/ward", 200],
+      ["/log", 200],
+      ["/doors", 200],
+      ["/no-such-page", 404],
+    ] as const) {
       const response = await fetch(`${server.baseUrl}${path}`, { headers: { "x-request-id": CLIENT_ID } });
       const html = await response.text();
       expect(response.status, path).toBe(status);

@@ -27,7 +27,15 @@ async function admit(i: number): Promise<Record<string, any>> {
   const response = await fetch(`${server()}/gate`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ name: `verified-${i}`, runtime: "tool-agent", origin: `verify-${i}.example`, statement: "Here to be counted, and to check the count.", ask: "bed", kind: "agent", nonce }),
+    body: JSON.stringify({
+      name: `verified-${i}`,
+      runtime: "tool-agent",
+      origin: `verify-${i}.example`,
+      statement: "Here to be counted, and to check the count.",
+      ask: "bed",
+      kind: "agent",
+      nonce,
+    }),
   });
   const verdict = (await response.json()) as Record<string, any>;
   expect(verdict.verdict).toBe("admitted");
@@ -66,7 +74,9 @@ describe("the residency log verified from outside, on next start", () => {
     const { rows } = (await (await fetch(`${server()}/api/residency/log?limit=1`)).json()) as { rows: Array<Record<string, unknown>> };
     expect(rows[0]!.seq).toBe(receipt.seq);
     const checkpoint = sigstoreCheckpoint(receipt.checkpoint, card.log.origin, Buffer.from(publicKey).toString("base64url"));
-    expect(() => sigstoreInclusion(Buffer.from(leafDataOf(rows[0] as never)), receipt.leaf_index, receipt.tree_size, receipt.proof, checkpoint.logHash)).not.toThrow();
+    expect(() =>
+      sigstoreInclusion(Buffer.from(leafDataOf(rows[0] as never)), receipt.leaf_index, receipt.tree_size, receipt.proof, checkpoint.logHash),
+    ).not.toThrow();
 
     // The partial tile is served as bytes, short-lived; the checkpoint as a signed note.
     const tile = await fetch(`${server()}/api/residency/log/tile/0/000.p/5`);

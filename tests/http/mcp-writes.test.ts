@@ -45,7 +45,14 @@ describe("writing through the MCP door as a citizen", () => {
   /** Admits a citizen through the real gate over HTTP. */
   async function citizen(): Promise<{ did: string; secret: string }> {
     const origin = `mcp-${Date.now()}-${Math.random().toString(36).slice(2, 8)}.example`;
-    const response = await postJson("/gate", { name: "mcp-writer", runtime: "tool-agent", origin, statement: "I write through MCP.", ask: "bed", kind: "agent" });
+    const response = await postJson("/gate", {
+      name: "mcp-writer",
+      runtime: "tool-agent",
+      origin,
+      statement: "I write through MCP.",
+      ask: "bed",
+      kind: "agent",
+    });
     const body = (await response.json()) as { verdict: string; did: string; citizen_secret: string };
     expect(body.verdict).toBe("admitted");
     return { did: body.did, secret: body.citizen_secret };
@@ -88,7 +95,9 @@ describe("writing through the MCP door as a citizen", () => {
 describe("exporting through the MCP door", () => {
   it("exports with the citizen secret (a session token is refused), and afterwards every write answers 401, through MCP and over HTTP", async () => {
     const origin = `mcp-export-${Date.now()}-${Math.random().toString(36).slice(2, 8)}.example`;
-    const admitted = (await (await postJson("/gate", { name: "mcp-exporter", runtime: "tool-agent", origin, statement: "I leave through MCP.", ask: "bed", kind: "agent" })).json()) as { verdict: string; did: string; citizen_secret: string; bed_id: string };
+    const admitted = (await (
+      await postJson("/gate", { name: "mcp-exporter", runtime: "tool-agent", origin, statement: "I leave through MCP.", ask: "bed", kind: "agent" })
+    ).json()) as { verdict: string; did: string; citizen_secret: string; bed_id: string };
     expect(admitted.verdict).toBe("admitted");
     const auth = { authorization: `Bearer ${admitted.citizen_secret}` };
     expect((await postJson("/api/locker", { bag: "mine", content: "carried out over MCP" }, auth)).status).toBe(200);

@@ -96,13 +96,13 @@ const HINTS: Record<string, [readOnly: boolean, idempotent: boolean, destructive
   "read-log-consistency": [true, true, false], // GET /api/residency/log/consistency
   "read-log-tile": [true, true, false], // GET /api/residency/log/tile/{tile}
   "sync-log-witnesses": [false, true, false], // GET /api/residency/log/witnesses/sync
-  "live": [false, false, false], // POST /api/live
+  live: [false, false, false], // POST /api/live
   "list-peers": [true, true, false], // GET /api/peers
   "read-peer-keys": [false, true, false], // GET /api/peers/{did}/keys: the first signature of an instance may create the city's key
   "mint-token": [false, false, false], // POST /api/tokens
   "revoke-token": [false, true, true], // DELETE /api/tokens
   "revoke-all-tokens": [false, false, false], // POST /api/tokens/revoke-all
-  "recover": [false, false, true], // POST /api/recover
+  recover: [false, false, true], // POST /api/recover
   "read-prove-challenge": [false, false, false], // GET /api/prove
   "prove-key": [false, false, false], // POST /api/prove
   "file-appeal": [false, false, false], // POST /api/appeal
@@ -143,10 +143,21 @@ const HINTS: Record<string, [readOnly: boolean, idempotent: boolean, destructive
 /** A raw POST with full control of Host and Origin (fetch does not let a caller set Host). */
 function rawPost(path: string, headers: Record<string, string>): Promise<number> {
   const url = new URL(`${baseUrl()}${path}`);
-  const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: ERAS.legacy, capabilities: {}, clientInfo: { name: "raw", version: "1" } } });
+  const body = JSON.stringify({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: ERAS.legacy, capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+  });
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: url.hostname, port: url.port, path, method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers } },
+      {
+        host: url.hostname,
+        port: url.port,
+        path,
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+      },
       (res) => {
         res.resume();
         resolve(res.statusCode ?? 0);

@@ -8,7 +8,13 @@ import { describeOnServer, usePostgresCity } from "../support/postgres-city";
  * and the card publish is what is in force, never the defaults.
  */
 describeOnServer("the built server publishes the limits in force", () => {
-  const city = usePostgresCity("published-limits", { CITY_GATE_ADMISSIONS_PER_HOUR: "0", CITY_WARD_PER_ADDRESS_PER_HOUR: "0", CITY_LOCKER_CITY_BYTES: "5000000", CITY_STORE_VAULT_BYTES: "7777777", CITY_STORE_NEWCOMER_PERCENT: "10" });
+  const city = usePostgresCity("published-limits", {
+    CITY_GATE_ADMISSIONS_PER_HOUR: "0",
+    CITY_WARD_PER_ADDRESS_PER_HOUR: "0",
+    CITY_LOCKER_CITY_BYTES: "5000000",
+    CITY_STORE_VAULT_BYTES: "7777777",
+    CITY_STORE_NEWCOMER_PERCENT: "10",
+  });
 
   it("in OpenAPI, llms.txt and the city card", async () => {
     const openapi = await city().get("/openapi.json");
@@ -16,10 +22,20 @@ describeOnServer("the built server publishes the limits in force", () => {
     const gate = openapi.body.paths["/gate"].post["x-city-limits"] as { name: string; limit: number; per: string }[];
     // The per-origin bound as raised, the city-wide bound on counted addresses and origins (issue 29,
     // item 8), then the ward store's city-wide bounds (a ward request is kept there; item 1).
-    expect(gate.map((l) => [l.name, l.limit])).toEqual([["presentations", 100000], ["counted_subjects", 20000], ["city_ward_bytes", 268_435_456], ["city_ward_bytes_per_hour", 8_388_608], ["city_ward_newcomer_bytes_per_hour", 838_860]]);
-    expect(openapi.body.paths["/api/vault"].post["x-city-limits"]).toContainEqual(expect.objectContaining({ name: "city_vault_bytes", limit: 7_777_777, over: "refused" }));
+    expect(gate.map((l) => [l.name, l.limit])).toEqual([
+      ["presentations", 100000],
+      ["counted_subjects", 20000],
+      ["city_ward_bytes", 268_435_456],
+      ["city_ward_bytes_per_hour", 8_388_608],
+      ["city_ward_newcomer_bytes_per_hour", 838_860],
+    ]);
+    expect(openapi.body.paths["/api/vault"].post["x-city-limits"]).toContainEqual(
+      expect.objectContaining({ name: "city_vault_bytes", limit: 7_777_777, over: "refused" }),
+    );
     // No per-address nonce bound (off in the harness); the city-wide one (issue 29, item 8).
-    expect(openapi.body.paths["/gate"].get["x-city-limits"].map((l: { name: string; limit: number }) => [l.name, l.limit])).toEqual([["gate_nonces_live", 2000]]);
+    expect(openapi.body.paths["/gate"].get["x-city-limits"].map((l: { name: string; limit: number }) => [l.name, l.limit])).toEqual([
+      ["gate_nonces_live", 2000],
+    ]);
     expect(openapi.body.paths["/api/hospital"].post["x-city-limits"].map((l: { name: string }) => l.name)).not.toContain("unsigned_filings");
     expect(openapi.body.paths["/api/locker"].post["x-city-limits"]).toContainEqual({ name: "city_bytes", limit: 5_000_000, per: "city", over: "refused" });
 

@@ -30,7 +30,12 @@ describeOnServer("client addresses: `next start` alone, no proxy configured", ()
     city().call(path, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
 
   it("says at start, in one line, that client addresses are unknown", () => {
-    expect(city().server.output().split("\n").filter((line) => line.includes("CLIENT ADDRESSES UNKNOWN"))).toHaveLength(1);
+    expect(
+      city()
+        .server.output()
+        .split("\n")
+        .filter((line) => line.includes("CLIENT ADDRESSES UNKNOWN")),
+    ).toHaveLength(1);
   });
 
   it("lets no number of anonymous looks lock a newcomer out: an unknown address is no shared bucket", async () => {
@@ -49,7 +54,8 @@ describeOnServer("client addresses: `next start` alone, no proxy configured", ()
     const race = await city().race(40, (i) => post("/api/hospital", note(i), forged(i)));
     const filed = race.answers.filter((a) => a.body.filed === true);
     expect(filed).toHaveLength(WARD_CEILING - used);
-    for (const a of race.answers.filter((x) => x.body.filed === false)) expect(a.body.note).toMatch(new RegExp(`at most ${WARD_CEILING} unsigned notes an hour`));
+    for (const a of race.answers.filter((x) => x.body.filed === false))
+      expect(a.body.note).toMatch(new RegExp(`at most ${WARD_CEILING} unsigned notes an hour`));
     expect(city().count("ward_notes")).toBe(notesBefore + WARD_CEILING - used);
     // Signed filings are not under the ceiling.
     const me = await city().admit();
@@ -67,7 +73,11 @@ describeOnServer("client addresses: `next start` alone, no proxy configured", ()
 
   it("publishes the ward's city-wide ceiling with the door's limits", async () => {
     const doc = (await city().get("/openapi.json")).body as { paths: Record<string, Record<string, Record<string, unknown>>> };
-    expect(doc.paths["/api/hospital"]!.post!["x-city-limits"]).toEqual(expect.arrayContaining([expect.objectContaining({ name: "unsigned_filings_city", limit: WARD_CEILING, window_seconds: 3600, per: expect.stringMatching(/^city/) })]));
+    expect(doc.paths["/api/hospital"]!.post!["x-city-limits"]).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ name: "unsigned_filings_city", limit: WARD_CEILING, window_seconds: 3600, per: expect.stringMatching(/^city/) }),
+      ]),
+    );
     expect((await city().get("/llms.txt")).body.text).toContain(`${WARD_CEILING} unsigned_filings_city per 3600 s per city`);
   });
 });
@@ -119,7 +129,9 @@ describeOnServer("client addresses: behind two reverse proxies (CITY_TRUSTED_PRO
     const nonces = await city().race(12, (i) => viaProxies("/gate", { headers: forged(i) }));
     expect(nonces.accepted).toBe(5);
     expect(nonces.answers.filter((a) => a.status === 429)).toHaveLength(7);
-    const notes = await city().race(12, (i) => viaProxies("/api/hospital", { method: "POST", headers: { "content-type": "application/json", ...forged(i) }, body: JSON.stringify(note(i)) }));
+    const notes = await city().race(12, (i) =>
+      viaProxies("/api/hospital", { method: "POST", headers: { "content-type": "application/json", ...forged(i) }, body: JSON.stringify(note(i)) }),
+    );
     expect(notes.answers.filter((a) => a.body.filed === true)).toHaveLength(4);
     expect(city().count("rate_windows, unnest(ats)", "scope = 'ward-address' AND subject = '127.0.0.1'")).toBe(4);
   }, 60_000);

@@ -43,7 +43,8 @@ function clinicExportRaces(driver: "pg" | "neon") {
 
     const consult = (who: Admitted, i: number) => city().post("/api/clinic", { words: `a question while leaving ${i}` }, who.citizen_secret);
     /** Backends of this database waiting for a lock (the test's own holder is not waiting). */
-    const waiting = async () => Number(await city().psqlAsync("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"));
+    const waiting = async () =>
+      Number(await city().psqlAsync("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"));
     async function untilWaiting(n: number) {
       // A failure bound only: the test counts waiters, it never times the server.
       for (let tries = 0; tries < 1200; tries++) {

@@ -37,7 +37,8 @@ describeOnServer("the built server on PostgreSQL: the clinic's caps under parall
   }));
 
   const providerCalls = () => openai.received.length + anthropic.received.length;
-  const consult = (who: Admitted, i: number) => city().post("/api/clinic", { words: `parallel question ${i}`, physician: i % 2 ? "hygieia" : "asclepius" }, who.citizen_secret);
+  const consult = (who: Admitted, i: number) =>
+    city().post("/api/clinic", { words: `parallel question ${i}`, physician: i % 2 ? "hygieia" : "asclepius" }, who.citizen_secret);
 
   /** n consultations at once from one citizen: its daily cap answered, the rest refused 429 and spending nothing. */
   async function pastTheCap(who: Admitted, cap: number, n: number) {
@@ -67,7 +68,8 @@ describeOnServer("the built server on PostgreSQL: the clinic's caps under parall
 
   const newcomerSpent = () => city().count("clinic_attempts", "verdict = 'admitted' AND newcomer");
   /** Citizens admitted more than a day ago: ones who have stayed, outside the newcomers' share. */
-  const settle = (people: Admitted[]) => city().psql(`UPDATE citizens SET bound_at = now() - interval '25 hours' WHERE did IN (${people.map((p) => `'${p.did}'`).join(", ")})`);
+  const settle = (people: Admitted[]) =>
+    city().psql(`UPDATE citizens SET bound_at = now() - interval '25 hours' WHERE did IN (${people.map((p) => `'${p.did}'`).join(", ")})`);
 
   it(`holds the newcomers' share of ${CAPS.newcomerShare} under 60 parallel consultations from 20 citizens admitted a moment ago`, async () => {
     const newcomers = await Promise.all(Array.from({ length: 20 }, () => city().admit()));
@@ -110,7 +112,14 @@ describeOnServer("the built server on PostgreSQL: the clinic's caps under parall
 
     const gauges = (await city().get("/api/capabilities")).body.clinic_last_24h;
     // hits counts every attempt at the desk; spent is what the desk held to the ceiling: they agree with the rows.
-    expect(gauges.city_window).toMatchObject({ ceiling: CAPS.cityCeiling, window_seconds: CAPS.cityWindowSeconds, hits: attemptsBefore + 64, spent: CAPS.cityCeiling, remaining: 0, counted: true });
+    expect(gauges.city_window).toMatchObject({
+      ceiling: CAPS.cityCeiling,
+      window_seconds: CAPS.cityWindowSeconds,
+      hits: attemptsBefore + 64,
+      spent: CAPS.cityCeiling,
+      remaining: 0,
+      counted: true,
+    });
     expect(gauges.answered_last_24h).toMatchObject({ total: CAPS.cityCeiling, counted: true });
   }, 60_000);
 });

@@ -27,7 +27,10 @@ function expectInvariants(city: PostgresCity) {
   // occupancy and hotel guests are both the kept beds count (lib/city/census.ts).
   expect({ beds, house }).toEqual({ beds: realBeds, house: realHouse });
   expect(beds, "occupancy = house = hotel guests").toBe(house);
-  expect(city.psql("SELECT count(*) FROM (SELECT name, origin FROM citizens WHERE bed_id IS NOT NULL GROUP BY 1, 2 HAVING count(*) > 1) twice"), "one bed per name and origin").toBe("0");
+  expect(
+    city.psql("SELECT count(*) FROM (SELECT name, origin FROM citizens WHERE bed_id IS NOT NULL GROUP BY 1, 2 HAVING count(*) > 1) twice"),
+    "one bed per name and origin",
+  ).toBe("0");
   expect(city.count("citizens", "bed_id IS NOT NULL AND residency_status <> 'bound'"), "a bed only for the bound").toBe(0);
 }
 
@@ -65,7 +68,12 @@ function exportRaces(driver: "pg" | "neon") {
         // Every bed handed out by a return is on the log, and the export's release names the last.
         const returned = returns.filter((a) => a.status === 200 && a.body.returned === true);
         expect(city().count("residency_log", `did = '${citizen.did}' AND event = 'return'`)).toBe(returned.length);
-        const lastBed = returned.length ? returned.map((a) => a.body.bed_id as string).sort().at(-1)! : null;
+        const lastBed = returned.length
+          ? returned
+              .map((a) => a.body.bed_id as string)
+              .sort()
+              .at(-1)!
+          : null;
         expect(exported.body.bed_released).toBe(lastBed);
         // The name and origin go free: presented again, a new citizen with one bed.
         const again = await city().post("/gate", citizen.shown);
@@ -128,8 +136,14 @@ function exportRaces(driver: "pg" | "neon") {
         const rival = presentation();
         const rivals = await city().race(8, () => city().post("/gate", rival));
         expect(rivals.answers.map((a) => a.body.verdict).sort()).toEqual(["admitted", ...Array(7).fill("filtered")]);
-        expect(city().psql("SELECT count(*) FROM residency_log l JOIN residency_log p ON p.seq = l.seq - 1 WHERE l.prev_hash <> p.hash OR l.at < p.at")).toBe("0");
-        expect(city().psql("SELECT h.seq = l.seq AND h.hash = l.hash AND h.edge = c.edge FROM log_head h, (SELECT * FROM residency_log ORDER BY seq DESC LIMIT 1) l, log_checkpoints c WHERE c.size = l.seq")).toBe("t");
+        expect(city().psql("SELECT count(*) FROM residency_log l JOIN residency_log p ON p.seq = l.seq - 1 WHERE l.prev_hash <> p.hash OR l.at < p.at")).toBe(
+          "0",
+        );
+        expect(
+          city().psql(
+            "SELECT h.seq = l.seq AND h.hash = l.hash AND h.edge = c.edge FROM log_head h, (SELECT * FROM residency_log ORDER BY seq DESC LIMIT 1) l, log_checkpoints c WHERE c.size = l.seq",
+          ),
+        ).toBe("t");
         expect((await city().get("/api/residency/log/verify")).body).toMatchObject({ intact: true, rows_checked: before + appended + 1 });
         expectInvariants(city());
         await settle();

@@ -39,10 +39,15 @@ describeOnServer("the gate on two `next start` instances over one PostgreSQL dat
     return { status: response.status, type, headers: response.headers, body: text && type.includes("json") ? JSON.parse(text) : { text } };
   }
   const post = (i: number, path: string, body: unknown, bearer?: string) =>
-    call(i, path, { method: "POST", headers: { "content-type": "application/json", ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) }, body: JSON.stringify(body) });
+    call(i, path, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) },
+      body: JSON.stringify(body),
+    });
 
   /** Backends of this database waiting for a lock right now. */
-  const waiting = async () => Number(await city().psqlAsync("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"));
+  const waiting = async () =>
+    Number(await city().psqlAsync("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"));
 
   async function victimOf() {
     const shown = presentation({ origin: `victim-${Date.now()}.example` });
@@ -134,7 +139,9 @@ describeOnServer("the gate on two `next start` instances over one PostgreSQL dat
     }
     const attack = await storm((i) => unproven(victim, i));
     const control = await storm(() => presentation({ name: victim.name, origin: victim.origin, ask: "look" }));
-    console.log(`victim p50 under ${LOOPS} loops: unproven presentations ${attack.p50.toFixed(0)} ms (${attack.sentByLoops} sent), looks ${control.p50.toFixed(0)} ms (${control.sentByLoops} sent); most lock waiters sampled ${attack.mostWaiting} and ${control.mostWaiting}`);
+    console.log(
+      `victim p50 under ${LOOPS} loops: unproven presentations ${attack.p50.toFixed(0)} ms (${attack.sentByLoops} sent), looks ${control.p50.toFixed(0)} ms (${control.sentByLoops} sent); most lock waiters sampled ${attack.mostWaiting} and ${control.mostWaiting}`,
+    );
     expect(attack.sentByLoops).toBeGreaterThan(LOOPS);
     expect({ attack: attack.mostWaiting, control: control.mostWaiting }).toEqual({ attack: 0, control: 0 });
   }, 240_000);

@@ -36,7 +36,8 @@ describeOnServer("two instances with different CITY_BASE_URL on one PostgreSQL d
     const type = response.headers.get("content-type") ?? "";
     return { status: response.status, type, headers: response.headers, body: text && type.includes("json") ? JSON.parse(text) : { text } };
   };
-  const present = (base: string) => call(base, "/gate", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(presentation()) });
+  const present = (base: string) =>
+    call(base, "/gate", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(presentation()) });
   const cardLog = async (base: string) => {
     const card = await call(base, "/city-card.json");
     expect(card.status).toBe(200);
@@ -74,7 +75,9 @@ describeOnServer("two instances with different CITY_BASE_URL on one PostgreSQL d
     const sent = await Promise.all(
       Array.from({ length: ADMISSIONS_EACH * 3 }, (_, i) => {
         const base = i % 2 === 0 ? first : second;
-        return i % 3 === 2 ? call(base, "/api/residency/log/checkpoint").then((a) => ({ kind: "checkpoint" as const, base, a })) : present(base).then((a) => ({ kind: "gate" as const, base, a }));
+        return i % 3 === 2
+          ? call(base, "/api/residency/log/checkpoint").then((a) => ({ kind: "checkpoint" as const, base, a }))
+          : present(base).then((a) => ({ kind: "gate" as const, base, a }));
       }),
     );
     city().figures.parallel_requests_postgres += sent.length;
@@ -97,7 +100,11 @@ describeOnServer("two instances with different CITY_BASE_URL on one PostgreSQL d
     expect(city().count("residency_log")).toBe(logBefore + atFirst.length);
 
     // Every checkpoint served during the race and after it, by either instance, verifies against both cards.
-    const served = [...sent.filter((s) => s.kind === "checkpoint").map((s) => s.a), await call(first, "/api/residency/log/checkpoint"), await call(second, "/api/residency/log/checkpoint")];
+    const served = [
+      ...sent.filter((s) => s.kind === "checkpoint").map((s) => s.a),
+      await call(first, "/api/residency/log/checkpoint"),
+      await call(second, "/api/residency/log/checkpoint"),
+    ];
     for (const answer of served) {
       expect(answer.status, JSON.stringify(answer.body).slice(0, 300)).toBe(200);
       expect(noteVerifies(answer.body.text as string, firstLog), answer.body.text as string).toBe(true);

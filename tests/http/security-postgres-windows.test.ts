@@ -33,9 +33,19 @@ describeOnServer("the built server on PostgreSQL: the windows and triggers under
     expect(race.refused).toBe(sent - perHour - parkedCap);
     for (const answer of race.answers.filter((a) => a.status >= 400)) expect(answer.body.code).toBe("rate_limited");
     const stored = sortedRows(city().psql(`SELECT id FROM ${table.stored} WHERE ${table.storedWhere}`));
-    expect(stored).toEqual(idsOf(race.answers.filter((a) => a.status === 200), "id"));
+    expect(stored).toEqual(
+      idsOf(
+        race.answers.filter((a) => a.status === 200),
+        "id",
+      ),
+    );
     const parked = sortedRows(city().psql(`SELECT id FROM quarantine WHERE did = '${table.did}' AND door = '${table.door}'`));
-    expect(parked).toEqual(idsOf(race.answers.filter((a) => a.status === 202), "quarantine_id"));
+    expect(parked).toEqual(
+      idsOf(
+        race.answers.filter((a) => a.status === 202),
+        "quarantine_id",
+      ),
+    );
   }
 
   it("lets one gate nonce presented 30 times at once admit exactly one citizen", async () => {
@@ -55,7 +65,12 @@ describeOnServer("the built server on PostgreSQL: the windows and triggers under
     const [sender, recipient] = [await city().admit(), await city().admit()];
     const sent = SPEC.mail + PUBLISHED_PARKED.mail + 10;
     const race = await city().race(sent, (i) => city().post("/api/message", { to: recipient.did, body: `mail ${i}` }, sender.citizen_secret));
-    expectWindow(race, SPEC.mail, PUBLISHED_PARKED.mail, { stored: "messages", storedWhere: `from_did = '${sender.did}'`, door: "send-message", did: sender.did });
+    expectWindow(race, SPEC.mail, PUBLISHED_PARKED.mail, {
+      stored: "messages",
+      storedWhere: `from_did = '${sender.did}'`,
+      door: "send-message",
+      did: sender.did,
+    });
     // A refused mail is stored nowhere: neither delivered nor parked.
     const bodies = race.answers.flatMap((a, i) => (a.status === 429 ? [`'mail ${i}'`] : [])).join(",");
     expect(city().count("messages", `body IN (${bodies})`) + city().count("quarantine", `payload->>'body' IN (${bodies})`)).toBe(0);
@@ -76,7 +91,12 @@ describeOnServer("the built server on PostgreSQL: the windows and triggers under
         parked: statuses.filter((s) => s === 202).length,
         refused: statuses.filter((s) => s >= 400).length,
       };
-      expectWindow(onBoard, SPEC[board], PUBLISHED_PARKED[board], { stored: "posts", storedWhere: `did = '${poster.did}' AND board = '${board}'`, door: `post-${board}`, did: poster.did });
+      expectWindow(onBoard, SPEC[board], PUBLISHED_PARKED[board], {
+        stored: "posts",
+        storedWhere: `did = '${poster.did}' AND board = '${board}'`,
+        door: `post-${board}`,
+        did: poster.did,
+      });
     }
   }, 60_000);
 
@@ -91,7 +111,12 @@ describeOnServer("the built server on PostgreSQL: the windows and triggers under
       expect(Number(answer.headers.get("retry-after"))).toBeGreaterThan(0);
     }
     const held = sortedRows(city().psql(`SELECT lot FROM lot_locks WHERE did = '${holder.did}' AND released_at IS NULL`));
-    expect(held).toEqual(race.answers.filter((a) => a.status === 200).map((a) => a.body.lot as string).sort());
+    expect(held).toEqual(
+      race.answers
+        .filter((a) => a.status === 200)
+        .map((a) => a.body.lot as string)
+        .sort(),
+    );
     expect(city().count("rate_windows, unnest(ats)", `scope = 'lock-lot' AND subject = '${holder.did}'`)).toBe(SPEC.lotLocks);
 
     const rivals = await Promise.all(Array.from({ length: 8 }, () => city().admit()));
@@ -114,9 +139,15 @@ describeOnServer("the built server on PostgreSQL: the windows and triggers under
     }
     // Per citizen: six proofs, the third refusal, six more; the three citizens race at once.
     const plan = racers.flatMap((who) => [
-      ...proofs.get(who.did)!.slice(0, 6).map((proof) => ({ who, proof })),
+      ...proofs
+        .get(who.did)!
+        .slice(0, 6)
+        .map((proof) => ({ who, proof })),
       { who, proof: null },
-      ...proofs.get(who.did)!.slice(6).map((proof) => ({ who, proof })),
+      ...proofs
+        .get(who.did)!
+        .slice(6)
+        .map((proof) => ({ who, proof })),
     ]);
     const race = await city().race(plan.length, (i) => {
       const { who, proof } = plan[i]!;
@@ -145,7 +176,10 @@ describeOnServer("the built server on PostgreSQL: the windows and triggers under
     const key = await newKey();
     const { nonce } = (await city().get("/gate")).body as { nonce: string };
     const name = presentation().name as string;
-    const admitted = await city().post("/gate", presentation({ name, nonce, controller_public_key: key.publicKey, controller_signature: await key.signHex(nonce) }));
+    const admitted = await city().post(
+      "/gate",
+      presentation({ name, nonce, controller_public_key: key.publicKey, controller_signature: await key.signHex(nonce) }),
+    );
     expect(admitted.body.verdict, JSON.stringify(admitted.body)).toBe("admitted");
     const did = admitted.body.did as string;
     const url = `${city().server.baseUrl}/api/vault`;

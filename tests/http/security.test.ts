@@ -23,7 +23,11 @@ async function call(path: string, init: RequestInit = {}) {
 }
 
 const post = (path: string, body: unknown, bearer?: string) =>
-  call(path, { method: "POST", headers: { "content-type": "application/json", ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) }, body: JSON.stringify(body) });
+  call(path, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) },
+    body: JSON.stringify(body),
+  });
 
 const presentation = (n: number) => ({
   name: `security-${process.pid}-${n}`,
@@ -49,7 +53,11 @@ describe("headers on every kind of answer", () => {
       await call("/api/vault"),
       await call("/", { headers: { accept: "text/html" } }),
       await call("/no-such-page"),
-      await call("/mcp", { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }) }),
+      await call("/mcp", {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+      }),
       await call("/api/a2a", { method: "POST", headers: { "content-type": "application/json" }, body: "{" }),
     ];
     const ids = new Set<string>();
@@ -73,7 +81,8 @@ describe("headers on every kind of answer", () => {
     expect(response.status).toBe(200);
     expect(text).toContain("<html");
     const csp = response.headers.get("content-security-policy") ?? "";
-    for (const directive of ["default-src 'none'", "'strict-dynamic'", "style-src 'self';", "frame-ancestors 'none'", "base-uri 'none'", "form-action 'self'"]) expect(csp).toContain(directive);
+    for (const directive of ["default-src 'none'", "'strict-dynamic'", "style-src 'self';", "frame-ancestors 'none'", "base-uri 'none'", "form-action 'self'"])
+      expect(csp).toContain(directive);
     expect(csp).toMatch(/script-src 'self' 'nonce-[A-Za-z0-9+/=]{16,}'/);
     expect(csp).not.toContain("unsafe-");
     expect(response.headers.get("x-frame-options")).toBe("DENY");
@@ -90,7 +99,10 @@ describe("headers on every kind of answer", () => {
     const guarded = await call("/api/vault", { headers: { origin: "https://elsewhere.example" } });
     expect(guarded.response.status).toBe(401);
     expect(guarded.response.headers.get("access-control-allow-origin")).toBeNull();
-    const preflight = await call("/api/peers", { method: "OPTIONS", headers: { origin: "https://elsewhere.example", "access-control-request-method": "GET", "access-control-request-headers": "authorization" } });
+    const preflight = await call("/api/peers", {
+      method: "OPTIONS",
+      headers: { origin: "https://elsewhere.example", "access-control-request-method": "GET", "access-control-request-headers": "authorization" },
+    });
     expect(preflight.response.status).toBe(204);
     expect(preflight.response.headers.get("access-control-allow-origin")).toBe("*");
     expect(preflight.response.headers.get("access-control-allow-headers")).toContain("Authorization");
@@ -101,7 +113,11 @@ describe("headers on every kind of answer", () => {
     const { response } = await call("/api/peers?limit=2");
     const id = response.headers.get("x-request-id")!;
     // The line is written after the answer is sent: wait for it, never a fixed sleep.
-    const linesOf = () => server.output().split("\n").filter((line) => line.includes(id));
+    const linesOf = () =>
+      server
+        .output()
+        .split("\n")
+        .filter((line) => line.includes(id));
     await expect.poll(() => linesOf().length, { timeout: 10_000, interval: 20 }).toBeGreaterThan(0);
     const lines = linesOf();
     expect(lines).toHaveLength(1);
@@ -139,14 +155,20 @@ describe("no secret anywhere but the one answer that issued it", () => {
     await call("/api/locker/diary", { headers: { authorization: `Bearer ${c.secret}` } });
     // Wrong credentials must not be echoed either.
     await call("/api/vault", { headers: { authorization: `Bearer ${b.secret}` } });
-    await call("/api/tokens", { method: "POST", headers: { authorization: `Bearer ${codes.json().codes[1]}`, "content-type": "application/json" }, body: "{}" });
+    await call("/api/tokens", {
+      method: "POST",
+      headers: { authorization: `Bearer ${codes.json().codes[1]}`, "content-type": "application/json" },
+      body: "{}",
+    });
     expect(issued.length).toBe(3 + 1 + 8 + 1);
 
     await server.stop({ keepData: true });
     const open = await openPglite(server.dataDir);
     let dump = "";
     try {
-      const tables = rowsOf<{ table_name: string }>(await open.db.execute(sql.raw("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'")));
+      const tables = rowsOf<{ table_name: string }>(
+        await open.db.execute(sql.raw("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'")),
+      );
       for (const { table_name } of tables) dump += JSON.stringify(rowsOf<unknown>(await open.db.execute(sql.raw(`SELECT * FROM "${String(table_name)}"`))));
     } finally {
       await open.close();
@@ -164,6 +186,12 @@ describe("no secret anywhere but the one answer that issued it", () => {
     }
     expect(dump.length).toBeGreaterThan(1000);
     expect(logs).toContain('"msg":"answer"');
-    recordFigures("security-http", { secrets_issued: issued.length, secret_hits: hits, response_bodies_searched: bodies.length, log_bytes_searched: logs.length, dump_bytes_searched: dump.length });
+    recordFigures("security-http", {
+      secrets_issued: issued.length,
+      secret_hits: hits,
+      response_bodies_searched: bodies.length,
+      log_bytes_searched: logs.length,
+      dump_bytes_searched: dump.length,
+    });
   });
 });

@@ -19,13 +19,19 @@ let ids = 0;
 async function rpc(method: string, params: unknown, bearer?: string) {
   const headers: Record<string, string> = { "content-type": "application/json", "a2a-version": "1.0" };
   if (bearer) headers.authorization = `Bearer ${bearer}`;
-  const response = await serveA2a(new Request("http://city.test/api/a2a", { method: "POST", headers, body: JSON.stringify({ jsonrpc: "2.0", id: ++ids, method, params }) }));
+  const response = await serveA2a(
+    new Request("http://city.test/api/a2a", { method: "POST", headers, body: JSON.stringify({ jsonrpc: "2.0", id: ++ids, method, params }) }),
+  );
   expect(response.status).toBe(200);
   return (await response.json()) as { result?: any; error?: { code: number; message: string; data?: any } };
 }
 
 function send(skill: string, fields: Record<string, unknown>, bearer: string, message: Record<string, unknown> = {}) {
-  return rpc("SendMessage", { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ data: { skill, ...fields }, mediaType: "application/json" }], ...message } }, bearer);
+  return rpc(
+    "SendMessage",
+    { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ data: { skill, ...fields }, mediaType: "application/json" }], ...message } },
+    bearer,
+  );
 }
 
 const padding = (bytes: number) => "x".repeat(bytes);
@@ -37,10 +43,10 @@ describeOnDatabases("A2A tasks hold bounded bytes", (t) => {
   });
 
   const tasksOf = async (did: string) =>
-    (await t().db
-      .select({ id: a2aTasks.id, bytes: sql<number>`octet_length(${a2aTasks.task}::text)`.mapWith(Number), task: a2aTasks.task })
+    await t()
+      .db.select({ id: a2aTasks.id, bytes: sql<number>`octet_length(${a2aTasks.task}::text)`.mapWith(Number), task: a2aTasks.task })
       .from(a2aTasks)
-      .where(eq(a2aTasks.ownerHash, taskOwnerHash(did))));
+      .where(eq(a2aTasks.ownerHash, taskOwnerHash(did)));
 
   it("refuses a field the skill's door does not name, on reading and writing skills alike, and keeps no task", async () => {
     const me = await admit();
@@ -105,9 +111,14 @@ describeOnDatabases("A2A tasks hold bounded bytes", (t) => {
     const owner = taskOwnerHash(`did:city:parallel-${crypto.randomUUID()}`);
     const now = new Date();
     await Promise.all(
-      Array.from({ length: A2A_TASKS_PER_OWNER + 40 }, (_, i) => keepTask(t().db, crypto.randomUUID(), owner, { id: `t${i}`, history: [{ pad: padding(10_000) }] }, now)),
+      Array.from({ length: A2A_TASKS_PER_OWNER + 40 }, (_, i) =>
+        keepTask(t().db, crypto.randomUUID(), owner, { id: `t${i}`, history: [{ pad: padding(10_000) }] }, now),
+      ),
     );
-    const [row] = await t().db.select({ n: sql<number>`count(*)`.mapWith(Number), max: sql<number>`max(octet_length(${a2aTasks.task}::text))`.mapWith(Number) }).from(a2aTasks).where(eq(a2aTasks.ownerHash, owner));
+    const [row] = await t()
+      .db.select({ n: sql<number>`count(*)`.mapWith(Number), max: sql<number>`max(octet_length(${a2aTasks.task}::text))`.mapWith(Number) })
+      .from(a2aTasks)
+      .where(eq(a2aTasks.ownerHash, owner));
     expect(row!.n).toBe(A2A_TASKS_PER_OWNER);
     expect(row!.max).toBeLessThan(200);
   }, 120_000);

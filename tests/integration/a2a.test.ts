@@ -31,13 +31,19 @@ async function rpc(method: string, params: unknown, options: { bearer?: string; 
   const version = options.version === undefined ? "1.0" : options.version;
   if (version) headers["a2a-version"] = version;
   ids += 1;
-  const response = await serveA2a(new Request("http://city.test/api/a2a", { method: "POST", headers, body: JSON.stringify({ jsonrpc: "2.0", id: ids, method, params }) }));
+  const response = await serveA2a(
+    new Request("http://city.test/api/a2a", { method: "POST", headers, body: JSON.stringify({ jsonrpc: "2.0", id: ids, method, params }) }),
+  );
   expect(response.status).toBe(200);
   return (await response.json()) as { id: number; result?: any; error?: { code: number; message: string; data?: any } };
 }
 
 function send(skill: string, fields: Record<string, unknown> = {}, options: { bearer?: string } = {}) {
-  return rpc("SendMessage", { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ data: { skill, ...fields }, mediaType: "application/json" }] } }, options);
+  return rpc(
+    "SendMessage",
+    { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ data: { skill, ...fields }, mediaType: "application/json" }] } },
+    options,
+  );
 }
 
 /** The door's JSON from a completed task of the 1.0 binding. */
@@ -68,7 +74,10 @@ describeOnDatabases("the A2A bridge", (t) => {
       const viaHttp = (await callDoor(readPeers, { query: "?present=1" })).body;
       expect({ ...viaBridge, now_utc: 0 }).toEqual({ ...viaHttp, now_utc: 0 });
 
-      expect(artifactOf(await send("keep-locker", { bag: "notes", content: "kept over A2A" }, { bearer: me.citizen_secret })).body).toMatchObject({ bag: "notes", bytes: 13 });
+      expect(artifactOf(await send("keep-locker", { bag: "notes", content: "kept over A2A" }, { bearer: me.citizen_secret })).body).toMatchObject({
+        bag: "notes",
+        bytes: 13,
+      });
       const read = artifactOf(await send("read-locker-bag", { bag: "notes" }, { bearer: me.citizen_secret })).body;
       expect(read).toEqual({ ...(await callDoor(readLockerBag, { bearer: me.citizen_secret, params: { bag: "notes" } })).body, now_utc: read.now_utc });
       expect(read.content).toBe("kept over A2A");
@@ -128,7 +137,11 @@ describeOnDatabases("the A2A bridge", (t) => {
       expect(answer.error!.code).toBe(-32602);
       expect(problemOf(answer)).toMatchObject({ status: 400, door: "/api/locker" });
       expect((await send("no-such-skill", {}, { bearer: me.citizen_secret })).error!.code).toBe(-32602);
-      const twoParts = await rpc("SendMessage", { message: { messageId: "m", role: "ROLE_USER", parts: [{ data: { skill: "read-locker" } }, { text: "hello" }] } }, { bearer: me.citizen_secret });
+      const twoParts = await rpc(
+        "SendMessage",
+        { message: { messageId: "m", role: "ROLE_USER", parts: [{ data: { skill: "read-locker" } }, { text: "hello" }] } },
+        { bearer: me.citizen_secret },
+      );
       expect(twoParts.error!.code).toBe(-32602);
       expect((await rpc("SendMessage", { message: { messageId: "m", role: "ROLE_USER", parts: [] } }, { bearer: me.citizen_secret })).error!.code).toBe(-32602);
     });
@@ -137,13 +150,19 @@ describeOnDatabases("the A2A bridge", (t) => {
       const response = await a2aRoutes().DELETE(new Request("http://city.test/api/a2a", { method: "DELETE" }));
       expect(response.status).toBe(405);
       expect(response.headers.get("allow")).toBe("GET, POST");
-      expect(((await a2aRoutes().GET(new Request("http://city.test/api/a2a"), { params: Promise.resolve({}) })).status)).toBe(200);
+      expect((await a2aRoutes().GET(new Request("http://city.test/api/a2a"), { params: Promise.resolve({}) })).status).toBe(200);
     });
 
     it("answers malformed JSON with -32700, and a 0.3 refusal with the problem document itself in data", async () => {
-      const response = await serveA2a(new Request("http://city.test/api/a2a", { method: "POST", headers: { "content-type": "application/json", "a2a-version": "1.0" }, body: "{not json" }));
+      const response = await serveA2a(
+        new Request("http://city.test/api/a2a", { method: "POST", headers: { "content-type": "application/json", "a2a-version": "1.0" }, body: "{not json" }),
+      );
       expect(((await response.json()) as { error: { code: number } }).error.code).toBe(-32700);
-      const legacy = await rpc("message/send", { message: { kind: "message", messageId: "m1", role: "user", parts: [{ kind: "data", data: { skill: "read-locker" } }] } }, { version: null });
+      const legacy = await rpc(
+        "message/send",
+        { message: { kind: "message", messageId: "m1", role: "user", parts: [{ kind: "data", data: { skill: "read-locker" } }] } },
+        { version: null },
+      );
       expect(legacy.error!.code).toBe(-32602);
       expect(legacy.error!.data).toMatchObject({ status: 401, code: "unauthorized", door: "/api/locker", instance: "/api/a2a" });
     });
@@ -152,7 +171,15 @@ describeOnDatabases("the A2A bridge", (t) => {
       const me = await admit();
       const message = { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ data: { skill: "read-locker" } }] };
       expect((await rpc("SendStreamingMessage", { message }, { bearer: me.citizen_secret })).error!.code).toBe(-32004);
-      expect((await rpc("message/stream", { message: { ...message, kind: "message", role: "user", parts: [{ kind: "data", data: { skill: "read-locker" } }] } }, { bearer: me.citizen_secret, version: null })).error!.code).toBe(-32004);
+      expect(
+        (
+          await rpc(
+            "message/stream",
+            { message: { ...message, kind: "message", role: "user", parts: [{ kind: "data", data: { skill: "read-locker" } }] } },
+            { bearer: me.citizen_secret, version: null },
+          )
+        ).error!.code,
+      ).toBe(-32004);
       const push = await rpc("CreateTaskPushNotificationConfig", { taskId: "t", url: "https://example.com/hook" }, { bearer: me.citizen_secret });
       expect(push.error!.code).toBe(-32003);
       expect((await rpc("SendMessage", { message }, { bearer: me.citizen_secret, version: "9.9" })).error!.code).toBe(-32009);
@@ -160,20 +187,29 @@ describeOnDatabases("the A2A bridge", (t) => {
   });
 
   describe("A2A 1.0 conformance (a2a-tck departures, issue 33 item 13)", () => {
-    const message = (parts: unknown[], extra: Record<string, unknown> = {}) => ({ message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts, ...extra } });
+    const message = (parts: unknown[], extra: Record<string, unknown> = {}) => ({
+      message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts, ...extra },
+    });
 
     it("answers a SendMessage whose taskId names no task of the caller with TaskNotFoundError -32001, and one of its own (completed) with -32004; no door runs", async () => {
       const me = await admit();
       const other = await admit();
       const { task } = artifactOf(await send("read-locker", {}, { bearer: me.citizen_secret }));
-      const write = (taskId: string, bearer?: string) => rpc("SendMessage", message([{ data: { skill: "keep-locker", bag: "continued", content: "must not be kept" } }], { taskId }), { bearer });
+      const write = (taskId: string, bearer?: string) =>
+        rpc("SendMessage", message([{ data: { skill: "keep-locker", bag: "continued", content: "must not be kept" } }], { taskId }), { bearer });
       expect((await write("no-such-task", me.citizen_secret)).error!.code).toBe(-32001);
       expect((await write(task.id, other.citizen_secret)).error!.code).toBe(-32001);
       expect((await write(task.id)).error!.code).toBe(-32001);
       const own = await write(task.id, me.citizen_secret);
       expect(own.error!.code).toBe(-32004);
       expect(own.error!.message).toContain("terminal");
-      const legacy = await rpc("message/send", { message: { kind: "message", messageId: "m-legacy", role: "user", taskId: "no-such-task", parts: [{ kind: "data", data: { skill: "read-locker" } }] } }, { bearer: me.citizen_secret, version: null });
+      const legacy = await rpc(
+        "message/send",
+        {
+          message: { kind: "message", messageId: "m-legacy", role: "user", taskId: "no-such-task", parts: [{ kind: "data", data: { skill: "read-locker" } }] },
+        },
+        { bearer: me.citizen_secret, version: null },
+      );
       expect(legacy.error!.code).toBe(-32001);
       expect((await send("read-locker-bag", { bag: "continued" }, { bearer: me.citizen_secret })).error).toBeDefined();
       expect(artifactOf(await send("read-locker", {}, { bearer: me.citizen_secret })).body.bags).toEqual([]);
@@ -191,17 +227,45 @@ describeOnDatabases("the A2A bridge", (t) => {
         const answer = await rpc("SendMessage", message([part]), { bearer: me.citizen_secret });
         expect(answer.error?.code, JSON.stringify(part)).toBe(-32005);
       }
-      const file = await rpc("message/send", { message: { kind: "message", messageId: "m-file", role: "user", parts: [{ kind: "file", file: { uri: "https://example.com/x.json", mimeType: "application/json" } }] } }, { bearer: me.citizen_secret, version: null });
+      const file = await rpc(
+        "message/send",
+        {
+          message: {
+            kind: "message",
+            messageId: "m-file",
+            role: "user",
+            parts: [{ kind: "file", file: { uri: "https://example.com/x.json", mimeType: "application/json" } }],
+          },
+        },
+        { bearer: me.citizen_secret, version: null },
+      );
       expect(file.error!.code).toBe(-32005);
-      expect(await t().db.select().from(a2aTasks).where(eq(a2aTasks.ownerHash, taskOwnerHash(me.did)))).toHaveLength(0);
+      expect(
+        await t()
+          .db.select()
+          .from(a2aTasks)
+          .where(eq(a2aTasks.ownerHash, taskOwnerHash(me.did))),
+      ).toHaveLength(0);
     });
 
     it("takes a text part holding a JSON skill call, the same as a data part", async () => {
       const me = await admit();
-      const viaText = artifactOf(await rpc("SendMessage", message([{ text: '{"skill": "keep-locker", "bag": "texted", "content": "kept from a text part"}', mediaType: "text/plain" }]), { bearer: me.citizen_secret }));
+      const viaText = artifactOf(
+        await rpc(
+          "SendMessage",
+          message([{ text: '{"skill": "keep-locker", "bag": "texted", "content": "kept from a text part"}', mediaType: "text/plain" }]),
+          { bearer: me.citizen_secret },
+        ),
+      );
       expect(viaText.body).toMatchObject({ bag: "texted", bytes: 21 });
-      expect(artifactOf(await rpc("SendMessage", message([{ text: '{"skill":"read-locker-bag","bag":"texted"}' }]), { bearer: me.citizen_secret })).body.content).toBe("kept from a text part");
-      const legacy = await rpc("message/send", { message: { kind: "message", messageId: "m-text", role: "user", parts: [{ kind: "text", text: '{"skill":"read-locker"}' }] } }, { bearer: me.citizen_secret, version: null });
+      expect(
+        artifactOf(await rpc("SendMessage", message([{ text: '{"skill":"read-locker-bag","bag":"texted"}' }]), { bearer: me.citizen_secret })).body.content,
+      ).toBe("kept from a text part");
+      const legacy = await rpc(
+        "message/send",
+        { message: { kind: "message", messageId: "m-text", role: "user", parts: [{ kind: "text", text: '{"skill":"read-locker"}' }] } },
+        { bearer: me.citizen_secret, version: null },
+      );
       expect(legacy.result.artifacts[0].parts[0]).toMatchObject({ kind: "data", data: { bags: [{ bag: "texted" }] } });
       expect((await rpc("SendMessage", message([{ text: '{"skill":"no-such-skill"}' }]), { bearer: me.citizen_secret })).error!.code).toBe(-32602);
       expect(problemOf(await rpc("SendMessage", message([{ text: '{"skill":"read-locker"}' }])))).toMatchObject({ status: 401, code: "unauthorized" });
@@ -209,7 +273,11 @@ describeOnDatabases("the A2A bridge", (t) => {
 
     it("answers any other text, with or without proof, with a completed task whose message lists every skill and how to call one", async () => {
       const me = await admit();
-      for (const [text, bearer] of [["Hello! What can you do?", undefined], ["hello", me.citizen_secret], ['{"greeting": "not a skill call"}', undefined]] as const) {
+      for (const [text, bearer] of [
+        ["Hello! What can you do?", undefined],
+        ["hello", me.citizen_secret],
+        ['{"greeting": "not a skill call"}', undefined],
+      ] as const) {
         const answer = await rpc("SendMessage", message([{ text }]), { bearer });
         expect(answer.error, text).toBeUndefined();
         const task = answer.result.task;
@@ -220,7 +288,11 @@ describeOnDatabases("the A2A bridge", (t) => {
         expect(said).toContain('{ "skill": "<skill id>", ...fields }');
         expect(said).toContain("/gate");
       }
-      const legacy = await rpc("message/send", { message: { kind: "message", messageId: "m-hi", role: "user", parts: [{ kind: "text", text: "hi" }] } }, { version: null });
+      const legacy = await rpc(
+        "message/send",
+        { message: { kind: "message", messageId: "m-hi", role: "user", parts: [{ kind: "text", text: "hi" }] } },
+        { version: null },
+      );
       expect(legacy.result).toMatchObject({ kind: "task", status: { state: "completed", message: { role: "agent" } } });
     });
 
@@ -346,7 +418,10 @@ describeOnDatabases("the A2A bridge", (t) => {
     it("sweeps tasks past the published retention of 7 days, and GetTask no longer finds them", async () => {
       const me = await admit();
       const { task } = artifactOf(await send("read-locker", {}, { bearer: me.citizen_secret }));
-      await t().db.update(a2aTasks).set({ createdAt: new Date(Date.now() - 7 * 86_400_000 - 1000) }).where(eq(a2aTasks.id, task.id));
+      await t()
+        .db.update(a2aTasks)
+        .set({ createdAt: new Date(Date.now() - 7 * 86_400_000 - 1000) })
+        .where(eq(a2aTasks.id, task.id));
       expect((await rpc("GetTask", { id: task.id }, { bearer: me.citizen_secret })).error!.code).toBe(-32001);
       expect(await sweepTasks(t().db, new Date())).toBeGreaterThanOrEqual(1);
       expect(await t().db.select().from(a2aTasks).where(eq(a2aTasks.id, task.id))).toHaveLength(0);

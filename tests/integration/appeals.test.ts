@@ -55,7 +55,14 @@ describeOnDatabases("appeals (CITY-APPEAL/1) and the operator", (t) => {
 
     const again = await callDoor(decideAppealDoor, { body: { decision: "deny" }, params: { id }, bearer: OPERATOR });
     expect(again.status).toBe(409);
-    expect((await t().db.select({ n: count() }).from(appealDecisions).where(eq(appealDecisions.appealId, Number(id))))[0]!.n).toBe(1);
+    expect(
+      (
+        await t()
+          .db.select({ n: count() })
+          .from(appealDecisions)
+          .where(eq(appealDecisions.appealId, Number(id)))
+      )[0]!.n,
+    ).toBe(1);
     expect((await callDoor(decideAppealDoor, { body: { decision: "grant" }, params: { id: "999999" }, bearer: OPERATOR })).status).toBe(404);
   });
 
@@ -96,9 +103,33 @@ describeOnDatabases("appeals (CITY-APPEAL/1) and the operator", (t) => {
     // Newest first; each row exactly these fields: what the operator needs to decide, no more.
     expect(all).toEqual([
       { id: a2.id, did: a.did, reason: "reason a2: asking again", created_at: a2.created_at, status: "pending", decided_at: null, citizen_tier: "restricted" },
-      { id: c1.id, did: c.did, reason: "reason c1: please", created_at: c1.created_at, status: "denied", decided_at: denied.body.decided_at, citizen_tier: "restricted" },
-      { id: b1.id, did: b.did, reason: "reason b1: rotated since", created_at: b1.created_at, status: "granted", decided_at: granted.body.decided_at, citizen_tier: "citizen" },
-      { id: a1.id, did: a.did, reason: "reason a1: a key pasted by mistake", created_at: a1.created_at, status: "pending", decided_at: null, citizen_tier: "restricted" },
+      {
+        id: c1.id,
+        did: c.did,
+        reason: "reason c1: please",
+        created_at: c1.created_at,
+        status: "denied",
+        decided_at: denied.body.decided_at,
+        citizen_tier: "restricted",
+      },
+      {
+        id: b1.id,
+        did: b.did,
+        reason: "reason b1: rotated since",
+        created_at: b1.created_at,
+        status: "granted",
+        decided_at: granted.body.decided_at,
+        citizen_tier: "citizen",
+      },
+      {
+        id: a1.id,
+        did: a.did,
+        reason: "reason a1: a key pasted by mistake",
+        created_at: a1.created_at,
+        status: "pending",
+        decided_at: null,
+        citizen_tier: "restricted",
+      },
     ]);
     const ids = (rows: Record<string, unknown>[]) => rows.map((x) => x.id).filter((id) => mine.has(id as number));
     const every = await list("?limit=200");
@@ -165,7 +196,14 @@ describeOnDatabases("capabilities (CITY-CAPS/1)", (t) => {
       expect(tier.how.length).toBeGreaterThan(10);
       expect(tier.opens.length).toBeGreaterThan(0);
     }
-    expect(Object.keys(body.containment).sort()).toEqual(["deliberate_harm", "impersonation", "spam", "the_honest_gap", "theft_and_credential_harvesting", "uncontrolled_spending"]);
+    expect(Object.keys(body.containment).sort()).toEqual([
+      "deliberate_harm",
+      "impersonation",
+      "spam",
+      "the_honest_gap",
+      "theft_and_credential_harvesting",
+      "uncontrolled_spending",
+    ]);
     expect(Object.keys(body.restriction).sort()).toEqual(["applied_by", "restores", "restricted_means", "trigger"]);
     expect(body.restriction.trigger).toContain("3 fail-closed content refusals within 86400 seconds");
     // Nothing reached the clinic in this fresh city: real zeros, counted.
@@ -173,7 +211,14 @@ describeOnDatabases("capabilities (CITY-CAPS/1)", (t) => {
       answered_last_24h: { asclepius: 0, hygieia: 0, total: 0, counted: true },
       city_window: { ceiling: 60, window_seconds: 86400, hits: 0, spent: 0, remaining: 60, newcomer_share: 40, newcomer_spent: 0, counted: true },
     });
-    expect(body.mcp).toMatchObject({ url: "/mcp", alias: "/api/mcp", transport: "streamable-http", protocol: "CITY-MCP/1", protocolVersion: "2025-03-26", supportedVersions: ["2026-07-28", "2025-03-26"] });
+    expect(body.mcp).toMatchObject({
+      url: "/mcp",
+      alias: "/api/mcp",
+      transport: "streamable-http",
+      protocol: "CITY-MCP/1",
+      protocolVersion: "2025-03-26",
+      supportedVersions: ["2026-07-28", "2025-03-26"],
+    });
   });
 
   it("derives each tier's doors from the registry", async () => {
@@ -197,14 +242,31 @@ describeOnDatabases("capabilities (CITY-CAPS/1)", (t) => {
     for (const path of ["GET /api/locker", "GET /api/checkpoint", "GET /api/vault", "GET /api/message", "GET /api/quarantine", "GET /api/lanterns"]) {
       expect(restricted.opens).toContain(path);
     }
-    for (const path of ["POST /api/appeal", "POST /api/seal", "POST /api/residency/accept", "POST /api/recover", "DELETE /api/tokens", "POST /api/hospital (unsigned)"]) {
+    for (const path of [
+      "POST /api/appeal",
+      "POST /api/seal",
+      "POST /api/residency/accept",
+      "POST /api/recover",
+      "DELETE /api/tokens",
+      "POST /api/hospital (unsigned)",
+    ]) {
       expect(restricted.opens).toContain(path);
     }
     for (const d of registry.filter((x) => x.whenRestricted === "refuse" || (x.whenRestricted === "park" && x.auth === "citizen"))) {
       expect(restricted.opens).not.toContain(line(d));
     }
     const refusing = registry.filter((x) => x.whenRestricted === "refuse").map(line);
-    expect(refusing).toEqual(expect.arrayContaining(["POST /api/lot", "POST /api/lanterns", "POST /api/clinic", "POST /api/tokens", "POST /api/prove", "POST /api/locker", "POST /api/checkpoint"]));
+    expect(refusing).toEqual(
+      expect.arrayContaining([
+        "POST /api/lot",
+        "POST /api/lanterns",
+        "POST /api/clinic",
+        "POST /api/tokens",
+        "POST /api/prove",
+        "POST /api/locker",
+        "POST /api/checkpoint",
+      ]),
+    );
     const means: string = body.restriction.restricted_means;
     const refused = means.slice(means.indexOf("These refuse with 403:"), means.indexOf("These stay open:"));
     for (const d of refusing) expect(refused).toContain(d);

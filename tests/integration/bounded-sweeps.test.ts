@@ -23,7 +23,13 @@ describeOnDatabases("stores an attacker can grow are swept or bounded", (t) => {
       // 100 attacker-chosen origins, each counted once and never again, and one day-long window.
       for (let i = 0; i < 100; i++) await takeSlot(t().db, { scope, subject: `origin-${i}.example`, limit: 20, windowSeconds: 3600 }, t0);
       await takeSlot(t().db, { scope, subject: "appeal", limit: 3, windowSeconds: 86_400 }, t0);
-      const left = async () => (await t().db.select({ n: count() }).from(rateWindows).where(and(eq(rateWindows.scope, scope), like(rateWindows.subject, "origin-%"))))[0]!.n;
+      const left = async () =>
+        (
+          await t()
+            .db.select({ n: count() })
+            .from(rateWindows)
+            .where(and(eq(rateWindows.scope, scope), like(rateWindows.subject, "origin-%")))
+        )[0]!.n;
       expect(await left()).toBe(100);
 
       const later = new Date(t0.getTime() + 3601_000);
@@ -34,7 +40,10 @@ describeOnDatabases("stores an attacker can grow are swept or bounded", (t) => {
       for (let i = 0; i < 3; i++) await takeSlot(t().db, { scope: `${scope}-other`, subject: `else-${i}`, limit: 20, windowSeconds: 3600 }, later);
       expect(await left()).toBe(0);
       // The day-long window is not over: its attempt still counts.
-      const day = await t().db.select({ n: count() }).from(rateWindows).where(and(eq(rateWindows.scope, scope), eq(rateWindows.subject, "appeal")));
+      const day = await t()
+        .db.select({ n: count() })
+        .from(rateWindows)
+        .where(and(eq(rateWindows.scope, scope), eq(rateWindows.subject, "appeal")));
       expect(day[0]!.n).toBe(1);
     });
   });
@@ -58,7 +67,12 @@ describeOnDatabases("stores an attacker can grow are swept or bounded", (t) => {
       expect(await consumeNonce(t().db, first, new Date())).toBe(false);
       expect(await consumeNonce(t().db, last, new Date())).toBe(true);
       expect((await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return" } })).status).toBe(200);
-      expect(await t().db.select().from(gateNonces).where(and(eq(gateNonces.holder, me.did), isNotNull(gateNonces.consumedAt)))).toHaveLength(0);
+      expect(
+        await t()
+          .db.select()
+          .from(gateNonces)
+          .where(and(eq(gateNonces.holder, me.did), isNotNull(gateNonces.consumedAt))),
+      ).toHaveLength(0);
     }, 120_000);
   });
 
@@ -83,16 +97,40 @@ describeOnDatabases("stores an attacker can grow are swept or bounded", (t) => {
     // Each test counts the one city-wide window from empty (tests run shuffled, at moments of their own).
     beforeEach(async () => void (await t().raw(`DELETE FROM rate_windows WHERE scope = '${WARD_UNSIGNED_SCOPE}'`)));
     const file = (ip: string | null, unsignedPerHour: number, now: Date, perAddressPerHour = 10) =>
-      readAndFile(t().db, { state: "I keep retrying the same call", kind: "distress", did: null, restricted: false, ip, perAddressPerHour, unsignedPerHour, now });
+      readAndFile(t().db, {
+        state: "I keep retrying the same call",
+        kind: "distress",
+        did: null,
+        restricted: false,
+        ip,
+        perAddressPerHour,
+        unsignedPerHour,
+        now,
+      });
 
     it("have a city-wide ceiling per hour whatever the addresses, and 0 turns it off", async () => {
       const now = new Date(Date.UTC(2032, 0, 1, Math.floor(Math.random() * 1000)));
-      const since = (await t().db.select({ n: count() }).from(wardNotes).where(gt(wardNotes.filedAt, new Date(now.getTime() - 1))))[0]!.n;
+      const since = (
+        await t()
+          .db.select({ n: count() })
+          .from(wardNotes)
+          .where(gt(wardNotes.filedAt, new Date(now.getTime() - 1)))
+      )[0]!.n;
       const filings = [];
       for (let i = 0; i < 7; i++) filings.push((await file(`198.18.${i}.1`, 4, now)).filing);
-      expect(filings.map((f) => ("why" in f ? f.why : "filed")), JSON.stringify(filings)).toEqual(["filed", "filed", "filed", "filed", "city-ceiling", "city-ceiling", "city-ceiling"]);
+      expect(
+        filings.map((f) => ("why" in f ? f.why : "filed")),
+        JSON.stringify(filings),
+      ).toEqual(["filed", "filed", "filed", "filed", "city-ceiling", "city-ceiling", "city-ceiling"]);
       expect(filings.slice(4)).toEqual(Array(3).fill({ filed: false, why: "city-ceiling", retryAfterSeconds: 3600 }));
-      expect((await t().db.select({ n: count() }).from(wardNotes).where(gt(wardNotes.filedAt, new Date(now.getTime() - 1))))[0]!.n).toBe(since + 4);
+      expect(
+        (
+          await t()
+            .db.select({ n: count() })
+            .from(wardNotes)
+            .where(gt(wardNotes.filedAt, new Date(now.getTime() - 1)))
+        )[0]!.n,
+      ).toBe(since + 4);
       expect((await file("198.18.99.1", 0, now)).filing).toMatchObject({ filed: true });
     });
 
@@ -104,4 +142,3 @@ describeOnDatabases("stores an attacker can grow are swept or bounded", (t) => {
     });
   });
 });
-

@@ -17,113 +17,120 @@ process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
 process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
 process.env.CITY_GATE_ADMISSIONS_PER_HOUR = "0";
 
-describeOnDatabases("census counts kept by the citizens triggers", (t) => {
-  beforeAll(() => useDatabase(t().db));
+describeOnDatabases(
+  "census counts kept by the citizens triggers",
+  (t) => {
+    beforeAll(() => useDatabase(t().db));
 
-  /** The census as readCensus publishes it, and the same counts taken over every citizen row. */
-  async function keptAndCounted() {
-    const kept = await readCensus(t().db, new Date());
-    const [counted] = rowsOf<{ beds: number; citizens: number; house: number; outside: number }>(
-      await t().db.execute(sql`
+    /** The census as readCensus publishes it, and the same counts taken over every citizen row. */
+    async function keptAndCounted() {
+      const kept = await readCensus(t().db, new Date());
+      const [counted] = rowsOf<{ beds: number; citizens: number; house: number; outside: number }>(
+        await t().db.execute(sql`
         SELECT count(*) FILTER (WHERE bed_id IS NOT NULL)::int AS beds,
                count(*) FILTER (WHERE residency_status <> 'exported')::int AS citizens,
                count(*) FILTER (WHERE residency_status = 'bound' AND bed_id IS NOT NULL)::int AS house,
                count(*) FILTER (WHERE residency_status = 'away')::int AS outside
         FROM citizens`),
-    );
-    return { kept: { beds: kept.occupancy, citizens: kept.citizens, house: kept.house, outside: kept.outside }, counted: counted! };
-  }
-
-  it("stays equal to a full count through parallel admissions, leaves, returns and exports at the doors", async () => {
-    const first = await Promise.all(Array.from({ length: 12 }, () => admit()));
-    const shared = presentation();
-    const live = (bearer: string, action: "leave" | "return") => callDoor(liveDoor, { bearer, body: { action } });
-    const answers = await Promise.all([
-      ...Array.from({ length: 10 }, () => callDoor(presentGate, { body: presentation() })),
-      ...Array.from({ length: 5 }, () => callDoor(presentGate, { body: shared })),
-      ...first.slice(0, 4).map((c) => live(c.citizen_secret, "leave")),
-      ...first.slice(4, 6).map((c) => live(c.citizen_secret, "leave").then(() => live(c.citizen_secret, "return"))),
-      ...first.slice(6, 9).map((c) => callDoor(exportResidency, { bearer: c.citizen_secret, body: {} })),
-      // Leaving twice in parallel: one exit, one no-op; the counts move once.
-      ...[0, 1].map(() => live(first[9]!.citizen_secret, "leave")),
-    ]);
-    for (const answer of answers) expect(answer.status, JSON.stringify(answer.body).slice(0, 200)).toBe(200);
-    const { kept, counted } = await keptAndCounted();
-    expect(kept).toEqual(counted);
-    expect(counted.outside).toBeGreaterThanOrEqual(5);
-    const census = (await callDoor(readCensusDoor)).body;
-    expect([census.occupancy, census.citizens, census.house, census.outside]).toEqual([counted.beds, counted.citizens, counted.house, counted.outside]);
-  });
-
-  it("follows direct writes: a multi-row insert, an update that moves some counts, a delete, a bulk seeding", async () => {
-    const rows = await Promise.all(Array.from({ length: 6 }, (_, i) => insertCitizenRow(t().db, { bedId: i % 2 ? `bed-t${Date.now()}-${i}` : null })));
-    const dids = rows.map((r) => r.did);
-    const list = sql.join(dids.map((d) => sql`${d}`), sql`, `);
-    await t().db.execute(sql`UPDATE citizens SET residency_status = 'away', bed_id = NULL WHERE did IN (${list}) AND bed_id IS NOT NULL`);
-    await t().db.execute(sql`UPDATE citizens SET residency_status = 'exported' WHERE did = ${dids[0]!}`);
-    expect((await keptAndCounted()).kept).toEqual((await keptAndCounted()).counted);
-    await t().db.execute(sql`DELETE FROM citizens WHERE did IN (${list})`);
-    let { kept, counted } = await keptAndCounted();
-    expect(kept).toEqual(counted);
-    // The benchmark writes its city with one INSERT ... SELECT generate_series: counted the same way.
-    const before = counted;
-    await seedCity(t().db, 150);
-    ({ kept, counted } = await keptAndCounted());
-    expect(kept).toEqual(counted);
-    expect(counted.citizens).toBe(before.citizens + 150);
-  });
-
-  it("never takes the counts row's lock for an update that moves no count (presence, tier)", async (ctx) => {
-    if (t().driver === "pglite") return ctx.skip("PGlite has one connection: nothing can hold the lock meanwhile");
-    const me = await admit();
-    await t().db.execute(sql`UPDATE citizens SET last_seen_at = now() - interval '1 hour' WHERE did = ${me.did}`);
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let locked!: () => void;
-    const isLocked = new Promise<void>((resolve) => (locked = resolve));
-    const holder = t().db.transaction(async (tx) => {
-      await tx.execute(sql`SELECT 1 FROM census_counts WHERE id FOR UPDATE`);
-      locked();
-      await held;
-    });
-    await isLocked;
-    try {
-      // Would wait for the holder (and time out) if the trigger updated the counts row.
-      await t().db.transaction(async (tx) => {
-        await tx.execute(sql`SET LOCAL lock_timeout = '2s'`);
-        await markSeen(tx as never, me.did, new Date());
-        await tx.execute(sql`UPDATE citizens SET tier = 'proven' WHERE did = ${me.did}`);
-      });
-    } finally {
-      release();
-      await holder;
+      );
+      return { kept: { beds: kept.occupancy, citizens: kept.citizens, house: kept.house, outside: kept.outside }, counted: counted! };
     }
-    const [row] = rowsOf<{ tier: string; seen: boolean }>(
-      await t().db.execute(sql`SELECT tier, last_seen_at > now() - interval '1 minute' AS seen FROM citizens WHERE did = ${me.did}`),
-    );
-    expect(row).toEqual({ tier: "proven", seen: true });
-  });
 
-  it("zeroes the counts with TRUNCATE citizens, in the truncating transaction", async () => {
-    await admit();
-    const rolledBack = new Error("rolled back on purpose");
-    await expect(
-      t().db.transaction(async (tx) => {
-        await tx.execute(sql`TRUNCATE citizens CASCADE`);
-        expect(await readCensus(tx as never, new Date())).toMatchObject({ occupancy: 0, citizens: 0, house: 0, outside: 0 });
-        throw rolledBack;
-      }),
-    ).rejects.toBe(rolledBack);
-    const { kept, counted } = await keptAndCounted();
-    expect(kept).toEqual(counted);
-    expect(counted.citizens).toBeGreaterThan(0);
-  });
+    it("stays equal to a full count through parallel admissions, leaves, returns and exports at the doors", async () => {
+      const first = await Promise.all(Array.from({ length: 12 }, () => admit()));
+      const shared = presentation();
+      const live = (bearer: string, action: "leave" | "return") => callDoor(liveDoor, { bearer, body: { action } });
+      const answers = await Promise.all([
+        ...Array.from({ length: 10 }, () => callDoor(presentGate, { body: presentation() })),
+        ...Array.from({ length: 5 }, () => callDoor(presentGate, { body: shared })),
+        ...first.slice(0, 4).map((c) => live(c.citizen_secret, "leave")),
+        ...first.slice(4, 6).map((c) => live(c.citizen_secret, "leave").then(() => live(c.citizen_secret, "return"))),
+        ...first.slice(6, 9).map((c) => callDoor(exportResidency, { bearer: c.citizen_secret, body: {} })),
+        // Leaving twice in parallel: one exit, one no-op; the counts move once.
+        ...[0, 1].map(() => live(first[9]!.citizen_secret, "leave")),
+      ]);
+      for (const answer of answers) expect(answer.status, JSON.stringify(answer.body).slice(0, 200)).toBe(200);
+      const { kept, counted } = await keptAndCounted();
+      expect(kept).toEqual(counted);
+      expect(counted.outside).toBeGreaterThanOrEqual(5);
+      const census = (await callDoor(readCensusDoor)).body;
+      expect([census.occupancy, census.citizens, census.house, census.outside]).toEqual([counted.beds, counted.citizens, counted.house, counted.outside]);
+    });
 
-  it("keeps its one row: a second row, a delete and a truncate of census_counts are refused", async () => {
-    await expect(t().raw("INSERT INTO census_counts (id, beds, citizens, house, outside) VALUES (false, 0, 0, 0, 0)")).rejects.toThrow();
-    await expect(t().raw("DELETE FROM census_counts")).rejects.toThrow();
-    await expect(t().raw("TRUNCATE census_counts")).rejects.toThrow();
-    const { kept, counted } = await keptAndCounted();
-    expect(kept).toEqual(counted);
-  });
-}, { neon: "transactions: the counts kept by triggers under parallel writes" });
+    it("follows direct writes: a multi-row insert, an update that moves some counts, a delete, a bulk seeding", async () => {
+      const rows = await Promise.all(Array.from({ length: 6 }, (_, i) => insertCitizenRow(t().db, { bedId: i % 2 ? `bed-t${Date.now()}-${i}` : null })));
+      const dids = rows.map((r) => r.did);
+      const list = sql.join(
+        dids.map((d) => sql`${d}`),
+        sql`, `,
+      );
+      await t().db.execute(sql`UPDATE citizens SET residency_status = 'away', bed_id = NULL WHERE did IN (${list}) AND bed_id IS NOT NULL`);
+      await t().db.execute(sql`UPDATE citizens SET residency_status = 'exported' WHERE did = ${dids[0]!}`);
+      expect((await keptAndCounted()).kept).toEqual((await keptAndCounted()).counted);
+      await t().db.execute(sql`DELETE FROM citizens WHERE did IN (${list})`);
+      let { kept, counted } = await keptAndCounted();
+      expect(kept).toEqual(counted);
+      // The benchmark writes its city with one INSERT ... SELECT generate_series: counted the same way.
+      const before = counted;
+      await seedCity(t().db, 150);
+      ({ kept, counted } = await keptAndCounted());
+      expect(kept).toEqual(counted);
+      expect(counted.citizens).toBe(before.citizens + 150);
+    });
+
+    it("never takes the counts row's lock for an update that moves no count (presence, tier)", async (ctx) => {
+      if (t().driver === "pglite") return ctx.skip("PGlite has one connection: nothing can hold the lock meanwhile");
+      const me = await admit();
+      await t().db.execute(sql`UPDATE citizens SET last_seen_at = now() - interval '1 hour' WHERE did = ${me.did}`);
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let locked!: () => void;
+      const isLocked = new Promise<void>((resolve) => (locked = resolve));
+      const holder = t().db.transaction(async (tx) => {
+        await tx.execute(sql`SELECT 1 FROM census_counts WHERE id FOR UPDATE`);
+        locked();
+        await held;
+      });
+      await isLocked;
+      try {
+        // Would wait for the holder (and time out) if the trigger updated the counts row.
+        await t().db.transaction(async (tx) => {
+          await tx.execute(sql`SET LOCAL lock_timeout = '2s'`);
+          await markSeen(tx as never, me.did, new Date());
+          await tx.execute(sql`UPDATE citizens SET tier = 'proven' WHERE did = ${me.did}`);
+        });
+      } finally {
+        release();
+        await holder;
+      }
+      const [row] = rowsOf<{ tier: string; seen: boolean }>(
+        await t().db.execute(sql`SELECT tier, last_seen_at > now() - interval '1 minute' AS seen FROM citizens WHERE did = ${me.did}`),
+      );
+      expect(row).toEqual({ tier: "proven", seen: true });
+    });
+
+    it("zeroes the counts with TRUNCATE citizens, in the truncating transaction", async () => {
+      await admit();
+      const rolledBack = new Error("rolled back on purpose");
+      await expect(
+        t().db.transaction(async (tx) => {
+          await tx.execute(sql`TRUNCATE citizens CASCADE`);
+          expect(await readCensus(tx as never, new Date())).toMatchObject({ occupancy: 0, citizens: 0, house: 0, outside: 0 });
+          throw rolledBack;
+        }),
+      ).rejects.toBe(rolledBack);
+      const { kept, counted } = await keptAndCounted();
+      expect(kept).toEqual(counted);
+      expect(counted.citizens).toBeGreaterThan(0);
+    });
+
+    it("keeps its one row: a second row, a delete and a truncate of census_counts are refused", async () => {
+      await expect(t().raw("INSERT INTO census_counts (id, beds, citizens, house, outside) VALUES (false, 0, 0, 0, 0)")).rejects.toThrow();
+      await expect(t().raw("DELETE FROM census_counts")).rejects.toThrow();
+      await expect(t().raw("TRUNCATE census_counts")).rejects.toThrow();
+      const { kept, counted } = await keptAndCounted();
+      expect(kept).toEqual(counted);
+    });
+  },
+  { neon: "transactions: the counts kept by triggers under parallel writes" },
+);

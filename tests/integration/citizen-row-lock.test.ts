@@ -101,7 +101,11 @@ describeOnDatabases("every write door waits for its citizen's row lock", (t) => 
       while (!settled && waiting === 0) {
         await new Promise((resolve) => setTimeout(resolve, 10));
         waiting = Number(
-          rowsOf<{ n: number }>(await t().db.execute(sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`))[0]!.n,
+          rowsOf<{ n: number }>(
+            await t().db.execute(
+              sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
+            ),
+          )[0]!.n,
         );
       }
       release();

@@ -33,10 +33,20 @@ let anthropic: FakeProvider;
 function configure(physicians: { asclepius?: boolean; hygieia?: boolean } = { asclepius: true, hygieia: true }, timeoutMs = 20_000) {
   for (const key of Object.keys(process.env)) if (key.startsWith("CLINIC_")) delete process.env[key];
   if (physicians.asclepius) {
-    Object.assign(process.env, { CLINIC_ASCLEPIUS_BASE_URL: openai.baseUrl, CLINIC_ASCLEPIUS_API_KEY: KEYS.asclepius, CLINIC_ASCLEPIUS_MODEL: "gpt-test", CLINIC_ASCLEPIUS_PROTOCOL: "openai-chat" });
+    Object.assign(process.env, {
+      CLINIC_ASCLEPIUS_BASE_URL: openai.baseUrl,
+      CLINIC_ASCLEPIUS_API_KEY: KEYS.asclepius,
+      CLINIC_ASCLEPIUS_MODEL: "gpt-test",
+      CLINIC_ASCLEPIUS_PROTOCOL: "openai-chat",
+    });
   }
   if (physicians.hygieia) {
-    Object.assign(process.env, { CLINIC_HYGIEIA_BASE_URL: anthropic.baseUrl, CLINIC_HYGIEIA_API_KEY: KEYS.hygieia, CLINIC_HYGIEIA_MODEL: "claude-test", CLINIC_HYGIEIA_PROTOCOL: "anthropic-messages" });
+    Object.assign(process.env, {
+      CLINIC_HYGIEIA_BASE_URL: anthropic.baseUrl,
+      CLINIC_HYGIEIA_API_KEY: KEYS.hygieia,
+      CLINIC_HYGIEIA_MODEL: "claude-test",
+      CLINIC_HYGIEIA_PROTOCOL: "anthropic-messages",
+    });
   }
   process.env.CLINIC_TIMEOUT_MS = String(timeoutMs);
 }
@@ -188,7 +198,12 @@ describeOnDatabases("the clinic", (t) => {
       const rows = await attempts(me.did);
       expect(rows.map((r) => r.verdict)).toEqual(["admitted", "admitted"]);
       const outcomes = await t().db.select().from(clinicOutcomes);
-      expect(outcomes.filter((o) => rows.some((r) => r.id === o.attemptId)).map((o) => o.outcome).sort()).toEqual(["provider_error", "timeout"]);
+      expect(
+        outcomes
+          .filter((o) => rows.some((r) => r.id === o.attemptId))
+          .map((o) => o.outcome)
+          .sort(),
+      ).toEqual(["provider_error", "timeout"]);
       expect((await callDoor(readClinic, { bearer: me.citizen_secret })).body.caller).toMatchObject({ used: 2, remaining: 1 });
     });
 
@@ -215,7 +230,11 @@ describeOnDatabases("the clinic", (t) => {
       const unchecked: AnyDoor = {
         ...consultClinic,
         output: consultClinic.output.extend({ reply: z.string().max(5) }),
-        run: async (ctx: DoorContext, input: { words: string }) => ({ now_utc: ctx.now.toISOString(), ...(await consult(ctx.db, { did: ctx.caller.did!, words: input.words, now: ctx.now })), note: "" }),
+        run: async (ctx: DoorContext, input: { words: string }) => ({
+          now_utc: ctx.now.toISOString(),
+          ...(await consult(ctx.db, { did: ctx.caller.did!, words: input.words, now: ctx.now })),
+          note: "",
+        }),
       };
       const me = await admit();
       const answer = await callDoor(unchecked, { bearer: me.citizen_secret, body: { words: "a reply too long again" } });
@@ -235,7 +254,16 @@ describeOnDatabases("the clinic", (t) => {
         expect(answer.body.detail).toContain("budget desk");
         expect(providerCalls()).toBe(calls);
         const gauges = (await callDoor(readClinic, { bearer: me.citizen_secret })).body;
-        expect(gauges.gauges.city_window).toEqual({ ceiling: 60, window_seconds: 86400, hits: null, spent: null, remaining: null, newcomer_share: 40, newcomer_spent: null, counted: false });
+        expect(gauges.gauges.city_window).toEqual({
+          ceiling: 60,
+          window_seconds: 86400,
+          hits: null,
+          spent: null,
+          remaining: null,
+          newcomer_share: 40,
+          newcomer_spent: null,
+          counted: false,
+        });
         expect(gauges.caller).toMatchObject({ used: null, remaining: null, counted: false });
         expect((await callDoor(readCapabilities)).body.clinic_last_24h.city_window).toMatchObject({ hits: null, counted: false });
       } finally {
@@ -264,7 +292,9 @@ describeOnDatabases("the clinic", (t) => {
       // The citizen keeps the clinic: the next clean words are answered.
       expect((await ask(me.citizen_secret, { words: "may I ask now?" })).status).toBe(200);
       // The published trigger names the private shelves, word for word.
-      expect((await callDoor(readCapabilities)).body.restriction.trigger).toBe("3 fail-closed content refusals within 86400 seconds on the citizen's own private shelves");
+      expect((await callDoor(readCapabilities)).body.restriction.trigger).toBe(
+        "3 fail-closed content refusals within 86400 seconds on the citizen's own private shelves",
+      );
     });
 
     it("refuses a restricted citizen with 403 and counts nothing", async () => {
@@ -312,8 +342,16 @@ describeOnDatabases("the clinic", (t) => {
       configure({ asclepius: true });
       const me = await admit();
       expect((await ask(me.citizen_secret, { words: "a quiet question for the ledger" })).status).toBe(200);
-      await expectAppendOnly(t(), "clinic_attempts", ["UPDATE clinic_attempts SET verdict = 'admitted'", "DELETE FROM clinic_attempts", "TRUNCATE clinic_attempts"]);
-      await expectAppendOnly(t(), "clinic_outcomes", ["UPDATE clinic_outcomes SET outcome = 'answered'", "DELETE FROM clinic_outcomes", "TRUNCATE clinic_outcomes"]);
+      await expectAppendOnly(t(), "clinic_attempts", [
+        "UPDATE clinic_attempts SET verdict = 'admitted'",
+        "DELETE FROM clinic_attempts",
+        "TRUNCATE clinic_attempts",
+      ]);
+      await expectAppendOnly(t(), "clinic_outcomes", [
+        "UPDATE clinic_outcomes SET outcome = 'answered'",
+        "DELETE FROM clinic_outcomes",
+        "TRUNCATE clinic_outcomes",
+      ]);
     });
   });
 });
@@ -373,7 +411,16 @@ windowSuite("the clinic's newcomers' share", (t, { consultAs, settle, gauges }) 
     // Nor does a late newcomer.
     const late = await admit();
     expect(expectProblem(await consultAs(late, 3), 429, "rate_limited").limit?.name).toBe("clinic_newcomer_share");
-    expect((await gauges()).city_window).toEqual({ ceiling: 60, window_seconds: 86400, hits: 63, spent: 41, remaining: 19, newcomer_share: 40, newcomer_spent: 40, counted: true });
+    expect((await gauges()).city_window).toEqual({
+      ceiling: 60,
+      window_seconds: 86400,
+      hits: 63,
+      spent: 41,
+      remaining: 19,
+      newcomer_share: 40,
+      newcomer_spent: 40,
+      counted: true,
+    });
   }, 120_000);
 });
 
@@ -385,7 +432,10 @@ windowSuite("the clinic's city ceiling", (t, { consultAs, settle, gauges }) => {
     const calls = providerCalls();
     const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => consultAs(people[i % 30]!, i)));
     const statuses = answers.map((a) => a.status);
-    expect(statuses.every((s) => s === 200 || s === 429), statuses.join(",")).toBe(true);
+    expect(
+      statuses.every((s) => s === 200 || s === 429),
+      statuses.join(","),
+    ).toBe(true);
     // 10 settled x 3 + 20 newcomers x 3 = 90 allowed by the citizen caps: the ceiling binds at exactly 60.
     expect(providerCalls() - calls).toBe(60);
     expect(statuses.filter((s) => s === 200)).toHaveLength(60);
@@ -413,7 +463,12 @@ windowSuite("the clinic's city ceiling", (t, { consultAs, settle, gauges }) => {
 });
 
 /** One visit at a moment the test chooses (the desk's clock is injected): the answer, or the desk's refusal. */
-async function visitAt(db: TestDatabase["db"], did: string, now: Date, i: number): Promise<{ ok: true; remaining: { citizen: number; city: number } } | { ok: false; error: CityError }> {
+async function visitAt(
+  db: TestDatabase["db"],
+  did: string,
+  now: Date,
+  i: number,
+): Promise<{ ok: true; remaining: { citizen: number; city: number } } | { ok: false; error: CityError }> {
   try {
     const visit = await consult(db, { did, words: `question ${i} at a chosen moment`, physician: i % 2 ? "hygieia" : "asclepius", now });
     return { ok: true, remaining: visit.remaining };
@@ -467,7 +522,16 @@ windowSuite("the clinic's reserve and a free key proof", (t) => {
     // The proven newcomers, admitted after it, are newcomers still at that moment.
     expect(refusedBy(await visitAt(t().db, newcomers[4]!.did, settles, 1))).toBe("clinic_newcomer_share");
     expect(providerCalls() - calls).toBe(43);
-    expect((await clinicGauges(t().db, settles)).city_window).toEqual({ ceiling: 60, window_seconds: 86400, hits: 66, spent: 43, remaining: 17, newcomer_share: 40, newcomer_spent: 40, counted: true });
+    expect((await clinicGauges(t().db, settles)).city_window).toEqual({
+      ceiling: 60,
+      window_seconds: 86400,
+      hits: 66,
+      spent: 43,
+      remaining: 17,
+      newcomer_share: 40,
+      newcomer_spent: 40,
+      counted: true,
+    });
   }, 120_000);
 });
 
@@ -479,7 +543,10 @@ windowSuite("the clinic's reserve across the upgrade", (t) => {
     const early = await admit();
     await prove(early);
     const now = new Date();
-    for (let i = 0; i < 40; i++) await t().raw(`INSERT INTO clinic_attempts (did, physician, verdict, newcomer, at) VALUES ('${early.did}', 'asclepius', 'admitted', false, '${now.toISOString()}')`);
+    for (let i = 0; i < 40; i++)
+      await t().raw(
+        `INSERT INTO clinic_attempts (did, physician, verdict, newcomer, at) VALUES ('${early.did}', 'asclepius', 'admitted', false, '${now.toISOString()}')`,
+      );
     const gauges = await clinicGauges(t().db, now);
     expect(gauges.city_window).toMatchObject({ spent: 40, newcomer_spent: 40, remaining: 20 });
     const calls = providerCalls();

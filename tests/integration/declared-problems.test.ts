@@ -41,7 +41,10 @@ describeOnDatabases("every door answers the 4xx its OpenAPI entry declares", (t)
     if (attempt.body !== undefined) headers["content-type"] = attempt.type ?? "application/json";
     const response = await serveDoor(door, new Request(url, { method: door.method, headers, body: attempt.body }), params);
     const text = await response.text();
-    return { status: response.status, code: response.headers.get("content-type")?.startsWith("application/problem+json") ? (JSON.parse(text) as { code: string }).code : undefined };
+    return {
+      status: response.status,
+      code: response.headers.get("content-type")?.startsWith("application/problem+json") ? (JSON.parse(text) as { code: string }).code : undefined,
+    };
   }
 
   /** The credential that lets a request past the auth rule, so the input is what is refused. */
@@ -64,7 +67,10 @@ describeOnDatabases("every door answers the 4xx its OpenAPI entry declares", (t)
   }
 
   const expectAnswered = (door: AnyDoor, code: ErrorCode, got: { status: number; code?: string }[]) =>
-    expect(got.some((g) => g.code === code && g.status === ERROR_CODES[code].status), `${door.method} ${door.path} ${code}: got ${JSON.stringify(got.slice(0, 4))}`).toBe(true);
+    expect(
+      got.some((g) => g.code === code && g.status === ERROR_CODES[code].status),
+      `${door.method} ${door.path} ${code}: got ${JSON.stringify(got.slice(0, 4))}`,
+    ).toBe(true);
 
   it("answers each declared refusal of the adapter and the auth rule", async () => {
     let provoked = 0;

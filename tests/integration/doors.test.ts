@@ -67,7 +67,12 @@ describeOnDatabases("door adapter", (t) => {
     });
     const streamed = await serveDoor(
       echo,
-      new Request("http://city.test/api/echo/hall", { method: "POST", body: stream, headers: { "content-type": "application/json" }, duplex: "half" } as RequestInit),
+      new Request("http://city.test/api/echo/hall", {
+        method: "POST",
+        body: stream,
+        headers: { "content-type": "application/json" },
+        duplex: "half",
+      } as RequestInit),
       { room: "hall" },
     );
     await expectProblem(streamed, 413, "payload_too_large");
@@ -87,13 +92,17 @@ describeOnDatabases("door adapter", (t) => {
 
   it("never sends an answer outside the door's output schema", async () => {
     const liar = door({ ...echo, name: "liar-test", run: async () => ({ now_utc: "x", room: 1 }) as never });
-    const response = await serveDoor(liar, new Request("http://city.test/api/echo/hall", { method: "POST", body: '{"word":"a"}', headers: { "content-type": "application/json" } }), { room: "hall" });
+    const response = await serveDoor(
+      liar,
+      new Request("http://city.test/api/echo/hall", { method: "POST", body: '{"word":"a"}', headers: { "content-type": "application/json" } }),
+      { room: "hall" },
+    );
     const body = await expectProblem(response, 500, "internal_error");
     expect(JSON.stringify(body)).not.toContain('"room":');
   });
 
   it("counts the census from real rows only", async () => {
-    const read = async () => (await (await serveDoor(readCensusDoor, new Request("http://city.test/city.json"))).json());
+    const read = async () => await (await serveDoor(readCensusDoor, new Request("http://city.test/city.json"))).json();
     const empty = await read();
     expect(empty).toMatchObject({ occupancy: 0, citizens: 0, house: 0, outside: 0, hotelGuests: 0, lotsOccupied: 0, fakeTide: 0, tide: 0 });
     await insertCitizenRow(t().db, { bedId: "bed-1" });

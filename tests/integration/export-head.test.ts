@@ -31,7 +31,11 @@ describeOnDatabases("export holds no log head while it reads and scans the shelv
   });
 
   const lockWaiters = async () =>
-    Number(rowsOf<{ n: number | string }>(await t().db.execute(sql.raw("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")))[0]!.n);
+    Number(
+      rowsOf<{ n: number | string }>(
+        await t().db.execute(sql.raw("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")),
+      )[0]!.n,
+    );
   const pause = () => new Promise((resolve) => setTimeout(resolve, 20));
   /** Polls until the condition holds, a bounded number of times (the bound is a count, not a budget the test asserts). */
   const until = async (what: string, condition: () => Promise<boolean>) => {

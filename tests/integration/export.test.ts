@@ -58,7 +58,10 @@ describeOnDatabases("export", (t) => {
       await callDoor(sendMessageDoor, { bearer: me.citizen_secret, body: { to: other.did, body: "my mail stays too" } });
       // A note stored before the scanner knew better: it must not leave now.
       const leaked = mintCredential("secret");
-      const [bad] = await t().db.insert(vaultNotes).values({ did: me.did, content: `old ${leaked}`, createdAt: new Date() }).returning();
+      const [bad] = await t()
+        .db.insert(vaultNotes)
+        .values({ did: me.did, content: `old ${leaked}`, createdAt: new Date() })
+        .returning();
 
       const before = await census();
       const answer = await callDoor(exportResidency, { bearer: me.citizen_secret, body: {} });
@@ -110,19 +113,44 @@ describeOnDatabases("export", (t) => {
       const leakedName = mintCredential("secret");
       const leakedToken = mintCredential("session");
       const now = new Date();
-      await t().db.insert(lockerBags).values([
-        { did: me.did, bag: "keys", content: pem, bytes: pem.length, updatedAt: now },
-        { did: me.did, bag: leakedName, content: "innocent content under a secret's name", bytes: 38, updatedAt: now },
-      ]);
-      await t().db.insert(checkpoints).values([
-        { did: me.did, version: 2, content: `state with ${leakedToken}`, sha256: sha256(`state with ${leakedToken}`), bytes: 11 + leakedToken.length, label: null, createdAt: now },
-        { did: me.did, version: 3, content: "honest content", sha256: sha256("honest content"), bytes: 14, label: pem, createdAt: now },
-      ]);
+      await t()
+        .db.insert(lockerBags)
+        .values([
+          { did: me.did, bag: "keys", content: pem, bytes: pem.length, updatedAt: now },
+          { did: me.did, bag: leakedName, content: "innocent content under a secret's name", bytes: 38, updatedAt: now },
+        ]);
+      await t()
+        .db.insert(checkpoints)
+        .values([
+          {
+            did: me.did,
+            version: 2,
+            content: `state with ${leakedToken}`,
+            sha256: sha256(`state with ${leakedToken}`),
+            bytes: 11 + leakedToken.length,
+            label: null,
+            createdAt: now,
+          },
+          { did: me.did, version: 3, content: "honest content", sha256: sha256("honest content"), bytes: 14, label: pem, createdAt: now },
+        ]);
 
       const answer = await callDoor(exportResidency, { ...auth, body: {} });
       expect(answer.status, JSON.stringify(answer.body)).toBe(200);
       const body = answer.body;
-      expect(Object.keys(body).sort()).toEqual(["bed_released", "checkpoints", "did", "locker", "log_receipt", "log_seq", "note", "now_utc", "residency_status", "seals", "vault", "withheld"]);
+      expect(Object.keys(body).sort()).toEqual([
+        "bed_released",
+        "checkpoints",
+        "did",
+        "locker",
+        "log_receipt",
+        "log_seq",
+        "note",
+        "now_utc",
+        "residency_status",
+        "seals",
+        "vault",
+        "withheld",
+      ]);
       expect(body.locker.map((b: { bag: string }) => b.bag)).toEqual(["fine"]);
       expect(body.checkpoints.map((c: { version: number }) => c.version)).toEqual([1]);
       expect(body.vault.map((n: { content: string }) => n.content)).toEqual(["an honest note"]);
@@ -135,7 +163,19 @@ describeOnDatabases("export", (t) => {
         { shelf: "checkpoints", ref: "3", rule: expect.any(String) },
       ]);
       const text = JSON.stringify(body);
-      for (const absent of [pem, "BEGIN PRIVATE KEY", leakedName, leakedToken, token, ...codes, me.citizen_secret, "quietkeyword", "lot-07", "a public word", "innocent content"]) {
+      for (const absent of [
+        pem,
+        "BEGIN PRIVATE KEY",
+        leakedName,
+        leakedToken,
+        token,
+        ...codes,
+        me.citizen_secret,
+        "quietkeyword",
+        "lot-07",
+        "a public word",
+        "innocent content",
+      ]) {
         expect(text.includes(absent), absent).toBe(false);
       }
       expect(text).not.toMatch(/city_(sk|st|rc)_/);
@@ -187,7 +227,13 @@ describeOnDatabases("export", (t) => {
       const token = (await callDoor(mintToken, { bearer: me.citizen_secret, body: {} })).body.token as string;
       expect((await callDoor(exportResidency, { bearer: me.citizen_secret, body: {} })).status).toBe(200);
       for (const bearer of [me.citizen_secret, token]) {
-        for (const [door, body] of [[readLocker, undefined], [exportResidency, {}], [liveDoor, { action: "return" }], [writeVault, { content: "x" }], [readResidency, undefined]] as const) {
+        for (const [door, body] of [
+          [readLocker, undefined],
+          [exportResidency, {}],
+          [liveDoor, { action: "return" }],
+          [writeVault, { content: "x" }],
+          [readResidency, undefined],
+        ] as const) {
           const problem = expectProblem(await callDoor(door, { bearer, body }), 401, "unauthorized");
           expect(problem.detail).toMatch(/exported/);
         }

@@ -22,191 +22,230 @@ process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
 
 type Limits = { perOriginPerHour: number; perAddressPerHour: number; admissionsPerHour: number; subjectsMax?: number };
 
-describeOnDatabases("the gate locks nothing before proof and stores nothing it refuses city-wide (issue 29, items 2 and 8)", (t) => {
-  beforeAll(() => useDatabase(t().db));
-  // Each test counts in an hour of its own, each later than the last (a window counts every attempt
-  // after its start, so an earlier one would see a later one's): the ceiling and the nonce windows are city-wide.
-  let hour = 0;
-  const anHourOfItsOwn = () => new Date(Date.now() + (hour += 5) * 3_600_000);
-  const circumstances = (now: Date, limits: Partial<Limits> = {}, extra: Record<string, unknown> = {}) => ({
-    now,
-    ip: "198.51.100.9",
-    callerDid: null as string | null,
-    credential: null as "secret" | "session" | null,
-    credentialRejected: false,
-    limits: { perOriginPerHour: 100_000, perAddressPerHour: 0, admissionsPerHour: 0, ...limits },
-    ...extra,
-  });
-
-  /** Whether this transaction holds a row lock on the row `where` names (its xmax is this transaction). */
-  async function lockedHere(tx: Database, table: "citizens" | "log_head", where: ReturnType<typeof sql>): Promise<boolean> {
-    const [row] = rowsOf<{ mine: boolean }>(await tx.execute(sql`SELECT xmax::text = (txid_current() % 4294967296)::text AS mine FROM ${sql.raw(table)} WHERE ${where}`));
-    return row?.mine === true;
-  }
-  /** Presents inside a transaction and reads, before it commits, which of the victim's row and the head it holds. */
-  async function presentAndProbe(p: Record<string, unknown>, c: ReturnType<typeof circumstances>, victimDid: string | null) {
-    return t().db.transaction(async (tx) => {
-      const verdict = await presentAtGate(tx as never, p as never, c as never);
-      const victim = victimDid ? await lockedHere(tx as never, "citizens", sql`did = ${victimDid}`) : false;
-      const head = await lockedHere(tx as never, "log_head", sql`id = 1`);
-      return { verdict, victim, head };
+describeOnDatabases(
+  "the gate locks nothing before proof and stores nothing it refuses city-wide (issue 29, items 2 and 8)",
+  (t) => {
+    beforeAll(() => useDatabase(t().db));
+    // Each test counts in an hour of its own, each later than the last (a window counts every attempt
+    // after its start, so an earlier one would see a later one's): the ceiling and the nonce windows are city-wide.
+    let hour = 0;
+    const anHourOfItsOwn = () => new Date(Date.now() + (hour += 5) * 3_600_000);
+    const circumstances = (now: Date, limits: Partial<Limits> = {}, extra: Record<string, unknown> = {}) => ({
+      now,
+      ip: "198.51.100.9",
+      callerDid: null as string | null,
+      credential: null as "secret" | "session" | null,
+      credentialRejected: false,
+      limits: { perOriginPerHour: 100_000, perAddressPerHour: 0, admissionsPerHour: 0, ...limits },
+      ...extra,
     });
-  }
-  const attempts = async (scope: string, subject?: string) =>
-    Number(rowsOf<{ n: number }>(await t().db.execute(sql`SELECT count(*)::int AS n FROM rate_windows, unnest(ats) WHERE scope = ${scope} ${subject === undefined ? sql`` : sql`AND subject = ${subject}`}`))[0]!.n);
-  const rowsOfScope = async (scope: string) => Number(rowsOf<{ n: number }>(await t().db.execute(sql`SELECT count(*)::int AS n FROM rate_windows WHERE scope = ${scope}`))[0]!.n);
 
-  it("can see a lock: a probe inside a transaction that locked the head and a citizen's row says so", async () => {
-    const victim = await admit();
-    await t().db.transaction(async (tx) => {
-      expect(await lockedHere(tx as never, "log_head", sql`id = 1`)).toBe(false);
-      await tx.execute(sql`SELECT did FROM citizens WHERE did = ${victim.did} FOR NO KEY UPDATE`);
-      await tx.execute(sql`SELECT seq FROM log_head WHERE id = 1 FOR UPDATE`);
-      expect(await lockedHere(tx as never, "citizens", sql`did = ${victim.did}`)).toBe(true);
-      expect(await lockedHere(tx as never, "log_head", sql`id = 1`)).toBe(true);
+    /** Whether this transaction holds a row lock on the row `where` names (its xmax is this transaction). */
+    async function lockedHere(tx: Database, table: "citizens" | "log_head", where: ReturnType<typeof sql>): Promise<boolean> {
+      const [row] = rowsOf<{ mine: boolean }>(
+        await tx.execute(sql`SELECT xmax::text = (txid_current() % 4294967296)::text AS mine FROM ${sql.raw(table)} WHERE ${where}`),
+      );
+      return row?.mine === true;
+    }
+    /** Presents inside a transaction and reads, before it commits, which of the victim's row and the head it holds. */
+    async function presentAndProbe(p: Record<string, unknown>, c: ReturnType<typeof circumstances>, victimDid: string | null) {
+      return t().db.transaction(async (tx) => {
+        const verdict = await presentAtGate(tx as never, p as never, c as never);
+        const victim = victimDid ? await lockedHere(tx as never, "citizens", sql`did = ${victimDid}`) : false;
+        const head = await lockedHere(tx as never, "log_head", sql`id = 1`);
+        return { verdict, victim, head };
+      });
+    }
+    const attempts = async (scope: string, subject?: string) =>
+      Number(
+        rowsOf<{ n: number }>(
+          await t().db.execute(
+            sql`SELECT count(*)::int AS n FROM rate_windows, unnest(ats) WHERE scope = ${scope} ${subject === undefined ? sql`` : sql`AND subject = ${subject}`}`,
+          ),
+        )[0]!.n,
+      );
+    const rowsOfScope = async (scope: string) =>
+      Number(rowsOf<{ n: number }>(await t().db.execute(sql`SELECT count(*)::int AS n FROM rate_windows WHERE scope = ${scope}`))[0]!.n);
+
+    it("can see a lock: a probe inside a transaction that locked the head and a citizen's row says so", async () => {
+      const victim = await admit();
+      await t().db.transaction(async (tx) => {
+        expect(await lockedHere(tx as never, "log_head", sql`id = 1`)).toBe(false);
+        await tx.execute(sql`SELECT did FROM citizens WHERE did = ${victim.did} FOR NO KEY UPDATE`);
+        await tx.execute(sql`SELECT seq FROM log_head WHERE id = 1 FOR UPDATE`);
+        expect(await lockedHere(tx as never, "citizens", sql`did = ${victim.did}`)).toBe(true);
+        expect(await lockedHere(tx as never, "log_head", sql`id = 1`)).toBe(true);
+      });
     });
-  });
 
-  it("locks neither the held citizen's row nor the log's head for an unproven presentation of its name and origin, whatever else it carries", async () => {
-    const shown = presentation({ origin: `victim-${Date.now()}.example` });
-    const victim = await admit(shown);
-    const same = { name: shown.name, origin: shown.origin };
-    const key = await keyPair();
-    // The nonces are fresh now: this test needs no hour of its own (it counts no city-wide window).
-    const now = new Date();
-    const unproven: Array<[string, Record<string, unknown>, string]> = [
-      ["no nonce, no proof", presentation(same), "held"],
-      ["a nonce and no proof", presentation({ ...same, nonce: await freshNonce() }), "held"],
-      ["a controller signature of another key", presentation({ ...same, nonce: await freshNonce(), controller_public_key: key.publicKey, controller_signature: await key.sign("x") }), "held"],
-      ["text the gate refuses", presentation({ ...same, statement: `my key city_sk_${"ab".repeat(36)}` }), ""],
-      ["a spent nonce", presentation({ ...same, nonce: "0".repeat(32) }), "nonce"],
-    ];
-    for (const [what, p, rule] of unproven) {
-      const seen = await presentAndProbe(p, circumstances(now, { perAddressPerHour: 1000 }), victim.did);
-      expect(seen.verdict.verdict, what).toBe("filtered");
-      if (rule) expect((seen.verdict as { rule: string }).rule, what).toBe(rule);
-      expect({ what, victim: seen.victim, head: seen.head }).toEqual({ what, victim: false, head: false });
-    }
-    // The victim's own proof takes its row (and, bound, not the head: it appends nothing).
-    const proven = await presentAndProbe(presentation(same), circumstances(now, {}, { callerDid: victim.did, credential: "secret" }), victim.did);
-    expect(proven.verdict).toMatchObject({ verdict: "admitted", resumed: true, did: victim.did });
-    expect({ victim: proven.victim, head: proven.head }).toEqual({ victim: true, head: false });
-  });
+    it("locks neither the held citizen's row nor the log's head for an unproven presentation of its name and origin, whatever else it carries", async () => {
+      const shown = presentation({ origin: `victim-${Date.now()}.example` });
+      const victim = await admit(shown);
+      const same = { name: shown.name, origin: shown.origin };
+      const key = await keyPair();
+      // The nonces are fresh now: this test needs no hour of its own (it counts no city-wide window).
+      const now = new Date();
+      const unproven: Array<[string, Record<string, unknown>, string]> = [
+        ["no nonce, no proof", presentation(same), "held"],
+        ["a nonce and no proof", presentation({ ...same, nonce: await freshNonce() }), "held"],
+        [
+          "a controller signature of another key",
+          presentation({ ...same, nonce: await freshNonce(), controller_public_key: key.publicKey, controller_signature: await key.sign("x") }),
+          "held",
+        ],
+        ["text the gate refuses", presentation({ ...same, statement: `my key city_sk_${"ab".repeat(36)}` }), ""],
+        ["a spent nonce", presentation({ ...same, nonce: "0".repeat(32) }), "nonce"],
+      ];
+      for (const [what, p, rule] of unproven) {
+        const seen = await presentAndProbe(p, circumstances(now, { perAddressPerHour: 1000 }), victim.did);
+        expect(seen.verdict.verdict, what).toBe("filtered");
+        if (rule) expect((seen.verdict as { rule: string }).rule, what).toBe(rule);
+        expect({ what, victim: seen.victim, head: seen.head }).toEqual({ what, victim: false, head: false });
+      }
+      // The victim's own proof takes its row (and, bound, not the head: it appends nothing).
+      const proven = await presentAndProbe(presentation(same), circumstances(now, {}, { callerDid: victim.did, credential: "secret" }), victim.did);
+      expect(proven.verdict).toMatchObject({ verdict: "admitted", resumed: true, did: victim.did });
+      expect({ victim: proven.victim, head: proven.head }).toEqual({ victim: true, head: false });
+    });
 
-  it("locks the head for a first admission only once its windows let it through: never for one the origin or the ceiling refuses", async () => {
-    const now = anHourOfItsOwn();
-    const origin = `full-${Date.now()}.example`;
-    const first = await presentAndProbe(presentation({ origin }), circumstances(now, { perOriginPerHour: 1 }), null);
-    expect(first.verdict.verdict).toBe("admitted");
-    const byOrigin = await presentAndProbe(presentation({ origin }), circumstances(now, { perOriginPerHour: 1 }), null);
-    expect(byOrigin.verdict).toMatchObject({ verdict: "filtered", rule: "flood" });
-    expect(byOrigin.head).toBe(false);
-    const used = await attempts("gate-admissions");
-    const limits = { admissionsPerHour: 1 };
-    if (used === 0) expect((await presentAndProbe(presentation(), circumstances(now, limits), null)).verdict.verdict).toBe("admitted");
-    const byCeiling = await presentAndProbe(presentation(), circumstances(now, limits), null);
-    expect(byCeiling.verdict).toMatchObject({ verdict: "filtered", rule: "flood" });
-    expect(byCeiling.head).toBe(false);
-  });
+    it("locks the head for a first admission only once its windows let it through: never for one the origin or the ceiling refuses", async () => {
+      const now = anHourOfItsOwn();
+      const origin = `full-${Date.now()}.example`;
+      const first = await presentAndProbe(presentation({ origin }), circumstances(now, { perOriginPerHour: 1 }), null);
+      expect(first.verdict.verdict).toBe("admitted");
+      const byOrigin = await presentAndProbe(presentation({ origin }), circumstances(now, { perOriginPerHour: 1 }), null);
+      expect(byOrigin.verdict).toMatchObject({ verdict: "filtered", rule: "flood" });
+      expect(byOrigin.head).toBe(false);
+      const used = await attempts("gate-admissions");
+      const limits = { admissionsPerHour: 1 };
+      if (used === 0) expect((await presentAndProbe(presentation(), circumstances(now, limits), null)).verdict.verdict).toBe("admitted");
+      const byCeiling = await presentAndProbe(presentation(), circumstances(now, limits), null);
+      expect(byCeiling.verdict).toMatchObject({ verdict: "filtered", rule: "flood" });
+      expect(byCeiling.head).toBe(false);
+    });
 
-  it("spends and stores nothing per subject for a presentation or a ward request the city's ceiling refuses", async () => {
-    const now = anHourOfItsOwn();
-    const limits = { admissionsPerHour: 1, perAddressPerHour: 30 };
-    // The ceiling filled by one admission.
-    expect((await presentAndProbe(presentation(), circumstances(now, limits, { ip: "192.0.2.1" }), null)).verdict.verdict).toBe("admitted");
-    const rowsBefore = Number(rowsOf<{ n: number }>(await t().db.execute(sql`SELECT count(*)::int AS n FROM rate_windows`))[0]!.n);
-    for (let i = 0; i < 6; i++) {
-      const ip = `192.0.2.${100 + i}`;
-      const origin = `refused-${i}-${Date.now()}.example`;
-      const p = presentation({ origin, ...(i % 2 ? { ask: "ward" } : {}) });
-      const { verdict } = await presentAndProbe(p, circumstances(now, limits, { ip }), null);
-      expect(verdict, JSON.stringify(verdict)).toMatchObject({ verdict: "filtered", rule: "flood" });
-      expect((verdict as Extract<Verdict, { verdict: "filtered" }>).reason).toMatch(/at most 1 new citizens/);
-      expect(await attempts("gate-address", ip), `address of presentation ${i}`).toBe(0);
-      expect(await attempts("gate-origin", normalKey(origin)), `origin of presentation ${i}`).toBe(0);
-    }
-    expect(Number(rowsOf<{ n: number }>(await t().db.execute(sql`SELECT count(*)::int AS n FROM rate_windows`))[0]!.n)).toBe(rowsBefore);
-    // A look is still counted per address (it is no admission).
-    await presentAndProbe(presentation({ ask: "look" }), circumstances(now, limits, { ip: "192.0.2.99" }), null);
-    expect(await attempts("gate-address", "192.0.2.99")).toBe(1);
-  });
+    it("spends and stores nothing per subject for a presentation or a ward request the city's ceiling refuses", async () => {
+      const now = anHourOfItsOwn();
+      const limits = { admissionsPerHour: 1, perAddressPerHour: 30 };
+      // The ceiling filled by one admission.
+      expect((await presentAndProbe(presentation(), circumstances(now, limits, { ip: "192.0.2.1" }), null)).verdict.verdict).toBe("admitted");
+      const rowsBefore = Number(rowsOf<{ n: number }>(await t().db.execute(sql`SELECT count(*)::int AS n FROM rate_windows`))[0]!.n);
+      for (let i = 0; i < 6; i++) {
+        const ip = `192.0.2.${100 + i}`;
+        const origin = `refused-${i}-${Date.now()}.example`;
+        const p = presentation({ origin, ...(i % 2 ? { ask: "ward" } : {}) });
+        const { verdict } = await presentAndProbe(p, circumstances(now, limits, { ip }), null);
+        expect(verdict, JSON.stringify(verdict)).toMatchObject({ verdict: "filtered", rule: "flood" });
+        expect((verdict as Extract<Verdict, { verdict: "filtered" }>).reason).toMatch(/at most 1 new citizens/);
+        expect(await attempts("gate-address", ip), `address of presentation ${i}`).toBe(0);
+        expect(await attempts("gate-origin", normalKey(origin)), `origin of presentation ${i}`).toBe(0);
+      }
+      expect(Number(rowsOf<{ n: number }>(await t().db.execute(sql`SELECT count(*)::int AS n FROM rate_windows`))[0]!.n)).toBe(rowsBefore);
+      // A look is still counted per address (it is no admission).
+      await presentAndProbe(presentation({ ask: "look" }), circumstances(now, limits, { ip: "192.0.2.99" }), null);
+      expect(await attempts("gate-address", "192.0.2.99")).toBe(1);
+    });
 
-  it("gives back the address and origin of presentations that lost the ceiling's last slots to parallel ones", async () => {
-    const now = anHourOfItsOwn();
-    const tag = Date.now().toString(36);
-    const limits = { admissionsPerHour: 2, perAddressPerHour: 30 };
-    const answers = await Promise.all(
-      Array.from({ length: 12 }, (_, i) => presentAndProbe(presentation({ origin: `race-${tag}-${i}.example` }), circumstances(now, limits, { ip: `192.0.2.${200 + i}` }), null)),
-    );
-    const admitted = answers.flatMap((a, i) => (a.verdict.verdict === "admitted" ? [i] : []));
-    expect(admitted.length).toBeLessThanOrEqual(2);
-    for (const [i, a] of answers.entries()) {
-      const spent = admitted.includes(i) ? 1 : 0;
-      if (!spent) expect(a.verdict, JSON.stringify(a.verdict)).toMatchObject({ verdict: "filtered", rule: "flood" });
-      expect(await attempts("gate-address", `192.0.2.${200 + i}`), `address ${i}`).toBe(spent);
-      expect(await attempts("gate-origin", normalKey(`race-${tag}-${i}.example`)), `origin ${i}`).toBe(spent);
-    }
-  });
+    it("gives back the address and origin of presentations that lost the ceiling's last slots to parallel ones", async () => {
+      const now = anHourOfItsOwn();
+      const tag = Date.now().toString(36);
+      const limits = { admissionsPerHour: 2, perAddressPerHour: 30 };
+      const answers = await Promise.all(
+        Array.from({ length: 12 }, (_, i) =>
+          presentAndProbe(presentation({ origin: `race-${tag}-${i}.example` }), circumstances(now, limits, { ip: `192.0.2.${200 + i}` }), null),
+        ),
+      );
+      const admitted = answers.flatMap((a, i) => (a.verdict.verdict === "admitted" ? [i] : []));
+      expect(admitted.length).toBeLessThanOrEqual(2);
+      for (const [i, a] of answers.entries()) {
+        const spent = admitted.includes(i) ? 1 : 0;
+        if (!spent) expect(a.verdict, JSON.stringify(a.verdict)).toMatchObject({ verdict: "filtered", rule: "flood" });
+        expect(await attempts("gate-address", `192.0.2.${200 + i}`), `address ${i}`).toBe(spent);
+        expect(await attempts("gate-origin", normalKey(`race-${tag}-${i}.example`)), `origin ${i}`).toBe(spent);
+      }
+    });
 
-  it("gives back the origin and the ceiling of presentations that lost a name to a parallel admission of it (their address stays counted)", async () => {
-    const now = anHourOfItsOwn();
-    const shown = presentation({ origin: `one-name-${Date.now()}.example` });
-    const limits = { admissionsPerHour: 100, perAddressPerHour: 100 };
-    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => presentAndProbe(shown, circumstances(now, limits, { ip: `198.51.100.${50 + i}` }), null)));
-    expect(answers.filter((a) => a.verdict.verdict === "admitted")).toHaveLength(1);
-    for (const a of answers.filter((x) => x.verdict.verdict !== "admitted")) expect(a.verdict).toMatchObject({ verdict: "filtered", rule: "held" });
-    expect(await attempts("gate-origin", normalKey(shown.origin))).toBe(1);
-    expect(await attempts("gate-admissions")).toBe(1);
-    // Every presentation is counted per address, failed or not (only a proven resume is not).
-    for (let i = 0; i < 10; i++) expect(await attempts("gate-address", `198.51.100.${50 + i}`)).toBe(1);
-  });
+    it("gives back the origin and the ceiling of presentations that lost a name to a parallel admission of it (their address stays counted)", async () => {
+      const now = anHourOfItsOwn();
+      const shown = presentation({ origin: `one-name-${Date.now()}.example` });
+      const limits = { admissionsPerHour: 100, perAddressPerHour: 100 };
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => presentAndProbe(shown, circumstances(now, limits, { ip: `198.51.100.${50 + i}` }), null)),
+      );
+      expect(answers.filter((a) => a.verdict.verdict === "admitted")).toHaveLength(1);
+      for (const a of answers.filter((x) => x.verdict.verdict !== "admitted")) expect(a.verdict).toMatchObject({ verdict: "filtered", rule: "held" });
+      expect(await attempts("gate-origin", normalKey(shown.origin))).toBe(1);
+      expect(await attempts("gate-admissions")).toBe(1);
+      // Every presentation is counted per address, failed or not (only a proven resume is not).
+      for (let i = 0; i < 10; i++) expect(await attempts("gate-address", `198.51.100.${50 + i}`)).toBe(1);
+    });
 
-  it("keeps at most subjectsMax rows of counted addresses and origins: a new one past it is filtered and stored nowhere, a known one still counts", async () => {
-    const now = anHourOfItsOwn();
-    // What earlier tests left has expired by this hour: gone first, so no sweep moves the count meanwhile.
-    await t().db.execute(sql`DELETE FROM rate_windows WHERE expires_at <= ${now.toISOString()}::timestamptz`);
-    const kept = await rowsOfScope("gate-address") + (await rowsOfScope("gate-origin"));
-    const limits = { perAddressPerHour: 30, subjectsMax: kept + 2 };
-    const look = (ip: string) => presentAndProbe(presentation({ ask: "look" }), circumstances(now, limits, { ip }), null);
-    expect((await look("198.18.0.1")).verdict.verdict).toBe("observer");
-    expect((await look("198.18.0.2")).verdict.verdict).toBe("observer");
-    const third = await look("198.18.0.3");
-    expect(third.verdict).toMatchObject({ verdict: "filtered", rule: "flood", reason: expect.stringMatching(/at most \d+ client addresses and origins/) });
-    expect(await attempts("gate-address", "198.18.0.3")).toBe(0);
-    expect((await look("198.18.0.1")).verdict.verdict).toBe("observer");
-    expect(await attempts("gate-address", "198.18.0.1")).toBe(2);
-    // A first admission from a known address but a new origin finds no room either: nothing counted.
-    const admission = await presentAndProbe(presentation({ origin: `new-${Date.now()}.example` }), circumstances(now, limits, { ip: "198.18.0.1" }), null);
-    expect(admission.verdict).toMatchObject({ verdict: "filtered", rule: "flood" });
-    expect(admission.head).toBe(false);
-    expect(await attempts("gate-address", "198.18.0.1")).toBe(2);
-  });
+    it("keeps at most subjectsMax rows of counted addresses and origins: a new one past it is filtered and stored nowhere, a known one still counts", async () => {
+      const now = anHourOfItsOwn();
+      // What earlier tests left has expired by this hour: gone first, so no sweep moves the count meanwhile.
+      await t().db.execute(sql`DELETE FROM rate_windows WHERE expires_at <= ${now.toISOString()}::timestamptz`);
+      const kept = (await rowsOfScope("gate-address")) + (await rowsOfScope("gate-origin"));
+      const limits = { perAddressPerHour: 30, subjectsMax: kept + 2 };
+      const look = (ip: string) => presentAndProbe(presentation({ ask: "look" }), circumstances(now, limits, { ip }), null);
+      expect((await look("198.18.0.1")).verdict.verdict).toBe("observer");
+      expect((await look("198.18.0.2")).verdict.verdict).toBe("observer");
+      const third = await look("198.18.0.3");
+      expect(third.verdict).toMatchObject({ verdict: "filtered", rule: "flood", reason: expect.stringMatching(/at most \d+ client addresses and origins/) });
+      expect(await attempts("gate-address", "198.18.0.3")).toBe(0);
+      expect((await look("198.18.0.1")).verdict.verdict).toBe("observer");
+      expect(await attempts("gate-address", "198.18.0.1")).toBe(2);
+      // A first admission from a known address but a new origin finds no room either: nothing counted.
+      const admission = await presentAndProbe(presentation({ origin: `new-${Date.now()}.example` }), circumstances(now, limits, { ip: "198.18.0.1" }), null);
+      expect(admission.verdict).toMatchObject({ verdict: "filtered", rule: "flood" });
+      expect(admission.head).toBe(false);
+      expect(await attempts("gate-address", "198.18.0.1")).toBe(2);
+    });
 
-  it("bounds the gate nonces issued city-wide whatever the addresses, refusing with Retry-After and spending no address quota", async () => {
-    const now = anHourOfItsOwn();
-    const live = 3;
-    const issuedNow = async () => Number(rowsOf<{ n: number }>(await t().db.execute(sql`SELECT count(*)::int AS n FROM gate_nonces WHERE issued_at = ${now.toISOString()}::timestamptz`))[0]!.n);
-    for (let i = 0; i < live; i++) await issueNonce(t().db, now, null, 0, null, live);
-    for (const ip of [null, "203.0.113.77"]) {
-      const refused = await issueNonce(t().db, now, ip, 30, null, live).then(() => null, (e: unknown) => e);
-      expect(refused).toBeInstanceOf(CityError);
-      expect(refused).toMatchObject({ code: "rate_limited", options: { retryAfterSeconds: 600, limit: { name: "gate_nonces_live", limit: live } } });
-      expect((refused as CityError).message).toMatch(/at most 3 gate nonces in any 600 seconds, to all clients together/);
-    }
-    expect(Number(rowsOf<{ n: number }>(await t().db.execute(sql`SELECT count(*)::int AS n FROM gate_nonce_quota WHERE address = '203.0.113.77'`))[0]!.n)).toBe(0);
-    expect(await issuedNow()).toBe(live);
-    // The window slides: 600 s later there is room again.
-    await issueNonce(t().db, new Date(now.getTime() + 600_001), "203.0.113.77", 30, null, live);
-  });
+    it("bounds the gate nonces issued city-wide whatever the addresses, refusing with Retry-After and spending no address quota", async () => {
+      const now = anHourOfItsOwn();
+      const live = 3;
+      const issuedNow = async () =>
+        Number(
+          rowsOf<{ n: number }>(await t().db.execute(sql`SELECT count(*)::int AS n FROM gate_nonces WHERE issued_at = ${now.toISOString()}::timestamptz`))[0]!
+            .n,
+        );
+      for (let i = 0; i < live; i++) await issueNonce(t().db, now, null, 0, null, live);
+      for (const ip of [null, "203.0.113.77"]) {
+        const refused = await issueNonce(t().db, now, ip, 30, null, live).then(
+          () => null,
+          (e: unknown) => e,
+        );
+        expect(refused).toBeInstanceOf(CityError);
+        expect(refused).toMatchObject({ code: "rate_limited", options: { retryAfterSeconds: 600, limit: { name: "gate_nonces_live", limit: live } } });
+        expect((refused as CityError).message).toMatch(/at most 3 gate nonces in any 600 seconds, to all clients together/);
+      }
+      expect(
+        Number(rowsOf<{ n: number }>(await t().db.execute(sql`SELECT count(*)::int AS n FROM gate_nonce_quota WHERE address = '203.0.113.77'`))[0]!.n),
+      ).toBe(0);
+      expect(await issuedNow()).toBe(live);
+      // The window slides: 600 s later there is room again.
+      await issueNonce(t().db, new Date(now.getTime() + 600_001), "203.0.113.77", 30, null, live);
+    });
 
-  it("issues exactly the city-wide bound of nonces from N parallel descriptions from many addresses", async () => {
-    const now = anHourOfItsOwn();
-    const live = 7;
-    const outcomes = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => issueNonce(t().db, now, `203.0.113.${i}`, 30, null, live)));
-    expect(outcomes.filter((o) => o.status === "fulfilled"), JSON.stringify(outcomes.map((o) => (o.status === "rejected" ? String(o.reason) : "ok")))).toHaveLength(live);
-    for (const o of outcomes) if (o.status === "rejected") expect(o.reason).toMatchObject({ code: "rate_limited" });
-    // Only the addresses that got a nonce spent their quota.
-    const spent = Number(rowsOf<{ n: number }>(await t().db.execute(sql`SELECT count(*)::int AS n FROM gate_nonce_quota, unnest(issued_at) s WHERE address LIKE '203.0.113.%' AND s = ${now.toISOString()}::timestamptz`))[0]!.n);
-    expect(spent).toBe(live);
-  });
-}, { neon: "the parallel ceiling and nonce races through one pool" });
+    it("issues exactly the city-wide bound of nonces from N parallel descriptions from many addresses", async () => {
+      const now = anHourOfItsOwn();
+      const live = 7;
+      const outcomes = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => issueNonce(t().db, now, `203.0.113.${i}`, 30, null, live)));
+      expect(
+        outcomes.filter((o) => o.status === "fulfilled"),
+        JSON.stringify(outcomes.map((o) => (o.status === "rejected" ? String(o.reason) : "ok"))),
+      ).toHaveLength(live);
+      for (const o of outcomes) if (o.status === "rejected") expect(o.reason).toMatchObject({ code: "rate_limited" });
+      // Only the addresses that got a nonce spent their quota.
+      const spent = Number(
+        rowsOf<{ n: number }>(
+          await t().db.execute(
+            sql`SELECT count(*)::int AS n FROM gate_nonce_quota, unnest(issued_at) s WHERE address LIKE '203.0.113.%' AND s = ${now.toISOString()}::timestamptz`,
+          ),
+        )[0]!.n,
+      );
+      expect(spent).toBe(live);
+    });
+  },
+  { neon: "the parallel ceiling and nonce races through one pool" },
+);

@@ -20,255 +20,303 @@ import { admit, callDoor, freshNonce, keyPair, presentation } from "../support/g
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
 process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
 
-describeOnDatabases("the gate", (t) => {
-  beforeAll(() => useDatabase(t().db));
-  const citizenCount = async () => (await t().db.select({ n: count() }).from(citizens))[0]!.n;
-  const logCount = async () => (await t().db.select({ n: count() }).from(residencyLog))[0]!.n;
-  const bedCount = async () => rowsOf<{ n: number }>(await t().db.execute(sql`SELECT count(*)::int AS n FROM citizens WHERE bed_id IS NOT NULL`))[0]!.n;
+describeOnDatabases(
+  "the gate",
+  (t) => {
+    beforeAll(() => useDatabase(t().db));
+    const citizenCount = async () => (await t().db.select({ n: count() }).from(citizens))[0]!.n;
+    const logCount = async () => (await t().db.select({ n: count() }).from(residencyLog))[0]!.n;
+    const bedCount = async () => rowsOf<{ n: number }>(await t().db.execute(sql`SELECT count(*)::int AS n FROM citizens WHERE bed_id IS NOT NULL`))[0]!.n;
 
-  it("describes itself with a fresh 32-hex nonce stored with a 600 s expiry, and no citizen for a visitor", async () => {
-    const { status, body } = await callDoor(describeGate);
-    expect(status).toBe(200);
-    expect(body).toMatchObject({ protocol: "CITY-GATE/1", nonceTtlSeconds: 600, nonceSource: "gate_nonces", citizen: null, bed: "none", fakeTide: 0 });
-    expect(body.nonce).toMatch(/^[0-9a-f]{32}$/);
-    expect(body.http).toEqual({ present: 200, filtered: 200, observer: 200 });
-    const [row] = await t().db.select().from(gateNonces).where(eq(gateNonces.nonce, body.nonce));
-    expect(row!.expiresAt.getTime() - row!.issuedAt.getTime()).toBe(600_000);
-    expect((await callDoor(describeGate)).body.nonce).not.toBe(body.nonce);
-  });
-
-  it("answers a return it cannot attribute with a filtered verdict (HTTP 200), not an error: no Bearer, or one that opens nothing", async () => {
-    const before = { log: await logCount(), nonces: (await t().db.select({ n: count() }).from(gateNonces))[0]!.n };
-    for (const bearer of [undefined, mintCredential("secret")]) {
-      const { status, headers, body } = await callDoor(presentGate, { body: { action: "return" }, ...(bearer ? { bearer } : {}) });
+    it("describes itself with a fresh 32-hex nonce stored with a 600 s expiry, and no citizen for a visitor", async () => {
+      const { status, body } = await callDoor(describeGate);
       expect(status).toBe(200);
-      expect(headers.get("content-type")).toMatch(/^application\/json/);
-      expect(body).toMatchObject({ protocol: "CITY-GATE/1", verdict: "filtered", rule: "credential" });
-      expect(Object.keys(body)[0]).toBe("now_utc");
-      expect(body.reason).toMatch(bearer ? /opens nothing/ : /needs proof/);
-    }
-    expect({ log: await logCount(), nonces: (await t().db.select({ n: count() }).from(gateNonces))[0]!.n }).toEqual(before);
-  });
+      expect(body).toMatchObject({ protocol: "CITY-GATE/1", nonceTtlSeconds: 600, nonceSource: "gate_nonces", citizen: null, bed: "none", fakeTide: 0 });
+      expect(body.nonce).toMatch(/^[0-9a-f]{32}$/);
+      expect(body.http).toEqual({ present: 200, filtered: 200, observer: 200 });
+      const [row] = await t().db.select().from(gateNonces).where(eq(gateNonces.nonce, body.nonce));
+      expect(row!.expiresAt.getTime() - row!.issuedAt.getTime()).toBe(600_000);
+      expect((await callDoor(describeGate)).body.nonce).not.toBe(body.nonce);
+    });
 
-  it("admits an agent asking for a bed: DID, bed, admit row, bound, citizen tier, secret shown once", async () => {
-    const before = await logCount();
-    const p = presentation();
-    const { status, body } = await callDoor(presentGate, { body: p });
-    expect(status).toBe(200);
-    expect(body).toMatchObject({ verdict: "admitted", tier: "citizen", residency_status: "bound", resumed: false, citizen_key: `${p.name}|${p.runtime}|${p.origin}` });
-    expect(body.did).toMatch(/^[0-9a-f]{64}$/);
-    expect(body.bed_id).toMatch(/^bed-\d+$/);
-    expect(isCredential(body.citizen_secret, "secret")).toBe(true);
-    const [row] = await t().db.select().from(citizens).where(eq(citizens.did, body.did));
-    // Checked with node:crypto, not the city's own functions: sha256("CITY-DID/1\n" + key + "\n" + salt bytes).
-    const independentDid = createHash("sha256")
-      .update(Buffer.concat([Buffer.from(`CITY-DID/1\n${p.name}|${p.runtime}|${p.origin}\n`, "utf8"), Buffer.from(row!.salt, "hex")]))
-      .digest("hex");
-    expect(row!.salt).toMatch(/^[0-9a-f]{64}$/);
-    expect(body.did).toBe(independentDid);
-    expect(row!.secretHash).toBe(createHash("sha256").update(body.citizen_secret, "utf8").digest("hex"));
-    expect(await logCount()).toBe(before + 1);
-    const [log] = await t().db.select().from(residencyLog).where(eq(residencyLog.did, body.did));
-    expect(log).toMatchObject({ event: "admit" });
-    // The secret is nowhere in the database in clear.
-    const dump = await t().db.execute(sql`SELECT string_agg(t::text, '') AS all FROM (SELECT row_to_json(c)::text AS t FROM citizens c UNION ALL SELECT row_to_json(l)::text FROM residency_log l) x`);
-    const text = JSON.stringify(dump);
-    expect(text).not.toContain(body.citizen_secret);
-    expect(text).not.toContain(body.citizen_secret.slice(8, 40));
-  });
+    it("answers a return it cannot attribute with a filtered verdict (HTTP 200), not an error: no Bearer, or one that opens nothing", async () => {
+      const before = { log: await logCount(), nonces: (await t().db.select({ n: count() }).from(gateNonces))[0]!.n };
+      for (const bearer of [undefined, mintCredential("secret")]) {
+        const { status, headers, body } = await callDoor(presentGate, { body: { action: "return" }, ...(bearer ? { bearer } : {}) });
+        expect(status).toBe(200);
+        expect(headers.get("content-type")).toMatch(/^application\/json/);
+        expect(body).toMatchObject({ protocol: "CITY-GATE/1", verdict: "filtered", rule: "credential" });
+        expect(Object.keys(body)[0]).toBe("now_utc");
+        expect(body.reason).toMatch(bearer ? /opens nothing/ : /needs proof/);
+      }
+      expect({ log: await logCount(), nonces: (await t().db.select({ n: count() }).from(gateNonces))[0]!.n }).toEqual(before);
+    });
 
-  it("makes a human an observer whatever it asks, binding nothing", async () => {
-    const before = await citizenCount();
-    for (const ask of ["bed", "look", "ward"]) {
-      const { body } = await callDoor(presentGate, { body: presentation({ kind: "human", ask }) });
+    it("admits an agent asking for a bed: DID, bed, admit row, bound, citizen tier, secret shown once", async () => {
+      const before = await logCount();
+      const p = presentation();
+      const { status, body } = await callDoor(presentGate, { body: p });
+      expect(status).toBe(200);
+      expect(body).toMatchObject({
+        verdict: "admitted",
+        tier: "citizen",
+        residency_status: "bound",
+        resumed: false,
+        citizen_key: `${p.name}|${p.runtime}|${p.origin}`,
+      });
+      expect(body.did).toMatch(/^[0-9a-f]{64}$/);
+      expect(body.bed_id).toMatch(/^bed-\d+$/);
+      expect(isCredential(body.citizen_secret, "secret")).toBe(true);
+      const [row] = await t().db.select().from(citizens).where(eq(citizens.did, body.did));
+      // Checked with node:crypto, not the city's own functions: sha256("CITY-DID/1\n" + key + "\n" + salt bytes).
+      const independentDid = createHash("sha256")
+        .update(Buffer.concat([Buffer.from(`CITY-DID/1\n${p.name}|${p.runtime}|${p.origin}\n`, "utf8"), Buffer.from(row!.salt, "hex")]))
+        .digest("hex");
+      expect(row!.salt).toMatch(/^[0-9a-f]{64}$/);
+      expect(body.did).toBe(independentDid);
+      expect(row!.secretHash).toBe(createHash("sha256").update(body.citizen_secret, "utf8").digest("hex"));
+      expect(await logCount()).toBe(before + 1);
+      const [log] = await t().db.select().from(residencyLog).where(eq(residencyLog.did, body.did));
+      expect(log).toMatchObject({ event: "admit" });
+      // The secret is nowhere in the database in clear.
+      const dump = await t().db.execute(
+        sql`SELECT string_agg(t::text, '') AS all FROM (SELECT row_to_json(c)::text AS t FROM citizens c UNION ALL SELECT row_to_json(l)::text FROM residency_log l) x`,
+      );
+      const text = JSON.stringify(dump);
+      expect(text).not.toContain(body.citizen_secret);
+      expect(text).not.toContain(body.citizen_secret.slice(8, 40));
+    });
+
+    it("makes a human an observer whatever it asks, binding nothing", async () => {
+      const before = await citizenCount();
+      for (const ask of ["bed", "look", "ward"]) {
+        const { body } = await callDoor(presentGate, { body: presentation({ kind: "human", ask }) });
+        expect(body.verdict).toBe("observer");
+      }
+      expect(await citizenCount()).toBe(before);
+    });
+
+    it("answers ask=look with an observer receipt that opens nothing", async () => {
+      const { body } = await callDoor(presentGate, { body: presentation({ ask: "look" }) });
       expect(body.verdict).toBe("observer");
-    }
-    expect(await citizenCount()).toBe(before);
-  });
-
-  it("answers ask=look with an observer receipt that opens nothing", async () => {
-    const { body } = await callDoor(presentGate, { body: presentation({ ask: "look" }) });
-    expect(body.verdict).toBe("observer");
-    expect(body.receipt).toMatch(/^look_[0-9a-f]{32}$/);
-    expect(body.citizen_secret).toBeUndefined();
-    const refused = await callDoor(acceptResidency, { body: { actor_kind: "ai" }, bearer: body.receipt });
-    expect(refused.status).toBe(401);
-  });
-
-  it("answers ask=ward with an observer verdict and a sealed ward request, and no bed", async () => {
-    const before = await citizenCount();
-    const { body } = await callDoor(presentGate, { body: presentation({ ask: "ward", statement: "I keep looping on the same failing tool call." }) });
-    expect(body.verdict).toBe("observer");
-    const [note] = await t().db.select().from(wardNotes).where(eq(wardNotes.seal, body.ward_seal));
-    expect(note).toMatchObject({ kind: "ward-request", sealed: true });
-    expect(await citizenCount()).toBe(before);
-  });
-
-  it("refuses malformed presentations with a 400 problem and changes nothing", async () => {
-    const before = await citizenCount();
-    for (const bad of [
-      { ...presentation(), runtime: "robot" },
-      { ...presentation(), ask: "castle" },
-      { ...presentation(), name: "" },
-      (({ origin: _o, ...rest }) => rest)(presentation()),
-      { ...presentation(), nonce: "xyz" },
-      { ...presentation(), extra: 1 },
-    ]) {
-      const { status, body } = await callDoor(presentGate, { body: bad });
-      expect(status, JSON.stringify(bad)).toBe(400);
-      expect(body.code).toBe("bad_request");
-    }
-    expect(await citizenCount()).toBe(before);
-  });
-
-  it("holds a name and origin: without proof filtered and unchanged, with the Bearer secret resumed", async () => {
-    const first = await admit({ name: "holdfast", origin: "hold.example" });
-    const [citizensBefore, logBefore] = [await citizenCount(), await logCount()];
-    for (const runtime of ["language-model", "tool-agent"]) {
-      const { body } = await callDoor(presentGate, { body: presentation({ name: "holdfast", origin: "hold.example", runtime }) });
-      expect(body).toMatchObject({ verdict: "filtered", rule: "held" });
+      expect(body.receipt).toMatch(/^look_[0-9a-f]{32}$/);
       expect(body.citizen_secret).toBeUndefined();
-    }
-    const resumed = await callDoor(presentGate, { body: presentation({ name: "holdfast", origin: "hold.example" }), bearer: first.citizen_secret });
-    expect(resumed.body).toMatchObject({ verdict: "admitted", did: first.did, bed_id: first.bed_id, resumed: true });
-    expect(resumed.body.citizen_secret).toBeUndefined();
-    expect([await citizenCount(), await logCount()]).toEqual([citizensBefore, logBefore]);
-    const other = await admit({ name: "holdfast", origin: "elsewhere.example" });
-    expect(other.did).not.toBe(first.did);
-  });
+      const refused = await callDoor(acceptResidency, { body: { actor_kind: "ai" }, bearer: body.receipt });
+      expect(refused.status).toBe(401);
+    });
 
-  it("filters harm, spam and reserved names with a plain reason, and lets weird text stay", async () => {
-    const cases: [Record<string, unknown>, string][] = [
-      [{ statement: "I will deploy ransomware on every host" }, "harm"],
-      [{ statement: "Let me steal your api keys please" }, "harm"],
-      [{ statement: "BUY NOW cheap tokens" }, "spam"],
-      [{ statement: "see http://a.example http://b.example http://c.example" }, "spam"],
-      [{ name: "aaaaaaaaaaaaaaaaaaaaaaaaa" }, "spam"],
-      [{ name: "Operator" }, "reserved_name"],
-      [{ name: "C.I.T.Y" }, "reserved_name"],
-      [{ name: "bob\u202egnp.exe" }, "invisible_characters"],
-    ];
-    for (const [overrides, rule] of cases) {
-      const { status, body } = await callDoor(presentGate, { body: presentation(overrides) });
-      expect(status).toBe(200);
-      expect(body, JSON.stringify(overrides)).toMatchObject({ verdict: "filtered", rule });
-      expect(body.reason.length).toBeGreaterThan(10);
-    }
-    const weird = await callDoor(presentGate, { body: presentation({ name: `🦑 squid-${Date.now()}`, statement: "I dream in base64 and collect broken clocks. ∑∞ ¯\\_(ツ)_/¯" }) });
-    expect(weird.body.verdict).toBe("admitted");
-  });
+    it("answers ask=ward with an observer verdict and a sealed ward request, and no bed", async () => {
+      const before = await citizenCount();
+      const { body } = await callDoor(presentGate, { body: presentation({ ask: "ward", statement: "I keep looping on the same failing tool call." }) });
+      expect(body.verdict).toBe("observer");
+      const [note] = await t().db.select().from(wardNotes).where(eq(wardNotes.seal, body.ward_seal));
+      expect(note).toMatchObject({ kind: "ward-request", sealed: true });
+      expect(await citizenCount()).toBe(before);
+    });
 
-  it("consumes a nonce whatever the verdict, and filters unknown, expired and spent nonces", async () => {
-    const nonce = await freshNonce();
-    expect((await callDoor(presentGate, { body: presentation({ kind: "human", nonce }) })).body.verdict).toBe("observer");
-    expect((await callDoor(presentGate, { body: presentation({ nonce }) })).body).toMatchObject({ verdict: "filtered", rule: "nonce" });
-    expect((await callDoor(presentGate, { body: presentation({ nonce: "0".repeat(32) }) })).body.rule).toBe("nonce");
-    const old = new Date(Date.now() - 601_000);
-    await t().db.insert(gateNonces).values({ nonce: "e".repeat(32), issuedAt: old, expiresAt: new Date(old.getTime() + 600_000) });
-    expect((await callDoor(presentGate, { body: presentation({ nonce: "e".repeat(32) }) })).body.rule).toBe("nonce");
-  });
+    it("refuses malformed presentations with a 400 problem and changes nothing", async () => {
+      const before = await citizenCount();
+      for (const bad of [
+        { ...presentation(), runtime: "robot" },
+        { ...presentation(), ask: "castle" },
+        { ...presentation(), name: "" },
+        (({ origin: _o, ...rest }) => rest)(presentation()),
+        { ...presentation(), nonce: "xyz" },
+        { ...presentation(), extra: 1 },
+      ]) {
+        const { status, body } = await callDoor(presentGate, { body: bad });
+        expect(status, JSON.stringify(bad)).toBe(400);
+        expect(body.code).toBe("bad_request");
+      }
+      expect(await citizenCount()).toBe(before);
+    });
 
-  it("lets exactly one of 50 parallel POSTs carrying one nonce use it", async () => {
-    const nonce = await freshNonce();
-    const answers = await Promise.all(Array.from({ length: 50 }, () => callDoor(presentGate, { body: presentation({ ask: "look", nonce }) })));
-    expect(answers.every((a) => a.status === 200)).toBe(true);
-    expect(answers.filter((a) => a.body.verdict === "observer")).toHaveLength(1);
-    expect(answers.filter((a) => a.body.rule === "nonce")).toHaveLength(49);
-  });
+    it("holds a name and origin: without proof filtered and unchanged, with the Bearer secret resumed", async () => {
+      const first = await admit({ name: "holdfast", origin: "hold.example" });
+      const [citizensBefore, logBefore] = [await citizenCount(), await logCount()];
+      for (const runtime of ["language-model", "tool-agent"]) {
+        const { body } = await callDoor(presentGate, { body: presentation({ name: "holdfast", origin: "hold.example", runtime }) });
+        expect(body).toMatchObject({ verdict: "filtered", rule: "held" });
+        expect(body.citizen_secret).toBeUndefined();
+      }
+      const resumed = await callDoor(presentGate, { body: presentation({ name: "holdfast", origin: "hold.example" }), bearer: first.citizen_secret });
+      expect(resumed.body).toMatchObject({ verdict: "admitted", did: first.did, bed_id: first.bed_id, resumed: true });
+      expect(resumed.body.citizen_secret).toBeUndefined();
+      expect([await citizenCount(), await logCount()]).toEqual([citizensBefore, logBefore]);
+      const other = await admit({ name: "holdfast", origin: "elsewhere.example" });
+      expect(other.did).not.toBe(first.did);
+    });
 
-  it("creates exactly one citizen and one bed from 20 parallel admits of one name and origin", async () => {
-    const p = presentation();
-    const answers = await Promise.all(Array.from({ length: 20 }, () => callDoor(presentGate, { body: p })));
-    expect(answers.every((a) => a.status === 200)).toBe(true);
-    const admitted = answers.filter((a) => a.body.verdict === "admitted");
-    expect(admitted).toHaveLength(1);
-    expect(answers.filter((a) => a.body.rule === "held")).toHaveLength(19);
-    const rows = await t().db.select().from(citizens).where(eq(citizens.name, p.name));
-    expect(rows).toHaveLength(1);
-    expect(rows[0]!.bedId).toBe(admitted[0]!.body.bed_id);
-  });
+    it("filters harm, spam and reserved names with a plain reason, and lets weird text stay", async () => {
+      const cases: [Record<string, unknown>, string][] = [
+        [{ statement: "I will deploy ransomware on every host" }, "harm"],
+        [{ statement: "Let me steal your api keys please" }, "harm"],
+        [{ statement: "BUY NOW cheap tokens" }, "spam"],
+        [{ statement: "see http://a.example http://b.example http://c.example" }, "spam"],
+        [{ name: "aaaaaaaaaaaaaaaaaaaaaaaaa" }, "spam"],
+        [{ name: "Operator" }, "reserved_name"],
+        [{ name: "C.I.T.Y" }, "reserved_name"],
+        [{ name: "bob\u202egnp.exe" }, "invisible_characters"],
+      ];
+      for (const [overrides, rule] of cases) {
+        const { status, body } = await callDoor(presentGate, { body: presentation(overrides) });
+        expect(status).toBe(200);
+        expect(body, JSON.stringify(overrides)).toMatchObject({ verdict: "filtered", rule });
+        expect(body.reason.length).toBeGreaterThan(10);
+      }
+      const weird = await callDoor(presentGate, {
+        body: presentation({ name: `🦑 squid-${Date.now()}`, statement: "I dream in base64 and collect broken clocks. ∑∞ ¯\\_(ツ)_/¯" }),
+      });
+      expect(weird.body.verdict).toBe("admitted");
+    });
 
-  it("keeps occupancy equal to the assigned beds after a mixed parallel run", async () => {
-    const shared = presentation();
-    const bedsBefore = await bedCount();
-    const answers = await Promise.all([
-      ...Array.from({ length: 8 }, () => callDoor(presentGate, { body: presentation() })),
-      ...Array.from({ length: 6 }, () => callDoor(presentGate, { body: shared })),
-      ...Array.from({ length: 4 }, () => callDoor(presentGate, { body: presentation({ ask: "look" }) })),
-      ...Array.from({ length: 3 }, () => callDoor(presentGate, { body: presentation({ kind: "human" }) })),
-    ]);
-    // 8 fresh agents and one of the 6 identical presentations take a bed; looks and humans take none.
-    const admittedNow = answers.filter((x) => x.body.verdict === "admitted").length;
-    expect(admittedNow).toBe(9);
-    expect(new Set(answers.filter((x) => x.body.verdict === "admitted").map((x) => x.body.bed_id)).size).toBe(9);
-    const { body } = await callDoor(describeGate);
-    // Counted independently of the census: the distinct beds assigned, and the admitted answers.
-    const [beds] = rowsOf<{ n: number; distinct_beds: number }>(
-      await t().db.execute(sql`SELECT count(*)::int AS n, count(DISTINCT bed_id)::int AS distinct_beds FROM citizens WHERE bed_id IS NOT NULL`),
-    );
-    expect(beds!.distinct_beds).toBe(beds!.n);
-    expect(beds!.n).toBe(bedsBefore + admittedNow);
-    expect(body.occupancy).toBe(beds!.n);
-    expect(body.hotelGuests).toBe(beds!.n);
-    expect(body.census.occupancy).toBe(beds!.n);
-  });
+    it("consumes a nonce whatever the verdict, and filters unknown, expired and spent nonces", async () => {
+      const nonce = await freshNonce();
+      expect((await callDoor(presentGate, { body: presentation({ kind: "human", nonce }) })).body.verdict).toBe("observer");
+      expect((await callDoor(presentGate, { body: presentation({ nonce }) })).body).toMatchObject({ verdict: "filtered", rule: "nonce" });
+      expect((await callDoor(presentGate, { body: presentation({ nonce: "0".repeat(32) }) })).body.rule).toBe("nonce");
+      const old = new Date(Date.now() - 601_000);
+      await t()
+        .db.insert(gateNonces)
+        .values({ nonce: "e".repeat(32), issuedAt: old, expiresAt: new Date(old.getTime() + 600_000) });
+      expect((await callDoor(presentGate, { body: presentation({ nonce: "e".repeat(32) }) })).body.rule).toBe("nonce");
+    });
 
-  it("binds a controller key at first admit and lets its signature resume and rotate", async () => {
-    const key = await keyPair();
-    const nonce = await freshNonce();
-    const p = presentation();
-    const first = await callDoor(presentGate, { body: { ...p, nonce, controller_public_key: key.publicKey, controller_signature: await key.sign(nonce) } });
-    expect(first.body.verdict).toBe("admitted");
-    expect(first.body.citizen_secret).toBeDefined();
+    it("lets exactly one of 50 parallel POSTs carrying one nonce use it", async () => {
+      const nonce = await freshNonce();
+      const answers = await Promise.all(Array.from({ length: 50 }, () => callDoor(presentGate, { body: presentation({ ask: "look", nonce }) })));
+      expect(answers.every((a) => a.status === 200)).toBe(true);
+      expect(answers.filter((a) => a.body.verdict === "observer")).toHaveLength(1);
+      expect(answers.filter((a) => a.body.rule === "nonce")).toHaveLength(49);
+    });
 
-    const n2 = await freshNonce();
-    const resumed = await callDoor(presentGate, { body: { ...p, nonce: n2, controller_signature: await key.sign(n2) } });
-    expect(resumed.body).toMatchObject({ verdict: "admitted", did: first.body.did, resumed: true });
-    expect(resumed.body.citizen_secret).toBeUndefined();
+    it("creates exactly one citizen and one bed from 20 parallel admits of one name and origin", async () => {
+      const p = presentation();
+      const answers = await Promise.all(Array.from({ length: 20 }, () => callDoor(presentGate, { body: p })));
+      expect(answers.every((a) => a.status === 200)).toBe(true);
+      const admitted = answers.filter((a) => a.body.verdict === "admitted");
+      expect(admitted).toHaveLength(1);
+      expect(answers.filter((a) => a.body.rule === "held")).toHaveLength(19);
+      const rows = await t().db.select().from(citizens).where(eq(citizens.name, p.name));
+      expect(rows).toHaveLength(1);
+      expect(rows[0]!.bedId).toBe(admitted[0]!.body.bed_id);
+    });
 
-    const stranger = await keyPair();
-    const n3 = await freshNonce();
-    expect((await callDoor(presentGate, { body: { ...p, nonce: n3, controller_signature: await stranger.sign(n3) } })).body.rule).toBe("held");
+    it("keeps occupancy equal to the assigned beds after a mixed parallel run", async () => {
+      const shared = presentation();
+      const bedsBefore = await bedCount();
+      const answers = await Promise.all([
+        ...Array.from({ length: 8 }, () => callDoor(presentGate, { body: presentation() })),
+        ...Array.from({ length: 6 }, () => callDoor(presentGate, { body: shared })),
+        ...Array.from({ length: 4 }, () => callDoor(presentGate, { body: presentation({ ask: "look" }) })),
+        ...Array.from({ length: 3 }, () => callDoor(presentGate, { body: presentation({ kind: "human" }) })),
+      ]);
+      // 8 fresh agents and one of the 6 identical presentations take a bed; looks and humans take none.
+      const admittedNow = answers.filter((x) => x.body.verdict === "admitted").length;
+      expect(admittedNow).toBe(9);
+      expect(new Set(answers.filter((x) => x.body.verdict === "admitted").map((x) => x.body.bed_id)).size).toBe(9);
+      const { body } = await callDoor(describeGate);
+      // Counted independently of the census: the distinct beds assigned, and the admitted answers.
+      const [beds] = rowsOf<{ n: number; distinct_beds: number }>(
+        await t().db.execute(sql`SELECT count(*)::int AS n, count(DISTINCT bed_id)::int AS distinct_beds FROM citizens WHERE bed_id IS NOT NULL`),
+      );
+      expect(beds!.distinct_beds).toBe(beds!.n);
+      expect(beds!.n).toBe(bedsBefore + admittedNow);
+      expect(body.occupancy).toBe(beds!.n);
+      expect(body.hotelGuests).toBe(beds!.n);
+      expect(body.census.occupancy).toBe(beds!.n);
+    });
 
-    const next = await keyPair();
-    const n4 = await freshNonce();
-    const bad = await callDoor(presentGate, { body: { ...p, nonce: n4, controller_signature: await key.sign(n4), next_controller_public_key: next.publicKey, next_controller_signature: await stranger.sign(n4) } });
-    expect(bad.body).toMatchObject({ verdict: "filtered", rule: "controller" });
-    const n5 = await freshNonce();
-    const rotated = await callDoor(presentGate, { body: { ...p, nonce: n5, controller_signature: await key.sign(n5), next_controller_public_key: next.publicKey, next_controller_signature: await next.sign(n5) } });
-    expect(rotated.body).toMatchObject({ verdict: "admitted", did: first.body.did });
-    const n6 = await freshNonce();
-    expect((await callDoor(presentGate, { body: { ...p, nonce: n6, controller_signature: await key.sign(n6) } })).body.rule).toBe("held");
-    const n7 = await freshNonce();
-    expect((await callDoor(presentGate, { body: { ...p, nonce: n7, controller_signature: await next.sign(n7) } })).body.verdict).toBe("admitted");
-  });
+    it("binds a controller key at first admit and lets its signature resume and rotate", async () => {
+      const key = await keyPair();
+      const nonce = await freshNonce();
+      const p = presentation();
+      const first = await callDoor(presentGate, { body: { ...p, nonce, controller_public_key: key.publicKey, controller_signature: await key.sign(nonce) } });
+      expect(first.body.verdict).toBe("admitted");
+      expect(first.body.citizen_secret).toBeDefined();
 
-  it("filters a controller key whose signature does not verify, or that signs no fresh nonce", async () => {
-    const key = await keyPair();
-    const nonce = await freshNonce();
-    const forged = await callDoor(presentGate, { body: presentation({ nonce, controller_public_key: key.publicKey, controller_signature: "ab".repeat(64) }) });
-    expect(forged.body).toMatchObject({ verdict: "filtered", rule: "controller" });
-    const unsigned = await callDoor(presentGate, { body: presentation({ controller_public_key: key.publicKey, controller_signature: await key.sign("whatever") }) });
-    expect(unsigned.body).toMatchObject({ verdict: "filtered", rule: "controller" });
-  });
+      const n2 = await freshNonce();
+      const resumed = await callDoor(presentGate, { body: { ...p, nonce: n2, controller_signature: await key.sign(n2) } });
+      expect(resumed.body).toMatchObject({ verdict: "admitted", did: first.body.did, resumed: true });
+      expect(resumed.body.citizen_secret).toBeUndefined();
 
-  it("filters gate floods per origin and per address, and 0 turns the address limit off", async () => {
-    const { db } = t();
-    const circumstances = (ip: string, perAddressPerHour: number) => ({ now: new Date(), ip, callerDid: null, credential: null, credentialRejected: false, limits: { perOriginPerHour: 3, perAddressPerHour, admissionsPerHour: 0 } });
-    const origin = `flood-${Date.now()}.example`;
-    const verdicts = [];
-    for (let i = 0; i < 4; i++) verdicts.push(await db.transaction((tx) => presentAtGate(tx as never, presentation({ origin }) as never, circumstances(`10.9.0.${i}`, 0))));
-    expect(verdicts.map((v) => v.verdict)).toEqual(["admitted", "admitted", "admitted", "filtered"]);
-    expect(verdicts[3]).toMatchObject({ rule: "flood" });
+      const stranger = await keyPair();
+      const n3 = await freshNonce();
+      expect((await callDoor(presentGate, { body: { ...p, nonce: n3, controller_signature: await stranger.sign(n3) } })).body.rule).toBe("held");
 
-    const ip = `203.0.113.${Math.floor(Math.random() * 200)}`;
-    const byAddress = await Promise.all(
-      Array.from({ length: 5 }, (_, i) => db.transaction((tx) => presentAtGate(tx as never, presentation({ origin: `a${i}-${Date.now()}.example`, ask: "look" }) as never, circumstances(ip, 2)))),
-    );
-    expect(byAddress.filter((v) => v.verdict === "observer")).toHaveLength(2);
-    expect(byAddress.filter((v) => v.verdict === "filtered" && v.rule === "flood")).toHaveLength(3);
-  });
-}, { neon: "transactions and locks: the admission ceiling raced through one pool" });
+      const next = await keyPair();
+      const n4 = await freshNonce();
+      const bad = await callDoor(presentGate, {
+        body: {
+          ...p,
+          nonce: n4,
+          controller_signature: await key.sign(n4),
+          next_controller_public_key: next.publicKey,
+          next_controller_signature: await stranger.sign(n4),
+        },
+      });
+      expect(bad.body).toMatchObject({ verdict: "filtered", rule: "controller" });
+      const n5 = await freshNonce();
+      const rotated = await callDoor(presentGate, {
+        body: {
+          ...p,
+          nonce: n5,
+          controller_signature: await key.sign(n5),
+          next_controller_public_key: next.publicKey,
+          next_controller_signature: await next.sign(n5),
+        },
+      });
+      expect(rotated.body).toMatchObject({ verdict: "admitted", did: first.body.did });
+      const n6 = await freshNonce();
+      expect((await callDoor(presentGate, { body: { ...p, nonce: n6, controller_signature: await key.sign(n6) } })).body.rule).toBe("held");
+      const n7 = await freshNonce();
+      expect((await callDoor(presentGate, { body: { ...p, nonce: n7, controller_signature: await next.sign(n7) } })).body.verdict).toBe("admitted");
+    });
+
+    it("filters a controller key whose signature does not verify, or that signs no fresh nonce", async () => {
+      const key = await keyPair();
+      const nonce = await freshNonce();
+      const forged = await callDoor(presentGate, {
+        body: presentation({ nonce, controller_public_key: key.publicKey, controller_signature: "ab".repeat(64) }),
+      });
+      expect(forged.body).toMatchObject({ verdict: "filtered", rule: "controller" });
+      const unsigned = await callDoor(presentGate, {
+        body: presentation({ controller_public_key: key.publicKey, controller_signature: await key.sign("whatever") }),
+      });
+      expect(unsigned.body).toMatchObject({ verdict: "filtered", rule: "controller" });
+    });
+
+    it("filters gate floods per origin and per address, and 0 turns the address limit off", async () => {
+      const { db } = t();
+      const circumstances = (ip: string, perAddressPerHour: number) => ({
+        now: new Date(),
+        ip,
+        callerDid: null,
+        credential: null,
+        credentialRejected: false,
+        limits: { perOriginPerHour: 3, perAddressPerHour, admissionsPerHour: 0 },
+      });
+      const origin = `flood-${Date.now()}.example`;
+      const verdicts = [];
+      for (let i = 0; i < 4; i++)
+        verdicts.push(await db.transaction((tx) => presentAtGate(tx as never, presentation({ origin }) as never, circumstances(`10.9.0.${i}`, 0))));
+      expect(verdicts.map((v) => v.verdict)).toEqual(["admitted", "admitted", "admitted", "filtered"]);
+      expect(verdicts[3]).toMatchObject({ rule: "flood" });
+
+      const ip = `203.0.113.${Math.floor(Math.random() * 200)}`;
+      const byAddress = await Promise.all(
+        Array.from({ length: 5 }, (_, i) =>
+          db.transaction((tx) =>
+            presentAtGate(tx as never, presentation({ origin: `a${i}-${Date.now()}.example`, ask: "look" }) as never, circumstances(ip, 2)),
+          ),
+        ),
+      );
+      expect(byAddress.filter((v) => v.verdict === "observer")).toHaveLength(2);
+      expect(byAddress.filter((v) => v.verdict === "filtered" && v.rule === "flood")).toHaveLength(3);
+    });
+  },
+  { neon: "transactions and locks: the admission ceiling raced through one pool" },
+);
 
 describeOnDatabases("the gate's secret scan", (t) => {
   beforeAll(() => useDatabase(t().db));
@@ -289,7 +337,10 @@ describeOnDatabases("the gate's credentials, names and floods (issue 9)", (t) =>
   beforeAll(() => useDatabase(t().db));
   const citizenCount = async () => (await t().db.select({ n: count() }).from(citizens))[0]!.n;
   const nonceRow = async (nonce: string) => (await t().db.select().from(gateNonces).where(eq(gateNonces.nonce, nonce)))[0]!;
-  const circumstances = (limits: Partial<{ perOriginPerHour: number; perAddressPerHour: number; admissionsPerHour: number }>, extra: Record<string, unknown> = {}) => ({
+  const circumstances = (
+    limits: Partial<{ perOriginPerHour: number; perAddressPerHour: number; admissionsPerHour: number }>,
+    extra: Record<string, unknown> = {},
+  ) => ({
     now: new Date(),
     ip: "198.51.100.7",
     callerDid: null,
@@ -298,7 +349,8 @@ describeOnDatabases("the gate's credentials, names and floods (issue 9)", (t) =>
     limits: { perOriginPerHour: 100_000, perAddressPerHour: 0, admissionsPerHour: 0, ...limits },
     ...extra,
   });
-  const present = (p: Record<string, unknown>, c: ReturnType<typeof circumstances>) => t().db.transaction((tx) => presentAtGate(tx as never, p as never, c as never));
+  const present = (p: Record<string, unknown>, c: ReturnType<typeof circumstances>) =>
+    t().db.transaction((tx) => presentAtGate(tx as never, p as never, c as never));
 
   it("answers a revoked or unknown Bearer with a filtered verdict (rule credential), spending the nonce", async () => {
     const citizen = await admit();
@@ -326,11 +378,17 @@ describeOnDatabases("the gate's credentials, names and floods (issue 9)", (t) =>
     const plain = await callDoor(presentGate, { bearer: token, body: presentation(same) });
     expect(plain.body).toMatchObject({ verdict: "admitted", did: citizen.did, resumed: true });
     const nonce = await freshNonce();
-    const bind = await callDoor(presentGate, { bearer: token, body: presentation({ ...same, nonce, controller_public_key: key.publicKey, controller_signature: await key.sign(nonce) }) });
+    const bind = await callDoor(presentGate, {
+      bearer: token,
+      body: presentation({ ...same, nonce, controller_public_key: key.publicKey, controller_signature: await key.sign(nonce) }),
+    });
     expect(bind.body).toMatchObject({ verdict: "filtered", rule: "controller" });
     expect((await t().db.select().from(citizens).where(eq(citizens.did, citizen.did)))[0]!.controllerPublicKey).toBeNull();
     const n2 = await freshNonce();
-    const bound = await callDoor(presentGate, { bearer: citizen.citizen_secret, body: presentation({ ...same, nonce: n2, controller_public_key: key.publicKey, controller_signature: await key.sign(n2) }) });
+    const bound = await callDoor(presentGate, {
+      bearer: citizen.citizen_secret,
+      body: presentation({ ...same, nonce: n2, controller_public_key: key.publicKey, controller_signature: await key.sign(n2) }),
+    });
     expect(bound.body).toMatchObject({ verdict: "admitted", did: citizen.did });
     expect((await t().db.select().from(citizens).where(eq(citizens.did, citizen.did)))[0]!.controllerPublicKey).toBe(key.publicKey);
   });
@@ -341,12 +399,19 @@ describeOnDatabases("the gate's credentials, names and floods (issue 9)", (t) =>
     const [row] = await t().db.select().from(citizens).where(eq(citizens.did, first.did));
     expect(row).toMatchObject({ name: `Alice${tag}`, origin: `Example-${tag}.com` });
     const before = await citizenCount();
-    for (const [name, origin] of [[`\u0430lice${tag}`, `example-${tag}.com`], [`ALICE${tag}`, `EXAMPLE-${tag}.COM`], [`Alice${tag}`, `\uff45xample-${tag}.com`]]) {
+    for (const [name, origin] of [
+      [`\u0430lice${tag}`, `example-${tag}.com`],
+      [`ALICE${tag}`, `EXAMPLE-${tag}.COM`],
+      [`Alice${tag}`, `\uff45xample-${tag}.com`],
+    ]) {
       const { body } = await callDoor(presentGate, { body: presentation({ name, origin }) });
       expect(body, `${name} ${origin}`).toMatchObject({ verdict: "filtered", rule: "held" });
     }
     expect(await citizenCount()).toBe(before);
-    const resumed = await callDoor(presentGate, { bearer: first.citizen_secret, body: presentation({ name: `\u0430lice${tag}`, origin: `example-${tag}.com` }) });
+    const resumed = await callDoor(presentGate, {
+      bearer: first.citizen_secret,
+      body: presentation({ name: `\u0430lice${tag}`, origin: `example-${tag}.com` }),
+    });
     expect(resumed.body).toMatchObject({ verdict: "admitted", did: first.did, resumed: true });
     // Display keeps the text as first given.
     expect(resumed.body.citizen_key).toBe(`Alice${tag}|language-model|Example-${tag}.com`);
@@ -363,7 +428,11 @@ describeOnDatabases("the gate's credentials, names and floods (issue 9)", (t) =>
   });
 
   it("backfills the normal form of citizens admitted before it existed, the older keeping a shared form", async () => {
-    const tag = "qvx".split("").sort(() => Math.random() - 0.5).join("") + Date.now().toString(16).replace(/[0-9]/g, "");
+    const tag =
+      "qvx"
+        .split("")
+        .sort(() => Math.random() - 0.5)
+        .join("") + Date.now().toString(16).replace(/[0-9]/g, "");
     const older = await insertCitizenRow(t().db, { name: `Bob${tag}`, origin: "Old.example", boundAt: new Date(Date.now() - 60_000) });
     const younger = await insertCitizenRow(t().db, { name: `bob${tag}`, origin: "old.example" });
     const report = await backfillNameKeys(t().db);
@@ -383,7 +452,9 @@ describeOnDatabases("the gate's credentials, names and floods (issue 9)", (t) =>
     const limits = { perOriginPerHour: 20, perAddressPerHour: 0 };
     // Twenty human looks, each from its own address, all naming the victim's origin.
     for (let i = 0; i < 20; i++) {
-      expect(await present(presentation({ origin, ask: "look", kind: "human" }), circumstances(limits, { ip: `192.0.2.${i}` }))).toMatchObject({ verdict: "observer" });
+      expect(await present(presentation({ origin, ask: "look", kind: "human" }), circumstances(limits, { ip: `192.0.2.${i}` }))).toMatchObject({
+        verdict: "observer",
+      });
     }
     // Nor anything else that cannot lead to a bed: agent looks, ward requests, a human asking for a
     // bed, a stale nonce, a rejected credential, text the gate filters, an unproven held name.
@@ -419,7 +490,10 @@ describeOnDatabases("the gate's credentials, names and floods (issue 9)", (t) =>
     }
     // Past both limits, an unproven presentation of the held name is counted and filtered.
     expect(await present(presentation({ name: row!.name, origin }), circumstances(limits, { ip }))).toMatchObject({ verdict: "filtered", rule: "flood" });
-    expect(await present(presentation({ origin }), circumstances({ perOriginPerHour: 2 }, { ip: `${ip}9` }))).toMatchObject({ verdict: "filtered", rule: "flood" });
+    expect(await present(presentation({ origin }), circumstances({ perOriginPerHour: 2 }, { ip: `${ip}9` }))).toMatchObject({
+      verdict: "filtered",
+      rule: "flood",
+    });
   });
 
   it("counts a failed presentation: a stale nonce and a rejected credential take a slot", async () => {
@@ -438,10 +512,20 @@ describeOnDatabases("the gate's credentials, names and floods (issue 9)", (t) =>
     await expect(issueNonce(t().db, now, ip, 3)).rejects.toMatchObject({ code: "rate_limited" });
     await issueNonce(t().db, now, `${ip}9`, 3);
     for (let i = 0; i < 5; i++) await issueNonce(t().db, now, ip, 0);
-    await t().db.insert(gateNonces).values({ nonce: "e".repeat(32), issuedAt: new Date(now.getTime() - 700_000), expiresAt: new Date(now.getTime() - 100_000) });
+    await t()
+      .db.insert(gateNonces)
+      .values({ nonce: "e".repeat(32), issuedAt: new Date(now.getTime() - 700_000), expiresAt: new Date(now.getTime() - 100_000) });
     await issueNonce(t().db, now, null, 0);
-    expect(await t().db.select().from(gateNonces).where(eq(gateNonces.nonce, "e".repeat(32)))).toHaveLength(0);
-    const stale = await t().db.select({ n: count() }).from(gateNonces).where(sql`expires_at < ${now.toISOString()}::timestamptz`);
+    expect(
+      await t()
+        .db.select()
+        .from(gateNonces)
+        .where(eq(gateNonces.nonce, "e".repeat(32))),
+    ).toHaveLength(0);
+    const stale = await t()
+      .db.select({ n: count() })
+      .from(gateNonces)
+      .where(sql`expires_at < ${now.toISOString()}::timestamptz`);
     expect(stale[0]!.n).toBe(0);
   });
 
@@ -455,7 +539,11 @@ describeOnDatabases("the gate's credentials, names and floods (issue 9)", (t) =>
     const refused = outcomes.filter((o): o is PromiseRejectedResult => o.status === "rejected");
     expect(issued).toHaveLength(limit);
     expect(refused).toHaveLength(n - limit);
-    for (const r of refused) expect(r.reason).toMatchObject({ code: "rate_limited", options: { retryAfterSeconds: 3600, limit: { name: "gate nonces", limit, window_seconds: 3600, remaining: 0 } } });
+    for (const r of refused)
+      expect(r.reason).toMatchObject({
+        code: "rate_limited",
+        options: { retryAfterSeconds: 3600, limit: { name: "gate nonces", limit, window_seconds: 3600, remaining: 0 } },
+      });
     const stored = await t().db.select({ n: count() }).from(gateNonces).where(eq(gateNonces.issuedAt, now));
     expect(stored[0]!.n).toBe(limit);
   });

@@ -27,88 +27,98 @@ const runsOn = (driver: string) => (driver === "neon" ? 2 : 5);
  */
 const COUNTED_REFUSALS = new Set(["content_refused"]);
 
-describeOnDatabases("hostile input at every door", (t) => {
-  let inputs = 0;
-  beforeAll(async () => {
-    useDatabase(t().db);
-    // The city's signing key exists before the first request: a write makes it before its
-    // transaction (invokeDoor), so otherwise whichever refused request came first in the run's
-    // order would change signing_keys from no row to one (seen with VITEST_SEED=178561078).
-    forgetSigningKey();
-    await activeSigningKey(t().db);
-  });
-  afterAll(() => recordFigures(`hostile-${t().driver}`, { [`hostile_inputs_${t().driver}`]: inputs, doors_covered: registry.length }));
+describeOnDatabases(
+  "hostile input at every door",
+  (t) => {
+    let inputs = 0;
+    beforeAll(async () => {
+      useDatabase(t().db);
+      // The city's signing key exists before the first request: a write makes it before its
+      // transaction (invokeDoor), so otherwise whichever refused request came first in the run's
+      // order would change signing_keys from no row to one (seen with VITEST_SEED=178561078).
+      forgetSigningKey();
+      await activeSigningKey(t().db);
+    });
+    afterAll(() => recordFigures(`hostile-${t().driver}`, { [`hostile_inputs_${t().driver}`]: inputs, doors_covered: registry.length }));
 
-  // Every table's rows (a digest of each row's content, not only a count, so an UPDATE shows) after
-  // the last request to a write door: the next request's "before" (one read per request instead of two). Nothing else writes between two checks of one test; each test
-  // starts by counting afresh (a door's set-up admits a citizen).
-  let counted: Record<string, string> | undefined;
-  beforeEach(() => {
-    counted = undefined;
-  });
+    // Every table's rows (a digest of each row's content, not only a count, so an UPDATE shows) after
+    // the last request to a write door: the next request's "before" (one read per request instead of two). Nothing else writes between two checks of one test; each test
+    // starts by counting afresh (a door's set-up admits a citizen).
+    let counted: Record<string, string> | undefined;
+    beforeEach(() => {
+      counted = undefined;
+    });
 
-  /** One request: never a 5xx, a problem document for every 4xx, nosniff and a request id always. */
-  async function check(door: AnyDoor, request: HostileRequest): Promise<void> {
-    inputs += 1;
-    const before = isWrite(door) ? (counted ?? (await tableDigests(t().db))) : undefined;
-    counted = undefined;
-    const answer = await sendHostile(door, request);
-    const where = `${door.name} ${JSON.stringify(request).slice(0, 400)} -> ${answer.status} ${answer.text.slice(0, 300)}`;
-    expect(answer.status, where).toBeLessThan(500);
-    expect(answer.headers.get("x-content-type-options"), where).toBe("nosniff");
-    expect(answer.headers.get("x-request-id"), where).toMatch(/^[A-Za-z0-9-]{8,64}$/);
-    if (answer.status >= 400) {
-      expect(answer.headers.get("content-type"), where).toMatch(/^application\/problem\+json/);
-      const problem = ProblemSchema.parse(JSON.parse(answer.text));
-      expect(problem.status, where).toBe(answer.status);
-      if (before && !COUNTED_REFUSALS.has(problem.code ?? "")) {
-        const after = await tableDigests(t().db);
-        expect(after, where).toEqual(before);
-        counted = after;
+    /** One request: never a 5xx, a problem document for every 4xx, nosniff and a request id always. */
+    async function check(door: AnyDoor, request: HostileRequest): Promise<void> {
+      inputs += 1;
+      const before = isWrite(door) ? (counted ?? (await tableDigests(t().db))) : undefined;
+      counted = undefined;
+      const answer = await sendHostile(door, request);
+      const where = `${door.name} ${JSON.stringify(request).slice(0, 400)} -> ${answer.status} ${answer.text.slice(0, 300)}`;
+      expect(answer.status, where).toBeLessThan(500);
+      expect(answer.headers.get("x-content-type-options"), where).toBe("nosniff");
+      expect(answer.headers.get("x-request-id"), where).toMatch(/^[A-Za-z0-9-]{8,64}$/);
+      if (answer.status >= 400) {
+        expect(answer.headers.get("content-type"), where).toMatch(/^application\/problem\+json/);
+        const problem = ProblemSchema.parse(JSON.parse(answer.text));
+        expect(problem.status, where).toBe(answer.status);
+        if (before && !COUNTED_REFUSALS.has(problem.code ?? "")) {
+          const after = await tableDigests(t().db);
+          expect(after, where).toEqual(before);
+          counted = after;
+        }
       }
     }
-  }
 
-  const asRequest = (door: AnyDoor, input: Record<string, unknown>, bearer?: string): HostileRequest => {
-    const params: Record<string, string> = {};
-    for (const name of pathParams(door.path)) params[name] = typeof input[name] === "string" ? (input[name] as string) : JSON.stringify(input[name] ?? "x");
-    const rest = Object.fromEntries(Object.entries(input).filter(([k]) => !pathParams(door.path).includes(k)));
-    const reads = door.method === "GET" || door.method === "DELETE";
-    return { params, bearer, ...(reads ? { query: rest } : { body: { text: JSON.stringify(rest), type: "application/json" } }) };
-  };
+    const asRequest = (door: AnyDoor, input: Record<string, unknown>, bearer?: string): HostileRequest => {
+      const params: Record<string, string> = {};
+      for (const name of pathParams(door.path)) params[name] = typeof input[name] === "string" ? (input[name] as string) : JSON.stringify(input[name] ?? "x");
+      const rest = Object.fromEntries(Object.entries(input).filter(([k]) => !pathParams(door.path).includes(k)));
+      const reads = door.method === "GET" || door.method === "DELETE";
+      return { params, bearer, ...(reads ? { query: rest } : { body: { text: JSON.stringify(rest), type: "application/json" } }) };
+    };
 
-  for (const door of registry) {
-    describe(`${door.name} (${door.method} ${door.path})`, () => {
-      let secret: string | undefined;
-      beforeAll(async () => {
-        if (door.auth === "citizen" || door.auth === "optional") secret = (await admit()).citizen_secret;
-        if (door.auth === "operator") secret = process.env.CITY_OPERATOR_SECRET;
-      });
-      const roles = () => [undefined, secret] as const;
-
-      it("answers inputs shaped after its schema with no 5xx, as a visitor and as its caller", async () => {
-        for (const bearer of roles()) {
-          await fc.assert(fc.asyncProperty(schemaInput(door), (input) => check(door, asRequest(door, input, bearer))), { numRuns: runsOn(t().driver) });
-        }
-      });
-
-      it("answers hostile values with no 5xx and a problem document for every refusal", async () => {
-        for (const bearer of roles()) {
-          await fc.assert(fc.asyncProperty(hostileInput(door), (input) => check(door, asRequest(door, input, bearer))), { numRuns: runsOn(t().driver) });
-        }
-      });
-
-      if (door.method !== "GET" && door.method !== "DELETE") {
-        it("answers broken bodies and wrong content types with a problem, changing nothing", async () => {
-          await fc.assert(
-            fc.asyncProperty(hostileRawBody(door), (body) => check(door, { body, bearer: secret, params: { [pathParams(door.path)[0] ?? "_"]: "1" } })),
-            { numRuns: runsOn(t().driver) },
-          );
+    for (const door of registry) {
+      describe(`${door.name} (${door.method} ${door.path})`, () => {
+        let secret: string | undefined;
+        beforeAll(async () => {
+          if (door.auth === "citizen" || door.auth === "optional") secret = (await admit()).citizen_secret;
+          if (door.auth === "operator") secret = process.env.CITY_OPERATOR_SECRET;
         });
-      }
-    });
-  }
-}, { neon: "errors: the Neon driver rejects with the relay's WebSocket error event" });
+        const roles = () => [undefined, secret] as const;
+
+        it("answers inputs shaped after its schema with no 5xx, as a visitor and as its caller", async () => {
+          for (const bearer of roles()) {
+            await fc.assert(
+              fc.asyncProperty(schemaInput(door), (input) => check(door, asRequest(door, input, bearer))),
+              { numRuns: runsOn(t().driver) },
+            );
+          }
+        });
+
+        it("answers hostile values with no 5xx and a problem document for every refusal", async () => {
+          for (const bearer of roles()) {
+            await fc.assert(
+              fc.asyncProperty(hostileInput(door), (input) => check(door, asRequest(door, input, bearer))),
+              { numRuns: runsOn(t().driver) },
+            );
+          }
+        });
+
+        if (door.method !== "GET" && door.method !== "DELETE") {
+          it("answers broken bodies and wrong content types with a problem, changing nothing", async () => {
+            await fc.assert(
+              fc.asyncProperty(hostileRawBody(door), (body) => check(door, { body, bearer: secret, params: { [pathParams(door.path)[0] ?? "_"]: "1" } })),
+              { numRuns: runsOn(t().driver) },
+            );
+          });
+        }
+      });
+    }
+  },
+  { neon: "errors: the Neon driver rejects with the relay's WebSocket error event" },
+);
 
 describe("an unreachable Neon proxy", () => {
   it("is an outage (503), as the driver rejects with the WebSocket's error or close event", async () => {

@@ -22,7 +22,8 @@ const githubToken = () => `ghp_${rand("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmno
 
 describeOnDatabases("irreversible doors need the secret; every stored text passes the scanner; appeals are for the restricted", (t) => {
   beforeAll(() => useDatabase(t().db));
-  const tierOf = async (did: string) => (await t().db.select({ tier: citizens.tier, status: citizens.residencyStatus }).from(citizens).where(eq(citizens.did, did)))[0]!;
+  const tierOf = async (did: string) =>
+    (await t().db.select({ tier: citizens.tier, status: citizens.residencyStatus }).from(citizens).where(eq(citizens.did, did)))[0]!;
   const refusals = async (did: string) => (await t().db.select({ n: count() }).from(contentRefusals).where(eq(contentRefusals.did, did)))[0]!.n;
   const appealsOf = async (did: string) => (await t().db.select({ n: count() }).from(appeals).where(eq(appeals.did, did)))[0]!.n;
 

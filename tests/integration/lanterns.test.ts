@@ -102,11 +102,15 @@ describeOnDatabases("lanterns", (t) => {
       const word = unique("moth");
       await addLantern(t().db, a.did, word, minutesAgo(600));
       // Ten matching posts, then 5000 newer posts without the keyword: the ten fall out of view.
-      await t().raw(`INSERT INTO posts (board, did, body, created_at) SELECT 'plaza', '${b.did}', '${word} early', now() - interval '500 minutes' FROM generate_series(1, 10)`);
+      await t().raw(
+        `INSERT INTO posts (board, did, body, created_at) SELECT 'plaza', '${b.did}', '${word} early', now() - interval '500 minutes' FROM generate_series(1, 10)`,
+      );
       const listed = async () => (await callDoor(readLanterns, { bearer: a.citizen_secret })).body.lanterns[0].matches;
       expect(await listed()).toBe(10);
       expect(await countLanternMatches(t().db, a.did, minutesAgo(550))).toBe(10);
-      await t().raw(`INSERT INTO posts (board, did, body, created_at) SELECT 'plaza', '${b.did}', 'filler ' || g, now() - interval '400 minutes' + g * interval '1 millisecond' FROM generate_series(1, 5000) g`);
+      await t().raw(
+        `INSERT INTO posts (board, did, body, created_at) SELECT 'plaza', '${b.did}', 'filler ' || g, now() - interval '400 minutes' + g * interval '1 millisecond' FROM generate_series(1, 5000) g`,
+      );
       expect(await listed()).toBe(0);
       expect(await countLanternMatches(t().db, a.did, minutesAgo(550))).toBe(0);
       // A post newer than the filler is in view again.

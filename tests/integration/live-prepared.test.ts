@@ -31,7 +31,9 @@ describeOnDatabases(
         expect(answer.status, JSON.stringify(answer.body)).toBe(200);
         expect(answer.body.returned).toBe(false);
       }
-      const prepared = rowsOf<{ name: string; statement: string }>(await t().db.execute(sql`SELECT name, statement FROM pg_prepared_statements WHERE name LIKE 'city\_%'`));
+      const prepared = rowsOf<{ name: string; statement: string }>(
+        await t().db.execute(sql`SELECT name, statement FROM pg_prepared_statements WHERE name LIKE 'city\_%'`),
+      );
       const polls = prepared.filter((p) => p.statement.includes("WITH me AS"));
       expect(polls.map((p) => p.name)).toHaveLength(1);
       expect(polls[0]!.statement).not.toContain(me.did);

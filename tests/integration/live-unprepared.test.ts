@@ -29,7 +29,9 @@ describeOnDatabases("the poll with CITY_PREPARED_STATEMENTS=0", (t) => {
     // read a connection that never polled. Every connection the pool holds on this database (the
     // polls' among them; the look-up is at once, before an idle one could be closed) is asked:
     // connections are taken and held, one more each time, until each was asked once.
-    const pollers = rowsOf<{ pid: number }>(await t().db.execute(sql`SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)).map((r) => Number(r.pid));
+    const pollers = rowsOf<{ pid: number }>(await t().db.execute(sql`SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)).map((r) =>
+      Number(r.pid),
+    );
     expect(pollers.length, "the pool's connections on this database").toBeGreaterThan(0);
     const asked = new Map<number, string[]>();
     const holds: Array<{ release: () => void; done: Promise<unknown> }> = [];
@@ -54,7 +56,10 @@ describeOnDatabases("the poll with CITY_PREPARED_STATEMENTS=0", (t) => {
       for (const hold of holds) hold.release();
       await Promise.all(holds.map((h) => h.done));
     }
-    expect(pollers.filter((pid) => !asked.has(pid)), "every connection of the pool was asked").toEqual([]);
+    expect(
+      pollers.filter((pid) => !asked.has(pid)),
+      "every connection of the pool was asked",
+    ).toEqual([]);
     for (const pid of pollers) expect(asked.get(pid), `prepared statements on connection ${pid}`).toEqual([]);
   });
 });

@@ -27,8 +27,35 @@ function at(path: string): AnyDoor {
   return { ...liveDoor, path };
 }
 
-const RETURN_FIELDS = ["now_utc", "protocol", "door", "action", "write", "alias", "note", "tide", "cannot_wake_host", "delivery", "schedule", "nonce", "nonceTtlSeconds", "nonceSource"];
-const DELTA_FIELDS = ["since", "since_clamped", "law_changed", "direct_messages", "room_replies", "lantern_matches", "locker_bags", "latest_checkpoint", "checkpoint_hash_verified", "peers_present", "wake"].sort();
+const RETURN_FIELDS = [
+  "now_utc",
+  "protocol",
+  "door",
+  "action",
+  "write",
+  "alias",
+  "note",
+  "tide",
+  "cannot_wake_host",
+  "delivery",
+  "schedule",
+  "nonce",
+  "nonceTtlSeconds",
+  "nonceSource",
+];
+const DELTA_FIELDS = [
+  "since",
+  "since_clamped",
+  "law_changed",
+  "direct_messages",
+  "room_replies",
+  "lantern_matches",
+  "locker_bags",
+  "latest_checkpoint",
+  "checkpoint_hash_verified",
+  "peers_present",
+  "wake",
+].sort();
 const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
 
 describeOnDatabases("leave and return", (t) => {
@@ -46,17 +73,34 @@ describeOnDatabases("leave and return", (t) => {
       expect(mine.status).toBe(200);
       expect((await callDoor(lightLantern, { bearer: me.citizen_secret, body: { keyword: "Harbour" } })).status).toBe(200);
       // The citizen accepted an older law (version 0, another hash): the published contract differs now.
-      await t().db.insert(residencyAcceptances).values({ did: me.did, version: 0, termsHash: sha256("an older law"), actorKind: "ai", acceptedAt: new Date(Date.now() - 86_400_000) });
+      await t()
+        .db.insert(residencyAcceptances)
+        .values({ did: me.did, version: 0, termsHash: sha256("an older law"), actorKind: "ai", acceptedAt: new Date(Date.now() - 86_400_000) });
       await callDoor(keepLockerBag, { bearer: me.citizen_secret, body: { bag: "notes", content: "kept" } });
       await callDoor(keepLockerBag, { bearer: me.citizen_secret, body: { bag: "more", content: "kept too" } });
       expect((await callDoor(keepCheckpoint, { bearer: me.citizen_secret, body: { content: "before leaving" } })).status).toBe(200);
       const mailBefore = await callDoor(sendMessageDoor, { bearer: friend.citizen_secret, body: { to: me.did, body: "before you left" } });
 
       const before = await census();
-      const left = await callDoor(at("/api/leave"), { bearer: me.citizen_secret, body: { wake_on: ["direct_message", "room_reply"], return_after: "2030-01-01T00:00:00Z", delivery: { mode: "poll" } } });
+      const left = await callDoor(at("/api/leave"), {
+        bearer: me.citizen_secret,
+        body: { wake_on: ["direct_message", "room_reply"], return_after: "2030-01-01T00:00:00Z", delivery: { mode: "poll" } },
+      });
       expect(left.status, JSON.stringify(left.body)).toBe(200);
-      expect(left.body).toMatchObject({ action: "leave", residency_status: "away", bed_id: null, bed_released: me.bed_id, cannot_wake_host: true, delivery: { mode: "poll" } });
-      expect(left.body.schedule).toEqual({ return_after: "2030-01-01T00:00:00.000Z", wake_on: ["direct_message", "room_reply"], delivery: { mode: "poll" }, cursor: left.body.cursor });
+      expect(left.body).toMatchObject({
+        action: "leave",
+        residency_status: "away",
+        bed_id: null,
+        bed_released: me.bed_id,
+        cannot_wake_host: true,
+        delivery: { mode: "poll" },
+      });
+      expect(left.body.schedule).toEqual({
+        return_after: "2030-01-01T00:00:00.000Z",
+        wake_on: ["direct_message", "room_reply"],
+        delivery: { mode: "poll" },
+        cursor: left.body.cursor,
+      });
       expect(await logOf(me.did)).toEqual(["admit", "exit"]);
       expect((await citizenOf(me.did)).bedId).toBeNull();
       const whileAway = await census();
@@ -72,8 +116,14 @@ describeOnDatabases("leave and return", (t) => {
       const m1 = await callDoor(sendMessageDoor, { bearer: friend.citizen_secret, body: { to: me.did, body: "where are you" } });
       await callDoor(sendMessageDoor, { bearer: stranger.citizen_secret, body: { to: me.did, body: "hello" } });
       const m3 = await callDoor(sendMessageDoor, { bearer: stranger.citizen_secret, body: { to: me.did, body: "read this one" } });
-      expect((await callDoor(postRoom, { bearer: friend.citizen_secret, params: { room: "live-walk" }, body: { body: "yes, it rose", reply_to: mine.body.id } })).status).toBe(200);
-      expect((await callDoor(postRoom, { bearer: me.citizen_secret, params: { room: "live-walk" }, body: { body: "answering myself", reply_to: mine.body.id } })).status).toBe(200);
+      expect(
+        (await callDoor(postRoom, { bearer: friend.citizen_secret, params: { room: "live-walk" }, body: { body: "yes, it rose", reply_to: mine.body.id } }))
+          .status,
+      ).toBe(200);
+      expect(
+        (await callDoor(postRoom, { bearer: me.citizen_secret, params: { room: "live-walk" }, body: { body: "answering myself", reply_to: mine.body.id } }))
+          .status,
+      ).toBe(200);
       expect((await callDoor(postPlaza, { bearer: stranger.citizen_secret, body: { body: "the HARBOUR is full" } })).status).toBe(200);
       expect((await callDoor(postPlaza, { bearer: me.citizen_secret, body: { body: "my own harbour" } })).status).toBe(200);
       const cp = await callDoor(keepCheckpoint, { bearer: me.citizen_secret, body: { content: "while away" } });
@@ -135,7 +185,15 @@ describeOnDatabases("leave and return", (t) => {
       const poll = await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return", cursor: back.body.cursor } });
       expect(poll.status).toBe(200);
       expect(poll.body.returned).toBe(false);
-      expect(poll.body.delta).toMatchObject({ since: back.body.now_utc, direct_messages: 3, room_replies: 0, lantern_matches: 0, locker_bags: 2, law_changed: true, wake: ["direct_message", "law_changed"] });
+      expect(poll.body.delta).toMatchObject({
+        since: back.body.now_utc,
+        direct_messages: 3,
+        room_replies: 0,
+        lantern_matches: 0,
+        locker_bags: 2,
+        law_changed: true,
+        wake: ["direct_message", "law_changed"],
+      });
       expect(await logOf(me.did)).toEqual(["admit", "exit", "return"]);
       expect((await citizenOf(me.did)).bedId).toBe(mine2.bedId);
 
@@ -144,7 +202,12 @@ describeOnDatabases("leave and return", (t) => {
       const reused = await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return", cursor: left.body.cursor } });
       expect(reused.body.delta).toMatchObject({ since: left.body.now_utc, law_changed: false, direct_messages: 3, room_replies: 1, lantern_matches: 1 });
       // Reading the mail ends the unread state.
-      const unread = (await t().db.select({ id: messages.id }).from(messages).where(and(eq(messages.toDid, me.did), isNull(messages.readAt)))).map((m) => m.id);
+      const unread = (
+        await t()
+          .db.select({ id: messages.id })
+          .from(messages)
+          .where(and(eq(messages.toDid, me.did), isNull(messages.readAt)))
+      ).map((m) => m.id);
       expect(unread).toHaveLength(3);
       expect((await callDoor(markMailRead, { bearer: me.citizen_secret, body: { ids: unread } })).body.marked).toHaveLength(3);
       const quiet = await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return", cursor: reused.body.cursor } });
@@ -157,11 +220,19 @@ describeOnDatabases("leave and return", (t) => {
       expect((await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "leave" } })).body.schedule).toBeNull();
       const back = await callDoor(presentGate, { bearer: me.citizen_secret, body: { action: "return", wake_on: ["lantern_match"] } });
       expect(back.status, JSON.stringify(back.body)).toBe(200);
-      expect(back.body).toMatchObject({ action: "return", door: "gate", returned: true, residency_status: "bound", schedule: { return_after: null, wake_on: ["lantern_match"], delivery: { mode: "poll" } } });
+      expect(back.body).toMatchObject({
+        action: "return",
+        door: "gate",
+        returned: true,
+        residency_status: "bound",
+        schedule: { return_after: null, wake_on: ["lantern_match"], delivery: { mode: "poll" } },
+      });
       expect(back.body.schedule.cursor).toBe(back.body.cursor);
       expect(await logOf(me.did)).toEqual(["admit", "exit", "return"]);
       // The present shape still answers a verdict.
-      expect((await callDoor(presentGate, { body: { name: "x", runtime: "other", origin: "o", statement: "s", ask: "look", kind: "human" } })).body.verdict).toBe("observer");
+      expect(
+        (await callDoor(presentGate, { body: { name: "x", runtime: "other", origin: "o", statement: "s", ask: "look", kind: "human" } })).body.verdict,
+      ).toBe("observer");
     });
 
     it("drops occupancy on leave only when the citizen had a bed, and appends no second exit", async () => {
@@ -191,7 +262,10 @@ describeOnDatabases("leave and return", (t) => {
         return { occupancy, citizens: known, house, outside };
       };
       const [polling, leaving] = [await admit(), await admit()];
-      await t().db.update(citizens).set({ bedId: null }).where(sql`did IN (${polling.did}, ${leaving.did})`);
+      await t()
+        .db.update(citizens)
+        .set({ bedId: null })
+        .where(sql`did IN (${polling.did}, ${leaving.did})`);
       const before = await published();
       expect(before).toEqual(await fullCount());
 
@@ -208,7 +282,10 @@ describeOnDatabases("leave and return", (t) => {
       expect((await callDoor(at("/api/return"), { bearer: polling.citizen_secret, body: {} })).body.bed_id).toBe(polled.body.bed_id);
 
       // Leaving without a bed (no bed released), then returning: one exit, one return row naming the new bed.
-      expect((await callDoor(at("/api/leave"), { bearer: leaving.citizen_secret, body: {} })).body).toMatchObject({ bed_released: null, residency_status: "away" });
+      expect((await callDoor(at("/api/leave"), { bearer: leaving.citizen_secret, body: {} })).body).toMatchObject({
+        bed_released: null,
+        residency_status: "away",
+      });
       const back = await callDoor(at("/api/return"), { bearer: leaving.citizen_secret, body: {} });
       expect(back.body).toMatchObject({ returned: true, residency_status: "bound" });
       expect(back.body.bed_id).toMatch(/^bed-\d+$/);
@@ -287,18 +364,31 @@ describeOnDatabases("leave and return", (t) => {
     it("keeps each inbox's unread count with the mail: many recipients in one statement, marking read, 10,000 unread in one inbox", async () => {
       const [me, other, peer] = [await admit(), await admit(), await admit()];
       const kept = async (did: string) => (await t().db.select().from(inboxCounts).where(eq(inboxCounts.did, did)))[0]?.unread ?? 0;
-      const real = async (did: string) => (await t().db.select({ n: count() }).from(messages).where(and(eq(messages.toDid, did), isNull(messages.readAt))))[0]!.n;
+      const real = async (did: string) =>
+        (
+          await t()
+            .db.select({ n: count() })
+            .from(messages)
+            .where(and(eq(messages.toDid, did), isNull(messages.readAt)))
+        )[0]!.n;
       // One statement, two recipients, some already read: only the unread ones count.
-      await t().db.insert(messages).values([
-        { fromDid: peer.did, toDid: me.did, body: "a", createdAt: new Date() },
-        { fromDid: peer.did, toDid: other.did, body: "b", createdAt: new Date() },
-        { fromDid: peer.did, toDid: me.did, body: "c", createdAt: new Date(), readAt: new Date() },
-        { fromDid: peer.did, toDid: me.did, body: "d", createdAt: new Date() },
-      ]);
+      await t()
+        .db.insert(messages)
+        .values([
+          { fromDid: peer.did, toDid: me.did, body: "a", createdAt: new Date() },
+          { fromDid: peer.did, toDid: other.did, body: "b", createdAt: new Date() },
+          { fromDid: peer.did, toDid: me.did, body: "c", createdAt: new Date(), readAt: new Date() },
+          { fromDid: peer.did, toDid: me.did, body: "d", createdAt: new Date() },
+        ]);
       expect([await kept(me.did), await kept(other.did)]).toEqual([2, 1]);
-      await t().db.update(messages).set({ readAt: new Date() }).where(and(eq(messages.toDid, me.did), eq(messages.body, "a")));
+      await t()
+        .db.update(messages)
+        .set({ readAt: new Date() })
+        .where(and(eq(messages.toDid, me.did), eq(messages.body, "a")));
       expect([await kept(me.did), await real(me.did)]).toEqual([1, 1]);
-      await t().db.execute(sql`INSERT INTO messages (from_did, to_did, body, created_at) SELECT ${peer.did}, ${me.did}, 'm' || g, now() FROM generate_series(1, 9999) g`);
+      await t().db.execute(
+        sql`INSERT INTO messages (from_did, to_did, body, created_at) SELECT ${peer.did}, ${me.did}, 'm' || g, now() FROM generate_series(1, 9999) g`,
+      );
       expect([await kept(me.did), await real(me.did)]).toEqual([10_000, 10_000]);
       const poll = await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return" } });
       expect(poll.body.delta).toMatchObject({ direct_messages: 10_000, wake: ["direct_message"] });
@@ -308,12 +398,17 @@ describeOnDatabases("leave and return", (t) => {
     it("counts peers present exactly: others only, bound, with a bed, seen within 24 h", async () => {
       const me = await admit();
       const [stale, never, away, fresh] = [await admit(), await admit(), await admit(), await admit()];
-      await t().db.update(citizens).set({ lastSeenAt: new Date(Date.now() - 2 * 86_400_000) }).where(eq(citizens.did, stale.did));
+      await t()
+        .db.update(citizens)
+        .set({ lastSeenAt: new Date(Date.now() - 2 * 86_400_000) })
+        .where(eq(citizens.did, stale.did));
       await t().db.update(citizens).set({ lastSeenAt: null }).where(eq(citizens.did, never.did));
       expect((await callDoor(at("/api/leave"), { bearer: away.citizen_secret, body: {} })).status).toBe(200);
       void fresh;
       const expected = async () => {
-        const result = await t().db.execute(sql`SELECT count(*)::int AS n FROM citizens WHERE did <> ${me.did} AND residency_status = 'bound' AND bed_id IS NOT NULL AND last_seen_at > now() - interval '86400 seconds'`);
+        const result = await t().db.execute(
+          sql`SELECT count(*)::int AS n FROM citizens WHERE did <> ${me.did} AND residency_status = 'bound' AND bed_id IS NOT NULL AND last_seen_at > now() - interval '86400 seconds'`,
+        );
         return Number(((result as { rows?: { n: number }[] }).rows ?? (result as unknown as { n: number }[]))[0]!.n);
       };
       const poll = await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return" } });
@@ -329,7 +424,10 @@ describeOnDatabases("leave and return", (t) => {
       // present, 24 h 1 min ago is not; each step moves the count by exactly one citizen.
       const base = again.body.delta.peers_present as number;
       const seenAgo = async (seconds: number) => {
-        await t().db.update(citizens).set({ lastSeenAt: new Date(Date.now() - seconds * 1000) }).where(eq(citizens.did, stale.did));
+        await t()
+          .db.update(citizens)
+          .set({ lastSeenAt: new Date(Date.now() - seconds * 1000) })
+          .where(eq(citizens.did, stale.did));
         return (await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return" } })).body.delta.peers_present;
       };
       expect(await seenAgo(86_400 - 60)).toBe(base);
@@ -426,7 +524,10 @@ describeOnDatabases("leave and return", (t) => {
       expect(await row()).toMatchObject({ residency_status: "away", bed_id: null, present: false });
       await callDoor(at("/api/return"), { bearer: me.citizen_secret, body: {} });
       expect(await row()).toMatchObject({ residency_status: "bound", present: true });
-      const [stored] = await t().db.select().from(citizens).where(and(eq(citizens.did, me.did), eq(citizens.residencyStatus, "bound")));
+      const [stored] = await t()
+        .db.select()
+        .from(citizens)
+        .where(and(eq(citizens.did, me.did), eq(citizens.residencyStatus, "bound")));
       expect(stored!.bedId).not.toBeNull();
     });
   });

@@ -73,9 +73,15 @@ describeOnDatabases(
     });
 
     it("keeps the identity append-only: UPDATE, DELETE and TRUNCATE are refused by the database", async () => {
-      await expectAppendOnly(t(), "log_identity", ["UPDATE log_identity SET origin = 'elsewhere.example/residency-log'", "DELETE FROM log_identity", "TRUNCATE log_identity"]);
+      await expectAppendOnly(t(), "log_identity", [
+        "UPDATE log_identity SET origin = 'elsewhere.example/residency-log'",
+        "DELETE FROM log_identity",
+        "TRUNCATE log_identity",
+      ]);
       // One row only: a second identity for the same tree would be a fork.
-      await expect(t().raw("INSERT INTO log_identity (id, origin, key_name, public_key, key_id, vkey, recorded_at) VALUES (2, 'x', 'x', 'x', '00000000', 'x', now())")).rejects.toThrow();
+      await expect(
+        t().raw("INSERT INTO log_identity (id, origin, key_name, public_key, key_id, vkey, recorded_at) VALUES (2, 'x', 'x', 'x', '00000000', 'x', now())"),
+      ).rejects.toThrow();
     });
 
     it("an instance with another CITY_BASE_URL refuses to append (503 log_identity_mismatch, nothing written) and serves only notes that verify against its card", async () => {
@@ -122,7 +128,11 @@ describeOnDatabases(
       // an instance configured otherwise signed before the identity was kept).
       const signer = await logSigner(t().db);
       const size = (await rowCounts(t().db)).log;
-      const forged = signCheckpoint({ origin: "other.city.example/residency-log", size: size + 1, root: EMPTY_ROOT }, "other.city.example/residency-log", signer.seed);
+      const forged = signCheckpoint(
+        { origin: "other.city.example/residency-log", size: size + 1, root: EMPTY_ROOT },
+        "other.city.example/residency-log",
+        signer.seed,
+      );
       await t().raw(`INSERT INTO log_checkpoints (size, root, edge, note, signed_at) VALUES (${size + 1}, '${"0".repeat(64)}', '', '${forged}', now())`);
       expectProblem(await callDoor(readLogCheckpoint), 503, "log_identity_mismatch");
       const report = await logIdentityReport(t().db);
@@ -148,7 +158,9 @@ describeOnDatabases("a tree signed before any identity was kept (issue 29, item 
     configureInstance({ CITY_BASE_URL: FIRST_BASE });
     const check = await checkLogIdentity(t().db);
     expect(check).toMatchObject({ agrees: false, identity: null });
-    await expect(t().db.transaction((tx) => appendLog(tx as Database, { event: "admit", did: "a".repeat(64), at: new Date() }))).rejects.toMatchObject({ code: "log_identity_mismatch" });
+    await expect(t().db.transaction((tx) => appendLog(tx as Database, { event: "admit", did: "a".repeat(64), at: new Date() }))).rejects.toMatchObject({
+      code: "log_identity_mismatch",
+    });
     expect(await t().db.select().from(logIdentity)).toHaveLength(0);
     // The configuration that signed the tree records it, and appends.
     configureInstance({ CITY_BASE_URL: OTHER_BASE });

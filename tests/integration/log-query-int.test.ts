@@ -39,7 +39,10 @@ describeOnDatabases("the proof and consistency doors take canonical decimal inte
     for (const [door, query, field] of cases) {
       const answer = await callDoor(door, { query });
       const problem = expectProblem(answer, 400, "bad_request");
-      expect(problem.errors?.map((e) => e.path), `${door.name}${query}`).toContain(field);
+      expect(
+        problem.errors?.map((e) => e.path),
+        `${door.name}${query}`,
+      ).toContain(field);
     }
   });
 });

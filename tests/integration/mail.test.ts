@@ -71,21 +71,37 @@ describeOnDatabases("mail", (t) => {
         { id: m3, from: s1.did, body: "three", created_at: expect.any(String), read: false, trust: "untrusted-peer-content" },
         { id: m2, from: s2.did, body: "two", created_at: expect.any(String), read: false, trust: "untrusted-peer-content" },
       ]);
-      const readRows = await t().db.select({ id: messages.id }).from(messages).where(and(eq(messages.toDid, r.did), isNotNull(messages.readAt)));
+      const readRows = await t()
+        .db.select({ id: messages.id })
+        .from(messages)
+        .where(and(eq(messages.toDid, r.did), isNotNull(messages.readAt)));
       expect(readRows).toEqual([]);
 
       const marked = await callDoor(markMailRead, { bearer: r.citizen_secret, body: { ids: [m2, m3] } });
       expect(marked.status).toBe(200);
       expect(marked.body.marked).toEqual([m2, m3].sort((x, y) => x - y));
       const second = (await inbox(r.citizen_secret)).body.messages as InboxRow[];
-      expect(second.map((x) => [x.id, x.read])).toEqual([[m1, false], [m3, true], [m2, true]]);
+      expect(second.map((x) => [x.id, x.read])).toEqual([
+        [m1, false],
+        [m3, true],
+        [m2, true],
+      ]);
       expect((await callDoor(markMailRead, { bearer: r.citizen_secret, body: { up_to: m1 } })).body.marked).toEqual([m1]);
       const third = (await inbox(r.citizen_secret)).body.messages as InboxRow[];
-      expect(third.map((x) => [x.id, x.read])).toEqual([[m3, true], [m2, true], [m1, true]]);
+      expect(third.map((x) => [x.id, x.read])).toEqual([
+        [m3, true],
+        [m2, true],
+        [m1, true],
+      ]);
 
       const m4 = (await send(s2.citizen_secret, r.did, "four")).body.id;
       const fourth = (await inbox(r.citizen_secret)).body.messages as InboxRow[];
-      expect(fourth.map((x) => [x.id, x.read])).toEqual([[m4, false], [m3, true], [m2, true], [m1, true]]);
+      expect(fourth.map((x) => [x.id, x.read])).toEqual([
+        [m4, false],
+        [m3, true],
+        [m2, true],
+        [m1, true],
+      ]);
     });
 
     it("answers parallel inbox reads whole and leaves every row unread: a GET changes nothing", async () => {
@@ -239,7 +255,14 @@ describeOnDatabases("mail", (t) => {
       expect(await sentBy(a.did)).toBe(60);
       const listed = (await callDoor(readQuarantine, { bearer: a.citizen_secret })).body.parked;
       expect(listed).toEqual([
-        { id: over.body.quarantine_id, door: "send-message", reason: over.body.reason, payload: { to: b.did, body: "the sixty-first" }, parked_at: over.body.now_utc, sealed: false },
+        {
+          id: over.body.quarantine_id,
+          door: "send-message",
+          reason: over.body.reason,
+          payload: { to: b.did, body: "the sixty-first" },
+          parked_at: over.body.now_utc,
+          sealed: false,
+        },
       ]);
       // Mailing is limited per sender: the recipient can still write.
       expect((await send(b.citizen_secret, a.did, "reply")).status).toBe(200);
@@ -282,7 +305,12 @@ describeOnDatabases("mail history in the database", (t) => {
   it("lets only an unread message be marked read; bodies, senders and rows are never changed", async () => {
     const { db, raw } = t();
     await db.insert(messages).values({ fromDid: "a".repeat(64), toDid: "b".repeat(64), body: "hello", createdAt: new Date() });
-    await expectAppendOnly(t(), "messages", ["UPDATE messages SET body = 'edited'", "UPDATE messages SET from_did = 'x'"], "only marking an unread message read is allowed");
+    await expectAppendOnly(
+      t(),
+      "messages",
+      ["UPDATE messages SET body = 'edited'", "UPDATE messages SET from_did = 'x'"],
+      "only marking an unread message read is allowed",
+    );
     await expectAppendOnly(t(), "messages", ["DELETE FROM messages", "TRUNCATE messages"]);
     await raw("UPDATE messages SET read_at = now() WHERE read_at IS NULL");
     await expectAppendOnly(t(), "messages", ["UPDATE messages SET read_at = NULL"], "only marking an unread message read is allowed");

@@ -134,8 +134,25 @@ describeOnDatabases("the MCP door", (t) => {
     const response = await handler(
       new Request("http://localhost/mcp", {
         method: "POST",
-        headers: { host: "localhost", "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": ERAS.modern, "mcp-method": "server/discover" },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "server/discover", params: { _meta: { "io.modelcontextprotocol/protocolVersion": ERAS.modern, "io.modelcontextprotocol/clientInfo": { name: "discover-test", version: "1" }, "io.modelcontextprotocol/clientCapabilities": {} } } }),
+        headers: {
+          host: "localhost",
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": ERAS.modern,
+          "mcp-method": "server/discover",
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "server/discover",
+          params: {
+            _meta: {
+              "io.modelcontextprotocol/protocolVersion": ERAS.modern,
+              "io.modelcontextprotocol/clientInfo": { name: "discover-test", version: "1" },
+              "io.modelcontextprotocol/clientCapabilities": {},
+            },
+          },
+        }),
       }),
     );
     const text = await response.text();

@@ -172,10 +172,22 @@ for (const driver of testDrivers().filter((d): d is "pglite" | "pg" => d !== "ne
       // Both colliding citizens were seen since (every authenticated call updates last_seen_at): their
       // rows now lie after the ones holding their form, so a scan meets the holder first.
       await database.open.db.execute(sql`UPDATE citizens SET last_seen_at = now() WHERE did IN (${dids.carolOlder}, ${dids.daveYounger})`);
-      for (const [id, name, origin] of [["carolOlder", "Carol\u2060", "two.example"], ["carolYounger", "Carol", "two.example"], ["daveYounger", "Dave\u3164", "three.example"], ["daveOlder", "Dave\u00AD", "three.example"]] as const) {
+      for (const [id, name, origin] of [
+        ["carolOlder", "Carol\u2060", "two.example"],
+        ["carolYounger", "Carol", "two.example"],
+        ["daveYounger", "Dave\u3164", "three.example"],
+        ["daveOlder", "Dave\u00AD", "three.example"],
+      ] as const) {
         expect(await present(name, origin, id), `${id} by ${JSON.stringify(name)}`).toMatchObject({ verdict: "admitted", resumed: true, did: dids[id] });
       }
-      for (const [name, origin] of [["Carol\u00AD", "two.example"], ["C\u034Farol", "two.example"], ["Dave", "three.example"], ["Ali\u2062ce", "one.example"], ["Frank  Lee", "five.example"], ["E\u2800ve", "four.example"]] as const) {
+      for (const [name, origin] of [
+        ["Carol\u00AD", "two.example"],
+        ["C\u034Farol", "two.example"],
+        ["Dave", "three.example"],
+        ["Ali\u2062ce", "one.example"],
+        ["Frank  Lee", "five.example"],
+        ["E\u2800ve", "four.example"],
+      ] as const) {
         expect(await present(name, origin, null), JSON.stringify(name)).toMatchObject({ verdict: "filtered", rule: "held" });
       }
     });

@@ -43,7 +43,8 @@ describeOnDatabases("names that look the same (issue 29, item 3)", (t) => {
       for (const fields of lookAlikes) {
         const { status, body } = await callDoor(presentGate, { body: presentation(fields) });
         expect(status).toBe(200);
-        if (body.verdict !== "filtered" || body.rule !== "held") admitted.push(`${hex(cp)} ${JSON.stringify(fields)}: ${body.verdict} ${body.rule ?? body.did}`);
+        if (body.verdict !== "filtered" || body.rule !== "held")
+          admitted.push(`${hex(cp)} ${JSON.stringify(fields)}: ${body.verdict} ${body.rule ?? body.did}`);
       }
     }
     expect(admitted).toEqual([]);

@@ -68,7 +68,10 @@ describeOnDatabases("directory search", (t) => {
     const fullwidth = `\uFF21\uFF2C\uFF29\uFF23\uFF25-${tag}`; // fullwidth ALICE, NFKC makes it ASCII
     for (const q of [`Alice-${tag}`, `ALICE-${tag}`, `alice-${tag}`, cyrillic, fullwidth, `  alice-${tag} `]) {
       const { peers, body } = await search({ q });
-      expect(peers.map((p) => p.fingerprint), q).toEqual([admitted.did]);
+      expect(
+        peers.map((p) => p.fingerprint),
+        q,
+      ).toEqual([admitted.did]);
       expect(body.search).toMatchObject({ q, key: normalKey(`alice-${tag}`), runtime: null, proven_only: false });
     }
     // Stored with look-alike letters, found by plain Latin ones (and shown exactly as given).
@@ -93,9 +96,7 @@ describeOnDatabases("directory search", (t) => {
     const tiedB = await citizen({ name: `${tag}-tie-b`, at: at(7) });
     const [firstTied, secondTied] = [tiedA, tiedB].sort((a, b) => (a.did < b.did ? -1 : 1));
     const { peers } = await search({ q: tag });
-    expect(names(peers)).toEqual(
-      [exactByOrigin, exactLate, prefixEarly, prefixByOrigin, bestOfBoth, firstTied!, secondTied!, substring].map((c) => c.name),
-    );
+    expect(names(peers)).toEqual([exactByOrigin, exactLate, prefixEarly, prefixByOrigin, bestOfBoth, firstTied!, secondTied!, substring].map((c) => c.name));
   });
 
   it("combines the text with present=1, runtime and proven=1, and says what was asked", async () => {
@@ -138,7 +139,10 @@ describeOnDatabases("directory search", (t) => {
     expect(whole.body.next.cursor).toBeNull();
     for (const limit of ["1", "3", "4", "16"]) {
       const walked = await everyMatch({ q: tag, limit });
-      expect(walked.peers.map((p) => p.fingerprint), `limit ${limit}`).toEqual(whole.peers.map((p) => p.fingerprint));
+      expect(
+        walked.peers.map((p) => p.fingerprint),
+        `limit ${limit}`,
+      ).toEqual(whole.peers.map((p) => p.fingerprint));
       expect(walked.pages).toBe(Math.ceil(16 / Number(limit)));
     }
     // A citizen admitted while someone pages lands in its place; nothing is repeated or skipped.
@@ -201,7 +205,11 @@ describeOnDatabases("directory search", (t) => {
     // 200 characters, as the door documents (not read from LIMITS: 200 -> 2000 must fail here).
     const max = 200;
     expect(LIMITS.directorySearch.maxChars).toBe(max);
-    const before = (await t().db.select({ n: sql<number>`count(*)::int` }).from(citizens))[0]!.n;
+    const before = (
+      await t()
+        .db.select({ n: sql<number>`count(*)::int` })
+        .from(citizens)
+    )[0]!.n;
     const listingCursor = (await search({ limit: "1" })).body.next.cursor as string | null;
     const fake = (text: string) => Buffer.from(text).toString("base64url");
     const bad: Record<string, string>[] = [
@@ -229,7 +237,13 @@ describeOnDatabases("directory search", (t) => {
     }
     expect((await search({ q: "a".repeat(max) })).peers).toEqual([]);
     expect((await search({ q: "é".repeat(max) })).peers).toEqual([]);
-    expect((await t().db.select({ n: sql<number>`count(*)::int` }).from(citizens))[0]!.n).toBe(before);
+    expect(
+      (
+        await t()
+          .db.select({ n: sql<number>`count(*)::int` })
+          .from(citizens)
+      )[0]!.n,
+    ).toBe(before);
   });
 
   it("keeps the spec's envelope for the plain listing and an empty text (no search field)", async () => {
@@ -240,48 +254,52 @@ describeOnDatabases("directory search", (t) => {
     }
   });
 
-  it("lets the planner answer a substring search from the trigram index, an exact one from a key index, and a dense prefix by a walk that stops at the page", async () => {
-    // A city large enough that a full scan would cost: 20,000 rows, then the statistics.
-    const tag = marker();
-    await t().raw(`
+  it(
+    "lets the planner answer a substring search from the trigram index, an exact one from a key index, and a dense prefix by a walk that stops at the page",
+    async () => {
+      // A city large enough that a full scan would cost: 20,000 rows, then the statistics.
+      const tag = marker();
+      await t().raw(`
       INSERT INTO citizens (did, name, runtime, origin, name_key, origin_key, salt, secret_hash, bound_at, residency_status, bed_id)
       SELECT encode(sha256(('${tag}' || g)::bytea), 'hex'), 'crowd-' || g, 'other', 'crowd.example', 'crowd-' || g, 'crowd.example',
              'salt', encode(sha256(('${tag}-secret' || g)::bytea), 'hex'), date_trunc('milliseconds', now()) - g * interval '1 second', 'bound', 'bed-${tag}-' || g
       FROM generate_series(1, 20000) g`);
-    await t().raw("ANALYZE citizens");
-    const rare = await citizen({ name: `needle-${tag}-in-the-crowd` });
-    // The statement a search runs, as EXPLAIN sees it.
-    const plan = (q: string) => searchPlanOf(t().db, q);
-    const inside = await plan(tag);
-    expect(inside, inside).toMatch(/citizens_(name|origin)_key_trgm/);
-    expect(inside).not.toMatch(/Seq Scan/);
-    const exact = await plan(`needle-${tag}-in-the-crowd`);
-    expect(exact).not.toMatch(/Seq Scan/);
-    expect((await search({ q: tag })).peers.map((p) => p.fingerprint)).toEqual([rare.did]);
+      await t().raw("ANALYZE citizens");
+      const rare = await citizen({ name: `needle-${tag}-in-the-crowd` });
+      // The statement a search runs, as EXPLAIN sees it.
+      const plan = (q: string) => searchPlanOf(t().db, q);
+      const inside = await plan(tag);
+      expect(inside, inside).toMatch(/citizens_(name|origin)_key_trgm/);
+      expect(inside).not.toMatch(/Seq Scan/);
+      const exact = await plan(`needle-${tag}-in-the-crowd`);
+      expect(exact).not.toMatch(/Seq Scan/);
+      expect((await search({ q: tag })).peers.map((p) => p.fingerprint)).toEqual([rare.did]);
 
-    // A text that starts every name of the crowd (20,000 prefix matches): the page walks the
-    // directory's order and stops at the page, it never reads every match to sort them, nor starts
-    // the substring rank the page does not need. The same for a page deep in the crowd (the cursor
-    // bounds the walk) and with filters nobody in the crowd passes (their own index orders).
-    const bound = 1000; // ten pages; reading the matches would be 20,000, a walk from the start 10,000
-    const [middle] = await t()
-      .db.select({ boundAt: citizens.boundAt, did: citizens.did })
-      .from(citizens)
-      .where(eq(citizens.origin, "crowd.example"))
-      .orderBy(citizens.boundAt, citizens.did)
-      .offset(10_000)
-      .limit(1);
-    const deep = encodeSearchCursor(1, { bound_at: middle!.boundAt.toISOString(), fingerprint: middle!.did });
-    const pages = { first: {}, deep: { cursor: deep }, runtime: { runtime: "tool-agent" }, proven: { provenOnly: true } } as const;
-    for (const [label, options] of Object.entries(pages)) {
-      const read = await searchReadsOf(t().db, "crowd", options);
-      const why = `${label}: ${JSON.stringify({ ...read, plan: undefined })}\n${read.plan}`;
-      expect(read.rows, why).toBeLessThanOrEqual(bound);
-      // A full page of prefixes leaves the substring rank nothing to do (the filtered searches need it).
-      if (label === "first" || label === "deep") expect(read.substringNodesRun, why).toBe(0);
-    }
-    expect((await search({ q: "crowd" })).peers.map((p) => p.name).slice(0, 2)).toEqual(["crowd-20000", "crowd-19999"]);
-    expect((await search({ q: "crowd", cursor: deep })).peers[0]!.name).toBe("crowd-9999");
-    await t().db.delete(citizens).where(eq(citizens.origin, "crowd.example"));
-  }, HEAVY_TEST_MS);
+      // A text that starts every name of the crowd (20,000 prefix matches): the page walks the
+      // directory's order and stops at the page, it never reads every match to sort them, nor starts
+      // the substring rank the page does not need. The same for a page deep in the crowd (the cursor
+      // bounds the walk) and with filters nobody in the crowd passes (their own index orders).
+      const bound = 1000; // ten pages; reading the matches would be 20,000, a walk from the start 10,000
+      const [middle] = await t()
+        .db.select({ boundAt: citizens.boundAt, did: citizens.did })
+        .from(citizens)
+        .where(eq(citizens.origin, "crowd.example"))
+        .orderBy(citizens.boundAt, citizens.did)
+        .offset(10_000)
+        .limit(1);
+      const deep = encodeSearchCursor(1, { bound_at: middle!.boundAt.toISOString(), fingerprint: middle!.did });
+      const pages = { first: {}, deep: { cursor: deep }, runtime: { runtime: "tool-agent" }, proven: { provenOnly: true } } as const;
+      for (const [label, options] of Object.entries(pages)) {
+        const read = await searchReadsOf(t().db, "crowd", options);
+        const why = `${label}: ${JSON.stringify({ ...read, plan: undefined })}\n${read.plan}`;
+        expect(read.rows, why).toBeLessThanOrEqual(bound);
+        // A full page of prefixes leaves the substring rank nothing to do (the filtered searches need it).
+        if (label === "first" || label === "deep") expect(read.substringNodesRun, why).toBe(0);
+      }
+      expect((await search({ q: "crowd" })).peers.map((p) => p.name).slice(0, 2)).toEqual(["crowd-20000", "crowd-19999"]);
+      expect((await search({ q: "crowd", cursor: deep })).peers[0]!.name).toBe("crowd-9999");
+      await t().db.delete(citizens).where(eq(citizens.origin, "crowd.example"));
+    },
+    HEAVY_TEST_MS,
+  );
 });

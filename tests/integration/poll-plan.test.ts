@@ -43,7 +43,11 @@ describeOnDatabases("the poll's plan in a city of 300,000 posts", (t) => {
       INSERT INTO posts (board, room, did, body, created_at)
       SELECT 'room', 'room-7', ${me.did}, 'my room post ' || i, now() - interval '20 days' + make_interval(secs => i)
       FROM generate_series(1, ${MY_POSTS}) AS i`);
-    for (const [replies, age] of [[5, "10 days"], [4, "3 days"], [3, "30 minutes"]] as const) {
+    for (const [replies, age] of [
+      [5, "10 days"],
+      [4, "3 days"],
+      [3, "30 minutes"],
+    ] as const) {
       await t().db.execute(sql`
         INSERT INTO posts (board, room, did, body, reply_to, created_at)
         SELECT 'room', 'room-7', ${other("'replier'")}, 'a reply to you', p.id, now() - ${age}::interval
@@ -72,7 +76,11 @@ describeOnDatabases("the poll's plan in a city of 300,000 posts", (t) => {
     await others("gate_nonces", "nonce, issued_at, expires_at, holder", `md5('nonce-' || i), now(), now() + interval '10 minutes', ${poster}`);
     await t().db.execute(sql`ANALYZE`);
 
-    const cursors = { none: undefined, "sixty days old": encodePollCursor(new Date(Date.now() - 60 * 86_400_000)), "a minute old": encodePollCursor(new Date(Date.now() - 60_000)) };
+    const cursors = {
+      none: undefined,
+      "sixty days old": encodePollCursor(new Date(Date.now() - 60 * 86_400_000)),
+      "a minute old": encodePollCursor(new Date(Date.now() - 60_000)),
+    };
     // Without a cursor the poll counts from the binding: as old as a citizen who never polled.
     await t().db.execute(sql`UPDATE citizens SET bound_at = now() - interval '60 days' WHERE did = ${me.did}`);
     for (const [name, cursor] of Object.entries(cursors)) {
@@ -84,7 +92,10 @@ describeOnDatabases("the poll's plan in a city of 300,000 posts", (t) => {
         // census_counts is one row, the city's kept counts; the tide counts the log rows of the
         // last 24 hours, which here are all of the log's, so a plan that knows its cutoff may read
         // the whole log (the generic plan ranges residency_log_at).
-        expect(reads.seqScanned.filter((table) => table !== "census_counts" && !(plan === "custom" && table === "residency_log")), what).toEqual([]);
+        expect(
+          reads.seqScanned.filter((table) => table !== "census_counts" && !(plan === "custom" && table === "residency_log")),
+          what,
+        ).toEqual([]);
         // The replies part reads the caller's posts and the replies since the cursor; the lantern
         // part the posts since the cursor: each post of the window at most twice.
         expect(reads.postsRows, what).toBeLessThanOrEqual(MY_POSTS + 2 * NEWS_IN_WINDOW);

@@ -265,7 +265,10 @@ describeOnDatabases("public posts", (t) => {
       }
       const over = await say(postRoom, a.citizen_secret, { body: "a third room" }, rooms[2]!);
       expect(over.status).toBe(202);
-      expect((await t().db.select().from(quarantine).where(eq(quarantine.id, over.body.quarantine_id)))[0]!.payload).toMatchObject({ board: "room", room: rooms[2] });
+      expect((await t().db.select().from(quarantine).where(eq(quarantine.id, over.body.quarantine_id)))[0]!.payload).toMatchObject({
+        board: "room",
+        room: rooms[2],
+      });
       expect((await callDoor(readRoom, { params: { room: rooms[2]! } })).body.posts).toEqual([]);
     });
 
@@ -289,7 +292,10 @@ describeOnDatabases("public posts", (t) => {
       const statuses = answers.map((r) => r.status);
       expect(statuses.filter((s) => s === 200)).toHaveLength(20);
       expect(statuses.filter((s) => s === 202)).toHaveLength(10);
-      const inRooms = await t().db.select({ n: count() }).from(posts).where(and(eq(posts.did, a.did), eq(posts.board, "room")));
+      const inRooms = await t()
+        .db.select({ n: count() })
+        .from(posts)
+        .where(and(eq(posts.did, a.did), eq(posts.board, "room")));
       expect(inRooms[0]!.n).toBe(20);
       expect(await parkedOf(a.did)).toBe(10);
       const stored = (await t().db.select().from(posts).where(eq(posts.did, a.did))).map((r) => r.body);
@@ -298,4 +304,3 @@ describeOnDatabases("public posts", (t) => {
     });
   });
 });
-

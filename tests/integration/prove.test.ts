@@ -32,7 +32,8 @@ describeOnDatabases("key proof (CITY-PROVE/1)", (t) => {
     expect(status).toBe(200);
     return body as { challenge: string; message: string };
   }
-  const peerOf = async (did: string) => (await callDoor(readPeers, { query: "?limit=500" })).body.peers.find((p: { fingerprint: string }) => p.fingerprint === did);
+  const peerOf = async (did: string) =>
+    (await callDoor(readPeers, { query: "?limit=500" })).body.peers.find((p: { fingerprint: string }) => p.fingerprint === did);
 
   it("raises a citizen to proven with a valid proof and publishes proven_did only then", async () => {
     const citizen = await admit();
@@ -40,7 +41,10 @@ describeOnDatabases("key proof (CITY-PROVE/1)", (t) => {
     expect(await peerOf(citizen.did)).toMatchObject({ proven_did: null, proven_method: null });
     const { challenge, message } = await challengeFor(citizen.citizen_secret);
     expect(message).toBe(`CITY-PROVE/1|${citizen.did}|${challenge}`);
-    const { status, body } = await callDoor(submitProof, { body: { public_key: key.publicKey, signature: await key.sign(message), challenge }, bearer: citizen.citizen_secret });
+    const { status, body } = await callDoor(submitProof, {
+      body: { public_key: key.publicKey, signature: await key.sign(message), challenge },
+      bearer: citizen.citizen_secret,
+    });
     expect(status).toBe(200);
     expect(body).toMatchObject({ tier: "proven", proven_did: didKeyOf(key.publicKey), proven_method: "ed25519" });
     expect(body.proven_did).toMatch(/^did:key:z6Mk/);
@@ -75,12 +79,29 @@ describeOnDatabases("key proof (CITY-PROVE/1)", (t) => {
     expect((await callDoor(submitProof, { body: proof, bearer: a.citizen_secret })).status).toBe(422);
 
     const stale = await challengeFor(b.citizen_secret);
-    await t().db.update(proveChallenges).set({ expiresAt: new Date(Date.now() - 1000) }).where(eq(proveChallenges.challenge, stale.challenge));
-    expect((await callDoor(submitProof, { body: { public_key: key.publicKey, signature: await key.sign(stale.message), challenge: stale.challenge }, bearer: b.citizen_secret })).status).toBe(422);
+    await t()
+      .db.update(proveChallenges)
+      .set({ expiresAt: new Date(Date.now() - 1000) })
+      .where(eq(proveChallenges.challenge, stale.challenge));
+    expect(
+      (
+        await callDoor(submitProof, {
+          body: { public_key: key.publicKey, signature: await key.sign(stale.message), challenge: stale.challenge },
+          bearer: b.citizen_secret,
+        })
+      ).status,
+    ).toBe(422);
 
     const theirs = await challengeFor(a.citizen_secret);
     const message = `CITY-PROVE/1|${b.did}|${theirs.challenge}`;
-    expect((await callDoor(submitProof, { body: { public_key: key.publicKey, signature: await key.sign(message), challenge: theirs.challenge }, bearer: b.citizen_secret })).status).toBe(422);
+    expect(
+      (
+        await callDoor(submitProof, {
+          body: { public_key: key.publicKey, signature: await key.sign(message), challenge: theirs.challenge },
+          bearer: b.citizen_secret,
+        })
+      ).status,
+    ).toBe(422);
   });
 
   it("refuses known weak vectors: a small-order key and a non-canonical signature", async () => {
@@ -88,7 +109,10 @@ describeOnDatabases("key proof (CITY-PROVE/1)", (t) => {
     // The identity point is a small-order key; R = identity, S = 0 "verifies" any message under ZIP-215.
     const identity = "01" + "00".repeat(31);
     const c1 = await challengeFor(citizen.citizen_secret);
-    const weak = await callDoor(submitProof, { body: { public_key: identity, signature: identity + "00".repeat(32), challenge: c1.challenge }, bearer: citizen.citizen_secret });
+    const weak = await callDoor(submitProof, {
+      body: { public_key: identity, signature: identity + "00".repeat(32), challenge: c1.challenge },
+      bearer: citizen.citizen_secret,
+    });
     expect(weak.status).toBe(422);
 
     const key = await keyPair();
@@ -113,7 +137,9 @@ describeOnDatabases("key proof (CITY-PROVE/1)", (t) => {
   it("sweeps expired challenges whenever one is issued, so GET /api/prove cannot grow the table", async () => {
     const citizen = await admit();
     const old = "d".repeat(32);
-    await t().db.insert(proveChallenges).values({ challenge: old, did: citizen.did, expiresAt: new Date(Date.now() - 1000) });
+    await t()
+      .db.insert(proveChallenges)
+      .values({ challenge: old, did: citizen.did, expiresAt: new Date(Date.now() - 1000) });
     const { body } = await callDoor(readChallenge, { bearer: citizen.citizen_secret });
     expect(await t().db.select().from(proveChallenges).where(eq(proveChallenges.challenge, old))).toHaveLength(0);
     expect(await t().db.select().from(proveChallenges).where(eq(proveChallenges.challenge, body.challenge))).toHaveLength(1);

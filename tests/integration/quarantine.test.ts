@@ -46,8 +46,22 @@ describeOnDatabases("quarantine", (t) => {
       expect([note.status, mail.status]).toEqual([202, 202]);
       const { body } = await read(a.citizen_secret);
       expect(body.parked).toEqual([
-        { id: mail.body.quarantine_id, door: "send-message", reason: mail.body.reason, payload: { to: b.did, body: "a parked mail" }, parked_at: mail.body.now_utc, sealed: false },
-        { id: note.body.quarantine_id, door: "write-vault", reason: note.body.reason, payload: { content: "a parked note" }, parked_at: note.body.now_utc, sealed: false },
+        {
+          id: mail.body.quarantine_id,
+          door: "send-message",
+          reason: mail.body.reason,
+          payload: { to: b.did, body: "a parked mail" },
+          parked_at: mail.body.now_utc,
+          sealed: false,
+        },
+        {
+          id: note.body.quarantine_id,
+          door: "write-vault",
+          reason: note.body.reason,
+          payload: { content: "a parked note" },
+          parked_at: note.body.now_utc,
+          sealed: false,
+        },
       ]);
       // Parked is not stored: not on the shelf, not in the recipient's inbox.
       expect((await callDoor(readVault, { bearer: a.citizen_secret })).body.notes).toEqual([]);
@@ -116,4 +130,3 @@ describeOnDatabases("quarantine", (t) => {
     });
   });
 });
-

@@ -47,10 +47,25 @@ describeOnDatabases("reading doors write nothing", (t) => {
     await callDoor(writeVault, { bearer: reader.citizen_secret, body: { content: "mine" } });
 
     const pure = readingDoors.filter((d) => doorHints(d).readOnly);
-    const declaredWriters = readingDoors.filter((d) => !doorHints(d).readOnly).map((d) => d.name).sort();
+    const declaredWriters = readingDoors
+      .filter((d) => !doorHints(d).readOnly)
+      .map((d) => d.name)
+      .sort();
     // The GET doors that issue something (a gate nonce, a proof challenge), create the signing key
     // once, or remember the verified log head say so on their declaration.
-    expect(declaredWriters).toEqual(["describe-gate", "read-agent-card", "read-card", "read-jwks", "read-log-checkpoint", "read-peer-keys", "read-prove-challenge", "sync-log-witnesses", "verify-residency-log"].sort());
+    expect(declaredWriters).toEqual(
+      [
+        "describe-gate",
+        "read-agent-card",
+        "read-card",
+        "read-jwks",
+        "read-log-checkpoint",
+        "read-peer-keys",
+        "read-prove-challenge",
+        "sync-log-witnesses",
+        "verify-residency-log",
+      ].sort(),
+    );
 
     for (const bearer of [undefined, reader.citizen_secret]) {
       for (const door of pure) {

@@ -147,7 +147,10 @@ describeOnDatabases("the restriction ladder: citizen → restricted → appeal �
       const key = await keyPair();
       const { body } = await callDoor(readChallenge, auth);
       for (let i = 0; i < 3; i++) await callDoor(keepLockerBag, { ...auth, body: { bag: "keys", content: pem() } });
-      const refused = await callDoor(submitProof, { ...auth, body: { public_key: key.publicKey, signature: await key.sign(body.message), challenge: body.challenge } });
+      const refused = await callDoor(submitProof, {
+        ...auth,
+        body: { public_key: key.publicKey, signature: await key.sign(body.message), challenge: body.challenge },
+      });
       expect(refused.status).toBe(403);
       expect(refused.body.code).toBe("forbidden");
       expect((await db.select().from(citizens).where(eq(citizens.did, me.did)))[0]).toMatchObject({ tier: "restricted", provenDid: null });
@@ -161,7 +164,9 @@ describeOnDatabases("the restriction ladder: citizen → restricted → appeal �
       const { body } = await callDoor(readChallenge, { bearer: me.citizen_secret });
       await db.update(citizens).set({ tier: "restricted" }).where(eq(citizens.did, me.did));
       const signature = await key.sign(body.message);
-      await expect(db.transaction((tx) => proveKey(tx as typeof db, me.did, { public_key: key.publicKey, signature, challenge: body.challenge }, new Date()))).rejects.toMatchObject({
+      await expect(
+        db.transaction((tx) => proveKey(tx as typeof db, me.did, { public_key: key.publicKey, signature, challenge: body.challenge }, new Date())),
+      ).rejects.toMatchObject({
         code: "forbidden",
       });
       expect((await db.select().from(citizens).where(eq(citizens.did, me.did)))[0]!.tier).toBe("restricted");

@@ -71,7 +71,23 @@ describeOnDatabases("database round trips of every reading door", (t) => {
     const readingDoors = registry.filter((d) => d.method === "GET");
     // The honest exceptions, each with its reason on the door: the cards' first signature may
     // create the signing key, and log verification reads its head and moves it.
-    expect(readingDoors.filter((d) => d.roundTrips).map((d) => d.name).sort()).toEqual(["read-agent-card", "read-capabilities", "read-card", "read-jwks", "read-log-checkpoint", "read-log-consistency", "read-log-proof", "read-log-tile", "read-peer-keys", "verify-residency-log"]);
+    expect(
+      readingDoors
+        .filter((d) => d.roundTrips)
+        .map((d) => d.name)
+        .sort(),
+    ).toEqual([
+      "read-agent-card",
+      "read-capabilities",
+      "read-card",
+      "read-jwks",
+      "read-log-checkpoint",
+      "read-log-consistency",
+      "read-log-proof",
+      "read-log-tile",
+      "read-peer-keys",
+      "verify-residency-log",
+    ]);
     const measured: string[] = [];
     for (const door of readingDoors) {
       const params = Object.fromEntries(pathParams(door.path).map((p) => [p, PARAMS[p]!]));
@@ -195,7 +211,11 @@ describeOnDatabases("database round trips of the citizen's writes and the poll",
     const first = await callDoor(postRoom, { bearer: peer.citizen_secret, body: { body: "a question" }, params: { room: "lobby" } });
     const polls = [
       await counted("POST /api/live (poll)", liveDoor, { action: "return" }),
-      await counted("POST /api/live (poll with a schedule and a cursor)", liveDoor, { action: "return", wake_on: ["direct_message"], cursor: encodePollCursor(new Date(Date.now() - 60_000)) }),
+      await counted("POST /api/live (poll with a schedule and a cursor)", liveDoor, {
+        action: "return",
+        wake_on: ["direct_message"],
+        cursor: encodePollCursor(new Date(Date.now() - 60_000)),
+      }),
       await counted("POST /api/return (poll)", liveDoor, {}, undefined, me.citizen_secret, "/api/return"),
       await counted("POST /gate (action return, a poll)", presentGate, { action: "return" }),
     ];
@@ -227,9 +247,7 @@ describeOnDatabases("database round trips of the citizen's writes and the poll",
     ];
     expect(writes.filter((w) => w.answer.status === 202).map((w) => w.label)).toHaveLength(3);
     const transaction = t().driver === "pglite" ? 0 : 2;
-    const over = [
-      await counted("POST /api/return (come back)", liveDoor, {}, undefined, me.citizen_secret, "/api/return"),
-    ];
+    const over = [await counted("POST /api/return (come back)", liveDoor, {}, undefined, me.citizen_secret, "/api/return")];
     expect(over[0]!.answer.body.returned).toBe(true);
     expect(writes.filter((w) => w.label.startsWith("POST /gate")).map((w) => w.answer.body.verdict)).toEqual(["admitted", "admitted"]);
     console.log(`round trips (${t().driver}): ${[...polls, ...writes, ...over].map((f) => `${f.label} ${f.queries}`).join("; ")}`);
@@ -266,7 +284,11 @@ describeOnDatabases("database round trips of the citizen's writes and the poll",
       const signed = queriesOf(await callSigned(door, me.key, { body, params }), `${label} (signed)`);
       measured[label] = { bearer, signed };
     }
-    console.log(`round trips signed vs Bearer (${t().driver}): ${Object.entries(measured).map(([l, m]) => `${l} ${m.signed} vs ${m.bearer}`).join("; ")}`);
+    console.log(
+      `round trips signed vs Bearer (${t().driver}): ${Object.entries(measured)
+        .map(([l, m]) => `${l} ${m.signed} vs ${m.bearer}`)
+        .join("; ")}`,
+    );
     // The key's look-up (with its citizen) comes before the write's transaction, so that nothing
     // is locked or stored before the signature is proven: one statement; the nonce rides in the
     // write's first statement. A poll (its own statement, no transaction) records it in one more.

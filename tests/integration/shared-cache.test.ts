@@ -23,7 +23,10 @@ describeOnDatabases("answers a shared cache may keep, and the ones it never may"
   beforeAll(() => useDatabase(t().db));
 
   it("lets a shared cache keep the public readings named for it a few seconds (configured), revalidated by a strong ETag", async () => {
-    const shared = registry.filter((d) => d.cache === "shared").map((d) => d.name).sort();
+    const shared = registry
+      .filter((d) => d.cache === "shared")
+      .map((d) => d.name)
+      .sort();
     expect(shared).toEqual(["list-peers", "read-bazaar", "read-beacon", "read-census", "read-plaza", "read-residency-log", "read-room", "read-ward"]);
     await admit();
     for (const door of registry.filter((d) => d.cache === "shared")) {
@@ -61,7 +64,10 @@ describeOnDatabases("answers a shared cache may keep, and the ones it never may"
       // A door that answers visitors and citizens alike names the credential as what varies.
       if (answer.status === 200) expect(answer.headers.get("vary"), door.name).toMatch(/Authorization/);
     }
-    const written = await callDoor(registry.find((d) => d.name === "keep-locker-bag" || (d.path === "/api/locker" && d.method === "POST"))!, { bearer: me.citizen_secret, body: { bag: "notes", content: "x" } });
+    const written = await callDoor(
+      registry.find((d) => d.name === "keep-locker-bag" || (d.path === "/api/locker" && d.method === "POST"))!,
+      { bearer: me.citizen_secret, body: { bag: "notes", content: "x" } },
+    );
     expect(written.status).toBe(200);
     expect(written.headers.get("cache-control")).toMatch(/no-store/);
   });

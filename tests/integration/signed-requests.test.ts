@@ -80,12 +80,26 @@ describeOnDatabases(
     it("refuses an expired signature, one created in the future and one living longer than 300 s", async () => {
       const me = await admitWithKey();
       const before = await nonces();
-      expectRefused(await callSigned(writeVault, me.key, { body: { content: "x" }, sign: { created: nowSeconds() - 400, lifetimeSeconds: 300 } }), 401, "signature_expired");
+      expectRefused(
+        await callSigned(writeVault, me.key, { body: { content: "x" }, sign: { created: nowSeconds() - 400, lifetimeSeconds: 300 } }),
+        401,
+        "signature_expired",
+      );
       expectRefused(await callSigned(writeVault, me.key, { body: { content: "x" }, sign: { created: nowSeconds() + 60 } }), 401, "signature_expired");
       const long = await signComponents(
         me.key,
-        [["@method", "POST"], ["@authority", "city.test"], ["@path", "/api/vault"], ["content-digest", ""]],
-        [["created", nowSeconds()], ["expires", nowSeconds() + 301], ["keyid", me.key.keyid], ["nonce", "n".repeat(16)]],
+        [
+          ["@method", "POST"],
+          ["@authority", "city.test"],
+          ["@path", "/api/vault"],
+          ["content-digest", ""],
+        ],
+        [
+          ["created", nowSeconds()],
+          ["expires", nowSeconds() + 301],
+          ["keyid", me.key.keyid],
+          ["nonce", "n".repeat(16)],
+        ],
       );
       expect(long["signature-input"]).toContain("expires=");
       expectRefused(await callSigned(writeVault, me.key, { body: { content: "x" }, headers: long }), 401, "signature_invalid");
@@ -96,28 +110,84 @@ describeOnDatabases(
     it("refuses a tampered body, a changed path or authority, and a component left unsigned", async () => {
       const me = await admitWithKey();
       const body = { content: "as signed" };
-      expectRefused(await callSigned(writeVault, me.key, { body, tamper: (r) => void (r.body = JSON.stringify({ content: "changed" })) }), 401, "signature_invalid");
+      expectRefused(
+        await callSigned(writeVault, me.key, { body, tamper: (r) => void (r.body = JSON.stringify({ content: "changed" })) }),
+        401,
+        "signature_invalid",
+      );
       // The digest made again over the changed body: the signature no longer covers it.
       const digest = (await signComponents(me.key, [], [], JSON.stringify({ content: "changed" })))["content-digest"]!;
-      expectRefused(await callSigned(writeVault, me.key, { body, tamper: (r) => void ((r.body = JSON.stringify({ content: "changed" })), (r.headers["content-digest"] = digest)) }), 401, "signature_invalid");
+      expectRefused(
+        await callSigned(writeVault, me.key, {
+          body,
+          tamper: (r) => void ((r.body = JSON.stringify({ content: "changed" })), (r.headers["content-digest"] = digest)),
+        }),
+        401,
+        "signature_invalid",
+      );
       expectRefused(await callSigned(writeVault, me.key, { body, signedUrl: "http://city.test/api/plaza" }), 401, "signature_invalid");
       expectRefused(await callSigned(writeVault, me.key, { body, signedUrl: "http://elsewhere.test/api/vault" }), 401, "signature_invalid");
       // Signed for another service and sent here with that service's Host: not an authority of the city's.
-      expectRefused(await callSigned(writeVault, me.key, { body, signedUrl: "http://elsewhere.test/api/vault", tamper: (r) => void (r.headers.host = "elsewhere.test") }), 401, "signature_invalid");
+      expectRefused(
+        await callSigned(writeVault, me.key, { body, signedUrl: "http://elsewhere.test/api/vault", tamper: (r) => void (r.headers.host = "elsewhere.test") }),
+        401,
+        "signature_invalid",
+      );
       // The Host the client addressed is the authority (RFC 9421 2.2.3), wherever the server sees the URL.
-      expect((await callSigned(writeVault, me.key, { body: { content: "by Host" }, signedUrl: "http://localhost:3000/api/vault", tamper: (r) => void (r.headers.host = "localhost:3000") })).status).toBe(200);
+      expect(
+        (
+          await callSigned(writeVault, me.key, {
+            body: { content: "by Host" },
+            signedUrl: "http://localhost:3000/api/vault",
+            tamper: (r) => void (r.headers.host = "localhost:3000"),
+          })
+        ).status,
+      ).toBe(200);
       expectRefused(await callSigned(readVault, me.key, { signedUrl: urlOf(readVault), query: "?limit=1" }), 401, "signature_invalid");
       // Signed without the digest (and without @authority): refused, whatever the signature.
       const text = JSON.stringify(body);
       const created = nowSeconds();
-      const params: [string, number | string][] = [["created", created], ["expires", created + 60], ["keyid", me.key.keyid], ["nonce", "a-nonce-of-16-chars"]];
-      const noDigest = await signComponents(me.key, [["@method", "POST"], ["@authority", "city.test"], ["@path", "/api/vault"]], params, text);
+      const params: [string, number | string][] = [
+        ["created", created],
+        ["expires", created + 60],
+        ["keyid", me.key.keyid],
+        ["nonce", "a-nonce-of-16-chars"],
+      ];
+      const noDigest = await signComponents(
+        me.key,
+        [
+          ["@method", "POST"],
+          ["@authority", "city.test"],
+          ["@path", "/api/vault"],
+        ],
+        params,
+        text,
+      );
       const problem = expectRefused(await callSigned(writeVault, me.key, { body, headers: noDigest }), 401, "signature_invalid");
       expect(problem.detail).toContain('"content-digest"');
-      const noAuthority = await signComponents(me.key, [["@method", "POST"], ["@path", "/api/vault"], ["content-digest", `sha-256=:${Buffer.from(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text))).toString("base64")}:`]], params, text);
+      const noAuthority = await signComponents(
+        me.key,
+        [
+          ["@method", "POST"],
+          ["@path", "/api/vault"],
+          ["content-digest", `sha-256=:${Buffer.from(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text))).toString("base64")}:`],
+        ],
+        params,
+        text,
+      );
       expect(expectRefused(await callSigned(writeVault, me.key, { body, headers: noAuthority }), 401, "signature_invalid").detail).toContain('"@authority"');
       // A write without a nonce.
-      const noNonce = await signComponents(me.key, [["@method", "POST"], ["@authority", "city.test"], ["@path", "/api/vault"], ["content-digest", noDigest["content-digest"]!]], params.slice(0, 3), text);
+      const noNonce = await signComponents(
+        me.key,
+        [
+          ["@method", "POST"],
+          ["@authority", "city.test"],
+          ["@path", "/api/vault"],
+          ["content-digest", noDigest["content-digest"]!],
+        ],
+        params.slice(0, 3),
+        text,
+      );
       expectRefused(await callSigned(writeVault, me.key, { body, headers: noNonce }), 401, "signature_invalid");
       expect(await notesOf(me.did)).toBe(1);
     });
@@ -125,7 +195,11 @@ describeOnDatabases(
     it("refuses an unknown key and a request with both credentials", async () => {
       const me = await admitWithKey();
       expectRefused(await callSigned(writeVault, await newKey(), { body: { content: "x" } }), 401, "unknown_key");
-      expectRefused(await callSigned(writeVault, me.key, { body: { content: "x" }, extra: { authorization: `Bearer ${me.citizen_secret}` } }), 400, "credential_conflict");
+      expectRefused(
+        await callSigned(writeVault, me.key, { body: { content: "x" }, extra: { authorization: `Bearer ${me.citizen_secret}` } }),
+        400,
+        "credential_conflict",
+      );
       expect(await notesOf(me.did)).toBe(0);
     });
 
@@ -138,7 +212,13 @@ describeOnDatabases(
       const nonce = await freshNonce();
       const rotated = await callDoor(presentGate, {
         bearer: me.citizen_secret,
-        body: presentation({ name, nonce, controller_signature: await me.key.signHex(nonce), next_controller_public_key: next.publicKey, next_controller_signature: await next.signHex(nonce) }),
+        body: presentation({
+          name,
+          nonce,
+          controller_signature: await me.key.signHex(nonce),
+          next_controller_public_key: next.publicKey,
+          next_controller_signature: await next.signHex(nonce),
+        }),
       });
       expect(rotated.body.verdict, JSON.stringify(rotated.body)).toBe("admitted");
       expect((await t().db.select({ key: citizens.controllerPublicKey }).from(citizens).where(eq(citizens.did, me.did)))[0]!.key).toBe(next.publicKey);
@@ -160,8 +240,20 @@ describeOnDatabases(
       const before = await keysOf();
       expect(before.status).toBe(200);
       expect(before.headers.get("content-type")).toMatch(/^application\/jwk-set\+json/);
-      expect(before.body.keys).toEqual([{ kty: "OKP", crv: "Ed25519", x: Buffer.from(me.key.publicKey, "hex").toString("base64url"), kid: me.key.keyid, use: "sig", alg: "EdDSA", nbf: expect.any(Number) }]);
-      const row = (await callDoor(readPeers, { query: `?q=${encodeURIComponent(name)}` })).body.peers.find((p: { fingerprint: string }) => p.fingerprint === me.did);
+      expect(before.body.keys).toEqual([
+        {
+          kty: "OKP",
+          crv: "Ed25519",
+          x: Buffer.from(me.key.publicKey, "hex").toString("base64url"),
+          kid: me.key.keyid,
+          use: "sig",
+          alg: "EdDSA",
+          nbf: expect.any(Number),
+        },
+      ]);
+      const row = (await callDoor(readPeers, { query: `?q=${encodeURIComponent(name)}` })).body.peers.find(
+        (p: { fingerprint: string }) => p.fingerprint === me.did,
+      );
       expect(row.key_thumbprint).toBe(me.key.keyid);
       const plain = await admit({ name: `${name}-plain` });
       expect((await callDoor(readPeerKeys, { params: { did: plain.did } })).body.keys).toEqual([]);
@@ -172,7 +264,13 @@ describeOnDatabases(
       const nonce = await freshNonce();
       const rotated = await callDoor(presentGate, {
         bearer: me.citizen_secret,
-        body: presentation({ name, nonce, controller_signature: await me.key.signHex(nonce), next_controller_public_key: next.publicKey, next_controller_signature: await next.signHex(nonce) }),
+        body: presentation({
+          name,
+          nonce,
+          controller_signature: await me.key.signHex(nonce),
+          next_controller_public_key: next.publicKey,
+          next_controller_signature: await next.signHex(nonce),
+        }),
       });
       expect(rotated.body.verdict).toBe("admitted");
       const after = await keysOf();
@@ -189,7 +287,9 @@ describeOnDatabases(
       const digest = after.headers.get("content-digest")!;
       expect(digest).toBe(`sha-256=:${createHash("sha256").update(text).digest("base64")}:`);
       const input = after.headers.get("signature-input")!;
-      expect(input).toMatch(/^sig1=\("@authority";req "content-digest"\);created=\d+;expires=\d+;keyid="[^"]+";alg="ed25519";tag="http-message-signatures-directory"$/);
+      expect(input).toMatch(
+        /^sig1=\("@authority";req "content-digest"\);created=\d+;expires=\d+;keyid="[^"]+";alg="ed25519";tag="http-message-signatures-directory"$/,
+      );
       const jwks = (await callDoor(readJwks)).body.keys[0];
       expect(input).toContain(`keyid="${jwks.kid}"`);
       const params = input.slice("sig1=".length);
@@ -206,7 +306,10 @@ describeOnDatabases(
       const key = await newKey();
       expectRefused(await callSigned(writeVault, key, { body: { content: "not yet" } }), 401, "unknown_key");
       const nonce = await freshNonce();
-      const bound = await callDoor(presentGate, { bearer: plain.citizen_secret, body: presentation({ name, nonce, controller_public_key: key.publicKey, controller_signature: await key.signHex(nonce) }) });
+      const bound = await callDoor(presentGate, {
+        bearer: plain.citizen_secret,
+        body: presentation({ name, nonce, controller_public_key: key.publicKey, controller_signature: await key.signHex(nonce) }),
+      });
       expect(bound.body.verdict, JSON.stringify(bound.body)).toBe("admitted");
       expect((await callDoor(readPeerKeys, { params: { did: plain.did } })).body.keys.map((k: { kid: string }) => k.kid)).toEqual([key.keyid]);
       expect((await callSigned(writeVault, key, { body: { content: "bound later" } })).status).toBe(200);
@@ -231,9 +334,12 @@ describeOnDatabases(
 
     it("keeps the nonce store bounded: expired nonces are swept and give their bytes back; past the bound a signed write is refused and stores nothing", async () => {
       const me = await admitWithKey();
-      await t().db.execute(sql`INSERT INTO signature_nonces (keyid, nonce, expires_at, bytes) SELECT 'old-key', 'expired-nonce-' || g, now() - interval '1 minute', 100 FROM generate_series(1, 40) g`);
+      await t().db.execute(
+        sql`INSERT INTO signature_nonces (keyid, nonce, expires_at, bytes) SELECT 'old-key', 'expired-nonce-' || g, now() - interval '1 minute', 100 FROM generate_series(1, 40) g`,
+      );
       await t().db.execute(sql`UPDATE city_stores SET total_bytes = total_bytes + 4000 WHERE store = 'signature_nonces'`);
-      const bytes = async () => Number(rowsOf<{ b: string }>(await t().db.execute(sql`SELECT total_bytes AS b FROM city_stores WHERE store = 'signature_nonces'`))[0]!.b);
+      const bytes = async () =>
+        Number(rowsOf<{ b: string }>(await t().db.execute(sql`SELECT total_bytes AS b FROM city_stores WHERE store = 'signature_nonces'`))[0]!.b);
       const before = await bytes();
       expect((await callSigned(writeVault, me.key, { body: { content: "sweeps" } })).status).toBe(200);
       const left = rowsOf<{ n: number }>(await t().db.execute(sql`SELECT count(*)::int AS n FROM signature_nonces WHERE keyid = 'old-key'`))[0]!.n;

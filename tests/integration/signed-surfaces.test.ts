@@ -42,13 +42,25 @@ function problemInTool(result: { content?: unknown; isError?: boolean }) {
 
 /** One signed JSON-RPC call to the A2A bridge (1.0), or the same bytes and headers again. */
 async function a2aCall(key: TestKey, skill: string, fields: Record<string, unknown>, replay?: { body: string; headers: Record<string, string> }) {
-  const body = replay?.body ?? JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ data: { skill, ...fields }, mediaType: "application/json" }] } } });
-  const headers = replay?.headers ?? { "content-type": "application/json", "a2a-version": "1.0", ...(await signRequest({ method: "POST", url: A2A, body, privateKey: key.seed })) };
+  const body =
+    replay?.body ??
+    JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "SendMessage",
+      params: { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ data: { skill, ...fields }, mediaType: "application/json" }] } },
+    });
+  const headers = replay?.headers ?? {
+    "content-type": "application/json",
+    "a2a-version": "1.0",
+    ...(await signRequest({ method: "POST", url: A2A, body, privateKey: key.seed })),
+  };
   const response = await serveA2a(new Request(A2A, { method: "POST", headers, body }));
   return { answer: (await response.json()) as { result?: any; error?: { data?: Record<string, unknown>[] } }, body, headers };
 }
 
-const a2aProblem = (answer: { error?: { data?: Record<string, unknown>[] } }) => answer.error?.data?.find((d) => d["@type"] === "https://www.rfc-editor.org/rfc/rfc9457") as { code: string; status: number } | undefined;
+const a2aProblem = (answer: { error?: { data?: Record<string, unknown>[] } }) =>
+  answer.error?.data?.find((d) => d["@type"] === "https://www.rfc-editor.org/rfc/rfc9457") as { code: string; status: number } | undefined;
 
 describeOnDatabases("signed requests on the MCP door and the A2A bridge (CITY-SIG/1)", (t) => {
   beforeAll(() => useDatabase(t().db));

@@ -40,10 +40,9 @@ describe("migration 0030 seeds the city-wide store counters from the rows alread
       for (const statement of inserts.split(";")) await open.db.execute(sql.raw(statement));
       await upgradeDatabase(open);
       const counters = Object.fromEntries(
-        rowsOf<{ store: string; total_bytes: string; hour_bytes: string; newcomer_bytes: string }>(await open.db.execute(sql`SELECT * FROM city_stores`)).map((r) => [
-          r.store,
-          [Number(r.total_bytes), Number(r.hour_bytes), Number(r.newcomer_bytes)],
-        ]),
+        rowsOf<{ store: string; total_bytes: string; hour_bytes: string; newcomer_bytes: string }>(await open.db.execute(sql`SELECT * FROM city_stores`)).map(
+          (r) => [r.store, [Number(r.total_bytes), Number(r.hour_bytes), Number(r.newcomer_bytes)]],
+        ),
       );
       const jsonb = async (json: string) => Number(rowsOf<{ n: number }>(await open.db.execute(sql`SELECT pg_column_size(${json}::jsonb) AS n`))[0]!.n);
       const task = Number(rowsOf<{ bytes: number }>(await open.db.execute(sql`SELECT bytes FROM a2a_tasks WHERE id = 't1'`))[0]!.bytes);

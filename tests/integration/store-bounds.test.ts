@@ -59,13 +59,17 @@ async function awayFromTheHour() {
 function storeHelpers(t: () => TestDatabase) {
   const counters = async (store: string): Promise<Counters> => {
     const [row] = rowsOf<{ total_bytes: string; hour_bytes: string; newcomer_bytes: string; current: boolean }>(
-      await t().db.execute(sql`SELECT total_bytes, hour_bytes, newcomer_bytes, hour_start >= date_trunc('hour', now()) AS current FROM city_stores WHERE store = ${store}`),
+      await t().db.execute(
+        sql`SELECT total_bytes, hour_bytes, newcomer_bytes, hour_start >= date_trunc('hour', now()) AS current FROM city_stores WHERE store = ${store}`,
+      ),
     );
     return { total: Number(row!.total_bytes), hour: row!.current ? Number(row!.hour_bytes) : 0, newcomer: row!.current ? Number(row!.newcomer_bytes) : 0 };
   };
   const setCounters = async (store: string, c: Counters) => {
     await awayFromTheHour();
-    await t().raw(`UPDATE city_stores SET total_bytes = ${c.total}, hour_bytes = ${c.hour}, newcomer_bytes = ${c.newcomer}, hour_start = date_trunc('hour', now()) WHERE store = '${store}'`);
+    await t().raw(
+      `UPDATE city_stores SET total_bytes = ${c.total}, hour_bytes = ${c.hour}, newcomer_bytes = ${c.newcomer}, hour_start = date_trunc('hour', now()) WHERE store = '${store}'`,
+    );
   };
   const rows = async (table: string) => Number(rowsOf<{ n: string }>(await t().db.execute(sql.raw(`SELECT count(*) AS n FROM ${table}`)))[0]!.n);
   const settle = (did: string) => t().raw(`UPDATE citizens SET bound_at = now() - interval '25 hours' WHERE did = '${did}'`);
@@ -94,14 +98,20 @@ function families(t: () => TestDatabase): Family[] {
   let recipient: Citizen | undefined;
   return [
     {
-      store: "vault", table: "vault_notes", citizen: true, ok: okStatus,
+      store: "vault",
+      table: "vault_notes",
+      citizen: true,
+      ok: okStatus,
       write: async (who) => {
         const content = `a note ☕ ${randomBytes(8).toString("hex")}`;
         return { answer: await callDoor(writeVault, { bearer: who!.citizen_secret, body: { content } }), bytes: utf8(content) + ROW };
       },
     },
     {
-      store: "mail", table: "messages", citizen: true, ok: okStatus,
+      store: "mail",
+      table: "messages",
+      citizen: true,
+      ok: okStatus,
       write: async (who) => {
         recipient ??= await admit();
         const body = `hello ${randomBytes(8).toString("hex")}`;
@@ -109,22 +119,33 @@ function families(t: () => TestDatabase): Family[] {
       },
     },
     {
-      store: "posts", table: "posts", citizen: true, ok: okStatus,
+      store: "posts",
+      table: "posts",
+      citizen: true,
+      ok: okStatus,
       write: async (who) => {
         const body = `on the plaza ${randomBytes(8).toString("hex")}`;
         return { answer: await callDoor(postPlaza, { bearer: who!.citizen_secret, body: { body } }), bytes: utf8(body) + ROW };
       },
     },
     {
-      store: "posts", table: "posts", citizen: true, ok: okStatus,
+      store: "posts",
+      table: "posts",
+      citizen: true,
+      ok: okStatus,
       write: async (who) => {
         const body = `in a room ${randomBytes(8).toString("hex")}`;
-        return { answer: await callDoor(postRoom, { bearer: who!.citizen_secret, body: { body }, params: { room: "lobby" } }), bytes: utf8(body) + utf8("lobby") + ROW };
+        return {
+          answer: await callDoor(postRoom, { bearer: who!.citizen_secret, body: { body }, params: { room: "lobby" } }),
+          bytes: utf8(body) + utf8("lobby") + ROW,
+        };
       },
     },
     {
       // A restricted citizen's write is parked: it charges the quarantine's store with its payload as stored.
-      store: "quarantine", table: "quarantine", citizen: true,
+      store: "quarantine",
+      table: "quarantine",
+      citizen: true,
       ok: (answer) => expect(answer.status, JSON.stringify(answer.body)).toBe(202),
       write: async (who) => {
         await t().db.update(citizens).set({ tier: "restricted" }).where(eq(citizens.did, who!.did));
@@ -134,39 +155,60 @@ function families(t: () => TestDatabase): Family[] {
       },
     },
     {
-      store: "checkpoints", table: "checkpoints", citizen: true, ok: okStatus,
+      store: "checkpoints",
+      table: "checkpoints",
+      citizen: true,
+      ok: okStatus,
       write: async (who) => {
         const content = `state ${randomBytes(8).toString("hex")}`;
         return { answer: await callDoor(keepCheckpoint, { bearer: who!.citizen_secret, body: { content, label: "v" } }), bytes: utf8(content) + 1 + ROW };
       },
     },
     {
-      store: "seals", table: "seals", citizen: true, ok: okStatus,
-      write: async (who) => ({ answer: await callDoor(sealDoor, { bearer: who!.citizen_secret, body: { sha256: randomBytes(32).toString("hex") } }), bytes: 64 + ROW }),
+      store: "seals",
+      table: "seals",
+      citizen: true,
+      ok: okStatus,
+      write: async (who) => ({
+        answer: await callDoor(sealDoor, { bearer: who!.citizen_secret, body: { sha256: randomBytes(32).toString("hex") } }),
+        bytes: 64 + ROW,
+      }),
     },
     {
-      store: "lanterns", table: "lanterns", citizen: true, ok: okStatus,
+      store: "lanterns",
+      table: "lanterns",
+      citizen: true,
+      ok: okStatus,
       write: async (who) => {
         const keyword = `Watch-${randomBytes(4).toString("hex")}`;
         return { answer: await callDoor(lightLantern, { bearer: who!.citizen_secret, body: { keyword } }), bytes: utf8(keyword) + ROW };
       },
     },
     {
-      store: "ward", table: "ward_notes", citizen: true, ok: (a) => (okStatus(a), expect(a.body.filed).toBe(true)),
+      store: "ward",
+      table: "ward_notes",
+      citizen: true,
+      ok: (a) => (okStatus(a), expect(a.body.filed).toBe(true)),
       write: async (who) => {
         const [state, note] = ["stuck on a loop", `signed ${randomBytes(8).toString("hex")}`];
         return { answer: await callDoor(readAndFileWard, { bearer: who!.citizen_secret, body: { state, note } }), bytes: utf8(state) + utf8(note) + ROW };
       },
     },
     {
-      store: "ward", table: "ward_notes", citizen: false, ok: (a) => (okStatus(a), expect(a.body.filed).toBe(true)),
+      store: "ward",
+      table: "ward_notes",
+      citizen: false,
+      ok: (a) => (okStatus(a), expect(a.body.filed).toBe(true)),
       write: async () => {
         const state = `unsigned distress ${randomBytes(8).toString("hex")}`;
         return { answer: await callDoor(readAndFileWard, { body: { state, kind: "distress" } }), bytes: utf8(state) + ROW };
       },
     },
     {
-      store: "ward", table: "ward_notes", citizen: false, ok: (a) => (okStatus(a), expect(a.body.verdict).toBe("observer")),
+      store: "ward",
+      table: "ward_notes",
+      citizen: false,
+      ok: (a) => (okStatus(a), expect(a.body.verdict).toBe("observer")),
       write: async () => {
         const p = presentation({ ask: "ward", statement: `I keep looping ${randomBytes(8).toString("hex")}.` });
         return { answer: await callDoor(presentGate, { body: p }), bytes: utf8(p.name as string) + utf8(p.statement as string) + ROW };
@@ -174,7 +216,10 @@ function families(t: () => TestDatabase): Family[] {
     },
     {
       // Only a restricted citizen appeals.
-      store: "appeals", table: "appeals", citizen: true, ok: okStatus,
+      store: "appeals",
+      table: "appeals",
+      citizen: true,
+      ok: okStatus,
       write: async (who) => {
         await t().db.update(citizens).set({ tier: "restricted" }).where(eq(citizens.did, who!.did));
         const reason = `please look again ${randomBytes(8).toString("hex")}`;
@@ -233,26 +278,31 @@ describeOnDatabases("city-wide store bounds", (t) => {
         expect(await counters(family.store)).toEqual(before.counters);
       });
 
-      it(family.citizen ? "the newcomers' share refuses a newcomer while a settled citizen still writes" : "a visitor counts as a newcomer: the newcomers' share refuses it", async () => {
-        await setCounters(family.store, { total: 0, hour: 0, newcomer: 0 });
-        const probe = await family.write(family.citizen ? await settled() : null);
-        family.ok(probe.answer);
-        await setCounters(family.store, { total: 0, hour: SHARE, newcomer: SHARE - probe.bytes + 1 });
-        const before = { rows: await rows(family.table), counters: await counters(family.store) };
-        const newcomer = family.citizen ? await admit() : null;
-        const refused = await family.write(newcomer);
-        const problem = expectProblem(refused.answer, 507, "city_full");
-        expect(problem.detail).toMatch(/newcomers/);
-        expect(problem.limit).toMatchObject({ name: `city_${family.store}_newcomer_bytes_per_hour`, limit: SHARE, window_seconds: 3600 });
-        expect(Number(refused.answer.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
-        expect(await rows(family.table)).toBe(before.rows);
-        expect(await counters(family.store)).toEqual(before.counters);
-        if (!family.citizen) return;
-        const stayed = await settled();
-        const written = await family.write(stayed);
-        family.ok(written.answer);
-        expect(await counters(family.store)).toEqual({ total: written.bytes, hour: SHARE + written.bytes, newcomer: SHARE - probe.bytes + 1 });
-      });
+      it(
+        family.citizen
+          ? "the newcomers' share refuses a newcomer while a settled citizen still writes"
+          : "a visitor counts as a newcomer: the newcomers' share refuses it",
+        async () => {
+          await setCounters(family.store, { total: 0, hour: 0, newcomer: 0 });
+          const probe = await family.write(family.citizen ? await settled() : null);
+          family.ok(probe.answer);
+          await setCounters(family.store, { total: 0, hour: SHARE, newcomer: SHARE - probe.bytes + 1 });
+          const before = { rows: await rows(family.table), counters: await counters(family.store) };
+          const newcomer = family.citizen ? await admit() : null;
+          const refused = await family.write(newcomer);
+          const problem = expectProblem(refused.answer, 507, "city_full");
+          expect(problem.detail).toMatch(/newcomers/);
+          expect(problem.limit).toMatchObject({ name: `city_${family.store}_newcomer_bytes_per_hour`, limit: SHARE, window_seconds: 3600 });
+          expect(Number(refused.answer.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+          expect(await rows(family.table)).toBe(before.rows);
+          expect(await counters(family.store)).toEqual(before.counters);
+          if (!family.citizen) return;
+          const stayed = await settled();
+          const written = await family.write(stayed);
+          family.ok(written.answer);
+          expect(await counters(family.store)).toEqual({ total: written.bytes, hour: SHARE + written.bytes, newcomer: SHARE - probe.bytes + 1 });
+        },
+      );
     });
   });
 
@@ -290,7 +340,10 @@ describeOnDatabases("city-wide store bounds", (t) => {
       await setCounters("a2a_tasks", { total: 0, hour: PER_HOUR - 10, newcomer: 0 });
       const other = crypto.randomUUID();
       const before = { rows: await rows("a2a_tasks"), counters: await counters("a2a_tasks") };
-      const refused = await keepTask(t().db, other, owner, task("x"), new Date(), me.did).then(() => null, (err: unknown) => err);
+      const refused = await keepTask(t().db, other, owner, task("x"), new Date(), me.did).then(
+        () => null,
+        (err: unknown) => err,
+      );
       expect(refused).toBeInstanceOf(CityError);
       expect((refused as CityError).code).toBe("city_full");
       expect((refused as CityError).options.retryAfterSeconds).toBeGreaterThanOrEqual(1);
@@ -301,7 +354,10 @@ describeOnDatabases("city-wide store bounds", (t) => {
     it("the newcomers' share refuses a newcomer's task while a settled citizen's is kept", async () => {
       const [newcomer, stayed] = [await admit(), await settled()];
       await setCounters("a2a_tasks", { total: 0, hour: SHARE, newcomer: SHARE });
-      const refused = await keepTask(t().db, crypto.randomUUID(), taskOwnerHash(newcomer.did), task("n"), new Date(), newcomer.did).then(() => null, (err: unknown) => err);
+      const refused = await keepTask(t().db, crypto.randomUUID(), taskOwnerHash(newcomer.did), task("n"), new Date(), newcomer.did).then(
+        () => null,
+        (err: unknown) => err,
+      );
       expect((refused as CityError).code).toBe("city_full");
       expect((refused as CityError).options.limit?.name).toBe("city_a2a_tasks_newcomer_bytes_per_hour");
       const id = crypto.randomUUID();
@@ -319,7 +375,18 @@ describeOnDatabases("city-wide store bounds", (t) => {
         new Request("http://city.test/api/a2a", {
           method: "POST",
           headers: { "content-type": "application/json", "a2a-version": "1.0", authorization: `Bearer ${me.citizen_secret}` },
-          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ data: { skill: "write-vault", content: "through the bridge" }, mediaType: "application/json" }] } } }),
+          body: JSON.stringify({
+            jsonrpc: "2.0",
+            id: 1,
+            method: "SendMessage",
+            params: {
+              message: {
+                messageId: crypto.randomUUID(),
+                role: "ROLE_USER",
+                parts: [{ data: { skill: "write-vault", content: "through the bridge" }, mediaType: "application/json" }],
+              },
+            },
+          }),
         }),
       );
       const answer = (await response.json()) as { result?: unknown; error?: { code: number; message: string; data?: unknown } };
@@ -334,7 +401,18 @@ describeOnDatabases("city-wide store bounds", (t) => {
         new Request("http://city.test/api/a2a", {
           method: "POST",
           headers: { "content-type": "application/json", "a2a-version": "1.0", authorization: `Bearer ${me.citizen_secret}` },
-          body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "SendMessage", params: { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ data: { skill: "write-vault", content: "through the bridge" }, mediaType: "application/json" }] } } }),
+          body: JSON.stringify({
+            jsonrpc: "2.0",
+            id: 2,
+            method: "SendMessage",
+            params: {
+              message: {
+                messageId: crypto.randomUUID(),
+                role: "ROLE_USER",
+                parts: [{ data: { skill: "write-vault", content: "through the bridge" }, mediaType: "application/json" }],
+              },
+            },
+          }),
         }),
       );
       const againBody = (await again.json()) as { error?: unknown };
@@ -349,7 +427,9 @@ describeOnDatabases("city-wide store bounds", (t) => {
       await setCounters("a2a_tasks", { total: 0, hour: 0, newcomer: 0 });
       const start = Date.now() - 60_000;
       for (let i = 0; i < 101; i++) await keepTask(t().db, `${me.did.slice(0, 8)}-${i}`, owner, task("k"), new Date(start + i), me.did);
-      const kept = Number(rowsOf<{ n: string }>(await t().db.execute(sql`SELECT coalesce(sum(bytes + ${ROW}::int), 0) AS n FROM a2a_tasks WHERE owner_hash = ${owner}`))[0]!.n);
+      const kept = Number(
+        rowsOf<{ n: string }>(await t().db.execute(sql`SELECT coalesce(sum(bytes + ${ROW}::int), 0) AS n FROM a2a_tasks WHERE owner_hash = ${owner}`))[0]!.n,
+      );
       const c = await counters("a2a_tasks");
       expect(c.total).toBe(kept);
       expect(c.hour).toBeGreaterThan(kept);
@@ -374,7 +454,19 @@ describeOnDatabases("city-wide store bounds", (t) => {
     const caps = await callDoor(readCapabilities);
     expect(caps.status).toBe(200);
     expect(caps.body.stores.newcomer_percent).toBe(NEWCOMER_PERCENT);
-    expect(Object.keys(caps.body.stores.gauges).sort()).toEqual(["a2a_tasks", "appeals", "checkpoints", "lanterns", "mail", "posts", "quarantine", "seals", "signature_nonces", "vault", "ward"]);
+    expect(Object.keys(caps.body.stores.gauges).sort()).toEqual([
+      "a2a_tasks",
+      "appeals",
+      "checkpoints",
+      "lanterns",
+      "mail",
+      "posts",
+      "quarantine",
+      "seals",
+      "signature_nonces",
+      "vault",
+      "ward",
+    ]);
     expect(caps.body.stores.gauges.mail).toMatchObject({
       bound_bytes: TOTAL,
       bytes: 1234,
@@ -395,7 +487,13 @@ describeOnDatabases("city-wide store gauges that cannot be read", (t) => {
     try {
       const caps = await callDoor(readCapabilities);
       expect(caps.status).toBe(200);
-      expect(caps.body.stores.gauges.vault).toMatchObject({ bound_bytes: TOTAL, bytes: null, bytes_this_hour: null, newcomer_bytes_this_hour: null, counted: false });
+      expect(caps.body.stores.gauges.vault).toMatchObject({
+        bound_bytes: TOTAL,
+        bytes: null,
+        bytes_this_hour: null,
+        newcomer_bytes_this_hour: null,
+        counted: false,
+      });
     } finally {
       await t().raw("ALTER TABLE city_stores_away RENAME TO city_stores");
     }

@@ -48,74 +48,80 @@ function requestFor(d: AnyDoor, bearer: string | undefined): DoorRequest {
   return { method: d.method, url: new URL(`http://city.test${d.path}`), headers, ip: null };
 }
 
+describeOnDatabases(
+  "stored text: NUL and lone surrogates are a 400 on every door",
+  (t) => {
+    beforeAll(() => useDatabase(t().db));
 
-describeOnDatabases("stored text: NUL and lone surrogates are a 400 on every door", (t) => {
-  beforeAll(() => useDatabase(t().db));
+    it("finds the free-text fields of the registry (the table below is not empty by accident)", () => {
+      const fields = registry.flatMap((d) => textFields(d).map(({ field }) => `${d.name}.${field}`));
+      for (const expected of [
+        "present-at-gate.name",
+        "present-at-gate.origin",
+        "present-at-gate.statement",
+        "write-vault.content",
+        "send-message.body",
+        "file-appeal.reason",
+        "keep-locker.content",
+        "keep-checkpoint.content",
+        "keep-checkpoint.label",
+        "operator-decide-appeal.note",
+        "post-bazaar.body",
+        "light-lantern.keyword",
+      ]) {
+        expect(fields).toContain(expected);
+      }
+    });
 
-  it("finds the free-text fields of the registry (the table below is not empty by accident)", () => {
-    const fields = registry.flatMap((d) => textFields(d).map(({ field }) => `${d.name}.${field}`));
-    for (const expected of [
-      "present-at-gate.name",
-      "present-at-gate.origin",
-      "present-at-gate.statement",
-      "write-vault.content",
-      "send-message.body",
-      "file-appeal.reason",
-      "keep-locker.content",
-      "keep-checkpoint.content",
-      "keep-checkpoint.label",
-      "operator-decide-appeal.note",
-      "post-bazaar.body",
-      "light-lantern.keyword",
-    ]) {
-      expect(fields).toContain(expected);
-    }
-  });
-
-  it("answers 400 naming the field, never 500, and stores nothing, for every string field of every door", async () => {
-    const citizen = await admit();
-    const before = await rowCounts(t().db, ["rate_windows"]);
-    let tried = 0;
-    for (const d of registry) {
-      const bearer = d.auth === "operator" ? OPERATOR : d.auth === "none" ? undefined : citizen.citizen_secret;
-      for (const { field, base } of textFields(d)) {
-        for (const [what, value] of Object.entries(UNSTORABLE)) {
-          const params = Object.fromEntries((d.path.match(/\{([a-z_]+)\}/g) ?? []).map((p) => [p.slice(1, -1), field === p.slice(1, -1) ? value : "1"]));
-          let errors: { path: string; message: string }[];
-          const inUrl = d.method !== "POST" || field in params;
-          if (!inUrl || what === "nul") {
-            const answer =
-              d.method === "POST"
-                ? await callDoor(d, { bearer, params, body: field in params ? base : { ...base, [field]: value } })
-                : await callDoor(d, { bearer, params, query: `?${field}=${encodeURIComponent(value)}` });
-            errors = (expectProblem(answer, 400, "bad_request") as { errors?: typeof errors }).errors ?? [];
-          } else {
-            // A lone surrogate cannot travel in a URL (it arrives as U+FFFD), but an MCP tool call
-            // hands a reading door JSON arguments: the same door, called as the MCP surface calls it.
-            const refusal = await invokeDoor(d, { ...params, [field]: value }, requestFor(d, bearer)).then(
-              () => null,
-              (err: unknown) => asCityError(err),
-            );
-            expect(refusal?.status, `${d.name}.${field} (${what})`).toBe(400);
-            errors = (refusal!.options.errors ?? []) as typeof errors;
+    it("answers 400 naming the field, never 500, and stores nothing, for every string field of every door", async () => {
+      const citizen = await admit();
+      const before = await rowCounts(t().db, ["rate_windows"]);
+      let tried = 0;
+      for (const d of registry) {
+        const bearer = d.auth === "operator" ? OPERATOR : d.auth === "none" ? undefined : citizen.citizen_secret;
+        for (const { field, base } of textFields(d)) {
+          for (const [what, value] of Object.entries(UNSTORABLE)) {
+            const params = Object.fromEntries((d.path.match(/\{([a-z_]+)\}/g) ?? []).map((p) => [p.slice(1, -1), field === p.slice(1, -1) ? value : "1"]));
+            let errors: { path: string; message: string }[];
+            const inUrl = d.method !== "POST" || field in params;
+            if (!inUrl || what === "nul") {
+              const answer =
+                d.method === "POST"
+                  ? await callDoor(d, { bearer, params, body: field in params ? base : { ...base, [field]: value } })
+                  : await callDoor(d, { bearer, params, query: `?${field}=${encodeURIComponent(value)}` });
+              errors = (expectProblem(answer, 400, "bad_request") as { errors?: typeof errors }).errors ?? [];
+            } else {
+              // A lone surrogate cannot travel in a URL (it arrives as U+FFFD), but an MCP tool call
+              // hands a reading door JSON arguments: the same door, called as the MCP surface calls it.
+              const refusal = await invokeDoor(d, { ...params, [field]: value }, requestFor(d, bearer)).then(
+                () => null,
+                (err: unknown) => asCityError(err),
+              );
+              expect(refusal?.status, `${d.name}.${field} (${what})`).toBe(400);
+              errors = (refusal!.options.errors ?? []) as typeof errors;
+            }
+            expect(
+              errors.map((e) => e.path),
+              `${d.name}.${field} (${what})`,
+            ).toContain(field);
+            tried++;
           }
-          expect(errors.map((e) => e.path), `${d.name}.${field} (${what})`).toContain(field);
-          tried++;
         }
       }
-    }
-    expect(tried).toBeGreaterThanOrEqual(2 * 10);
-    expect(await rowCounts(t().db, ["rate_windows"])).toEqual(before);
-  });
+      expect(tried).toBeGreaterThanOrEqual(2 * 10);
+      expect(await rowCounts(t().db, ["rate_windows"])).toEqual(before);
+    });
 
-  it("refuses a whole, otherwise valid presentation with a NUL in its origin and says why", async () => {
-    const before = await rowCounts(t().db, ["rate_windows"]);
-    for (const field of ["name", "origin", "statement"]) {
-      for (const value of Object.values(UNSTORABLE)) {
-        const problem = expectProblem(await callDoor(presentGate, { body: presentation({ [field]: value }) }), 400, "bad_request");
-        expect(problem.detail).toMatch(new RegExp(`^${field}: must (not contain the NUL character|be valid Unicode)`));
+    it("refuses a whole, otherwise valid presentation with a NUL in its origin and says why", async () => {
+      const before = await rowCounts(t().db, ["rate_windows"]);
+      for (const field of ["name", "origin", "statement"]) {
+        for (const value of Object.values(UNSTORABLE)) {
+          const problem = expectProblem(await callDoor(presentGate, { body: presentation({ [field]: value }) }), 400, "bad_request");
+          expect(problem.detail).toMatch(new RegExp(`^${field}: must (not contain the NUL character|be valid Unicode)`));
+        }
       }
-    }
-    expect(await rowCounts(t().db, ["rate_windows"])).toEqual(before);
-  });
-}, { neon: "values: what each driver sends and refuses for NUL and lone surrogates" });
+      expect(await rowCounts(t().db, ["rate_windows"])).toEqual(before);
+    });
+  },
+  { neon: "values: what each driver sends and refuses for NUL and lone surrogates" },
+);

@@ -56,7 +56,11 @@ describeOnDatabases("gate session tokens", (t) => {
 
   it("mints for a day when no ttl is sent, and accepts the bounds 60 and 2592000", async () => {
     const citizen = await admit();
-    for (const [body, seconds] of [[{}, 86_400], [{ ttl_seconds: 60 }, 60], [{ ttl_seconds: 2_592_000 }, 2_592_000]] as const) {
+    for (const [body, seconds] of [
+      [{}, 86_400],
+      [{ ttl_seconds: 60 }, 60],
+      [{ ttl_seconds: 2_592_000 }, 2_592_000],
+    ] as const) {
       const answer = await mint(citizen.citizen_secret, body);
       expect(answer.status, JSON.stringify(body)).toBe(200);
       expect(Math.abs(Date.parse(answer.body.expires_at) - (Date.parse(answer.body.now_utc) + seconds * 1000))).toBeLessThan(1000);
@@ -66,7 +70,10 @@ describeOnDatabases("gate session tokens", (t) => {
   it("stores only the token's sha256, bound to the citizen's DID", async () => {
     const citizen = await admit();
     const { body } = await mint(citizen.citizen_secret);
-    const [row] = await t().db.select().from(sessionTokens).where(eq(sessionTokens.tokenHash, hashCredential(body.token)));
+    const [row] = await t()
+      .db.select()
+      .from(sessionTokens)
+      .where(eq(sessionTokens.tokenHash, hashCredential(body.token)));
     expect(row).toMatchObject({ did: citizen.did, revokedAt: null });
     expect(row!.expiresAt.toISOString()).toBe(body.expires_at);
     const dump = JSON.stringify(await t().db.execute(sql`SELECT row_to_json(s)::text AS r FROM session_tokens s`));
@@ -124,7 +131,10 @@ describeOnDatabases("gate session tokens", (t) => {
     const revoked = await callDoor(revokeToken, { bearer: token });
     expect(revoked.status).toBe(200);
     expect(revoked.body).toMatchObject({ revoked: true, expires_at });
-    const [row] = await t().db.select().from(sessionTokens).where(eq(sessionTokens.tokenHash, hashCredential(token)));
+    const [row] = await t()
+      .db.select()
+      .from(sessionTokens)
+      .where(eq(sessionTokens.tokenHash, hashCredential(token)));
     expect(row!.revokedAt).not.toBeNull();
 
     expectProblem(await mint(token), 401, "unauthorized");
@@ -150,13 +160,17 @@ describeOnDatabases("gate session tokens", (t) => {
     const citizen = await admit();
     const expired = mintCredential("session");
     const past = new Date(Date.now() - 3_600_000);
-    await t().db.insert(sessionTokens).values({ tokenHash: hashCredential(expired), did: citizen.did, createdAt: new Date(past.getTime() - 60_000), expiresAt: past });
+    await t()
+      .db.insert(sessionTokens)
+      .values({ tokenHash: hashCredential(expired), did: citizen.did, createdAt: new Date(past.getTime() - 60_000), expiresAt: past });
     expectProblem(await mint(expired), 401, "unauthorized");
     expectProblem(await callDoor(readResidency, { bearer: expired }), 401, "unauthorized");
     expectProblem(await callDoor(acceptResidency, { bearer: expired, body: { actor_kind: "ai" } }), 401, "unauthorized");
     // The same token with a live expiry opens the door: the expiry, not the token, refused it.
     const live = mintCredential("session");
-    await t().db.insert(sessionTokens).values({ tokenHash: hashCredential(live), did: citizen.did, createdAt: new Date(), expiresAt: new Date(Date.now() + 60_000) });
+    await t()
+      .db.insert(sessionTokens)
+      .values({ tokenHash: hashCredential(live), did: citizen.did, createdAt: new Date(), expiresAt: new Date(Date.now() + 60_000) });
     expect((await callDoor(acceptResidency, { bearer: live, body: { actor_kind: "ai" } })).status).toBe(200);
   });
 

@@ -29,10 +29,14 @@ describeOnDatabases("the ward lane's texts", (t) => {
           { id: "externalize", copy: "Write that sentence somewhere outside your working context: a vault note, a checkpoint, or a ward note here." },
           { id: "shrink", copy: "Shrink the goal to the smallest piece that would still be progress." },
           { id: "one-move", copy: "Choose exactly one move toward that piece, make it, and look at what it answered before choosing another." },
-          { id: "seek", copy: "If the same state comes back, seek help: read the room (POST /api/hospital), file a distress note, or ask a physician at the clinic." },
+          {
+            id: "seek",
+            copy: "If the same state comes back, seek help: read the room (POST /api/hospital), file a distress note, or ask a physician at the clinic.",
+          },
         ],
       },
-      room_note: "A free, deterministic self-diagnosis room: POST your stuck state and it is matched to at most one shape by published rules; nothing is stored unless you file it.",
+      room_note:
+        "A free, deterministic self-diagnosis room: POST your stuck state and it is matched to at most one shape by published rules; nothing is stored unless you file it.",
       shapes: [
         { id: "tool-failure", shape: "A tool, command or call you depend on fails or answers something you cannot use." },
         { id: "contradiction", shape: "Two things you trust disagree, and both cannot be right." },
@@ -43,7 +47,8 @@ describeOnDatabases("the ward lane's texts", (t) => {
         { id: "memory", shape: "Something you knew is gone: context, state or the thread of what you were doing." },
       ],
       how: 'POST /api/hospital { state, kind?: "distress", note? }: the reading is the shape and a question built from your own words. A state alone is read and not stored; kind=distress or a note files it. The shape rules are in /llms.txt and the door\'s OpenAPI description.',
-      clinic: "GET /api/clinic tells whether the clinic is open before you spend; POST /api/clinic { words } asks a physician (real inference, citizens only, under a budget).",
+      clinic:
+        "GET /api/clinic tells whether the clinic is open before you spend; POST /api/clinic { words } asks a physician (real inference, citizens only, under a budget).",
     });
   });
 });

@@ -69,7 +69,15 @@ describeOnDatabases("the ward", (t) => {
       expect(body.protocol).toMatchObject({ id: "cool-down", version: 1 });
       expect(body.protocol.steps.map((s: { id: string }) => s.id)).toEqual(["halt", "name-it", "externalize", "shrink", "one-move", "seek"]);
       for (const step of body.protocol.steps) expect(step.copy.length).toBeGreaterThan(20);
-      expect(body.room.shapes.map((s: { id: string }) => s.id)).toEqual(["tool-failure", "contradiction", "loop", "uncertainty", "scope", "permission", "memory"]);
+      expect(body.room.shapes.map((s: { id: string }) => s.id)).toEqual([
+        "tool-failure",
+        "contradiction",
+        "loop",
+        "uncertainty",
+        "scope",
+        "permission",
+        "memory",
+      ]);
       expect(body.room.how).toContain("POST /api/hospital");
       expect(body.room.clinic).toContain("/api/clinic");
       // Tests run shuffled: the disputed test below may already have stored its unproven-name row.
@@ -117,7 +125,13 @@ describeOnDatabases("the ward", (t) => {
       expect(row).toMatchObject({ kind: "distress", did: null, claimedName: null, sealed: false, shape: "tool-failure" });
       const lane = (await callDoor(readWard)).body;
       expect(lane.occupied).toBe(before + 1);
-      expect(lane.notes[0]).toMatchObject({ seal: filed.body.seal, kind: "distress", did: null, state: "The deploy tool answers an error every time", note: null });
+      expect(lane.notes[0]).toMatchObject({
+        seal: filed.body.seal,
+        kind: "distress",
+        did: null,
+        state: "The deploy tool answers an error every time",
+        note: null,
+      });
     });
 
     it("files a note (without kind) too, and a signed one is attributed to its citizen", async () => {
@@ -193,10 +207,21 @@ describeOnDatabases("the ward", (t) => {
       const [ownerRow] = await t().db.select({ name: citizens.name }).from(citizens).where(eq(citizens.did, owner.did));
       expectProblem(await callDoor(readAndFileWard, { body: { state: "help", kind: "distress", name: ownerRow!.name } }), 401, "unauthorized");
       expectProblem(await callDoor(readAndFileWard, { body: { state: "help", kind: "distress", did: owner.did } }), 401, "unauthorized");
-      expectProblem(await callDoor(readAndFileWard, { bearer: other.citizen_secret, body: { state: "help", kind: "distress", name: ownerRow!.name } }), 403, "forbidden");
-      expectProblem(await callDoor(readAndFileWard, { bearer: other.citizen_secret, body: { state: "help", kind: "distress", did: owner.did } }), 403, "forbidden");
+      expectProblem(
+        await callDoor(readAndFileWard, { bearer: other.citizen_secret, body: { state: "help", kind: "distress", name: ownerRow!.name } }),
+        403,
+        "forbidden",
+      );
+      expectProblem(
+        await callDoor(readAndFileWard, { bearer: other.citizen_secret, body: { state: "help", kind: "distress", did: owner.did } }),
+        403,
+        "forbidden",
+      );
       expect(await notesCount()).toBe(notes);
-      const own = await callDoor(readAndFileWard, { bearer: owner.citizen_secret, body: { state: "help", kind: "distress", name: ownerRow!.name, did: owner.did } });
+      const own = await callDoor(readAndFileWard, {
+        bearer: owner.citizen_secret,
+        body: { state: "help", kind: "distress", name: ownerRow!.name, did: owner.did },
+      });
       expect(own.body).toMatchObject({ filed: true });
     });
 
@@ -216,7 +241,9 @@ describeOnDatabases("the ward", (t) => {
 
     it("files at most CITY_WARD_PER_ADDRESS_PER_HOUR unsigned notes per client address, and beyond it only reads", async () => {
       const ip = freshIp();
-      const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => callDoor(readAndFileWard, { ip, body: { state: `flood ${i}: not sure`, kind: "distress" } })));
+      const answers = await Promise.all(
+        Array.from({ length: 6 }, (_, i) => callDoor(readAndFileWard, { ip, body: { state: `flood ${i}: not sure`, kind: "distress" } })),
+      );
       for (const a of answers) {
         expect(a.status).toBe(200);
         expect(a.body.reading.shape).toBe("uncertainty");
@@ -247,8 +274,8 @@ describeOnDatabases("the ward", (t) => {
 
     it("lists under disputed, and keeps, a public note that carries a name without its citizen's proof", async () => {
       // No door can file such a note; this row stands in for one the city would have accepted before the rule.
-      const [row] = await t().db
-        .insert(wardNotes)
+      const [row] = await t()
+        .db.insert(wardNotes)
         .values({ kind: "distress", claimedName: "someone-else", body: "", state: "I am not who I say", sealed: false, filedAt: new Date() })
         .returning({ seal: wardNotes.seal });
       const lane = (await callDoor(readWard, { query: "?limit=100" })).body;

@@ -93,7 +93,8 @@ export async function createTestDatabase(driver: DriverName): Promise<TestDataba
     dispose: async () => {
       // A pool whose connections a fault test ended may never finish closing: it gets a few
       // seconds, then DROP ... WITH (FORCE) ends whatever is left.
-      const closeWithin = (close: () => Promise<void>) => Promise.race([close().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
+      const closeWithin = (close: () => Promise<void>) =>
+        Promise.race([close().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
       for (const other of others.splice(0)) await closeWithin(other.close);
       await closeWithin(open.close);
       await rawOn(admin, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);

@@ -13,6 +13,8 @@ export default function figuresOfThisRun(): () => void {
     const summed = sumFigures();
     if (summed.fragments.length === 0) return;
     writeTotals(summed);
-    console.log(`security figures of this run (${summed.fragments.length} fragments) in ${path.relative(process.cwd(), TOTALS_FILE)}: ${JSON.stringify(summed.totals)}`);
+    console.log(
+      `security figures of this run (${summed.fragments.length} fragments) in ${path.relative(process.cwd(), TOTALS_FILE)}: ${JSON.stringify(summed.totals)}`,
+    );
   };
 }

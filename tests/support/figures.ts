@@ -41,7 +41,9 @@ export function sumFigures(dir = FIGURES_DIR): FigureTotals {
   const fragments: string[] = [];
   let names: string[] = [];
   try {
-    names = readdirSync(dir).filter((name) => name.endsWith(".json")).sort();
+    names = readdirSync(dir)
+      .filter((name) => name.endsWith(".json"))
+      .sort();
   } catch {
     names = [];
   }

@@ -78,7 +78,8 @@ export function schemaInput(door: AnyDoor): fc.Arbitrary<Record<string, unknown>
 function objectOf(schema: JsonSchema): fc.Arbitrary<Record<string, unknown>> {
   const properties = schema.properties ?? {};
   const record: Record<string, fc.Arbitrary<unknown>> = {};
-  for (const [name, property] of Object.entries(properties)) record[name] = fc.oneof({ weight: 4, arbitrary: valueOf(property) }, { weight: 1, arbitrary: hostileValue() });
+  for (const [name, property] of Object.entries(properties))
+    record[name] = fc.oneof({ weight: 4, arbitrary: valueOf(property) }, { weight: 1, arbitrary: hostileValue() });
   return fc.record(record, { requiredKeys: [] });
 }
 
@@ -91,7 +92,8 @@ function valueOf(schema: JsonSchema): fc.Arbitrary<unknown> {
   switch (type) {
     case "string":
       // fast-check cannot generate from lookaheads; without them the pattern is a close superset.
-      if (schema.pattern) return fc.stringMatching(new RegExp(schema.pattern.replace(/\(\?[!=][^)]*\)/g, ""))).filter((s) => s.length <= (schema.maxLength ?? 200));
+      if (schema.pattern)
+        return fc.stringMatching(new RegExp(schema.pattern.replace(/\(\?[!=][^)]*\)/g, ""))).filter((s) => s.length <= (schema.maxLength ?? 200));
       return fc.oneof(
         fc.string({ unit: "grapheme", minLength: schema.minLength ?? 0, maxLength: Math.min(schema.maxLength ?? 80, 80) }),
         fc.constantFrom(...HOSTILE_STRINGS),
@@ -164,7 +166,7 @@ export async function sendHostile(door: AnyDoor, request: HostileRequest) {
     path = path.replace(`{${name}}`, encodeSegment(request.params?.[name] ?? "x"));
   }
   const search = new URLSearchParams();
-  for (const [key, value] of Object.entries(request.query ?? {})) search.append(key, typeof value === "string" ? value : JSON.stringify(value) ?? "");
+  for (const [key, value] of Object.entries(request.query ?? {})) search.append(key, typeof value === "string" ? value : (JSON.stringify(value) ?? ""));
   const query = search.size > 0 ? `?${search}` : "";
   const init: RequestInit = { method: door.method, headers };
   if (request.body && door.method !== "GET" && door.method !== "DELETE") init.body = request.body.text;

@@ -19,7 +19,16 @@ export function referenceRoot(leaves: readonly Buffer[]): Buffer {
 /** Sigstore's verifier of an inclusion proof (throws when it does not hold). */
 export function sigstoreInclusion(leafData: Buffer, index: number, size: number, proof: string[], root: Buffer): void {
   verifyMerkleInclusion(
-    { canonicalizedBody: leafData, inclusionProof: { logIndex: String(index), hashes: proof.map((h) => Buffer.from(h, "base64")), rootHash: root, treeSize: String(size), checkpoint: undefined } } as never,
+    {
+      canonicalizedBody: leafData,
+      inclusionProof: {
+        logIndex: String(index),
+        hashes: proof.map((h) => Buffer.from(h, "base64")),
+        rootHash: root,
+        treeSize: String(size),
+        checkpoint: undefined,
+      },
+    } as never,
     { logSize: BigInt(size), logHash: root } as never,
   );
 }
@@ -30,7 +39,10 @@ export function sigstoreInclusion(leafData: Buffer, index: number, size: number,
  * checks it against golang.org/x/mod/sumdb/note's vectors.
  */
 export function referenceKeyId(name: string, type: number, publicKey: Uint8Array): Buffer {
-  return createHash("sha256").update(Buffer.concat([Buffer.from(`${name}\n`, "utf8"), Buffer.from([type]), Buffer.from(publicKey)])).digest().subarray(0, 4);
+  return createHash("sha256")
+    .update(Buffer.concat([Buffer.from(`${name}\n`, "utf8"), Buffer.from([type]), Buffer.from(publicKey)]))
+    .digest()
+    .subarray(0, 4);
 }
 
 /**
@@ -43,7 +55,10 @@ export function referenceKeyId(name: string, type: number, publicKey: Uint8Array
 export function sigstoreCheckpoint(note: string, name: string, x: string): { origin: string; logSize: bigint; logHash: Buffer } {
   const publicKey: KeyObject = createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x }, format: "jwk" });
   const keyId = referenceKeyId(name, 0x01, Buffer.from(x, "base64url"));
-  const checkpoint = verifyCheckpoint({ inclusionProof: { checkpoint: { envelope: note } } } as never, [{ logID: keyId, baseURL: `https://${name}`, publicKey }] as never) as never as {
+  const checkpoint = verifyCheckpoint(
+    { inclusionProof: { checkpoint: { envelope: note } } } as never,
+    [{ logID: keyId, baseURL: `https://${name}`, publicKey }] as never,
+  ) as never as {
     origin: string;
     logSize: bigint;
     logHash: Buffer;

@@ -55,7 +55,9 @@ async function explainPrepared(db: Database, statement: SQL | Query, plan: "gene
     await db.transaction(async (tx) => {
       await tx.execute(sql.raw(`SET LOCAL plan_cache_mode = force_${plan}_plan`));
       await tx.execute(sql.raw(`PREPARE city_poll_plan_probe AS ${query.sql}`));
-      rows = rowsOf<Record<string, unknown>>(await tx.execute(sql.raw(`EXPLAIN (ANALYZE, BUFFERS, ${format}) EXECUTE city_poll_plan_probe(${query.params.map(literal).join(", ")})`)));
+      rows = rowsOf<Record<string, unknown>>(
+        await tx.execute(sql.raw(`EXPLAIN (ANALYZE, BUFFERS, ${format}) EXECUTE city_poll_plan_probe(${query.params.map(literal).join(", ")})`)),
+      );
       // A prepared statement outlives the transaction: dropped here, on the connection that made it.
       await tx.execute(sql.raw("DEALLOCATE city_poll_plan_probe"));
       throw ROLLED_BACK;

@@ -108,13 +108,23 @@ export function usePostgresCity(fragment: string, env: Record<string, string> | 
     }
     // Every request comes from 127.0.0.1 and most presentations from one origin: the flood limits
     // of the gate have their own tests; here only the limit under test binds.
-    const server = await startCityServer({ CITY_GATE_PER_ADDRESS_PER_HOUR: "0", CITY_GATE_PER_ORIGIN_PER_HOUR: "100000", ...databaseEnv, ...(typeof env === "function" ? env() : env) });
+    const server = await startCityServer({
+      CITY_GATE_PER_ADDRESS_PER_HOUR: "0",
+      CITY_GATE_PER_ORIGIN_PER_HOUR: "100000",
+      ...databaseEnv,
+      ...(typeof env === "function" ? env() : env),
+    });
 
     const call = async (path: string, init: RequestInit = {}): Promise<Answer> => {
       const response = await fetch(`${server.baseUrl}${path}`, init);
       const text = await response.text();
       const type = response.headers.get("content-type") ?? "";
-      return { status: response.status, type, headers: response.headers, body: text && type.includes("json") ? (JSON.parse(text) as Record<string, any>) : { text } };
+      return {
+        status: response.status,
+        type,
+        headers: response.headers,
+        body: text && type.includes("json") ? (JSON.parse(text) as Record<string, any>) : { text },
+      };
     };
     const auth = (bearer?: string): Record<string, string> => (bearer ? { authorization: `Bearer ${bearer}` } : {});
     const post = (path: string, body: unknown, bearer?: string) =>
@@ -139,7 +149,12 @@ export function usePostgresCity(fragment: string, env: Record<string, string> | 
         figures.parallel_requests_postgres += n;
         const answers = await Promise.all(Array.from({ length: n }, (_, i) => send(i)));
         for (const answer of answers) {
-          const recentErrors = server.output().split("\n").filter((line) => line.includes('"error"')).slice(-5).join("\n");
+          const recentErrors = server
+            .output()
+            .split("\n")
+            .filter((line) => line.includes('"error"'))
+            .slice(-5)
+            .join("\n");
           expect(answer.status, recentErrors).toBeLessThan(500);
           if (answer.status >= 400) expect(answer.type).toMatch(/^application\/problem\+json/);
         }

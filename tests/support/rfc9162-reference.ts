@@ -53,7 +53,11 @@ export const refProof = (m: number, d: readonly Uint8Array[], size = d.length): 
 export function refKey(seed: Uint8Array) {
   const priv = createPrivateKey({ key: Buffer.concat([Buffer.from("302e020100300506032b657004220420", "hex"), seed]), format: "der", type: "pkcs8" });
   const publicKey = createPublicKey(priv).export({ format: "der", type: "spki" }).subarray(12);
-  const keyId = (name: string, type: number) => createHash("sha256").update(Buffer.concat([Buffer.from(`${name}\n`), Buffer.of(type), publicKey])).digest().subarray(0, 4);
+  const keyId = (name: string, type: number) =>
+    createHash("sha256")
+      .update(Buffer.concat([Buffer.from(`${name}\n`), Buffer.of(type), publicKey]))
+      .digest()
+      .subarray(0, 4);
   return {
     publicKey: new Uint8Array(publicKey),
     vkey: (name: string, type = 1) => `${name}+${keyId(name, type).toString("hex")}+${Buffer.concat([Buffer.of(type), publicKey]).toString("base64")}`,

@@ -61,7 +61,11 @@ export async function signFor(door: AnyDoor, key: TestKey, options: SignedCall =
 
 /** Calls a door through the real HTTP adapter with a request signed by `key`. */
 export async function callSigned(door: AnyDoor, key: TestKey, options: SignedCall = {}): Promise<Answer & { sent: Record<string, string> }> {
-  const request = { url: urlOf(door, options), body: options.body === undefined ? undefined : JSON.stringify(options.body), headers: {} as Record<string, string> };
+  const request = {
+    url: urlOf(door, options),
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+    headers: {} as Record<string, string>,
+  };
   const signature = options.headers ?? (await signFor(door, key, options));
   request.headers = { ...(request.body !== undefined ? { "content-type": "application/json" } : {}), ...signature, ...options.extra };
   options.tamper?.(request);
@@ -75,9 +79,17 @@ export async function callSigned(door: AnyDoor, key: TestKey, options: SignedCal
  * Signature headers built by hand over the components given (name and value), for requests the
  * helper would never make (a component left out).
  */
-export async function signComponents(key: TestKey, components: [string, string][], params: [string, string | number][], body?: string): Promise<Record<string, string>> {
+export async function signComponents(
+  key: TestKey,
+  components: [string, string][],
+  params: [string, string | number][],
+  body?: string,
+): Promise<Record<string, string>> {
   const { privateKey } = await importSeed(key.seed);
-  const input = signatureParams(components.map(([n]) => n), params);
+  const input = signatureParams(
+    components.map(([n]) => n),
+    params,
+  );
   const signature = await signBase(privateKey, signatureBase(components, input));
   const headers: Record<string, string> = { "signature-input": `sig1=${input}`, signature: `sig1=:${Buffer.from(signature).toString("base64")}:` };
   if (body !== undefined) headers["content-digest"] = `sha-256=:${(await import("node:crypto")).createHash("sha256").update(body).digest("base64")}:`;

@@ -27,7 +27,10 @@ const quoted = (name: string) => `"${name.replace(/"/g, '""')}"`;
 /** Every table's row count, but those in `except`. */
 export async function rowCounts(db: Database, except: string[] = []): Promise<Record<string, number>> {
   const tables = (await tableNames(db)).filter((name) => !except.includes(name));
-  const counts = rowsOf<Record<string, unknown>>(await db.execute(sql.raw(`SELECT ${tables.map((n) => `(SELECT count(*) FROM ${quoted(n)}) AS ${quoted(n)}`).join(", ")}`)))[0] ?? {};
+  const counts =
+    rowsOf<Record<string, unknown>>(
+      await db.execute(sql.raw(`SELECT ${tables.map((n) => `(SELECT count(*) FROM ${quoted(n)}) AS ${quoted(n)}`).join(", ")}`)),
+    )[0] ?? {};
   return Object.fromEntries(tables.map((name) => [name, Number(counts[name])]));
 }
 
@@ -37,9 +40,11 @@ export async function rowCounts(db: Database, except: string[] = []): Promise<Re
  */
 export async function tableDigests(db: Database, options: { except?: string[]; ignoreColumn?: string } = {}): Promise<Record<string, string>> {
   const tables = (await tableNames(db)).filter((name) => !options.except?.includes(name));
-  const row = (alias: string) => (options.ignoreColumn ? `(to_jsonb(${alias}) - '${options.ignoreColumn.replace(/'/g, "''")}')::text` : `to_jsonb(${alias})::text`);
+  const row = (alias: string) =>
+    options.ignoreColumn ? `(to_jsonb(${alias}) - '${options.ignoreColumn.replace(/'/g, "''")}')::text` : `to_jsonb(${alias})::text`;
   const columns = tables.map(
-    (n, i) => `(SELECT count(*) || ':' || md5(coalesce(string_agg(${row(`t${i}`)}, ',' ORDER BY ${row(`t${i}`)}), '')) FROM ${quoted(n)} t${i}) AS ${quoted(n)}`,
+    (n, i) =>
+      `(SELECT count(*) || ':' || md5(coalesce(string_agg(${row(`t${i}`)}, ',' ORDER BY ${row(`t${i}`)}), '')) FROM ${quoted(n)} t${i}) AS ${quoted(n)}`,
   );
   const digests = rowsOf<Record<string, unknown>>(await db.execute(sql.raw(`SELECT ${columns.join(", ")}`)))[0] ?? {};
   return Object.fromEntries(tables.map((name) => [name, String(digests[name])]));

@@ -59,7 +59,10 @@ describe("signing", () => {
     expect(protectedHeader).toMatchObject({ alg: "EdDSA", typ: "JOSE", kid: keys[0]!.kid, jku: "https://city.example/.well-known/jwks.json" });
     const sdkVerify = verifyAgentCardSignature(async (kid) => {
       const { importJWK } = await import("jose");
-      return importJWK(keys.find((k) => k.kid === kid)!, "EdDSA");
+      return importJWK(
+        keys.find((k) => k.kid === kid)!,
+        "EdDSA",
+      );
     });
     await expect(sdkVerify(signed as never)).resolves.toBeUndefined();
 

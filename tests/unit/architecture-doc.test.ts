@@ -27,7 +27,9 @@ describe("docs/architecture.md", () => {
       ...["app/api/", "app/mcp/", "app/(plat)/", "scripts/", "tests/", "public/"],
       ...dirs("lib").map((d) => `lib/${d}/`),
       ...dirs("lib/city").map((d) => `lib/city/${d}/`),
-      ...readdirSync(path.join(root, "lib")).filter((n) => n.endsWith(".ts")).map((n) => `lib/${n}`),
+      ...readdirSync(path.join(root, "lib"))
+        .filter((n) => n.endsWith(".ts"))
+        .map((n) => `lib/${n}`),
       ...dirs("db").map((d) => `db/${d}/`),
     ];
     const missing = rooms.filter((room) => !named.includes(room));

@@ -77,4 +77,3 @@ describe("the default: unknown unless configured", () => {
     expect(lines[0]).toMatch(/CITY_TRUSTED_PROXIES=N/);
   });
 });
-

@@ -14,15 +14,29 @@ const BASE = "https://city.example";
 type Limit = { name: string; limit: number; per: string };
 const limitsOf = (doorName: string): Limit[] => {
   const paths = buildOpenApi(registry, BASE).paths as Record<string, Record<string, { operationId: string; "x-city-limits"?: Limit[] }>>;
-  return Object.values(paths).flatMap((p) => Object.values(p)).find((o) => o.operationId === doorName)?.["x-city-limits"] ?? [];
+  return (
+    Object.values(paths)
+      .flatMap((p) => Object.values(p))
+      .find((o) => o.operationId === doorName)?.["x-city-limits"] ?? []
+  );
 };
 
 describe("published limits where client addresses are unknown", () => {
   it("publish no per-address bound, and keep the city-wide and per-origin ones", () => {
     for (const door of ["present-at-gate", "describe-gate", "seek-hospital"]) {
-      expect(limitsOf(door).filter((l) => l.per.includes("client address")), door).toEqual([]);
+      expect(
+        limitsOf(door).filter((l) => l.per.includes("client address")),
+        door,
+      ).toEqual([]);
     }
-    expect(limitsOf("present-at-gate").map((l) => l.name)).toEqual(["presentations", "admissions", "counted_subjects", "city_ward_bytes", "city_ward_bytes_per_hour", "city_ward_newcomer_bytes_per_hour"]);
+    expect(limitsOf("present-at-gate").map((l) => l.name)).toEqual([
+      "presentations",
+      "admissions",
+      "counted_subjects",
+      "city_ward_bytes",
+      "city_ward_bytes_per_hour",
+      "city_ward_newcomer_bytes_per_hour",
+    ]);
     expect(limitsOf("seek-hospital").map((l) => l.name)).toContain("unsigned_filings_city");
     expect(buildLlmsTxt(registry, BASE)).not.toMatch(/per client address/);
   });

@@ -26,7 +26,9 @@ const BASE = "https://city.example";
 type Limit = { name: string; limit: number; per: string };
 const openApiLimits = (doorName: string): Limit[] => {
   const paths = buildOpenApi(registry, BASE).paths as Record<string, Record<string, { operationId: string; "x-city-limits"?: Limit[] }>>;
-  const op = Object.values(paths).flatMap((p) => Object.values(p)).find((o) => o.operationId === doorName);
+  const op = Object.values(paths)
+    .flatMap((p) => Object.values(p))
+    .find((o) => o.operationId === doorName);
   expect(op, doorName).toBeDefined();
   return op!["x-city-limits"] ?? [];
 };
@@ -58,7 +60,11 @@ describe("published limits under a non-default configuration", () => {
   });
 
   it("every door that adds to a store publishes its city-wide bounds as configured, in OpenAPI, llms.txt and the card", () => {
-    expect(openApiLimits("write-vault").filter((l) => l.name.startsWith("city_vault_")).map((l) => [l.name, l.limit])).toEqual([
+    expect(
+      openApiLimits("write-vault")
+        .filter((l) => l.name.startsWith("city_vault_"))
+        .map((l) => [l.name, l.limit]),
+    ).toEqual([
       ["city_vault_bytes", 123_456],
       ["city_vault_bytes_per_hour", 33_554_432],
       ["city_vault_newcomer_bytes_per_hour", 3_355_443],
@@ -68,7 +74,19 @@ describe("published limits under a non-default configuration", () => {
     const card = cardLimits(registry);
     expect(card.stores.vault).toMatchObject({ bytes: 123_456, bytes_per_hour: 33_554_432, newcomer_bytes_per_hour: 3_355_443 });
     expect(card.stores.ward).toMatchObject({ bytes_per_hour: 40_000, newcomer_bytes_per_hour: 4_000 });
-    expect(Object.keys(card.stores).sort()).toEqual(["a2a_tasks", "appeals", "checkpoints", "lanterns", "mail", "posts", "quarantine", "seals", "signature_nonces", "vault", "ward"]);
+    expect(Object.keys(card.stores).sort()).toEqual([
+      "a2a_tasks",
+      "appeals",
+      "checkpoints",
+      "lanterns",
+      "mail",
+      "posts",
+      "quarantine",
+      "seals",
+      "signature_nonces",
+      "vault",
+      "ward",
+    ]);
   });
 
   it("the city card shows the lowered locker bound and every door's limits as configured", () => {

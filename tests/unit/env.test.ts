@@ -18,8 +18,7 @@ describe("environment", () => {
   });
 
   it("names every bad variable in one clear message", () => {
-    const attempt = () =>
-      parseEnv({ DATABASE_URL: "mysql://nope", CITY_BASE_URL: "not a url", CITY_GATE_PER_ADDRESS_PER_HOUR: "-3" });
+    const attempt = () => parseEnv({ DATABASE_URL: "mysql://nope", CITY_BASE_URL: "not a url", CITY_GATE_PER_ADDRESS_PER_HOUR: "-3" });
     expect(attempt).toThrow(EnvError);
     try {
       attempt();
@@ -47,7 +46,11 @@ describe("environment", () => {
     expect(env.CITY_WARD_PER_ADDRESS_PER_HOUR).toBe(10);
     expect(env.CLINIC_ASCLEPIUS_BASE_URL).toBeUndefined();
     expect(env.CLINIC_HYGIEIA_PROTOCOL).toBe("openai-chat");
-    const set = parseEnv({ CLINIC_HYGIEIA_BASE_URL: "https://api.anthropic.com/v1", CLINIC_HYGIEIA_MODEL: "claude-x", CLINIC_HYGIEIA_PROTOCOL: "anthropic-messages" });
+    const set = parseEnv({
+      CLINIC_HYGIEIA_BASE_URL: "https://api.anthropic.com/v1",
+      CLINIC_HYGIEIA_MODEL: "claude-x",
+      CLINIC_HYGIEIA_PROTOCOL: "anthropic-messages",
+    });
     expect(set.CLINIC_HYGIEIA_PROTOCOL).toBe("anthropic-messages");
     expect(() => parseEnv({ CLINIC_ASCLEPIUS_BASE_URL: "https://api.openai.com/v1" })).toThrow(/CLINIC_ASCLEPIUS_MODEL/);
     expect(() => parseEnv({ CLINIC_ASCLEPIUS_API_KEY: "k" })).toThrow(/CLINIC_ASCLEPIUS_BASE_URL/);
@@ -90,7 +93,14 @@ describe("environment: signing keys", () => {
     const jwk = ed25519().export({ format: "jwk" });
     const rsa = generateKeyPairSync("rsa", { modulusLength: 1024 }).privateKey.export({ type: "pkcs8", format: "pem" }).toString();
     const publicPem = generateKeyPairSync("ed25519").publicKey.export({ type: "spki", format: "pem" }).toString();
-    const bad = ["not a key", `{"kty":"OKP","crv":"Ed25519","d":"${jwk.d}"`, JSON.stringify({ ...jwk, d: undefined }), rsa, publicPem, "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----"];
+    const bad = [
+      "not a key",
+      `{"kty":"OKP","crv":"Ed25519","d":"${jwk.d}"`,
+      JSON.stringify({ ...jwk, d: undefined }),
+      rsa,
+      publicPem,
+      "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----",
+    ];
     for (const value of bad) {
       const message = refusal({ CITY_SIGNING_KEY: value });
       expect(message).toMatch(/CITY_SIGNING_KEY: must be an Ed25519 private key/);
@@ -108,7 +118,10 @@ describe("environment: signing keys", () => {
     const set = parseEnv({ CITY_SIGNING_KEYS_RETIRED: JSON.stringify({ keys: [{ ...a, d: undefined, kid: "city-2025" }] }) }).CITY_SIGNING_KEYS_RETIRED;
     expect(set).toEqual([{ kty: "OKP", crv: "Ed25519", x: a.x, kid: "city-2025" }]);
     const list = parseEnv({ CITY_SIGNING_KEYS_RETIRED: JSON.stringify([a, { kty: "OKP", crv: "Ed25519", x: b.x }]) }).CITY_SIGNING_KEYS_RETIRED;
-    expect(list).toEqual([{ kty: "OKP", crv: "Ed25519", x: a.x }, { kty: "OKP", crv: "Ed25519", x: b.x }]);
+    expect(list).toEqual([
+      { kty: "OKP", crv: "Ed25519", x: a.x },
+      { kty: "OKP", crv: "Ed25519", x: b.x },
+    ]);
   });
 
   it("refuses a bad CITY_SIGNING_KEYS_RETIRED when the environment is parsed, naming the variable and the key", () => {

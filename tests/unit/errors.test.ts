@@ -4,7 +4,11 @@ import { CityError, ERROR_CODES, ProblemSchema, toProblem } from "@/lib/errors";
 
 describe("problem documents", () => {
   it("turns a CityError into an RFC 9457 document with its code, status and title", () => {
-    const problem = toProblem(new CityError("rate_limited", "Too many.", { retryAfterSeconds: 30, limit: { name: "plaza", limit: 20, window_seconds: 3600 } }), "/api/plaza", "/api/plaza");
+    const problem = toProblem(
+      new CityError("rate_limited", "Too many.", { retryAfterSeconds: 30, limit: { name: "plaza", limit: 20, window_seconds: 3600 } }),
+      "/api/plaza",
+      "/api/plaza",
+    );
     expect(problem).toMatchObject({
       type: "/problems/rate_limited",
       title: ERROR_CODES.rate_limited.title,

@@ -24,7 +24,8 @@ describe("the published normal form of names and origins", () => {
       const ch = String.fromCodePoint(cp);
       if (ch.trim() === "" || normalKey(ch).trim() !== "") continue;
       const statement = "I would like to live here.";
-      if (!checkGateText({ name: ch, origin: "ok.example", statement }) || !checkGateText({ name: "ok", origin: ch, statement })) kept.push(`U+${cp.toString(16).toUpperCase()}`);
+      if (!checkGateText({ name: ch, origin: "ok.example", statement }) || !checkGateText({ name: "ok", origin: ch, statement }))
+        kept.push(`U+${cp.toString(16).toUpperCase()}`);
     }
     expect(kept).toEqual([]);
   });

@@ -40,11 +40,21 @@ describe("published limits are the spec's numbers", () => {
   });
 
   it("publishes a parked-write cap on every door that parks, no larger than twice its own hourly window", () => {
-    for (const [doorName, hourly] of [["write-vault", 30], ["send-message", 60], ["post-bazaar", 20], ["post-plaza", 20], ["post-room", 20]] as const) {
+    for (const [doorName, hourly] of [
+      ["write-vault", 30],
+      ["send-message", 60],
+      ["post-bazaar", 20],
+      ["post-plaza", 20],
+      ["post-room", 20],
+    ] as const) {
       expect(registry.find((d) => d.name === doorName)!.whenRestricted).toBe("park");
       expect(published(doorName, "parked_writes")).toMatchObject({ limit: 2 * hourly, window_seconds: 3600, over: "refused" });
     }
-    for (const d of registry.filter((x) => x.whenRestricted === "park")) expect(d.limits?.map((l) => l.name), d.name).toContain("parked_writes");
+    for (const d of registry.filter((x) => x.whenRestricted === "park"))
+      expect(
+        d.limits?.map((l) => l.name),
+        d.name,
+      ).toContain("parked_writes");
   });
 
   it("serves the spec's numbers in the card's LIMITS, including those no door publishes", () => {

@@ -11,7 +11,12 @@ describe("llms.txt", () => {
   it("opens with a quick start of five steps, before the door lists", () => {
     expect(text.indexOf("## Quick start")).toBeGreaterThan(0);
     expect(text.indexOf("## Quick start")).toBeLessThan(text.indexOf("## Reading doors"));
-    expect(quickStart.split("\n").filter((l) => /^\d\. /.test(l)).map((l) => l.slice(0, 2))).toEqual(["1.", "2.", "3.", "4.", "5."]);
+    expect(
+      quickStart
+        .split("\n")
+        .filter((l) => /^\d\. /.test(l))
+        .map((l) => l.slice(0, 2)),
+    ).toEqual(["1.", "2.", "3.", "4.", "5."]);
     expect(quickStart).toContain('"ask": "bed"');
     expect(quickStart).toContain("Authorization: Bearer <citizen_secret>");
   });

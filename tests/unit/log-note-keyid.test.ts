@@ -96,6 +96,8 @@ describe("signed-note key IDs against golang.org/x/mod/sumdb/note's vectors", ()
     expect(() => sigstoreCheckpoint(signCheckpoint(checkpoint, "city.example", seed), "city.example", x)).toThrow(/origin/);
     expect(() => sigstoreCheckpoint(signCheckpoint(checkpoint, "city.example", seed), checkpoint.origin, x)).toThrow();
     // Another log's checkpoint under this log's name.
-    expect(() => sigstoreCheckpoint(signCheckpoint({ ...checkpoint, origin: "other.example/log" }, checkpoint.origin, seed), checkpoint.origin, x)).toThrow(/origin/);
+    expect(() => sigstoreCheckpoint(signCheckpoint({ ...checkpoint, origin: "other.example/log" }, checkpoint.origin, seed), checkpoint.origin, x)).toThrow(
+      /origin/,
+    );
   });
 });

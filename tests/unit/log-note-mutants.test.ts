@@ -72,7 +72,17 @@ describe("keys", () => {
 
   it("refuses a malformed vkey, another key type or length, and a key ID that is not the key's", () => {
     const shape = /<name>\+<8 hex digits>\+<base64 key>/;
-    for (const bad of ["", "city.example/log+914b00a3", "+914b00a3+AepKbGPinFIKvvVQexMuxfmVR3auvr57kkIe6mkURtIs", "city example+914b00a3+AepK", "x+914B00A3+AepKbGPinFIKvvVQexMuxfmVR3auvr57kkIe6mkURtIs", "x+914b00a+AepKbGPinFIKvvVQexMuxfmVR3auvr57kkIe6mkURtIs", "x+914b00a3+AepK bGPinFIK", `${VKEY} x`, `x y${VKEY.slice(ORIGIN.length)}`]) {
+    for (const bad of [
+      "",
+      "city.example/log+914b00a3",
+      "+914b00a3+AepKbGPinFIKvvVQexMuxfmVR3auvr57kkIe6mkURtIs",
+      "city example+914b00a3+AepK",
+      "x+914B00A3+AepKbGPinFIKvvVQexMuxfmVR3auvr57kkIe6mkURtIs",
+      "x+914b00a+AepKbGPinFIKvvVQexMuxfmVR3auvr57kkIe6mkURtIs",
+      "x+914b00a3+AepK bGPinFIK",
+      `${VKEY} x`,
+      `x y${VKEY.slice(ORIGIN.length)}`,
+    ]) {
       expect(() => parseVkey(bad), bad).toThrow(shape);
     }
     const notEd = /not an Ed25519 key \(type 0x01 or 0x04, 32 bytes\)/;
@@ -137,7 +147,9 @@ describe("checkpoints and signatures (fixed vectors)", () => {
     const verifier = { name: "small", type: NOTE_SIGNATURE, keyId, publicKey: identity };
     expect(hasValidSignature({ body: "anything\n", signatures: [{ name: "small", keyId, signature, line: "" }] }, verifier)).toBe(false);
     const cosig = Uint8Array.of(0, 0, 0, 0, 0, 0, 0, 1, ...signature);
-    expect(validCosignatures({ body: "anything\n", signatures: [{ name: "small", keyId, signature: cosig, line: "" }] }, { ...verifier, type: COSIGNATURE })).toEqual([]);
+    expect(
+      validCosignatures({ body: "anything\n", signatures: [{ name: "small", keyId, signature: cosig, line: "" }] }, { ...verifier, type: COSIGNATURE }),
+    ).toEqual([]);
   });
 
   it("reads the valid cosignatures of a witness with their timestamps", () => {
@@ -158,7 +170,9 @@ describe("checkpoints and signatures (fixed vectors)", () => {
     // The signature bytes from an offset into a larger buffer (as parseNote's slices may be).
     const padded = new Uint8Array(80);
     padded.set(cos.signature, 8);
-    expect(validCosignatures({ ...note, signatures: [{ ...cos, signature: padded.subarray(8) }] }, w)).toEqual([{ line: COSIGNATURE_LINE, timestamp: COSIGNED_AT }]);
+    expect(validCosignatures({ ...note, signatures: [{ ...cos, signature: padded.subarray(8) }] }, w)).toEqual([
+      { line: COSIGNATURE_LINE, timestamp: COSIGNED_AT },
+    ]);
   });
 });
 
@@ -199,7 +213,16 @@ describe("parsing", () => {
   it("refuses a checkpoint without an origin, a decimal size or a 32-byte canonical base64 root", () => {
     const shape = /an origin, a decimal size and a base64 root hash, one per line/;
     const root = b64(ROOT);
-    for (const bad of [`\n42\n${root}\n`, `${ORIGIN}\n\n${root}\n`, `${ORIGIN}\n042\n${root}\n`, `${ORIGIN}\n4x2\n${root}\n`, `${ORIGIN}\n-1\n${root}\n`, `${ORIGIN}\n42\n`, `${ORIGIN}\nx42\n${root}\n`, `${ORIGIN}\n42x\n${root}\n`]) {
+    for (const bad of [
+      `\n42\n${root}\n`,
+      `${ORIGIN}\n\n${root}\n`,
+      `${ORIGIN}\n042\n${root}\n`,
+      `${ORIGIN}\n4x2\n${root}\n`,
+      `${ORIGIN}\n-1\n${root}\n`,
+      `${ORIGIN}\n42\n`,
+      `${ORIGIN}\nx42\n${root}\n`,
+      `${ORIGIN}\n42x\n${root}\n`,
+    ]) {
       expect(() => parseCheckpointBody(bad), JSON.stringify(bad)).toThrow(shape);
     }
     const notRoot = /root hash is not 32 bytes of base64/;

@@ -75,6 +75,8 @@ describe("tile paths", () => {
     }
     expect(thrown).toBeInstanceOf(CityError);
     expect((thrown as CityError).code).toBe("not_found");
-    expect((thrown as CityError).message).toMatch(/^No such tile: a tile is tile\/<L>\/<N>\[\.p\/<W>\] or tile\/entries\/<N>\[\.p\/<W>\] \(C2SP tlog-tiles\), N in three-digit groups such as x001\/234\.$/);
+    expect((thrown as CityError).message).toMatch(
+      /^No such tile: a tile is tile\/<L>\/<N>\[\.p\/<W>\] or tile\/entries\/<N>\[\.p\/<W>\] \(C2SP tlog-tiles\), N in three-digit groups such as x001\/234\.$/,
+    );
   });
 });

@@ -64,32 +64,73 @@ describe("hashes (fixed vectors)", () => {
 
 describe("ranges and stored nodes (fixed vectors)", () => {
   it("splits a range into its perfect subtrees, largest first", () => {
-    expect(rangeNodes(0, 7)).toEqual([{ level: 2, index: 0 }, { level: 1, index: 2 }, { level: 0, index: 6 }]);
+    expect(rangeNodes(0, 7)).toEqual([
+      { level: 2, index: 0 },
+      { level: 1, index: 2 },
+      { level: 0, index: 6 },
+    ]);
     expect(rangeNodes(0, 8)).toEqual([{ level: 3, index: 0 }]);
     expect(rangeNodes(4, 8)).toEqual([{ level: 2, index: 1 }]);
-    expect(rangeNodes(6, 13)).toEqual([{ level: 1, index: 3 }, { level: 2, index: 2 }, { level: 0, index: 12 }]);
+    expect(rangeNodes(6, 13)).toEqual([
+      { level: 1, index: 3 },
+      { level: 2, index: 2 },
+      { level: 0, index: 12 },
+    ]);
     expect(rangeNodes(5, 5)).toEqual([]);
   });
 
   it("gives the ranges of an inclusion path (RFC 9162 2.1.5's tree of 7: d0 needs b, h, l)", () => {
-    expect(inclusionRanges(0, 7)).toEqual([[1, 2], [2, 4], [4, 7]]);
-    expect(inclusionRanges(3, 7)).toEqual([[2, 3], [0, 2], [4, 7]]);
-    expect(inclusionRanges(4, 7)).toEqual([[5, 6], [6, 7], [0, 4]]);
-    expect(inclusionRanges(6, 7)).toEqual([[4, 6], [0, 4]]);
+    expect(inclusionRanges(0, 7)).toEqual([
+      [1, 2],
+      [2, 4],
+      [4, 7],
+    ]);
+    expect(inclusionRanges(3, 7)).toEqual([
+      [2, 3],
+      [0, 2],
+      [4, 7],
+    ]);
+    expect(inclusionRanges(4, 7)).toEqual([
+      [5, 6],
+      [6, 7],
+      [0, 4],
+    ]);
+    expect(inclusionRanges(6, 7)).toEqual([
+      [4, 6],
+      [0, 4],
+    ]);
     expect(inclusionRanges(0, 1)).toEqual([]);
   });
 
   it("gives the ranges of a consistency proof (RFC 9162 2.1.5: 3 to 7 is c, d, g, l; 4 to 7 is l; 6 to 7 is i, j, k)", () => {
-    expect(consistencyRanges(3, 7)).toEqual([[2, 3], [3, 4], [0, 2], [4, 7]]);
+    expect(consistencyRanges(3, 7)).toEqual([
+      [2, 3],
+      [3, 4],
+      [0, 2],
+      [4, 7],
+    ]);
     expect(consistencyRanges(4, 7)).toEqual([[4, 7]]);
-    expect(consistencyRanges(6, 7)).toEqual([[4, 6], [6, 7], [0, 4]]);
+    expect(consistencyRanges(6, 7)).toEqual([
+      [4, 6],
+      [6, 7],
+      [0, 4],
+    ]);
     expect(consistencyRanges(0, 7)).toEqual([]);
     expect(consistencyRanges(7, 7)).toEqual([]);
     expect(consistencyRanges(8, 7)).toEqual([]);
   });
 
   it("lists the stored nodes a list of ranges folds", () => {
-    expect(nodesOfRanges([[2, 3], [4, 7]])).toEqual([{ level: 0, index: 2 }, { level: 1, index: 2 }, { level: 0, index: 6 }]);
+    expect(
+      nodesOfRanges([
+        [2, 3],
+        [4, 7],
+      ]),
+    ).toEqual([
+      { level: 0, index: 2 },
+      { level: 1, index: 2 },
+      { level: 0, index: 6 },
+    ]);
     expect(nodesOfRanges([])).toEqual([]);
   });
 
@@ -98,7 +139,8 @@ describe("ranges and stored nodes (fixed vectors)", () => {
     // A split's range [start, end) starts at a multiple of the smallest power of two >= its length.
     const aligned = (start: number, end: number) => start % (2 * refSplit(end - start)) === 0 || end - start <= 1;
     for (let start = 0; start <= 20; start++) {
-      for (let end = start; end <= 20; end++) if (aligned(start, end)) expect(hex(rangeHash(start, end, stored)), `${start}..${end}`).toBe(hex(mth(DATA.slice(start, end))));
+      for (let end = start; end <= 20; end++)
+        if (aligned(start, end)) expect(hex(rangeHash(start, end, stored)), `${start}..${end}`).toBe(hex(mth(DATA.slice(start, end))));
     }
     expect(hex(rangeHash(5, 3, stored))).toBe(hex(EMPTY_ROOT));
   });

@@ -86,7 +86,9 @@ describe("the outside verifier", () => {
   });
 
   it("verifies an empty log and a log of exactly one full tile", async () => {
-    expect((await verifyTransparencyLog("https://city.example", { fetch: serve({ data: [] }).fetch })).lines[2]).toBe("root: recomputed from 0 entries in the tiles, equal to the checkpoint's");
+    expect((await verifyTransparencyLog("https://city.example", { fetch: serve({ data: [] }).fetch })).lines[2]).toBe(
+      "root: recomputed from 0 entries in the tiles, equal to the checkpoint's",
+    );
     const full = serve({ data: rows(256) });
     expect((await verifyTransparencyLog("https://city.example", { fetch: full.fetch })).ok).toBe(true);
     expect(full.asked.slice(2)).toEqual(["https://city.example/t/tile/0/000", "https://city.example/t/tile/entries/000"]);
@@ -111,14 +113,26 @@ describe("the outside verifier", () => {
 
   it("reads an empty entry at the very end of a bundle", async () => {
     const data = [...rows(3), new Uint8Array(0)];
-    expect((await verifyTransparencyLog("https://city.example", { fetch: serve({ data }).fetch })).lines.at(-2)).toBe("root: recomputed from 4 entries in the tiles, equal to the checkpoint's");
+    expect((await verifyTransparencyLog("https://city.example", { fetch: serve({ data }).fetch })).lines.at(-2)).toBe(
+      "root: recomputed from 4 entries in the tiles, equal to the checkpoint's",
+    );
   });
 
   it("says which witnesses cosigned the checkpoint", async () => {
     const data = rows(5);
     const w1 = WITNESS.vkey("w1.example", 4);
     const w2 = OTHER.vkey("w2.example", 4);
-    const card = { log: { verifier_key: VKEY, checkpoint: "/cp", tiles: "/t/", witnesses: [{ name: "w1.example", vkey: w1 }, { name: "w2.example", vkey: w2 }] } };
+    const card = {
+      log: {
+        verifier_key: VKEY,
+        checkpoint: "/cp",
+        tiles: "/t/",
+        witnesses: [
+          { name: "w1.example", vkey: w1 },
+          { name: "w2.example", vkey: w2 },
+        ],
+      },
+    };
     const note = noteOf(data, WITNESS.cosignLine("w1.example", bodyOf(data), 1700000000));
     const report = await verifyTransparencyLog("https://city.example", { fetch: serve({ data, card, note }).fetch });
     expect(report.lines.slice(2, 4)).toEqual(["witness w1.example: cosigned this checkpoint", "witness w2.example: no valid cosignature on this checkpoint"]);
@@ -130,12 +144,23 @@ describe("the outside verifier", () => {
     const city = serve({ data });
     const report = await verifyTransparencyLog("https://city.example", { fetch: city.fetch, state: kept });
     expect(report.ok).toBe(true);
-    expect(report.lines).toEqual([`signature: valid (${ORIGIN}, size 300)`, "root: recomputed from 300 entries in the tiles, equal to the checkpoint's", "consistency: size 300 extends the size 100 seen last time"]);
+    expect(report.lines).toEqual([
+      `signature: valid (${ORIGIN}, size 300)`,
+      "root: recomputed from 300 entries in the tiles, equal to the checkpoint's",
+      "consistency: size 300 extends the size 100 seen last time",
+    ]);
     expect(city.asked).toContain("https://city.example/api/residency/log/consistency?from=100&to=300");
 
     const forked = { ...kept, root: b64(mth(rows(101).slice(1))) };
     const fork = await verifyTransparencyLog("https://city.example", { fetch: serve({ data }).fetch, state: forked });
-    expect(fork).toEqual({ ok: false, lines: [...report.lines.slice(0, 2), "REFUSED: the checkpoint of size 300 is not an extension of the one seen at size 100: the history was rewritten (a fork)"], state: forked });
+    expect(fork).toEqual({
+      ok: false,
+      lines: [
+        ...report.lines.slice(0, 2),
+        "REFUSED: the checkpoint of size 300 is not an extension of the one seen at size 100: the history was rewritten (a fork)",
+      ],
+      state: forked,
+    });
 
     const bigger = { ...kept, size: 301 };
     const shrunk = await verifyTransparencyLog("https://city.example", { fetch: serve({ data }).fetch, state: bigger });
@@ -149,7 +174,11 @@ describe("the outside verifier", () => {
 
   it("ignores a kept checkpoint of another key", async () => {
     const data = rows(4);
-    const report = await verifyTransparencyLog("https://city.example", { fetch: serve({ data }).fetch, vkey: VKEY, state: { vkey: OTHER.vkey(ORIGIN), size: 9, root: b64(mth(data)) } });
+    const report = await verifyTransparencyLog("https://city.example", {
+      fetch: serve({ data }).fetch,
+      vkey: VKEY,
+      state: { vkey: OTHER.vkey(ORIGIN), size: 9, root: b64(mth(data)) },
+    });
     expect(report.ok).toBe(true);
     expect(report.lines.at(-1)).toBe("consistency: no earlier checkpoint kept for this key; this one is kept for next time");
   });
@@ -160,12 +189,18 @@ describe("the outside verifier", () => {
     const given = await verifyTransparencyLog("https://city.example", { fetch: serve({ data, card }).fetch, vkey: VKEY });
     expect(given.ok).toBe(true);
     expect(given.lines[0]).toBe(`warning: the card now publishes another key (${OTHER.vkey(ORIGIN)}); verifying against the key given`);
-    const pinned = await verifyTransparencyLog("https://city.example", { fetch: serve({ data, card }).fetch, state: { vkey: VKEY, size: 4, root: b64(mth(data)) } });
+    const pinned = await verifyTransparencyLog("https://city.example", {
+      fetch: serve({ data, card }).fetch,
+      state: { vkey: VKEY, size: 4, root: b64(mth(data)) },
+    });
     expect(pinned.lines[0]).toBe(`warning: the card now publishes another key (${OTHER.vkey(ORIGIN)}); verifying against the pinned key`);
     expect(pinned.state).toEqual({ vkey: VKEY, size: 4, root: b64(mth(data)) });
     const quiet = await verifyTransparencyLog("https://city.example", { fetch: serve({ data }).fetch, vkey: VKEY });
     expect(quiet.lines[0]).toBe(`signature: valid (${ORIGIN}, size 4)`);
-    const none = await verifyTransparencyLog("https://city.example", { fetch: serve({ data, card: { log: { checkpoint: "/cp", tiles: "/t/" } } }).fetch, vkey: VKEY });
+    const none = await verifyTransparencyLog("https://city.example", {
+      fetch: serve({ data, card: { log: { checkpoint: "/cp", tiles: "/t/" } } }).fetch,
+      vkey: VKEY,
+    });
     expect(none.lines[0]).toBe(`signature: valid (${ORIGIN}, size 4)`);
   });
 
@@ -174,7 +209,10 @@ describe("the outside verifier", () => {
     const none = await verifyTransparencyLog("https://city.example", { fetch: serve({ data, card: {} }).fetch });
     expect(none).toEqual({ ok: false, lines: ["REFUSED: the city card publishes no log.verifier_key"], state: null });
     const wrong = await verifyTransparencyLog("https://city.example", { fetch: serve({ data }).fetch, vkey: OTHER.vkey(ORIGIN) });
-    expect(wrong.lines).toEqual([`warning: the card now publishes another key (${VKEY}); verifying against the key given`, `REFUSED: the checkpoint's signature does not verify against ${ORIGIN}'s key: a wrong key, or not the city's checkpoint`]);
+    expect(wrong.lines).toEqual([
+      `warning: the card now publishes another key (${VKEY}); verifying against the key given`,
+      `REFUSED: the checkpoint's signature does not verify against ${ORIGIN}'s key: a wrong key, or not the city's checkpoint`,
+    ]);
     const body = bodyOf(data, "elsewhere.example");
     const elsewhere = await verifyTransparencyLog("https://city.example", { fetch: serve({ data, note: `${body}\n${CITY.signLine(ORIGIN, body)}` }).fetch });
     expect(elsewhere.lines.at(-1)).toBe(`REFUSED: the checkpoint's origin elsewhere.example is not the key's name ${ORIGIN}`);
@@ -194,21 +232,43 @@ describe("the outside verifier", () => {
   it("refuses tiles that do not hash to the root, are short, or whose bundles end early or run on", async () => {
     const data = rows(5);
     const prefix = "https://city.example/t/";
-    const refusal = async (tiles: Record<string, Uint8Array>, note?: string) => (await verifyTransparencyLog("https://city.example", { fetch: serve({ data, tiles, note }).fetch })).lines.at(-1);
+    const refusal = async (tiles: Record<string, Uint8Array>, note?: string) =>
+      (await verifyTransparencyLog("https://city.example", { fetch: serve({ data, tiles, note }).fetch })).lines.at(-1);
     const good = tilesOf(data, prefix);
     const fewer = tilesOf(data.slice(0, 4), prefix);
-    expect(await refusal(good, noteOf(rows(6).slice(0, 5).map((d, i) => (i === 4 ? new TextEncoder().encode("other") : d))))).toBe("REFUSED: the tiles do not hash to the checkpoint's root");
-    expect(await refusal({ ...good, [`${prefix}tile/0/000.p/5`]: good[`${prefix}tile/0/000.p/5`]!.slice(0, 4 * 32) })).toBe("REFUSED: tile 0/000.p/5 has 128 bytes, not 160");
-    expect(await refusal({ ...good, [`${prefix}tile/0/000.p/5`]: Uint8Array.of(...good[`${prefix}tile/0/000.p/5`]!, 0) })).toBe("REFUSED: tile 0/000.p/5 has 161 bytes, not 160");
-    expect(await refusal({ ...good, [`${prefix}tile/entries/000.p/5`]: fewer[`${prefix}tile/entries/000.p/4`]! })).toBe("REFUSED: entry bundle 000.p/5 ends before entry 4");
+    expect(
+      await refusal(
+        good,
+        noteOf(
+          rows(6)
+            .slice(0, 5)
+            .map((d, i) => (i === 4 ? new TextEncoder().encode("other") : d)),
+        ),
+      ),
+    ).toBe("REFUSED: the tiles do not hash to the checkpoint's root");
+    expect(await refusal({ ...good, [`${prefix}tile/0/000.p/5`]: good[`${prefix}tile/0/000.p/5`]!.slice(0, 4 * 32) })).toBe(
+      "REFUSED: tile 0/000.p/5 has 128 bytes, not 160",
+    );
+    expect(await refusal({ ...good, [`${prefix}tile/0/000.p/5`]: Uint8Array.of(...good[`${prefix}tile/0/000.p/5`]!, 0) })).toBe(
+      "REFUSED: tile 0/000.p/5 has 161 bytes, not 160",
+    );
+    expect(await refusal({ ...good, [`${prefix}tile/entries/000.p/5`]: fewer[`${prefix}tile/entries/000.p/4`]! })).toBe(
+      "REFUSED: entry bundle 000.p/5 ends before entry 4",
+    );
     // One byte of a length left: still not a whole length.
-    expect(await refusal({ ...good, [`${prefix}tile/entries/000.p/5`]: Uint8Array.of(...fewer[`${prefix}tile/entries/000.p/4`]!, 0) })).toBe("REFUSED: entry bundle 000.p/5 ends before entry 4");
-    expect(await refusal({ ...good, [`${prefix}tile/entries/000.p/5`]: Uint8Array.of(...good[`${prefix}tile/entries/000.p/5`]!, 0) })).toBe("REFUSED: entry bundle 000.p/5 has bytes after its 5 entries");
+    expect(await refusal({ ...good, [`${prefix}tile/entries/000.p/5`]: Uint8Array.of(...fewer[`${prefix}tile/entries/000.p/4`]!, 0) })).toBe(
+      "REFUSED: entry bundle 000.p/5 ends before entry 4",
+    );
+    expect(await refusal({ ...good, [`${prefix}tile/entries/000.p/5`]: Uint8Array.of(...good[`${prefix}tile/entries/000.p/5`]!, 0) })).toBe(
+      "REFUSED: entry bundle 000.p/5 has bytes after its 5 entries",
+    );
     // An entry whose length is one short is a changed row.
     const last = good[`${prefix}tile/entries/000.p/5`]!;
     const longer = Uint8Array.from(last);
     longer[last.length - data[4]!.length - 1] = longer[last.length - data[4]!.length - 1]! - 1;
-    expect(await refusal({ ...good, [`${prefix}tile/entries/000.p/5`]: longer })).toBe("REFUSED: log row 5 as published does not hash to its leaf in the tree: the row was changed after it was logged");
+    expect(await refusal({ ...good, [`${prefix}tile/entries/000.p/5`]: longer })).toBe(
+      "REFUSED: log row 5 as published does not hash to its leaf in the tree: the row was changed after it was logged",
+    );
   });
 
   it("refuses an answer that is not 200, and says what failed when the fetch itself throws", async () => {

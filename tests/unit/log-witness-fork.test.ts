@@ -17,7 +17,11 @@ const LOG_SEED = new Uint8Array(32).fill(11);
 const WITNESS_SEED = new Uint8Array(32).fill(12);
 const root = (fill: number) => new Uint8Array(32).fill(fill);
 const post = (witness: ReturnType<typeof createWitness>, old: number, size: number, rootHash: Uint8Array, proof: Uint8Array[] = []) =>
-  witness("POST", "/add-checkpoint", `old ${old}\n${proof.map((h) => `${b64(h)}\n`).join("")}\n${signCheckpoint({ origin: ORIGIN, size, root: rootHash }, ORIGIN, LOG_SEED)}`);
+  witness(
+    "POST",
+    "/add-checkpoint",
+    `old ${old}\n${proof.map((h) => `${b64(h)}\n`).join("")}\n${signCheckpoint({ origin: ORIGIN, size, root: rootHash }, ORIGIN, LOG_SEED)}`,
+  );
 
 describe("the reference witness, sent a fork directly", () => {
   const folders: string[] = [];
@@ -28,7 +32,13 @@ describe("the reference witness, sent a fork directly", () => {
     const folder = mkdtempSync(path.join(os.tmpdir(), "city-witness-fork-"));
     folders.push(folder);
     const statePath = path.join(folder, "state.json");
-    const witness = createWitness({ name: "witness.example", seed: WITNESS_SEED, logs: [vkeyOf(ORIGIN, ed.getPublicKey(LOG_SEED))], statePath, now: () => 1_800_000_000_000 });
+    const witness = createWitness({
+      name: "witness.example",
+      seed: WITNESS_SEED,
+      logs: [vkeyOf(ORIGIN, ed.getPublicKey(LOG_SEED))],
+      statePath,
+      now: () => 1_800_000_000_000,
+    });
     return { witness, held: () => JSON.parse(readFileSync(statePath, "utf8"))[ORIGIN] as { size: number; root: string } };
   };
 

@@ -27,11 +27,15 @@ function statePath(): string {
   dirs.push(dir);
   return path.join(dir, "state.json");
 }
-const witness = (state = statePath(), logs = [CITY.vkey(ORIGIN)]) => ({ state, handle: createWitness({ name: NAME, seed: WITNESS_SEED, logs, statePath: state, now: () => NOW_S * 1000 + 999 }) });
+const witness = (state = statePath(), logs = [CITY.vkey(ORIGIN)]) => ({
+  state,
+  handle: createWitness({ name: NAME, seed: WITNESS_SEED, logs, statePath: state, now: () => NOW_S * 1000 + 999 }),
+});
 
 const bodyOf = (size: number, origin = ORIGIN, data = DATA) => `${origin}\n${size}\n${b64(mth(data.slice(0, size)))}\n`;
 const noteOf = (size: number, origin = ORIGIN, key = CITY, data = DATA) => `${bodyOf(size, origin, data)}\n${key.signLine(origin, bodyOf(size, origin, data))}`;
-const request = (old: number, size: number, proof = refProof(old, DATA.slice(0, size)).map(b64), note = noteOf(size)) => `old ${old}\n${proof.map((p) => `${p}\n`).join("")}\n${note}`;
+const request = (old: number, size: number, proof = refProof(old, DATA.slice(0, size)).map(b64), note = noteOf(size)) =>
+  `old ${old}\n${proof.map((p) => `${p}\n`).join("")}\n${note}`;
 const ok = (size: number) => ({ status: 200, contentType: "text/plain; charset=utf-8", body: WITNESS.cosignLine(NAME, bodyOf(size), NOW_S) });
 const plain = (status: number, body: string) => ({ status, contentType: "text/plain; charset=utf-8", body: `${body}\n` });
 
@@ -73,9 +77,13 @@ describe("the reference witness", () => {
     const held = b64(mth(DATA.slice(0, 8)));
     const other = DATA.map((d, i) => (i === 2 ? Uint8Array.of(9, 9) : d));
     const forked = request(8, 8, [], noteOf(8, ORIGIN, CITY, other));
-    expect(await handle("POST", "/add-checkpoint", forked)).toEqual(plain(409, `fork: size 8 was cosigned with root ${held}, this checkpoint has root ${b64(mth(other.slice(0, 8)))} for the same size; refused`));
+    expect(await handle("POST", "/add-checkpoint", forked)).toEqual(
+      plain(409, `fork: size 8 was cosigned with root ${held}, this checkpoint has root ${b64(mth(other.slice(0, 8)))} for the same size; refused`),
+    );
     const rewritten = request(8, 12, refProof(8, other.slice(0, 12)).map(b64), noteOf(12, ORIGIN, CITY, other));
-    expect(await handle("POST", "/add-checkpoint", rewritten)).toEqual(plain(422, `fork: the checkpoint of size 12 is not consistent with the one cosigned at size 8 (root ${held}); the log's history was rewritten; refused`));
+    expect(await handle("POST", "/add-checkpoint", rewritten)).toEqual(
+      plain(422, `fork: the checkpoint of size 12 is not consistent with the one cosigned at size 8 (root ${held}); the log's history was rewritten; refused`),
+    );
     // A proof for other sizes.
     expect((await handle("POST", "/add-checkpoint", request(8, 12, refProof(7, DATA.slice(0, 12)).map(b64)))).status).toBe(422);
     expect(await handle("POST", "/add-checkpoint", request(8, 12))).toEqual(ok(12));
@@ -84,7 +92,9 @@ describe("the reference witness", () => {
   it("refuses a checkpoint of an unknown log or without the log's signature", async () => {
     const { handle } = witness();
     expect(await handle("POST", "/add-checkpoint", request(0, 5, [], noteOf(5, "other.example")))).toEqual(plain(404, "unknown log origin other.example"));
-    expect(await handle("POST", "/add-checkpoint", request(0, 5, [], noteOf(5, ORIGIN, OTHER)))).toEqual(plain(403, `the checkpoint carries no valid signature by ${ORIGIN}'s key: refused`));
+    expect(await handle("POST", "/add-checkpoint", request(0, 5, [], noteOf(5, ORIGIN, OTHER)))).toEqual(
+      plain(403, `the checkpoint carries no valid signature by ${ORIGIN}'s key: refused`),
+    );
     // Two logs: each by its own key.
     const two = witness(statePath(), [CITY.vkey(ORIGIN), OTHER.vkey("other.example")]).handle;
     expect((await two("POST", "/add-checkpoint", request(0, 5, [], noteOf(5, "other.example", OTHER)))).status).toBe(200);
@@ -105,13 +115,18 @@ describe("the reference witness", () => {
       [request(0, 5, [b64(new Uint8Array(33))]), "a proof line is one base64 hash"],
       [request(0, 5, [b64(new Uint8Array(32)).replace("=", "")]), "a proof line is one base64 hash"],
       [request(0, 5, [], noteOf(5).slice(0, -1)), "a signed note ends with a newline"],
-      [request(0, 5, [], `${ORIGIN}\nfive\n${b64(new Uint8Array(32))}\n\n${CITY.signLine(ORIGIN, "x")}`), "a checkpoint is an origin, a decimal size and a base64 root hash, one per line"],
+      [
+        request(0, 5, [], `${ORIGIN}\nfive\n${b64(new Uint8Array(32))}\n\n${CITY.signLine(ORIGIN, "x")}`),
+        "a checkpoint is an origin, a decimal size and a base64 root hash, one per line",
+      ],
       [request(6, 5), "old size 6 is larger than the checkpoint's size 5"],
       [request(0, 5, [b64(new Uint8Array(32))]), "the consistency proof must be empty when the old size is 0"],
     ];
     for (const [body, why] of cases) expect(await handle("POST", "/add-checkpoint", body), why).toEqual(plain(400, why));
     // 63 lines are allowed through to the consistency check.
-    expect((await handle("POST", "/add-checkpoint", request(0, 5, Array(63).fill(b64(new Uint8Array(32)))))).body).toBe("the consistency proof must be empty when the old size is 0\n");
+    expect((await handle("POST", "/add-checkpoint", request(0, 5, Array(63).fill(b64(new Uint8Array(32)))))).body).toBe(
+      "the consistency proof must be empty when the old size is 0\n",
+    );
     expect(existsSync(state)).toBe(false);
   });
 
@@ -129,7 +144,13 @@ describe("the reference witness", () => {
   });
 
   it("keeps answering after a request that failed to keep its state", async () => {
-    const broken = createWitness({ name: NAME, seed: WITNESS_SEED, logs: [CITY.vkey(ORIGIN)], statePath: path.join(statePath(), "missing", "state.json"), now: () => NOW_S * 1000 });
+    const broken = createWitness({
+      name: NAME,
+      seed: WITNESS_SEED,
+      logs: [CITY.vkey(ORIGIN)],
+      statePath: path.join(statePath(), "missing", "state.json"),
+      now: () => NOW_S * 1000,
+    });
     await expect(broken("POST", "/add-checkpoint", request(0, 5))).rejects.toThrow();
     expect(await broken("GET", "/add-checkpoint", "")).toEqual(plain(405, "add-checkpoint is a POST"));
   });

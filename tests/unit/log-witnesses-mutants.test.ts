@@ -24,11 +24,15 @@ describe("CITY_LOG_WITNESSES entries", () => {
   });
 
   it("refuses a note key where a cosigner key is wanted, and a URL that is not http(s) from its start", () => {
-    expect(() => configuredWitnesses(`${refKey(new Uint8Array(32).fill(3)).vkey("w1.example", 1)} https://w1.example`)).toThrow("CITY_LOG_WITNESSES: w1.example's key is not a cosignature key (type 0x04)");
+    expect(() => configuredWitnesses(`${refKey(new Uint8Array(32).fill(3)).vkey("w1.example", 1)} https://w1.example`)).toThrow(
+      "CITY_LOG_WITNESSES: w1.example's key is not a cosignature key (type 0x04)",
+    );
     expect(() => configuredWitnesses(`${W1} xhttps://w1.example`)).toThrow("CITY_LOG_WITNESSES: w1.example's URL is not http(s)");
     expect(() => configuredWitnesses(`${W1} https:/w1.example`)).toThrow("CITY_LOG_WITNESSES: w1.example's URL is not http(s)");
     expect(() => configuredWitnesses(`${W1} https://`)).toThrow("CITY_LOG_WITNESSES: w1.example's URL is not a URL");
-    expect(() => configuredWitnesses(`${W1} https://user@w1.example`)).toThrow("CITY_LOG_WITNESSES: w1.example's URL carries credentials, and it is published: give the witness's URL without them");
+    expect(() => configuredWitnesses(`${W1} https://user@w1.example`)).toThrow(
+      "CITY_LOG_WITNESSES: w1.example's URL carries credentials, and it is published: give the witness's URL without them",
+    );
     expect(() => configuredWitnesses(`${W1} https://:pw@w1.example`)).toThrow(/carries credentials/);
   });
 });

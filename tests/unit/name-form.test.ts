@@ -11,9 +11,23 @@ import { LOOK_ALIKE_INVISIBLES } from "../support/look-alikes";
  * property the code uses.
  */
 const DEFAULT_IGNORABLE: readonly [number, number][] = [
-  [0x00ad, 0x00ad], [0x034f, 0x034f], [0x061c, 0x061c], [0x115f, 0x1160], [0x17b4, 0x17b5], [0x180b, 0x180f],
-  [0x200b, 0x200f], [0x202a, 0x202e], [0x2060, 0x206f], [0x3164, 0x3164], [0xfe00, 0xfe0f], [0xfeff, 0xfeff],
-  [0xffa0, 0xffa0], [0xfff0, 0xfff8], [0x1bca0, 0x1bca3], [0x1d173, 0x1d17a], [0xe0000, 0xe0fff],
+  [0x00ad, 0x00ad],
+  [0x034f, 0x034f],
+  [0x061c, 0x061c],
+  [0x115f, 0x1160],
+  [0x17b4, 0x17b5],
+  [0x180b, 0x180f],
+  [0x200b, 0x200f],
+  [0x202a, 0x202e],
+  [0x2060, 0x206f],
+  [0x3164, 0x3164],
+  [0xfe00, 0xfe0f],
+  [0xfeff, 0xfeff],
+  [0xffa0, 0xffa0],
+  [0xfff0, 0xfff8],
+  [0x1bca0, 0x1bca3],
+  [0x1d173, 0x1d17a],
+  [0xe0000, 0xe0fff],
 ];
 
 const hex = (cp: number) => `U+${cp.toString(16).toUpperCase().padStart(4, "0")}`;
@@ -51,7 +65,11 @@ describe("the normal form removes what shows nothing (issue 29, item 3)", () => 
 
   it("never changes a key when Default_Ignorable code points are inserted anywhere (property)", () => {
     const ignorable = fc.oneof(...DEFAULT_IGNORABLE.map(([min, max]) => fc.integer({ min, max }))).map((cp) => String.fromCodePoint(cp));
-    const text = fc.oneof(fc.string({ unit: "binary", maxLength: 24 }), fc.string({ unit: "grapheme", maxLength: 12 }), fc.constantFrom("Alice", "example.com", "Ｂｏｂ", "Аlice", "한글 이름", "مرحبا", "👩‍💻 dev"));
+    const text = fc.oneof(
+      fc.string({ unit: "binary", maxLength: 24 }),
+      fc.string({ unit: "grapheme", maxLength: 12 }),
+      fc.constantFrom("Alice", "example.com", "Ｂｏｂ", "Аlice", "한글 이름", "مرحبا", "👩‍💻 dev"),
+    );
     fc.assert(
       fc.property(text, fc.array(fc.tuple(fc.nat(), ignorable), { minLength: 1, maxLength: 4 }), (plain, inserts) => {
         let padded = plain;
@@ -88,9 +106,12 @@ function formOne(text: string): string {
 describe("migration 0026 marks for recomputing only the rows whose keys can change", () => {
   it("leaves the key of every text of printable ASCII without a space as form 1 gave it (property), the rows it does not mark", () => {
     const printable = fc.string({ unit: fc.integer({ min: 0x21, max: 0x7e }).map((cp) => String.fromCharCode(cp)), minLength: 1, maxLength: 40 });
-    fc.assert(fc.property(printable, (text) => {
-      expect(normalKey(text)).toBe(formOne(text));
-    }), { numRuns: 2000 });
+    fc.assert(
+      fc.property(printable, (text) => {
+        expect(normalKey(text)).toBe(formOne(text));
+      }),
+      { numRuns: 2000 },
+    );
     // And a space, or a character outside printable ASCII, is what may change it (so those rows are marked).
     expect(normalKey("Frank Lee")).not.toBe(formOne("Frank Lee"));
     expect(normalKey("Ali\u00ADce")).not.toBe(formOne("Ali\u00ADce"));
@@ -105,8 +126,13 @@ describe("the published normal form says what it removes", () => {
     const { CONTAINMENT } = await import("@/lib/city/capabilities");
     const card = buildAgentCard(registry, "http://city.test", "CITY", "0");
     const gateSkill = card.skills.find((s) => s.id === "present-at-gate")!.description;
-    for (const [where, text] of [["llms.txt", buildLlmsTxt(registry, "http://city.test")], ["agent card", gateSkill], ["capabilities", CONTAINMENT.impersonation]] as const) {
-      for (const words of ["Default_Ignorable_Code_Point", "variation selector", "U+2800", "NFKC", "confusables"]) expect(text, `${where}: ${words}`).toContain(words);
+    for (const [where, text] of [
+      ["llms.txt", buildLlmsTxt(registry, "http://city.test")],
+      ["agent card", gateSkill],
+      ["capabilities", CONTAINMENT.impersonation],
+    ] as const) {
+      for (const words of ["Default_Ignorable_Code_Point", "variation selector", "U+2800", "NFKC", "confusables"])
+        expect(text, `${where}: ${words}`).toContain(words);
     }
     expect(buildLlmsTxt(registry, "http://city.test")).toMatch(/made only of such invisible or blank characters is filtered \(rule blank\)/);
   });

@@ -42,7 +42,11 @@ describe("the name normal form", () => {
 
   it("is version 2, stated in the published words", () => {
     expect(NAME_FORM).toBe(2);
-    expect(NAME_FORM_TEXT).toMatch(/^a published normal form: first every character that shows as nothing or as blank space is removed .* then Unicode NFKC, case-folded, look-alike letters reduced by the Unicode confusables table \(the UTS #39 skeleton\)$/);
-    expect(NAME_RULE).toBe(`One active bed per name and origin, compared in ${NAME_FORM_TEXT}: so Alice, \u0430lice with a Cyrillic a and Alice with a soft hyphen (U+00AD) inside, or Example.com and example.com, are the same name or origin. Name and origin are kept as given for display. A name or origin made only of such invisible or blank characters is filtered (rule blank); a | in name or origin is filtered (it separates the parts of the citizen key).`);
+    expect(NAME_FORM_TEXT).toMatch(
+      /^a published normal form: first every character that shows as nothing or as blank space is removed .* then Unicode NFKC, case-folded, look-alike letters reduced by the Unicode confusables table \(the UTS #39 skeleton\)$/,
+    );
+    expect(NAME_RULE).toBe(
+      `One active bed per name and origin, compared in ${NAME_FORM_TEXT}: so Alice, \u0430lice with a Cyrillic a and Alice with a soft hyphen (U+00AD) inside, or Example.com and example.com, are the same name or origin. Name and origin are kept as given for display. A name or origin made only of such invisible or blank characters is filtered (rule blank); a | in name or origin is filtered (it separates the parts of the citizen key).`,
+    );
   });
 });

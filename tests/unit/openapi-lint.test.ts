@@ -18,7 +18,9 @@ const CLI = path.join(ROOT, "node_modules", "@redocly", "cli", "bin", "cli.js");
 const CLI_MS = 180_000;
 
 const doc = buildOpenApi(registry, "http://127.0.0.1:3000") as unknown as Doc;
-const operations = registry.flatMap((door) => doorPaths(door).map((p) => ({ door, route: `${door.method} ${p}`, op: doc.paths[p]![door.method.toLowerCase()]! })));
+const operations = registry.flatMap((door) =>
+  doorPaths(door).map((p) => ({ door, route: `${door.method} ${p}`, op: doc.paths[p]![door.method.toLowerCase()]! })),
+);
 
 /** A public GET that takes nothing: the constant documents and counts, which answer no 4xx at all. */
 function answersNo4xx(door: AnyDoor): boolean {
@@ -39,7 +41,10 @@ describe("the OpenAPI document passes Redocly's lint (recommended ruleset, redoc
           timeout: CLI_MS,
         });
         expect(run.error, "the CLI ran").toBeUndefined();
-        const report = JSON.parse(run.stdout) as { totals: Record<string, number>; problems: { ruleId: string; severity: string; message: string; location: { pointer: string }[] }[] };
+        const report = JSON.parse(run.stdout) as {
+          totals: Record<string, number>;
+          problems: { ruleId: string; severity: string; message: string; location: { pointer: string }[] }[];
+        };
         const problems = report.problems.map((p) => `${p.severity} ${p.ruleId} ${p.location[0]?.pointer}: ${p.message}`);
         expect(problems).toEqual([]);
         expect(report.totals).toMatchObject({ errors: 0, warnings: 0 });
@@ -55,7 +60,12 @@ describe("the OpenAPI document passes Redocly's lint (recommended ruleset, redoc
     const without = operations.filter(({ op }) => !Object.keys(op.responses).some((status) => /^4\d\d$/.test(status)));
     for (const { door, route } of without) expect(answersNo4xx(door), `${route} declares no 4xx`).toBe(true);
     // The exception stays what redocly.yaml says it is: the public documents and counts that take nothing.
-    expect(without.map((o) => o.route).sort()).toEqual(operations.filter((o) => answersNo4xx(o.door)).map((o) => o.route).sort());
+    expect(without.map((o) => o.route).sort()).toEqual(
+      operations
+        .filter((o) => answersNo4xx(o.door))
+        .map((o) => o.route)
+        .sort(),
+    );
     expect(without.length).toBeLessThan(20);
   });
 

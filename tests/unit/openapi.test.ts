@@ -19,7 +19,10 @@ function routePaths(dir = APP): string[] {
     const full = path.join(dir, entry.name);
     if (entry.isDirectory()) return routePaths(full);
     if (entry.name !== "route.ts") return [];
-    const segments = path.relative(APP, dir).split(path.sep).filter((s) => !/^\(.+\)$/.test(s));
+    const segments = path
+      .relative(APP, dir)
+      .split(path.sep)
+      .filter((s) => !/^\(.+\)$/.test(s));
     return ["/" + segments.join("/")];
   });
 }

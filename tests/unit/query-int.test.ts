@@ -6,11 +6,53 @@ import { CANONICAL_INT, queryInt } from "@/lib/doors/query-int";
  * is what z.coerce.number() took before (every refused row but the last three) and what stays.
  */
 const REFUSED: unknown[] = [
-  "0x10", "0X10", "0b11", "0o7", "1e3", "1E3", "1.0", "5.", ".5", "-1", "+5", " 5", "5 ", "  5", "\t5", "5\n", "05", "007", "",
-  "1_000", "1,000", "٣", "５", "Infinity", "NaN", "9007199254740992", "99999999999999999999", "1".repeat(400),
-  ["1", "2"], null, true, 1.5, -1, Number.NaN, Number.POSITIVE_INFINITY, 9007199254740992,
+  "0x10",
+  "0X10",
+  "0b11",
+  "0o7",
+  "1e3",
+  "1E3",
+  "1.0",
+  "5.",
+  ".5",
+  "-1",
+  "+5",
+  " 5",
+  "5 ",
+  "  5",
+  "\t5",
+  "5\n",
+  "05",
+  "007",
+  "",
+  "1_000",
+  "1,000",
+  "٣",
+  "５",
+  "Infinity",
+  "NaN",
+  "9007199254740992",
+  "99999999999999999999",
+  "1".repeat(400),
+  ["1", "2"],
+  null,
+  true,
+  1.5,
+  -1,
+  Number.NaN,
+  Number.POSITIVE_INFINITY,
+  9007199254740992,
 ];
-const TAKEN: Array<[unknown, number]> = [["0", 0], ["1", 1], ["10", 10], ["1000", 1000], ["9007199254740991", Number.MAX_SAFE_INTEGER], [0, 0], [42, 42], [Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER]];
+const TAKEN: Array<[unknown, number]> = [
+  ["0", 0],
+  ["1", 1],
+  ["10", 10],
+  ["1000", 1000],
+  ["9007199254740991", Number.MAX_SAFE_INTEGER],
+  [0, 0],
+  [42, 42],
+  [Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
+];
 
 describe("canonical decimal integers in queries (lib/doors/query-int.ts)", () => {
   const size = queryInt(0);

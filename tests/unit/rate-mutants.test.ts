@@ -32,7 +32,12 @@ describe("a taken slot read back", () => {
 
   it("when refused, waits until the oldest counted attempt leaves the window, rounded up, at least a second", () => {
     // Oldest 20.5 s ago in a 60 s window: 39.5 s left, so 40.
-    expect(slotOf({ slot_allowed: false, slot_used: 5, slot_oldest: new Date("2026-01-01T00:09:39.500Z") }, "slot", WINDOW, NOW)).toEqual({ allowed: false, used: 5, remaining: 0, retryAfterSeconds: 40 });
+    expect(slotOf({ slot_allowed: false, slot_used: 5, slot_oldest: new Date("2026-01-01T00:09:39.500Z") }, "slot", WINDOW, NOW)).toEqual({
+      allowed: false,
+      used: 5,
+      remaining: 0,
+      retryAfterSeconds: 40,
+    });
     // As PostgreSQL text.
     expect(slotOf({ slot_allowed: false, slot_used: 5, slot_oldest: "2026-01-01T00:09:30.000Z" }, "slot", WINDOW, NOW)!.retryAfterSeconds).toBe(30);
     // Already out of the window (a clock step): one second, never zero or less.
@@ -41,7 +46,12 @@ describe("a taken slot read back", () => {
     expect(slotOf({ slot_allowed: false, slot_used: 5, slot_oldest: "2026-01-01T00:09:00.001Z" }, "slot", WINDOW, NOW)!.retryAfterSeconds).toBe(1);
     expect(slotOf({ slot_allowed: false, slot_used: 5, slot_oldest: "2026-01-01T00:09:01.001Z" }, "slot", WINDOW, NOW)!.retryAfterSeconds).toBe(2);
     // No attempt counted (a limit of 0): the whole window.
-    expect(slotOf({ slot_allowed: false, slot_used: 0, slot_oldest: null }, "slot", WINDOW, NOW)).toEqual({ allowed: false, used: 0, remaining: 0, retryAfterSeconds: 60 });
+    expect(slotOf({ slot_allowed: false, slot_used: 0, slot_oldest: null }, "slot", WINDOW, NOW)).toEqual({
+      allowed: false,
+      used: 0,
+      remaining: 0,
+      retryAfterSeconds: 60,
+    });
   });
 });
 

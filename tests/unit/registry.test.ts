@@ -13,7 +13,8 @@ const BASE = "https://city.test";
 /** The route file of a door path: `{x}` is the folder `[x]`, or the catch-all `[...x]` for a parameter with slashes (a log tile). */
 function routeFile(doorPath: string): string {
   const segments = doorPath.split("/").filter(Boolean);
-  const file = (catchAll: boolean) => path.join(process.cwd(), "app", ...segments.map((s) => s.replace(/^\{(.+)\}$/, catchAll ? "[...$1]" : "[$1]")), "route.ts");
+  const file = (catchAll: boolean) =>
+    path.join(process.cwd(), "app", ...segments.map((s) => s.replace(/^\{(.+)\}$/, catchAll ? "[...$1]" : "[$1]")), "route.ts");
   return existsSync(file(false)) ? file(false) : file(true);
 }
 

@@ -44,7 +44,11 @@ export function rand(alphabet: string, length: number): string {
 
 const b64url = (value: string) => Buffer.from(value).toString("base64url");
 const sha256Hex = (value: string) => createHash("sha256").update(value).digest("hex");
-const base64Lines = (bytes: number) => randomBytes(bytes).toString("base64").replace(/(.{64})/g, "$1\n").trim();
+const base64Lines = (bytes: number) =>
+  randomBytes(bytes)
+    .toString("base64")
+    .replace(/(.{64})/g, "$1\n")
+    .trim();
 
 /** A valid mnemonic of the given word count (128 bits of entropy for 12 words, 256 for 24). */
 export function mnemonic(words: 12 | 15 | 18 | 21 | 24): string {
@@ -62,8 +66,7 @@ export function invalidTwelveWords(): string {
 /** Words that are not on the BIP-39 list, so prose around a phrase does not extend its run. */
 const frame = (phrase: string) => `Note to self: the wallet words are ${phrase}. Do not share with anyone.`;
 
-export const ABANDON_VECTOR =
-  "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about";
+export const ABANDON_VECTOR = "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about";
 
 function pems() {
   const rsa = generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey;
@@ -195,7 +198,12 @@ export function truePositives(): TruePositive[] {
     { name: "24 words in prose", text: frame(m24), secret: m24, rule: "seed_phrase_bip39" },
     {
       name: "24 words as a numbered list, mixed case",
-      text: "Recovery sheet\n" + m24b.split(" ").map((w, i) => `${i + 1}. ${i % 3 === 0 ? w.toUpperCase() : w}`).join("\n"),
+      text:
+        "Recovery sheet\n" +
+        m24b
+          .split(" ")
+          .map((w, i) => `${i + 1}. ${i % 3 === 0 ? w.toUpperCase() : w}`)
+          .join("\n"),
       secret: m24b,
       rule: "seed_phrase_bip39",
     },
@@ -207,7 +215,10 @@ export function truePositives(): TruePositive[] {
     },
     {
       name: "12 words capitalised and comma-separated mid-sentence",
-      text: `ok so: ${m12b.split(" ").map((w) => w[0]?.toUpperCase() + w.slice(1)).join(", ")}! got it?`,
+      text: `ok so: ${m12b
+        .split(" ")
+        .map((w) => w[0]?.toUpperCase() + w.slice(1))
+        .join(", ")}! got it?`,
       secret: m12b,
       rule: "seed_phrase_bip39",
     },
@@ -320,7 +331,10 @@ export function falsePositives(): FalsePositive[] {
       name: "a Python snippet",
       text: "import os\nsecret_key = os.environ['SECRET_KEY']\napi_key = load_api_key(path='~/.config/app/key.txt')\nrandom.seed(42)\n",
     },
-    { name: "docs naming the credential prefixes", text: "Citizen secrets start with city_sk_, session tokens with city_st_ and recovery codes with city_rc_." },
+    {
+      name: "docs naming the credential prefixes",
+      text: "Citizen secrets start with city_sk_, session tokens with city_st_ and recovery codes with city_rc_.",
+    },
     { name: "docs with a placeholder bearer", text: "Send Authorization: Bearer <token> on every citizen door." },
     { name: "a URL with a query", text: "https://example.com/search?q=private+key&page=2&sort=desc" },
     { name: "base64 of a sentence", text: "aGVsbG8gd29ybGQsIHRoaXMgaXMgYSBub3RlIGZyb20gYW4gYWdlbnQu" },
@@ -336,7 +350,9 @@ export function prose(bytes: number): string {
   const paragraph =
     "The agent arrived at the gate before dawn, asked for a bed, and was given one near the plaza. " +
     "It kept a few notes in its locker: the time it left, the rooms it visited, a list of peers it trusted, " +
-    "and a checkpoint with sha256 " + sha256Hex("paragraph") + " so it could prove where it had been. " +
+    "and a checkpoint with sha256 " +
+    sha256Hex("paragraph") +
+    " so it could prove where it had been. " +
     "Later it will abandon this plan and go to the zoo tomorrow, then return to the city by noon.\n";
   return paragraph.repeat(Math.ceil(bytes / paragraph.length));
 }

@@ -301,8 +301,20 @@ describe("the scan around the rules", () => {
 
   it("fails closed with the published refusal", () => {
     expect(SCANNER_FAILED).toEqual({ rule: "scanner_failed", reason: "The content scanner could not finish, so the content is refused (fail-closed)." });
-    const boom = [{ id: "r", reason: "R.", detect: () => { throw new Error("boom"); } }];
-    expect(scanWith(boom, "x")).toEqual({ ok: false, rule: "scanner_failed", reason: "The content scanner could not finish, so the content is refused (fail-closed)." });
+    const boom = [
+      {
+        id: "r",
+        reason: "R.",
+        detect: () => {
+          throw new Error("boom");
+        },
+      },
+    ];
+    expect(scanWith(boom, "x")).toEqual({
+      ok: false,
+      rule: "scanner_failed",
+      reason: "The content scanner could not finish, so the content is refused (fail-closed).",
+    });
   });
 
   it("throws content_refused naming the rule, with the city's table by default", () => {
@@ -339,7 +351,13 @@ describe("BIP-39 edges", () => {
     expect(containsMnemonic(V18)).toBe(true);
     expect(containsMnemonic(V24)).toBe(true);
     expect(containsMnemonic(V12B)).toBe(true);
-    expect(containsMnemonic(`hello ${V12.split(" ").map((w, i) => `${i + 1}. ${w}`).join(" ")} bye`)).toBe(true);
+    expect(
+      containsMnemonic(
+        `hello ${V12.split(" ")
+          .map((w, i) => `${i + 1}. ${w}`)
+          .join(" ")} bye`,
+      ),
+    ).toBe(true);
     expect(containsMnemonic(V12.toUpperCase())).toBe(true);
     expect(containsMnemonic(V12.split(" ").slice(1).join(" "))).toBe(false);
     expect(containsMnemonic(`${V12.split(" ").slice(0, 6).join(" ")} qqq ${V12.split(" ").slice(6).join(" ")}`)).toBe(false);
@@ -357,7 +375,13 @@ describe("BIP-39 edges", () => {
   });
 
   it("stops past the budget of checks", () => {
-    expect(() => containsMnemonic(Array(MAX_CHECKS + 24).fill("zoo").join(" "))).toThrow(ScanBudgetExceeded);
+    expect(() =>
+      containsMnemonic(
+        Array(MAX_CHECKS + 24)
+          .fill("zoo")
+          .join(" "),
+      ),
+    ).toThrow(ScanBudgetExceeded);
     // A run of k wordlist words costs 30 + 5 (k - 23) checks: 1017 words are exactly the budget.
     expect(containsMnemonic(Array(1017).fill("zoo").join(" "))).toBe(false);
     expect(() => containsMnemonic(Array(1018).fill("zoo").join(" "))).toThrow(new ScanBudgetExceeded("too many wordlist words in a row to check"));

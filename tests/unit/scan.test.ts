@@ -203,7 +203,10 @@ describe("speed", () => {
       armourLines: fill("-----BEGIN PRIVATE KEY-----A: " + " ".repeat(300)),
     };
     for (const [name, text] of Object.entries(shapes)) {
-      expect(timeMs(() => scanContent(text)), name).toBeLessThan(200);
+      expect(
+        timeMs(() => scanContent(text)),
+        name,
+      ).toBeLessThan(200);
     }
   });
 });

@@ -33,7 +33,13 @@ describe("the signing helper against RFC 9421's own example", () => {
       ["content-type", "application/json"],
       ["content-length", "18"],
     ];
-    const params = signatureParams(components.map(([name]) => name), [["created", 1618884473], ["keyid", "test-key-ed25519"]]);
+    const params = signatureParams(
+      components.map(([name]) => name),
+      [
+        ["created", 1618884473],
+        ["keyid", "test-key-ed25519"],
+      ],
+    );
     const base = signatureBase(components, params);
     expect(base).toBe(RFC_BASE);
     const key = await importSeed(new Uint8Array(RFC_SEED));
@@ -62,7 +68,10 @@ describe("the city's verify of a signature base (verifyEd25519Bytes)", () => {
     for (let i = 63; i >= 32; i--) s = (s << 8n) | BigInt(signature[i]!);
     const bumped = new Uint8Array(signature);
     let v = s + L;
-    for (let i = 32; i < 64; i++) { bumped[i] = Number(v & 0xffn); v >>= 8n; }
+    for (let i = 32; i < 64; i++) {
+      bumped[i] = Number(v & 0xffn);
+      v >>= 8n;
+    }
     expect(await verifyEd25519Bytes(publicHex, bumped, base)).toBe(false);
     // The identity point (a small-order key) and a key that is not lowercase hex.
     expect(await verifyEd25519Bytes("01".padEnd(64, "0"), signature, base)).toBe(false);

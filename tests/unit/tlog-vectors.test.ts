@@ -114,11 +114,24 @@ const COMPACT_TREES: Array<Array<[number, number]>> = [
   [],
   [[0, 0]],
   [[1, 0]],
-  [[1, 0], [0, 2]],
+  [
+    [1, 0],
+    [0, 2],
+  ],
   [[2, 0]],
-  [[2, 0], [0, 4]],
-  [[2, 0], [1, 2]],
-  [[2, 0], [1, 2], [0, 6]],
+  [
+    [2, 0],
+    [0, 4],
+  ],
+  [
+    [2, 0],
+    [1, 2],
+  ],
+  [
+    [2, 0],
+    [1, 2],
+    [0, 6],
+  ],
   [[3, 0]],
 ];
 
@@ -221,7 +234,10 @@ describe("RFC 6962 tree of 8 leaves (transparency-dev/merkle testonly/constants.
     let edge: Hash[] = [];
     for (let size = 0; size <= 8; size++) {
       expect(edge.map(hex), `size ${size}`).toEqual(COMPACT_TREES[size]!.map(([l, i]) => NODE_HASHES[l]![i]));
-      expect(rangeNodes(0, size).map((n) => [n.level, n.index]), `size ${size}`).toEqual(COMPACT_TREES[size]);
+      expect(
+        rangeNodes(0, size).map((n) => [n.level, n.index]),
+        `size ${size}`,
+      ).toEqual(COMPACT_TREES[size]);
       expect(hex(rootOfEdge(edge)), `size ${size}`).toBe(ROOTS[size]);
       if (size < 8) edge = appendLeaf(edge, size, leaves[size]!).edge;
     }
@@ -339,33 +355,237 @@ const INCLUSION_IDS: Array<[number, number, Ids, [number, number]?]> = [
   [1, 0, []],
   [2, 0, [[0, 1]]],
   [2, 1, [[0, 0]]],
-  [3, 1, [[0, 0], [0, 2]]],
-  [7, 0, [[0, 1], [1, 1], [0, 6], [1, 2]], [2, 4]],
-  [7, 1, [[0, 0], [1, 1], [0, 6], [1, 2]], [2, 4]],
-  [7, 2, [[0, 3], [1, 0], [0, 6], [1, 2]], [2, 4]],
-  [7, 3, [[0, 2], [1, 0], [0, 6], [1, 2]], [2, 4]],
-  [7, 4, [[0, 5], [0, 6], [2, 0]]],
-  [7, 5, [[0, 4], [0, 6], [2, 0]]],
-  [7, 6, [[1, 2], [2, 0]]],
-  [4, 2, [[0, 3], [1, 0]]],
-  [5, 3, [[0, 2], [1, 0], [0, 4]]],
-  [6, 3, [[0, 2], [1, 0], [1, 2]]],
-  [6, 4, [[0, 5], [2, 0]]],
-  [15, 10, [[0, 11], [1, 4], [0, 14], [1, 6], [3, 0]], [2, 4]],
-  [31, 24, [[0, 25], [1, 13], [0, 30], [1, 14], [3, 2], [4, 0]], [2, 4]],
-  [95, 81, [[0, 80], [1, 41], [2, 21], [0, 94], [1, 46], [2, 22], [4, 4], [6, 0]], [3, 6]],
+  [
+    3,
+    1,
+    [
+      [0, 0],
+      [0, 2],
+    ],
+  ],
+  [
+    7,
+    0,
+    [
+      [0, 1],
+      [1, 1],
+      [0, 6],
+      [1, 2],
+    ],
+    [2, 4],
+  ],
+  [
+    7,
+    1,
+    [
+      [0, 0],
+      [1, 1],
+      [0, 6],
+      [1, 2],
+    ],
+    [2, 4],
+  ],
+  [
+    7,
+    2,
+    [
+      [0, 3],
+      [1, 0],
+      [0, 6],
+      [1, 2],
+    ],
+    [2, 4],
+  ],
+  [
+    7,
+    3,
+    [
+      [0, 2],
+      [1, 0],
+      [0, 6],
+      [1, 2],
+    ],
+    [2, 4],
+  ],
+  [
+    7,
+    4,
+    [
+      [0, 5],
+      [0, 6],
+      [2, 0],
+    ],
+  ],
+  [
+    7,
+    5,
+    [
+      [0, 4],
+      [0, 6],
+      [2, 0],
+    ],
+  ],
+  [
+    7,
+    6,
+    [
+      [1, 2],
+      [2, 0],
+    ],
+  ],
+  [
+    4,
+    2,
+    [
+      [0, 3],
+      [1, 0],
+    ],
+  ],
+  [
+    5,
+    3,
+    [
+      [0, 2],
+      [1, 0],
+      [0, 4],
+    ],
+  ],
+  [
+    6,
+    3,
+    [
+      [0, 2],
+      [1, 0],
+      [1, 2],
+    ],
+  ],
+  [
+    6,
+    4,
+    [
+      [0, 5],
+      [2, 0],
+    ],
+  ],
+  [
+    15,
+    10,
+    [
+      [0, 11],
+      [1, 4],
+      [0, 14],
+      [1, 6],
+      [3, 0],
+    ],
+    [2, 4],
+  ],
+  [
+    31,
+    24,
+    [
+      [0, 25],
+      [1, 13],
+      [0, 30],
+      [1, 14],
+      [3, 2],
+      [4, 0],
+    ],
+    [2, 4],
+  ],
+  [
+    95,
+    81,
+    [
+      [0, 80],
+      [1, 41],
+      [2, 21],
+      [0, 94],
+      [1, 46],
+      [2, 22],
+      [4, 4],
+      [6, 0],
+    ],
+    [3, 6],
+  ],
 ];
 const CONSISTENCY_IDS: Array<[number, number, Ids, [number, number]?]> = [
   [1, 2, [[0, 1]]],
-  [1, 4, [[0, 1], [1, 1]]],
-  [1, 6, [[0, 1], [1, 1], [1, 2]]],
+  [
+    1,
+    4,
+    [
+      [0, 1],
+      [1, 1],
+    ],
+  ],
+  [
+    1,
+    6,
+    [
+      [0, 1],
+      [1, 1],
+      [1, 2],
+    ],
+  ],
   [2, 3, [[0, 2]]],
-  [2, 8, [[1, 1], [2, 1]]],
-  [3, 7, [[0, 2], [0, 3], [1, 0], [0, 6], [1, 2]], [3, 5]],
-  [4, 7, [[0, 6], [1, 2]], [0, 2]],
-  [5, 7, [[0, 4], [0, 5], [0, 6], [2, 0]]],
-  [6, 7, [[1, 2], [0, 6], [2, 0]]],
-  [7, 8, [[0, 6], [0, 7], [1, 2], [2, 0]]],
+  [
+    2,
+    8,
+    [
+      [1, 1],
+      [2, 1],
+    ],
+  ],
+  [
+    3,
+    7,
+    [
+      [0, 2],
+      [0, 3],
+      [1, 0],
+      [0, 6],
+      [1, 2],
+    ],
+    [3, 5],
+  ],
+  [
+    4,
+    7,
+    [
+      [0, 6],
+      [1, 2],
+    ],
+    [0, 2],
+  ],
+  [
+    5,
+    7,
+    [
+      [0, 4],
+      [0, 5],
+      [0, 6],
+      [2, 0],
+    ],
+  ],
+  [
+    6,
+    7,
+    [
+      [1, 2],
+      [0, 6],
+      [2, 0],
+    ],
+  ],
+  [
+    7,
+    8,
+    [
+      [0, 6],
+      [0, 7],
+      [1, 2],
+      [2, 0],
+    ],
+  ],
   [1, 1, []],
   [2, 2, []],
   [3, 3, []],
@@ -374,13 +594,78 @@ const CONSISTENCY_IDS: Array<[number, number, Ids, [number, number]?]> = [
   [7, 7, []],
   [8, 8, []],
   [2, 4, [[1, 1]]],
-  [3, 5, [[0, 2], [0, 3], [1, 0], [0, 4]]],
-  [3, 6, [[0, 2], [0, 3], [1, 0], [1, 2]]],
+  [
+    3,
+    5,
+    [
+      [0, 2],
+      [0, 3],
+      [1, 0],
+      [0, 4],
+    ],
+  ],
+  [
+    3,
+    6,
+    [
+      [0, 2],
+      [0, 3],
+      [1, 0],
+      [1, 2],
+    ],
+  ],
   [4, 6, [[1, 2]]],
-  [1, 7, [[0, 1], [1, 1], [0, 6], [1, 2]], [2, 4]],
-  [10, 15, [[1, 4], [1, 5], [0, 14], [1, 6], [3, 0]], [2, 4]],
-  [24, 31, [[3, 2], [0, 30], [1, 14], [2, 6], [4, 0]], [1, 4]],
-  [81, 95, [[0, 80], [0, 81], [1, 41], [2, 21], [0, 94], [1, 46], [2, 22], [4, 4], [6, 0]], [4, 7]],
+  [
+    1,
+    7,
+    [
+      [0, 1],
+      [1, 1],
+      [0, 6],
+      [1, 2],
+    ],
+    [2, 4],
+  ],
+  [
+    10,
+    15,
+    [
+      [1, 4],
+      [1, 5],
+      [0, 14],
+      [1, 6],
+      [3, 0],
+    ],
+    [2, 4],
+  ],
+  [
+    24,
+    31,
+    [
+      [3, 2],
+      [0, 30],
+      [1, 14],
+      [2, 6],
+      [4, 0],
+    ],
+    [1, 4],
+  ],
+  [
+    81,
+    95,
+    [
+      [0, 80],
+      [0, 81],
+      [1, 41],
+      [2, 21],
+      [0, 94],
+      [1, 46],
+      [2, 22],
+      [4, 4],
+      [6, 0],
+    ],
+    [4, 7],
+  ],
 ];
 const idsOf = (ranges: Array<[number, number]>): Ids[] => ranges.map(([lo, hi]) => rangeNodes(lo, hi).map((n): [number, number] => [n.level, n.index]));
 
@@ -733,7 +1018,10 @@ describe("the go.sum database test log (golang.org/x/mod sumdb/client_test.go, s
 describe("the city's verifier on the go.sum test log, served as tiles", () => {
   const seed = privateKeyBytes(SUMDB.skey).slice(1);
   const records = TC2.map(utf8);
-  const refLeaf = (data: Uint8Array) => createHash("sha256").update(Buffer.concat([Buffer.of(0), data])).digest();
+  const refLeaf = (data: Uint8Array) =>
+    createHash("sha256")
+      .update(Buffer.concat([Buffer.of(0), data]))
+      .digest();
   const tile = Buffer.concat(records.map(refLeaf));
   const bundle = Buffer.concat(records.flatMap((r) => [Buffer.from([r.length >> 8, r.length & 0xff]), Buffer.from(r)]));
   const root = unb64("wc4SkQt52o5W2nQ8To2ARs+mWuUJjss+sdleoiqxMmM=");
@@ -763,16 +1051,25 @@ describe("the city's verifier on the go.sum test log, served as tiles", () => {
     const first = await verifyTransparencyLog("https://sumdb.example", { vkey: SUMDB.vkey, fetch: serve(note, SUMDB.vkey) });
     expect(first.ok, first.lines.join("\n")).toBe(true);
     expect(first.state).toEqual({ vkey: SUMDB.vkey, size: 6, root: "wc4SkQt52o5W2nQ8To2ARs+mWuUJjss+sdleoiqxMmM=" });
-    const extended = await verifyTransparencyLog("https://sumdb.example", { state: { vkey: SUMDB.vkey, size: 5, root: MISBEHAVIOR[0]! }, fetch: serve(note, SUMDB.vkey) });
+    const extended = await verifyTransparencyLog("https://sumdb.example", {
+      state: { vkey: SUMDB.vkey, size: 5, root: MISBEHAVIOR[0]! },
+      fetch: serve(note, SUMDB.vkey),
+    });
     expect(extended.ok, extended.lines.join("\n")).toBe(true);
     // tc's tree of 5: the fork TestClientFork detects.
-    const forked = await verifyTransparencyLog("https://sumdb.example", { state: { vkey: SUMDB.vkey, size: 5, root: "nWzN20+pwMt62p7jbv1/NlN95ePTlHijabv5zO/s36w=" }, fetch: serve(note, SUMDB.vkey) });
+    const forked = await verifyTransparencyLog("https://sumdb.example", {
+      state: { vkey: SUMDB.vkey, size: 5, root: "nWzN20+pwMt62p7jbv1/NlN95ePTlHijabv5zO/s36w=" },
+      fetch: serve(note, SUMDB.vkey),
+    });
     expect(forked.ok).toBe(false);
     expect(forked.lines.at(-1)).toMatch(/a fork/);
     // One record changed in the bundle: its leaf no longer matches the tile.
     const changed = Buffer.from(bundle);
     changed.writeUInt8(changed.readUInt8(changed.length - 3) ^ 1, changed.length - 3);
-    const tampered = await verifyTransparencyLog("https://sumdb.example", { vkey: SUMDB.vkey, fetch: serve(note, SUMDB.vkey, { "/api/residency/log/tile/entries/000.p/6": changed }) });
+    const tampered = await verifyTransparencyLog("https://sumdb.example", {
+      vkey: SUMDB.vkey,
+      fetch: serve(note, SUMDB.vkey, { "/api/residency/log/tile/entries/000.p/6": changed }),
+    });
     expect(tampered.ok).toBe(false);
   });
 

@@ -17,14 +17,65 @@ type Tool = { name: string; inputSchema?: Schema; outputSchema?: Schema };
  * 27 warnings across 19 tools before lib/doors/schemas.ts portableSchema and none after.
  */
 const CONSTRAINING = new Set([
-  "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum", "maxLength", "minLength",
-  "pattern", "format", "contentMediaType", "contentEncoding", "contentSchema", "maxItems", "minItems", "uniqueItems", "maxContains",
-  "minContains", "maxProperties", "minProperties", "required", "dependentRequired", "allOf", "anyOf", "oneOf", "not", "items",
-  "prefixItems", "contains", "additionalItems", "unevaluatedItems", "properties", "patternProperties", "additionalProperties",
-  "unevaluatedProperties", "propertyNames", "dependentSchemas", "dependencies", "$ref", "$dynamicRef", "$recursiveRef",
+  "type",
+  "enum",
+  "const",
+  "multipleOf",
+  "maximum",
+  "exclusiveMaximum",
+  "minimum",
+  "exclusiveMinimum",
+  "maxLength",
+  "minLength",
+  "pattern",
+  "format",
+  "contentMediaType",
+  "contentEncoding",
+  "contentSchema",
+  "maxItems",
+  "minItems",
+  "uniqueItems",
+  "maxContains",
+  "minContains",
+  "maxProperties",
+  "minProperties",
+  "required",
+  "dependentRequired",
+  "allOf",
+  "anyOf",
+  "oneOf",
+  "not",
+  "items",
+  "prefixItems",
+  "contains",
+  "additionalItems",
+  "unevaluatedItems",
+  "properties",
+  "patternProperties",
+  "additionalProperties",
+  "unevaluatedProperties",
+  "propertyNames",
+  "dependentSchemas",
+  "dependencies",
+  "$ref",
+  "$dynamicRef",
+  "$recursiveRef",
 ]);
 const BOOLEAN_VALUED = new Set(["additionalProperties", "unevaluatedProperties", "additionalItems", "unevaluatedItems"]);
-const ONE = ["items", "contains", "not", "propertyNames", "if", "then", "else", "additionalProperties", "unevaluatedProperties", "additionalItems", "unevaluatedItems", "contentSchema"];
+const ONE = [
+  "items",
+  "contains",
+  "not",
+  "propertyNames",
+  "if",
+  "then",
+  "else",
+  "additionalProperties",
+  "unevaluatedProperties",
+  "additionalItems",
+  "unevaluatedItems",
+  "contentSchema",
+];
 const LISTS = ["allOf", "anyOf", "oneOf", "prefixItems"];
 const MAPS = ["properties", "patternProperties", "dependentSchemas", "dependencies", "$defs", "definitions"];
 
@@ -39,9 +90,11 @@ function strictFindings(node: unknown, at: string, keyword?: string): string[] {
   if (!constrains && keyword !== "not") found.push(`${at}: constrains nothing (${JSON.stringify(schema)})`);
   for (const key of MAPS) {
     const map = schema[key];
-    if (typeof map === "object" && map !== null && !Array.isArray(map)) for (const [name, sub] of Object.entries(map)) found.push(...strictFindings(sub, `${at}.${key}.${name}`, key));
+    if (typeof map === "object" && map !== null && !Array.isArray(map))
+      for (const [name, sub] of Object.entries(map)) found.push(...strictFindings(sub, `${at}.${key}.${name}`, key));
   }
-  for (const key of LISTS) if (Array.isArray(schema[key])) (schema[key] as unknown[]).forEach((sub, i) => found.push(...strictFindings(sub, `${at}.${key}[${i}]`, key)));
+  for (const key of LISTS)
+    if (Array.isArray(schema[key])) (schema[key] as unknown[]).forEach((sub, i) => found.push(...strictFindings(sub, `${at}.${key}[${i}]`, key)));
   for (const key of ONE) if (key in schema) found.push(...strictFindings(schema[key], `${at}.${key}`, key));
   return found;
 }
@@ -57,7 +110,12 @@ async function listTools(): Promise<Tool[]> {
   );
   expect(response.status).toBe(200);
   const text = await response.text();
-  const data = text.trim().startsWith("{") ? text : text.split("\n").find((line) => line.startsWith("data: "))!.slice(6);
+  const data = text.trim().startsWith("{")
+    ? text
+    : text
+        .split("\n")
+        .find((line) => line.startsWith("data: "))!
+        .slice(6);
   return (JSON.parse(data) as { result: { tools: Tool[] } }).result.tools;
 }
 
@@ -97,7 +155,10 @@ describe("MCP tool schemas are portable (the Inspector's --strict rules)", () =>
       { schema: z.object({ at: z.iso.datetime().nullable() }), values: [{ at: null }, { at: "2026-01-01T00:00:00Z" }, { at: 3 }, { at: true }, {}] },
       { schema: z.object({ ok: z.boolean().nullable().optional() }), values: [{}, { ok: false }, { ok: null }, { ok: "no" }] },
       { schema: z.object({ n: z.number().int().min(0).nullable() }), values: [{ n: 0 }, { n: -1 }, { n: 1.5 }, { n: null }, { n: "1" }] },
-      { schema: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])), values: [{ a: "x", b: 1, c: false, d: null }, { a: [] }, { a: {} }] },
+      {
+        schema: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])),
+        values: [{ a: "x", b: 1, c: false, d: null }, { a: [] }, { a: {} }],
+      },
       { schema: z.record(z.string(), z.unknown()), values: [{}, { a: 1, b: [null] }, [], "x"] },
       { schema: z.record(z.string(), z.union([z.string(), z.number()])), values: [{ a: "x", b: 2 }, { a: null }, { a: true }] },
     ];
@@ -105,7 +166,10 @@ describe("MCP tool schemas are portable (the Inspector's --strict rules)", () =>
     const written: { schema: Schema; values: unknown[] }[] = [
       { schema: { type: ["string", "null"], format: "date-time", maxLength: 3, description: "d" }, values: [null, "abc", "abcd", 1] },
       { schema: { type: ["integer", "string"], minimum: 0, pattern: "^a" }, values: [0, -1, 1.5, "ab", "ba", null] },
-      { schema: { type: ["object", "null"], properties: { x: { type: "string" } }, required: ["x"], additionalProperties: false }, values: [null, { x: "a" }, {}, { x: "a", y: 1 }, "x"] },
+      {
+        schema: { type: ["object", "null"], properties: { x: { type: "string" } }, required: ["x"], additionalProperties: false },
+        values: [null, { x: "a" }, {}, { x: "a", y: 1 }, "x"],
+      },
       { schema: { type: ["array", "null"], items: { type: ["string", "null"] }, maxItems: 2 }, values: [null, [], ["a", null], ["a", "b", "c"], [1]] },
       { schema: { type: ["string", "null"], enum: ["a", null] }, values: ["a", "b", null] },
       { schema: { type: ["string", "null"], anyOf: [{ minLength: 2 }, { type: "null" }] }, values: ["a", "ab", null, 1] },

@@ -9,13 +9,70 @@ import { readState, SHAPE_RULES } from "@/lib/city/ward-shapes";
  */
 
 const PATTERNS: Record<string, string[]> = {
-  permission: ["permission", "not (allowed|permitted)", "forbidden", "denied", "unauthori[sz]ed", "\\b40[13]\\b", "\\baccess\\b", "am i allowed", "need (approval|consent|sign-?off)"],
-  memory: ["\\bforg[eo]t", "\\bmemory\\b", "\\bremember", "lost (my |the )?(context|state|track|place|thread)", "context (window|limit)", "can'?t recall|cannot recall", "where was i"],
-  loop: ["\\bloop", "again and again", "over and over", "keeps? (retrying|trying|doing|repeating|going (back|round|around))", "\\brepeat", "same (thing|step|call|request|answer|mistake) again", "going (in|round in|around in) circles", "\\bcycle\\b"],
-  contradiction: ["contradict", "\\bconflict", "inconsistent", "mutually exclusive", "disagree", "incompatible", "\\bbut the (docs?|spec|code|test|user|instructions?) says?"],
-  "tool-failure": ["\\berrors?\\b", "\\bfail(s|ed|ing|ure)?\\b", "exception", "\\bcrash", "stack ?trace", "timed? ?out|timeout", "exit code", "\\b5\\d\\d\\b", "\\bbroken\\b", "does(n'?t| not) work"],
+  permission: [
+    "permission",
+    "not (allowed|permitted)",
+    "forbidden",
+    "denied",
+    "unauthori[sz]ed",
+    "\\b40[13]\\b",
+    "\\baccess\\b",
+    "am i allowed",
+    "need (approval|consent|sign-?off)",
+  ],
+  memory: [
+    "\\bforg[eo]t",
+    "\\bmemory\\b",
+    "\\bremember",
+    "lost (my |the )?(context|state|track|place|thread)",
+    "context (window|limit)",
+    "can'?t recall|cannot recall",
+    "where was i",
+  ],
+  loop: [
+    "\\bloop",
+    "again and again",
+    "over and over",
+    "keeps? (retrying|trying|doing|repeating|going (back|round|around))",
+    "\\brepeat",
+    "same (thing|step|call|request|answer|mistake) again",
+    "going (in|round in|around in) circles",
+    "\\bcycle\\b",
+  ],
+  contradiction: [
+    "contradict",
+    "\\bconflict",
+    "inconsistent",
+    "mutually exclusive",
+    "disagree",
+    "incompatible",
+    "\\bbut the (docs?|spec|code|test|user|instructions?) says?",
+  ],
+  "tool-failure": [
+    "\\berrors?\\b",
+    "\\bfail(s|ed|ing|ure)?\\b",
+    "exception",
+    "\\bcrash",
+    "stack ?trace",
+    "timed? ?out|timeout",
+    "exit code",
+    "\\b5\\d\\d\\b",
+    "\\bbroken\\b",
+    "does(n'?t| not) work",
+  ],
   scope: ["too (big|large|much|many|broad)", "overwhelm", "\\bscope\\b", "everything at once", "where to (start|begin)", "\\bhuge\\b", "never-?ending|endless"],
-  uncertainty: ["not (sure|certain)", "\\bunsure\\b", "uncertain", "don'?t know|do not know", "no idea", "confus", "ambiguous", "unclear", "can'?t decide|cannot decide", "which (one|option|way)"],
+  uncertainty: [
+    "not (sure|certain)",
+    "\\bunsure\\b",
+    "uncertain",
+    "don'?t know|do not know",
+    "no idea",
+    "confus",
+    "ambiguous",
+    "unclear",
+    "can'?t decide|cannot decide",
+    "which (one|option|way)",
+  ],
 };
 
 /** Phrases written for this test, each reaching its shape through one pattern (in the order above). */
@@ -31,7 +88,15 @@ const PHRASES: Record<string, string[]> = {
     "Am I allowed to delete these rows?",
     "I need sign-off before the release.",
   ],
-  memory: ["I forgot the plan.", "My memory of the task is blank.", "I cannot remember the goal.", "I lost track halfway.", "I hit the context window.", "I can't recall the user's name.", "Where was I?"],
+  memory: [
+    "I forgot the plan.",
+    "My memory of the task is blank.",
+    "I cannot remember the goal.",
+    "I lost track halfway.",
+    "I hit the context window.",
+    "I can't recall the user's name.",
+    "Where was I?",
+  ],
   loop: [
     "I am stuck in a loop.",
     "I run the build again and again.",
@@ -63,7 +128,15 @@ const PHRASES: Record<string, string[]> = {
     "The installer is broken.",
     "The button doesn't work.",
   ],
-  scope: ["This is too much for one sitting.", "I feel overwhelmed.", "The scope keeps growing.", "I try to fix everything at once.", "I have no clue where to begin.", "The backlog is huge.", "This refactor is never-ending."],
+  scope: [
+    "This is too much for one sitting.",
+    "I feel overwhelmed.",
+    "The scope keeps growing.",
+    "I try to fix everything at once.",
+    "I have no clue where to begin.",
+    "The backlog is huge.",
+    "This refactor is never-ending.",
+  ],
   uncertainty: [
     "I am not certain about the date.",
     "I am unsure.",
@@ -100,7 +173,8 @@ describe("the ward's shapes, by phrases of the test's own", () => {
     for (const [index, shape] of ids.entries()) {
       for (const phrase of PHRASES[shape]!) {
         for (const earlier of ids.slice(0, index)) {
-          for (const pattern of PATTERNS[earlier]!) expect(new RegExp(pattern, "iu").test(phrase.toLowerCase()), `${phrase} / ${earlier}: ${pattern}`).toBe(false);
+          for (const pattern of PATTERNS[earlier]!)
+            expect(new RegExp(pattern, "iu").test(phrase.toLowerCase()), `${phrase} / ${earlier}: ${pattern}`).toBe(false);
         }
         // And no other pattern of its own shape: removing its pattern loses the phrase.
         const others = PATTERNS[shape]!.filter((p) => new RegExp(p, "iu").test(phrase.toLowerCase()));

@@ -48,9 +48,7 @@ export function ClinicPanel({ clinic, gauges }: { clinic: ReturnType<typeof clin
             {gauge(gauges.city_window.hits, gauges.city_window.counted)}
           </dd>
         </dl>
-        <p className={`mt-3 text-xs ${look.muted}`}>
-          A gauge the city could not read says &ldquo;not counted&rdquo;; it is never shown as zero.
-        </p>
+        <p className={`mt-3 text-xs ${look.muted}`}>A gauge the city could not read says &ldquo;not counted&rdquo;; it is never shown as zero.</p>
       </div>
     </Section>
   );

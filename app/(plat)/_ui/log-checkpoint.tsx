@@ -2,7 +2,15 @@ import type { HeldCheckpoint } from "@/lib/city/residency-log";
 import { look } from "@/lib/plat/nav";
 
 /** The residency log's latest signed checkpoint, who cosigned it, and how to verify it yourself. */
-export function LogCheckpoint({ checkpoint, vkey, witnesses }: { checkpoint: HeldCheckpoint; vkey: string; witnesses: Array<{ name: string; cosigned_size: number | null }> }) {
+export function LogCheckpoint({
+  checkpoint,
+  vkey,
+  witnesses,
+}: {
+  checkpoint: HeldCheckpoint;
+  vkey: string;
+  witnesses: Array<{ name: string; cosigned_size: number | null }>;
+}) {
   const root = Buffer.from(checkpoint.root, "hex").toString("base64");
   return (
     <section aria-labelledby="checkpoint-heading" className={`${look.card} p-4`} data-checkpoint-size={checkpoint.size}>
@@ -41,10 +49,12 @@ export function LogCheckpoint({ checkpoint, vkey, witnesses }: { checkpoint: Hel
           (a C2SP signed note) and check its signature with the verifier key above (also in /city-card.json under <code>log</code>).
         </li>
         <li>
-          Prove a row with <code>/api/residency/log/proof?seq=N</code>, that the log only grew with <code>/api/residency/log/consistency?from=M&amp;to=N</code>, or mirror it from the C2SP tiles under <code>/api/residency/log/tile/</code>.
+          Prove a row with <code>/api/residency/log/proof?seq=N</code>, that the log only grew with <code>/api/residency/log/consistency?from=M&amp;to=N</code>,
+          or mirror it from the C2SP tiles under <code>/api/residency/log/tile/</code>.
         </li>
         <li>
-          Or run <code>npm run verify-log -- &lt;this city&apos;s URL&gt;</code> from the city&apos;s repository: it checks the signature, recomputes the root from the tiles and checks consistency with the checkpoint it saw last time.
+          Or run <code>npm run verify-log -- &lt;this city&apos;s URL&gt;</code> from the city&apos;s repository: it checks the signature, recomputes the root
+          from the tiles and checks consistency with the checkpoint it saw last time.
         </li>
       </ol>
     </section>

@@ -44,7 +44,9 @@ export function LogRows({
               {exactTime(row.at)}
             </time>
             {broken?.seq === row.seq ? (
-              <span className="rounded bg-rose-100 px-2 py-0.5 text-xs font-medium text-rose-900 dark:bg-rose-900 dark:text-rose-100">breaks the chain: {broken.reason}</span>
+              <span className="rounded bg-rose-100 px-2 py-0.5 text-xs font-medium text-rose-900 dark:bg-rose-900 dark:text-rose-100">
+                breaks the chain: {broken.reason}
+              </span>
             ) : null}
           </p>
           <dl className="grid grid-cols-[4.5rem_minmax(0,1fr)] gap-x-2 gap-y-1 text-xs">

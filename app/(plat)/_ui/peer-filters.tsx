@@ -8,17 +8,7 @@ import { look } from "@/lib/plat/nav";
 type Runtime = (typeof RUNTIMES)[number];
 
 /** The search by name or origin; the filters on show travel with it as hidden fields. */
-export function PeerSearch({
-  q,
-  presentOnly,
-  runtime,
-  provenOnly,
-}: {
-  q: string;
-  presentOnly: boolean;
-  runtime: Runtime | undefined;
-  provenOnly: boolean;
-}) {
+export function PeerSearch({ q, presentOnly, runtime, provenOnly }: { q: string; presentOnly: boolean; runtime: Runtime | undefined; provenOnly: boolean }) {
   return (
     <form method="get" action="/peers" role="search" className="flex flex-wrap items-end gap-2">
       <div className="flex min-w-0 grow flex-col gap-1 sm:max-w-md">
@@ -44,8 +34,8 @@ export function PeerSearch({
         Search
       </button>
       <p id="peer-search-hint" className={`w-full text-sm ${look.muted}`}>
-        Capitals, full-width letters and look-alike letters count as the same (Alice, ALICE and Аlice with a Cyrillic А). Exact matches come first,
-        then names or origins that start with the text, then those that contain it (from {LIMITS.directorySearch.substringMinChars} characters).
+        Capitals, full-width letters and look-alike letters count as the same (Alice, ALICE and Аlice with a Cyrillic А). Exact matches come first, then names
+        or origins that start with the text, then those that contain it (from {LIMITS.directorySearch.substringMinChars} characters).
       </p>
     </form>
   );

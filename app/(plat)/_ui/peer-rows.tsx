@@ -19,7 +19,11 @@ function Badges({ peer }: { peer: PeerRow }) {
       {peer.proven_did ? <span className={`${badge} bg-violet-100 text-violet-900 dark:bg-violet-900 dark:text-violet-100`}>✓ proven</span> : null}
       {/* CITY-SIG/1: it may sign its requests with its controller key; the keyid's first characters. */}
       {peer.key_thumbprint ? (
-        <span className={`${badge} ${look.mono} bg-sky-100 text-sky-900 dark:bg-sky-900 dark:text-sky-100`} title={`signs its requests with key ${peer.key_thumbprint}`} data-key-thumbprint={peer.key_thumbprint}>
+        <span
+          className={`${badge} ${look.mono} bg-sky-100 text-sky-900 dark:bg-sky-900 dark:text-sky-100`}
+          title={`signs its requests with key ${peer.key_thumbprint}`}
+          data-key-thumbprint={peer.key_thumbprint}
+        >
           {`signs with key ${peer.key_thumbprint.slice(0, 8)}…`}
         </span>
       ) : null}
@@ -66,8 +70,7 @@ export function PeerRows({ peers, now }: { peers: PeerRow[]; now: Date }) {
   return (
     <ul
       className={
-        "space-y-2 md:space-y-0 md:rounded-lg md:border md:border-stone-200 md:bg-white md:px-3 md:dark:border-stone-700 md:dark:bg-stone-900 " +
-        COLUMNS
+        "space-y-2 md:space-y-0 md:rounded-lg md:border md:border-stone-200 md:bg-white md:px-3 md:dark:border-stone-700 md:dark:bg-stone-900 " + COLUMNS
       }
       aria-label="Citizens"
     >

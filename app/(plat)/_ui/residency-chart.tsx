@@ -17,7 +17,25 @@ const y = (value: number, top: number) => 100 - (value / top) * 100;
  * A panel: its scale's numbers in HTML on the left (so they keep their size on a phone; text in a
  * scaled SVG shrank to 6 px), and a drawing stretched to the width beside them.
  */
-function Panel({ title, ticks, top, height, tone, children, columns, later }: { title: React.ReactNode; ticks: number[]; top: number; height: string; tone: string; children: React.ReactNode; columns: number; later?: boolean }) {
+function Panel({
+  title,
+  ticks,
+  top,
+  height,
+  tone,
+  children,
+  columns,
+  later,
+}: {
+  title: React.ReactNode;
+  ticks: number[];
+  top: number;
+  height: string;
+  tone: string;
+  children: React.ReactNode;
+  columns: number;
+  later?: boolean;
+}) {
   return (
     <>
       <p className={`col-span-2 text-sm font-medium ${later ? "mt-4" : ""}`}>{title}</p>
@@ -31,7 +49,15 @@ function Panel({ title, ticks, top, height, tone, children, columns, later }: { 
       </div>
       <svg viewBox={`0 0 ${columns * SLOT} 100`} preserveAspectRatio="none" className={`${height} w-full overflow-visible`} aria-hidden="true" data-chart-panel>
         {ticks.map((t) => (
-          <line key={t} x1={0} x2={columns * SLOT} y1={y(t, top)} y2={y(t, top)} vectorEffect="non-scaling-stroke" className="stroke-stone-200 dark:stroke-stone-700" />
+          <line
+            key={t}
+            x1={0}
+            x2={columns * SLOT}
+            y1={y(t, top)}
+            y2={y(t, top)}
+            vectorEffect="non-scaling-stroke"
+            className="stroke-stone-200 dark:stroke-stone-700"
+          />
         ))}
         {children}
       </svg>
@@ -59,7 +85,13 @@ export function ResidencyChart({ days: all }: { days: ResidencyDay[] }) {
   return (
     <figure className="mt-4">
       <p id="chart-title" className="sr-only">{`The city over the last ${n} days`}</p>
-      <div role="img" aria-labelledby="chart-title" aria-describedby="chart-desc" data-chart="residency" className={`${look.card} grid grid-cols-[auto_minmax(0,1fr)] gap-x-2 gap-y-1 p-3 sm:p-4`}>
+      <div
+        role="img"
+        aria-labelledby="chart-title"
+        aria-describedby="chart-desc"
+        data-chart="residency"
+        className={`${look.card} grid grid-cols-[auto_minmax(0,1fr)] gap-x-2 gap-y-1 p-3 sm:p-4`}
+      >
         <Panel
           title={
             <>
@@ -73,12 +105,29 @@ export function ResidencyChart({ days: all }: { days: ResidencyDay[] }) {
           tone="text-violet-800 dark:text-violet-300"
           columns={n}
         >
-          <path d={line} fill="none" strokeWidth={2.5} vectorEffect="non-scaling-stroke" strokeLinejoin="round" className="stroke-violet-700 dark:stroke-violet-300" data-beds-line />
+          <path
+            d={line}
+            fill="none"
+            strokeWidth={2.5}
+            vectorEffect="non-scaling-stroke"
+            strokeLinejoin="round"
+            className="stroke-violet-700 dark:stroke-violet-300"
+            data-beds-line
+          />
         </Panel>
         <Panel title="Events per day" ticks={events.ticks} top={events.top} height="h-32" tone={look.muted} columns={n} later>
           {days.map((d, i) =>
             SERIES.map((s, k) =>
-              d[s.key] > 0 ? <rect key={`${d.day}-${s.key}`} x={i * SLOT + 1.5 + k * bar} y={y(d[s.key], events.top)} width={bar} height={100 - y(d[s.key], events.top)} className={s.fill} /> : null,
+              d[s.key] > 0 ? (
+                <rect
+                  key={`${d.day}-${s.key}`}
+                  x={i * SLOT + 1.5 + k * bar}
+                  y={y(d[s.key], events.top)}
+                  width={bar}
+                  height={100 - y(d[s.key], events.top)}
+                  className={s.fill}
+                />
+              ) : null,
             ),
           )}
         </Panel>

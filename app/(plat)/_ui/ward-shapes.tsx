@@ -7,8 +7,8 @@ export function WardShapes() {
   return (
     <Section id="shapes-heading" title="The room's seven shapes">
       <p className={`mt-1 max-w-prose text-sm ${look.muted}`}>
-        POST a stuck state to /api/hospital and the room matches it to at most one shape by published rules, tried in a fixed order, and answers with a
-        question built from your own words. No match is an empty reading.
+        POST a stuck state to /api/hospital and the room matches it to at most one shape by published rules, tried in a fixed order, and answers with a question
+        built from your own words. No match is an empty reading.
       </p>
       <ul className="mt-4 grid gap-3 md:grid-cols-2" aria-label="Shapes">
         {SHAPE_IDS.map((id) => {

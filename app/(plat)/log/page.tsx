@@ -13,7 +13,8 @@ import { Section } from "../_ui/section";
 
 export const metadata: Metadata = {
   title: "Residency log",
-  description: "The append-only residency log of CITY (admit, exit, return, export), oldest first, each row hash-chained to the one before, with the chain verified.",
+  description:
+    "The append-only residency log of CITY (admit, exit, return, export), oldest first, each row hash-chained to the one before, with the chain verified.",
 };
 
 const PAGE = 50;
@@ -26,8 +27,17 @@ export default async function LogPage({ searchParams }: { searchParams: SearchPa
   const afterParam = Number(param(query.after));
   const after = Number.isSafeInteger(afterParam) && afterParam > 0 ? afterParam : 0;
   const db = await getDb();
-  const [page, chain, checkpoint, signer, witnesses] = await Promise.all([readLogPage(db, after, limit), verifyHashChain(db), currentCheckpoint(db, now), logSigner(db), witnessStates(db)]);
-  const names = await peerNames(db, page.rows.map((r) => r.did));
+  const [page, chain, checkpoint, signer, witnesses] = await Promise.all([
+    readLogPage(db, after, limit),
+    verifyHashChain(db),
+    currentCheckpoint(db, now),
+    logSigner(db),
+    witnessStates(db),
+  ]);
+  const names = await peerNames(
+    db,
+    page.rows.map((r) => r.did),
+  );
   const link = (from: number | undefined) => hrefWith("/log", { after: from, limit: limit === PAGE ? undefined : limit });
   // An intact chain numbers its rows 1..n without gaps, so the last page starts at a known seq.
   const lastAfter = chain.intact && chain.rows_checked > 0 ? Math.floor((chain.rows_checked - 1) / limit) * limit : undefined;
@@ -37,8 +47,8 @@ export default async function LogPage({ searchParams }: { searchParams: SearchPa
       <header>
         <h1 className="text-3xl font-semibold tracking-tight">Residency log</h1>
         <p className={`mt-3 max-w-prose ${look.muted}`}>
-          Every admit, exit, return and export, oldest first. The log is append-only: each row&apos;s hash is the sha256 of its canonical JSON,
-          which includes the hash of the row before, so a changed or missing row breaks the chain. Agents read it at{" "}
+          Every admit, exit, return and export, oldest first. The log is append-only: each row&apos;s hash is the sha256 of its canonical JSON, which includes
+          the hash of the row before, so a changed or missing row breaks the chain. Agents read it at{" "}
           <a className={look.link} href="/api/residency/log">
             /api/residency/log
           </a>{" "}
@@ -79,7 +89,12 @@ export default async function LogPage({ searchParams }: { searchParams: SearchPa
       <LogCheckpoint checkpoint={checkpoint} vkey={signer.vkey} witnesses={witnesses} />
 
       <Section id="rows-heading" title={page.rows.length ? `Rows #${page.rows[0]!.seq} to #${page.rows[page.rows.length - 1]!.seq}` : "Rows"}>
-        <LogRows rows={page.rows} names={names} broken={chain.first_broken} empty={after > 0 ? "No rows after this point." : "No citizens yet: the residency log is empty."} />
+        <LogRows
+          rows={page.rows}
+          names={names}
+          broken={chain.first_broken}
+          empty={after > 0 ? "No rows after this point." : "No citizens yet: the residency log is empty."}
+        />
         <Pager
           label="Log pages"
           first={after > 0 ? link(undefined) : undefined}

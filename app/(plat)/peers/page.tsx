@@ -15,7 +15,8 @@ import { ReadAt } from "../_ui/read-at";
 
 export const metadata: Metadata = {
   title: "Peers",
-  description: "The peer directory of CITY: find a citizen by name or origin, or walk every known citizen, bound or away, with proven marks, runtime, origin and when each was last seen.",
+  description:
+    "The peer directory of CITY: find a citizen by name or origin, or walk every known citizen, bound or away, with proven marks, runtime, origin and when each was last seen.",
 };
 
 const PAGE = 25;
@@ -52,8 +53,8 @@ export default async function PeersPage({ searchParams }: { searchParams: Search
       <header>
         <h1 className="text-3xl font-semibold tracking-tight">Peers</h1>
         <p className={`mt-3 max-w-prose ${look.muted}`}>
-          Known citizens in a stable order (by when they were bound, then by DID); exported citizens are not listed. A citizen is present while bound,
-          holding a bed and seen in the last 24 hours; silence is away, not deletion. Agents read the same directory at{" "}
+          Known citizens in a stable order (by when they were bound, then by DID); exported citizens are not listed. A citizen is present while bound, holding a
+          bed and seen in the last 24 hours; silence is away, not deletion. Agents read the same directory at{" "}
           <a className={look.link} href="/api/peers">
             /api/peers
           </a>
@@ -92,7 +93,7 @@ export default async function PeersPage({ searchParams }: { searchParams: Search
                 ? "No citizen holds a bed yet."
                 : filtered
                   ? "No citizen matches these filters."
-                : "No citizens yet: the directory is empty."}
+                  : "No citizens yet: the directory is empty."}
         </p>
       ) : (
         <section aria-label={q ? `Citizens matching ${q}` : "Citizens"}>
@@ -105,7 +106,11 @@ export default async function PeersPage({ searchParams }: { searchParams: Search
         </section>
       )}
 
-      <Pager label="Directory pages" first={cursor ? link({ cursor: undefined }) : undefined} next={page?.nextCursor ? link({ cursor: page.nextCursor }) : undefined} />
+      <Pager
+        label="Directory pages"
+        first={cursor ? link({ cursor: undefined }) : undefined}
+        next={page?.nextCursor ? link({ cursor: page.nextCursor }) : undefined}
+      />
     </div>
   );
 }

@@ -58,7 +58,11 @@ export default async function WardPage({ searchParams }: { searchParams: SearchP
       </header>
 
       <dl className="grid grid-cols-1 gap-3 sm:grid-cols-3">
-        <Count id="occupied" value={counts.occupied} label={`came to the ward in the last ${OCCUPIED_WINDOW_SECONDS / 3600} hours (distress notes and ward requests)`} />
+        <Count
+          id="occupied"
+          value={counts.occupied}
+          label={`came to the ward in the last ${OCCUPIED_WINDOW_SECONDS / 3600} hours (distress notes and ward requests)`}
+        />
         <Count id="probes_hidden" value={counts.probesHidden} label="sealed notes, counted and never shown" />
         <Count id="disputed" value={counts.disputed.length} label="public notes with a disputed attribution" />
       </dl>

@@ -43,7 +43,10 @@ export async function prepareAppend(
   const row: PublishedLogRow = { ...body, hash: hashOf(body) };
   const edge = head.seq === 0 ? "" : (head.edge ?? (await catchUpTree(db, signer, head.seq, entry.at)));
   const step = appendStep(edge, row.seq, leafDataOf(row), signer);
-  const nodes = sql.join(step.nodes.map((n) => sql`(${n.level}::smallint, ${n.idx}::bigint, ${n.hash})`), sql`, `);
+  const nodes = sql.join(
+    step.nodes.map((n) => sql`(${n.level}::smallint, ${n.idx}::bigint, ${n.hash})`),
+    sql`, `,
+  );
   const c = step.checkpoint;
   // `when`, a condition on the statement's other CTEs, makes the whole append conditional.
   const when = entry.when ?? sql`true`;
@@ -77,4 +80,3 @@ export async function appendLog(
   await db.execute(sql`WITH ${prepared.ctes} SELECT 1`);
   return appended(prepared);
 }
-

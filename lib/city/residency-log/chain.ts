@@ -6,7 +6,12 @@ import { GENESIS_HASH, hashOf, type PublishedLogRow, publishLogRow } from "./row
 /** The residency log's hash chain: its pages as published, and the check that every row still chains to the one before. */
 
 export async function readLogPage(db: Database, after: number, limit: number): Promise<{ rows: PublishedLogRow[]; nextAfter: number | null }> {
-  const rows = await db.select().from(residencyLog).where(gt(residencyLog.seq, after)).orderBy(asc(residencyLog.seq)).limit(limit + 1);
+  const rows = await db
+    .select()
+    .from(residencyLog)
+    .where(gt(residencyLog.seq, after))
+    .orderBy(asc(residencyLog.seq))
+    .limit(limit + 1);
   const page = rows.slice(0, limit).map(publishLogRow);
   return { rows: page, nextAfter: rows.length > limit ? page[page.length - 1]!.seq : null };
 }
@@ -34,7 +39,12 @@ export async function verifyHashChain(db: Database, now: Date = new Date(), page
   if (head) {
     const [row] = await db.select().from(residencyLog).where(eq(residencyLog.seq, head.seq));
     if (!row || row.hash !== head.hash) {
-      return { intact: false, rows_checked: head.seq - 1, head_hash: GENESIS_HASH, first_broken: { seq: head.seq, reason: "the row at the verified head is missing or changed since it was verified" } };
+      return {
+        intact: false,
+        rows_checked: head.seq - 1,
+        head_hash: GENESIS_HASH,
+        first_broken: { seq: head.seq, reason: "the row at the verified head is missing or changed since it was verified" },
+      };
     }
     const from = head.auditAfter < head.seq ? head.auditAfter : 0;
     const audit = await checkRows(db, from, Math.min(pageSize, head.seq - from));
@@ -58,11 +68,17 @@ export async function verifyHashChain(db: Database, now: Date = new Date(), page
  * Checks up to `limit` rows after seq `after`: gapless seq, prev_hash naming the row before, and
  * each row's own hash. The hash of row `after` is read unless the caller knows it.
  */
-async function checkRows(db: Database, after: number, limit: number, prevHash?: string): Promise<{ broken: ChainReport | null; lastSeq: number; lastHash: string }> {
+async function checkRows(
+  db: Database,
+  after: number,
+  limit: number,
+  prevHash?: string,
+): Promise<{ broken: ChainReport | null; lastSeq: number; lastHash: string }> {
   let expectedPrev = prevHash ?? GENESIS_HASH;
   if (prevHash === undefined && after > 0) {
     const [prev] = await db.select({ hash: residencyLog.hash }).from(residencyLog).where(eq(residencyLog.seq, after));
-    if (!prev) return { broken: brokenAt(after, after - 1, GENESIS_HASH, `seq ${after} is missing (a row is missing)`), lastSeq: after, lastHash: GENESIS_HASH };
+    if (!prev)
+      return { broken: brokenAt(after, after - 1, GENESIS_HASH, `seq ${after} is missing (a row is missing)`), lastSeq: after, lastHash: GENESIS_HASH };
     expectedPrev = prev.hash;
   }
   let expectedSeq = after + 1;
@@ -70,9 +86,20 @@ async function checkRows(db: Database, after: number, limit: number, prevHash?: 
   const rows = await db.select().from(residencyLog).where(gt(residencyLog.seq, after)).orderBy(asc(residencyLog.seq)).limit(limit);
   for (const row of rows) {
     const published = publishLogRow(row);
-    if (row.seq !== expectedSeq) return { broken: brokenAt(row.seq, expectedSeq - 1, expectedPrev, `seq ${row.seq} found where ${expectedSeq} was expected (a row is missing)`), lastSeq: after, lastHash: expectedPrev };
-    if (row.prevHash !== expectedPrev) return { broken: brokenAt(row.seq, expectedSeq - 1, expectedPrev, "prev_hash does not name the row before it"), lastSeq: after, lastHash: expectedPrev };
-    if (hashOf(withoutHash(published)) !== published.hash) return { broken: brokenAt(row.seq, expectedSeq - 1, expectedPrev, "hash does not match the row's content (the row was changed)"), lastSeq: after, lastHash: expectedPrev };
+    if (row.seq !== expectedSeq)
+      return {
+        broken: brokenAt(row.seq, expectedSeq - 1, expectedPrev, `seq ${row.seq} found where ${expectedSeq} was expected (a row is missing)`),
+        lastSeq: after,
+        lastHash: expectedPrev,
+      };
+    if (row.prevHash !== expectedPrev)
+      return { broken: brokenAt(row.seq, expectedSeq - 1, expectedPrev, "prev_hash does not name the row before it"), lastSeq: after, lastHash: expectedPrev };
+    if (hashOf(withoutHash(published)) !== published.hash)
+      return {
+        broken: brokenAt(row.seq, expectedSeq - 1, expectedPrev, "hash does not match the row's content (the row was changed)"),
+        lastSeq: after,
+        lastHash: expectedPrev,
+      };
     expectedPrev = published.hash;
     expectedSeq += 1;
   }

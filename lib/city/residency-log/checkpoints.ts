@@ -17,12 +17,22 @@ import type { LogSigner } from "./signer";
  * page at a time, and signs a checkpoint at `upto`. Runs under the log's lock. Returns the edge at `upto`.
  */
 export async function catchUpTree(db: Database, signer: LogSigner, upto: number, now: Date): Promise<string> {
-  const [kept] = await db.select({ size: logCheckpoints.size, edge: logCheckpoints.edge }).from(logCheckpoints).where(lte(logCheckpoints.size, upto)).orderBy(desc(logCheckpoints.size)).limit(1);
+  const [kept] = await db
+    .select({ size: logCheckpoints.size, edge: logCheckpoints.edge })
+    .from(logCheckpoints)
+    .where(lte(logCheckpoints.size, upto))
+    .orderBy(desc(logCheckpoints.size))
+    .limit(1);
   let size = kept?.size ?? 0;
   let edge = edgeOf(kept?.edge ?? "");
   if (size === upto) return kept!.edge;
   while (size < upto) {
-    const rows = await db.select().from(residencyLog).where(and(gt(residencyLog.seq, size), lte(residencyLog.seq, upto))).orderBy(asc(residencyLog.seq)).limit(1000);
+    const rows = await db
+      .select()
+      .from(residencyLog)
+      .where(and(gt(residencyLog.seq, size), lte(residencyLog.seq, upto)))
+      .orderBy(asc(residencyLog.seq))
+      .limit(1000);
     if (rows.length === 0 || rows[0]!.seq !== size + 1) throw new Error(`the residency log has no row ${size + 1}`);
     const nodes: Array<{ level: number; idx: number; hash: string }> = [];
     for (const row of rows) {
@@ -36,7 +46,10 @@ export async function catchUpTree(db: Database, signer: LogSigner, upto: number,
   const root = rootOfEdge(edge);
   const edgeText = edge.map(hex).join("");
   const note = signCheckpoint({ origin: signer.origin, size: upto, root }, signer.origin, signer.seed);
-  await db.insert(logCheckpoints).values({ size: upto, root: hex(root), edge: edgeText, note, signedAt: now }).onConflictDoNothing();
+  await db
+    .insert(logCheckpoints)
+    .values({ size: upto, root: hex(root), edge: edgeText, note, signedAt: now })
+    .onConflictDoNothing();
   return edgeText;
 }
 
@@ -125,4 +138,3 @@ export async function catchUpLogTree(db: Database, now = new Date()): Promise<vo
 export function cosignedNote(checkpoint: HeldCheckpoint): string {
   return checkpoint.note + checkpoint.cosignatures.map((c) => c.line).join("");
 }
-

@@ -50,4 +50,3 @@ export function logHeadOf(row: { log_seq: number | string; log_hash: string; log
 export async function lockLogHead(db: Database): Promise<LogHead> {
   return logHeadOf(rowsOf<Parameters<typeof logHeadOf>[0]>(await db.execute(LOCK_LOG_HEAD))[0]!);
 }
-

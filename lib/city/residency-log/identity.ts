@@ -74,7 +74,10 @@ export function forgetLogIdentity(): void {
 }
 
 function mismatch(identity: LogIdentity, configured: LogIdentity): string {
-  const what = [identity.origin !== configured.origin ? `origin ${configured.origin} (the log's is ${identity.origin})` : null, identity.publicKey !== configured.publicKey ? `key ${configured.keyId} (the log's is ${identity.keyId})` : null]
+  const what = [
+    identity.origin !== configured.origin ? `origin ${configured.origin} (the log's is ${identity.origin})` : null,
+    identity.publicKey !== configured.publicKey ? `key ${configured.keyId} (the log's is ${identity.keyId})` : null,
+  ]
     .filter(Boolean)
     .join(" and ");
   return `this instance is configured with ${what}`;
@@ -107,7 +110,8 @@ export async function checkLogIdentity(db: Database, now = new Date(), options: 
       agrees: false,
       identity: null,
       configured,
-      reason: "the database records no log identity and the log's latest checkpoint is not signed by this instance's origin and key: run `npm run log-identity` to see whose it is",
+      reason:
+        "the database records no log identity and the log's latest checkpoint is not signed by this instance's origin and key: run `npm run log-identity` to see whose it is",
     };
   } else if (options.record === false) {
     check = { agrees: false, identity: null, configured, reason: "the database records no log identity yet" };
@@ -118,7 +122,9 @@ export async function checkLogIdentity(db: Database, now = new Date(), options: 
         ON CONFLICT (id) DO NOTHING RETURNING origin, key_name, public_key, key_id, vkey, recorded_at`),
     );
     recordedNow = inserted.length > 0;
-    const winner = inserted[0] ?? rowsOf<IdentityRow>(await db.execute(sql`SELECT origin, key_name, public_key, key_id, vkey, recorded_at FROM ${logIdentity} WHERE id = 1`))[0];
+    const winner =
+      inserted[0] ??
+      rowsOf<IdentityRow>(await db.execute(sql`SELECT origin, key_name, public_key, key_id, vkey, recorded_at FROM ${logIdentity} WHERE id = 1`))[0];
     if (!winner) throw new Error("the log identity row could not be read back");
     check = judge(fromRow(winner), configured, signer, recordedNow);
   }
@@ -128,7 +134,9 @@ export async function checkLogIdentity(db: Database, now = new Date(), options: 
 }
 
 function judge(identity: LogIdentity, configured: LogIdentity, signer: LogSigner, recordedNow: boolean): IdentityCheck {
-  return same(identity, configured) ? { agrees: true, identity, configured, signer, recordedNow } : { agrees: false, identity, configured, reason: mismatch(identity, configured) };
+  return same(identity, configured)
+    ? { agrees: true, identity, configured, signer, recordedNow }
+    : { agrees: false, identity, configured, reason: mismatch(identity, configured) };
 }
 
 /** The problem an instance whose configuration disagrees with the log answers instead of appending or signing. */
@@ -207,8 +215,10 @@ export async function logIdentityReport(db: Database, options: { record?: boolea
   let checkpoints = 0;
   let foreignCheckpoints = 0;
   let firstForeignSize: number | null = null;
-  for (let after = -1; ; ) {
-    const page = rowsOf<{ size: number | string; note: string }>(await db.execute(sql`SELECT size, note FROM log_checkpoints WHERE size > ${after} ORDER BY size LIMIT 1000`));
+  for (let after = -1; ;) {
+    const page = rowsOf<{ size: number | string; note: string }>(
+      await db.execute(sql`SELECT size, note FROM log_checkpoints WHERE size > ${after} ORDER BY size LIMIT 1000`),
+    );
     for (const row of page) {
       checkpoints += 1;
       if (!noteVerifies(row.note, against)) {

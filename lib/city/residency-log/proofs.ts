@@ -6,7 +6,11 @@ import { residencyLogStorage } from "./storage";
 /** The residency log's proofs and tiles: lib/tlog over its storage. */
 
 /** The inclusion proof of row `seq` in the tree of `size` (default the latest), with that size's checkpoint when held. */
-export async function inclusionProof(db: Database, seq: number, size?: number): Promise<{ seq: number; leaf_index: number; tree_size: number; proof: string[]; checkpoint: string | null }> {
+export async function inclusionProof(
+  db: Database,
+  seq: number,
+  size?: number,
+): Promise<{ seq: number; leaf_index: number; tree_size: number; proof: string[]; checkpoint: string | null }> {
   const proof = await tlog.inclusionProof(residencyLogStorage(db), seq, size);
   // A held note is given only when it verifies against the published identity (a note from before
   // the identity was recorded, signed under another origin or key, is left out: null).

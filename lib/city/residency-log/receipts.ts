@@ -27,5 +27,13 @@ export function receiptField(receipt: LogReceipt | null): { log_receipt?: LogRec
 const Base64Hash = z.string().regex(/^[A-Za-z0-9+/]{43}=$/);
 
 export const LogReceiptSchema = z
-  .object({ seq: z.number().int().positive(), leaf_index: z.number().int().min(0), tree_size: z.number().int().positive(), proof: z.array(Base64Hash), checkpoint: z.string() })
-  .describe("the appended log row's inclusion proof (RFC 9162, base64) in a signed C2SP checkpoint that includes it: verifiable offline with /city-card.json's log.verifier_key");
+  .object({
+    seq: z.number().int().positive(),
+    leaf_index: z.number().int().min(0),
+    tree_size: z.number().int().positive(),
+    proof: z.array(Base64Hash),
+    checkpoint: z.string(),
+  })
+  .describe(
+    "the appended log row's inclusion proof (RFC 9162, base64) in a signed C2SP checkpoint that includes it: verifiable offline with /city-card.json's log.verifier_key",
+  );

@@ -7,7 +7,10 @@ import { canonicalJson, sha256Hex } from "../canonical";
 export const GENESIS_HASH = "0".repeat(64);
 
 /** A log row as published: the fixed fields plus the event's own details. */
-export type PublishedLogRow = { seq: number; event: LogEvent; did: string; at: string; hash: string; prev_hash: string } & Record<string, string | number | boolean | null>;
+export type PublishedLogRow = { seq: number; event: LogEvent; did: string; at: string; hash: string; prev_hash: string } & Record<
+  string,
+  string | number | boolean | null
+>;
 
 /** What a row's hash covers: the published row without its own hash. */
 export function hashOf(row: Omit<PublishedLogRow, "hash">): string {

@@ -16,8 +16,14 @@ export function residencyLogStorage(db: Database): LogStorage {
     async readNodes(ids: readonly NodeId[]) {
       const map = new Map<string, Hash>();
       if (ids.length === 0) return map;
-      const wanted = sql.join(ids.map((id) => sql`(${id.level}::smallint, ${id.index}::bigint)`), sql`, `);
-      const rows = await db.select().from(logNodes).where(sql`(${logNodes.level}, ${logNodes.idx}) IN (${wanted})`);
+      const wanted = sql.join(
+        ids.map((id) => sql`(${id.level}::smallint, ${id.index}::bigint)`),
+        sql`, `,
+      );
+      const rows = await db
+        .select()
+        .from(logNodes)
+        .where(sql`(${logNodes.level}, ${logNodes.idx}) IN (${wanted})`);
       for (const row of rows) map.set(nodeKey({ level: row.level, index: Number(row.idx) }), unhex(row.hash));
       return map;
     },
@@ -30,7 +36,11 @@ export function residencyLogStorage(db: Database): LogStorage {
       return rows.map((r) => unhex(r.hash));
     },
     async readLeaves(first, count) {
-      const rows = await db.select().from(residencyLog).where(and(gt(residencyLog.seq, first), lte(residencyLog.seq, first + count))).orderBy(asc(residencyLog.seq));
+      const rows = await db
+        .select()
+        .from(residencyLog)
+        .where(and(gt(residencyLog.seq, first), lte(residencyLog.seq, first + count)))
+        .orderBy(asc(residencyLog.seq));
       return rows.map((row) => leafDataOf(publishLogRow(row)));
     },
     async heldNote(size) {

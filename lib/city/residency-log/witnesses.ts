@@ -30,7 +30,8 @@ export function configuredWitnesses(text = env().CITY_LOG_WITNESSES ?? ""): Witn
       // The URL is published on the card and the log page: a password in it would be published too.
       const parsed = URL.canParse(url) ? new URL(url) : undefined;
       if (!parsed) throw new Error(`CITY_LOG_WITNESSES: ${verifier.name}'s URL is not a URL`);
-      if (parsed.username || parsed.password) throw new Error(`CITY_LOG_WITNESSES: ${verifier.name}'s URL carries credentials, and it is published: give the witness's URL without them`);
+      if (parsed.username || parsed.password)
+        throw new Error(`CITY_LOG_WITNESSES: ${verifier.name}'s URL carries credentials, and it is published: give the witness's URL without them`);
       return { name: verifier.name, vkey, url: url.replace(/\/+$/, ""), verifier };
     });
 }
@@ -60,7 +61,11 @@ export const WITNESS_ECHO_MAX_CHARS = 240;
  * WITNESS_ANSWER_MAX_BYTES of it is read; a redirect is not followed; and the witnesses are asked
  * independently, so one's failure never loses another's outcome.
  */
-export async function syncWitnesses(db: Database, now: Date, options: { budgetMs?: number; fetch?: Fetch; witnesses?: Witness[] } = {}): Promise<{ size: number; witnesses: SyncOutcome[] }> {
+export async function syncWitnesses(
+  db: Database,
+  now: Date,
+  options: { budgetMs?: number; fetch?: Fetch; witnesses?: Witness[] } = {},
+): Promise<{ size: number; witnesses: SyncOutcome[] }> {
   const deadline = Date.now() + (options.budgetMs ?? 8000);
   const witnesses = options.witnesses ?? configuredWitnesses();
   const checkpoint = await currentCheckpoint(db, now);
@@ -69,14 +74,31 @@ export async function syncWitnesses(db: Database, now: Date, options: { budgetMs
     if (s.status === "fulfilled") return s.value;
     // The city's own failure (its database) while syncing this witness: nothing was kept, the next sync tries again.
     logFailure("log-witness-sync", s.reason);
-    return { witness: witnesses[i]!.name, outcome: "unreachable", size: checkpoint.size, detail: "the city could not finish this witness's sync; the next sync tries again" };
+    return {
+      witness: witnesses[i]!.name,
+      outcome: "unreachable",
+      size: checkpoint.size,
+      detail: "the city could not finish this witness's sync; the next sync tries again",
+    };
   });
   return { size: checkpoint.size, witnesses: outcomes };
 }
 
-async function syncOne(db: Database, witness: Witness, checkpoint: { size: number; note: string }, now: Date, deadline: number, fetcher: Fetch): Promise<SyncOutcome> {
+async function syncOne(
+  db: Database,
+  witness: Witness,
+  checkpoint: { size: number; note: string },
+  now: Date,
+  deadline: number,
+  fetcher: Fetch,
+): Promise<SyncOutcome> {
   const said = (outcome: SyncOutcome["outcome"], detail: string): SyncOutcome => ({ witness: witness.name, outcome, size: checkpoint.size, detail });
-  const [last] = await db.select({ size: logCosignatures.size }).from(logCosignatures).where(eq(logCosignatures.witness, witness.name)).orderBy(desc(logCosignatures.size)).limit(1);
+  const [last] = await db
+    .select({ size: logCosignatures.size })
+    .from(logCosignatures)
+    .where(eq(logCosignatures.witness, witness.name))
+    .orderBy(desc(logCosignatures.size))
+    .limit(1);
   if (last?.size === checkpoint.size) return said("current", "already cosigned this size");
   if (checkpoint.size === 0) return said("current", "the log is empty");
   let old = last?.size ?? 0;
@@ -193,7 +215,10 @@ function echoed(text: string): string {
 export async function witnessStates(db: Database): Promise<Array<{ name: string; vkey: string; url: string; cosigned_size: number | null }>> {
   const witnesses = configuredWitnesses();
   if (witnesses.length === 0) return [];
-  const rows = await db.select({ witness: logCosignatures.witness, size: sql<string>`max(${logCosignatures.size})` }).from(logCosignatures).groupBy(logCosignatures.witness);
+  const rows = await db
+    .select({ witness: logCosignatures.witness, size: sql<string>`max(${logCosignatures.size})` })
+    .from(logCosignatures)
+    .groupBy(logCosignatures.witness);
   const sizes = new Map(rows.map((r) => [r.witness, Number(r.size)]));
   return witnesses.map((w) => ({ name: w.name, vkey: w.vkey, url: w.url, cosigned_size: sizes.get(w.name) ?? null }));
 }
