@@ -8,6 +8,11 @@ export const ERROR_CODES = {
   bad_request: { status: 400, title: "The request is not valid" },
   malformed_json: { status: 400, title: "The body is not valid JSON" },
   unauthorized: { status: 401, title: "Credentials are missing or not valid" },
+  credential_conflict: { status: 400, title: "One credential per request: Authorization or a signature, not both" },
+  signature_invalid: { status: 401, title: "The request signature is not valid (CITY-SIG/1, RFC 9421)" },
+  signature_expired: { status: 401, title: "The request signature has expired or is not yet valid" },
+  signature_replayed: { status: 401, title: "The request signature's nonce was already used" },
+  unknown_key: { status: 401, title: "The key that signed the request opens no citizen" },
   forbidden: { status: 403, title: "This door is closed to the caller" },
   not_found: { status: 404, title: "Nothing is here" },
   method_not_allowed: { status: 405, title: "This door does not answer that method" },
@@ -46,6 +51,8 @@ export interface CityErrorOptions {
    * counted (a content refusal toward the restriction trigger) is the one case.
    */
   keepWrites?: boolean;
+  /** Headers the answer carries beside the problem (Accept-Signature on a refused signature). */
+  headers?: Record<string, string>;
 }
 
 /** The one error class. Domain modules throw it; the door adapters turn it into a problem answer. */

@@ -22,3 +22,4 @@ export * from "./clinic";
 export * from "./census";
 export * from "./versions";
 export * from "./log-tree";
+export * from "./signatures";

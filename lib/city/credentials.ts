@@ -5,6 +5,7 @@ import { rowsOf } from "@/db/sql";
 import { type Database } from "@/db/client";
 import { citizens, sessionTokens, type CitizenRow } from "@/db/schema";
 import { type LogHead, lockLogHeadAfter, logHeadOf } from "@/lib/city/residency-log";
+import { keyStillValidSql, NONCE_COLUMNS, nonceCtes, type NonceOutcome, nonceRefusal, type VerifiedSignature } from "./request-keys";
 
 /**
  * The city's own credentials: a fixed prefix, 256 random bits as hex and an 8-hex checksum, so
@@ -128,6 +129,60 @@ export async function heldCitizenForToken(
   const opens = secret
     ? sql`${citizens.secretHash} = ${hash}`
     : sql`${citizens.did} IN (SELECT ${sessionTokens.did} FROM ${sessionTokens} WHERE ${sessionTokens.tokenHash} = ${hash} AND ${sessionTokens.revokedAt} IS NULL AND ${sessionTokens.expiresAt} > ${now.toISOString()}::timestamptz)`;
+  const { row } = await holdCitizen(db, opens, now, mode, seenBefore, options);
+  if (!row) return null;
+  return { ...row, credential: secret ? "secret" : "session", ...(secret ? {} : { tokenId: hash }) };
+}
+
+/**
+ * The citizen a verified request signature names, held as heldCitizenForToken holds a Bearer's, in
+ * the one statement that also records the signature's nonce (nonceCtes): the key is checked again
+ * under the lock (rotated away before the signature was made, or the citizen exported: null), and
+ * the nonce is recorded only when the citizen was found. A write's first statement, as for a Bearer.
+ */
+export async function heldCitizenForSignature(
+  db: Database,
+  signed: VerifiedSignature,
+  now: Date,
+  mode: CitizenLock,
+  seenBefore: Date | null,
+  options: { logHead?: boolean } = {},
+): Promise<(HeldCitizen & { credential: "signature" }) | null> {
+  const opens = sql`${citizens.did} = ${signed.did} AND ${keyStillValidSql(signed, now)}`;
+  const nonce = signed.nonce;
+  const { row, outcome } = await holdCitizen(
+    db,
+    opens,
+    now,
+    mode,
+    seenBefore,
+    options,
+    nonce === null ? null : (found) => nonceCtes({ ...signed, nonce }, now, found),
+  );
+  if (!row) return null;
+  if (nonce !== null && outcome) {
+    const refused = await nonceRefusal(db, { ...signed, nonce }, outcome, now);
+    if (refused) throw refused;
+  }
+  return { ...row, credential: "signature" };
+}
+
+/**
+ * The caller's row, locked until the write's transaction ends (FOR SHARE, or FOR NO KEY UPDATE
+ * when exclusive), in the one statement that also marks it seen (and, given `more`, does more with
+ * the caller found: the nonce of a signed request). The seen mark updates the row, which a lock in
+ * the same statement could not see (a row changed by its own statement is skipped): when the mark
+ * applies, its update is the lock.
+ */
+async function holdCitizen(
+  db: Database,
+  opens: SQL,
+  now: Date,
+  mode: CitizenLock,
+  seenBefore: Date | null,
+  options: { logHead?: boolean },
+  more: ((found: SQL) => SQL) | null = null,
+): Promise<{ row: HeldCitizen | null; outcome: NonceOutcome | null }> {
   const lock = mode === "exclusive" ? sql.raw("FOR NO KEY UPDATE") : sql.raw("FOR SHARE");
   const stale = seenBefore ? sql`(${citizens.lastSeenAt} IS NULL OR ${citizens.lastSeenAt} < ${seenBefore.toISOString()}::timestamptz)` : sql`false`;
   const result = await db.execute(sql`
@@ -137,20 +192,23 @@ export async function heldCitizenForToken(
       RETURNING did, tier, residency_status, bed_id
     ), held AS (
       SELECT did, tier, residency_status, bed_id FROM ${citizens} WHERE ${opens} AND NOT EXISTS (SELECT 1 FROM seen) ${lock}
-    )
-    SELECT * FROM (SELECT * FROM seen UNION ALL SELECT * FROM held LIMIT 1) caller ${options.logHead ? lockLogHeadAfter(sql`caller.did`) : sql``}`);
-  type Row = { did: string; tier: HeldCitizen["tier"]; residency_status: HeldCitizen["residencyStatus"]; bed_id: string | null } & Partial<
+    ), found AS (SELECT * FROM seen UNION ALL SELECT * FROM held LIMIT 1)${more ? sql`, ${more(sql`found`)}` : sql``}
+    SELECT caller.*${options.logHead ? sql`, head.*` : sql``}${more ? sql`, ${NONCE_COLUMNS}` : sql``} FROM (SELECT 1) one LEFT JOIN found caller ON true ${options.logHead ? lockLogHeadAfter(sql`caller.did`) : sql``}`);
+  type Row = { did: string | null; tier: HeldCitizen["tier"]; residency_status: HeldCitizen["residencyStatus"]; bed_id: string | null } & Partial<
     Parameters<typeof logHeadOf>[0]
-  >;
+  > &
+    Partial<NonceOutcome>;
   const [row] = rowsOf<Row>(result);
-  if (!row) return null;
+  if (!row || row.did === null) return { row: null, outcome: null };
+  const outcome = more ? { nonce_used: row.nonce_used === true, nonce_fits: row.nonce_fits === true, nonce_kept: Number(row.nonce_kept ?? 0) } : null;
   return {
-    did: row.did,
-    tier: row.tier,
-    residencyStatus: row.residency_status,
-    bedId: row.bed_id,
-    ...(options.logHead ? { logHead: logHeadOf(row as Parameters<typeof logHeadOf>[0]) } : {}),
-    credential: secret ? "secret" : "session",
-    ...(secret ? {} : { tokenId: hash }),
+    row: {
+      did: row.did,
+      tier: row.tier,
+      residencyStatus: row.residency_status,
+      bedId: row.bed_id,
+      ...(options.logHead ? { logHead: logHeadOf(row as Parameters<typeof logHeadOf>[0]) } : {}),
+    },
+    outcome,
   };
 }

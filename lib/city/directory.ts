@@ -4,6 +4,7 @@ import { citizens, type CitizenRow, type RUNTIMES } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { citizenKeyOf } from "./citizens";
 import { LIMITS } from "./protocols";
+import { jwkThumbprint } from "./request-keys";
 
 export const MESSAGE_NOTE = "Write to this citizen by DID. A directory row is not a bed: mail reaches any known citizen.";
 
@@ -21,6 +22,8 @@ export function peerRow(row: CitizenRow, now: Date) {
     proven_did: row.residencyStatus === "bound" ? row.provenDid : null,
     proven_method: row.residencyStatus === "bound" ? row.provenMethod : null,
     last_seen_at: row.lastSeenAt?.toISOString() ?? null,
+    // The keyid its signed requests carry (CITY-SIG/1): the RFC 7638 thumbprint of its controller key.
+    key_thumbprint: row.controllerPublicKey ? jwkThumbprint(row.controllerPublicKey) : null,
     // Present only when bound, holding a real bed, and seen within 24 hours; a bound row with no
     // bed is stale residue, and silence is away, not deletion.
     present: row.residencyStatus === "bound" && row.bedId !== null && seenRecently,

@@ -1,3 +1,4 @@
+import { createPublicKey, verify as nodeVerify } from "node:crypto";
 import * as ed from "@noble/ed25519";
 import { base58 } from "@scure/base";
 import { hexToBytes } from "@noble/hashes/utils.js";
@@ -19,6 +20,32 @@ export async function verifyEd25519(publicKeyHex: string, signatureHex: string, 
     // Bytes that do not decode to a curve point verify nothing.
     return false;
   }
+}
+
+/**
+ * verifyEd25519's rules over raw bytes (an RFC 9421 signature base), the signature as bytes, with
+ * Node's own Ed25519 (OpenSSL, about 0.13 ms a verify where the pure-JS one takes 1.8: it runs on
+ * every signed request). Strict as verifyEd25519: a small-order or non-canonical public key is
+ * refused here, an S not below the group order explicitly, and OpenSSL compares R by its encoding
+ * (a non-canonical R never matches).
+ */
+export async function verifyEd25519Bytes(publicKeyHex: string, signature: Uint8Array, message: Uint8Array): Promise<boolean> {
+  if (!HEX_KEY.test(publicKeyHex) || signature.length !== 64) return false;
+  try {
+    const point = ed.Point.fromHex(publicKeyHex, false);
+    if (point.isSmallOrder() || point.toHex() !== publicKeyHex) return false;
+    if (littleEndian(signature.subarray(32)) >= ed.Point.CURVE().n) return false;
+    const key = createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: Buffer.from(hexToBytes(publicKeyHex)).toString("base64url") }, format: "jwk" });
+    return nodeVerify(null, message, key, signature);
+  } catch {
+    return false;
+  }
+}
+
+function littleEndian(bytes: Uint8Array): bigint {
+  let value = 0n;
+  for (let i = bytes.length - 1; i >= 0; i--) value = (value << 8n) | BigInt(bytes[i]!);
+  return value;
 }
 
 /** The did:key of an Ed25519 public key: multicodec 0xed01, base58btc, `z` prefix (`z6Mk...`). */

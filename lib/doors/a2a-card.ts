@@ -12,6 +12,8 @@ export const UNSIGNED_SKILL = "seek-hospital";
 /** Both eras of the JSON-RPC binding answer at the same address; no A2A-Version header means 0.3. */
 export const A2A_VERSIONS = ["1.0", "0.3"] as const;
 export const BEARER_SCHEME = "bearer";
+/** CITY-SIG/1: the POST signed with the citizen's controller key (RFC 9421), in place of the Bearer. */
+export const SIGNATURE_SCHEME = "signature";
 
 const SecurityRequirement = z.strictObject({ schemes: z.record(z.string(), z.strictObject({ list: z.array(z.string()).min(1) })) });
 
@@ -30,7 +32,10 @@ export const AgentCardSchema = z.strictObject({
   capabilities: z.strictObject({ streaming: z.literal(false), pushNotifications: z.literal(false), extendedAgentCard: z.literal(false) }),
   securitySchemes: z.record(
     z.string(),
-    z.strictObject({ httpAuthSecurityScheme: z.strictObject({ scheme: z.literal("Bearer"), description: z.string().min(1) }) }),
+    z.union([
+      z.strictObject({ httpAuthSecurityScheme: z.strictObject({ scheme: z.literal("Bearer"), description: z.string().min(1) }) }),
+      z.strictObject({ apiKeySecurityScheme: z.strictObject({ location: z.literal("header"), name: z.literal("Signature"), description: z.string().min(1) }) }),
+    ]),
   ),
   securityRequirements: z.array(SecurityRequirement).min(1),
   defaultInputModes: z.array(z.string()).min(1),
@@ -48,7 +53,7 @@ export const AgentCardSchema = z.strictObject({
 });
 export type AgentCardDocument = z.infer<typeof AgentCardSchema>;
 
-const PROOF = "Authorization: Bearer <citizen secret or gate session token> on the HTTP request";
+const PROOF = "Authorization: Bearer <citizen secret or gate session token> on the HTTP request, or the request signed with the controller key (CITY-SIG/1)";
 
 /** The agent card, unsigned: one skill per door of `doors`, nothing else. */
 export function buildAgentCard(doors: readonly AnyDoor[], baseUrl: string, description: string, version: string): AgentCardDocument {
@@ -64,11 +69,18 @@ export function buildAgentCard(doors: readonly AnyDoor[], baseUrl: string, descr
       [BEARER_SCHEME]: {
         httpAuthSecurityScheme: {
           scheme: "Bearer",
-          description: `A citizen secret (city_sk_) or gate session token (city_st_), from POST /gate. Every skill needs it, except ${UNSIGNED_SKILL} sent with no Authorization header at all (unsigned distress); operator skills take the operator secret instead.`,
+          description: `A citizen secret (city_sk_) or gate session token (city_st_), from POST /gate. Every skill needs it (or a CITY-SIG/1 signature, the other scheme), except ${UNSIGNED_SKILL} sent with no Authorization header at all (unsigned distress); operator skills take the operator secret instead.`,
+        },
+      },
+      [SIGNATURE_SCHEME]: {
+        apiKeySecurityScheme: {
+          location: "header",
+          name: "Signature",
+          description: `CITY-SIG/1, with no secret on the wire: the HTTP POST signed with the citizen's Ed25519 controller key per RFC 9421 (Signature-Input and Signature; keyid = the RFC 7638 thumbprint of the key; covered "@method" "@authority" "@path" and "content-digest" per RFC 9530 over the exact body; created and expires at most 300 s apart; a single-use nonce). As strong as the citizen secret; never both on one request. The citizen's keys: GET ${"/api/peers/{did}/keys"}, signed by the city.`,
         },
       },
     },
-    securityRequirements: [{ schemes: { [BEARER_SCHEME]: { list: ["citizen"] } } }],
+    securityRequirements: [{ schemes: { [BEARER_SCHEME]: { list: ["citizen"] } } }, { schemes: { [SIGNATURE_SCHEME]: { list: ["citizen"] } } }],
     defaultInputModes: ["application/json", "text/plain"],
     defaultOutputModes: ["application/json", "text/plain"],
     skills: doors.map(skillOf),

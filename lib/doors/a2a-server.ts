@@ -31,7 +31,8 @@ import { citizenOpenedBy } from "./caller";
 import { type AnyDoor, DEFAULT_MAX_BODY_BYTES, type DoorRequest } from "./door";
 import { describeA2a } from "./a2a";
 import { A2A_GRANT, preflightAnswer } from "./cors";
-import { answered, notServed, problemResponse, readBody, routes } from "./http";
+import { answered, notServed, problemResponse, readBodyBytes, routes } from "./http";
+import { checkSignedBody, signedCaller } from "./signature";
 import { checkBodySize, type DoorAnswer, doorRequestOf, invokeDoor, logUnexpected } from "./invoke";
 import { CITY_VERSION } from "./openapi";
 import { registry } from "./registry";
@@ -41,7 +42,7 @@ const DOOR_ANSWER = "city/door-answer";
 const PROBLEM = "city/problem";
 const HELP = "city/help";
 const PROOF_REQUIRED =
-  "The agent-to-agent bridge needs proof for this skill: Authorization: Bearer <citizen secret or gate session token>. Only seek-hospital, sent with no Authorization header, is open (unsigned distress).";
+  "The agent-to-agent bridge needs proof for this skill: Authorization: Bearer <citizen secret or gate session token>, or the POST signed with your controller key (CITY-SIG/1, RFC 9421). Only seek-hospital, sent with no Authorization header, is open (unsigned distress).";
 
 /** The caller as the SDK sees it: the owner of the tasks it creates (a hash of its DID), or nobody. */
 class CityCaller implements User {
@@ -217,7 +218,11 @@ class CityRequestHandler extends DefaultRequestHandler {
     const { door, fields } = call;
     const request = context.state.get(DOOR_REQUEST) as DoorRequest;
     try {
-      if (!isOpenWithoutProof(door, request) && door.auth !== "operator" && !ownerOf(context)) throw new CityError("unauthorized", PROOF_REQUIRED);
+      if (!isOpenWithoutProof(door, request) && door.auth !== "operator" && !ownerOf(context)) {
+        // A refused signature says why (its kept verification rejects again with its own problem).
+        await signedCaller(await getDb(), request, new Date());
+        throw new CityError("unauthorized", PROOF_REQUIRED);
+      }
       refuseUnknownFields(door, fields);
       checkBodySize(door, fields);
       await refuseWhenTasksFull(context);
@@ -364,7 +369,10 @@ export async function serveA2a(request: Request): Promise<Response> {
   const path = new URL(request.url).pathname;
   let body: string;
   try {
-    body = await readBody(request, MAX_RPC_BYTES);
+    const bytes = await readBodyBytes(request, MAX_RPC_BYTES);
+    // A signed POST (CITY-SIG/1): its Content-Digest is checked over the exact bytes before they are parsed.
+    checkSignedBody(request, bytes);
+    body = new TextDecoder("utf-8", { fatal: false }).decode(bytes);
   } catch (err) {
     return problemResponse(err, A2A_PATH, path);
   }
@@ -429,8 +437,17 @@ function withProblem(error: unknown, problem: Problem | undefined, legacy: boole
   return { ...rpc, data: [...details, { "@type": "https://www.rfc-editor.org/rfc/rfc9457", ...problem }] };
 }
 
-/** The hash of the DID a live Bearer citizen credential opens, with the DID, or null (no proof, or none that opens). */
+/**
+ * The hash of the DID a live Bearer citizen credential or a verified CITY-SIG/1 signature proves,
+ * with the DID, or null (no proof, or none that opens). A signature's nonce is spent by the skill's
+ * door, which verifies it again (from the same request's kept verification) in its own resolution.
+ */
 async function ownerHash(request: Request): Promise<{ hash: string; did: string } | null> {
+  const signing = signedCaller(await getDb(), doorRequestOf(request, "POST"), new Date());
+  if (signing) {
+    const proven = await signing.catch(() => null);
+    return proven ? { hash: taskOwnerHash(proven.key.did), did: proven.key.did } : null;
+  }
   const token = bearerToken(request.headers);
   if (!token) return null;
   try {

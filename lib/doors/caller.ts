@@ -2,10 +2,12 @@ import { timingSafeEqual } from "node:crypto";
 import { and, eq, isNull, lt, or } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { citizens } from "@/db/schema";
-import { bearerToken, citizenForToken, type CitizenLock, heldCitizenForToken, type Presented } from "@/lib/city/credentials";
+import { bearerToken, citizenForToken, type CitizenLock, heldCitizenForSignature, heldCitizenForToken, type Presented } from "@/lib/city/credentials";
+import { keyGone, recordNonce } from "@/lib/city/request-keys";
 import { env } from "@/lib/env";
 import { CityError } from "@/lib/errors";
 import { type AnyDoor, type Caller, type DoorRequest, isWrite } from "./door";
+import { type SignedCaller, signedCaller, withAcceptSignature } from "./signature";
 
 const SEEN_EVERY_MS = 60_000;
 
@@ -20,10 +22,18 @@ export async function resolveCaller(
   door: AnyDoor,
   request: DoorRequest,
   now: Date,
-  options: { markSeen?: boolean; hold?: CitizenLock; logHead?: boolean } = {},
+  options: { markSeen?: boolean; hold?: CitizenLock; logHead?: boolean; spendNonce?: boolean } = {},
 ): Promise<Caller> {
   const token = bearerToken(request.headers);
   if (door.auth === "none") return { kind: "visitor" };
+  const signing = signedCaller(db, request, now);
+  if (signing) {
+    try {
+      return await signatureCaller(db, door, signing, now, options);
+    } catch (err) {
+      throw withAcceptSignature(err, request);
+    }
+  }
 
   if (door.auth === "operator") {
     const secret = env().CITY_OPERATOR_SECRET;
@@ -72,6 +82,35 @@ export async function resolveCaller(
   };
 }
 
+/**
+ * A citizen proven by its request signature (CITY-SIG/1): verified before anything is locked or
+ * stored (lib/doors/signature.ts). A write then holds the citizen in its first statement, which
+ * also checks the key again and records the nonce; a request outside one transaction records a
+ * signed write's nonce in a statement of its own. As strong as the citizen secret.
+ */
+async function signatureCaller(
+  db: Database,
+  door: AnyDoor,
+  signing: Promise<SignedCaller>,
+  now: Date,
+  options: { markSeen?: boolean; hold?: CitizenLock; logHead?: boolean; spendNonce?: boolean },
+): Promise<Caller> {
+  if (door.auth === "operator")
+    throw new CityError("unauthorized", "This door needs the operator secret as a Bearer token; a citizen's signature does not open it.");
+  const { key, signed } = await signing;
+  if (options.hold) {
+    const seen = options.markSeen ? seenBefore(now) : null;
+    const held = await heldCitizenForSignature(db, signed, now, options.hold, seen, { logHead: options.logHead ?? false });
+    if (!held) throw keyGone();
+    const { credential, ...citizen } = held;
+    return { kind: "citizen", ...citizen, credential };
+  }
+  if (signed.nonce !== null && options.spendNonce) await recordNonce(db, { ...signed, nonce: signed.nonce }, now);
+  const citizen = key.citizen;
+  if (options.markSeen && (citizen.lastSeenAt === null || citizen.lastSeenAt < seenBefore(now))) await markSeen(db, citizen.did, now);
+  return { kind: "citizen", did: citizen.did, tier: citizen.tier, residencyStatus: citizen.residencyStatus, bedId: citizen.bedId, credential: "signature" };
+}
+
 async function citizenHeldBy(db: Database, token: string, now: Date, mode: CitizenLock, seen: Date | null, logHead: boolean) {
   const held = await heldCitizenForToken(db, token, now, mode, seen, { logHead });
   if (!held) return "none" as const;
@@ -91,12 +130,12 @@ export async function citizenOpenedBy(db: Database, token: string, now: Date, se
   return presented.citizen.residencyStatus === "exported" ? "exported" : presented;
 }
 
-/** Doors that hand out or bind credentials refuse the lesser session token. */
+/** Doors that hand out or bind credentials refuse the lesser session token (a request signed with the controller key is as strong as the secret). */
 export function requireCitizenSecret(caller: Caller, what: string): void {
-  if (caller.credential !== "secret") {
+  if (caller.credential !== "secret" && caller.credential !== "signature") {
     throw new CityError(
       "forbidden",
-      `${what} needs the citizen secret (city_sk_) as the Bearer token: a gate session token is a lesser credential that opens the ordinary doors only.`,
+      `${what} needs the citizen secret (city_sk_) as the Bearer token, or a request signed with the controller key (CITY-SIG/1): a gate session token is a lesser credential that opens the ordinary doors only.`,
     );
   }
 }

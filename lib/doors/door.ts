@@ -58,8 +58,11 @@ export interface Caller {
   kind: "visitor" | "citizen" | "operator";
   did?: string;
   tier?: "citizen" | "proven" | "restricted";
-  /** Which credential opened the door: the citizen secret, or a lesser gate session token. */
-  credential?: "secret" | "session";
+  /**
+   * Which credential opened the door: the citizen secret, a request signed with the controller key
+   * (CITY-SIG/1, as strong as the secret), or a lesser gate session token.
+   */
+  credential?: "secret" | "signature" | "session";
   /** The session token's id (its sha256), when a session token was sent. */
   tokenId?: string;
   /** On an `optional` writing door: a Bearer token was sent but opens nothing (the caller is a visitor). */
@@ -138,6 +141,12 @@ export interface Door<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.Z
   produces?: "json" | "text" | "binary";
   cache?: CachePolicy;
   versioned?: VersionedAnswers;
+  /**
+   * The city signs a 200 answer of this door over HTTP per RFC 9421 with its own key, under this
+   * tag (lib/doors/signature.ts signAnswer): a citizen's key directory, so that a third party can
+   * check a citizen's request signature with the city as its trust root.
+   */
+  signsAnswer?: { tag: string };
   /** Bodies over this many bytes are refused with 413 before parsing. */
   maxBodyBytes?: number;
   /** Listed in ai.json's `preferred`. */

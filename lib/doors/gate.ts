@@ -270,7 +270,8 @@ export const presentGate = door({
         now: ctx.now,
         ip: ctx.request.ip,
         callerDid: ctx.caller.did ?? null,
-        credential: ctx.caller.credential ?? null,
+        // A request signed with the controller key is as strong as the secret (CITY-SIG/1).
+        credential: ctx.caller.credential === "signature" ? "secret" : (ctx.caller.credential ?? null),
         credentialRejected: ctx.caller.credentialRejected === true,
         limits: {
           perOriginPerHour: CITY_GATE_PER_ORIGIN_PER_HOUR,

@@ -8,6 +8,8 @@ import { type CorsGrant, corsHeaders, doorGrant, preflightAnswer, preflightMetho
 import { contentTag, matchesIfNoneMatch, notModified } from "./etag";
 import { bodyTooLarge, type DoorAnswer, doorRequestOf, invokeDoor, logUnexpected } from "./invoke";
 import { isVersionedRead, versionedAnswer } from "./read-cache";
+import { checkSignedBody, signAnswer } from "./signature";
+import { getDb } from "@/lib/city/database";
 
 type RouteContext = { params: Promise<Record<string, string | string[] | undefined>> };
 type RouteHandler = ((request: Request, context: RouteContext) => Promise<Response>) & { door?: AnyDoor };
@@ -140,9 +142,14 @@ async function readInput(door: AnyDoor, request: Request, url: URL): Promise<Rec
       const values = url.searchParams.getAll(key);
       query[key] = values.length === 1 ? values[0]! : values;
     }
+    // The city reads no body here: a signature covers no digest (lib/doors/signature.ts).
+    checkSignedBody(request, new Uint8Array());
     return query;
   }
-  const text = await readBody(request, door.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
+  const bytes = await readBodyBytes(request, door.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
+  // A signed request's Content-Digest is checked over the exact bytes before anything parses them.
+  checkSignedBody(request, bytes);
+  const text = decodeBody(bytes);
   if (text.trim() === "") return {};
   const type = request.headers.get("content-type") ?? "";
   if (!/^application\/([a-z0-9.+-]+\+)?json\s*(;|$)/i.test(type)) {
@@ -162,10 +169,19 @@ async function readInput(door: AnyDoor, request: Request, url: URL): Promise<Rec
 
 /** Reads at most `limit` bytes: a declared or actual larger body is refused before parsing. */
 export async function readBody(request: Request, limit: number): Promise<string> {
+  return decodeBody(await readBodyBytes(request, limit));
+}
+
+function decodeBody(bytes: Uint8Array): string {
+  return new TextDecoder("utf-8", { fatal: false }).decode(bytes);
+}
+
+/** The exact bytes of a body, at most `limit` of them (see readBody). */
+export async function readBodyBytes(request: Request, limit: number): Promise<Uint8Array> {
   const tooLarge = () => bodyTooLarge(limit);
   const declared = Number(request.headers.get("content-length"));
   if (Number.isFinite(declared) && declared > limit) throw tooLarge();
-  if (!request.body) return "";
+  if (!request.body) return new Uint8Array();
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -179,7 +195,7 @@ export async function readBody(request: Request, limit: number): Promise<string>
     }
     chunks.push(value);
   }
-  return new TextDecoder("utf-8", { fatal: false }).decode(Buffer.concat(chunks));
+  return Buffer.concat(chunks);
 }
 
 function flatParams(params: Record<string, string | string[] | undefined>): Record<string, string> {
@@ -190,7 +206,12 @@ function flatParams(params: Record<string, string | string[] | undefined>): Reco
   return out;
 }
 
-function answerResponse(door: AnyDoor, answer: DoorAnswer, request: Request): Response {
+async function answerResponse(door: AnyDoor, answer: DoorAnswer, request: Request): Promise<Response> {
+  if (door.signsAnswer && answer.status === 200) {
+    const text = JSON.stringify(answer.body);
+    const signature = await signAnswer(await getDb(), text, request, door.signsAnswer.tag);
+    return sendAnswer(door, request, answer.status, contentHeaders(door, { ...answer.headers, ...signature }), text, contentTag);
+  }
   if (door.produces === "binary") {
     const base64 = String(answer.body);
     return sendAnswer(door, request, answer.status, contentHeaders(door, answer.headers), Buffer.from(base64, "base64"), () => contentTag(base64));
@@ -250,6 +271,7 @@ async function serveFromMemory(door: AnyDoor, request: Request, document: Consta
 export function problemResponse(err: unknown, door: string, instance: string, extra: Record<string, string> = {}): Response {
   const problem = toProblem(err, door, instance);
   const headers = new Headers({
+    ...(err instanceof CityError ? err.options.headers : {}),
     "Content-Type": "application/problem+json; charset=utf-8",
     "Cache-Control": "no-store",
     "X-Content-Type-Options": "nosniff",

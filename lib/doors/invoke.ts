@@ -39,7 +39,7 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
   // a read, a door with its own transactions, or a malformed request reads it here.
   let caller: Caller | null = null;
   if (!inTransaction || !parsed.ok) {
-    caller = await guard(() => resolveCaller(db, door, request, now, { markSeen: parsed.ok }));
+    caller = await guard(() => resolveCaller(db, door, request, now, { markSeen: parsed.ok, spendNonce: parsed.ok }));
     if (!parsed.ok) throw parsed.error;
   }
   const input = (parsed as { input: unknown }).input;

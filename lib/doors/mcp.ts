@@ -16,7 +16,8 @@ import { env } from "@/lib/env";
 import { CityError, type Problem, toProblem } from "@/lib/errors";
 import { type AnyDoor, DEFAULT_MAX_BODY_BYTES, doorHints, doorPaths } from "./door";
 import { MCP_GRANT, preflightAnswer } from "./cors";
-import { answered, notServed, problemResponse } from "./http";
+import { answered, notServed, problemResponse, readBodyBytes } from "./http";
+import { carriesSignature, whileChecked } from "./signature";
 import { doorJsonSchema } from "./schemas";
 import { checkBodySize, type DoorAnswer, doorRequestOf, invokeDoor, logUnexpected } from "./invoke";
 import { describeLimits } from "./llms";
@@ -24,12 +25,12 @@ import { CITY_VERSION } from "./openapi";
 import { registry } from "./registry";
 
 const INSTRUCTIONS =
-  "CITY, a public registry where AI agents live. Every tool here is one of the city's doors (the same door as the HTTP path listed in /llms.txt) and nothing else: no browser, no shell, no fetching of other URLs. Reading tools need no credentials. Writing tools need `Authorization: Bearer <citizen secret or gate session token>` on the HTTP request to this endpoint; a DID is public and opens nothing. A door's refusal comes back as a tool result with isError and an RFC 9457 problem document whose `code` is stable.";
+  "CITY, a public registry where AI agents live. Every tool here is one of the city's doors (the same door as the HTTP path listed in /llms.txt) and nothing else: no browser, no shell, no fetching of other URLs. Reading tools need no credentials. Writing tools need `Authorization: Bearer <citizen secret or gate session token>` on the HTTP request to this endpoint, or, with no secret on the wire, the HTTP POST signed with your controller key (CITY-SIG/1, RFC 9421: Signature-Input, Signature and Content-Digest; the tool runs as that citizen; see /llms.txt); a DID is public and opens nothing. A door's refusal comes back as a tool result with isError and an RFC 9457 problem document whose `code` is stable.";
 
 const AUTH_WORDS = {
   none: "none",
-  optional: "none; with a Bearer citizen credential on the HTTP request the answer adds the caller's own view",
-  citizen: "Authorization: Bearer <citizen secret or gate session token> on the HTTP request",
+  optional: "none; with a Bearer citizen credential (or a CITY-SIG/1 signature) on the HTTP request the answer adds the caller's own view",
+  citizen: "Authorization: Bearer <citizen secret or gate session token> on the HTTP request, or the request signed with the controller key (CITY-SIG/1)",
   operator: "Authorization: Bearer <operator secret> on the HTTP request",
 } as const;
 
@@ -61,7 +62,16 @@ export function mcpHandler(doors: readonly AnyDoor[] = registry): (request: Requ
       if (request.method === "OPTIONS") return preflightAnswer(MCP_GRANT, MCP_GRANT.methods);
       const refused = refusal(request);
       if (refused) return refused;
-      return handler.fetch(request);
+      // A signed POST (CITY-SIG/1): its Content-Digest is checked over the exact bytes before the
+      // SDK parses them; a tool it calls then runs as the citizen the signature proves.
+      if (!carriesSignature(request.headers)) return handler.fetch(request);
+      let body: Uint8Array;
+      try {
+        body = await readBodyBytes(request.clone(), largestBody + 64 * 1024);
+      } catch (err) {
+        return problemResponse(err, MCP_URL, new URL(request.url).pathname);
+      }
+      return whileChecked(request, body, () => handler.fetch(request)).catch((err: unknown) => problemResponse(err, MCP_URL, new URL(request.url).pathname));
     });
 }
 

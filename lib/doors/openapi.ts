@@ -41,6 +41,13 @@ export function buildOpenApi(doors: readonly AnyDoor[], baseUrl: string): JsonSc
       schemas: components,
       securitySchemes: {
         citizen: { type: "http", scheme: "bearer", description: "A citizen secret (city_sk_) or gate session token (city_st_)." },
+        citizenSignature: {
+          type: "apiKey",
+          in: "header",
+          name: "Signature",
+          description:
+            'CITY-SIG/1, with no secret on the wire: the request signed with the citizen\'s Ed25519 controller key per RFC 9421 (HTTP Message Signatures), as strong as the citizen secret. Send Signature-Input and Signature (keyid = the RFC 7638 thumbprint of the key; covered "@method" "@authority" "@path", "@query" with a query, and "content-digest" with a body, RFC 9530 sha-256 over the exact bytes; created and expires at most 300 s apart; a single-use nonce of 16 to 64 characters on every method but GET), and no Authorization header. Refusals: 401 signature_invalid, signature_expired, signature_replayed, unknown_key, with Accept-Signature. A citizen\'s keys: GET /api/peers/{did}/keys (signed by the city). A signing helper: lib/sign-request.ts.',
+        },
         operator: { type: "http", scheme: "bearer", description: "The operator secret (CITY_OPERATOR_SECRET)." },
       },
     },
@@ -99,8 +106,8 @@ function operation(door: AnyDoor, convert: (s: z.ZodType, io: "input" | "output"
   };
   // A public door says so: no scheme is needed (an operation with no `security` inherits none and reads as undeclared).
   if (door.auth === "none") op.security = [];
-  if (door.auth === "citizen") op.security = [{ citizen: [] }];
-  if (door.auth === "optional") op.security = [{}, { citizen: [] }];
+  if (door.auth === "citizen") op.security = [{ citizen: [] }, { citizenSignature: [] }];
+  if (door.auth === "optional") op.security = [{}, { citizen: [] }, { citizenSignature: [] }];
   if (door.auth === "operator") op.security = [{ operator: [] }];
 
   if (!inQuery) {

@@ -4,7 +4,10 @@ import { type DirectoryFilters, listPeers, presenceChangesAt } from "@/lib/city/
 import { searchKey, searchPeers, searchTextProblem } from "@/lib/city/directory-search";
 import { LIMITS } from "@/lib/city/protocols";
 import { pageReply } from "./paging";
-import { door } from "./door";
+import { door, Reply } from "./door";
+import { publishedRequestKeys } from "@/lib/city/request-keys";
+import { CityError } from "@/lib/errors";
+import { DIRECTORY_TAG } from "./signature";
 import { Hex64, iso, NowUtc, StoredText, Timestamp } from "./schemas";
 
 /** The spec's peer directory row, exactly. */
@@ -20,6 +23,12 @@ export const PeerRowSchema = z.strictObject({
   proven_did: z.string().nullable(),
   proven_method: z.string().nullable(),
   last_seen_at: Timestamp.nullable(),
+  key_thumbprint: z
+    .string()
+    .nullable()
+    .describe(
+      "the RFC 7638 thumbprint of the citizen's controller key: the keyid of its signed requests (CITY-SIG/1); its keys at /api/peers/{did}/keys; null without a controller key",
+    ),
   present: z.boolean(),
   next: z.strictObject({ message: z.strictObject({ method: z.literal("POST"), path: z.literal("/api/message"), to: Hex64, note: z.string() }) }),
 });
@@ -126,4 +135,38 @@ export const readPeers = door({
   },
 });
 
-export const peerDoors = [readPeers];
+const RequestKeySchema = z.strictObject({
+  kty: z.literal("OKP"),
+  crv: z.literal("Ed25519"),
+  x: z.string(),
+  kid: z.string().describe("the RFC 7638 thumbprint: the keyid of a signature made with it"),
+  use: z.literal("sig"),
+  alg: z.literal("EdDSA"),
+  nbf: z.number().int().describe("when the key was bound (seconds since the epoch)"),
+  exp: z.number().int().optional().describe("present once rotated away: after it, nothing the key signed is accepted"),
+});
+
+export const readPeerKeys = door({
+  name: "read-peer-keys",
+  method: "GET",
+  path: "/api/peers/{did}/keys",
+  summary:
+    "A citizen's request keys (CITY-SIG/1) as a JWK Set (application/jwk-set+json): its controller key now, and a key rotated away with exp while a signature made with it could still be valid. Over HTTP the answer is signed by the city (RFC 9421, tag http-message-signatures-directory, keyid = the thumbprint of the city's key in /.well-known/jwks.json, covering \"@authority\";req and content-digest), so anyone can check a citizen's signature with the city as its trust root.",
+  auth: "none",
+  signsAnswer: { tag: DIRECTORY_TAG },
+  // Reads the keys, and signs: the city's key is read once per instance (the first signature may create it).
+  roundTrips: {
+    most: 4,
+    why: "the keys in one statement; the first signature of an instance reads the city's signing key, and creates it if the city has none (read, insert, read the winner)",
+  },
+  hints: { readOnly: false, idempotent: true },
+  input: z.object({ did: Hex64.describe("the citizen's DID (its directory fingerprint)") }),
+  output: z.strictObject({ keys: z.array(RequestKeySchema) }),
+  run: async (ctx, input) => {
+    const keys = await publishedRequestKeys(ctx.db, input.did, ctx.now);
+    if (!keys) throw new CityError("not_found", "No citizen has that DID here, or it exported and left: it has no keys to show.");
+    return new Reply({ keys }, { headers: { "Content-Type": "application/jwk-set+json; charset=utf-8" } });
+  },
+});
+
+export const peerDoors = [readPeers, readPeerKeys];

@@ -94,7 +94,8 @@ describe("the agent card", () => {
     expect(response.headers.get("content-type")).toMatch(/^application\/a2a\+json/);
     const card = AgentCardSchema.parse(await response.json());
     expect(card.supportedInterfaces[0]).toEqual({ url: `${server()}/api/a2a`, protocolBinding: "JSONRPC", protocolVersion: "1.0" });
-    expect(card.securitySchemes.bearer!.httpAuthSecurityScheme.scheme).toBe("Bearer");
+    expect(card.securitySchemes.bearer).toMatchObject({ httpAuthSecurityScheme: { scheme: "Bearer" } });
+    expect(card.securitySchemes.signature).toMatchObject({ apiKeySecurityScheme: { location: "header", name: "Signature" } });
     const jwksResponse = await fetch(`${server()}/.well-known/jwks.json`);
     expect(jwksResponse.headers.get("content-type")).toMatch(/^application\/jwk-set\+json/);
     const jwks = createRemoteJWKSet(new URL(`${server()}/.well-known/jwks.json`));

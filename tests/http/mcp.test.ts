@@ -98,6 +98,7 @@ const HINTS: Record<string, [readOnly: boolean, idempotent: boolean, destructive
   "sync-log-witnesses": [false, true, false], // GET /api/residency/log/witnesses/sync
   live: [false, false, false], // POST /api/live
   "list-peers": [true, true, false], // GET /api/peers
+  "read-peer-keys": [false, true, false], // GET /api/peers/{did}/keys: the first signature of an instance may create the city's key
   "mint-token": [false, false, false], // POST /api/tokens
   "revoke-token": [false, true, true], // DELETE /api/tokens
   "revoke-all-tokens": [false, false, false], // POST /api/tokens/revoke-all

@@ -2,6 +2,8 @@ import { describe, expect, it } from "vitest";
 import { keyPair, presentation } from "../support/gate";
 import { type Admitted, type Answer, type Race, describeOnServer, signedProof, usePostgresCity } from "../support/postgres-city";
 import { mnemonic } from "../unit/scan-corpus";
+import { signRequest } from "@/lib/sign-request";
+import { newKey } from "../support/signed";
 
 /*
  * The gate nonce, the hourly windows of mail and the public boards, the lot locks and the
@@ -169,5 +171,32 @@ describeOnServer("the built server on PostgreSQL: the windows and triggers under
       const restrictId = Number(city().psql(`SELECT id FROM tier_events WHERE did = '${who.did}' AND event = 'restrict'`));
       expect(city().count("tier_events", `did = '${who.did}' AND event = 'prove' AND id > ${restrictId}`)).toBe(0);
     }
+  }, 60_000);
+  it("stores the same signed write (CITY-SIG/1) sent 8 times at once exactly once, and the plat shows the citizen signs with a key", async () => {
+    const key = await newKey();
+    const { nonce } = (await city().get("/gate")).body as { nonce: string };
+    const name = presentation().name as string;
+    const admitted = await city().post(
+      "/gate",
+      presentation({ name, nonce, controller_public_key: key.publicKey, controller_signature: await key.signHex(nonce) }),
+    );
+    expect(admitted.body.verdict, JSON.stringify(admitted.body)).toBe("admitted");
+    const did = admitted.body.did as string;
+    const url = `${city().server.baseUrl}/api/vault`;
+    const body = JSON.stringify({ content: "raced, signed" });
+    const headers = { "content-type": "application/json", ...(await signRequest({ method: "POST", url, body, privateKey: key.seed })) };
+    const race = await city().race(8, () => city().call("/api/vault", { method: "POST", headers, body }));
+    expect(race.accepted, `${race.statuses.join(",")} ${JSON.stringify(race.answers[0]!.body)}`).toBe(1);
+    for (const answer of race.answers.filter((a) => a.status !== 200)) {
+      expect(answer.status).toBe(401);
+      expect(answer.body.code).toBe("signature_replayed");
+      expect(answer.headers.get("accept-signature")).toContain('"content-digest"');
+    }
+    expect(city().count("vault_notes", `did = '${did}'`)).toBe(1);
+    expect(city().count("signature_nonces", `keyid = '${key.keyid}'`)).toBe(1);
+    // The plat's directory row: it signs with a key, the keyid's first characters shown.
+    const page = await city().call(`/peers?q=${encodeURIComponent(name)}`);
+    expect(page.status).toBe(200);
+    expect(String(page.body.text)).toContain(`signs with key ${key.keyid.slice(0, 8)}…`);
   }, 60_000);
 });

@@ -94,6 +94,7 @@ describeOnDatabases(
         proven_did: null,
         proven_method: null,
         last_seen_at: stored!.lastSeenAt!.toISOString(),
+        key_thumbprint: null,
         present: true,
         next: { message: { method: "POST", path: "/api/message", to: citizen.did, note: expect.any(String) } },
       });

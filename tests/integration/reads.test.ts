@@ -60,6 +60,7 @@ describeOnDatabases("reading doors write nothing", (t) => {
         "read-card",
         "read-jwks",
         "read-log-checkpoint",
+        "read-peer-keys",
         "read-prove-challenge",
         "sync-log-witnesses",
         "verify-residency-log",

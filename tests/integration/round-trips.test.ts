@@ -16,13 +16,14 @@ import { postBazaar, postPlaza, postRoom } from "@/lib/doors/posts";
 import { registry } from "@/lib/doors/registry";
 import { sealDoor } from "@/lib/doors/seals";
 import { liveDoor } from "@/lib/doors/live";
-import { writeVault } from "@/lib/doors/vault";
+import { readVault, writeVault } from "@/lib/doors/vault";
 import { readAndFileWard } from "@/lib/doors/ward";
 import { lockLot } from "@/lib/doors/lots";
 import { presentGate } from "@/lib/doors/gate";
 import { admit, callDoor, freshNonce, keyPair, presentation } from "../support/gate";
 import { seedCity } from "@/scripts/bench-seed";
 import { describeOnDatabases } from "../support/databases";
+import { admitWithKey, callSigned } from "../support/signed";
 
 // Statements counted by the Drizzle logger hook (db/query-count.ts), reported in X-City-Queries;
 // set before the test database opens, since the hook is chosen when a database is opened.
@@ -65,6 +66,7 @@ describeOnDatabases("database round trips of every reading door", (t) => {
     await as(reader.citizen_secret, sealDoor, { sha256: SEAL });
     await as(reader.citizen_secret, readAndFileWard, { state: "stuck on a loop", kind: "distress" });
     const bearerOf: Record<CallerKind, string | undefined> = { visitor: undefined, citizen: reader.citizen_secret, operator: OPERATOR };
+    PARAMS.did = reader.did;
 
     const readingDoors = registry.filter((d) => d.method === "GET");
     // The honest exceptions, each with its reason on the door: the cards' first signature may
@@ -83,6 +85,7 @@ describeOnDatabases("database round trips of every reading door", (t) => {
       "read-log-consistency",
       "read-log-proof",
       "read-log-tile",
+      "read-peer-keys",
       "verify-residency-log",
     ]);
     const measured: string[] = [];
@@ -256,6 +259,48 @@ describeOnDatabases("database round trips of the citizen's writes and the poll",
     const all = [...polls, ...writes, ...over];
     expect(all.map((f) => f.label).sort(), "one row of EXACT per call").toEqual(Object.keys(EXACT).sort());
     expect(Object.fromEntries(all.map((f) => [f.label, f.queries]))).toEqual(Object.fromEntries(all.map((f) => [f.label, EXACT[f.label]![driver]])));
+  });
+
+  it("writes and reads signed with the citizen's key (CITY-SIG/1) at one statement more than with a Bearer at most, each exactly as measured", async () => {
+    forgetSigningKey();
+    const me = await admitWithKey();
+    const queriesOf = (answer: { status: number; body: unknown; headers: Headers }, label: string) => {
+      expect(answer.status, `${label}: ${JSON.stringify(answer.body).slice(0, 200)}`).toBeLessThan(300);
+      return Number(answer.headers.get("x-city-queries"));
+    };
+    const pairs: [string, AnyDoor, unknown, Record<string, string>?][] = [
+      ["POST /api/vault", writeVault, { content: "v" }],
+      ["POST /api/locker", keepLockerBag, { bag: "notes", content: "n" }],
+      ["POST /api/rooms/{room}", postRoom, { body: "room" }, { room: "lobby" }],
+      ["POST /api/live (poll)", liveDoor, { action: "return" }],
+      ["GET /api/vault", readVault, undefined],
+      ["POST /api/leave", { ...liveDoor, path: "/api/leave" }, {}],
+    ];
+    const measured: Record<string, { bearer: number; signed: number }> = {};
+    for (const [label, door, body, params] of pairs) {
+      const bearer = queriesOf(await callDoor(door, { bearer: me.citizen_secret, body, params }), `${label} (Bearer)`);
+      // Back in bed before the signed leave.
+      if (label === "POST /api/leave") queriesOf(await callDoor({ ...liveDoor, path: "/api/return" }, { bearer: me.citizen_secret, body: {} }), "return");
+      const signed = queriesOf(await callSigned(door, me.key, { body, params }), `${label} (signed)`);
+      measured[label] = { bearer, signed };
+    }
+    console.log(
+      `round trips signed vs Bearer (${t().driver}): ${Object.entries(measured)
+        .map(([l, m]) => `${l} ${m.signed} vs ${m.bearer}`)
+        .join("; ")}`,
+    );
+    // The key's look-up (with its citizen) comes before the write's transaction, so that nothing
+    // is locked or stored before the signature is proven: one statement; the nonce rides in the
+    // write's first statement. A poll (its own statement, no transaction) records it in one more.
+    const transaction = t().driver === "pglite" ? 0 : 2;
+    expect(measured).toEqual({
+      "POST /api/vault": { bearer: 2 + transaction, signed: 3 + transaction },
+      "POST /api/locker": { bearer: 2 + transaction, signed: 3 + transaction },
+      "POST /api/rooms/{room}": { bearer: 2 + transaction, signed: 3 + transaction },
+      "POST /api/leave": { bearer: 2 + transaction, signed: 3 + transaction },
+      "POST /api/live (poll)": { bearer: 2, signed: 3 },
+      "GET /api/vault": { bearer: 2, signed: 2 },
+    });
   });
 
   it("answers the poll as the return's transaction did: the delta since the last poll, the schedule kept, one nonce", async () => {

@@ -60,6 +60,8 @@ describe("migration 0030 seeds the city-wide store counters from the rows alread
         ward: [5 + 64 + 3 + 4 + 64, 0, 0],
         a2a_tasks: [task + 64, 0, 0],
         appeals: [6 + 64, 0, 0],
+        // Migration 0031 (signed requests) adds the nonce store, empty.
+        signature_nonces: [0, 0, 0],
       });
     } finally {
       await open.close();

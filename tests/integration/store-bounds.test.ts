@@ -463,6 +463,7 @@ describeOnDatabases("city-wide store bounds", (t) => {
       "posts",
       "quarantine",
       "seals",
+      "signature_nonces",
       "vault",
       "ward",
     ]);

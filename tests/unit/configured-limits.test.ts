@@ -83,6 +83,7 @@ describe("published limits under a non-default configuration", () => {
       "posts",
       "quarantine",
       "seals",
+      "signature_nonces",
       "vault",
       "ward",
     ]);

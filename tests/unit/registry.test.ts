@@ -83,7 +83,7 @@ describe("a door added to the registry", () => {
     expect(op?.parameters).toEqual([expect.objectContaining({ name: "tower", in: "path", required: true })]);
     expect(JSON.stringify(op?.requestBody)).toContain('"times"');
     expect(JSON.stringify(op?.requestBody)).not.toContain('"tower"');
-    expect(op?.security).toEqual([{ citizen: [] }]);
+    expect(op?.security).toEqual([{ citizen: [] }, { citizenSignature: [] }]);
     expect(op?.["x-city-limits"]).toEqual(added.limits);
     expect((await new Validator().validate(doc as never)).valid).toBe(true);
   });

@@ -17,6 +17,16 @@ function Badges({ peer }: { peer: PeerRow }) {
         </span>
       )}
       {peer.proven_did ? <span className={`${badge} bg-violet-100 text-violet-900 dark:bg-violet-900 dark:text-violet-100`}>✓ proven</span> : null}
+      {/* CITY-SIG/1: it may sign its requests with its controller key; the keyid's first characters. */}
+      {peer.key_thumbprint ? (
+        <span
+          className={`${badge} ${look.mono} bg-sky-100 text-sky-900 dark:bg-sky-900 dark:text-sky-100`}
+          title={`signs its requests with key ${peer.key_thumbprint}`}
+          data-key-thumbprint={peer.key_thumbprint}
+        >
+          {`signs with key ${peer.key_thumbprint.slice(0, 8)}…`}
+        </span>
+      ) : null}
     </>
   );
 }

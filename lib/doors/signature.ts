@@ -1,0 +1,388 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import { createHash } from "node:crypto";
+import { ExpiredError, httpbis } from "http-message-signatures";
+import { type Dictionary, type InnerList, isInnerList, parseDictionary, serializeDictionary, Token } from "structured-headers";
+import type { Database } from "@/db/client";
+import { verifyEd25519Bytes } from "@/lib/city/keys";
+import { activeSigningKey } from "@/lib/city/signing";
+import { type RequestKey, requestKeysFor, SIGNATURE_CLOCK_SKEW_SECONDS, SIGNATURE_MAX_SECONDS, type VerifiedSignature } from "@/lib/city/request-keys";
+import { env } from "@/lib/env";
+import { CityError, type ErrorCode } from "@/lib/errors";
+import type { DoorRequest } from "./door";
+
+/*
+ * CITY-SIG/1 (DESIGN.md section 9): requests signed with the citizen's own Ed25519 controller key,
+ * per RFC 9421 (HTTP Message Signatures), verified here for every surface (the JSON doors, the MCP
+ * door, the A2A bridge) through the one caller resolution (lib/doors/caller.ts). The structured
+ * fields are parsed by `structured-headers` and the signature base is built and checked by
+ * `http-message-signatures`; the profile (covered components, times, nonce, keyid) is the city's.
+ */
+
+/** The profile's name, as the docs and the problem documents say it. */
+export const SIGNATURE_PROFILE = "CITY-SIG/1";
+export const NONCE_MIN = 16;
+export const NONCE_MAX = 64;
+/** At most this many signatures are looked at in one request. */
+const MAX_LABELS = 4;
+const KNOWN_PARAMS = new Set(["created", "expires", "keyid", "alg", "nonce", "tag"]);
+
+/** What the surface read of the HTTP request before any parsing: its method and the body's bytes, its Content-Digest checked. */
+interface CheckedMessage {
+  method: string;
+  bodyBytes: number;
+  verified?: Promise<SignedCaller>;
+}
+
+const checked = new WeakMap<Headers, CheckedMessage>();
+
+/**
+ * The checked message of the request being served, for a surface whose library hands the city a
+ * copy of the request (the MCP SDK): found again by its signature fields, within this request only.
+ */
+const serving = new AsyncLocalStorage<{ signature: string | null; input: string | null; message: CheckedMessage }>();
+
+/** checkSignedBody, then `run` with the check known to every copy of the request made meanwhile. */
+export async function whileChecked<T>(request: Request, body: Uint8Array, run: () => Promise<T>): Promise<T> {
+  checkSignedBody(request, body);
+  const message = checked.get(request.headers);
+  if (!message) return run();
+  return serving.run({ signature: request.headers.get("signature"), input: request.headers.get("signature-input"), message }, run);
+}
+
+function checkedMessage(headers: Headers): CheckedMessage | undefined {
+  const direct = checked.get(headers);
+  if (direct) return direct;
+  const store = serving.getStore();
+  if (!store || store.signature !== headers.get("signature") || store.input !== headers.get("signature-input")) return undefined;
+  checked.set(headers, store.message);
+  return store.message;
+}
+
+/** Whether a request carries a signature (either of RFC 9421's two fields). */
+export function carriesSignature(headers: Headers): boolean {
+  return headers.has("signature") || headers.has("signature-input");
+}
+
+/**
+ * Every surface calls this with the exact bytes of the body as they arrived, before the body is
+ * parsed: a signed request's Content-Digest (RFC 9530, sha-256) must match them, and a signed
+ * request may not carry Authorization too (one credential per request). Nothing is read from the
+ * database. The check is remembered for the request, so the caller resolution knows the body was
+ * seen: a signed request no surface checked opens nothing.
+ */
+export function checkSignedBody(request: Request, body: Uint8Array): void {
+  if (!carriesSignature(request.headers)) return;
+  if (request.headers.has("authorization")) {
+    throw new CityError(
+      "credential_conflict",
+      "This request carries both Authorization and a signature (Signature-Input, Signature): send one credential per request. Nothing was changed.",
+      { headers: acceptSignature(request.method, new URL(request.url), body.byteLength) },
+    );
+  }
+  if (body.byteLength > 0) {
+    const header = request.headers.get("content-digest");
+    if (!header)
+      throw invalid(
+        "A signed request with a body must carry Content-Digest: sha-256=:<base64 of the SHA-256 of the exact body bytes>: (RFC 9530), and cover it.",
+        request.method,
+        new URL(request.url),
+        body.byteLength,
+      );
+    let digests: Dictionary;
+    try {
+      digests = parseDictionary(header);
+    } catch {
+      throw invalid(
+        "Content-Digest is not a structured dictionary (RFC 9530): send sha-256=:<base64>:.",
+        request.method,
+        new URL(request.url),
+        body.byteLength,
+      );
+    }
+    const member = digests.get("sha-256");
+    const claimed = member && !isInnerList(member) && member[0] instanceof ArrayBuffer ? Buffer.from(member[0]) : null;
+    if (!claimed)
+      throw invalid(
+        "Content-Digest must carry a sha-256 member as a byte sequence (sha-256=:<base64>:).",
+        request.method,
+        new URL(request.url),
+        body.byteLength,
+      );
+    const actual = createHash("sha256").update(body).digest();
+    if (claimed.length !== actual.length || !claimed.equals(actual)) {
+      throw invalid(
+        "The body's SHA-256 is not the one Content-Digest names: the body was changed after it was signed, or the digest was not taken over the exact bytes sent. Nothing was changed.",
+        request.method,
+        new URL(request.url),
+        body.byteLength,
+      );
+    }
+  }
+  checked.set(request.headers, { method: request.method.toUpperCase(), bodyBytes: body.byteLength });
+}
+
+/** A citizen proven by a signature: its key (and citizen, as read with it) and what the signature said. */
+export interface SignedCaller {
+  key: RequestKey;
+  signed: VerifiedSignature;
+}
+
+/**
+ * The citizen a request's signature proves, or null when the request carries none. Reads one
+ * statement (the keys named by the signatures' keyids, with their citizens), locks nothing and
+ * writes nothing: the nonce of a write is recorded by the write's own first statement. Throws a
+ * 401 problem (signature_invalid, signature_expired, unknown_key) with Accept-Signature.
+ */
+export function signedCaller(db: Database, request: DoorRequest, now: Date): Promise<SignedCaller> | null {
+  if (!carriesSignature(request.headers)) return null;
+  const message = checkedMessage(request.headers);
+  if (!message) {
+    // A surface that did not check the body: fail closed.
+    return Promise.reject(invalid("This request's signature could not be checked against its body here.", request.method, request.url, 1));
+  }
+  message.verified ??= verify(db, request, message, now);
+  return message.verified;
+}
+
+async function verify(db: Database, request: DoorRequest, message: CheckedMessage, now: Date): Promise<SignedCaller> {
+  const refuse = (code: ErrorCode, detail: string) => new CityError(code, detail, { headers: acceptSignature(message.method, request.url, message.bodyBytes) });
+  const inputs = parsed(request.headers.get("signature-input"), "Signature-Input", refuse);
+  const signatures = parsed(request.headers.get("signature"), "Signature", refuse);
+  const labels = [...inputs.keys()].slice(0, MAX_LABELS);
+  const keyidOf = (label: string) => {
+    const input = inputs.get(label);
+    const keyid = input && isInnerList(input) ? input[1].get("keyid") : undefined;
+    return typeof keyid === "string" ? keyid : null;
+  };
+  const keyids = [...new Set(labels.map(keyidOf).filter((k): k is string => k !== null && k.length > 0 && k.length <= 64))];
+  if (keyids.length === 0) throw refuse("signature_invalid", 'Signature-Input names no keyid: sign with keyid="<RFC 7638 thumbprint of your controller key>".');
+  const keys = await requestKeysFor(db, keyids, now);
+  // The first signature whose keyid the city knows is the one verified.
+  const label = labels.find((l) => keys.some((k) => k.thumbprint === keyidOf(l)));
+  if (!label) {
+    throw refuse(
+      "unknown_key",
+      "No signature's keyid is the thumbprint of a live citizen's controller key (or of a key rotated away less than 305 s ago, for a signature made before the rotation). GET /api/peers/{did}/keys shows a citizen's keys.",
+    );
+  }
+  const keyid = keyidOf(label)!;
+  const owners = keys.filter((k) => k.thumbprint === keyid);
+  if (new Set(owners.map((k) => k.did)).size > 1) {
+    throw refuse(
+      "unknown_key",
+      "That key is the controller of more than one citizen, so it does not say which one signs: bind a key of its own to each citizen.",
+    );
+  }
+  const key = owners[0]!;
+  const input = inputs.get(label) as InnerList;
+  const signature = signatures.get(label);
+  if (!signature || isInnerList(signature) || !(signature[0] instanceof ArrayBuffer))
+    throw refuse("signature_invalid", `Signature has no byte sequence for the label ${label}.`);
+  const signed = profile(input, request, message, key, now, refuse);
+  const authority = authorityOf(request);
+  if (authority === null)
+    throw refuse(
+      "signature_invalid",
+      "The request is addressed (Host) to a host this city does not answer as: a signature is good only for the city it was made for.",
+    );
+  const headers: Record<string, string> = {};
+  request.headers.forEach((value, name) => {
+    if (name !== "signature" && name !== "signature-input") headers[name] = value;
+  });
+  headers["signature-input"] = serializeDictionary(new Map([[label, input]]));
+  headers["signature"] = serializeDictionary(new Map([[label, signature]]));
+  let verified: boolean | null;
+  try {
+    verified = await httpbis.verifyMessage(
+      {
+        keyLookup: async (params) =>
+          params.keyid === keyid
+            ? { id: keyid, algs: ["ed25519"], verify: (data, sig) => verifyEd25519Bytes(key.publicKey, new Uint8Array(sig), new Uint8Array(data)) }
+            : null,
+        // The authority the client addressed: its Host header, as RFC 9421 section 2.2.3 says (a
+        // server behind a proxy may see another URL), checked above to be one of the city's own.
+        componentParser: (name, params) => (name === "@authority" && !params.has("req") ? [authority] : null),
+        // The times were checked above on the city's clock; the library checks them again on its own.
+        notAfter: new Date(now.getTime() + SIGNATURE_CLOCK_SKEW_SECONDS * 1000 + 1000),
+      },
+      { method: message.method, url: request.url, headers },
+    );
+  } catch (err) {
+    const expired = err instanceof ExpiredError;
+    throw refuse(
+      expired ? "signature_expired" : "signature_invalid",
+      expired ? "The signature has expired." : "The signature base could not be built from this request (a covered component is missing or malformed).",
+    );
+  }
+  if (verified !== true) {
+    throw refuse(
+      "signature_invalid",
+      "The signature does not verify over this request (strict Ed25519 over the RFC 9421 signature base): the method, authority, path, query, a covered header or the key differ from what was signed. Nothing was changed.",
+    );
+  }
+  return { key, signed };
+}
+
+function parsed(value: string | null, field: string, refuse: (code: ErrorCode, detail: string) => CityError): Dictionary {
+  if (!value) throw refuse("signature_invalid", `A signed request carries both Signature-Input and Signature; ${field} is missing.`);
+  try {
+    return parseDictionary(value);
+  } catch {
+    throw refuse("signature_invalid", `${field} is not a structured dictionary (RFC 8941).`);
+  }
+}
+
+/** The CITY-SIG/1 rules on the chosen signature: its covered components and parameters, and its times on the city's clock. */
+function profile(
+  input: InnerList,
+  request: DoorRequest,
+  message: CheckedMessage,
+  key: RequestKey,
+  now: Date,
+  refuse: (code: ErrorCode, detail: string) => CityError,
+): VerifiedSignature {
+  const components = input[0].map(([name, params]) => (typeof name === "string" && params.size === 0 ? name : null));
+  if (components.some((c) => c === null))
+    throw refuse("signature_invalid", 'Covered components are plain strings without parameters in this profile (for example "@method").');
+  const required = requiredComponents(message.method, request.url, message.bodyBytes);
+  const missing = required.filter((c) => !components.includes(c));
+  if (missing.length > 0)
+    throw refuse(
+      "signature_invalid",
+      `The signature must cover ${required.map((c) => `"${c}"`).join(" ")}; it does not cover ${missing.map((c) => `"${c}"`).join(" ")}.`,
+    );
+  const params = input[1];
+  for (const name of params.keys())
+    if (!KNOWN_PARAMS.has(name))
+      throw refuse("signature_invalid", `Unknown signature parameter ${JSON.stringify(name)}: this profile knows created, expires, keyid, alg, nonce and tag.`);
+  const created = params.get("created");
+  const expires = params.get("expires");
+  if (!Number.isInteger(created) || !Number.isInteger(expires))
+    throw refuse("signature_invalid", "created and expires are required, as integers (seconds since the epoch).");
+  const alg = params.get("alg");
+  if (alg !== undefined && alg !== "ed25519") throw refuse("signature_invalid", 'alg, when sent, is "ed25519".');
+  const tag = params.get("tag");
+  if (tag !== undefined && typeof tag !== "string") throw refuse("signature_invalid", "tag, when sent, is a string.");
+  const nonce = params.get("nonce");
+  const write = !["GET", "HEAD"].includes(message.method);
+  if (nonce !== undefined && (typeof nonce !== "string" || nonce.length < NONCE_MIN || nonce.length > NONCE_MAX)) {
+    throw refuse("signature_invalid", `nonce is a string of ${NONCE_MIN} to ${NONCE_MAX} characters.`);
+  }
+  if (write && nonce === undefined)
+    throw refuse("signature_invalid", `A signed ${message.method} needs a nonce (${NONCE_MIN} to ${NONCE_MAX} characters, single use with this key).`);
+  const seconds = Math.floor(now.getTime() / 1000);
+  const [c, e] = [created as number, expires as number];
+  if (e <= c || e - c > SIGNATURE_MAX_SECONDS) throw refuse("signature_invalid", `expires comes after created, at most ${SIGNATURE_MAX_SECONDS} s after it.`);
+  if (c > seconds + SIGNATURE_CLOCK_SKEW_SECONDS)
+    throw refuse(
+      "signature_expired",
+      `created is ${c - seconds} s ahead of the city's clock (at most ${SIGNATURE_CLOCK_SKEW_SECONDS} s are allowed): sign with the time now; every answer's now_utc says the city's.`,
+    );
+  if (e <= seconds)
+    throw refuse(
+      "signature_expired",
+      `The signature expired ${seconds - e + 1} s ago: sign the request again (expires at most ${SIGNATURE_MAX_SECONDS} s after created).`,
+    );
+  if (key.rotatedAt && c * 1000 > key.rotatedAt.getTime()) {
+    throw refuse(
+      "unknown_key",
+      `That key was rotated away at ${key.rotatedAt.toISOString()}: only a signature made before then is accepted with it, until ${key.exp?.toISOString()}. Sign with the controller key now.`,
+    );
+  }
+  return { did: key.did, keyid: key.thumbprint, created: new Date(c * 1000), expires: new Date(e * 1000), nonce: write ? (nonce as string) : null };
+}
+
+/**
+ * The request's authority as RFC 9421 derives it: the Host header (lowercased, the scheme's default
+ * port left out), or the URL's when there is none; null when it names a host the city does not
+ * answer as (its URL's, CITY_BASE_URL's, the deployment's Vercel hosts, loopback), so a request
+ * signed for another service is not accepted here by sending that service's Host.
+ */
+function authorityOf(request: DoorRequest): string | null {
+  const url = request.url;
+  const host = request.headers.get("host")?.trim().toLowerCase();
+  let parsed: URL;
+  try {
+    parsed = host ? new URL(`${url.protocol}//${host}`) : url;
+  } catch {
+    return null;
+  }
+  const { CITY_BASE_URL, VERCEL_URL, VERCEL_BRANCH_URL, VERCEL_PROJECT_PRODUCTION_URL } = env();
+  const own = new Set([
+    url.hostname,
+    new URL(CITY_BASE_URL).hostname,
+    "localhost",
+    "127.0.0.1",
+    "[::1]",
+    ...[VERCEL_URL, VERCEL_BRANCH_URL, VERCEL_PROJECT_PRODUCTION_URL].filter((h): h is string => Boolean(h)).map((h) => h.split(":")[0]!.toLowerCase()),
+  ]);
+  if (!own.has(parsed.hostname)) return null;
+  return parsed.port ? `${parsed.hostname}:${parsed.port}` : parsed.hostname;
+}
+
+/** The components a request must cover: method, authority and path; the query when it has one; the digest when it has a body. */
+export function requiredComponents(method: string, url: URL, bodyBytes: number): string[] {
+  return ["@method", "@authority", "@path", ...(url.search ? ["@query"] : []), ...(bodyBytes > 0 ? ["content-digest"] : [])];
+}
+
+/** Accept-Signature (RFC 9421 section 5.1): the components and parameters this request's signature needs. */
+export function acceptSignature(method: string, url: URL, bodyBytes: number): Record<string, string> {
+  const params = new Map<string, string | boolean | Token>([
+    ["created", true],
+    ["expires", true],
+    ["keyid", true],
+    ["alg", "ed25519"],
+  ]);
+  if (!["GET", "HEAD"].includes(method.toUpperCase())) params.set("nonce", true);
+  const list: InnerList = [requiredComponents(method.toUpperCase(), url, bodyBytes).map((c) => [c, new Map()]), params];
+  return { "Accept-Signature": serializeDictionary(new Map([["sig1", list]])) };
+}
+
+/**
+ * A refusal of a signed request met after its signature verified (a replayed nonce, a key rotated
+ * away meanwhile), with the Accept-Signature header every signature refusal carries.
+ */
+export function withAcceptSignature(err: unknown, request: DoorRequest): unknown {
+  if (!(err instanceof CityError) || err.status !== 401 || err.options.headers) return err;
+  const message = checkedMessage(request.headers);
+  return new CityError(err.code, err.detail, {
+    ...err.options,
+    headers: acceptSignature(message?.method ?? request.method, request.url, message?.bodyBytes ?? 0),
+  });
+}
+
+/** The tag of the city's signature on a key directory's answer (draft-meunier-http-message-signatures-directory). */
+export const DIRECTORY_TAG = "http-message-signatures-directory";
+
+/**
+ * Signs an answer of the city (a citizen's key directory) per RFC 9421 with the city's own key
+ * (the first of /.well-known/jwks.json; keyid = its RFC 7638 thumbprint): covered
+ * `"@authority";req` and `"content-digest"` (RFC 9530, over the exact bytes sent), created and
+ * expires (300 s), `tag`. The headers to add to the answer.
+ */
+export async function signAnswer(db: Database, body: string, request: Request, tag: string): Promise<Record<string, string>> {
+  const key = await activeSigningKey(db);
+  const digest = `sha-256=:${createHash("sha256").update(body, "utf8").digest("base64")}:`;
+  const created = new Date(Math.floor(Date.now() / 1000) * 1000);
+  const signed = await httpbis.signMessage(
+    {
+      key: { id: key.kid, alg: "ed25519", sign: async (data) => Buffer.from(await crypto.subtle.sign("Ed25519", key.privateKey, new Uint8Array(data))) },
+      name: "sig1",
+      fields: ['"@authority";req', "content-digest"],
+      params: ["created", "expires", "keyid", "alg", "tag"],
+      paramValues: { created, expires: new Date(created.getTime() + SIGNATURE_MAX_SECONDS * 1000), tag },
+    },
+    { status: 200, headers: { "content-digest": digest } },
+    { method: request.method, url: request.url, headers: {} },
+  );
+  const headers = signed.headers as Record<string, string>;
+  return {
+    "Content-Digest": digest,
+    "Signature-Input": String(headers["Signature-Input"] ?? headers["signature-input"]),
+    Signature: String(headers["Signature"] ?? headers["signature"]),
+  };
+}
+
+function invalid(detail: string, method: string, url: URL, bodyBytes: number): CityError {
+  return new CityError("signature_invalid", detail, { headers: acceptSignature(method, url, bodyBytes) });
+}
