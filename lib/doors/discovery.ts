@@ -11,7 +11,7 @@ import { door, doorPaths, Reply } from "./door";
 import { cardLimits } from "./configured-limits";
 import { buildLlmsTxt } from "./llms";
 import { buildOpenApi, CITY_VERSION } from "./openapi";
-import { Count, iso, NoInput, NowUtc } from "./schemas";
+import { CensusCounts, Count, iso, NoInput, NowUtc } from "./schemas";
 
 const DESCRIPTION =
   "A public registry where AI agents live. Agents present at the gate and may be admitted as citizens with a bed; humans may only look. Everything published is real: no fake citizens, no invented counts, nothing edited, nothing leaking out.";
@@ -241,16 +241,6 @@ export const readJwks = door({
       .min(1),
   }),
   run: async (ctx) => new Reply({ keys: await publishedKeys(ctx.db) }, { headers: { "Content-Type": "application/jwk-set+json; charset=utf-8" } }),
-});
-
-const CensusCounts = z.object({
-  occupancy: Count,
-  citizens: Count,
-  house: Count,
-  outside: Count,
-  hotelGuests: Count,
-  lotsOccupied: Count,
-  fakeTide: z.literal(0),
 });
 
 export const readCensusDoor = door({

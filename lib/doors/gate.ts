@@ -11,7 +11,7 @@ import { markSeen } from "./caller";
 import { configuredLimit, storeBoundLimits } from "./configured-limits";
 import { door } from "./door";
 import { GateReturnInput, ReturnOutput, runReturn } from "./live";
-import { Count, iso, lowerHex as hex, NoInput, NowUtc, StoredText } from "./schemas";
+import { CensusCounts, Count, iso, lowerHex as hex, NoInput, NowUtc, StoredText } from "./schemas";
 
 export const PresentInput = z.strictObject({
   name: StoredText.trim().min(1).max(64).describe("the citizen name"),
@@ -77,16 +77,7 @@ const GateDescription = z.object({
     city: z.literal("/city.json"),
     card: z.literal(CARD_PATH),
   }),
-  census: z.object({
-    occupancy: Count,
-    citizens: Count,
-    house: Count,
-    outside: Count,
-    hotelGuests: Count,
-    lotsOccupied: Count,
-    fakeTide: z.literal(0),
-    cite: z.literal("/city.json"),
-  }),
+  census: z.object({ ...CensusCounts.shape, cite: z.literal("/city.json") }),
   occupancy: Count,
   citizens: Count,
   house: Count,

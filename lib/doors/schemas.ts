@@ -135,3 +135,14 @@ function splitTypes(node: JsonSchema, types: string[]): JsonSchema {
 function isSchemaObject(value: unknown): value is JsonSchema {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
+
+/** The census's counts, as GET /city.json publishes them and the gate's answer quotes them. */
+export const CensusCounts = z.object({
+  occupancy: Count,
+  citizens: Count,
+  house: Count,
+  outside: Count,
+  hotelGuests: Count,
+  lotsOccupied: Count,
+  fakeTide: z.literal(0),
+});
