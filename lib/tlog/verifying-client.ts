@@ -1,6 +1,6 @@
 import { hasValidSignature, parseCheckpointBody, parseNote, parseVkey, unb64, validCosignatures } from "./note";
 import { encodeTileIndex, TILE_WIDTH } from "./tiles";
-import { equalHashes, type Hash, leafHash, rootOfLeaves, verifyConsistency } from "./tree";
+import { equalHashes, type Hash, leafHash, rootOfLeaves, verifyConsistency, verifyInclusion } from "./tree";
 
 /**
  * An outside verifier of the city's residency log, from its public key alone: the checkpoint's
@@ -29,6 +29,46 @@ async function get(fetcher: Fetch, url: string): Promise<Response> {
   return response;
 }
 
+/** A checkpoint note signed by `vkey` under its own name as origin (the city's rule), parsed; Refused otherwise. */
+function signedCheckpoint(text: string, vkey: string) {
+  const verifier = parseVkey(vkey);
+  const note = parseNote(text);
+  if (!hasValidSignature(note, verifier))
+    throw new Refused(`the checkpoint's signature does not verify against ${verifier.name}'s key: a wrong key, or not the city's checkpoint`);
+  const checkpoint = parseCheckpointBody(note.body);
+  if (checkpoint.origin !== verifier.name) throw new Refused(`the checkpoint's origin ${checkpoint.origin} is not the key's name ${verifier.name}`);
+  return { note, checkpoint };
+}
+
+/** A log receipt as an answer carries it (`log_receipt`): the entry's inclusion proof in a signed checkpoint. */
+export interface ReceiptToVerify {
+  seq: number;
+  leaf_index: number;
+  tree_size: number;
+  proof: string[];
+  checkpoint: string;
+}
+
+/**
+ * Checks a log receipt offline, from the log's verifier key alone: its checkpoint is signed by that
+ * key under the key's name as origin and covers the receipt's tree, and its proof puts the entry's
+ * leaf data at its index in that tree (RFC 9162 2.1.3.2). Used by `npm run verify-log -- --receipt`.
+ */
+export function verifyReceipt(receipt: ReceiptToVerify, leafData: Uint8Array, vkey: string): { ok: boolean; reason: string } {
+  try {
+    const { checkpoint } = signedCheckpoint(receipt.checkpoint, vkey);
+    if (checkpoint.size !== receipt.tree_size) throw new Refused(`the checkpoint covers ${checkpoint.size} entries, the receipt says ${receipt.tree_size}`);
+    if (receipt.leaf_index !== receipt.seq - 1) throw new Refused(`entry ${receipt.seq} is leaf ${receipt.seq - 1}, not ${receipt.leaf_index}`);
+    if (!verifyInclusion(leafHash(leafData), receipt.leaf_index, receipt.tree_size, receipt.proof.map(unb64), checkpoint.root)) {
+      throw new Refused(`the proof does not put this entry at leaf ${receipt.leaf_index} of the signed tree of ${receipt.tree_size}`);
+    }
+    return { ok: true, reason: `entry ${receipt.seq} is leaf ${receipt.leaf_index} of the tree of ${checkpoint.size} signed by ${checkpoint.origin}` };
+  } catch (err) {
+    if (err instanceof Refused) return { ok: false, reason: err.message };
+    return { ok: false, reason: `the receipt does not parse: ${err instanceof Error ? err.message : String(err)}` };
+  }
+}
+
 export async function verifyTransparencyLog(baseUrl: string, options: { vkey?: string; state?: VerifierState | null; fetch?: Fetch }): Promise<VerifyReport> {
   const fetcher: Fetch = options.fetch ?? ((url) => fetch(url, { signal: AbortSignal.timeout(30_000) }));
   const base = baseUrl.replace(/\/+$/, "");
@@ -46,12 +86,7 @@ export async function verifyTransparencyLog(baseUrl: string, options: { vkey?: s
     } else if (published && published !== vkey) {
       lines.push(`warning: the card now publishes another key (${published}); verifying against ${options.vkey ? "the key given" : "the pinned key"}`);
     }
-    const verifier = parseVkey(vkey);
-    const note = parseNote(await (await get(fetcher, `${base}${card.log?.checkpoint ?? "/api/residency/log/checkpoint"}`)).text());
-    if (!hasValidSignature(note, verifier))
-      throw new Refused(`the checkpoint's signature does not verify against ${verifier.name}'s key: a wrong key, or not the city's checkpoint`);
-    const checkpoint = parseCheckpointBody(note.body);
-    if (checkpoint.origin !== verifier.name) throw new Refused(`the checkpoint's origin ${checkpoint.origin} is not the key's name ${verifier.name}`);
+    const { note, checkpoint } = signedCheckpoint(await (await get(fetcher, `${base}${card.log?.checkpoint ?? "/api/residency/log/checkpoint"}`)).text(), vkey);
     lines.push(`signature: valid (${checkpoint.origin}, size ${checkpoint.size})`);
 
     for (const witness of card.log?.witnesses ?? []) {

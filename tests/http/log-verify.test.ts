@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -77,6 +77,22 @@ describe("the residency log verified from outside, on next start", () => {
     expect(() =>
       sigstoreInclusion(Buffer.from(leafDataOf(rows[0] as never)), receipt.leaf_index, receipt.tree_size, receipt.proof, checkpoint.logHash),
     ).not.toThrow();
+    // The published verifier agrees with sigstore's (npm run verify-log -- --receipt), and refuses
+    // the same receipt naming another entry or carrying another proof.
+    const dir = mkdtempSync(path.join(os.tmpdir(), "city-receipt-"));
+    const saved = (name: string, value: unknown) => {
+      const file = path.join(dir, name);
+      writeFileSync(file, JSON.stringify(value));
+      return file;
+    };
+    const held = await verifyLog("--receipt", saved("answer.json", first));
+    expect(held.code, held.out).toBe(0);
+    expect(held.out).toMatch(/receipt: valid: entry 1 is leaf 0 of the tree of 1/);
+    const other = await verifyLog("--receipt", saved("other.json", { ...receipt, seq: 2, leaf_index: 1 }));
+    expect(other.code, other.out).toBe(1);
+    const forged = await verifyLog("--receipt", saved("forged.json", { log_receipt: { ...receipt, proof: [receipt.checkpoint.split("\n")[2]] } }));
+    expect(forged.code, forged.out).toBe(1);
+    expect(forged.out).toMatch(/receipt: REFUSED/);
 
     // The partial tile is served as bytes, short-lived; the checkpoint as a signed note.
     const tile = await fetch(`${server()}/api/residency/log/tile/0/000.p/5`);

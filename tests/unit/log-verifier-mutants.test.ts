@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { verifyTransparencyLog, type VerifierState } from "@/lib/tlog/verifying-client";
-import { mth, refKey, refLeaf, refProof } from "../support/rfc9162-reference";
+import { verifyReceipt, verifyTransparencyLog, type VerifierState } from "@/lib/tlog/verifying-client";
+import { mth, refKey, refLeaf, refPath, refProof } from "../support/rfc9162-reference";
 
 /**
  * The outside verifier (lib/tlog/verifying-client.ts) against a city served from memory, whose tiles,
@@ -283,5 +283,42 @@ describe("the outside verifier", () => {
     expect(thrown).toEqual({ ok: false, lines: ["REFUSED: offline"], state: null });
     const created = await verifyTransparencyLog("https://city.example", { fetch: async () => new Response("{}", { status: 201 }) });
     expect(created.lines).toEqual(["REFUSED: GET https://city.example/city-card.json answered 201"]);
+  });
+});
+
+describe("a receipt checked offline (verifyReceipt)", () => {
+  // Receipts built by the references: the tree of `size` rows, its note signed by CITY, RFC 9162's PATH.
+  const data = rows(13);
+  const receiptOf = (seq: number, size: number) => ({
+    seq,
+    leaf_index: seq - 1,
+    tree_size: size,
+    proof: refPath(seq - 1, data, size).map(b64),
+    checkpoint: noteOf(data.slice(0, size)),
+  });
+
+  it("accepts every row's receipt in every tree that holds it", () => {
+    for (let size = 1; size <= data.length; size++) {
+      for (let seq = 1; seq <= size; seq++) {
+        const report = verifyReceipt(receiptOf(seq, size), data[seq - 1]!, VKEY);
+        expect(report, `${seq} in ${size}`).toEqual({ ok: true, reason: `entry ${seq} is leaf ${seq - 1} of the tree of ${size} signed by ${ORIGIN}` });
+      }
+    }
+  });
+
+  it("refuses another entry's data, another index, another size, a changed proof, another key and a broken note", () => {
+    const good = receiptOf(6, 13);
+    const refused = (receipt: typeof good, leaf = data[5]!, vkey = VKEY) => verifyReceipt(receipt, leaf, vkey);
+    expect(refused(good, data[6]!).reason).toMatch(/does not put this entry at leaf 5/);
+    expect(refused({ ...good, seq: 7, leaf_index: 6 }).ok).toBe(false);
+    expect(refused({ ...good, leaf_index: 4 }).reason).toBe("entry 6 is leaf 5, not 4");
+    expect(refused({ ...good, tree_size: 12 }).reason).toBe("the checkpoint covers 13 entries, the receipt says 12");
+    expect(refused({ ...good, proof: good.proof.slice(1) }).ok).toBe(false);
+    expect(refused({ ...good, proof: [...good.proof].reverse() }).ok).toBe(false);
+    expect(refused(good, data[5]!, OTHER.vkey(ORIGIN)).reason).toMatch(/does not verify/);
+    expect(
+      refused({ ...good, checkpoint: `${bodyOf(data, "elsewhere.example/log")}\n${CITY.signLine(ORIGIN, bodyOf(data, "elsewhere.example/log"))}` }).reason,
+    ).toMatch(/origin elsewhere.example\/log is not the key's name/);
+    expect(refused({ ...good, checkpoint: "not a note" }).reason).toMatch(/^the receipt does not parse/);
   });
 });
