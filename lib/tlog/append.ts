@@ -22,8 +22,34 @@ export const unhex = (text: string) => new Uint8Array(Buffer.from(text, "hex"));
 /** A tree's edge (the roots of its complete subtrees, largest first) from its stored hex form. */
 export const edgeOf = (text: string): Hash[] => (text.match(/[0-9a-f]{64}/g) ?? []).map(unhex);
 
+/** A tree node as a log stores it: level, index and hash in hex. */
+export interface StoredNode {
+  level: number;
+  idx: number;
+  hash: string;
+}
+
+/** The tree whose edge is `edge` grown by `leaves` from leaf index `from` on: the new edge, and each subtree completed on the way. */
+export function growTree(edge: readonly Hash[], from: number, leaves: readonly Uint8Array[]): { edge: Hash[]; nodes: StoredNode[] } {
+  let grown = [...edge];
+  const nodes: StoredNode[] = [];
+  leaves.forEach((data, i) => {
+    const step = appendLeaf(grown, from + i, leafHash(data));
+    grown = step.edge;
+    nodes.push(...step.nodes.map((n) => ({ level: n.level, idx: n.index, hash: hex(n.hash) })));
+  });
+  return { edge: grown, nodes };
+}
+
+/** The signed checkpoint of the tree of `size` whose edge is `edge`, with the root and edge as a log keeps them. */
+export function checkpointOf(edge: readonly Hash[], size: number, signer: CheckpointSigner): { size: number; root: string; edge: string; note: string } {
+  const root = rootOfEdge([...edge]);
+  const note = signCheckpoint({ origin: signer.origin, size, root }, signer.origin, signer.seed);
+  return { size, root: hex(root), edge: edge.map(hex).join(""), note };
+}
+
 export interface AppendStep {
-  nodes: Array<{ level: number; idx: number; hash: string }>;
+  nodes: StoredNode[];
   checkpoint: { size: number; root: string; edge: string; note: string };
   receipt: LogReceipt;
 }
@@ -35,12 +61,11 @@ export interface AppendStep {
  */
 export function appendStep(edge: string, seq: number, leafData: Uint8Array, signer: CheckpointSigner): AppendStep {
   const before = edgeOf(edge);
-  const grown = appendLeaf(before, seq - 1, leafHash(leafData));
-  const root = rootOfEdge(grown.edge);
-  const note = signCheckpoint({ origin: signer.origin, size: seq, root }, signer.origin, signer.seed);
+  const grown = growTree(before, seq - 1, [leafData]);
+  const checkpoint = checkpointOf(grown.edge, seq, signer);
   return {
-    nodes: grown.nodes.map((n) => ({ level: n.level, idx: n.index, hash: hex(n.hash) })),
-    checkpoint: { size: seq, root: hex(root), edge: grown.edge.map(hex).join(""), note },
-    receipt: { seq, leaf_index: seq - 1, tree_size: seq, proof: [...before].reverse().map(b64), checkpoint: note },
+    nodes: grown.nodes,
+    checkpoint,
+    receipt: { seq, leaf_index: seq - 1, tree_size: seq, proof: [...before].reverse().map(b64), checkpoint: checkpoint.note },
   };
 }

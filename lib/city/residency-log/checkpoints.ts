@@ -2,9 +2,7 @@ import { and, asc, desc, eq, gt, lte, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { logCheckpoints, logCosignatures, logNodes, residencyLog } from "@/db/schema";
 import { CityError } from "@/lib/errors";
-import { edgeOf, hex } from "@/lib/tlog/append";
-import { signCheckpoint } from "@/lib/tlog/note";
-import { appendLeaf, EMPTY_ROOT, leafHash, rootOfEdge } from "@/lib/tlog/tree";
+import { checkpointOf, edgeOf, growTree } from "@/lib/tlog/append";
 import { lockLogHead } from "./head";
 import { appendSigner, verifiedNote } from "./identity";
 import { leafDataOf, publishLogRow } from "./row";
@@ -33,24 +31,24 @@ export async function catchUpTree(db: Database, signer: LogSigner, upto: number,
       .where(and(gt(residencyLog.seq, size), lte(residencyLog.seq, upto)))
       .orderBy(asc(residencyLog.seq))
       .limit(1000);
-    if (rows.length === 0 || rows[0]!.seq !== size + 1) throw new Error(`the residency log has no row ${size + 1}`);
-    const nodes: Array<{ level: number; idx: number; hash: string }> = [];
-    for (const row of rows) {
-      const grown = appendLeaf(edge, row.seq - 1, leafHash(leafDataOf(publishLogRow(row))));
-      edge = grown.edge;
-      nodes.push(...grown.nodes.map((n) => ({ level: n.level, idx: n.index, hash: hex(n.hash) })));
-      size = row.seq;
-    }
-    await db.insert(logNodes).values(nodes).onConflictDoNothing();
+    // Leaf i of the page is row size + 1 + i: a missing row stops the catch-up (the page's first, as before, or any later one).
+    const gap = rows.length === 0 ? 0 : rows.findIndex((row, i) => row.seq !== size + 1 + i);
+    if (gap >= 0) throw new Error(`the residency log has no row ${size + 1 + gap}`);
+    const grown = growTree(
+      edge,
+      size,
+      rows.map((row) => leafDataOf(publishLogRow(row))),
+    );
+    edge = grown.edge;
+    size = rows.at(-1)!.seq;
+    await db.insert(logNodes).values(grown.nodes).onConflictDoNothing();
   }
-  const root = rootOfEdge(edge);
-  const edgeText = edge.map(hex).join("");
-  const note = signCheckpoint({ origin: signer.origin, size: upto, root }, signer.origin, signer.seed);
+  const checkpoint = checkpointOf(edge, upto, signer);
   await db
     .insert(logCheckpoints)
-    .values({ size: upto, root: hex(root), edge: edgeText, note, signedAt: now })
+    .values({ ...checkpoint, signedAt: now })
     .onConflictDoNothing();
-  return edgeText;
+  return checkpoint.edge;
 }
 
 export interface HeldCheckpoint {
@@ -99,8 +97,8 @@ export async function currentCheckpoint(db: Database, now: Date): Promise<HeldCh
   // Signing (the empty log's note, or the tree over older rows) is for the log's recorded identity only.
   const signer = await appendSigner(db, now);
   if (held.logSize === 0) {
-    const note = signCheckpoint({ origin: signer.origin, size: 0, root: EMPTY_ROOT }, signer.origin, signer.seed);
-    return { size: 0, root: hex(EMPTY_ROOT), note, signedAt: now, cosignatures: [] };
+    const { root, note } = checkpointOf([], 0, signer);
+    return { size: 0, root, note, signedAt: now, cosignatures: [] };
   }
   await db.transaction(async (tx) => {
     const head = await lockLogHead(tx as Database);
