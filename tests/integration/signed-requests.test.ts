@@ -15,7 +15,7 @@ import { liveDoor } from "@/lib/doors/live";
 import { expectProblem } from "../support/assertions";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor, freshNonce, presentation } from "../support/gate";
-import { admitWithKey, callSigned, newKey, nowSeconds, signComponents, signFor, urlOf } from "../support/signed";
+import { admitWithKey, callSigned, newKey, nowSeconds, signComponents, signFor, type TestKey, urlOf } from "../support/signed";
 
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
 process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
@@ -27,6 +27,21 @@ function expectRefused(answer: { status: number; headers: Headers; body: unknown
   expect(accept, "Accept-Signature").toMatch(/^sig1=\("@method" "@authority" "@path"/);
   expect(accept).toContain(";created;expires;keyid");
   return problem;
+}
+
+/** The gate's rotation, as before signed requests: the secret, the current key's and the next key's signatures over a nonce. */
+async function rotateAtGate(me: { citizen_secret: string; key: TestKey }, name: string, next: TestKey) {
+  const nonce = await freshNonce();
+  return callDoor(presentGate, {
+    bearer: me.citizen_secret,
+    body: presentation({
+      name,
+      nonce,
+      controller_signature: await me.key.signHex(nonce),
+      next_controller_public_key: next.publicKey,
+      next_controller_signature: await next.signHex(nonce),
+    }),
+  });
 }
 
 describeOnDatabases(
@@ -209,17 +224,7 @@ describeOnDatabases(
       const next = await newKey();
       // Signed before the rotation, sent after it.
       const early = await signFor(writeVault, me.key, { body: { content: "signed before" } });
-      const nonce = await freshNonce();
-      const rotated = await callDoor(presentGate, {
-        bearer: me.citizen_secret,
-        body: presentation({
-          name,
-          nonce,
-          controller_signature: await me.key.signHex(nonce),
-          next_controller_public_key: next.publicKey,
-          next_controller_signature: await next.signHex(nonce),
-        }),
-      });
+      const rotated = await rotateAtGate(me, name, next);
       expect(rotated.body.verdict, JSON.stringify(rotated.body)).toBe("admitted");
       expect((await t().db.select({ key: citizens.controllerPublicKey }).from(citizens).where(eq(citizens.did, me.did)))[0]!.key).toBe(next.publicKey);
       // Made after the rotation (created is in whole seconds: 2 s ahead, within the 5 s allowed, is surely after it).
@@ -261,17 +266,7 @@ describeOnDatabases(
       expectProblem(await callDoor(readPeerKeys, { params: { did: "0".repeat(64) } }), 404, "not_found");
 
       const next = await newKey();
-      const nonce = await freshNonce();
-      const rotated = await callDoor(presentGate, {
-        bearer: me.citizen_secret,
-        body: presentation({
-          name,
-          nonce,
-          controller_signature: await me.key.signHex(nonce),
-          next_controller_public_key: next.publicKey,
-          next_controller_signature: await next.signHex(nonce),
-        }),
-      });
+      const rotated = await rotateAtGate(me, name, next);
       expect(rotated.body.verdict).toBe("admitted");
       const after = await keysOf();
       expect(after.body.keys.map((k: { kid: string }) => k.kid)).toEqual([next.keyid, me.key.keyid]);
