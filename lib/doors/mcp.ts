@@ -22,6 +22,7 @@ import { doorJsonSchema } from "./schemas";
 import { checkBodySize, type DoorAnswer, doorRequestOf, invokeDoor, logUnexpected } from "./invoke";
 import { describeLimits } from "./llms";
 import { CITY_VERSION } from "./openapi";
+import { cityHostnames } from "./own-hosts";
 import { registry } from "./registry";
 
 const INSTRUCTIONS =
@@ -250,7 +251,5 @@ function refusal(request: Request): Response | undefined {
  * any port (the SDK's helpers compare hostnames).
  */
 function allowedHostnames(): string[] {
-  const { CITY_BASE_URL, VERCEL_URL, VERCEL_BRANCH_URL, VERCEL_PROJECT_PRODUCTION_URL } = env();
-  const vercel = [VERCEL_URL, VERCEL_BRANCH_URL, VERCEL_PROJECT_PRODUCTION_URL].filter((h): h is string => Boolean(h)).map((h) => h.split(":")[0]!);
-  return [...new Set([new URL(CITY_BASE_URL).hostname, ...vercel, ...localhostAllowedHostnames()])];
+  return [...new Set([...cityHostnames(), ...localhostAllowedHostnames()])];
 }

@@ -6,9 +6,9 @@ import type { Database } from "@/db/client";
 import { verifyEd25519Bytes } from "@/lib/city/keys";
 import { activeSigningKey } from "@/lib/city/signing";
 import { type RequestKey, requestKeysFor, SIGNATURE_CLOCK_SKEW_SECONDS, SIGNATURE_MAX_SECONDS, type VerifiedSignature } from "@/lib/city/request-keys";
-import { env } from "@/lib/env";
 import { CityError, type ErrorCode } from "@/lib/errors";
 import type { DoorRequest } from "./door";
+import { cityHostnames, cityIsLoopback, LOOPBACK_HOSTNAMES } from "./own-hosts";
 
 /*
  * CITY-SIG/1 (DESIGN.md section 9): requests signed with the citizen's own Ed25519 controller key,
@@ -295,8 +295,10 @@ function profile(
 /**
  * The request's authority as RFC 9421 derives it: the Host header (lowercased, the scheme's default
  * port left out), or the URL's when there is none; null when it names a host the city does not
- * answer as (its URL's, CITY_BASE_URL's, the deployment's Vercel hosts, loopback), so a request
- * signed for another service is not accepted here by sending that service's Host.
+ * answer as (the URL's the server was reached at, CITY_BASE_URL's, the deployment's Vercel hosts,
+ * and the loopback names only when CITY_BASE_URL is loopback), so a request signed for another
+ * service, or for a development city on the signer's own machine, is not accepted here by sending
+ * that Host.
  */
 function authorityOf(request: DoorRequest): string | null {
   const url = request.url;
@@ -307,15 +309,7 @@ function authorityOf(request: DoorRequest): string | null {
   } catch {
     return null;
   }
-  const { CITY_BASE_URL, VERCEL_URL, VERCEL_BRANCH_URL, VERCEL_PROJECT_PRODUCTION_URL } = env();
-  const own = new Set([
-    url.hostname,
-    new URL(CITY_BASE_URL).hostname,
-    "localhost",
-    "127.0.0.1",
-    "[::1]",
-    ...[VERCEL_URL, VERCEL_BRANCH_URL, VERCEL_PROJECT_PRODUCTION_URL].filter((h): h is string => Boolean(h)).map((h) => h.split(":")[0]!.toLowerCase()),
-  ]);
+  const own = new Set([url.hostname, ...cityHostnames(), ...(cityIsLoopback() ? LOOPBACK_HOSTNAMES : [])]);
   if (!own.has(parsed.hostname)) return null;
   return parsed.port ? `${parsed.hostname}:${parsed.port}` : parsed.hostname;
 }

@@ -4,6 +4,7 @@ import { beforeAll, expect, it } from "vitest";
 import { citizens, signatureNonces, vaultNotes } from "@/db/schema";
 import { rowsOf } from "@/db/sql";
 import { useDatabase } from "@/lib/city/database";
+import { forgetEnv } from "@/lib/env";
 import { jwkThumbprint } from "@/lib/city/request-keys";
 import { presentGate } from "@/lib/doors/gate";
 import { readJwks } from "@/lib/doors/discovery";
@@ -159,6 +160,25 @@ describeOnDatabases(
         ).status,
       ).toBe(200);
       expectRefused(await callSigned(readVault, me.key, { signedUrl: urlOf(readVault), query: "?limit=1" }), 401, "signature_invalid");
+      // A public city does not answer as the loopback names: a request signed for a city on the
+      // signer's own machine (same key) is not replayed here by sending its Host.
+      const signedLocally = () =>
+        callSigned(writeVault, me.key, {
+          body: { content: "local" },
+          signedUrl: "http://localhost:3000/api/vault",
+          tamper: (r) => void (r.headers.host = "localhost:3000"),
+        });
+      const baseUrl = process.env.CITY_BASE_URL;
+      process.env.CITY_BASE_URL = "https://city.example";
+      forgetEnv();
+      try {
+        expectRefused(await signedLocally(), 401, "signature_invalid");
+      } finally {
+        if (baseUrl === undefined) delete process.env.CITY_BASE_URL;
+        else process.env.CITY_BASE_URL = baseUrl;
+        forgetEnv();
+      }
+      expect((await signedLocally()).status).toBe(200);
       // Signed without the digest (and without @authority): refused, whatever the signature.
       const text = JSON.stringify(body);
       const created = nowSeconds();
@@ -204,7 +224,8 @@ describeOnDatabases(
         text,
       );
       expectRefused(await callSigned(writeVault, me.key, { body, headers: noNonce }), 401, "signature_invalid");
-      expect(await notesOf(me.did)).toBe(1);
+      // "by Host" and "local" (on a loopback city) only.
+      expect(await notesOf(me.did)).toBe(2);
     });
 
     it("refuses an unknown key and a request with both credentials", async () => {
