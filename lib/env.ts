@@ -66,6 +66,9 @@ const EnvSchema = z.object({
   CITY_WARD_PER_ADDRESS_PER_HOUR: z.coerce.number().int().min(0).default(10),
   // Unsigned ward filings city-wide per hour, whatever their addresses; 0 turns the ceiling off.
   CITY_WARD_UNSIGNED_PER_HOUR: z.coerce.number().int().min(0).default(120),
+  // Anonymous recovery holds (CITY-KEYS/1) per client address per day, and city-wide per hour; 0 turns either off.
+  CITY_RECOVER_HOLDS_PER_ADDRESS_PER_DAY: z.coerce.number().int().min(0).default(4),
+  CITY_RECOVER_HOLDS_PER_HOUR: z.coerce.number().int().min(0).default(60),
   // How long a shared cache (a CDN, a reverse proxy) may serve a public reading (s-maxage), and then
   // serve it stale while it asks again (stale-while-revalidate): a write shows within their sum. 0 and 0: no-store.
   CITY_SHARED_CACHE_SECONDS: z.coerce.number().int().min(0).max(3600).default(5),

@@ -12,7 +12,8 @@ import { mailDoors } from "./mail";
 import { peerDoors } from "./peers";
 import { postDoors } from "./posts";
 import { quarantineDoors } from "./quarantine";
-import { recoverDoor } from "./recover";
+import { keyDoors } from "./keys";
+import { recoverDoors } from "./recover";
 import { residencyDoors } from "./residency";
 import { residencyLogDoors } from "./residency-log";
 import { sealDoors } from "./seals";
@@ -30,7 +31,8 @@ export const registry: readonly AnyDoor[] = [
   ...liveDoors,
   ...peerDoors,
   ...tokenDoors,
-  recoverDoor,
+  ...recoverDoors,
+  ...keyDoors,
   ...tierDoors,
   ...lockerDoors,
   ...checkpointDoors,
