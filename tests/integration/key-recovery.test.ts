@@ -7,6 +7,7 @@ import { useDatabase } from "@/lib/city/database";
 import { presentGate } from "@/lib/doors/gate";
 import { commitNextKeysDoor, rotateKeyDoor, setRecoveryDelayDoor } from "@/lib/doors/keys";
 import { cancelRecoveryDoor, completeRecoveryDoor, holdRecoveryDoor, readRecoveryDoor, recoverDoor } from "@/lib/doors/recover";
+import { liveDoor } from "@/lib/doors/live";
 import { readResidency } from "@/lib/doors/residency";
 import { mintToken } from "@/lib/doors/tokens";
 import { readVault } from "@/lib/doors/vault";
@@ -216,6 +217,9 @@ describeOnDatabases(
         expect(opened.body.recovery.ticket).toMatch(/^city_rt_/);
         const hours = (Date.parse(opened.body.recovery.opens_after) - Date.parse(opened.body.recovery.opened_at)) / 3_600_000;
         expect(hours).toBe(48);
+        // The citizen is told in its poll.
+        const poll = await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return" } });
+        expect(poll.body.delta.recovery_open).toEqual({ opens_after: opened.body.recovery.opens_after, holds: 0 });
         // Nothing changed yet: the secret still works.
         expect(await works(me.citizen_secret)).toBe(true);
         const seen = await callDoor(readRecoveryDoor, { params: { did: me.did } });
@@ -230,6 +234,7 @@ describeOnDatabases(
         const cancelled = await callDoor(cancelRecoveryDoor, { bearer: me.citizen_secret, params: { did: me.did }, body: {} });
         expect(cancelled.status).toBe(200);
         expect((await callDoor(readRecoveryDoor, { params: { did: me.did } })).body.recovery.state).toBe("cancelled");
+        expect((await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return" } })).body.delta.recovery_open).toBeNull();
         // Its ticket completes nothing now.
         expectProblem(await complete(me.did, opened.body.recovery.ticket), 401, "unauthorized");
         expect(await works(me.citizen_secret)).toBe(true);
