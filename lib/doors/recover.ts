@@ -159,7 +159,7 @@ export const holdRecoveryDoor = door({
   method: "POST",
   path: "/api/recover/{did}/hold",
   summary: `CITY-KEYS/1: anyone, without credentials, holds an open recovery with a reason code (${HOLD_REASONS.join(", ")}): opens_after moves to ${HOLD_HOURS} h past the later of itself and now; ${HOLDS_PER_RECOVERY} holds per recovery at most.`,
-  description: `A hold gives the citizen's owner time to notice and cancel. It carries no free text, only a reason from the fixed list. Holds are bounded per client address per day and city-wide per hour (429 past either), and ${HOLDS_PER_RECOVERY} per recovery (409 limit_reached). No open recovery: 404. Recorded in the identity log.`,
+  description: `A hold gives the citizen's owner time to notice and cancel. It carries no free text, only a reason from the fixed list. Holds are bounded per day for each address the city can tell apart, and city-wide per hour (429 past either), and ${HOLDS_PER_RECOVERY} per recovery (409 limit_reached). No open recovery: 404. Recorded in the identity log.`,
   auth: "optional",
   whenRestricted: "open",
   get limits() {
