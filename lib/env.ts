@@ -51,6 +51,12 @@ const EnvSchema = z.object({
     .trim()
     .regex(/^[\x21-\x2a\x2c-\x7e]{1,200}$/, "must be printable ASCII without spaces or '+' (a C2SP key name), such as city.example/residency-log")
     .optional(),
+  // The identity log's origin (DESIGN.md section 10); unset: "<host of CITY_BASE_URL>/identity-log". Same rules as CITY_LOG_ORIGIN.
+  CITY_IDENTITY_LOG_ORIGIN: z
+    .string()
+    .trim()
+    .regex(/^[\x21-\x2a\x2c-\x7e]{1,200}$/, "must be printable ASCII without spaces or '+' (a C2SP key name), such as city.example/identity-log")
+    .optional(),
   // The locker's city-wide byte bound: a deployment may lower the spec's bound, never raise it.
   CITY_LOCKER_CITY_BYTES: z.coerce
     .number()
