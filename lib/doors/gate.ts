@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { LogReceiptSchema, receiptField, withLogReceipt } from "@/lib/city/residency-log";
+import { LogReceiptSchema } from "@/lib/city/residency-log";
+import { withLogReceipts } from "@/lib/city/transparency-log";
 import { RESIDENCY_STATUSES, RUNTIMES, TIERS } from "@/db/schema";
 import { citizenSelf } from "@/lib/city/citizens";
 import { issueNonce, NONCE_BINDING, presentAtGate, returnWithoutProof } from "@/lib/city/gate";
@@ -43,6 +44,9 @@ export const VerdictOutput = z.object({
   receipt: z.string().optional().describe("a look receipt: a keepsake that opens nothing"),
   ward_seal: z.number().int().optional(),
   log_receipt: LogReceiptSchema.optional(),
+  identity_log_receipt: LogReceiptSchema.optional().describe(
+    "where this presentation bound or rotated a controller: the identity log row's inclusion proof in a signed identity log checkpoint",
+  ),
   note: z.string(),
 });
 
@@ -256,7 +260,7 @@ export const presentGate = door({
       return runReturn(ctx, input);
     }
     const { CITY_GATE_PER_ORIGIN_PER_HOUR, CITY_GATE_PER_ADDRESS_PER_HOUR, CITY_GATE_ADMISSIONS_PER_HOUR, CITY_GATE_SUBJECTS_MAX } = env();
-    const { value: verdict, logReceipt } = await withLogReceipt(() =>
+    const { value: verdict, receipts } = await withLogReceipts(() =>
       presentAtGate(ctx.db, input, {
         now: ctx.now,
         ip: ctx.request.ip,
@@ -274,7 +278,7 @@ export const presentGate = door({
     );
     // A resume proved by Bearer or controller signature is a proven call: presence moves.
     if (verdict.verdict === "admitted" && verdict.resumed) await markSeen(ctx.db, verdict.did, ctx.now);
-    return { now_utc: iso(ctx.now), protocol: PROTOCOLS.gate, ...verdict, ...receiptField(logReceipt) };
+    return { now_utc: iso(ctx.now), protocol: PROTOCOLS.gate, ...verdict, ...receipts };
   },
 });
 

@@ -2,7 +2,10 @@ import { createHash } from "node:crypto";
 import { eq } from "drizzle-orm";
 import { hexToBytes } from "@noble/hashes/utils.js";
 import { beforeAll, describe, expect, it } from "vitest";
-import { citizens, gateNonces, recoveries, recoveryCodes, requestKeys } from "@/db/schema";
+import { citizens, gateNonces, identityLog as identityLogRows, recoveries, recoveryCodes, requestKeys } from "@/db/schema";
+import { identityLog } from "@/lib/city/identity-log";
+import { leafDataOf, publishLogRow } from "@/lib/city/transparency-log";
+import { verifyReceipt } from "@/lib/tlog/verifying-client";
 import { useDatabase } from "@/lib/city/database";
 import { presentGate } from "@/lib/doors/gate";
 import { commitNextKeysDoor, rotateKeyDoor, setRecoveryDelayDoor } from "@/lib/doors/keys";
@@ -189,6 +192,62 @@ describeOnDatabases(
         expect(off.body.next_key_hashes).toBeNull();
         expect((await controllerOf(me.did)).nextKeyHashes).toBeNull();
         expect((await gateRotation(me, me.name, await newKey())).body.verdict).toBe("admitted");
+      });
+    });
+
+    describe("the identity log", () => {
+      it("records every key event with a receipt that verifies offline against the identity log's key, and never a secret, code or ticket", async () => {
+        const key = await newKey();
+        const nonce = await freshNonce();
+        const first = await callDoor(presentGate, {
+          body: presentation({ nonce, controller_public_key: key.publicKey, controller_signature: await key.signHex(nonce) }),
+        });
+        const me: Citizen = { ...(first.body as Citizen), key };
+        const next = await newKey();
+        const answers = [first];
+        answers.push(await commit(me, [next]));
+        answers.push(await rotate(me, key, next));
+        answers.push(await delay(me, 24));
+        const codes = await codesOf(me);
+        const opened = await open(me.did, codes[0]!);
+        answers.push(opened, await hold(me.did, "verifying-owner", "192.0.2.44"));
+        answers.push(await callDoor(cancelRecoveryDoor, { bearer: me.citizen_secret, params: { did: me.did }, body: {} }));
+        answers.push(await open(me.did, codes[1]!));
+        await windowPasses(me.did);
+        const done = await complete(me.did, answers.at(-1)!.body.recovery.ticket);
+        answers.push(done);
+        await delay({ citizen_secret: done.body.citizen_secret }, 0);
+        answers.push(await open(me.did, (await codesOf({ citizen_secret: done.body.citizen_secret }))[0]!));
+        // The first admission carries both logs' receipts, each its own.
+        expect(first.body.log_receipt.checkpoint).not.toEqual(first.body.identity_log_receipt.checkpoint);
+        const vkey = (await identityLog.logSigner(t().db)).vkey;
+        const rowOf = async (seq: number) => publishLogRow((await t().db.select().from(identityLogRows).where(eq(identityLogRows.seq, seq)))[0]!);
+        const events: string[] = [];
+        for (const answer of answers) {
+          const receipt = answer.body.identity_log_receipt;
+          expect(receipt, JSON.stringify(answer.body)).toBeDefined();
+          const row = await rowOf(receipt.seq);
+          expect(row.did).toBe(me.did);
+          expect(verifyReceipt(receipt, leafDataOf(row), vkey)).toMatchObject({ ok: true });
+          events.push(row.event as string);
+        }
+        expect(events).toEqual([
+          "key-bound",
+          "next-keys-committed",
+          "key-rotated",
+          "delay-set",
+          "recovery-opened",
+          "recovery-held",
+          "recovery-cancelled",
+          "recovery-opened",
+          "recovery-completed",
+          "secret-reset",
+        ]);
+        const all = JSON.stringify(await t().db.select().from(identityLogRows).where(eq(identityLogRows.did, me.did)));
+        for (const secret of [me.citizen_secret, done.body.citizen_secret, codes[0], opened.body.recovery.ticket]) expect(all).not.toContain(secret);
+        expect(all).not.toMatch(/city_(sk|st|rc|rt)_/);
+        // Nor who held: a hold names its reason, never its address.
+        expect(all).not.toContain("192.0.2.44");
       });
     });
 
