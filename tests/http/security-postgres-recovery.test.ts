@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import pg from "pg";
-import { BOOT_HOOK_TIMEOUT_MS, type CityServer } from "../support/next-server";
-import { type Answer, describeOnServer, startSecondInstance, usePostgresCity } from "../support/postgres-city";
+import { type Answer, describeOnServer, usePostgresCity, useSecondInstance } from "../support/postgres-city";
 
 /*
  * CITY-KEYS/1's races through real HTTP: two `next start` instances on one PostgreSQL database.
@@ -15,18 +14,10 @@ const ENV = { CITY_DB_DRIVER: "pg" };
 
 describeOnServer("recovery with a public window on two `next start` instances over one PostgreSQL database (CITY-KEYS/1)", () => {
   const city = usePostgresCity("security-postgres-recovery", ENV);
-  let other: CityServer | undefined;
-
-  beforeAll(async () => {
-    other = await startSecondInstance(city(), { ...ENV, CITY_BASE_URL: city().server.baseUrl });
-  }, BOOT_HOOK_TIMEOUT_MS);
-
-  afterAll(async () => {
-    await other?.stop();
-  }, 30_000);
+  const other = useSecondInstance(city, ENV);
 
   async function call(i: number, path: string, body: unknown, bearer?: string): Promise<Answer> {
-    const base = i % 2 ? other!.baseUrl : city().server.baseUrl;
+    const base = i % 2 ? other().baseUrl : city().server.baseUrl;
     const response = await fetch(`${base}${path}`, {
       method: "POST",
       headers: { "content-type": "application/json", ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) },
@@ -118,5 +109,19 @@ describeOnServer("recovery with a public window on two `next start` instances ov
     expect(answers.map((a) => a.status).sort()).toEqual([200, 409]);
     expect(city().count("recoveries", `did = '${me.did}'`)).toBe(1);
     expect(city().count("recovery_codes", `did = '${me.did}' AND used_at IS NOT NULL`)).toBe(1);
+  });
+
+  it("shows a citizen's key history and its open recovery with its clock on the plat, and nothing secret", async () => {
+    const me = await opened();
+    await call(1, `/api/recover/${me.did}/hold`, { reason: "verifying-owner" });
+    const opensAfter = city().psql(`SELECT to_char(opens_after AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') FROM recoveries WHERE did = '${me.did}'`);
+    const page = await (await fetch(`${city().server.baseUrl}/peers/${me.did}`)).text();
+    expect(page).toContain("A recovery is open");
+    expect(page).toContain(`data-recovery-open="${opensAfter}"`);
+    for (const event of ["delay-set", "recovery-opened", "recovery-held"]) expect(page).toContain(event);
+    expect(page.match(/data-identity-seq=/g)).toHaveLength(3);
+    expect(page).not.toMatch(/city_(sk|st|rc|rt)_[0-9a-f]{6}/);
+    const unknown = await (await fetch(`${city().server.baseUrl}/peers/${"0".repeat(64)}`)).text();
+    expect(unknown).toContain("No citizen of the city has that DID");
   });
 });
