@@ -17,7 +17,7 @@ import { readVault } from "@/lib/doors/vault";
 import { expectProblem } from "../support/assertions";
 import { describeOnDatabases } from "../support/databases";
 import { callDoor, freshNonce, presentation } from "../support/gate";
-import { admitWithKey, callSigned, newKey, type TestKey } from "../support/signed";
+import { admitWithKey, callSigned, newKey, rotateAtGate, type TestKey } from "../support/signed";
 import { identityEvents } from "../support/identity";
 
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
@@ -46,19 +46,6 @@ describeOnDatabases(
         body: { did: me.did, nonce, public_key: to.publicKey, signature: await signer.signHex(message), next_key_hashes: extra.next ?? [] },
       });
     };
-    const gateRotation = async (me: Citizen, name: string, next: TestKey) => {
-      const nonce = await freshNonce();
-      return callDoor(presentGate, {
-        bearer: me.citizen_secret,
-        body: presentation({
-          name,
-          nonce,
-          controller_signature: await me.key.signHex(nonce),
-          next_controller_public_key: next.publicKey,
-          next_controller_signature: await next.signHex(nonce),
-        }),
-      });
-    };
     const admitNamed = async () => {
       const name = `keys-${Math.random().toString(36).slice(2, 10)}`;
       return { ...(await admitWithKey({ name })), name };
@@ -79,7 +66,7 @@ describeOnDatabases(
         const stranger = await newKey();
         expect((await commit(me, [committed])).status).toBe(200);
         // The gate: the secret, the old key's and the new key's signatures, all valid.
-        const atGate = await gateRotation(me, me.name, stranger);
+        const atGate = await rotateAtGate(me, me.name, stranger);
         expect(atGate.body.verdict).toBe("filtered");
         expect(atGate.body.rule).toBe("controller");
         expect(atGate.body.reason).toMatch(/pre-rotation/);
@@ -165,13 +152,13 @@ describeOnDatabases(
       it("keeps the gate's rotation where no commitment stands, and makes it obey one where it does (spending the hash)", async () => {
         const me = await admitNamed();
         const free = await newKey();
-        expect((await gateRotation(me, me.name, free)).body.verdict).toBe("admitted");
+        expect((await rotateAtGate(me, me.name, free)).body.verdict).toBe("admitted");
         expect((await controllerOf(me.did)).controllerPublicKey).toBe(free.publicKey);
         const moved = { ...me, key: free };
         const a = await newKey();
         const b = await newKey();
         await commit(moved, [a, b]);
-        expect((await gateRotation(moved, me.name, a)).body.verdict).toBe("admitted");
+        expect((await rotateAtGate(moved, me.name, a)).body.verdict).toBe("admitted");
         const row = await controllerOf(me.did);
         expect(row.controllerPublicKey).toBe(a.publicKey);
         expect(row.nextKeyHashes).toEqual([hashOf(b.publicKey)]);
@@ -191,7 +178,7 @@ describeOnDatabases(
         const off = await callDoor(commitNextKeysDoor, { bearer: me.citizen_secret, body: { next_key_hashes: [] } });
         expect(off.body.next_key_hashes).toBeNull();
         expect((await controllerOf(me.did)).nextKeyHashes).toBeNull();
-        expect((await gateRotation(me, me.name, await newKey())).body.verdict).toBe("admitted");
+        expect((await rotateAtGate(me, me.name, await newKey())).body.verdict).toBe("admitted");
       });
     });
 
