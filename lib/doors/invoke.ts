@@ -1,3 +1,4 @@
+import { identityLog } from "@/lib/city/identity-log";
 import type { z } from "zod";
 import { getDb } from "@/lib/city/database";
 import { type Database } from "@/db/client";
@@ -79,6 +80,8 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
   if (isWrite(door)) {
     await guard(() => activeSigningKey(db));
     await guard(() => checkLogIdentity(db, now));
+    // The identity log's too (CITY-KEYS/1): a key event's append then signs with no statement of its own.
+    await guard(() => identityLog.checkLogIdentity(db, now));
   }
   const outcome = await guard(() =>
     inTransaction
