@@ -22,6 +22,9 @@ export interface VerifyReport {
 
 type Fetch = (url: string) => Promise<Response>;
 
+/** Where each log's doors are (DESIGN.md sections 8 and 10): the consistency proof, and the checkpoint and tiles a card does not name. */
+const LOG_DOORS = { log: "/api/residency/log", identity_log: "/api/identity/log" } as const;
+
 class Refused extends Error {}
 
 async function get(fetcher: Fetch, url: string): Promise<Response> {
@@ -84,8 +87,8 @@ export async function verifyTransparencyLog(
       { verifier_key?: string; checkpoint?: string; tiles?: string; witnesses?: Array<{ name: string; vkey: string }> } | undefined
     >;
     const published = card[field]?.verifier_key;
-    // The residency log's doors are where they always were, for a card from before they were listed.
-    const tiles = card[field]?.tiles ?? "/api/residency/log/";
+    const doors = LOG_DOORS[field];
+    const tiles = card[field]?.tiles ?? `${doors}/`;
     let vkey = options.vkey ?? options.state?.vkey;
     if (!vkey) {
       if (!published) throw new Refused(`the city card publishes no ${field}.verifier_key`);
@@ -94,7 +97,7 @@ export async function verifyTransparencyLog(
     } else if (published && published !== vkey) {
       lines.push(`warning: the card now publishes another key (${published}); verifying against ${options.vkey ? "the key given" : "the pinned key"}`);
     }
-    const { note, checkpoint } = signedCheckpoint(await (await get(fetcher, `${base}${card[field]?.checkpoint ?? `${tiles}checkpoint`}`)).text(), vkey);
+    const { note, checkpoint } = signedCheckpoint(await (await get(fetcher, `${base}${card[field]?.checkpoint ?? `${doors}/checkpoint`}`)).text(), vkey);
     lines.push(`signature: valid (${checkpoint.origin}, size ${checkpoint.size})`);
 
     for (const witness of card[field]?.witnesses ?? []) {
@@ -111,7 +114,7 @@ export async function verifyTransparencyLog(
       const oldRoot = unb64(previous.root);
       if (previous.size > checkpoint.size)
         throw new Refused(`the log shrank: it was ${previous.size} rows when last verified, now ${checkpoint.size} (a fork)`);
-      const answer = (await (await get(fetcher, `${base}${tiles}consistency?from=${previous.size}&to=${checkpoint.size}`)).json()) as {
+      const answer = (await (await get(fetcher, `${base}${doors}/consistency?from=${previous.size}&to=${checkpoint.size}`)).json()) as {
         proof: string[];
       };
       if (!verifyConsistency(previous.size, checkpoint.size, answer.proof.map(unb64), oldRoot, checkpoint.root)) {
