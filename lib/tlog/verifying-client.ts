@@ -75,7 +75,14 @@ export function verifyReceipt(receipt: ReceiptToVerify, leafData: Uint8Array, vk
 
 export async function verifyTransparencyLog(
   baseUrl: string,
-  options: { vkey?: string; state?: VerifierState | null; fetch?: Fetch; log?: "log" | "identity_log" },
+  options: {
+    vkey?: string;
+    state?: VerifierState | null;
+    fetch?: Fetch;
+    log?: "log" | "identity_log";
+    /** Given each entry as its leaf is checked (0-based index, its data): proven only when the report is ok. */
+    onEntry?: (index: number, data: Uint8Array) => void;
+  },
 ): Promise<VerifyReport> {
   const field = options.log ?? "log";
   const fetcher: Fetch = options.fetch ?? ((url) => fetch(url, { signal: AbortSignal.timeout(30_000) }));
@@ -105,7 +112,7 @@ export async function verifyTransparencyLog(
       lines.push(`witness ${witness.name}: ${valid.length > 0 ? "cosigned this checkpoint" : "no valid cosignature on this checkpoint"}`);
     }
 
-    const leaves = await leavesFromTiles(fetcher, `${base}${tiles}`, checkpoint.size);
+    const leaves = await leavesFromTiles(fetcher, `${base}${tiles}`, checkpoint.size, options.onEntry);
     if (!equalHashes(rootOfLeaves(leaves), checkpoint.root)) throw new Refused("the tiles do not hash to the checkpoint's root");
     lines.push(`root: recomputed from ${leaves.length} entries in the tiles, equal to the checkpoint's`);
 
@@ -134,7 +141,7 @@ export async function verifyTransparencyLog(
 }
 
 /** Every leaf hash of the tree of `size`, from the level-0 hash tiles, each checked against its entry in the entry bundles. */
-async function leavesFromTiles(fetcher: Fetch, prefix: string, size: number): Promise<Hash[]> {
+async function leavesFromTiles(fetcher: Fetch, prefix: string, size: number, onEntry?: (index: number, data: Uint8Array) => void): Promise<Hash[]> {
   const leaves: Hash[] = [];
   for (let index = 0; index * TILE_WIDTH < size; index++) {
     const width = Math.min(TILE_WIDTH, size - index * TILE_WIDTH);
@@ -153,6 +160,7 @@ async function leavesFromTiles(fetcher: Fetch, prefix: string, size: number): Pr
         throw new Refused(`log row ${index * TILE_WIDTH + i + 1} as published does not hash to its leaf in the tree: the row was changed after it was logged`);
       }
       leaves.push(leaf);
+      onEntry?.(index * TILE_WIDTH + i, data);
     }
     if (at !== bundle.length) throw new Refused(`entry bundle ${suffix} has bytes after its ${width} entries`);
   }
