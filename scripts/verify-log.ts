@@ -9,17 +9,12 @@
 // identity_log_receipt; --identity picks the identity log's when the answer carries both): the
 // entry is read from the log's page, and its proof checked against the receipt's signed checkpoint.
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { takeOption } from "./options";
 import { leafDataOf, type PublishedLogRow } from "@/lib/city/residency-log";
 import { type ReceiptToVerify, verifyReceipt, verifyTransparencyLog, type VerifierState } from "@/lib/tlog/verifying-client";
 
 const args = process.argv.slice(2);
-const option = (name: string) => {
-  const at = args.indexOf(name);
-  if (at < 0) return undefined;
-  const value = args[at + 1];
-  args.splice(at, 2);
-  return value;
-};
+const option = (name: string) => takeOption(args, name);
 const vkey = option("--key");
 const statePath = option("--state") ?? ".verify-log-state.json";
 const receiptPath = option("--receipt");

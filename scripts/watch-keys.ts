@@ -6,16 +6,11 @@
 // with how far the DID's events were printed). Run once (cron) or with --every to keep watching;
 // exit 1 when the log does not verify (a wrong key, a changed row, a fork).
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { takeOption } from "./options";
 import { verifyTransparencyLog, type VerifierState } from "@/lib/tlog/verifying-client";
 
 const args = process.argv.slice(2);
-const option = (name: string) => {
-  const at = args.indexOf(name);
-  if (at < 0) return undefined;
-  const value = args[at + 1];
-  args.splice(at, 2);
-  return value;
-};
+const option = (name: string) => takeOption(args, name);
 const statePath = option("--state") ?? ".watch-keys-state.json";
 const every = Number(option("--every") ?? 0);
 const [baseUrl, did] = args;
