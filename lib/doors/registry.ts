@@ -4,6 +4,7 @@ import { clinicDoors } from "./clinic";
 import type { AnyDoor } from "./door";
 import { discoveryDoors } from "./discovery";
 import { gateDoors } from "./gate";
+import { identityLogDoors } from "./identity-log";
 import { lanternDoors } from "./lanterns";
 import { liveDoors } from "./live";
 import { lockerDoors } from "./locker";
@@ -28,6 +29,7 @@ export const registry: readonly AnyDoor[] = [
   ...gateDoors,
   ...residencyDoors,
   ...residencyLogDoors,
+  ...identityLogDoors,
   ...liveDoors,
   ...peerDoors,
   ...tokenDoors,

@@ -96,6 +96,13 @@ const HINTS: Record<string, [readOnly: boolean, idempotent: boolean, destructive
   "read-log-consistency": [true, true, false], // GET /api/residency/log/consistency
   "read-log-tile": [true, true, false], // GET /api/residency/log/tile/{tile}
   "sync-log-witnesses": [false, true, false], // GET /api/residency/log/witnesses/sync
+  "read-identity-log": [true, true, false], // GET /api/identity/log
+  "verify-identity-log": [false, false, false], // GET /api/identity/log/verify
+  "read-identity-log-checkpoint": [false, true, false], // GET /api/identity/log/checkpoint
+  "read-identity-log-proof": [true, true, false], // GET /api/identity/log/proof
+  "read-identity-log-consistency": [true, true, false], // GET /api/identity/log/consistency
+  "read-identity-log-tile": [true, true, false], // GET /api/identity/log/tile/{tile}
+  "sync-identity-log-witnesses": [false, true, false], // GET /api/identity/log/witnesses/sync
   live: [false, false, false], // POST /api/live
   "list-peers": [true, true, false], // GET /api/peers
   "read-peer-keys": [false, true, false], // GET /api/peers/{did}/keys: the first signature of an instance may create the city's key

@@ -7,8 +7,9 @@ import { useDatabase } from "@/lib/city/database";
 import { appendIdentityLog, identityLog } from "@/lib/city/identity-log";
 import { appendLog, logSigner } from "@/lib/city/residency-log";
 import { leafDataOf, type LogReceipt, publishLogRow, withLogReceipts } from "@/lib/city/transparency-log";
-import { verifyReceipt } from "@/lib/tlog/verifying-client";
+import { verifyReceipt, verifyTransparencyLog } from "@/lib/tlog/verifying-client";
 import { describeOnDatabases } from "../support/databases";
+import { cityFetch } from "../support/log-city";
 
 const DID = "d".repeat(64);
 
@@ -104,6 +105,26 @@ describeOnDatabases(
       expect(await identityLog.verifyHashChain(t().db, new Date())).toMatchObject({ intact: true, rows_checked: before + 6 });
       const [held] = rowsOf<{ n: number }>(await t().db.execute(sql`SELECT count(*)::int AS n FROM identity_log_checkpoints`));
       expect(held!.n).toBe(before + 6);
+    });
+
+    it("passes the residency log's outside verifier (the card's identity_log: signature, tiles, consistency), which hands every proven entry", async () => {
+      await t().db.transaction((tx) => appendIdentityLog(tx as Database, { event: "next-keys-committed", did: DID, at: new Date(), details: { count: 2 } }));
+      const seen: string[] = [];
+      const first = await verifyTransparencyLog("https://city.test", {
+        fetch: cityFetch,
+        log: "identity_log",
+        onEntry: (_, data) => seen.push(new TextDecoder().decode(data)),
+      });
+      expect(first.ok, first.lines.join("\n")).toBe(true);
+      expect(first.lines[1]).toMatch(/^signature: valid \(.*\/identity-log, size \d+\)$/);
+      expect(seen.map((d) => JSON.parse(d).seq)).toEqual(Array.from({ length: first.state!.size }, (_, i) => i + 1));
+      await t().db.transaction((tx) => appendIdentityLog(tx as Database, { event: "delay-set", did: DID, at: new Date(), details: { delay_hours: 24 } }));
+      const grown = await verifyTransparencyLog("https://city.test", { fetch: cityFetch, log: "identity_log", state: first.state });
+      expect(grown.ok, grown.lines.join("\n")).toBe(true);
+      expect(grown.lines.at(-1)).toBe(`consistency: size ${first.state!.size + 1} extends the size ${first.state!.size} seen last time`);
+      // The residency log's key does not verify the identity log.
+      const crossed = await verifyTransparencyLog("https://city.test", { fetch: cityFetch, log: "identity_log", vkey: (await logSigner(t().db)).vkey });
+      expect(crossed.ok).toBe(false);
     });
 
     it("is append-only: UPDATE, DELETE and TRUNCATE of its rows and tree are refused by the database", async () => {

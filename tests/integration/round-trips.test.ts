@@ -1,6 +1,8 @@
 import { beforeAll, expect, it } from "vitest";
 import { eq } from "drizzle-orm";
+import type { Database } from "@/db/client";
 import { citizens, gateNonces, WAKE_ON } from "@/db/schema";
+import { appendIdentityLog } from "@/lib/city/identity-log";
 import { encodePollCursor } from "@/lib/city/live";
 import { forgetSigningKey } from "@/lib/city/signing";
 import { countingQueries } from "@/db/query-count";
@@ -36,7 +38,12 @@ process.env.CITY_OPERATOR_SECRET = OPERATOR;
 const SEAL = "b".repeat(64);
 const PARAMS: Record<string, string> = { bag: "notes", room: "lobby", sha256: SEAL, tile: "0/000.p/1" };
 // Doors whose required query has no default.
-const QUERIES: Record<string, string> = { "read-log-proof": "?seq=1", "read-log-consistency": "?from=1&to=2" };
+const QUERIES: Record<string, string> = {
+  "read-log-proof": "?seq=1",
+  "read-log-consistency": "?from=1&to=2",
+  "read-identity-log-proof": "?seq=1",
+  "read-identity-log-consistency": "?from=1&to=2",
+};
 
 type CallerKind = "visitor" | "citizen" | "operator";
 
@@ -53,6 +60,9 @@ describeOnDatabases("database round trips of every reading door", (t) => {
   it("serves every GET door of the registry in one round trip (plus the credential look-up), except the declared ones", async () => {
     // A small city with something on every shelf the reading doors show.
     await seedCity(t().db, 60);
+    // Two key events, so the identity log's proofs and tiles have rows to show.
+    for (const event of ["key-bound", "key-rotated"] as const)
+      await t().db.transaction((tx) => appendIdentityLog(tx as Database, { event, did: "f".repeat(64), at: new Date() }));
     const writer = await admit();
     const reader = await admit();
     const as = (bearer: string, door: AnyDoor, body: unknown, params?: Record<string, string>) => callDoor(door, { bearer, body, params });
@@ -76,18 +86,25 @@ describeOnDatabases("database round trips of every reading door", (t) => {
         .filter((d) => d.roundTrips)
         .map((d) => d.name)
         .sort(),
-    ).toEqual([
-      "read-agent-card",
-      "read-capabilities",
-      "read-card",
-      "read-jwks",
-      "read-log-checkpoint",
-      "read-log-consistency",
-      "read-log-proof",
-      "read-log-tile",
-      "read-peer-keys",
-      "verify-residency-log",
-    ]);
+    ).toEqual(
+      [
+        "read-agent-card",
+        "read-capabilities",
+        "read-card",
+        "read-jwks",
+        "read-log-checkpoint",
+        "read-log-consistency",
+        "read-log-proof",
+        "read-log-tile",
+        "read-identity-log-checkpoint",
+        "read-identity-log-consistency",
+        "read-identity-log-proof",
+        "read-identity-log-tile",
+        "read-peer-keys",
+        "verify-residency-log",
+        "verify-identity-log",
+      ].sort(),
+    );
     const measured: string[] = [];
     for (const door of readingDoors) {
       const params = Object.fromEntries(pathParams(door.path).map((p) => [p, PARAMS[p]!]));

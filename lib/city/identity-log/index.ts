@@ -12,6 +12,7 @@ import { identityLog } from "./log";
 
 export { IDENTITY_EVENTS, type IdentityEvent } from "@/db/schema";
 export type { Appended, LogReceipt, PublishedLogRow } from "../transparency-log";
+export { importEarlierKeyFacts } from "./import";
 export { IDENTITY_LOG, identityLog } from "./log";
 
 /** What an identity log row may say besides its event, DID and time: public facts only. */

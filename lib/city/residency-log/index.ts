@@ -29,7 +29,7 @@ export {
   publishLogRow,
 } from "../transparency-log";
 export { readLatestLogRows, readResidencyDays, type ResidencyDay } from "./history";
-export { RESIDENCY_LOG } from "./log";
+export { RESIDENCY_LOG, residencyLog } from "./log";
 
 export const {
   appendLog,

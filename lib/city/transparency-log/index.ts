@@ -89,4 +89,4 @@ export function bindLog<E extends string>(log: LogDescriptor<E>) {
 }
 
 /** A log's face (bindLog). */
-export type BoundLog = ReturnType<typeof bindLog>;
+export type BoundLog<E extends string = string> = ReturnType<typeof bindLog<E>>;
