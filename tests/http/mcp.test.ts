@@ -110,6 +110,13 @@ const HINTS: Record<string, [readOnly: boolean, idempotent: boolean, destructive
   "revoke-token": [false, true, true], // DELETE /api/tokens
   "revoke-all-tokens": [false, false, false], // POST /api/tokens/revoke-all
   recover: [false, false, true], // POST /api/recover
+  "read-recovery": [true, true, false], // GET /api/recover/{did}
+  "hold-recovery": [false, false, false], // POST /api/recover/{did}/hold
+  "cancel-recovery": [false, false, false], // POST /api/recover/{did}/cancel
+  "complete-recovery": [false, false, true], // POST /api/recover/{did}/complete: every older credential dies
+  "commit-next-keys": [false, true, false], // POST /api/keys/commit
+  "rotate-key": [false, false, true], // POST /api/keys/rotate: the old key dies
+  "set-recovery-delay": [false, true, false], // POST /api/keys/delay
   "read-prove-challenge": [false, false, false], // GET /api/prove
   "prove-key": [false, false, false], // POST /api/prove
   "file-appeal": [false, false, false], // POST /api/appeal
