@@ -108,7 +108,8 @@ const PRESENT_FIELDS = {
   nonce: "optional: 32 hex characters from this description; valid 600 s; consumed by the POST",
   controller_public_key: "optional: Ed25519 public key, 64 hex; binds a controller at first admit",
   controller_signature: "optional: Ed25519 signature over the nonce, 128 hex",
-  next_controller_public_key: "optional: rotation, with next_controller_signature and a valid current controller_signature",
+  next_controller_public_key:
+    "optional: rotation, with next_controller_signature and a valid current controller_signature; where next keys are committed (CITY-KEYS/1, POST /api/keys/commit) only a committed key",
   next_controller_signature: "optional: the next key's signature over the same nonce",
 };
 
