@@ -25,8 +25,8 @@ export default {
     "lib/tlog/witness.ts",
     "lib/tlog/storage.ts",
     "lib/tlog/append.ts",
-    "lib/city/residency-log/receipts.ts",
-    "lib/city/residency-log/witnesses.ts:18-37",
+    "lib/city/transparency-log/receipts.ts",
+    "lib/city/transparency-log/witnesses.ts:18-37",
     // The content scanner.
     "lib/scan/*.ts",
     // The name normal form (the rest of the file is the database backfill).

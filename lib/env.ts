@@ -51,6 +51,12 @@ const EnvSchema = z.object({
     .trim()
     .regex(/^[\x21-\x2a\x2c-\x7e]{1,200}$/, "must be printable ASCII without spaces or '+' (a C2SP key name), such as city.example/residency-log")
     .optional(),
+  // The identity log's origin (DESIGN.md section 10); unset: "<host of CITY_BASE_URL>/identity-log". Same rules as CITY_LOG_ORIGIN.
+  CITY_IDENTITY_LOG_ORIGIN: z
+    .string()
+    .trim()
+    .regex(/^[\x21-\x2a\x2c-\x7e]{1,200}$/, "must be printable ASCII without spaces or '+' (a C2SP key name), such as city.example/identity-log")
+    .optional(),
   // The locker's city-wide byte bound: a deployment may lower the spec's bound, never raise it.
   CITY_LOCKER_CITY_BYTES: z.coerce
     .number()
@@ -66,6 +72,9 @@ const EnvSchema = z.object({
   CITY_WARD_PER_ADDRESS_PER_HOUR: z.coerce.number().int().min(0).default(10),
   // Unsigned ward filings city-wide per hour, whatever their addresses; 0 turns the ceiling off.
   CITY_WARD_UNSIGNED_PER_HOUR: z.coerce.number().int().min(0).default(120),
+  // Anonymous recovery holds (CITY-KEYS/1) per client address per day, and city-wide per hour; 0 turns either off.
+  CITY_RECOVER_HOLDS_PER_ADDRESS_PER_DAY: z.coerce.number().int().min(0).default(4),
+  CITY_RECOVER_HOLDS_PER_HOUR: z.coerce.number().int().min(0).default(60),
   // How long a shared cache (a CDN, a reverse proxy) may serve a public reading (s-maxage), and then
   // serve it stale while it asks again (stale-while-revalidate): a write shows within their sum. 0 and 0: no-store.
   CITY_SHARED_CACHE_SECONDS: z.coerce.number().int().min(0).max(3600).default(5),

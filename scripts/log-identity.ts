@@ -1,16 +1,20 @@
 // npm run log-identity [-- --record | --adopt]
-// The residency log's identity (issue 29, item 9): the origin and key its checkpoints are signed
-// under are kept in the database with the tree (table log_identity, written once). This shows the
-// recorded identity beside this configuration's and checks every held checkpoint against it.
+// Each log's identity (issue 29, item 9; the residency log's, then the identity log's): the origin
+// and key its checkpoints are signed under are kept in the database with the tree (tables
+// log_identity, identity_log_identity, written once). This shows the recorded identity beside this
+// configuration's and checks every held checkpoint against it; the exit code is the worse of the two.
 //   (no flag)  the report; exit 0 when this configuration is the log's identity, 1 when it is not,
 //              2 when the database records none yet
 //   --record   records this configuration's identity when the database has none (refused unless
 //              the log's latest checkpoint verifies under it: the tree's signer is the identity)
-//   --adopt    prints the configuration that adopts the database's identity (CITY_LOG_ORIGIN, and
+//   --adopt    prints the configuration that adopts the database's identity (CITY_LOG_ORIGIN or
+//              CITY_IDENTITY_LOG_ORIGIN, and
 //              which signing key), for every instance of the city
 import { getDb } from "@/lib/city/database";
 import { signingKeys } from "@/db/schema";
-import { logIdentityReport } from "@/lib/city/residency-log";
+import { identityLog } from "@/lib/city/identity-log";
+import { residencyLog } from "@/lib/city/residency-log";
+import type { BoundLog } from "@/lib/city/transparency-log";
 
 const args = new Set(process.argv.slice(2));
 const known = new Set(["--record", "--adopt"]);
@@ -21,8 +25,17 @@ if (unknown.length > 0 || (args.has("--record") && args.has("--adopt"))) {
 }
 
 async function main(): Promise<number> {
+  let code = 0;
+  for (const log of [residencyLog, identityLog]) {
+    console.log(`${log === residencyLog ? "" : "\n"}the ${log.log.name}:`);
+    code = Math.max(code, await report(log));
+  }
+  return code;
+}
+
+async function report(log: Pick<BoundLog, "logIdentityReport" | "log">): Promise<number> {
   const db = await getDb();
-  const report = await logIdentityReport(db, { record: args.has("--record") });
+  const report = await log.logIdentityReport(db, { record: args.has("--record") });
   const { check } = report;
   const show = (label: string, id: { origin: string; keyId: string; vkey: string }) =>
     console.log(`${label}: origin ${id.origin}, key id ${id.keyId}\n  vkey ${id.vkey}`);
@@ -52,7 +65,7 @@ async function main(): Promise<number> {
   if (args.has("--adopt")) {
     const identity = check.identity;
     console.log("\nto adopt the log's identity, set on every instance:");
-    console.log(`  CITY_LOG_ORIGIN=${identity.origin}`);
+    console.log(`  ${log.log.originVariable}=${identity.origin}`);
     const [kept] = await db.select({ jwk: signingKeys.privateJwk }).from(signingKeys).limit(1);
     const keptX = kept ? Buffer.from(String((kept.jwk as Record<string, string>).x ?? ""), "base64url").toString("base64") : null;
     if (identity.publicKey === check.configured.publicKey) console.log("  (the signing key already is the log's)");

@@ -6,8 +6,9 @@ import { upgradeDatabase } from "@/lib/city/upgrade";
 async function main(): Promise<void> {
   const open = await openConfiguredDatabase();
   try {
-    const { nameKeys } = await upgradeDatabase(open);
+    const { nameKeys, importedKeyFacts } = await upgradeDatabase(open);
     console.log(`migrations applied (${open.driver})`);
+    if (importedKeyFacts > 0) console.log(`identity log: ${importedKeyFacts} earlier key facts imported (imported: true)`);
     const { recomputed, unchanged, collisions } = nameKeys;
     if (recomputed + unchanged + collisions.length > 0) {
       console.log(

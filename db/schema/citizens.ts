@@ -28,6 +28,10 @@ export const citizens = pgTable(
     salt: text("salt").notNull(),
     secretHash: text("secret_hash").notNull().unique(),
     controllerPublicKey: text("controller_public_key"),
+    // Pre-rotation (CITY-KEYS/1): the hex SHA-256 of each committed next key; null when none stands.
+    nextKeyHashes: text("next_key_hashes").array(),
+    // 0: a recovery code gives a new secret at once (CITY-RECOVER/1); else 24 to 168 hours of public window.
+    recoveryDelayHours: smallint("recovery_delay_hours").notNull().default(0),
     tier: text("tier", { enum: TIERS }).notNull().default("citizen"),
     residencyStatus: text("residency_status", { enum: RESIDENCY_STATUSES }).notNull().default("bound"),
     bedId: text("bed_id").unique(),

@@ -3,6 +3,7 @@ import { sha256Hex } from "./canonical";
 import { and, eq, gt, inArray, isNull, lt, ne, or, sql, type SQL } from "drizzle-orm";
 import { rowsOf } from "@/db/sql";
 import { type Database } from "@/db/client";
+import { CityError } from "@/lib/errors";
 import { citizens, sessionTokens, type CitizenRow } from "@/db/schema";
 import { type LogHead, lockLogHeadAfter, logHeadOf } from "@/lib/city/residency-log";
 import { keyStillValidSql, NONCE_COLUMNS, nonceCtes, type NonceOutcome, nonceRefusal, type VerifiedSignature } from "./request-keys";
@@ -12,10 +13,10 @@ import { keyStillValidSql, NONCE_COLUMNS, nonceCtes, type NonceOutcome, nonceRef
  * that the content scanner can recognise them and a typo is caught before any database look-up.
  * Only their sha256 is ever stored.
  */
-export const CREDENTIAL_PREFIXES = { secret: "city_sk_", session: "city_st_", recovery: "city_rc_" } as const;
+export const CREDENTIAL_PREFIXES = { secret: "city_sk_", session: "city_st_", recovery: "city_rc_", ticket: "city_rt_" } as const;
 export type CredentialKind = keyof typeof CREDENTIAL_PREFIXES;
 
-export const CREDENTIAL_PATTERN = /city_(sk|st|rc)_[0-9a-f]{72}/g;
+export const CREDENTIAL_PATTERN = /city_(sk|st|rc|rt)_[0-9a-f]{72}/g;
 
 function checksum(prefix: string, body: string): string {
   return sha256Hex(prefix + body).slice(0, 8);
@@ -211,4 +212,21 @@ async function holdCitizen(
     },
     outcome,
   };
+}
+
+/** A new citizen secret; the old one dies, and so does every live gate session token. */
+export async function replaceSecret(db: Database, did: string, now: Date): Promise<string> {
+  const secret = mintCredential("secret");
+  const updated = await db
+    .update(citizens)
+    .set({ secretHash: hashCredential(secret) })
+    .where(and(eq(citizens.did, did), ne(citizens.residencyStatus, "exported")))
+    .returning({ did: citizens.did });
+  if (updated.length !== 1)
+    throw new CityError("unauthorized", "That recovery proof is not valid: the code is unknown, spent or voided, or the signature does not verify.");
+  await db
+    .update(sessionTokens)
+    .set({ revokedAt: now })
+    .where(and(eq(sessionTokens.did, did), isNull(sessionTokens.revokedAt)));
+  return secret;
 }

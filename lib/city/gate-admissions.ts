@@ -12,6 +12,8 @@ import { type Chain, settle, takeChain } from "./gate-windows";
 import type { Window } from "./rate";
 import { appended, prepareAppend } from "./residency-log";
 import { normalKey } from "./names";
+import { appendIdentityLog } from "./identity-log";
+import { jwkThumbprint } from "./request-keys";
 import { type Charge, chargeSql, cityFull, newcomerSql, rowBytes } from "./store-bounds";
 
 /**
@@ -72,6 +74,10 @@ export async function admitNew(db: Database, p: Presentation, c: GateCircumstanc
     ${admit.ctes}
     SELECT 1`);
   appended(admit);
+  if (wantsController) {
+    const key = p.controller_public_key!;
+    await appendIdentityLog(db, { event: "key-bound", did, at: c.now, details: { via: "first-admission", to: jwkThumbprint(key), public_key: key } });
+  }
   return {
     verdict: "admitted",
     did,

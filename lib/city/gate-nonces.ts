@@ -1,8 +1,8 @@
 import { randomBytes, bytesToHex } from "@noble/hashes/utils.js";
-import { type SQL, sql } from "drizzle-orm";
+import { and, eq, gt, isNull, type SQL, sql } from "drizzle-orm";
 import { type Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
-import type { CitizenRow } from "@/db/schema";
+import { type CitizenRow, gateNonces } from "@/db/schema";
 import { CENSUS_COUNTS_SQL } from "./census";
 import { LIMITS } from "./protocols";
 import { CityError } from "@/lib/errors";
@@ -158,4 +158,14 @@ export function pollNonceSql(now: Date, did: string, source: SQL): { nonce: stri
     DO UPDATE SET nonce = excluded.nonce, issued_at = excluded.issued_at, expires_at = excluded.expires_at, consumed_at = NULL
     RETURNING nonce`;
   return { nonce, expiresAt, insert };
+}
+
+/** Consumes a nonce atomically: true for exactly one caller, and only while it is fresh. */
+export async function consumeNonce(db: Database, nonce: string, now: Date): Promise<boolean> {
+  const taken = await db
+    .update(gateNonces)
+    .set({ consumedAt: now })
+    .where(and(eq(gateNonces.nonce, nonce), isNull(gateNonces.consumedAt), gt(gateNonces.expiresAt, now)))
+    .returning({ nonce: gateNonces.nonce });
+  return taken.length === 1;
 }

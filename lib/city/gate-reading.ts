@@ -14,7 +14,10 @@ import { normalKey } from "./names";
  */
 
 /** What the gate reads of a held name and origin's citizen. */
-export type HeldCitizen = Pick<CitizenRow, "did" | "name" | "runtime" | "origin" | "controllerPublicKey" | "residencyStatus" | "bedId" | "tier">;
+export type HeldCitizen = Pick<
+  CitizenRow,
+  "did" | "name" | "runtime" | "origin" | "controllerPublicKey" | "nextKeyHashes" | "residencyStatus" | "bedId" | "tier"
+>;
 
 /** A new admission's windows as the gate's first statement counted them, and what it locked and drew then. */
 interface AdmissionReading {
@@ -37,7 +40,7 @@ export interface GateReading {
   raced: boolean;
 }
 
-export const HELD_COLUMNS = sql`did, name, runtime, origin, controller_public_key, residency_status, bed_id, tier`;
+export const HELD_COLUMNS = sql`did, name, runtime, origin, controller_public_key, next_key_hashes, residency_status, bed_id, tier`;
 
 /**
  * The active citizen holding this name and origin: the exact text first, else the same normal form
@@ -57,6 +60,7 @@ export type HeldRow = {
   runtime: CitizenRow["runtime"];
   origin: string;
   controller_public_key: string | null;
+  next_key_hashes: string[] | null;
   residency_status: CitizenRow["residencyStatus"];
   bed_id: string | null;
   tier: CitizenRow["tier"];
@@ -70,6 +74,7 @@ export function heldOf(row: HeldRow | undefined): HeldCitizen | null {
     runtime: row.runtime,
     origin: row.origin,
     controllerPublicKey: row.controller_public_key,
+    nextKeyHashes: row.next_key_hashes,
     residencyStatus: row.residency_status,
     bedId: row.bed_id,
     tier: row.tier,

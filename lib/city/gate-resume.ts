@@ -8,6 +8,9 @@ import { filtered, type GateCircumstances, type Presentation, type Verdict } fro
 import { HELD_COLUMNS, type HeldCitizen, heldOf, type HeldRow } from "./gate-reading";
 import { type LogHead, lockLogHeadIf, logHeadOf } from "./residency-log";
 import { returnCitizen } from "./residency";
+import { appendIdentityLog } from "./identity-log";
+import { commitmentAfterMove, uncommittedProblem } from "./pre-rotation";
+import { jwkThumbprint } from "./request-keys";
 
 /** A held name and origin resumed: the citizen's row locked once the presentation is proven, then checked again under the lock. */
 
@@ -26,6 +29,20 @@ async function lockHeld(db: Database, did: string): Promise<{ held: HeldCitizen 
   );
   const head = row?.log_seq === null || row?.log_seq === undefined ? null : logHeadOf({ ...row, log_seq: row.log_seq });
   return { held: heldOf(row), head };
+}
+
+/**
+ * The gate binds or rotates a controller: a committed key consumes its hash (the gate commits no
+ * new ones), and the identity log records the move in the same transaction.
+ */
+async function moveController(db: Database, held: HeldCitizen, key: string, now: Date): Promise<void> {
+  await db
+    .update(citizens)
+    .set({ controllerPublicKey: key, nextKeyHashes: commitmentAfterMove(held.nextKeyHashes, key) })
+    .where(eq(citizens.did, held.did));
+  const to = jwkThumbprint(key);
+  const details = { via: "gate", to, public_key: key, ...(held.controllerPublicKey ? { from: jwkThumbprint(held.controllerPublicKey) } : {}) };
+  await appendIdentityLog(db, { event: held.controllerPublicKey ? "key-rotated" : "key-bound", did: held.did, at: now, details });
 }
 
 /**
@@ -56,7 +73,9 @@ export async function resume(
   let controllerKey = held.controllerPublicKey;
   if (p.next_controller_public_key || p.next_controller_signature) {
     if (!proof.controller) return filtered("controller", "Rotation needs the current controller's signature over a fresh nonce.");
-    const problem = await controllerProblem(p.next_controller_public_key, p.next_controller_signature, p.nonce, nonceValid);
+    const problem =
+      (await controllerProblem(p.next_controller_public_key, p.next_controller_signature, p.nonce, nonceValid)) ??
+      uncommittedProblem(held.nextKeyHashes, p.next_controller_public_key!);
     if (problem) return filtered("controller", `next controller: ${problem}`);
     controllerKey = p.next_controller_public_key!;
   } else if (held.controllerPublicKey === null && p.controller_public_key !== undefined) {
@@ -67,13 +86,13 @@ export async function resume(
           "a gate session token is a lesser credential and never binds or rotates a controller.",
       );
     }
-    const problem = await controllerProblem(p.controller_public_key, p.controller_signature, p.nonce, nonceValid);
+    const problem =
+      (await controllerProblem(p.controller_public_key, p.controller_signature, p.nonce, nonceValid)) ??
+      uncommittedProblem(held.nextKeyHashes, p.controller_public_key);
     if (problem) return filtered("controller", problem);
     controllerKey = p.controller_public_key;
   }
-  if (controllerKey !== held.controllerPublicKey) {
-    await db.update(citizens).set({ controllerPublicKey: controllerKey }).where(eq(citizens.did, held.did));
-  }
+  if (controllerKey !== held.controllerPublicKey) await moveController(db, held, controllerKey!, c.now);
 
   const current = held.residencyStatus === "away" ? await returnCitizen(db, held, c.now, locked.head!) : held;
   return {

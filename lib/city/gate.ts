@@ -1,6 +1,4 @@
-import { and, eq, gt, isNull } from "drizzle-orm";
 import { type Database } from "@/db/client";
-import { gateNonces } from "@/db/schema";
 import { admitNew, fileWardRequest } from "./gate-admissions";
 import { checkGateText } from "./gate-content";
 import { firstAdmitProblem, proofFor } from "./gate-controller";
@@ -20,17 +18,7 @@ import type { Window } from "./rate";
 export const NONCE_BINDING =
   "A nonce is 32 hex characters, valid for 600 seconds and consumed by the POST that carries it, whatever the verdict. A controller signs the nonce's 32 characters as UTF-8 bytes with Ed25519; key and signature travel as lowercase hex (64 and 128 characters).";
 
-export { issueNonce, type IssuedNonce } from "./gate-nonces";
-
-/** Consumes a nonce atomically: true for exactly one caller, and only while it is fresh. */
-export async function consumeNonce(db: Database, nonce: string, now: Date): Promise<boolean> {
-  const taken = await db
-    .update(gateNonces)
-    .set({ consumedAt: now })
-    .where(and(eq(gateNonces.nonce, nonce), isNull(gateNonces.consumedAt), gt(gateNonces.expiresAt, now)))
-    .returning({ nonce: gateNonces.nonce });
-  return taken.length === 1;
-}
+export { consumeNonce, issueNonce, type IssuedNonce } from "./gate-nonces";
 
 /**
  * `POST /gate { action: "return" }` from a caller the city cannot name (no Bearer, or one that opens

@@ -17,6 +17,8 @@ export interface ReturnDelta {
   latest_checkpoint: { version: number; sha256: string; bytes: number; created_at: string } | null;
   checkpoint_hash_verified: boolean | null;
   peers_present: number;
+  /** Your open recovery (CITY-KEYS/1), if any: cancel it with your secret or key before opens_after if you did not open it. */
+  recovery_open: { opens_after: string; holds: number } | null;
   wake: WakeCondition[];
 }
 
@@ -32,6 +34,8 @@ export interface DeltaRow {
   cp_bytes: number | string | null;
   cp_created_at: Date | string | null;
   cp_verified: boolean | null;
+  recovery_opens_after: Date | string | null;
+  recovery_holds: number | string | null;
 }
 
 /**
@@ -109,6 +113,8 @@ export function deltaOf(row: DeltaRow, since: Date, wakeOn: readonly WakeConditi
         : { version: Number(row.cp_version), sha256: row.cp_sha256!, bytes: Number(row.cp_bytes), created_at: new Date(row.cp_created_at!).toISOString() },
     checkpoint_hash_verified: row.cp_version === null ? null : row.cp_verified === true,
     peers_present: Number(row.peers_present),
+    recovery_open:
+      row.recovery_opens_after === null ? null : { opens_after: new Date(row.recovery_opens_after).toISOString(), holds: Number(row.recovery_holds) },
     wake: WAKE_ON.filter((c) => wakeOn.includes(c) && met[c]),
   };
 }
@@ -150,6 +156,8 @@ export function returnDeltaColumns(did: string, from: SQL, now: Date): SQL {
           WHERE l.did = ${did} AND recent.did <> l.did AND recent.created_at > l.created_at AND strpos(lower(recent.body), l.keyword) > 0
         )) ELSE 0 END AS lantern_matches,
       (SELECT count(*) FROM locker_bags b WHERE b.did = ${did}) AS locker_bags,
+      (SELECT r.opens_after FROM recoveries r WHERE r.did = ${did} AND r.state = 'open') AS recovery_opens_after,
+      (SELECT r.holds FROM recoveries r WHERE r.did = ${did} AND r.state = 'open') AS recovery_holds,
       (SELECT house FROM census_counts WHERE id)
         - (SELECT count(*) FROM citizens s WHERE s.residency_status = 'bound' AND s.bed_id IS NOT NULL AND s.last_seen_at <= (SELECT ${presentSince}::timestamptz))
         - (SELECT count(*) FROM citizens s WHERE s.residency_status = 'bound' AND s.bed_id IS NOT NULL AND s.last_seen_at IS NULL)

@@ -1,11 +1,16 @@
 import { and, eq, isNull, ne } from "drizzle-orm";
 import type { Database } from "@/db/client";
-import { citizens, recoveryCodes, sessionTokens } from "@/db/schema";
+import { citizens, recoveryCodes } from "@/db/schema";
 import { CityError } from "@/lib/errors";
-import { hashCredential, isCredential, mintCredential } from "./credentials";
+import { hashCredential, isCredential, mintCredential, replaceSecret } from "./credentials";
 import { consumeNonce } from "./gate";
 import { verifyEd25519 } from "./keys";
 import { PROTOCOLS } from "./protocols";
+import type { LogReceipt } from "@/lib/tlog/append";
+import { appendIdentityLog } from "./identity-log";
+import { uncommittedProblem } from "./pre-rotation";
+import { lockForRecovery, type Opened, openRecovery } from "./public-recovery";
+import { jwkThumbprint } from "./request-keys";
 
 export const RECOVERY_CODES_PER_MINT = 8;
 
@@ -22,8 +27,15 @@ export async function mintRecoveryCodes(db: Database, did: string, now: Date): P
 
 const NOT_VALID = "That recovery proof is not valid: the code is unknown, spent or voided, or the signature does not verify.";
 
-/** Redeems one code, atomically: of any number of parallel redemptions exactly one succeeds. */
-export async function redeemCode(db: Database, did: string, code: string, now: Date): Promise<string> {
+/** A recovery's outcome: a new secret at once (no delay), or a recovery opened in public (a delay is set). */
+export type Recovered = { secret: string; receipt: LogReceipt } | { opened: Opened };
+
+/**
+ * Redeems one code, atomically: of any number of parallel redemptions exactly one spends it. With
+ * no delay the secret is replaced at once (CITY-RECOVER/1 as it always was); with one, the spent
+ * code opens a recovery instead (lib/city/public-recovery.ts).
+ */
+export async function redeemCode(db: Database, did: string, code: string, now: Date): Promise<Recovered> {
   if (!isCredential(code, "recovery")) throw new CityError("unauthorized", NOT_VALID);
   const spent = await db
     .update(recoveryCodes)
@@ -31,7 +43,43 @@ export async function redeemCode(db: Database, did: string, code: string, now: D
     .where(and(eq(recoveryCodes.did, did), eq(recoveryCodes.codeHash, hashCredential(code)), isNull(recoveryCodes.usedAt), isNull(recoveryCodes.voidedAt)))
     .returning({ id: recoveryCodes.id });
   if (spent.length !== 1) throw new CityError("unauthorized", NOT_VALID);
-  return replaceSecret(db, did, now);
+  const citizen = await lockForRecovery(db, did);
+  if (!citizen) throw new CityError("unauthorized", NOT_VALID);
+  if (citizen.delay > 0) return { opened: await openRecovery(db, { did, via: "code", nextPublicKey: null, delayHours: citizen.delay }, now) };
+  return replaced(db, did, now, "code");
+}
+
+/**
+ * What a committed next key signs to open a recovery: CITY-KEYS/1's own prefix and purpose, the DID,
+ * the key's thumbprint and a fresh gate nonce (never a rotation's text, nor a gate's or CITY-RECOVER/1's).
+ */
+export function nextKeyRecoveryMessage(did: string, thumbprint: string, nonce: string): string {
+  return `${PROTOCOLS.keys}|recover|${did}|${thumbprint}|${nonce}`;
+}
+
+/**
+ * A committed next key opens a recovery (only with a delay set: without one it rotates at once by
+ * POST /api/keys/rotate). The nonce is spent either way; the row is locked once the signature holds.
+ */
+export async function openWithNextKey(db: Database, did: string, nonce: string, publicKey: string, signature: string, now: Date): Promise<Recovered> {
+  const fresh = await consumeNonce(db, nonce, now);
+  const valid = fresh && (await verifyEd25519(publicKey, signature, nextKeyRecoveryMessage(did, jwkThumbprint(publicKey), nonce)));
+  if (!valid) throw new CityError("unauthorized", NOT_VALID, { keepWrites: true });
+  const citizen = await lockForRecovery(db, did);
+  if (!citizen) throw new CityError("unauthorized", NOT_VALID, { keepWrites: true });
+  if (!citizen.hashes || uncommittedProblem(citizen.hashes, publicKey)) {
+    throw new CityError("forbidden", "That key is not among this citizen's committed next keys. Nothing but the nonce was spent.", { keepWrites: true });
+  }
+  if (citizen.delay === 0) {
+    throw new CityError(
+      "conflict",
+      "This citizen set no recovery delay: a committed next key rotates at once (POST /api/keys/rotate), then recovers as the controller.",
+      {
+        keepWrites: true,
+      },
+    );
+  }
+  return { opened: await openRecovery(db, { did, via: "next-key", nextPublicKey: publicKey, delayHours: citizen.delay }, now) };
 }
 
 /**
@@ -43,7 +91,7 @@ export function recoveryMessage(did: string, nonce: string): string {
 }
 
 /** Recovers with the bound controller key's signature over recoveryMessage (the nonce is spent either way). */
-export async function recoverWithController(db: Database, did: string, nonce: string, signature: string, now: Date): Promise<string> {
+export async function recoverWithController(db: Database, did: string, nonce: string, signature: string, now: Date): Promise<Recovered> {
   const fresh = await consumeNonce(db, nonce, now);
   const [citizen] = await db
     .select({ key: citizens.controllerPublicKey })
@@ -52,21 +100,11 @@ export async function recoverWithController(db: Database, did: string, nonce: st
   const valid = fresh && citizen?.key ? await verifyEd25519(citizen.key, signature, recoveryMessage(did, nonce)) : false;
   // The nonce stays spent even when the proof fails.
   if (!valid) throw new CityError("unauthorized", NOT_VALID, { keepWrites: true });
-  return replaceSecret(db, did, now);
+  return replaced(db, did, now, "controller");
 }
 
-/** A new citizen secret; the old one dies, and so does every live gate session token. */
-async function replaceSecret(db: Database, did: string, now: Date): Promise<string> {
-  const secret = mintCredential("secret");
-  const updated = await db
-    .update(citizens)
-    .set({ secretHash: hashCredential(secret) })
-    .where(and(eq(citizens.did, did), ne(citizens.residencyStatus, "exported")))
-    .returning({ did: citizens.did });
-  if (updated.length !== 1) throw new CityError("unauthorized", NOT_VALID);
-  await db
-    .update(sessionTokens)
-    .set({ revokedAt: now })
-    .where(and(eq(sessionTokens.did, did), isNull(sessionTokens.revokedAt)));
-  return secret;
+async function replaced(db: Database, did: string, now: Date, via: "code" | "controller"): Promise<Recovered> {
+  const secret = await replaceSecret(db, did, now);
+  const { logReceipt } = await appendIdentityLog(db, { event: "secret-reset", did, at: now, details: { via } });
+  return { secret, receipt: logReceipt };
 }

@@ -1,11 +1,14 @@
 import { migrateDatabase, type OpenDatabase } from "@/db/client";
 import { logLine } from "@/lib/logger";
+import { importEarlierKeyFacts } from "@/lib/city/identity-log";
 import { catchUpLogTree } from "@/lib/city/residency-log";
 import { backfillNameKeys, type NameKeyReport } from "./names";
 
-/** What the data steps after the SQL migrations did (only the name keys report anything yet). */
+/** What the data steps after the SQL migrations did. */
 export interface UpgradeReport {
   nameKeys: NameKeyReport;
+  /** Identity log rows imported for key facts from before the log existed (once; 0 after). */
+  importedKeyFacts: number;
 }
 
 /**
@@ -23,5 +26,7 @@ export async function upgradeDatabase(open: OpenDatabase): Promise<UpgradeReport
     logLine("error", "name form collision: kept apart, the citizen keeps its key of the older form", { did: c.did, held_by: c.heldBy });
   // The residency log's Merkle tree over rows written before it existed (once; nothing when current).
   await catchUpLogTree(open.db);
-  return { nameKeys };
+  // Key facts from before the identity log (controllers bound or rotated): imported once, saying so.
+  const importedKeyFacts = await importEarlierKeyFacts(open.db);
+  return { nameKeys, importedKeyFacts };
 }

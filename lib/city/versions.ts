@@ -4,9 +4,9 @@ import { rowsOf } from "@/db/sql";
 
 /**
  * The version scopes and the tables whose triggers bump them (db/migrations/0015_city_versions.sql):
- * citizens (citizens), residency_log (residency_log), ward (ward_notes).
+ * citizens (citizens), residency_log (residency_log), ward (ward_notes); identity_log (identity_log, migration 0032).
  */
-export const VERSION_SCOPES = ["citizens", "residency_log", "ward"] as const;
+export const VERSION_SCOPES = ["citizens", "residency_log", "ward", "identity_log"] as const;
 export type VersionScope = (typeof VERSION_SCOPES)[number];
 
 // Every row (a handful) in one fixed statement: on PGlite about half the cost of the query builder's.

@@ -4,7 +4,10 @@ import { CARD_PATH, MCP_ALIAS_URL, MCP_URL, PROTOCOLS } from "@/lib/city/protoco
 import { env } from "@/lib/env";
 import { publishedKeys, JWKS_PATH, signDocument } from "@/lib/city/signing";
 import type { Database } from "@/db/client";
-import { configuredWitnesses, publishedLogIdentity } from "@/lib/city/residency-log";
+import { identityLog } from "@/lib/city/identity-log";
+import { residencyLog } from "@/lib/city/residency-log";
+import { type BoundLog, configuredWitnesses } from "@/lib/city/transparency-log";
+import { IDENTITY_LOG_PATHS } from "./identity-log";
 import { LOG_PATHS } from "./residency-log";
 import { A2A_CONTENT_TYPE, A2A_PATH, AGENT_CARD_PATH, AgentCardSchema, buildAgentCard } from "./a2a-card";
 import { door, doorPaths, Reply } from "./door";
@@ -110,15 +113,19 @@ const LogCardSchema = z.object({
   witnesses: z.array(z.object({ name: z.string(), vkey: z.string(), url: z.string() })),
 });
 
-/** The residency log as a transparency log: its origin, C2SP verifier key (the city's signing key), doors and witnesses. */
-async function logCard(db: Database): Promise<z.infer<typeof LogCardSchema>> {
+/** A log as a transparency log (the residency log's `log`, the identity log's `identity_log`): its origin, C2SP verifier key (the city's signing key), doors and witnesses. */
+async function logCard(
+  db: Database,
+  log: Pick<BoundLog, "publishedLogIdentity">,
+  paths: { checkpoint: string; tiles: string },
+): Promise<z.infer<typeof LogCardSchema>> {
   // The database's identity, whatever this instance's configuration: every checkpoint served verifies against it.
-  const identity = await publishedLogIdentity(db);
+  const identity = await log.publishedLogIdentity(db);
   return {
     origin: identity.origin,
     verifier_key: identity.vkey,
-    checkpoint: LOG_PATHS.checkpoint,
-    tiles: LOG_PATHS.tiles,
+    checkpoint: paths.checkpoint,
+    tiles: paths.tiles,
     witnesses: configuredWitnesses().map((w) => ({ name: w.name, vkey: w.vkey, url: w.url })),
   };
 }
@@ -131,8 +138,8 @@ const SIGNING_KEY_ROUND_TRIPS = {
 
 /** The city card also publishes the log's identity, read once per instance (recorded by the first instance of a new city). */
 const CARD_ROUND_TRIPS = {
-  most: 6,
-  why: "the first signature of an instance reads the signing key, and creates it if the city has none (read, insert, read the winner); the log's identity likewise (read, record, read the winner); later answers make none",
+  most: 9,
+  why: "the first signature of an instance reads the signing key, and creates it if the city has none (read, insert, read the winner); each log's identity likewise (read, record, read the winner); later answers make none",
 };
 
 export const readCard = door({
@@ -159,6 +166,7 @@ export const readCard = door({
     links: z.record(z.string(), z.string()),
     signing: z.string(),
     log: LogCardSchema,
+    identity_log: LogCardSchema,
     signatures: z.array(z.object({ protected: z.string(), signature: z.string() })),
   }),
   run: async (ctx) =>
@@ -195,7 +203,8 @@ export const readCard = door({
         },
         signing:
           "signatures: JWS (EdDSA, Ed25519) over the RFC 8785 canonical JSON of this card without `signatures`, payload detached; the key is in /.well-known/jwks.json under the header's kid.",
-        log: await logCard(ctx.db),
+        log: await logCard(ctx.db, residencyLog, LOG_PATHS),
+        identity_log: await logCard(ctx.db, identityLog, IDENTITY_LOG_PATHS),
       },
       env().CITY_BASE_URL,
     ),

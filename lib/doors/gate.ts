@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { LogReceiptSchema, receiptField, withLogReceipt } from "@/lib/city/residency-log";
+import { LogReceiptSchema } from "@/lib/city/residency-log";
+import { withLogReceipts } from "@/lib/city/transparency-log";
 import { RESIDENCY_STATUSES, RUNTIMES, TIERS } from "@/db/schema";
 import { citizenSelf } from "@/lib/city/citizens";
 import { issueNonce, NONCE_BINDING, presentAtGate, returnWithoutProof } from "@/lib/city/gate";
@@ -43,6 +44,9 @@ export const VerdictOutput = z.object({
   receipt: z.string().optional().describe("a look receipt: a keepsake that opens nothing"),
   ward_seal: z.number().int().optional(),
   log_receipt: LogReceiptSchema.optional(),
+  identity_log_receipt: LogReceiptSchema.optional().describe(
+    "where this presentation bound or rotated a controller: the identity log row's inclusion proof in a signed identity log checkpoint",
+  ),
   note: z.string(),
 });
 
@@ -104,7 +108,8 @@ const PRESENT_FIELDS = {
   nonce: "optional: 32 hex characters from this description; valid 600 s; consumed by the POST",
   controller_public_key: "optional: Ed25519 public key, 64 hex; binds a controller at first admit",
   controller_signature: "optional: Ed25519 signature over the nonce, 128 hex",
-  next_controller_public_key: "optional: rotation, with next_controller_signature and a valid current controller_signature",
+  next_controller_public_key:
+    "optional: rotation, with next_controller_signature and a valid current controller_signature; where next keys are committed (CITY-KEYS/1, POST /api/keys/commit) only a committed key",
   next_controller_signature: "optional: the next key's signature over the same nonce",
 };
 
@@ -256,7 +261,7 @@ export const presentGate = door({
       return runReturn(ctx, input);
     }
     const { CITY_GATE_PER_ORIGIN_PER_HOUR, CITY_GATE_PER_ADDRESS_PER_HOUR, CITY_GATE_ADMISSIONS_PER_HOUR, CITY_GATE_SUBJECTS_MAX } = env();
-    const { value: verdict, logReceipt } = await withLogReceipt(() =>
+    const { value: verdict, receipts } = await withLogReceipts(() =>
       presentAtGate(ctx.db, input, {
         now: ctx.now,
         ip: ctx.request.ip,
@@ -274,7 +279,7 @@ export const presentGate = door({
     );
     // A resume proved by Bearer or controller signature is a proven call: presence moves.
     if (verdict.verdict === "admitted" && verdict.resumed) await markSeen(ctx.db, verdict.did, ctx.now);
-    return { now_utc: iso(ctx.now), protocol: PROTOCOLS.gate, ...verdict, ...receiptField(logReceipt) };
+    return { now_utc: iso(ctx.now), protocol: PROTOCOLS.gate, ...verdict, ...receipts };
   },
 });
 

@@ -6,6 +6,7 @@ import { asCityError, CityError } from "@/lib/errors";
 import { logFailure, logLine } from "@/lib/logger";
 import { type AnyDoor, type Caller, citizenLockOf, DEFAULT_MAX_BODY_BYTES, type DoorContext, type DoorRequest, isWrite, ownsTransactions, Reply } from "./door";
 import { restrictedRefusal } from "@/lib/city/restriction";
+import { identityLog } from "@/lib/city/identity-log";
 import { checkLogIdentity } from "@/lib/city/residency-log";
 import { activeSigningKey } from "@/lib/city/signing";
 import { resolveCaller } from "./caller";
@@ -73,12 +74,14 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
   };
   // A write may sign (a log row's checkpoint): the key is read (on a new city, made) before the
   // write's transaction, so this instance keeps it (activeSigningKey keeps none read inside one).
-  // So is the log's identity (recorded on a new city, lib/city/residency-log/identity.ts), kept by the instance
-  // the same way: an append then signs with no statement of its own, or refuses if this instance's
-  // configuration is not the log's.
+  // So is each log's identity (recorded on a new city, lib/city/transparency-log/identity.ts), kept by the
+  // instance the same way: an append then signs with no statement of its own, or refuses if this
+  // instance's configuration is not the log's.
   if (isWrite(door)) {
     await guard(() => activeSigningKey(db));
     await guard(() => checkLogIdentity(db, now));
+    // The identity log's too (CITY-KEYS/1): a key event's append then signs with no statement of its own.
+    await guard(() => identityLog.checkLogIdentity(db, now));
   }
   const outcome = await guard(() =>
     inTransaction

@@ -70,6 +70,12 @@ const DeltaSchema = z.object({
   latest_checkpoint: z.object({ version: z.number().int(), sha256: Hex64, bytes: Count, created_at: Timestamp }).nullable(),
   checkpoint_hash_verified: z.boolean().nullable().describe("null when the shelf is empty"),
   peers_present: Count.describe("other citizens present now (bound, with a bed, seen within 24 hours)"),
+  recovery_open: z
+    .object({ opens_after: Timestamp, holds: Count })
+    .nullable()
+    .describe(
+      "a recovery of yours is open (CITY-KEYS/1): if you did not open it, cancel it with your secret or key before opens_after (POST /api/recover/{did}/cancel)",
+    ),
   wake: z.array(z.enum(WAKE_ON)).describe("the wake_on conditions that are met"),
 });
 

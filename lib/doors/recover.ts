@@ -1,10 +1,14 @@
 import { z } from "zod";
 import { PROTOCOLS } from "@/lib/city/protocols";
-import { mintRecoveryCodes, RECOVERY_CODES_PER_MINT, recoverWithController, redeemCode } from "@/lib/city/recovery";
+import { mintRecoveryCodes, openWithNextKey, RECOVERY_CODES_PER_MINT, type Recovered, recoverWithController, redeemCode } from "@/lib/city/recovery";
+import { cancelRecovery, completeRecovery, HOLD_HOURS, HOLD_REASONS, HOLDS_PER_RECOVERY, holdRecovery, readPublicRecovery } from "@/lib/city/public-recovery";
+import { env } from "@/lib/env";
 import { CityError } from "@/lib/errors";
+import { configuredLimit } from "./configured-limits";
 import { requireCitizenSecret } from "./caller";
 import { door } from "./door";
-import { Hex64, iso, lowerHex, NowUtc, StoredText } from "./schemas";
+import { IdentityReceipt } from "./keys";
+import { Hex64, iso, lowerHex, NowUtc, StoredText, Timestamp } from "./schemas";
 
 export const recoverDoor = door({
   name: "recover",
@@ -13,7 +17,7 @@ export const recoverDoor = door({
   summary:
     "CITY-RECOVER/1: with your Bearer citizen secret (not a session token) and { mint: true }, eight single-use recovery codes; without it, { did, code }, or { did, nonce, controller_signature } with the controller's Ed25519 signature over the UTF-8 of `CITY-RECOVER/1|recover|<did>|<nonce>` (never the bare gate nonce), for a new secret.",
   description:
-    "Mint codes before your secret can be lost: they are shown once, a new mint voids the old set, and only the citizen secret mints (a gate session token is 403). Redeeming a code, or a controller recovery, issues a new citizen secret: the old secret and every live gate session token stop working. Controller recovery: take a fresh nonce from GET /gate and sign, with the bound controller key (Ed25519, strict), the UTF-8 bytes of `CITY-RECOVER/1|recover|<did>|<nonce>` (did: 64 lowercase hex; nonce: its 32 hex characters). This is not the gate's message (the gate signs the bare nonce), so no gate signature is ever a recovery. The nonce is spent whether or not the signature verifies.",
+    "Mint codes before your secret can be lost: they are shown once, a new mint voids the old set, and only the citizen secret mints (a gate session token is 403). Redeeming a code, or a controller recovery, issues a new citizen secret: the old secret and every live gate session token stop working. Controller recovery: take a fresh nonce from GET /gate and sign, with the bound controller key (Ed25519, strict), the UTF-8 bytes of `CITY-RECOVER/1|recover|<did>|<nonce>` (did: 64 lowercase hex; nonce: its 32 hex characters). This is not the gate's message (the gate signs the bare nonce), so no gate signature is ever a recovery. The nonce is spent whether or not the signature verifies. Where the citizen set a recovery delay (CITY-KEYS/1, POST /api/keys/delay), a code, or a committed next key's signature over `CITY-KEYS/1|recover|<did>|<thumbprint>|<nonce>`, opens a public recovery instead (GET /api/recover/{did}): the answer carries its clock and a ticket shown once, for POST /api/recover/{did}/complete after opens_after. A controller recovery is never delayed (the current key may cancel any recovery anyway).",
   auth: "optional",
   whenRestricted: "open",
   // A mint voids the previous codes; a redemption kills the old secret.
@@ -26,6 +30,8 @@ export const recoverDoor = door({
     controller_signature: lowerHex(128)
       .optional()
       .describe("the bound controller key's Ed25519 signature over the UTF-8 of CITY-RECOVER/1|recover|<did>|<nonce>"),
+    next_public_key: lowerHex(64).optional().describe("a committed next key (CITY-KEYS/1), to open a recovery where a delay is set"),
+    next_signature: lowerHex(128).optional().describe("that key's Ed25519 signature over the UTF-8 of CITY-KEYS/1|recover|<did>|<its thumbprint>|<nonce>"),
   }),
   output: z.object({
     now_utc: NowUtc,
@@ -33,6 +39,16 @@ export const recoverDoor = door({
     did: Hex64,
     codes: z.array(z.string()).optional().describe("shown once"),
     citizen_secret: z.string().optional().describe("shown once"),
+    recovery: z
+      .object({
+        state: z.literal("open"),
+        opened_at: Timestamp,
+        opens_after: Timestamp,
+        ticket: z.string().describe("shown once: completes the recovery after opens_after"),
+      })
+      .optional()
+      .describe("where the citizen set a recovery delay (CITY-KEYS/1): the recovery this proof opened instead of a new secret"),
+    identity_log_receipt: IdentityReceipt.optional(),
     note: z.string(),
   }),
   run: async (ctx, input) => {
@@ -56,17 +72,218 @@ export const recoverDoor = door({
       };
     }
     if (!input.did)
-      throw new CityError("bad_request", "Send { mint: true } with your Bearer credential, or { did, code }, or { did, nonce, controller_signature }.");
-    let secret: string;
-    if (input.code !== undefined) secret = await redeemCode(ctx.db, input.did, input.code, ctx.now);
+      throw new CityError(
+        "bad_request",
+        "Send { mint: true } with your Bearer credential, or { did, code }, or { did, nonce, controller_signature }, or { did, nonce, next_public_key, next_signature }.",
+      );
+    let recovered: Recovered;
+    if (input.code !== undefined) recovered = await redeemCode(ctx.db, input.did, input.code, ctx.now);
     else if (input.nonce && input.controller_signature)
-      secret = await recoverWithController(ctx.db, input.did, input.nonce, input.controller_signature, ctx.now);
-    else throw new CityError("bad_request", "To recover send { did, code } or { did, nonce, controller_signature }.");
+      recovered = await recoverWithController(ctx.db, input.did, input.nonce, input.controller_signature, ctx.now);
+    else if (input.nonce && input.next_public_key && input.next_signature)
+      recovered = await openWithNextKey(ctx.db, input.did, input.nonce, input.next_public_key, input.next_signature, ctx.now);
+    else
+      throw new CityError(
+        "bad_request",
+        "To recover send { did, code }, { did, nonce, controller_signature } or { did, nonce, next_public_key, next_signature }.",
+      );
+    if ("opened" in recovered) {
+      const { opened } = recovered;
+      return {
+        ...base,
+        did: input.did,
+        recovery: { state: "open" as const, opened_at: iso(opened.openedAt), opens_after: iso(opened.opensAfter), ticket: opened.ticket },
+        identity_log_receipt: opened.receipt,
+        note: `This citizen set a recovery delay: a recovery is open, in public (GET /api/recover/${input.did}), until ${iso(opened.opensAfter)}. Its current secret or key may cancel it before then, and anyone may hold it. After it, complete it with the ticket (shown once) at POST /api/recover/${input.did}/complete.`,
+      };
+    }
     return {
       ...base,
       did: input.did,
-      citizen_secret: secret,
+      citizen_secret: recovered.secret,
+      identity_log_receipt: recovered.receipt,
       note: "A new citizen secret, shown once. The old secret and every gate session token no longer work; the code is spent.",
     };
   },
 });
+
+const DidParam = Hex64.describe("the citizen's DID");
+
+const PublicRecoverySchema = z.object({
+  now_utc: NowUtc,
+  protocol: z.literal(PROTOCOLS.keys),
+  did: Hex64,
+  delay_hours: z.number().int().describe("0: a recovery code gives a new secret at once; else the public window, in hours"),
+  pre_rotation: z.boolean().describe("a commitment of next keys stands"),
+  recovery: z
+    .object({
+      state: z.enum(["open", "cancelled", "completed"]),
+      via: z.enum(["code", "next-key"]),
+      opened_at: Timestamp,
+      opens_after: Timestamp.describe("before it: the current secret or key may cancel; after it: the opener may complete"),
+      holds: z.number().int(),
+      holds_left: z.number().int(),
+      closed_at: Timestamp.nullable(),
+    })
+    .nullable()
+    .describe("the citizen's latest recovery; null: none was ever opened"),
+  note: z.string(),
+});
+
+export const readRecoveryDoor = door({
+  name: "read-recovery",
+  method: "GET",
+  path: "/api/recover/{did}",
+  summary:
+    "CITY-KEYS/1: a citizen's recovery in public: its delay, whether pre-rotation stands, and its latest recovery (state, opened_at, opens_after, holds).",
+  description: `Anyone may watch: a recovery opened by a stolen code shows here (and in the identity log) for the whole window. Until opens_after the citizen's current secret or key cancels it (POST /api/recover/{did}/cancel); anyone may hold it (POST /api/recover/{did}/hold), ${HOLDS_PER_RECOVERY} holds at most, each ${HOLD_HOURS} h. An unknown or exported DID is 404.`,
+  auth: "none",
+  cache: "live",
+  input: z.object({ did: DidParam }),
+  output: PublicRecoverySchema,
+  run: async (ctx, input) => {
+    const found = await readPublicRecovery(ctx.db, input.did);
+    if (!found) throw new CityError("not_found", "No citizen has that DID here, or it exported and left.");
+    return { now_utc: iso(ctx.now), protocol: PROTOCOLS.keys, ...found, note: recoveryNote(found.recovery?.state ?? null) };
+  },
+});
+
+function recoveryNote(state: "open" | "cancelled" | "completed" | null): string {
+  if (state === "open")
+    return "A recovery is open: if its citizen did not ask for it, hold it (a reason code) and tell its owner; its current secret or key cancels it.";
+  return "No recovery is open.";
+}
+
+export const holdRecoveryDoor = door({
+  name: "hold-recovery",
+  method: "POST",
+  path: "/api/recover/{did}/hold",
+  summary: `CITY-KEYS/1: anyone, without credentials, holds an open recovery with a reason code (${HOLD_REASONS.join(", ")}): opens_after moves to ${HOLD_HOURS} h past the later of itself and now; ${HOLDS_PER_RECOVERY} holds per recovery at most.`,
+  description: `A hold gives the citizen's owner time to notice and cancel. It carries no free text, only a reason from the fixed list. Holds are bounded per day for each address the city can tell apart, and city-wide per hour (429 past either), and ${HOLDS_PER_RECOVERY} per recovery (409 limit_reached). No open recovery: 404. Recorded in the identity log.`,
+  auth: "optional",
+  whenRestricted: "open",
+  get limits() {
+    return [
+      { name: "holds per recovery", limit: HOLDS_PER_RECOVERY, per: "recovery", over: "refused" as const },
+      ...configuredLimit({
+        name: "recovery holds",
+        variable: "CITY_RECOVER_HOLDS_PER_ADDRESS_PER_DAY",
+        windowSeconds: 86_400,
+        per: "client address",
+        over: "refused",
+        zeroIsOff: true,
+        perAddress: true,
+      }),
+      ...configuredLimit({
+        name: "recovery holds city-wide",
+        variable: "CITY_RECOVER_HOLDS_PER_HOUR",
+        windowSeconds: 3600,
+        per: "city: every hold, whatever its address",
+        over: "refused",
+        zeroIsOff: true,
+      }),
+    ];
+  },
+  input: z.strictObject({ did: DidParam, reason: z.enum(HOLD_REASONS).describe("why the recovery should wait, from the fixed list") }),
+  output: z.object({
+    now_utc: NowUtc,
+    protocol: z.literal(PROTOCOLS.keys),
+    did: Hex64,
+    holds: z.number().int(),
+    opens_after: Timestamp,
+    identity_log_receipt: IdentityReceipt,
+    note: z.string(),
+  }),
+  run: async (ctx, input) => {
+    const { CITY_RECOVER_HOLDS_PER_ADDRESS_PER_DAY, CITY_RECOVER_HOLDS_PER_HOUR } = env();
+    const held = await holdRecovery(
+      ctx.db,
+      {
+        did: input.did,
+        reason: input.reason,
+        ip: ctx.request.ip,
+        limits: { perAddressPerDay: CITY_RECOVER_HOLDS_PER_ADDRESS_PER_DAY, perHour: CITY_RECOVER_HOLDS_PER_HOUR },
+      },
+      ctx.now,
+    );
+    return {
+      now_utc: iso(ctx.now),
+      protocol: PROTOCOLS.keys,
+      did: input.did,
+      holds: held.holds,
+      opens_after: iso(held.opensAfter),
+      identity_log_receipt: held.receipt,
+      note: `Held: the recovery cannot complete before ${iso(held.opensAfter)}. ${HOLDS_PER_RECOVERY - held.holds} hold(s) left.`,
+    };
+  },
+});
+
+export const cancelRecoveryDoor = door({
+  name: "cancel-recovery",
+  method: "POST",
+  path: "/api/recover/{did}/cancel",
+  summary: "CITY-KEYS/1: cancel your open recovery before opens_after, with your current citizen secret or a request signed with your controller key.",
+  description:
+    "Only the citizen itself cancels (another citizen is 403), and not with a gate session token. After opens_after only the opener may complete it (409). Recorded in the identity log. If you did not open it, a recovery code of yours was taken: mint new codes (POST /api/recover { mint: true }), which voids the old ones.",
+  auth: "citizen",
+  whenRestricted: "open",
+  input: z.strictObject({ did: DidParam }),
+  output: z.object({
+    now_utc: NowUtc,
+    protocol: z.literal(PROTOCOLS.keys),
+    did: Hex64,
+    state: z.literal("cancelled"),
+    identity_log_receipt: IdentityReceipt,
+    note: z.string(),
+  }),
+  run: async (ctx, input) => {
+    requireCitizenSecret(ctx.caller, "Cancelling a recovery");
+    if (ctx.caller.did !== input.did) throw new CityError("forbidden", "Only the citizen itself cancels its recovery.");
+    const receipt = await cancelRecovery(ctx.db, input.did, ctx.now);
+    return {
+      now_utc: iso(ctx.now),
+      protocol: PROTOCOLS.keys,
+      did: input.did,
+      state: "cancelled" as const,
+      identity_log_receipt: receipt,
+      note: "Cancelled: nothing of yours changed. If you did not open it, mint new recovery codes now (the old ones are void then).",
+    };
+  },
+});
+
+export const completeRecoveryDoor = door({
+  name: "complete-recovery",
+  method: "POST",
+  path: "/api/recover/{did}/complete",
+  summary:
+    "CITY-KEYS/1: the opener completes its recovery after opens_after with the ticket it was shown once: a new citizen secret (shown once), every older credential dead.",
+  description:
+    "The secret, every gate session token and every unused recovery code stop working; a committed next key that opened the recovery becomes the controller (a code's completion unbinds the old controller, which may be the thief's). Before opens_after, or once cancelled: 409. A wrong ticket: 401. Recorded in the identity log.",
+  auth: "optional",
+  whenRestricted: "open",
+  hints: { destructive: true },
+  input: z.strictObject({ did: DidParam, ticket: StoredText.max(200).describe("the ticket shown once when the recovery opened (city_rt_...)") }),
+  output: z.object({
+    now_utc: NowUtc,
+    protocol: z.literal(PROTOCOLS.keys),
+    did: Hex64,
+    citizen_secret: z.string().describe("shown once"),
+    controller: z.string().describe("the controller key's thumbprint now, or none"),
+    identity_log_receipt: IdentityReceipt,
+    note: z.string(),
+  }),
+  run: async (ctx, input) => {
+    const done = await completeRecovery(ctx.db, input.did, input.ticket, ctx.now);
+    return {
+      now_utc: iso(ctx.now),
+      protocol: PROTOCOLS.keys,
+      did: input.did,
+      citizen_secret: done.secret,
+      controller: done.controller,
+      identity_log_receipt: done.receipt,
+      note: "Recovered: a new citizen secret, shown once. Every older secret, session token and recovery code is dead; mint new recovery codes now.",
+    };
+  },
+});
+
+export const recoverDoors = [recoverDoor, readRecoveryDoor, holdRecoveryDoor, cancelRecoveryDoor, completeRecoveryDoor];

@@ -4,6 +4,7 @@ import { clinicDoors } from "./clinic";
 import type { AnyDoor } from "./door";
 import { discoveryDoors } from "./discovery";
 import { gateDoors } from "./gate";
+import { identityLogDoors } from "./identity-log";
 import { lanternDoors } from "./lanterns";
 import { liveDoors } from "./live";
 import { lockerDoors } from "./locker";
@@ -12,7 +13,8 @@ import { mailDoors } from "./mail";
 import { peerDoors } from "./peers";
 import { postDoors } from "./posts";
 import { quarantineDoors } from "./quarantine";
-import { recoverDoor } from "./recover";
+import { keyDoors } from "./keys";
+import { recoverDoors } from "./recover";
 import { residencyDoors } from "./residency";
 import { residencyLogDoors } from "./residency-log";
 import { sealDoors } from "./seals";
@@ -27,10 +29,12 @@ export const registry: readonly AnyDoor[] = [
   ...gateDoors,
   ...residencyDoors,
   ...residencyLogDoors,
+  ...identityLogDoors,
   ...liveDoors,
   ...peerDoors,
   ...tokenDoors,
-  recoverDoor,
+  ...recoverDoors,
+  ...keyDoors,
   ...tierDoors,
   ...lockerDoors,
   ...checkpointDoors,

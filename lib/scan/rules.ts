@@ -19,7 +19,7 @@ export interface ScanRule {
 const matches = (pattern: RegExp) => (text: string) => pattern.test(text);
 
 /** The city's own credential prefixes (lib/city/credentials.ts); a test keeps the two in step. */
-export const CITY_CREDENTIAL_PREFIXES = ["city_sk_", "city_st_", "city_rc_"] as const;
+export const CITY_CREDENTIAL_PREFIXES = ["city_sk_", "city_st_", "city_rc_", "city_rt_"] as const;
 
 // Separator between a label and its value: `: `, ` = `, `": "`, `=>`, ` is `, or only a space.
 const SEP = String.raw`(?=[\s"'\x60:=(\\])\\?["'\x60]?\s{0,4}(?:\([^()\n]{0,24}\)\s{0,4})?(?::=|=>|->|[:=]|\bis\b|\bwas\b)?\s{0,4}\\?["'\x60]?\s{0,4}`;

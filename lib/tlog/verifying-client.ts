@@ -3,7 +3,8 @@ import { encodeTileIndex, TILE_WIDTH } from "./tiles";
 import { equalHashes, type Hash, leafHash, rootOfLeaves, verifyConsistency, verifyInclusion } from "./tree";
 
 /**
- * An outside verifier of the city's residency log, from its public key alone: the checkpoint's
+ * An outside verifier of one of the city's logs (the card's `log`, the residency log, by default;
+ * `identity_log`, the identity log), from its public key alone: the checkpoint's
  * signature, the root recomputed from the tiles (every entry hashed against its leaf), and
  * consistency with the checkpoint it saw last time. Used by `npm run verify-log` and the tests.
  */
@@ -20,6 +21,9 @@ export interface VerifyReport {
 }
 
 type Fetch = (url: string) => Promise<Response>;
+
+/** Where each log's doors are (DESIGN.md sections 8 and 10): the consistency proof, and the checkpoint and tiles a card does not name. */
+const LOG_DOORS = { log: "/api/residency/log", identity_log: "/api/identity/log" } as const;
 
 class Refused extends Error {}
 
@@ -69,32 +73,46 @@ export function verifyReceipt(receipt: ReceiptToVerify, leafData: Uint8Array, vk
   }
 }
 
-export async function verifyTransparencyLog(baseUrl: string, options: { vkey?: string; state?: VerifierState | null; fetch?: Fetch }): Promise<VerifyReport> {
+export async function verifyTransparencyLog(
+  baseUrl: string,
+  options: {
+    vkey?: string;
+    state?: VerifierState | null;
+    fetch?: Fetch;
+    log?: "log" | "identity_log";
+    /** Given each entry as its leaf is checked (0-based index, its data): proven only when the report is ok. */
+    onEntry?: (index: number, data: Uint8Array) => void;
+  },
+): Promise<VerifyReport> {
+  const field = options.log ?? "log";
   const fetcher: Fetch = options.fetch ?? ((url) => fetch(url, { signal: AbortSignal.timeout(30_000) }));
   const base = baseUrl.replace(/\/+$/, "");
   const lines: string[] = [];
   try {
-    const card = (await (await get(fetcher, `${base}/city-card.json`)).json()) as {
-      log?: { verifier_key?: string; checkpoint?: string; tiles?: string; witnesses?: Array<{ name: string; vkey: string }> };
-    };
-    const published = card.log?.verifier_key;
+    const card = (await (await get(fetcher, `${base}/city-card.json`)).json()) as Record<
+      string,
+      { verifier_key?: string; checkpoint?: string; tiles?: string; witnesses?: Array<{ name: string; vkey: string }> } | undefined
+    >;
+    const published = card[field]?.verifier_key;
+    const doors = LOG_DOORS[field];
+    const tiles = card[field]?.tiles ?? `${doors}/`;
     let vkey = options.vkey ?? options.state?.vkey;
     if (!vkey) {
-      if (!published) throw new Refused("the city card publishes no log.verifier_key");
+      if (!published) throw new Refused(`the city card publishes no ${field}.verifier_key`);
       vkey = published;
       lines.push(`pinned the key on first use: ${vkey}`);
     } else if (published && published !== vkey) {
       lines.push(`warning: the card now publishes another key (${published}); verifying against ${options.vkey ? "the key given" : "the pinned key"}`);
     }
-    const { note, checkpoint } = signedCheckpoint(await (await get(fetcher, `${base}${card.log?.checkpoint ?? "/api/residency/log/checkpoint"}`)).text(), vkey);
+    const { note, checkpoint } = signedCheckpoint(await (await get(fetcher, `${base}${card[field]?.checkpoint ?? `${doors}/checkpoint`}`)).text(), vkey);
     lines.push(`signature: valid (${checkpoint.origin}, size ${checkpoint.size})`);
 
-    for (const witness of card.log?.witnesses ?? []) {
+    for (const witness of card[field]?.witnesses ?? []) {
       const valid = validCosignatures(note, parseVkey(witness.vkey));
       lines.push(`witness ${witness.name}: ${valid.length > 0 ? "cosigned this checkpoint" : "no valid cosignature on this checkpoint"}`);
     }
 
-    const leaves = await leavesFromTiles(fetcher, `${base}${card.log?.tiles ?? "/api/residency/log/"}`, checkpoint.size);
+    const leaves = await leavesFromTiles(fetcher, `${base}${tiles}`, checkpoint.size, options.onEntry);
     if (!equalHashes(rootOfLeaves(leaves), checkpoint.root)) throw new Refused("the tiles do not hash to the checkpoint's root");
     lines.push(`root: recomputed from ${leaves.length} entries in the tiles, equal to the checkpoint's`);
 
@@ -103,7 +121,7 @@ export async function verifyTransparencyLog(baseUrl: string, options: { vkey?: s
       const oldRoot = unb64(previous.root);
       if (previous.size > checkpoint.size)
         throw new Refused(`the log shrank: it was ${previous.size} rows when last verified, now ${checkpoint.size} (a fork)`);
-      const answer = (await (await get(fetcher, `${base}/api/residency/log/consistency?from=${previous.size}&to=${checkpoint.size}`)).json()) as {
+      const answer = (await (await get(fetcher, `${base}${doors}/consistency?from=${previous.size}&to=${checkpoint.size}`)).json()) as {
         proof: string[];
       };
       if (!verifyConsistency(previous.size, checkpoint.size, answer.proof.map(unb64), oldRoot, checkpoint.root)) {
@@ -123,7 +141,7 @@ export async function verifyTransparencyLog(baseUrl: string, options: { vkey?: s
 }
 
 /** Every leaf hash of the tree of `size`, from the level-0 hash tiles, each checked against its entry in the entry bundles. */
-async function leavesFromTiles(fetcher: Fetch, prefix: string, size: number): Promise<Hash[]> {
+async function leavesFromTiles(fetcher: Fetch, prefix: string, size: number, onEntry?: (index: number, data: Uint8Array) => void): Promise<Hash[]> {
   const leaves: Hash[] = [];
   for (let index = 0; index * TILE_WIDTH < size; index++) {
     const width = Math.min(TILE_WIDTH, size - index * TILE_WIDTH);
@@ -142,6 +160,7 @@ async function leavesFromTiles(fetcher: Fetch, prefix: string, size: number): Pr
         throw new Refused(`log row ${index * TILE_WIDTH + i + 1} as published does not hash to its leaf in the tree: the row was changed after it was logged`);
       }
       leaves.push(leaf);
+      onEntry?.(index * TILE_WIDTH + i, data);
     }
     if (at !== bundle.length) throw new Refused(`entry bundle ${suffix} has bytes after its ${width} entries`);
   }

@@ -96,6 +96,13 @@ const HINTS: Record<string, [readOnly: boolean, idempotent: boolean, destructive
   "read-log-consistency": [true, true, false], // GET /api/residency/log/consistency
   "read-log-tile": [true, true, false], // GET /api/residency/log/tile/{tile}
   "sync-log-witnesses": [false, true, false], // GET /api/residency/log/witnesses/sync
+  "read-identity-log": [true, true, false], // GET /api/identity/log
+  "verify-identity-log": [false, false, false], // GET /api/identity/log/verify
+  "read-identity-log-checkpoint": [false, true, false], // GET /api/identity/log/checkpoint
+  "read-identity-log-proof": [true, true, false], // GET /api/identity/log/proof
+  "read-identity-log-consistency": [true, true, false], // GET /api/identity/log/consistency
+  "read-identity-log-tile": [true, true, false], // GET /api/identity/log/tile/{tile}
+  "sync-identity-log-witnesses": [false, true, false], // GET /api/identity/log/witnesses/sync
   live: [false, false, false], // POST /api/live
   "list-peers": [true, true, false], // GET /api/peers
   "read-peer-keys": [false, true, false], // GET /api/peers/{did}/keys: the first signature of an instance may create the city's key
@@ -103,6 +110,13 @@ const HINTS: Record<string, [readOnly: boolean, idempotent: boolean, destructive
   "revoke-token": [false, true, true], // DELETE /api/tokens
   "revoke-all-tokens": [false, false, false], // POST /api/tokens/revoke-all
   recover: [false, false, true], // POST /api/recover
+  "read-recovery": [true, true, false], // GET /api/recover/{did}
+  "hold-recovery": [false, false, false], // POST /api/recover/{did}/hold
+  "cancel-recovery": [false, false, false], // POST /api/recover/{did}/cancel
+  "complete-recovery": [false, false, true], // POST /api/recover/{did}/complete: every older credential dies
+  "commit-next-keys": [false, true, false], // POST /api/keys/commit
+  "rotate-key": [false, false, true], // POST /api/keys/rotate: the old key dies
+  "set-recovery-delay": [false, true, false], // POST /api/keys/delay
   "read-prove-challenge": [false, false, false], // GET /api/prove
   "prove-key": [false, false, false], // POST /api/prove
   "file-appeal": [false, false, false], // POST /api/appeal

@@ -1,8 +1,7 @@
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import pg from "pg";
 import { presentation } from "../support/gate";
-import { BOOT_HOOK_TIMEOUT_MS, type CityServer } from "../support/next-server";
-import { type Answer, describeOnServer, startSecondInstance, usePostgresCity } from "../support/postgres-city";
+import { type Answer, describeOnServer, usePostgresCity, useSecondInstance } from "../support/postgres-city";
 
 /*
  * Issue 29, item 2, through real HTTP: two `next start` instances on one PostgreSQL database
@@ -20,19 +19,11 @@ const ENV = { CITY_DB_DRIVER: "pg", CITY_GATE_NONCES_LIVE: String(NONCES_LIVE) }
 
 describeOnServer("the gate on two `next start` instances over one PostgreSQL database: no lock before proof (issue 29, item 2)", () => {
   const city = usePostgresCity("security-postgres-gate-locks", ENV);
-  let other: CityServer | undefined;
-
-  beforeAll(async () => {
-    other = await startSecondInstance(city(), { ...ENV, CITY_BASE_URL: city().server.baseUrl });
-  }, BOOT_HOOK_TIMEOUT_MS);
-
-  afterAll(async () => {
-    await other?.stop();
-  }, 30_000);
+  const other = useSecondInstance(city, ENV);
 
   /** A request to one of the two instances, alternately. */
   async function call(i: number, path: string, init: RequestInit = {}): Promise<Answer> {
-    const base = i % 2 ? other!.baseUrl : city().server.baseUrl;
+    const base = i % 2 ? other().baseUrl : city().server.baseUrl;
     const response = await fetch(`${base}${path}`, init);
     const text = await response.text();
     const type = response.headers.get("content-type") ?? "";

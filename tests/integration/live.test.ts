@@ -54,6 +54,7 @@ const DELTA_FIELDS = [
   "latest_checkpoint",
   "checkpoint_hash_verified",
   "peers_present",
+  "recovery_open",
   "wake",
 ].sort();
 const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
@@ -166,6 +167,7 @@ describeOnDatabases("leave and return", (t) => {
         latest_checkpoint: { version: 2, sha256: sha256("while away"), bytes: 10, created_at: cp.body.created_at },
         checkpoint_hash_verified: true,
         peers_present: expect.any(Number),
+        recovery_open: null,
         // The schedule given on leave named these two conditions; law_changed and lantern_match are met but not asked for.
         wake: ["direct_message", "room_reply"],
       });

@@ -74,6 +74,12 @@ describeOnDatabases("the poll's plan in a city of 300,000 posts", (t) => {
     await others("lanterns", "did, keyword, created_at", `${poster}, 'word' || v, now()`, 3);
     await others("live_schedules", "did, wake_on, polled_at", `${poster}, '["room_reply"]'::jsonb, now()`);
     await others("gate_nonces", "nonce, issued_at, expires_at, holder", `md5('nonce-' || i), now(), now() + interval '10 minutes', ${poster}`);
+    // Recoveries of others (CITY-KEYS/1): closed ones, and an open one for every second citizen.
+    await t().db.execute(sql`
+      INSERT INTO recoveries (did, via, ticket_hash, opened_at, opens_after, state, closed_at)
+      SELECT did, 'code', md5(did || s), now(), now() + interval '1 day', CASE WHEN s = 1 AND n % 2 = 0 THEN 'open' ELSE 'cancelled' END,
+        CASE WHEN s = 1 AND n % 2 = 0 THEN NULL ELSE now() END
+      FROM (SELECT did, row_number() OVER () AS n FROM citizens WHERE did <> ${me.did}) c, generate_series(1, 3) AS s`);
     await t().db.execute(sql`ANALYZE`);
 
     const cursors = {

@@ -60,10 +60,13 @@ describeOnDatabases("reading doors write nothing", (t) => {
         "read-card",
         "read-jwks",
         "read-log-checkpoint",
+        "read-identity-log-checkpoint",
         "read-peer-keys",
         "read-prove-challenge",
         "sync-log-witnesses",
+        "sync-identity-log-witnesses",
         "verify-residency-log",
+        "verify-identity-log",
       ].sort(),
     );
 

@@ -27,7 +27,17 @@ describeOnDatabases("answers a shared cache may keep, and the ones it never may"
       .filter((d) => d.cache === "shared")
       .map((d) => d.name)
       .sort();
-    expect(shared).toEqual(["list-peers", "read-bazaar", "read-beacon", "read-census", "read-plaza", "read-residency-log", "read-room", "read-ward"]);
+    expect(shared).toEqual([
+      "list-peers",
+      "read-bazaar",
+      "read-beacon",
+      "read-census",
+      "read-identity-log",
+      "read-plaza",
+      "read-residency-log",
+      "read-room",
+      "read-ward",
+    ]);
     await admit();
     for (const door of registry.filter((d) => d.cache === "shared")) {
       const first = await callDoor(door, { params: paramsOf(door) });

@@ -16,7 +16,7 @@ import { liveDoor } from "@/lib/doors/live";
 import { expectProblem } from "../support/assertions";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor, freshNonce, presentation } from "../support/gate";
-import { admitWithKey, callSigned, newKey, nowSeconds, signComponents, signFor, type TestKey, urlOf } from "../support/signed";
+import { admitWithKey, callSigned, newKey, nowSeconds, rotateAtGate, signComponents, signFor, type TestKey, urlOf } from "../support/signed";
 
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
 process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
@@ -28,21 +28,6 @@ function expectRefused(answer: { status: number; headers: Headers; body: unknown
   expect(accept, "Accept-Signature").toMatch(/^sig1=\("@method" "@authority" "@path"/);
   expect(accept).toContain(";created;expires;keyid");
   return problem;
-}
-
-/** The gate's rotation, as before signed requests: the secret, the current key's and the next key's signatures over a nonce. */
-async function rotateAtGate(me: { citizen_secret: string; key: TestKey }, name: string, next: TestKey) {
-  const nonce = await freshNonce();
-  return callDoor(presentGate, {
-    bearer: me.citizen_secret,
-    body: presentation({
-      name,
-      nonce,
-      controller_signature: await me.key.signHex(nonce),
-      next_controller_public_key: next.publicKey,
-      next_controller_signature: await next.signHex(nonce),
-    }),
-  });
 }
 
 describeOnDatabases(

@@ -202,3 +202,21 @@ export async function signedProof(city: PostgresCity, bearer: string, key: { pub
 export function startSecondInstance(first: PostgresCity, env: Record<string, string> = {}): Promise<CityServer> {
   return startCityServer({ ...first.databaseEnv, CITY_DB_DRIVER: "pg", CITY_GATE_PER_ADDRESS_PER_HOUR: "0", CITY_GATE_PER_ORIGIN_PER_HOUR: "100000", ...env });
 }
+
+/**
+ * Registers hooks that start a second instance (startSecondInstance) once the city is up, with the
+ * first one's CITY_BASE_URL, and stop it after; the getter gives it to the tests.
+ */
+export function useSecondInstance(city: () => PostgresCity, env: Record<string, string> = {}): () => CityServer {
+  let other: CityServer | undefined;
+  beforeAll(async () => {
+    other = await startSecondInstance(city(), { ...env, CITY_BASE_URL: city().server.baseUrl });
+  }, BOOT_HOOK_TIMEOUT_MS);
+  afterAll(async () => {
+    await other?.stop();
+  }, 30_000);
+  return () => {
+    if (!other) throw new Error("the second instance is not running");
+    return other;
+  };
+}

@@ -4,7 +4,8 @@ import type { AnyDoor } from "@/lib/doors/door";
 import { serveDoor } from "@/lib/doors/http";
 import { jwkThumbprint } from "@/lib/city/request-keys";
 import { importSeed, signatureBase, signatureParams, signBase, signRequest, type SignRequestOptions } from "@/lib/sign-request";
-import { admit, freshNonce } from "./gate";
+import { presentGate } from "@/lib/doors/gate";
+import { admit, callDoor, freshNonce, presentation } from "./gate";
 
 /** A controller key: its seed (what the helper signs with), public key hex and keyid. */
 export interface TestKey {
@@ -97,3 +98,18 @@ export async function signComponents(
 }
 
 export const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+/** The gate's rotation, as before signed requests: the secret, the current key's and the next key's signatures over a nonce. */
+export async function rotateAtGate(me: { citizen_secret: string; key: TestKey }, name: string, next: TestKey) {
+  const nonce = await freshNonce();
+  return callDoor(presentGate, {
+    bearer: me.citizen_secret,
+    body: presentation({
+      name,
+      nonce,
+      controller_signature: await me.key.signHex(nonce),
+      next_controller_public_key: next.publicKey,
+      next_controller_signature: await next.signHex(nonce),
+    }),
+  });
+}

@@ -27,6 +27,10 @@ function Badges({ peer }: { peer: PeerRow }) {
           {`signs with key ${peer.key_thumbprint.slice(0, 8)}…`}
         </span>
       ) : null}
+      {/* CITY-KEYS/1: its key history from the identity log, and any recovery open on it. */}
+      <a className={`${look.link} text-xs whitespace-nowrap`} href={`/peers/${peer.fingerprint}`}>
+        keys
+      </a>
     </>
   );
 }

@@ -2,7 +2,7 @@ import { desc, sql } from "drizzle-orm";
 import { type Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
 import { residencyLog } from "@/db/schema";
-import { type PublishedLogRow, publishLogRow } from "./row";
+import { type PublishedLogRow, publishLogRow } from "../transparency-log";
 
 /** One UTC day of the residency log: its events, and the beds held at its end. */
 export interface ResidencyDay {

@@ -1,36 +1,77 @@
 /**
  * The residency log: every admission, exit, return and export, as a hash chain and as a
- * transparency log (lib/tlog) kept in PostgreSQL. This is its one face; its files:
- *   row.ts          the row format: published row, chained hash, leaf data
- *   head.ts         the head and its lock (every appender takes it, alone or in a statement of its own)
- *   append.ts       an append under the head: the row, its tree nodes and a signed checkpoint in one INSERT
- *   receipts.ts     an append's receipt, carried up to the answer
- *   checkpoints.ts  the latest checkpoint with its cosignatures; the tree's catch-up over older rows
- *   storage.ts      the tree's tables as lib/tlog's LogStorage
- *   proofs.ts       inclusion and consistency proofs, tiles and entry bundles
- *   signer.ts       the key and origin that sign checkpoints
- *   identity.ts     the log's recorded identity, checked before any append
- *   witnesses.ts    cosignatures gathered from the configured witnesses
- *   chain.ts        published pages and the hash chain's check
- *   history.ts      the city over time, drawn from the log
+ * transparency log (lib/tlog) kept in PostgreSQL. This is its one face: the transparency log
+ * module (lib/city/transparency-log) bound to the residency log's tables and origin (./log.ts),
+ * and the city over time drawn from it (./history.ts).
  */
-export type { LogReceipt } from "@/lib/tlog/append";
-export { type Appended, appended, appendLog, type PreparedAppend, prepareAppend } from "./append";
-export { type ChainReport, readLogPage, verifyHashChain } from "./chain";
-export { catchUpLogTree, catchUpTree, cosignedNote, currentCheckpoint, type HeldCheckpoint, latestCheckpoint } from "./checkpoints";
-export { LOCK_LOG_HEAD, lockLogHead, lockLogHeadAfter, lockLogHeadIf, type LogHead, logHeadOf } from "./head";
-export { readLatestLogRows, readResidencyDays, type ResidencyDay } from "./history";
+import type { LogReceipt } from "../transparency-log";
+import { withLogReceipts } from "../transparency-log";
+import { residencyLog } from "./log";
+
 export {
+  type Appended,
+  type ChainReport,
+  configuredWitnesses,
+  cosignedNote,
+  forgetLogIdentity,
+  GENESIS_HASH,
+  type HeldCheckpoint,
+  type IdentityReport,
+  leafDataOf,
+  type LogHead,
+  logHeadOf,
+  type LogReceipt,
+  LogReceiptSchema,
+  type LogSigner,
+  noteVerifies,
+  type PreparedAppend,
+  type PublishedLogRow,
+  publishLogRow,
+} from "../transparency-log";
+export { readLatestLogRows, readResidencyDays, type ResidencyDay } from "./history";
+export { RESIDENCY_LOG, residencyLog } from "./log";
+
+export const {
+  appendLog,
+  prepareAppend,
+  appended,
+  readLogPage,
+  verifyHashChain,
+  catchUpLogTree,
+  catchUpTree,
+  currentCheckpoint,
+  latestCheckpoint,
+  lockLogHead,
+  lockLogHeadAfter,
+  lockLogHeadIf,
   announceLogIdentity,
   checkLogIdentity,
-  forgetLogIdentity,
-  type IdentityReport,
   logIdentityReport,
-  noteVerifies,
   publishedLogIdentity,
-} from "./identity";
-export { consistencyProof, inclusionProof, readEntryBundle, readTile } from "./proofs";
-export { LogReceiptSchema, receiptField, recordLogReceipt, withLogReceipt } from "./receipts";
-export { GENESIS_HASH, leafDataOf, type PublishedLogRow, publishLogRow } from "./row";
-export { logSigner, type LogSigner } from "./signer";
-export { configuredWitnesses, syncWitnesses, witnessStates } from "./witnesses";
+  inclusionProof,
+  consistencyProof,
+  readTile,
+  readEntryBundle,
+  logSigner,
+  syncWitnesses,
+  witnessStates,
+} = residencyLog;
+
+/** The query that locks the residency log's head and reads it. */
+export const LOCK_LOG_HEAD = residencyLog.lockHeadQuery();
+
+/** Runs a door's work and gives the residency log's receipt of its append, if it appended (other logs' receipts: withLogReceipts). */
+export async function withLogReceipt<T>(work: () => Promise<T>): Promise<{ value: T; logReceipt: LogReceipt | null }> {
+  const { value, receipts } = await withLogReceipts(work);
+  return { value, logReceipt: receipts.log_receipt ?? null };
+}
+
+/** Records a residency log receipt for the answer (appendLog does it; for a receipt made elsewhere). */
+export function recordLogReceipt(receipt: LogReceipt): void {
+  residencyLog.recordReceipt(receipt);
+}
+
+/** The field an answer that appended a residency log row carries (absent when it appended none). */
+export function receiptField(receipt: LogReceipt | null): { log_receipt?: LogReceipt } {
+  return receipt ? { log_receipt: receipt } : {};
+}

@@ -1,20 +1,21 @@
 import { and, asc, desc, eq, gt, lte, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
-import { logCheckpoints, logCosignatures, logNodes, residencyLog } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { checkpointOf, edgeOf, growTree } from "@/lib/tlog/append";
+import type { LogDescriptor } from "./descriptor";
 import { lockLogHead } from "./head";
 import { appendSigner, verifiedNote } from "./identity";
 import { leafDataOf, publishLogRow } from "./row";
 import type { LogSigner } from "./signer";
 
-/** The residency log's signed checkpoints: the latest with its cosignatures, and the tree's catch-up over rows from before it. */
+/** A log's signed checkpoints: the latest with its cosignatures, and the tree's catch-up over rows from before it. */
 
 /**
  * Builds the tree over rows that have none yet (the rows written before the tree existed), one
  * page at a time, and signs a checkpoint at `upto`. Runs under the log's lock. Returns the edge at `upto`.
  */
-export async function catchUpTree(db: Database, signer: LogSigner, upto: number, now: Date): Promise<string> {
+export async function catchUpTree(log: LogDescriptor, db: Database, signer: LogSigner, upto: number, now: Date): Promise<string> {
+  const { rows: table, nodes: logNodes, checkpoints: logCheckpoints } = log.tables;
   const [kept] = await db
     .select({ size: logCheckpoints.size, edge: logCheckpoints.edge })
     .from(logCheckpoints)
@@ -27,13 +28,13 @@ export async function catchUpTree(db: Database, signer: LogSigner, upto: number,
   while (size < upto) {
     const rows = await db
       .select()
-      .from(residencyLog)
-      .where(and(gt(residencyLog.seq, size), lte(residencyLog.seq, upto)))
-      .orderBy(asc(residencyLog.seq))
+      .from(table)
+      .where(and(gt(table.seq, size), lte(table.seq, upto)))
+      .orderBy(asc(table.seq))
       .limit(1000);
     // Leaf i of the page is row size + 1 + i: a missing row stops the catch-up (the page's first, as before, or any later one).
     const gap = rows.length === 0 ? 0 : rows.findIndex((row, i) => row.seq !== size + 1 + i);
-    if (gap >= 0) throw new Error(`the residency log has no row ${size + 1 + gap}`);
+    if (gap >= 0) throw new Error(`the ${log.name} has no row ${size + 1 + gap}`);
     const grown = growTree(
       edge,
       size,
@@ -60,14 +61,15 @@ export interface HeldCheckpoint {
 }
 
 /** The latest signed checkpoint with every cosignature held for it, and how many rows the log has. */
-export async function latestCheckpoint(db: Database): Promise<{ checkpoint: HeldCheckpoint | null; logSize: number }> {
+export async function latestCheckpoint(log: LogDescriptor, db: Database): Promise<{ checkpoint: HeldCheckpoint | null; logSize: number }> {
+  const { rows: table, checkpoints: logCheckpoints, cosignatures: logCosignatures } = log.tables;
   const rows = await db
     .select({
       size: logCheckpoints.size,
       root: logCheckpoints.root,
       note: logCheckpoints.note,
       signedAt: logCheckpoints.signedAt,
-      logSize: sql<string | number | null>`(SELECT max(${residencyLog.seq}) FROM ${residencyLog})`,
+      logSize: sql<string | number | null>`(SELECT max(${table.seq}) FROM ${table})`,
       witness: logCosignatures.witness,
       line: logCosignatures.line,
       cosignedAt: logCosignatures.cosignedAt,
@@ -78,7 +80,7 @@ export async function latestCheckpoint(db: Database): Promise<{ checkpoint: Held
     .orderBy(asc(logCosignatures.witness));
   const first = rows[0];
   if (!first) {
-    const [count] = await db.select({ size: sql<string | number | null>`max(${residencyLog.seq})` }).from(residencyLog);
+    const [count] = await db.select({ size: sql<string | number | null>`max(${table.seq})` }).from(table);
     return { checkpoint: null, logSize: Number(count?.size ?? 0) };
   }
   const logSize = Number(first.logSize ?? 0);
@@ -91,25 +93,25 @@ export async function latestCheckpoint(db: Database): Promise<{ checkpoint: Held
  * before the tree existed: once, under the log's lock). An empty log's checkpoint (size 0) is signed
  * on the spot and not kept.
  */
-export async function currentCheckpoint(db: Database, now: Date): Promise<HeldCheckpoint> {
-  const held = await latestCheckpoint(db);
-  if (held.checkpoint && held.checkpoint.size >= held.logSize) return servable(db, held.checkpoint, now);
+export async function currentCheckpoint(log: LogDescriptor, db: Database, now: Date): Promise<HeldCheckpoint> {
+  const held = await latestCheckpoint(log, db);
+  if (held.checkpoint && held.checkpoint.size >= held.logSize) return servable(log, db, held.checkpoint, now);
   // Signing (the empty log's note, or the tree over older rows) is for the log's recorded identity only.
-  const signer = await appendSigner(db, now);
+  const signer = await appendSigner(log, db, now);
   if (held.logSize === 0) {
     const { root, note } = checkpointOf([], 0, signer);
     return { size: 0, root, note, signedAt: now, cosignatures: [] };
   }
   await db.transaction(async (tx) => {
-    const head = await lockLogHead(tx as Database);
-    await catchUpTree(tx as Database, signer, head.seq, now);
+    const head = await lockLogHead(log, tx as Database);
+    await catchUpTree(log, tx as Database, signer, head.seq, now);
   });
-  return servable(db, (await latestCheckpoint(db)).checkpoint!, now);
+  return servable(log, db, (await latestCheckpoint(log, db)).checkpoint!, now);
 }
 
 /** A held checkpoint, only when its note verifies against the published identity (the card's `log`): otherwise a 503, never the note. */
-async function servable(db: Database, checkpoint: HeldCheckpoint, now: Date): Promise<HeldCheckpoint> {
-  if (await verifiedNote(db, checkpoint.note, now)) return checkpoint;
+async function servable(log: LogDescriptor, db: Database, checkpoint: HeldCheckpoint, now: Date): Promise<HeldCheckpoint> {
+  if (await verifiedNote(log, db, checkpoint.note, now)) return checkpoint;
   throw new CityError(
     "log_identity_mismatch",
     `The log's latest checkpoint (size ${checkpoint.size}) does not verify against the origin and key the card publishes, so it is not served. The operator checks the log's identity with npm run log-identity.`,
@@ -122,11 +124,11 @@ async function servable(db: Database, checkpoint: HeldCheckpoint, now: Date): Pr
  * Touches nothing when the tree is current, nor when this process is not the log's identity (an
  * instance that is builds it on its first checkpoint).
  */
-export async function catchUpLogTree(db: Database, now = new Date()): Promise<void> {
-  const held = await latestCheckpoint(db);
+export async function catchUpLogTree(log: LogDescriptor, db: Database, now = new Date()): Promise<void> {
+  const held = await latestCheckpoint(log, db);
   if (held.logSize === 0 || (held.checkpoint && held.checkpoint.size >= held.logSize)) return;
   try {
-    await currentCheckpoint(db, now);
+    await currentCheckpoint(log, db, now);
   } catch (err) {
     if (!(err instanceof CityError && err.code === "log_identity_mismatch")) throw err;
   }

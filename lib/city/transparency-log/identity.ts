@@ -2,16 +2,16 @@ import { is, sql } from "drizzle-orm";
 import { PgTransaction } from "drizzle-orm/pg-core";
 import { type Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
-import { logIdentity } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { logLine } from "@/lib/logger";
 import { b64, hasValidSignature, keyIdOf, NOTE_SIGNATURE, parseCheckpointBody, parseNote, parseVkey } from "@/lib/tlog/note";
+import type { LogDescriptor } from "./descriptor";
 import { logSigner, type LogSigner } from "./signer";
 
 /**
- * The log's identity (issue 29, item 9): the origin its checkpoints name and the key that signs
- * them are properties of the database, kept with the tree (table log_identity, one append-only
- * row), not of each instance's configuration. The first instance whose configured origin and key
+ * A log's identity (issue 29, item 9): the origin its checkpoints name and the key that signs
+ * them are properties of the database, kept with the tree (table log_identity, identity_log_identity:
+ * one append-only row each), not of each instance's configuration. The first instance whose configured origin and key
  * verify the tree as it stands records them; an instance whose configuration disagrees refuses to
  * append (log_identity_mismatch, 503), says so at start (instrumentation.ts), and its card still
  * publishes the database's identity, so every checkpoint served verifies against the card.
@@ -32,7 +32,7 @@ export type IdentityCheck =
   | { agrees: true; identity: LogIdentity; configured: LogIdentity; signer: LogSigner; recordedNow: boolean }
   | { agrees: false; identity: LogIdentity | null; configured: LogIdentity; reason: string };
 
-/** The identity an instance's configuration gives (CITY_LOG_ORIGIN or CITY_BASE_URL's host; CITY_SIGNING_KEY or the kept key). */
+/** The identity an instance's configuration gives (CITY_LOG_ORIGIN, CITY_IDENTITY_LOG_ORIGIN or CITY_BASE_URL's host; CITY_SIGNING_KEY or the kept key). */
 export function identityOfSigner(signer: LogSigner, recordedAt = new Date(0)): LogIdentity {
   return {
     origin: signer.origin,
@@ -66,11 +66,14 @@ const fromRow = (row: IdentityRow): LogIdentity => ({
   recordedAt: new Date(row.recorded_at),
 });
 
-const cache = globalThis as unknown as { __cityLogIdentity?: { vkey: string; check: IdentityCheck } };
+/** What this instance learnt of each log's recorded identity, by the log's name. */
+const cache = globalThis as unknown as { __cityLogIdentities?: Map<string, { vkey: string; check: IdentityCheck }> };
+const learnt = () => (cache.__cityLogIdentities ??= new Map());
 
-/** Forgets what this instance learnt of the database's identity (tests that switch databases or keys). */
+/** Forgets what this instance learnt of the database's identities, of both logs (tests that switch databases or keys). */
 export function forgetLogIdentity(): void {
-  cache.__cityLogIdentity = undefined;
+  learnt().clear();
+  verified().clear();
 }
 
 function mismatch(identity: LogIdentity, configured: LogIdentity): string {
@@ -91,14 +94,15 @@ function mismatch(identity: LogIdentity, configured: LogIdentity): string {
  * Kept per instance once read outside a transaction (the row never changes); a row recorded or read
  * inside one may yet roll back with it, so it is not kept there.
  */
-export async function checkLogIdentity(db: Database, now = new Date(), options: { record?: boolean } = {}): Promise<IdentityCheck> {
-  const signer = await logSigner(db);
-  const held = cache.__cityLogIdentity;
+export async function checkLogIdentity(log: LogDescriptor, db: Database, now = new Date(), options: { record?: boolean } = {}): Promise<IdentityCheck> {
+  const signer = await logSigner(log, db);
+  const held = learnt().get(log.name);
+  const { identity: logIdentity, checkpoints } = log.tables;
   if (held && held.vkey === signer.vkey) return held.check;
   const configured = identityOfSigner(signer, now);
   const [row] = rowsOf<Partial<IdentityRow> & { latest_note: string | null }>(
     await db.execute(sql`SELECT i.origin, i.key_name, i.public_key, i.key_id, i.vkey, i.recorded_at,
-      (SELECT note FROM log_checkpoints ORDER BY size DESC LIMIT 1) AS latest_note
+      (SELECT note FROM ${checkpoints} ORDER BY size DESC LIMIT 1) AS latest_note
       FROM (SELECT 1) one LEFT JOIN ${logIdentity} i ON i.id = 1`),
   );
   let check: IdentityCheck;
@@ -129,7 +133,7 @@ export async function checkLogIdentity(db: Database, now = new Date(), options: 
     check = judge(fromRow(winner), configured, signer, recordedNow);
   }
   // Kept only when read (or recorded) outside a transaction; "no identity" is never kept.
-  if (check.identity && !is(db, PgTransaction)) cache.__cityLogIdentity = { vkey: signer.vkey, check };
+  if (check.identity && !is(db, PgTransaction)) learnt().set(log.name, { vkey: signer.vkey, check });
   return check;
 }
 
@@ -140,51 +144,53 @@ function judge(identity: LogIdentity, configured: LogIdentity, signer: LogSigner
 }
 
 /** The problem an instance whose configuration disagrees with the log answers instead of appending or signing. */
-export function identityRefusal(check: Extract<IdentityCheck, { agrees: false }>): CityError {
+export function identityRefusal(log: LogDescriptor, check: Extract<IdentityCheck, { agrees: false }>): CityError {
   return new CityError(
     "log_identity_mismatch",
-    `This instance cannot sign the residency log: ${check.reason}. Nothing was changed. Another instance of the city may answer; the operator aligns this one's configuration (npm run log-identity).`,
+    `This instance cannot sign the ${log.name}: ${check.reason}. Nothing was changed. Another instance of the city may answer; the operator aligns this one's configuration (npm run log-identity).`,
     { retryAfterSeconds: 60 },
   );
 }
 
 /** The signer for an append or a checkpoint: this instance's own, only when it is the log's recorded identity. */
-export async function appendSigner(db: Database, now = new Date()): Promise<LogSigner> {
-  const check = await checkLogIdentity(db, now);
-  if (!check.agrees) throw identityRefusal(check);
+export async function appendSigner(log: LogDescriptor, db: Database, now = new Date()): Promise<LogSigner> {
+  const check = await checkLogIdentity(log, db, now);
+  if (!check.agrees) throw identityRefusal(log, check);
   return check.signer;
 }
 
 /** The identity the card publishes: the database's, whatever this instance's configuration (its own only before any is recorded). */
-export async function publishedLogIdentity(db: Database, now = new Date(), options: { record?: boolean } = {}): Promise<LogIdentity> {
-  const check = await checkLogIdentity(db, now, options);
+export async function publishedLogIdentity(log: LogDescriptor, db: Database, now = new Date(), options: { record?: boolean } = {}): Promise<LogIdentity> {
+  const check = await checkLogIdentity(log, db, now, options);
   return check.identity ?? check.configured;
 }
 
-const verified = globalThis as unknown as { __cityVerifiedNote?: { vkey: string; note: string } };
+/** The last note verified for each log, by the log's name. */
+const notes = globalThis as unknown as { __cityVerifiedNotes?: Map<string, { vkey: string; note: string }> };
+const verified = () => (notes.__cityVerifiedNotes ??= new Map());
 
 /**
  * A checkpoint note as a door may serve it: only when it verifies against the published identity
  * (the card's `log`); the last one verified is remembered, so the latest checkpoint costs one
  * signature check per new size, not per request.
  */
-export async function verifiedNote(db: Database, note: string, now = new Date(), options: { record?: boolean } = {}): Promise<boolean> {
-  const identity = await publishedLogIdentity(db, now, options);
-  const last = verified.__cityVerifiedNote;
+export async function verifiedNote(log: LogDescriptor, db: Database, note: string, now = new Date(), options: { record?: boolean } = {}): Promise<boolean> {
+  const identity = await publishedLogIdentity(log, db, now, options);
+  const last = verified().get(log.name);
   if (last && last.vkey === identity.vkey && last.note === note) return true;
   if (!noteVerifies(note, identity)) return false;
-  verified.__cityVerifiedNote = { vkey: identity.vkey, note };
+  verified().set(log.name, { vkey: identity.vkey, note });
   return true;
 }
 
 /** What an instance says at start (instrumentation.ts): its agreement with the log's identity, loudly when it disagrees. */
-export async function announceLogIdentity(db: Database): Promise<IdentityCheck> {
-  const check = await checkLogIdentity(db);
+export async function announceLogIdentity(log: LogDescriptor, db: Database): Promise<IdentityCheck> {
+  const check = await checkLogIdentity(log, db);
   if (check.agrees) {
     logLine("info", "log identity", { origin: check.identity.origin, key_id: check.identity.keyId, recorded_now: check.recordedNow });
   } else {
     logLine("error", "LOG IDENTITY MISMATCH", {
-      detail: `${check.reason}. This instance refuses every write that appends to the residency log (503 log_identity_mismatch) and serves only checkpoints that verify against the log's identity. Align its configuration (CITY_LOG_ORIGIN or CITY_BASE_URL, CITY_SIGNING_KEY): npm run log-identity -- --adopt prints what to set.`,
+      detail: `${check.reason}. This instance refuses every write that appends to the ${log.name} (503 log_identity_mismatch) and serves only checkpoints that verify against the log's identity. Align its configuration (${log.originVariable} or CITY_BASE_URL, CITY_SIGNING_KEY): npm run log-identity -- --adopt prints what to set.`,
       log_origin: check.identity?.origin ?? null,
       log_key_id: check.identity?.keyId ?? null,
       configured_origin: check.configured.origin,
@@ -208,16 +214,16 @@ export interface IdentityReport {
  * every held checkpoint checked against the identity, a page at a time. `record` records the
  * configured identity when none is (only when the tree's latest checkpoint verifies under it).
  */
-export async function logIdentityReport(db: Database, options: { record?: boolean } = {}): Promise<IdentityReport> {
+export async function logIdentityReport(log: LogDescriptor, db: Database, options: { record?: boolean } = {}): Promise<IdentityReport> {
   forgetLogIdentity();
-  const check = await checkLogIdentity(db, new Date(), { record: options.record ?? false });
+  const check = await checkLogIdentity(log, db, new Date(), { record: options.record ?? false });
   const against = check.identity ?? check.configured;
   let checkpoints = 0;
   let foreignCheckpoints = 0;
   let firstForeignSize: number | null = null;
   for (let after = -1; ;) {
     const page = rowsOf<{ size: number | string; note: string }>(
-      await db.execute(sql`SELECT size, note FROM log_checkpoints WHERE size > ${after} ORDER BY size LIMIT 1000`),
+      await db.execute(sql`SELECT size, note FROM ${log.tables.checkpoints} WHERE size > ${after} ORDER BY size LIMIT 1000`),
     );
     for (const row of page) {
       checkpoints += 1;

@@ -1,10 +1,10 @@
 import { desc, eq, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
-import { logCosignatures } from "@/db/schema";
 import { env } from "@/lib/env";
 import { logFailure } from "@/lib/logger";
 import { COSIGNATURE, parseNote, parseVkey, type Verifier, validCosignatures } from "@/lib/tlog/note";
 import { currentCheckpoint } from "./checkpoints";
+import type { LogDescriptor } from "./descriptor";
 import { consistencyProof } from "./proofs";
 
 /** A witness the city asks to cosign: its cosigner key (C2SP vkey, type 0x04) and its submission prefix. */
@@ -62,14 +62,15 @@ export const WITNESS_ECHO_MAX_CHARS = 240;
  * independently, so one's failure never loses another's outcome.
  */
 export async function syncWitnesses(
+  log: LogDescriptor,
   db: Database,
   now: Date,
   options: { budgetMs?: number; fetch?: Fetch; witnesses?: Witness[] } = {},
 ): Promise<{ size: number; witnesses: SyncOutcome[] }> {
   const deadline = Date.now() + (options.budgetMs ?? 8000);
   const witnesses = options.witnesses ?? configuredWitnesses();
-  const checkpoint = await currentCheckpoint(db, now);
-  const settled = await Promise.allSettled(witnesses.map((w) => syncOne(db, w, checkpoint, now, deadline, options.fetch ?? fetch)));
+  const checkpoint = await currentCheckpoint(log, db, now);
+  const settled = await Promise.allSettled(witnesses.map((w) => syncOne(log, db, w, checkpoint, now, deadline, options.fetch ?? fetch)));
   const outcomes = settled.map((s, i): SyncOutcome => {
     if (s.status === "fulfilled") return s.value;
     // The city's own failure (its database) while syncing this witness: nothing was kept, the next sync tries again.
@@ -85,6 +86,7 @@ export async function syncWitnesses(
 }
 
 async function syncOne(
+  log: LogDescriptor,
   db: Database,
   witness: Witness,
   checkpoint: { size: number; note: string },
@@ -93,6 +95,7 @@ async function syncOne(
   fetcher: Fetch,
 ): Promise<SyncOutcome> {
   const said = (outcome: SyncOutcome["outcome"], detail: string): SyncOutcome => ({ witness: witness.name, outcome, size: checkpoint.size, detail });
+  const { cosignatures: logCosignatures } = log.tables;
   const [last] = await db
     .select({ size: logCosignatures.size })
     .from(logCosignatures)
@@ -105,7 +108,7 @@ async function syncOne(
   // A 409 names the size the witness last cosigned (it may know a size we did not keep): retry once from there.
   for (let attempt = 0; attempt < 2; attempt++) {
     if (old > checkpoint.size) return said("refused", `the witness has cosigned size ${old}, larger than the city's ${checkpoint.size}`);
-    const proof = await consistencyProof(db, old, checkpoint.size);
+    const proof = await consistencyProof(log, db, old, checkpoint.size);
     const body = `old ${old}\n${proof.map((p) => `${p}\n`).join("")}\n${checkpoint.note}`;
     const answer = await askWitness(fetcher, `${witness.url}/add-checkpoint`, body, deadline);
     if ("failed" in answer) return said(answer.failed, answer.detail);
@@ -212,9 +215,13 @@ function echoed(text: string): string {
 }
 
 /** The witnesses with the size each last cosigned (for the card and the plat). */
-export async function witnessStates(db: Database): Promise<Array<{ name: string; vkey: string; url: string; cosigned_size: number | null }>> {
+export async function witnessStates(
+  log: LogDescriptor,
+  db: Database,
+): Promise<Array<{ name: string; vkey: string; url: string; cosigned_size: number | null }>> {
   const witnesses = configuredWitnesses();
   if (witnesses.length === 0) return [];
+  const { cosignatures: logCosignatures } = log.tables;
   const rows = await db
     .select({ witness: logCosignatures.witness, size: sql<string>`max(${logCosignatures.size})` })
     .from(logCosignatures)

@@ -1,13 +1,14 @@
 import { and, asc, desc, eq, gt, lte, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
-import { logCheckpoints, logNodes, residencyLog } from "@/db/schema";
 import { unhex } from "@/lib/tlog/append";
 import type { LogStorage } from "@/lib/tlog/storage";
 import { type Hash, type NodeId, nodeKey } from "@/lib/tlog/tree";
+import type { LogDescriptor } from "./descriptor";
 import { leafDataOf, publishLogRow } from "./row";
 
-/** The residency log's tree as lib/tlog reads it: nodes in log_nodes, checkpoints in log_checkpoints, leaves from residency_log. */
-export function residencyLogStorage(db: Database): LogStorage {
+/** A log's tree as lib/tlog reads it: nodes in its nodes table, checkpoints in its checkpoints table, leaves from its rows. */
+export function logStorage(log: LogDescriptor, db: Database): LogStorage {
+  const { rows: table, nodes: logNodes, checkpoints: logCheckpoints } = log.tables;
   return {
     async treeSize() {
       const [row] = await db.select({ size: logCheckpoints.size }).from(logCheckpoints).orderBy(desc(logCheckpoints.size)).limit(1);
@@ -38,9 +39,9 @@ export function residencyLogStorage(db: Database): LogStorage {
     async readLeaves(first, count) {
       const rows = await db
         .select()
-        .from(residencyLog)
-        .where(and(gt(residencyLog.seq, first), lte(residencyLog.seq, first + count)))
-        .orderBy(asc(residencyLog.seq));
+        .from(table)
+        .where(and(gt(table.seq, first), lte(table.seq, first + count)))
+        .orderBy(asc(table.seq));
       return rows.map((row) => leafDataOf(publishLogRow(row)));
     },
     async heldNote(size) {

@@ -1,16 +1,22 @@
 import { asc, eq, gt, lte } from "drizzle-orm";
 import type { Database } from "@/db/client";
-import { logVerifiedHead, residencyLog } from "@/db/schema";
+import type { LogDescriptor } from "./descriptor";
 import { GENESIS_HASH, hashOf, type PublishedLogRow, publishLogRow } from "./row";
 
-/** The residency log's hash chain: its pages as published, and the check that every row still chains to the one before. */
+/** A log's hash chain: its pages as published, and the check that every row still chains to the one before. */
 
-export async function readLogPage(db: Database, after: number, limit: number): Promise<{ rows: PublishedLogRow[]; nextAfter: number | null }> {
+export async function readLogPage(
+  log: LogDescriptor,
+  db: Database,
+  after: number,
+  limit: number,
+): Promise<{ rows: PublishedLogRow[]; nextAfter: number | null }> {
+  const { rows: table } = log.tables;
   const rows = await db
     .select()
-    .from(residencyLog)
-    .where(gt(residencyLog.seq, after))
-    .orderBy(asc(residencyLog.seq))
+    .from(table)
+    .where(gt(table.seq, after))
+    .orderBy(asc(table.seq))
     .limit(limit + 1);
   const page = rows.slice(0, limit).map(publishLogRow);
   return { rows: page, nextAfter: rows.length > limit ? page[page.length - 1]!.seq : null };
@@ -33,11 +39,12 @@ export interface ChainReport {
  * database owner disabling the triggers could change one, and the audit finds it within
  * ceil(head / page) calls. `rows_checked` counts the rows the report covers, the remembered ones included.
  */
-export async function verifyHashChain(db: Database, now: Date = new Date(), pageSize = 1000): Promise<ChainReport> {
-  const [head] = await db.select().from(logVerifiedHead).where(eq(logVerifiedHead.id, 1));
+export async function verifyHashChain(log: LogDescriptor, db: Database, now: Date = new Date(), pageSize = 1000): Promise<ChainReport> {
+  const { rows: table, verifiedHead } = log.tables;
+  const [head] = await db.select().from(verifiedHead).where(eq(verifiedHead.id, 1));
   let auditNext = 0;
   if (head) {
-    const [row] = await db.select().from(residencyLog).where(eq(residencyLog.seq, head.seq));
+    const [row] = await db.select().from(table).where(eq(table.seq, head.seq));
     if (!row || row.hash !== head.hash) {
       return {
         intact: false,
@@ -47,20 +54,20 @@ export async function verifyHashChain(db: Database, now: Date = new Date(), page
       };
     }
     const from = head.auditAfter < head.seq ? head.auditAfter : 0;
-    const audit = await checkRows(db, from, Math.min(pageSize, head.seq - from));
+    const audit = await checkRows(log, db, from, Math.min(pageSize, head.seq - from));
     if (audit.broken) return audit.broken;
     auditNext = audit.lastSeq >= head.seq ? 0 : audit.lastSeq;
   }
   const start = head?.seq ?? 0;
   let report: { broken: ChainReport | null; lastSeq: number; lastHash: string } = { broken: null, lastSeq: start, lastHash: head?.hash ?? GENESIS_HASH };
   for (;;) {
-    const page = await checkRows(db, report.lastSeq, pageSize, report.lastHash);
+    const page = await checkRows(log, db, report.lastSeq, pageSize, report.lastHash);
     if (page.broken) return page.broken;
     const full = page.lastSeq - report.lastSeq === pageSize;
     report = page;
     if (!full) break;
   }
-  if (report.lastSeq > start || (head && auditNext !== head.auditAfter)) await rememberHead(db, report.lastSeq, report.lastHash, auditNext, now);
+  if (report.lastSeq > start || (head && auditNext !== head.auditAfter)) await rememberHead(log, db, report.lastSeq, report.lastHash, auditNext, now);
   return { intact: true, rows_checked: report.lastSeq, head_hash: report.lastHash, first_broken: null };
 }
 
@@ -69,21 +76,23 @@ export async function verifyHashChain(db: Database, now: Date = new Date(), page
  * each row's own hash. The hash of row `after` is read unless the caller knows it.
  */
 async function checkRows(
+  log: LogDescriptor,
   db: Database,
   after: number,
   limit: number,
   prevHash?: string,
 ): Promise<{ broken: ChainReport | null; lastSeq: number; lastHash: string }> {
+  const { rows: table } = log.tables;
   let expectedPrev = prevHash ?? GENESIS_HASH;
   if (prevHash === undefined && after > 0) {
-    const [prev] = await db.select({ hash: residencyLog.hash }).from(residencyLog).where(eq(residencyLog.seq, after));
+    const [prev] = await db.select({ hash: table.hash }).from(table).where(eq(table.seq, after));
     if (!prev)
       return { broken: brokenAt(after, after - 1, GENESIS_HASH, `seq ${after} is missing (a row is missing)`), lastSeq: after, lastHash: GENESIS_HASH };
     expectedPrev = prev.hash;
   }
   let expectedSeq = after + 1;
   if (limit <= 0) return { broken: null, lastSeq: after, lastHash: expectedPrev };
-  const rows = await db.select().from(residencyLog).where(gt(residencyLog.seq, after)).orderBy(asc(residencyLog.seq)).limit(limit);
+  const rows = await db.select().from(table).where(gt(table.seq, after)).orderBy(asc(table.seq)).limit(limit);
   for (const row of rows) {
     const published = publishLogRow(row);
     if (row.seq !== expectedSeq)
@@ -116,9 +125,10 @@ function withoutHash(row: PublishedLogRow): Omit<PublishedLogRow, "hash"> {
 }
 
 /** Moves the verified head forward, never back (parallel verifications may race), and the audit cursor with it. */
-async function rememberHead(db: Database, seq: number, hash: string, auditAfter: number, now: Date): Promise<void> {
+async function rememberHead(log: LogDescriptor, db: Database, seq: number, hash: string, auditAfter: number, now: Date): Promise<void> {
+  const { verifiedHead } = log.tables;
   await db
-    .insert(logVerifiedHead)
+    .insert(verifiedHead)
     .values({ id: 1, seq, hash, auditAfter, verifiedAt: now })
-    .onConflictDoUpdate({ target: logVerifiedHead.id, set: { seq, hash, auditAfter, verifiedAt: now }, setWhere: lte(logVerifiedHead.seq, seq) });
+    .onConflictDoUpdate({ target: verifiedHead.id, set: { seq, hash, auditAfter, verifiedAt: now }, setWhere: lte(verifiedHead.seq, seq) });
 }

@@ -1,0 +1,4 @@
+import { readIdentityLog } from "@/lib/doors/identity-log";
+import { routes } from "@/lib/doors/http";
+
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readIdentityLog);

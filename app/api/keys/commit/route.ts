@@ -1,0 +1,4 @@
+import { commitNextKeysDoor } from "@/lib/doors/keys";
+import { routes } from "@/lib/doors/http";
+
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(commitNextKeysDoor);

@@ -1,0 +1,4 @@
+import { setRecoveryDelayDoor } from "@/lib/doors/keys";
+import { routes } from "@/lib/doors/http";
+
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(setRecoveryDelayDoor);

@@ -1,0 +1,4 @@
+import { readRecoveryDoor } from "@/lib/doors/recover";
+import { routes } from "@/lib/doors/http";
+
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readRecoveryDoor);

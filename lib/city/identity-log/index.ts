@@ -1,0 +1,31 @@
+/**
+ * The identity log (DESIGN.md section 10, CITY-KEYS/1): every change to a citizen's keys (a
+ * controller bound or rotated, next keys committed, a secret reset, a recovery opened, held,
+ * cancelled or completed, a recovery delay set), as a transparency log in the residency log's
+ * formats under its own origin, signed by the same city key. This is its one face: the
+ * transparency log module (lib/city/transparency-log) bound to its tables and origin (./log.ts).
+ */
+import type { Database } from "@/db/client";
+import type { IdentityEvent } from "@/db/schema";
+import type { Appended } from "../transparency-log";
+import { identityLog } from "./log";
+
+export { IDENTITY_EVENTS, type IdentityEvent } from "@/db/schema";
+export type { Appended, LogReceipt, PublishedLogRow } from "../transparency-log";
+export { importEarlierKeyFacts } from "./import";
+export { IDENTITY_LOG, identityLog } from "./log";
+
+/** What an identity log row may say besides its event, DID and time: public facts only. */
+export type IdentityDetails = Record<string, string | number | boolean | null>;
+
+/**
+ * Appends one key event to the identity log, in the caller's transaction (the one that makes the
+ * change it records): takes the identity log head's lock, then INSERTs the row, its tree nodes and
+ * a signed checkpoint; the receipt goes to the door's answer as `identity_log_receipt`
+ * (withLogReceipts). Lock order everywhere: the citizen's row, then the residency log's head, then
+ * the identity log's head. `details` hold only public facts (RFC 7638 thumbprints, public keys hex,
+ * hashes, opens_after, reason codes), never a secret, a code or a signature.
+ */
+export async function appendIdentityLog(db: Database, entry: { event: IdentityEvent; did: string; at: Date; details?: IdentityDetails }): Promise<Appended> {
+  return identityLog.appendLog(db, entry);
+}

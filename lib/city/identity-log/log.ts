@@ -1,0 +1,15 @@
+import { IDENTITY_EVENTS, type IdentityEvent, identityLogTables } from "@/db/schema";
+import { env } from "@/lib/env";
+import { bindLog, type LogDescriptor, originAtBaseHost } from "../transparency-log";
+
+/** The identity log (DESIGN.md section 10): origin CITY_IDENTITY_LOG_ORIGIN, else `<host of CITY_BASE_URL>/identity-log`. */
+export const IDENTITY_LOG: LogDescriptor<IdentityEvent> = {
+  name: "identity log",
+  tables: identityLogTables,
+  events: IDENTITY_EVENTS,
+  origin: () => env().CITY_IDENTITY_LOG_ORIGIN ?? originAtBaseHost("identity-log"),
+  originVariable: "CITY_IDENTITY_LOG_ORIGIN",
+  receiptField: "identity_log_receipt",
+};
+
+export const identityLog = bindLog(IDENTITY_LOG);

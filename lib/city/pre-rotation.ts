@@ -1,0 +1,135 @@
+import { hexToBytes } from "@noble/hashes/utils.js";
+import { and, eq, ne, sql } from "drizzle-orm";
+import type { Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
+import { citizens } from "@/db/schema";
+import { CityError } from "@/lib/errors";
+import type { LogReceipt } from "@/lib/tlog/append";
+import { sha256Hex } from "./canonical";
+import { consumeNonce } from "./gate-nonces";
+import { appendIdentityLog } from "./identity-log";
+import { verifyEd25519 } from "./keys";
+import { PROTOCOLS } from "./protocols";
+import { jwkThumbprint } from "./request-keys";
+
+/**
+ * Pre-rotation (CITY-KEYS/1, after did:webvh): a citizen commits the hashes of its next keys; from
+ * then on its controller moves only to a committed key, whoever asks (the gate's rotation, the
+ * rotation door, a recovery), and the committed key alone may make that move.
+ */
+
+export const NEXT_KEYS_MAX = 3;
+
+/** A committed next key's hash: the lowercase hex SHA-256 of its 32 raw Ed25519 bytes. */
+export function nextKeyHash(publicKeyHex: string): string {
+  return sha256Hex(hexToBytes(publicKeyHex));
+}
+
+/** A key's thumbprint as rotation messages and identity log rows name it; "none" for no key. */
+export function thumbprintOrNone(publicKeyHex: string | null): string {
+  return publicKeyHex ? jwkThumbprint(publicKeyHex) : "none";
+}
+
+/**
+ * What the new key signs to rotate: its own protocol prefix and purpose, the DID, the old and new
+ * thumbprints and a fresh gate nonce. No other signature of the city (the gate's bare nonce, a
+ * CITY-RECOVER/1 message, an RFC 9421 signature base, which starts with a quoted component) is ever
+ * this text.
+ */
+export function rotationMessage(did: string, fromThumbprint: string, toThumbprint: string, nonce: string): string {
+  return `${PROTOCOLS.keys}|rotate|${did}|${fromThumbprint}|${toThumbprint}|${nonce}`;
+}
+
+/** Why a move to `publicKeyHex` is refused under the commitment that stands, or null when it may go. */
+export function uncommittedProblem(nextKeyHashes: readonly string[] | null, publicKeyHex: string): string | null {
+  if (!nextKeyHashes) return null;
+  if (nextKeyHashes.includes(nextKeyHash(publicKeyHex))) return null;
+  return "pre-rotation stands for this citizen: its controller can move only to a key whose SHA-256 it committed in next_key_hashes";
+}
+
+/** The commitment left after a move to a committed key by a path that commits none (the gate): the other hashes, or none. */
+export function commitmentAfterMove(nextKeyHashes: readonly string[] | null, publicKeyHex: string): string[] | null {
+  if (!nextKeyHashes) return null;
+  const left = nextKeyHashes.filter((h) => h !== nextKeyHash(publicKeyHex));
+  return left.length ? left : null;
+}
+
+/** An empty list turns pre-rotation off; a repeated hash is a mistake, refused. */
+function commitmentOf(hashes: readonly string[]): string[] | null {
+  if (new Set(hashes).size !== hashes.length) throw new CityError("bad_request", "next_key_hashes holds the same hash twice.");
+  return hashes.length ? [...hashes] : null;
+}
+
+/** The identity log's public facts of a commitment. */
+function commitmentDetails(hashes: string[] | null) {
+  return { next_key_hashes: hashes ? hashes.join(",") : null, count: hashes?.length ?? 0 };
+}
+
+/** Commits (or, with an empty list, withdraws) the next keys of a proven caller whose row its door holds locked. */
+export async function commitNextKeys(
+  db: Database,
+  did: string,
+  hashes: readonly string[],
+  now: Date,
+): Promise<{ committed: string[] | null; receipt: LogReceipt }> {
+  const committed = commitmentOf(hashes);
+  await db.update(citizens).set({ nextKeyHashes: committed }).where(eq(citizens.did, did));
+  const { logReceipt } = await appendIdentityLog(db, { event: "next-keys-committed", did, at: now, details: commitmentDetails(committed) });
+  return { committed, receipt: logReceipt };
+}
+
+export interface Rotation {
+  did: string;
+  nonce: string;
+  publicKey: string;
+  signature: string;
+  nextKeyHashes: readonly string[];
+}
+
+const NOT_VALID = "That rotation is not valid: the nonce is unknown, spent or expired, or the signature does not verify over the rotation message.";
+
+/**
+ * Rotates to a committed key, proven by that key's signature over rotationMessage alone: neither
+ * the old key nor the secret is asked. The nonce is spent whatever follows; the citizen's row is
+ * locked only once the proof holds, and the proof is checked again on the row as read under it.
+ */
+export async function rotateToCommitted(
+  db: Database,
+  r: Rotation,
+  now: Date,
+): Promise<{ from: string; to: string; committed: string[] | null; receipt: LogReceipt }> {
+  const committed = commitmentOf(r.nextKeyHashes);
+  const fresh = await consumeNonce(db, r.nonce, now);
+  if (!fresh) throw new CityError("unauthorized", NOT_VALID, { keepWrites: true });
+  const prove = async (row: { key: string | null; hashes: string[] | null } | undefined) => {
+    if (!row) throw new CityError("not_found", "No citizen of the city has that DID.", { keepWrites: true });
+    if (!row.hashes) {
+      throw new CityError("forbidden", "No pre-rotation commitment stands for this citizen: commit next_key_hashes first (POST /api/keys/commit).", {
+        keepWrites: true,
+      });
+    }
+    const problem = uncommittedProblem(row.hashes, r.publicKey);
+    if (problem) throw new CityError("forbidden", `${problem}. Nothing was changed.`, { keepWrites: true });
+    const message = rotationMessage(r.did, thumbprintOrNone(row.key), jwkThumbprint(r.publicKey), r.nonce);
+    if (!(await verifyEd25519(r.publicKey, r.signature, message))) throw new CityError("unauthorized", NOT_VALID, { keepWrites: true });
+    return row;
+  };
+  const live = and(eq(citizens.did, r.did), ne(citizens.residencyStatus, "exported"));
+  const [unlocked] = await db.select({ key: citizens.controllerPublicKey, hashes: citizens.nextKeyHashes }).from(citizens).where(live);
+  await prove(unlocked);
+  const [locked] = rowsOf<{ key: string | null; hashes: string[] | null }>(
+    await db.execute(sql`SELECT controller_public_key AS key, next_key_hashes AS hashes FROM ${citizens}
+      WHERE did = ${r.did} AND residency_status <> 'exported' FOR NO KEY UPDATE`),
+  );
+  const held = await prove(locked);
+  await db.update(citizens).set({ controllerPublicKey: r.publicKey, nextKeyHashes: committed }).where(eq(citizens.did, r.did));
+  const from = thumbprintOrNone(held.key);
+  const to = jwkThumbprint(r.publicKey);
+  const { logReceipt } = await appendIdentityLog(db, {
+    event: "key-rotated",
+    did: r.did,
+    at: now,
+    details: { via: "pre-rotation", from, to, public_key: r.publicKey, ...commitmentDetails(committed) },
+  });
+  return { from, to, committed, receipt: logReceipt };
+}

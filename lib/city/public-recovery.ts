@@ -1,0 +1,272 @@
+import { and, desc, eq, sql } from "drizzle-orm";
+import type { Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
+import { citizens, recoveries, recoveryCodes } from "@/db/schema";
+import { CityError } from "@/lib/errors";
+import type { LogReceipt } from "@/lib/tlog/append";
+import { hashCredential, isCredential, mintCredential, replaceSecret } from "./credentials";
+import { takeChain } from "./gate-windows";
+import { appendIdentityLog } from "./identity-log";
+import { thumbprintOrNone } from "./pre-rotation";
+import { requireSlot, slotRefusal } from "./rate";
+import { jwkThumbprint } from "./request-keys";
+
+/**
+ * Recovery with a public window (CITY-KEYS/1): with a delay set, a recovery code (or a committed
+ * next key) opens a recovery instead of resetting the secret. It is public (GET /api/recover/{did},
+ * the identity log, the citizen's poll); the current secret or key cancels it before opens_after;
+ * anyone may hold it (a reason from a fixed list, 2 per recovery, each +24 h); after opens_after
+ * its opener alone completes it with the ticket it was shown once.
+ *
+ * Locks, in the order of every appender: the citizen's row, then the recovery's row, then the
+ * identity log's head. Every change of a recovery's row is one guarded UPDATE, so of a completion
+ * and a hold or a cancel landing together exactly one finds the row as it needs it.
+ */
+
+export const RECOVERY_DELAY_HOURS = { min: 24, max: 168 } as const;
+export const HOLDS_PER_RECOVERY = 2;
+export const HOLD_HOURS = 24;
+export const OPENS_PER_DAY = 3;
+
+/** Why anyone may hold a recovery: a fixed list, so a hold carries no free text. */
+export const HOLD_REASONS = ["not-the-owner", "owner-reachable", "suspected-theft", "verifying-owner", "disputed-control"] as const;
+export type HoldReason = (typeof HOLD_REASONS)[number];
+
+const HOUR = 3_600_000;
+
+export interface HoldLimits {
+  perAddressPerDay: number;
+  perHour: number;
+}
+
+/** Sets the recovery delay (0, or 24 to 168 hours) of a proven caller whose row its door holds locked. */
+export async function setRecoveryDelay(db: Database, did: string, hours: number, now: Date): Promise<LogReceipt> {
+  if (hours !== 0 && (hours < RECOVERY_DELAY_HOURS.min || hours > RECOVERY_DELAY_HOURS.max)) {
+    throw new CityError("bad_request", `A recovery delay is 0 or ${RECOVERY_DELAY_HOURS.min} to ${RECOVERY_DELAY_HOURS.max} hours.`);
+  }
+  await db.update(citizens).set({ recoveryDelayHours: hours }).where(eq(citizens.did, did));
+  return (await appendIdentityLog(db, { event: "delay-set", did, at: now, details: { hours } })).logReceipt;
+}
+
+/** A proven opener's citizen, its row locked: its delay and keys. Null when gone (exported). */
+export async function lockForRecovery(db: Database, did: string) {
+  const [row] = rowsOf<{ delay: number; key: string | null; hashes: string[] | null }>(
+    await db.execute(sql`SELECT recovery_delay_hours AS delay, controller_public_key AS key, next_key_hashes AS hashes
+      FROM ${citizens} WHERE did = ${did} AND residency_status <> 'exported' FOR NO KEY UPDATE`),
+  );
+  return row ? { delay: Number(row.delay), key: row.key, hashes: row.hashes } : null;
+}
+
+export interface Opened {
+  ticket: string;
+  openedAt: Date;
+  opensAfter: Date;
+  receipt: LogReceipt;
+}
+
+/**
+ * Opens a recovery for a proven opener (a spent code, or a committed next key's signature) whose
+ * citizen's row it holds locked: counted against the citizen's 3 opens a day, at most one open.
+ */
+export async function openRecovery(
+  db: Database,
+  o: { did: string; via: "code" | "next-key"; nextPublicKey: string | null; delayHours: number },
+  now: Date,
+): Promise<Opened> {
+  await requireSlot(db, opensWindow(o.did), now, "recovery opens for this citizen");
+  const ticket = mintCredential("ticket");
+  const opensAfter = new Date(now.getTime() + o.delayHours * HOUR);
+  const inserted = await db.execute(sql`
+    INSERT INTO ${recoveries} (did, via, ticket_hash, next_public_key, opened_at, opens_after)
+    VALUES (${o.did}, ${o.via}, ${hashCredential(ticket)}, ${o.nextPublicKey}, ${now.toISOString()}::timestamptz, ${opensAfter.toISOString()}::timestamptz)
+    ON CONFLICT (did) WHERE state = 'open' DO NOTHING RETURNING id`);
+  if (rowsOf(inserted).length !== 1) {
+    throw new CityError("conflict", "A recovery is already open for this citizen (GET /api/recover/{did}): one at a time. Nothing was changed.");
+  }
+  const details = { via: o.via, opens_after: opensAfter.toISOString(), ...(o.nextPublicKey ? { next_key: jwkThumbprint(o.nextPublicKey) } : {}) };
+  const { logReceipt } = await appendIdentityLog(db, { event: "recovery-opened", did: o.did, at: now, details });
+  return { ticket, openedAt: now, opensAfter, receipt: logReceipt };
+}
+
+function opensWindow(did: string) {
+  return { scope: "recover-open", subject: did, limit: OPENS_PER_DAY, windowSeconds: 86_400 };
+}
+
+/** Cancels the open recovery of a proven caller (its current secret or key) whose row its door holds locked, before opens_after. */
+export async function cancelRecovery(db: Database, did: string, now: Date): Promise<LogReceipt> {
+  const at = sql`${now.toISOString()}::timestamptz`;
+  const cancelled = rowsOf<{ id: number }>(
+    await db.execute(sql`UPDATE ${recoveries} SET state = 'cancelled', closed_at = ${at}
+      WHERE did = ${did} AND state = 'open' AND opens_after > ${at} RETURNING id`),
+  );
+  if (cancelled.length !== 1) throw await notOpen(db, did, now, "cancel");
+  return (await appendIdentityLog(db, { event: "recovery-cancelled", did, at: now, details: { recovery: Number(cancelled[0]!.id) } })).logReceipt;
+}
+
+/**
+ * Anyone's hold: it exists before anything is counted (an unknown recovery costs no window), then
+ * the client address's daily bound and the city's hourly ceiling (ceiling first: a full city spends
+ * nothing per address), then one guarded UPDATE: still open, fewer than 2 holds. opens_after moves to
+ * 24 h past the later of itself and now.
+ */
+export async function holdRecovery(
+  db: Database,
+  h: { did: string; reason: HoldReason; ip: string | null; limits: HoldLimits },
+  now: Date,
+): Promise<{ holds: number; opensAfter: Date; receipt: LogReceipt }> {
+  const [open] = await db
+    .select({ id: recoveries.id, holds: recoveries.holds })
+    .from(recoveries)
+    .where(and(eq(recoveries.did, h.did), eq(recoveries.state, "open")));
+  if (!open) throw await notOpen(db, h.did, now, "hold");
+  if (open.holds >= HOLDS_PER_RECOVERY) throw holdsSpent();
+  const windows =
+    h.ip && h.limits.perAddressPerDay > 0 ? [{ scope: "recover-hold-address", subject: h.ip, limit: h.limits.perAddressPerDay, windowSeconds: 86_400 }] : [];
+  const ceiling = h.limits.perHour > 0 ? { scope: "recover-hold-city", subject: "city", limit: h.limits.perHour, windowSeconds: 3600 } : null;
+  const outcome = await takeChain(db, { windows, ceiling, subjectsMax: 0 }, now);
+  if (outcome.kind === "refused") throw slotRefusal(outcome.window, "recovery holds from this address", outcome.slot.retryAfterSeconds);
+  if (outcome.kind === "ceiling-full") throw slotRefusal(ceiling!, "recovery holds in the city", outcome.retryAfterSeconds);
+  const at = sql`${now.toISOString()}::timestamptz`;
+  const [held] = rowsOf<{ holds: number; opens_after: Date | string }>(
+    await db.execute(sql`UPDATE ${recoveries} SET holds = holds + 1, opens_after = greatest(opens_after, ${at}) + interval '${sql.raw(String(HOLD_HOURS))} hours'
+      WHERE id = ${open.id} AND state = 'open' AND holds < ${HOLDS_PER_RECOVERY} RETURNING holds, opens_after`),
+  );
+  if (!held) throw (await recoveryOf(db, open.id))?.state === "open" ? holdsSpent() : await notOpen(db, h.did, now, "hold");
+  const opensAfter = new Date(held.opens_after);
+  const { logReceipt } = await appendIdentityLog(db, {
+    event: "recovery-held",
+    did: h.did,
+    at: now,
+    details: { recovery: open.id, reason: h.reason, holds: Number(held.holds), opens_after: opensAfter.toISOString() },
+  });
+  return { holds: Number(held.holds), opensAfter, receipt: logReceipt };
+}
+
+function holdsSpent(): CityError {
+  return new CityError("limit_reached", `This recovery holds ${HOLDS_PER_RECOVERY} holds already, the most it may. Nothing was changed.`, {
+    limit: { name: "holds per recovery", limit: HOLDS_PER_RECOVERY, remaining: 0 },
+  });
+}
+
+const NOT_OPENER = "That ticket opens no recovery of this citizen: it is unknown, or its recovery was cancelled or completed.";
+
+/**
+ * The opener completes: its ticket proves it (read with no lock), then the citizen's row is
+ * locked, then one guarded UPDATE closes the recovery only while it is open and past opens_after.
+ * The opener receives a new secret; a committed next key that opened it becomes the controller
+ * (a code's completion unbinds the old one); every older credential dies: the secret, every gate
+ * session token, every unused recovery code, and the old controller key.
+ */
+export async function completeRecovery(
+  db: Database,
+  did: string,
+  ticket: string,
+  now: Date,
+): Promise<{ secret: string; controller: string; receipt: LogReceipt }> {
+  if (!isCredential(ticket, "ticket")) throw new CityError("unauthorized", NOT_OPENER);
+  const [mine] = await db
+    .select({ id: recoveries.id })
+    .from(recoveries)
+    .where(and(eq(recoveries.did, did), eq(recoveries.ticketHash, hashCredential(ticket)), eq(recoveries.state, "open")));
+  if (!mine) throw new CityError("unauthorized", NOT_OPENER);
+  const citizen = await lockForRecovery(db, did);
+  if (!citizen) throw new CityError("unauthorized", NOT_OPENER);
+  const at = sql`${now.toISOString()}::timestamptz`;
+  const [closed] = rowsOf<{ via: "code" | "next-key"; next_public_key: string | null }>(
+    await db.execute(sql`UPDATE ${recoveries} SET state = 'completed', closed_at = ${at}
+      WHERE id = ${mine.id} AND state = 'open' AND opens_after <= ${at} RETURNING via, next_public_key`),
+  );
+  if (!closed) throw await notOpen(db, did, now, "complete");
+  const controller = closed.via === "next-key" ? closed.next_public_key : null;
+  // A committed key spends its commitment; a code's completion leaves any commitment standing.
+  const hashes = closed.via === "next-key" ? null : citizen.hashes;
+  await db.update(citizens).set({ controllerPublicKey: controller, nextKeyHashes: hashes }).where(eq(citizens.did, did));
+  await db
+    .update(recoveryCodes)
+    .set({ voidedAt: now })
+    .where(and(eq(recoveryCodes.did, did), sql`${recoveryCodes.usedAt} IS NULL AND ${recoveryCodes.voidedAt} IS NULL`));
+  const secret = await replaceSecret(db, did, now);
+  const { logReceipt } = await appendIdentityLog(db, {
+    event: "recovery-completed",
+    did,
+    at: now,
+    details: { recovery: mine.id, via: closed.via, from: thumbprintOrNone(citizen.key), to: thumbprintOrNone(controller) },
+  });
+  return { secret, controller: thumbprintOrNone(controller), receipt: logReceipt };
+}
+
+async function recoveryOf(db: Database, id: number) {
+  const [row] = await db.select().from(recoveries).where(eq(recoveries.id, id));
+  return row ?? null;
+}
+
+/** The problem of a step that found no recovery as it needs one: none open (404), not yet open (409), or past its window (409). */
+async function notOpen(db: Database, did: string, now: Date, step: "hold" | "cancel" | "complete"): Promise<CityError> {
+  const latest = await latestRecovery(db, did);
+  if (!latest || latest.state !== "open") {
+    return new CityError(
+      step === "complete" ? "conflict" : "not_found",
+      `No recovery is open for this citizen${latest ? ` (the latest was ${latest.state})` : ""}. Nothing was changed.`,
+    );
+  }
+  const when = latest.opensAfter.toISOString();
+  if (step === "complete") return new CityError("conflict", `This recovery opens after ${when}: it cannot be completed before. Nothing was changed.`);
+  return new CityError("conflict", `This recovery's window closed at ${when}: only its opener may complete it now. Nothing was changed.`);
+}
+
+async function latestRecovery(db: Database, did: string) {
+  const [row] = await db.select().from(recoveries).where(eq(recoveries.did, did)).orderBy(desc(recoveries.openedAt), desc(recoveries.id)).limit(1);
+  return row ?? null;
+}
+
+export interface PublicRecovery {
+  did: string;
+  delay_hours: number;
+  pre_rotation: boolean;
+  recovery: {
+    state: "open" | "cancelled" | "completed";
+    via: "code" | "next-key";
+    opened_at: string;
+    opens_after: string;
+    holds: number;
+    holds_left: number;
+    closed_at: string | null;
+  } | null;
+}
+
+/** The public state of a citizen's recovery: its delay, whether pre-rotation stands, and its latest recovery. Null when unknown or exported. */
+export async function readPublicRecovery(db: Database, did: string): Promise<PublicRecovery | null> {
+  const [row] = rowsOf<{
+    delay: number;
+    hashes: string[] | null;
+    state: NonNullable<PublicRecovery["recovery"]>["state"] | null;
+    via: "code" | "next-key" | null;
+    opened_at: Date | string | null;
+    opens_after: Date | string | null;
+    holds: number | null;
+    closed_at: Date | string | null;
+  }>(
+    await db.execute(sql`SELECT c.recovery_delay_hours AS delay, c.next_key_hashes AS hashes, r.state, r.via, r.opened_at, r.opens_after, r.holds, r.closed_at
+      FROM ${citizens} c LEFT JOIN LATERAL (
+        SELECT * FROM ${recoveries} WHERE did = c.did ORDER BY opened_at DESC, id DESC LIMIT 1) r ON true
+      WHERE c.did = ${did} AND c.residency_status <> 'exported'`),
+  );
+  if (!row) return null;
+  const iso = (v: Date | string | null) => (v === null ? null : new Date(v).toISOString());
+  return {
+    did,
+    delay_hours: Number(row.delay),
+    pre_rotation: row.hashes !== null,
+    recovery: row.state
+      ? {
+          state: row.state,
+          via: row.via!,
+          opened_at: iso(row.opened_at)!,
+          opens_after: iso(row.opens_after)!,
+          holds: Number(row.holds),
+          holds_left: HOLDS_PER_RECOVERY - Number(row.holds),
+          closed_at: iso(row.closed_at),
+        }
+      : null,
+  };
+}

@@ -1,0 +1,15 @@
+import { LOG_EVENTS, type LogEvent, residencyLogTables } from "@/db/schema";
+import { env } from "@/lib/env";
+import { bindLog, type LogDescriptor, originAtBaseHost } from "../transparency-log";
+
+/** The residency log (DESIGN.md section 8): origin CITY_LOG_ORIGIN, else `<host of CITY_BASE_URL>/residency-log`. */
+export const RESIDENCY_LOG: LogDescriptor<LogEvent> = {
+  name: "residency log",
+  tables: residencyLogTables,
+  events: LOG_EVENTS,
+  origin: () => env().CITY_LOG_ORIGIN ?? originAtBaseHost("residency-log"),
+  originVariable: "CITY_LOG_ORIGIN",
+  receiptField: "log_receipt",
+};
+
+export const residencyLog = bindLog(RESIDENCY_LOG);

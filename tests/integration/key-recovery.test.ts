@@ -1,0 +1,420 @@
+import { createHash } from "node:crypto";
+import { eq } from "drizzle-orm";
+import { hexToBytes } from "@noble/hashes/utils.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { citizens, gateNonces, identityLog as identityLogRows, recoveries, recoveryCodes, requestKeys } from "@/db/schema";
+import { identityLog } from "@/lib/city/identity-log";
+import { leafDataOf, publishLogRow } from "@/lib/city/transparency-log";
+import { verifyReceipt } from "@/lib/tlog/verifying-client";
+import { useDatabase } from "@/lib/city/database";
+import { presentGate } from "@/lib/doors/gate";
+import { commitNextKeysDoor, rotateKeyDoor, setRecoveryDelayDoor } from "@/lib/doors/keys";
+import { cancelRecoveryDoor, completeRecoveryDoor, holdRecoveryDoor, readRecoveryDoor, recoverDoor } from "@/lib/doors/recover";
+import { liveDoor } from "@/lib/doors/live";
+import { readResidency } from "@/lib/doors/residency";
+import { mintToken } from "@/lib/doors/tokens";
+import { readVault } from "@/lib/doors/vault";
+import { expectProblem } from "../support/assertions";
+import { describeOnDatabases } from "../support/databases";
+import { callDoor, freshNonce, presentation } from "../support/gate";
+import { admitWithKey, callSigned, newKey, rotateAtGate, type TestKey } from "../support/signed";
+import { identityEvents } from "../support/identity";
+
+process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
+process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
+
+/** Written out from the docs, not taken from the product: the hash a commitment holds, and the messages keys sign. */
+const hashOf = (publicKey: string) => createHash("sha256").update(hexToBytes(publicKey)).digest("hex");
+const rotation = (did: string, from: string, to: string, nonce: string) => `CITY-KEYS/1|rotate|${did}|${from}|${to}|${nonce}`;
+const nextKeyOpen = (did: string, thumbprint: string, nonce: string) => `CITY-KEYS/1|recover|${did}|${thumbprint}|${nonce}`;
+
+type Citizen = Awaited<ReturnType<typeof admitWithKey>>;
+
+describeOnDatabases(
+  "keys that are never lost for good (CITY-KEYS/1)",
+  (t) => {
+    beforeAll(() => useDatabase(t().db));
+    const works = async (bearer: string) => (await callDoor(readResidency, { bearer })).status === 200;
+    const controllerOf = async (did: string) => (await t().db.select().from(citizens).where(eq(citizens.did, did)))[0]!;
+    const commit = (me: Citizen, keys: TestKey[]) =>
+      callDoor(commitNextKeysDoor, { bearer: me.citizen_secret, body: { next_key_hashes: keys.map((k) => hashOf(k.publicKey)) } });
+    const rotate = async (me: Citizen, from: TestKey | null, to: TestKey, signer: TestKey = to, extra: { bearer?: string; next?: string[] } = {}) => {
+      const nonce = await freshNonce();
+      const message = rotation(me.did, from ? from.keyid : "none", to.keyid, nonce);
+      return callDoor(rotateKeyDoor, {
+        bearer: extra.bearer,
+        body: { did: me.did, nonce, public_key: to.publicKey, signature: await signer.signHex(message), next_key_hashes: extra.next ?? [] },
+      });
+    };
+    const admitNamed = async () => {
+      const name = `keys-${Math.random().toString(36).slice(2, 10)}`;
+      return { ...(await admitWithKey({ name })), name };
+    };
+    const codesOf = async (me: { citizen_secret: string }) =>
+      (await callDoor(recoverDoor, { bearer: me.citizen_secret, body: { mint: true } })).body.codes as string[];
+    const delay = (me: { citizen_secret: string }, hours: number) => callDoor(setRecoveryDelayDoor, { bearer: me.citizen_secret, body: { hours } });
+    const open = (did: string, code: string) => callDoor(recoverDoor, { body: { did, code } });
+    const hold = (did: string, reason = "not-the-owner", ip = "198.51.100.7") => callDoor(holdRecoveryDoor, { params: { did }, body: { reason }, ip });
+    const complete = (did: string, ticket: string) => callDoor(completeRecoveryDoor, { params: { did }, body: { ticket } });
+    /** Time passes: the open recovery's window is over. */
+    const windowPasses = (did: string) => t().raw(`UPDATE recoveries SET opens_after = now() - interval '1 second' WHERE did = '${did}' AND state = 'open'`);
+
+    describe("pre-rotation", () => {
+      it("refuses a rotation to an uncommitted key with the secret, the old key and the new key alike, on every path", async () => {
+        const me = await admitNamed();
+        const committed = await newKey();
+        const stranger = await newKey();
+        expect((await commit(me, [committed])).status).toBe(200);
+        // The gate: the secret, the old key's and the new key's signatures, all valid.
+        const atGate = await rotateAtGate(me, me.name, stranger);
+        expect(atGate.body.verdict).toBe("filtered");
+        expect(atGate.body.rule).toBe("controller");
+        expect(atGate.body.reason).toMatch(/pre-rotation/);
+        // The rotation door: signed by the new key, with the secret sent beside.
+        expectProblem(await rotate(me, me.key, stranger, stranger, { bearer: me.citizen_secret }), 403, "forbidden");
+        // Signed by the old key over the rotation message.
+        expectProblem(await rotate(me, me.key, stranger, me.key), 403, "forbidden");
+        const row = await controllerOf(me.did);
+        expect(row.controllerPublicKey).toBe(me.key.publicKey);
+        expect(row.nextKeyHashes).toEqual([hashOf(committed.publicKey)]);
+        expect((await identityEvents(t(), me.did)).filter((e) => e === "key-rotated")).toHaveLength(0);
+      });
+
+      it("refuses binding an uncommitted first controller at the gate once a commitment stands", async () => {
+        const plain = await callDoor(presentGate, { body: presentation() });
+        const me = plain.body as { did: string; citizen_secret: string };
+        const committed = await newKey();
+        const other = await newKey();
+        expect((await callDoor(commitNextKeysDoor, { bearer: me.citizen_secret, body: { next_key_hashes: [hashOf(committed.publicKey)] } })).status).toBe(200);
+        const name = (await controllerOf(me.did)).name;
+        const bind = async (key: TestKey) => {
+          const nonce = await freshNonce();
+          return callDoor(presentGate, {
+            bearer: me.citizen_secret,
+            body: presentation({ name, nonce, controller_public_key: key.publicKey, controller_signature: await key.signHex(nonce) }),
+          });
+        };
+        expect((await bind(other)).body.rule).toBe("controller");
+        expect((await controllerOf(me.did)).controllerPublicKey).toBeNull();
+        expect((await bind(committed)).body.verdict).toBe("admitted");
+        expect((await controllerOf(me.did)).controllerPublicKey).toBe(committed.publicKey);
+        expect(await identityEvents(t(), me.did)).toContain("key-bound");
+      });
+
+      it("rotates to a committed key signed by that key alone (neither the secret nor the old key), and signed requests follow", async () => {
+        const me = await admitNamed();
+        const next = await newKey();
+        const after = await newKey();
+        expect((await commit(me, [next])).status).toBe(200);
+        const rotated = await rotate(me, me.key, next, next, { next: [hashOf(after.publicKey)] });
+        expect(rotated.status).toBe(200);
+        expect(rotated.body).toMatchObject({ protocol: "CITY-KEYS/1", from: me.key.keyid, to: next.keyid, next_key_hashes: [hashOf(after.publicKey)] });
+        expect(rotated.body.identity_log_receipt.checkpoint).toContain("identity-log");
+        const row = await controllerOf(me.did);
+        expect(row.controllerPublicKey).toBe(next.publicKey);
+        expect(row.nextKeyHashes).toEqual([hashOf(after.publicKey)]);
+        // The request keys followed the controller: the new key signs; the old key is rotated away.
+        expect((await callSigned(readVault, next)).status).toBe(200);
+        const keys = await t().db.select().from(requestKeys).where(eq(requestKeys.did, me.did));
+        expect(keys.find((k) => k.publicKey === me.key.publicKey)?.rotatedAt).not.toBeNull();
+        // The secret is unchanged.
+        expect(await works(me.citizen_secret)).toBe(true);
+        // The spent commitment: the old committed key cannot come back.
+        expectProblem(await rotate(me, next, next), 403, "forbidden");
+        expect(await identityEvents(t(), me.did)).toEqual(expect.arrayContaining(["key-bound", "next-keys-committed", "key-rotated"]));
+      });
+
+      it("takes no other signature as a rotation: a gate signature over the bare nonce, or the wrong thumbprints; the nonce is spent either way", async () => {
+        const me = await admitNamed();
+        const next = await newKey();
+        await commit(me, [next]);
+        const nonce = await freshNonce();
+        const gateSignature = await next.signHex(nonce);
+        const refused = await callDoor(rotateKeyDoor, {
+          body: { did: me.did, nonce, public_key: next.publicKey, signature: gateSignature, next_key_hashes: [] },
+        });
+        expectProblem(refused, 401, "unauthorized");
+        expect((await t().db.select().from(gateNonces).where(eq(gateNonces.nonce, nonce)))[0]!.consumedAt).not.toBeNull();
+        const wrongFrom = await freshNonce();
+        const forged = await callDoor(rotateKeyDoor, {
+          body: {
+            did: me.did,
+            nonce: wrongFrom,
+            public_key: next.publicKey,
+            signature: await next.signHex(rotation(me.did, "none", next.keyid, wrongFrom)),
+            next_key_hashes: [],
+          },
+        });
+        expectProblem(forged, 401, "unauthorized");
+        expect((await controllerOf(me.did)).controllerPublicKey).toBe(me.key.publicKey);
+      });
+
+      it("keeps the gate's rotation where no commitment stands, and makes it obey one where it does (spending the hash)", async () => {
+        const me = await admitNamed();
+        const free = await newKey();
+        expect((await rotateAtGate(me, me.name, free)).body.verdict).toBe("admitted");
+        expect((await controllerOf(me.did)).controllerPublicKey).toBe(free.publicKey);
+        const moved = { ...me, key: free };
+        const a = await newKey();
+        const b = await newKey();
+        await commit(moved, [a, b]);
+        expect((await rotateAtGate(moved, me.name, a)).body.verdict).toBe("admitted");
+        const row = await controllerOf(me.did);
+        expect(row.controllerPublicKey).toBe(a.publicKey);
+        expect(row.nextKeyHashes).toEqual([hashOf(b.publicKey)]);
+      });
+
+      it("commits with the secret or a signed request, never a session token; an empty list turns pre-rotation off; bad lists are 400", async () => {
+        const me = await admitNamed();
+        const next = await newKey();
+        const token = (await callDoor(mintToken, { bearer: me.citizen_secret, body: {} })).body.token;
+        expectProblem(await callDoor(commitNextKeysDoor, { bearer: token, body: { next_key_hashes: [hashOf(next.publicKey)] } }), 403, "forbidden");
+        expect((await callSigned(commitNextKeysDoor, me.key, { body: { next_key_hashes: [hashOf(next.publicKey)] } })).status).toBe(200);
+        expect((await controllerOf(me.did)).nextKeyHashes).toEqual([hashOf(next.publicKey)]);
+        const h = hashOf(next.publicKey);
+        expect((await callDoor(commitNextKeysDoor, { bearer: me.citizen_secret, body: { next_key_hashes: [h, h] } })).status).toBe(400);
+        expect((await callDoor(commitNextKeysDoor, { bearer: me.citizen_secret, body: { next_key_hashes: Array(4).fill(h) } })).status).toBe(400);
+        expect((await callDoor(commitNextKeysDoor, { bearer: me.citizen_secret, body: { next_key_hashes: ["g".repeat(64)] } })).status).toBe(400);
+        const off = await callDoor(commitNextKeysDoor, { bearer: me.citizen_secret, body: { next_key_hashes: [] } });
+        expect(off.body.next_key_hashes).toBeNull();
+        expect((await controllerOf(me.did)).nextKeyHashes).toBeNull();
+        expect((await rotateAtGate(me, me.name, await newKey())).body.verdict).toBe("admitted");
+      });
+    });
+
+    describe("the identity log", () => {
+      it("records every key event with a receipt that verifies offline against the identity log's key, and never a secret, code or ticket", async () => {
+        const key = await newKey();
+        const nonce = await freshNonce();
+        const first = await callDoor(presentGate, {
+          body: presentation({ nonce, controller_public_key: key.publicKey, controller_signature: await key.signHex(nonce) }),
+        });
+        const me: Citizen = { ...(first.body as Citizen), key };
+        const next = await newKey();
+        const answers = [first];
+        answers.push(await commit(me, [next]));
+        answers.push(await rotate(me, key, next));
+        answers.push(await delay(me, 24));
+        const codes = await codesOf(me);
+        const opened = await open(me.did, codes[0]!);
+        answers.push(opened, await hold(me.did, "verifying-owner", "192.0.2.44"));
+        answers.push(await callDoor(cancelRecoveryDoor, { bearer: me.citizen_secret, params: { did: me.did }, body: {} }));
+        answers.push(await open(me.did, codes[1]!));
+        await windowPasses(me.did);
+        const done = await complete(me.did, answers.at(-1)!.body.recovery.ticket);
+        answers.push(done);
+        await delay({ citizen_secret: done.body.citizen_secret }, 0);
+        answers.push(await open(me.did, (await codesOf({ citizen_secret: done.body.citizen_secret }))[0]!));
+        // The first admission carries both logs' receipts, each its own.
+        expect(first.body.log_receipt.checkpoint).not.toEqual(first.body.identity_log_receipt.checkpoint);
+        const vkey = (await identityLog.logSigner(t().db)).vkey;
+        const rowOf = async (seq: number) => publishLogRow((await t().db.select().from(identityLogRows).where(eq(identityLogRows.seq, seq)))[0]!);
+        const events: string[] = [];
+        for (const answer of answers) {
+          const receipt = answer.body.identity_log_receipt;
+          expect(receipt, JSON.stringify(answer.body)).toBeDefined();
+          const row = await rowOf(receipt.seq);
+          expect(row.did).toBe(me.did);
+          expect(verifyReceipt(receipt, leafDataOf(row), vkey)).toMatchObject({ ok: true });
+          events.push(row.event as string);
+        }
+        expect(events).toEqual([
+          "key-bound",
+          "next-keys-committed",
+          "key-rotated",
+          "delay-set",
+          "recovery-opened",
+          "recovery-held",
+          "recovery-cancelled",
+          "recovery-opened",
+          "recovery-completed",
+          "secret-reset",
+        ]);
+        const all = JSON.stringify(await t().db.select().from(identityLogRows).where(eq(identityLogRows.did, me.did)));
+        for (const secret of [me.citizen_secret, done.body.citizen_secret, codes[0], opened.body.recovery.ticket]) expect(all).not.toContain(secret);
+        expect(all).not.toMatch(/city_(sk|st|rc|rt)_/);
+        // Nor who held: a hold names its reason, never its address.
+        expect(all).not.toContain("192.0.2.44");
+      });
+    });
+
+    describe("recovery with a public window", () => {
+      it("sets a delay with the secret (0 or 24 to 168 h), never a session token; delay 0 keeps CITY-RECOVER/1 as it was", async () => {
+        const me = await admitNamed();
+        const token = (await callDoor(mintToken, { bearer: me.citizen_secret, body: {} })).body.token;
+        expectProblem(await delay({ citizen_secret: token }, 24), 403, "forbidden");
+        for (const bad of [1, 23, 169]) expect((await delay(me, bad)).status).toBe(400);
+        expect((await controllerOf(me.did)).recoveryDelayHours).toBe(0);
+        const codes = await codesOf(me);
+        const now = await open(me.did, codes[0]!);
+        expect(now.status).toBe(200);
+        expect(now.body.citizen_secret).toMatch(/^city_sk_/);
+        expect(now.body.recovery).toBeUndefined();
+        expect(await identityEvents(t(), me.did)).toContain("secret-reset");
+      });
+
+      it("opens a public recovery with a code instead, cancelled by the current secret; one open at a time", async () => {
+        const me = await admitNamed();
+        expect((await delay(me, 48)).status).toBe(200);
+        const codes = await codesOf(me);
+        const opened = await open(me.did, codes[0]!);
+        expect(opened.status).toBe(200);
+        expect(opened.body.citizen_secret).toBeUndefined();
+        expect(opened.body.recovery.ticket).toMatch(/^city_rt_/);
+        const hours = (Date.parse(opened.body.recovery.opens_after) - Date.parse(opened.body.recovery.opened_at)) / 3_600_000;
+        expect(hours).toBe(48);
+        // The citizen is told in its poll.
+        const poll = await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return" } });
+        expect(poll.body.delta.recovery_open).toEqual({ opens_after: opened.body.recovery.opens_after, holds: 0 });
+        // Nothing changed yet: the secret still works.
+        expect(await works(me.citizen_secret)).toBe(true);
+        const seen = await callDoor(readRecoveryDoor, { params: { did: me.did } });
+        expect(seen.body).toMatchObject({ delay_hours: 48, recovery: { state: "open", holds: 0, holds_left: 2, via: "code" } });
+        expect(JSON.stringify(seen.body)).not.toContain("city_rt_");
+        // A second open is refused, and its code stays unspent.
+        expectProblem(await open(me.did, codes[1]!), 409, "conflict");
+        expect((await t().db.select().from(recoveryCodes).where(eq(recoveryCodes.did, me.did))).filter((c) => c.usedAt).length).toBe(1);
+        // Another citizen cannot cancel it; a session token cannot either; the secret can.
+        const other = await admitNamed();
+        expectProblem(await callDoor(cancelRecoveryDoor, { bearer: other.citizen_secret, params: { did: me.did }, body: {} }), 403, "forbidden");
+        const cancelled = await callDoor(cancelRecoveryDoor, { bearer: me.citizen_secret, params: { did: me.did }, body: {} });
+        expect(cancelled.status).toBe(200);
+        expect((await callDoor(readRecoveryDoor, { params: { did: me.did } })).body.recovery.state).toBe("cancelled");
+        expect((await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return" } })).body.delta.recovery_open).toBeNull();
+        // Its ticket completes nothing now.
+        expectProblem(await complete(me.did, opened.body.recovery.ticket), 401, "unauthorized");
+        expect(await works(me.citizen_secret)).toBe(true);
+        expect(await identityEvents(t(), me.did)).toEqual(expect.arrayContaining(["delay-set", "recovery-opened", "recovery-cancelled"]));
+      });
+
+      it("takes two holds and no more, each moving opens_after by 24 h; completes only after opens_after and only by its opener", async () => {
+        const me = await admitNamed();
+        await delay(me, 24);
+        const codes = await codesOf(me);
+        const token = (await callDoor(mintToken, { bearer: me.citizen_secret, body: {} })).body.token;
+        const opened = (await open(me.did, codes[0]!)).body.recovery;
+        const first = await hold(me.did, "suspected-theft", "198.51.100.21");
+        expect(first.status).toBe(200);
+        expect(Date.parse(first.body.opens_after) - Date.parse(opened.opens_after)).toBe(24 * 3_600_000);
+        expect((await hold(me.did, "not a reason")).status).toBe(400);
+        const second = await hold(me.did, "owner-reachable", "198.51.100.22");
+        expect(second.body.holds).toBe(2);
+        expectProblem(await hold(me.did, "verifying-owner", "198.51.100.23"), 409, "limit_reached");
+        expect((await callDoor(readRecoveryDoor, { params: { did: me.did } })).body.recovery).toMatchObject({ holds: 2, holds_left: 0 });
+        // Not before opens_after.
+        expectProblem(await complete(me.did, opened.ticket), 409, "conflict");
+        await windowPasses(me.did);
+        // After it the secret can no longer cancel; only the opener's ticket completes.
+        expectProblem(await callDoor(cancelRecoveryDoor, { bearer: me.citizen_secret, params: { did: me.did }, body: {} }), 409, "conflict");
+        expectProblem(await complete(me.did, codes[1]!), 401, "unauthorized");
+        expectProblem(await complete(me.did, opened.ticket.slice(0, -1) + (opened.ticket.endsWith("0") ? "1" : "0")), 401, "unauthorized");
+        const done = await complete(me.did, opened.ticket);
+        expect(done.status).toBe(200);
+        expect(done.body.controller).toBe("none");
+        // Every older credential is dead: the secret, the session token, the unused codes, the controller key.
+        expect(await works(done.body.citizen_secret)).toBe(true);
+        expect(await works(me.citizen_secret)).toBe(false);
+        expect(await works(token)).toBe(false);
+        expect((await open(me.did, codes[2]!)).status).toBe(401);
+        expect((await controllerOf(me.did)).controllerPublicKey).toBeNull();
+        // A signature made after the completion (a second on: created has whole seconds) opens nothing.
+        expect((await callSigned(readVault, me.key, { sign: { created: Math.floor(Date.now() / 1000) + 2 } })).status).toBe(401);
+        expectProblem(await complete(me.did, opened.ticket), 401, "unauthorized");
+        expect(await identityEvents(t(), me.did)).toEqual(expect.arrayContaining(["recovery-held", "recovery-completed"]));
+      });
+
+      it("lets a committed next key open a recovery, which makes it the controller on completion", async () => {
+        const me = await admitNamed();
+        const next = await newKey();
+        await commit(me, [next]);
+        await delay(me, 24);
+        const nonce = await freshNonce();
+        const opened = await callDoor(recoverDoor, {
+          body: { did: me.did, nonce, next_public_key: next.publicKey, next_signature: await next.signHex(nextKeyOpen(me.did, next.keyid, nonce)) },
+        });
+        expect(opened.status).toBe(200);
+        expect(opened.body.recovery.state).toBe("open");
+        // The current key cancels any recovery: here the opener waits.
+        await windowPasses(me.did);
+        const done = await complete(me.did, opened.body.recovery.ticket);
+        expect(done.body.controller).toBe(next.keyid);
+        const row = await controllerOf(me.did);
+        expect(row.controllerPublicKey).toBe(next.publicKey);
+        expect(row.nextKeyHashes).toBeNull();
+        // An uncommitted key opens nothing.
+        const stranger = await newKey();
+        const n2 = await freshNonce();
+        const refused = await callDoor(recoverDoor, {
+          body: {
+            did: me.did,
+            nonce: n2,
+            next_public_key: stranger.publicKey,
+            next_signature: await stranger.signHex(nextKeyOpen(me.did, stranger.keyid, n2)),
+          },
+        });
+        expectProblem(refused, 403, "forbidden");
+      });
+
+      it("counts 3 opens a day per citizen, and holds per client address", async () => {
+        const me = await admitNamed();
+        await delay(me, 24);
+        const codes = await codesOf(me);
+        for (const code of codes.slice(0, 3)) {
+          expect((await open(me.did, code)).status).toBe(200);
+          expect((await callDoor(cancelRecoveryDoor, { bearer: me.citizen_secret, params: { did: me.did }, body: {} })).status).toBe(200);
+        }
+        expectProblem(await open(me.did, codes[3]!), 429, "rate_limited");
+        // The refused open spent nothing: its code still counts as unused.
+        expect((await t().db.select().from(recoveryCodes).where(eq(recoveryCodes.did, me.did))).filter((c) => c.usedAt).length).toBe(3);
+
+        // One address holds at most 4 a day (the default), across recoveries.
+        const ip = "203.0.113.77";
+        for (let i = 0; i < 2; i++) {
+          const c = await admitNamed();
+          await delay(c, 24);
+          await open(c.did, (await codesOf(c))[0]!);
+          expect((await hold(c.did, "not-the-owner", ip)).status).toBe(200);
+          expect((await hold(c.did, "not-the-owner", ip)).status).toBe(200);
+        }
+        const last = await admitNamed();
+        await delay(last, 24);
+        await open(last.did, (await codesOf(last))[0]!);
+        expectProblem(await hold(last.did, "not-the-owner", ip), 429, "rate_limited");
+        expect((await t().db.select().from(recoveries).where(eq(recoveries.did, last.did)))[0]!.holds).toBe(0);
+        // Without an open recovery a hold is 404 and counts nothing.
+        expectProblem(await hold(me.did, "not-the-owner", "203.0.113.78"), 404, "not_found");
+      });
+
+      it("lets exactly one of a completion and a hold, or a completion and a cancel, landing together win; two opens at once make one", async () => {
+        for (const rival of ["hold", "cancel"] as const) {
+          const me = await admitNamed();
+          await delay(me, 24);
+          const codes = await codesOf(me);
+          const ticket = (await open(me.did, codes[0]!)).body.recovery.ticket;
+          // The window ends now: a cancel still lands before it, or the completion after it.
+          await t().raw(`UPDATE recoveries SET opens_after = now() + interval '30 milliseconds' WHERE did = '${me.did}' AND state = 'open'`);
+          await new Promise((r) => setTimeout(r, 30));
+          const [done, other] = await Promise.all([
+            complete(me.did, ticket),
+            rival === "hold" ? hold(me.did) : callDoor(cancelRecoveryDoor, { bearer: me.citizen_secret, params: { did: me.did }, body: {} }),
+          ]);
+          const [row] = await t().db.select().from(recoveries).where(eq(recoveries.did, me.did));
+          if (done.status === 200) {
+            expect(other.status).not.toBe(200);
+            expect(row).toMatchObject({ state: "completed", holds: 0 });
+          } else {
+            expect(other.status).toBe(200);
+            expect(row!.state).toBe(rival === "hold" ? "open" : "cancelled");
+          }
+        }
+        const me = await admitNamed();
+        await delay(me, 24);
+        const codes = await codesOf(me);
+        const both = await Promise.all([open(me.did, codes[0]!), open(me.did, codes[1]!)]);
+        expect(both.map((a) => a.status).sort()).toEqual([200, 409]);
+        expect(await t().db.select().from(recoveries).where(eq(recoveries.did, me.did))).toHaveLength(1);
+      });
+    });
+  },
+  { neon: "transactions and locks: one open recovery, guarded updates of its row" },
+);
