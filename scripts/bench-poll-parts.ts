@@ -1,4 +1,4 @@
-// npx tsx scripts/bench-poll-parts.ts [--citizens 1000] [--runs 3000]
+// npx tsx scripts/bench-poll-parts.ts [--citizens 1000] [--runs 3000] [--day-log-rows 0]
 // What one poll is made of, part by part, on PostgreSQL (a fresh database, dropped after): the
 // CPU of the one backend that runs each part `runs` times (read from /proc, so other load on the
 // machine does not count), and the JavaScript of this process for the poll's own work (statement
@@ -27,6 +27,8 @@ const option = (name: string, fallback: string) => {
 };
 const citizens = Number(option("citizens", "1000"));
 const runs = Number(option("runs", "3000"));
+// More residency log rows in the last 24 hours than the seed's (arrivals and departures of a busy day): the tide's cost.
+const dayLogRows = Number(option("day-log-rows", "0"));
 const serverUrl = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const TICKS = 100;
 
@@ -72,6 +74,12 @@ async function main(): Promise<void> {
       { me: string },
     ];
     await setup.db.execute(sql`UPDATE citizens SET secret_hash = ${hashCredential(token)}, last_seen_at = now() WHERE did = ${me}`);
+    if (dayLogRows > 0)
+      await setup.db.execute(sql`
+        INSERT INTO residency_log (seq, event, did, at, details, prev_hash, hash)
+        SELECT (SELECT max(seq) FROM residency_log) + i, 'exit', 'day-' || i, now() - make_interval(secs => i * (86000.0 / ${dayLogRows})), '{}',
+               repeat('0', 64), lpad(to_hex(i), 64, 'f')
+        FROM generate_series(1, ${dayLogRows}) AS i`);
     await setup.db.execute(sql`VACUUM ANALYZE`);
     const db = drizzle({ client: pool, schema }) as unknown as Database;
     const [{ pid }] = rowsOf<{ pid: number }>(await db.execute(sql`SELECT pg_backend_pid() AS pid`)) as [{ pid: number }];
@@ -105,7 +113,9 @@ async function main(): Promise<void> {
         () => executePrepared(db, sql`WITH issued AS (${pollNonceSql(new Date(), me, sql``).insert}) SELECT nonce FROM issued`),
       ],
     ];
-    console.log(`${citizens} citizens, ${runs} runs each, CPU per run: the PostgreSQL backend's, and this process's (Drizzle and node-postgres):`);
+    console.log(
+      `${citizens} citizens, ${dayLogRows} more log rows in the last day, ${runs} runs each, CPU per run: the PostgreSQL backend's, and this process's (Drizzle and node-postgres):`,
+    );
     for (const [label, work] of parts) {
       const cpu = await backendCpu(pid, work);
       console.log(`- ${label}: backend ${cpu.backend.toFixed(3)} ms, client ${cpu.client.toFixed(3)} ms`);
