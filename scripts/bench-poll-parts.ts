@@ -92,6 +92,14 @@ async function main(): Promise<void> {
       ["SELECT 1 (a named prepared statement: the protocol's floor)", one(sql`1`)],
       ["the tide alone", () => executePrepared(db, sql`SELECT ${tideSql(new Date())} AS tide`)],
       [
+        "the tide counted over the log, as before migration 0040",
+        () =>
+          executePrepared(
+            db,
+            sql`SELECT count(*)::int AS tide FROM residency_log l WHERE l.at > ${new Date(Date.now() - 86_400_000).toISOString()}::timestamptz`,
+          ),
+      ],
+      [
         "the delta's columns alone (no writes, no tide)",
         () =>
           executePrepared(

@@ -1,5 +1,6 @@
 // npm run bench [-- --citizens 1000] [--db pglite|pg|both] [--seconds 5] [--connections 32]
 //                [--mixed 60] [--agents 200] [--open 30] [--shared-cache] [--smoke] [--no-floor] [--only a,b]
+//                [--baseline <git rev>]
 // Starts the production server (next start) on PGlite and on the local PostgreSQL (pg driver, a
 // fresh database), seeds a city by writing the database directly, drives each door with
 // autocannon on 127.0.0.1 and prints a table; then the poll and the citizen writes (over admitted
@@ -15,7 +16,7 @@ import path from "node:path";
 import autocannon from "autocannon";
 import { runCacheLeg } from "./bench-cache";
 import { type CpuPerRequest, type CpuSources, cpuSince, readCpu } from "./bench-cpu";
-import { buildFloorApp, FLOOR_PATH, removeFloorApp } from "./bench-floor";
+import { buildBaselineApp, buildFloorApp, FLOOR_PATH, removeCopies } from "./bench-floor";
 import { admitCitizens, bringBack, CITIZEN_LEGS, type CitizenLeg, legRequest } from "./bench-citizens";
 import { runMixedLoad, runOpenLoad } from "./bench-mixed";
 import { seedCity } from "./bench-seed";
@@ -39,6 +40,8 @@ if (flag("help") || args.includes("-h")) {
 --no-floor: skip the throwaway build of the bare-handler floor (the smoke run never makes it).
 --only: measure only the doors and citizen legs whose label holds one of these texts (the static
 file, the floor and GET /gate are always measured; no mixed or open loop).
+--baseline <rev>: also build the app at that git revision and measure GET /gate and each citizen
+leg on it right after this checkout's, in the same run and on the same database.
 The method and the figures are in BENCHMARKS.md.`);
   process.exit(0);
 }
@@ -56,6 +59,7 @@ const load = () => (smoke ? { connections: 4, amount: SMOKE_REQUESTS } : { conne
 const sharedCache = flag("shared-cache");
 // The bare-handler floor needs a second build (scripts/bench-floor.ts): not in the smoke run.
 const withFloor = !smoke && !flag("no-floor");
+const baselineRev = smoke ? "" : option("baseline", "");
 const only = option("only", "")
   .split(",")
   .map((part) => part.trim())
@@ -78,6 +82,8 @@ interface Row {
   bytes: number;
   queries: string;
   cpu: CpuPerRequest | null;
+  /** Measured on the --baseline build. */
+  baseline?: boolean;
   /** CPU per request (server and database) as a ratio to GET /gate's of the same run. */
   cpuToGate: number;
 }
@@ -109,6 +115,7 @@ async function main(): Promise<void> {
   const perDoor = smoke ? `${SMOKE_REQUESTS} requests per door at 4 connections` : `${seconds} s per door at ${connections} connections`;
   console.log(`bench: ${citizens} citizens, ${perDoor}, mixed ${agents} agents for ${mixedSeconds} s`);
   const floorDir = withFloor ? buildFloorApp(process.cwd()) : null;
+  const baselineDir = baselineRev ? buildBaselineApp(process.cwd(), baselineRev) : null;
   const rows: Row[] = [];
   const mixed: string[] = [];
   let failures = 0;
@@ -121,14 +128,15 @@ async function main(): Promise<void> {
     for (const db of databases) {
       const city = await prepareDatabase(db);
       try {
-        failures += await measureDatabase(db, city, floorDir, counted, mixed);
+        failures += await measureDatabase(db, city, { floorDir, baselineDir }, counted, mixed);
       } finally {
         await city.dispose();
       }
-      relateToStaticAndGate(rows.filter((r) => r.db === db));
+      relateToStaticAndGate(rows.filter((r) => r.db === db && !r.baseline));
+      relateToStaticAndGate(rows.filter((r) => r.db === db && r.baseline));
     }
   } finally {
-    if (floorDir) removeFloorApp(process.cwd());
+    if (floorDir || baselineDir) removeCopies(process.cwd());
   }
   console.log(
     `\n| db | path | req/s | ratio to static | ratio to GET /gate | p50 ms | p99 ms | errors | non-2xx | bytes/req | db round trips | server CPU ms/req | PostgreSQL CPU ms/req | CPU ms/req | CPU to GET /gate |`,
@@ -147,7 +155,13 @@ async function main(): Promise<void> {
 }
 
 /** One database's legs: the floor, the doors, the mixed load, the citizen legs and the open loop. Returns the failures. */
-async function measureDatabase(db: string, city: PreparedCity, floorDir: string | null, counted: (row: Row & { non2xx5xx: number }) => void, mixed: string[]) {
+async function measureDatabase(
+  db: string,
+  city: PreparedCity,
+  { floorDir, baselineDir }: { floorDir: string | null; baselineDir: string | null },
+  counted: (row: Row & { non2xx5xx: number }) => void,
+  mixed: string[],
+) {
   let failures = 0;
   const cpuOf = (server: { pid: number }): CpuSources => ({ serverGroup: server.pid, backends: city.backends });
   if (floorDir) {
@@ -177,9 +191,30 @@ async function measureDatabase(db: string, city: PreparedCity, floorDir: string 
     }
     // The citizen legs write outside that account: on a server started again after the count.
     const again = await startServer(db, city.env);
+    const baseline = baselineDir ? await startServer(db, city.env, baselineDir) : null;
     try {
       const benchCitizens = await admitCitizens(again.base, smoke ? 8 : 64, `bench-${db}`);
-      for (const leg of CITIZEN_LEGS.filter((l) => wanted(l.label))) counted(await measureLeg(db, again.base, leg, benchCitizens, cpuOf(again)));
+      if (baseline) {
+        // The yardstick of each build, measured side by side before their legs.
+        for (const [server, tag] of [
+          [again, ""],
+          [baseline, ` [baseline ${baselineRev}]`],
+        ] as const) {
+          const row = await measure(db, server.base, "/gate", cpuOf(server), {}, `/gate${tag || " (beside the baseline)"}`);
+          row.baseline = tag !== "";
+          counted(row);
+        }
+      }
+      for (const leg of CITIZEN_LEGS.filter((l) => wanted(l.label))) {
+        counted(await measureLeg(db, again.base, leg, benchCitizens, cpuOf(again)));
+        if (!baseline) continue;
+        // Each leg that moves citizens out and back leaves them as it found them: bring them back first.
+        await bringBack(again.base, benchCitizens);
+        const row = await measureLeg(db, baseline.base, leg, benchCitizens, cpuOf(baseline), 10_000_000);
+        row.path += ` [baseline ${baselineRev}]`;
+        row.baseline = true;
+        counted(row);
+      }
       await bringBack(again.base, benchCitizens);
       if (report) {
         const open = await runOpenLoad({ base: again.base, rate: Math.max(1, Math.round(report.rps / 2)), seconds: openSeconds, citizens: benchCitizens });
@@ -195,6 +230,7 @@ async function measureDatabase(db: string, city: PreparedCity, floorDir: string 
       }
     } finally {
       await again.stop();
+      await baseline?.stop();
     }
   } finally {
     await server.stop();
@@ -205,7 +241,8 @@ async function measureDatabase(db: string, city: PreparedCity, floorDir: string 
 /** The ratios of one database's rows: req/s to the static file's and to GET /gate's, CPU per request to GET /gate's. */
 function relateToStaticAndGate(rows: Row[]): void {
   const staticRow = rows.find((r) => r.path === "/robots.txt");
-  const gate = rows.find((r) => r.path === "/gate");
+  // With a baseline, each build's yardstick is its GET /gate measured side by side in the citizen phase.
+  const gate = rows.find((r) => r.path.startsWith("/gate ")) ?? rows.find((r) => r.path === "/gate");
   const gateCpu = gate?.cpu ? gate.cpu.server + (gate.cpu.database ?? 0) : 0;
   for (const row of rows) {
     row.ratio = staticRow?.rps ? row.rps / staticRow.rps : 0;
@@ -278,8 +315,10 @@ async function measureLeg(
   leg: CitizenLeg,
   citizens: import("./bench-citizens").Citizen[],
   cpu: CpuSources,
+  firstRequest = 0,
 ): Promise<Row & { non2xx5xx: number }> {
-  let n = 0;
+  // The n-th request names its admission (admit-<pid>-<n>): a second build's leg starts elsewhere.
+  let n = firstRequest;
   const probe = legRequest(leg, citizens, n++);
   const probed = await fetch(base + leg.path, { method: leg.method, headers: probe.headers, body: probe.body });
   const queries = probed.headers.get("x-city-queries") ?? "?";
