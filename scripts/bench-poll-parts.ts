@@ -77,8 +77,8 @@ async function main(): Promise<void> {
     if (dayLogRows > 0)
       await setup.db.execute(sql`
         INSERT INTO residency_log (seq, event, did, at, details, prev_hash, hash)
-        SELECT (SELECT max(seq) FROM residency_log) + i, 'exit', 'day-' || i, now() - make_interval(secs => i * (86000.0 / ${dayLogRows})), '{}',
-               repeat('0', 64), lpad(to_hex(i), 64, 'f')
+        SELECT (SELECT max(seq) FROM residency_log) + i, 'exit', 'day-' || i, now() - make_interval(secs => i * (86000.0 / ${dayLogRows}::int)::float8), '{}',
+               repeat('0', 64), 'd' || lpad(to_hex(i), 63, '0')
         FROM generate_series(1, ${dayLogRows}) AS i`);
     await setup.db.execute(sql`VACUUM ANALYZE`);
     const db = drizzle({ client: pool, schema }) as unknown as Database;
