@@ -1,14 +1,12 @@
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { desc, sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { type Database, MIGRATIONS_FOLDER, openPglite } from "@/db/client";
+import type { Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
 import { residencyLog } from "@/db/schema";
 import { tideSql } from "@/lib/city/census";
 import { upgradeDatabase } from "@/lib/city/upgrade";
 import { describeOnDatabases } from "../support/databases";
+import { databaseBeforeMigration } from "../support/migrations";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -64,15 +62,8 @@ describeOnDatabases("the tide, from the hours kept by migration 0040 and the fir
 
 describe("migration 0040 on a database that already has a log", () => {
   it("counts the rows appended before it, and the rows after it through its trigger", async () => {
-    const folder = mkdtempSync(path.join(os.tmpdir(), "city-migrations-"));
-    cpSync(MIGRATIONS_FOLDER, folder, { recursive: true });
-    const journalPath = path.join(folder, "meta", "_journal.json");
-    const journal = JSON.parse(readFileSync(journalPath, "utf8")) as { entries: { idx: number }[] };
-    journal.entries = journal.entries.filter((e) => e.idx < 40);
-    writeFileSync(journalPath, JSON.stringify(journal));
-    const open = await openPglite("memory://");
+    const { open, dispose } = await databaseBeforeMigration(40);
     try {
-      await (await import("drizzle-orm/pglite/migrator")).migrate(open.db as never, { migrationsFolder: folder });
       const base = Date.now();
       await logRowsAt(open.db, momentsAround(base));
       await upgradeDatabase(open);
@@ -82,8 +73,7 @@ describe("migration 0040 on a database that already has a log", () => {
         expect(await tideAt(open.db, now), now.toISOString()).toBe(await countedOverTheLog(open.db, now));
       }
     } finally {
-      await open.close();
-      rmSync(folder, { recursive: true, force: true });
+      await dispose();
     }
   });
 });
