@@ -7,7 +7,11 @@ import type { Logger } from "drizzle-orm/logger";
  * so the count is measured, not estimated. On pg and Neon a transaction's BEGIN and COMMIT are
  * statements too; PGlite's transaction runs them inside the engine, so they are not counted there.
  */
-const counters = new AsyncLocalStorage<{ queries: number }>();
+// One store per process, not per module instance: the build may load this module in more than
+// one chunk, and the database (opened once per process, lib/city/database.ts) keeps the logger of
+// the instance that opened it, while a route counts with its own (X-City-Queries read 0 then).
+const holder = globalThis as typeof globalThis & { __cityQueryCounters?: AsyncLocalStorage<{ queries: number }> };
+const counters = (holder.__cityQueryCounters ??= new AsyncLocalStorage<{ queries: number }>());
 
 export const queryCounter: Logger = {
   logQuery() {

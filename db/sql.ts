@@ -25,6 +25,10 @@ export function executePrepared(db: Database, statement: SQL): Promise<unknown> 
   if (env().CITY_PREPARED_STATEMENTS === "0") return db.execute(statement);
   const { session, dialect } = db as unknown as { session: PgSession; dialect: PgDialect };
   const query = dialect.sqlToQuery(statement);
-  const name = `city_${createHash("sha256").update(query.sql).digest("hex").slice(0, 32)}`;
-  return session.prepareQuery(query, undefined, name, false).execute();
+  return session.prepareQuery(query, undefined, statementName(query.sql), false).execute();
+}
+
+/** The name of a statement's text: a hash, so one name is always one text on a connection. */
+function statementName(text: string): string {
+  return `city_${createHash("sha256").update(text).digest("hex").slice(0, 32)}`;
 }

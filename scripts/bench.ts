@@ -1,5 +1,6 @@
 // npm run bench [-- --citizens 1000] [--db pglite|pg|both] [--seconds 5] [--connections 32]
-//                [--mixed 60] [--agents 200] [--open 30] [--shared-cache] [--smoke]
+//                [--mixed 60] [--agents 200] [--open 30] [--shared-cache] [--smoke] [--no-floor] [--only a,b]
+//                [--baseline <git rev>]
 // Starts the production server (next start) on PGlite and on the local PostgreSQL (pg driver, a
 // fresh database), seeds a city by writing the database directly, drives each door with
 // autocannon on 127.0.0.1 and prints a table; then the poll and the citizen writes (over admitted
@@ -14,6 +15,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import autocannon from "autocannon";
 import { runCacheLeg } from "./bench-cache";
+import { type CpuPerRequest, type CpuSources, cpuSince, readCpu } from "./bench-cpu";
+import { buildBaselineApp, buildFloorApp, FLOOR_PATH, removeCopies } from "./bench-floor";
 import { admitCitizens, bringBack, CITIZEN_LEGS, type CitizenLeg, legRequest } from "./bench-citizens";
 import { runMixedLoad, runOpenLoad } from "./bench-mixed";
 import { seedCity } from "./bench-seed";
@@ -33,7 +36,12 @@ const option = (name: string, fallback: string) => {
 
 if (flag("help") || args.includes("-h")) {
   console.log(`npm run bench [-- --citizens 1000] [--db pglite|pg|both] [--seconds 5] [--connections 32]
-               [--mixed 60] [--agents 200] [--open 30] [--shared-cache] [--smoke]
+               [--mixed 60] [--agents 200] [--open 30] [--shared-cache] [--smoke] [--no-floor] [--only a,b]
+--no-floor: skip the throwaway build of the bare-handler floor (the smoke run never makes it).
+--only: measure only the doors and citizen legs whose label holds one of these texts (the static
+file, the floor and GET /gate are always measured; no mixed or open loop).
+--baseline <rev>: also build the app at that git revision and measure GET /gate and each citizen
+leg on it right after this checkout's, in the same run and on the same database.
 The method and the figures are in BENCHMARKS.md.`);
   process.exit(0);
 }
@@ -49,6 +57,15 @@ const openSeconds = Number(option("open", smoke ? "2" : "30"));
 const SMOKE_REQUESTS = 40;
 const load = () => (smoke ? { connections: 4, amount: SMOKE_REQUESTS } : { connections, duration: seconds });
 const sharedCache = flag("shared-cache");
+// The bare-handler floor needs a second build (scripts/bench-floor.ts): not in the smoke run.
+const withFloor = !smoke && !flag("no-floor");
+const baselineRev = smoke ? "" : option("baseline", "");
+const only = option("only", "")
+  .split(",")
+  .map((part) => part.trim())
+  .filter(Boolean);
+const ALWAYS = new Set(["/robots.txt", "/gate"]);
+const wanted = (label: string) => only.length === 0 || ALWAYS.has(label) || only.some((part) => label.includes(part));
 const databases = smoke ? ["pglite"] : option("db", "both") === "both" ? ["pglite", "pg"] : [option("db", "both")];
 const serverUrl = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 
@@ -64,6 +81,11 @@ interface Row {
   non2xx: number;
   bytes: number;
   queries: string;
+  cpu: CpuPerRequest | null;
+  /** Measured on the --baseline build. */
+  baseline?: boolean;
+  /** CPU per request (server and database) as a ratio to GET /gate's of the same run. */
+  cpuToGate: number;
 }
 
 const DOORS: { path: string; headers?: Record<string, string>; note?: string }[] = [
@@ -92,68 +114,37 @@ async function main(): Promise<void> {
   }
   const perDoor = smoke ? `${SMOKE_REQUESTS} requests per door at 4 connections` : `${seconds} s per door at ${connections} connections`;
   console.log(`bench: ${citizens} citizens, ${perDoor}, mixed ${agents} agents for ${mixedSeconds} s`);
+  const floorDir = withFloor ? buildFloorApp(process.cwd()) : null;
+  const baselineDir = baselineRev ? buildBaselineApp(process.cwd(), baselineRev) : null;
   const rows: Row[] = [];
   const mixed: string[] = [];
   let failures = 0;
-  for (const db of databases) {
-    const city = await prepareDatabase(db);
-    const server = await startServer(db, city.env);
-    try {
-      let staticRps = 0;
-      let gateRps = 0;
-      for (const door of withPollVariant(DOORS, server.base)) {
-        const row = await measure(db, server.base, door.path, door.headers, door.label);
-        if (door.path === "/robots.txt") staticRps = row.rps;
-        if (door.path === "/gate") gateRps = row.rps;
-        row.ratio = staticRps ? row.rps / staticRps : 0;
-        rows.push(row);
-        console.log(formatRow(row));
-        failures += row.non2xx5xx;
-      }
-      for (const row of rows) if (row.db === db) row.toGate = gateRps ? row.rps / gateRps : 0;
-      const report = await runMixedLoad({ base: server.base, agents, seconds: mixedSeconds });
-      await server.stop();
-      const after = await city.count();
-      const lost = lostWrites(city.before, after, report.accepted);
-      mixed.push(`${db}: ${report.summary}; rows written minus accepted answers: ${lost.text}`);
-      console.log(`mixed ${db}: ${mixed.at(-1)}`);
-      failures += report.serverErrors + lost.total;
-      // The citizen legs write outside that account: on a server started again after the count.
-      const again = await startServer(db, city.env);
+  const counted = (row: Row & { non2xx5xx: number }) => {
+    rows.push(row);
+    console.log(formatRow(row));
+    failures += row.non2xx5xx;
+  };
+  try {
+    for (const db of databases) {
+      const city = await prepareDatabase(db);
       try {
-        const benchCitizens = await admitCitizens(again.base, smoke ? 8 : 64, `bench-${db}`);
-        for (const leg of CITIZEN_LEGS) {
-          const row = await measureLeg(db, again.base, leg, benchCitizens);
-          row.ratio = staticRps ? row.rps / staticRps : 0;
-          row.toGate = gateRps ? row.rps / gateRps : 0;
-          rows.push(row);
-          console.log(formatRow(row));
-          failures += row.non2xx5xx;
-        }
-        await bringBack(again.base, benchCitizens);
-        const open = await runOpenLoad({ base: again.base, rate: Math.max(1, Math.round(report.rps / 2)), seconds: openSeconds, citizens: benchCitizens });
-        mixed.push(`${db} open loop: ${open.summary}`);
-        console.log(`open ${db}: ${open.summary}`);
-        failures += open.serverErrors;
-        if (sharedCache) {
-          const cached = await runCacheLeg({ base: again.base, seconds, connections, citizens: benchCitizens });
-          for (const line of cached.lines) mixed.push(`${db} shared cache: ${line}`);
-          cached.lines.forEach((l) => console.log(`cache ${db}: ${l}`));
-          failures += cached.failures;
-        }
+        failures += await measureDatabase(db, city, { floorDir, baselineDir }, counted, mixed);
       } finally {
-        await again.stop();
+        await city.dispose();
       }
-    } finally {
-      await server.stop();
-      await city.dispose();
+      relateToStaticAndGate(rows.filter((r) => r.db === db && !r.baseline));
+      relateToStaticAndGate(rows.filter((r) => r.db === db && r.baseline));
     }
+  } finally {
+    if (floorDir || baselineDir) removeCopies(process.cwd());
   }
-  console.log(`\n| db | path | req/s | ratio to static | ratio to GET /gate | p50 ms | p99 ms | errors | non-2xx | bytes/req | db round trips |`);
-  console.log(`|---|---|---|---|---|---|---|---|---|---|---|`);
+  console.log(
+    `\n| db | path | req/s | ratio to static | ratio to GET /gate | p50 ms | p99 ms | errors | non-2xx | bytes/req | db round trips | server CPU ms/req | PostgreSQL CPU ms/req | CPU ms/req | CPU to GET /gate |`,
+  );
+  console.log(`|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|`);
   for (const r of rows)
     console.log(
-      `| ${r.db} | ${r.path} | ${r.rps.toFixed(0)} | ${r.ratio.toFixed(2)} | ${r.toGate.toFixed(2)} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.non2xx} | ${r.bytes} | ${r.queries} |`,
+      `| ${r.db} | ${r.path} | ${r.rps.toFixed(0)} | ${r.ratio.toFixed(2)} | ${r.toGate.toFixed(2)} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.non2xx} | ${r.bytes} | ${r.queries} | ${cpuColumns(r)} |`,
     );
   console.log(`\nmixed load (${agents} agents, ${mixedSeconds} s closed loop; then open loop for ${openSeconds} s at half its rate):`);
   for (const line of mixed) console.log(`- ${line}`);
@@ -163,6 +154,109 @@ async function main(): Promise<void> {
   }
 }
 
+/** One database's legs: the floor, the doors, the mixed load, the citizen legs and the open loop. Returns the failures. */
+async function measureDatabase(
+  db: string,
+  city: PreparedCity,
+  { floorDir, baselineDir }: { floorDir: string | null; baselineDir: string | null },
+  counted: (row: Row & { non2xx5xx: number }) => void,
+  mixed: string[],
+) {
+  let failures = 0;
+  const cpuOf = (server: { pid: number }): CpuSources => ({ serverGroup: server.pid, backends: city.backends });
+  if (floorDir) {
+    const floor = await startServer(db, city.env, floorDir);
+    try {
+      counted(await measure(db, floor.base, FLOOR_PATH, cpuOf(floor), {}, `GET ${FLOOR_PATH} (floor: a constant, throwaway build)`));
+      // The floor of a POST door: the same constant after reading a JSON body the size of a poll's.
+      const post = { method: "POST" as const, body: JSON.stringify({ action: "return" }) };
+      counted(await measure(db, floor.base, FLOOR_PATH, cpuOf(floor), { "content-type": "application/json" }, `POST ${FLOOR_PATH} (floor)`, post));
+    } finally {
+      await floor.stop();
+    }
+  }
+  const server = await startServer(db, city.env);
+  try {
+    for (const door of withPollVariant(DOORS, server.base).filter((d) => wanted(d.label ?? d.path))) {
+      counted(await measure(db, server.base, door.path, cpuOf(server), door.headers, door.label));
+    }
+    const report = only.length ? null : await runMixedLoad({ base: server.base, agents, seconds: mixedSeconds });
+    await server.stop();
+    if (report) {
+      const after = await city.count();
+      const lost = lostWrites(city.before, after, report.accepted);
+      mixed.push(`${db}: ${report.summary}; rows written minus accepted answers: ${lost.text}`);
+      console.log(`mixed ${db}: ${mixed.at(-1)}`);
+      failures += report.serverErrors + lost.total;
+    }
+    // The citizen legs write outside that account: on a server started again after the count.
+    const again = await startServer(db, city.env);
+    const baseline = baselineDir ? await startServer(db, city.env, baselineDir) : null;
+    try {
+      const benchCitizens = await admitCitizens(again.base, smoke ? 8 : 64, `bench-${db}`);
+      if (baseline) {
+        // The yardstick of each build, measured side by side before their legs.
+        for (const [server, tag] of [
+          [again, ""],
+          [baseline, ` [baseline ${baselineRev}]`],
+        ] as const) {
+          const row = await measure(db, server.base, "/gate", cpuOf(server), {}, `/gate${tag || " (beside the baseline)"}`);
+          row.baseline = tag !== "";
+          counted(row);
+        }
+      }
+      for (const leg of CITIZEN_LEGS.filter((l) => wanted(l.label))) {
+        counted(await measureLeg(db, again.base, leg, benchCitizens, cpuOf(again)));
+        if (!baseline) continue;
+        // Each leg that moves citizens out and back leaves them as it found them: bring them back first.
+        await bringBack(again.base, benchCitizens);
+        const row = await measureLeg(db, baseline.base, leg, benchCitizens, cpuOf(baseline), 10_000_000);
+        row.path += ` [baseline ${baselineRev}]`;
+        row.baseline = true;
+        counted(row);
+      }
+      await bringBack(again.base, benchCitizens);
+      if (report) {
+        const open = await runOpenLoad({ base: again.base, rate: Math.max(1, Math.round(report.rps / 2)), seconds: openSeconds, citizens: benchCitizens });
+        mixed.push(`${db} open loop: ${open.summary}`);
+        console.log(`open ${db}: ${open.summary}`);
+        failures += open.serverErrors;
+      }
+      if (sharedCache) {
+        const cached = await runCacheLeg({ base: again.base, seconds, connections, citizens: benchCitizens });
+        for (const line of cached.lines) mixed.push(`${db} shared cache: ${line}`);
+        cached.lines.forEach((l) => console.log(`cache ${db}: ${l}`));
+        failures += cached.failures;
+      }
+    } finally {
+      await again.stop();
+      await baseline?.stop();
+    }
+  } finally {
+    await server.stop();
+  }
+  return failures;
+}
+
+/** The ratios of one database's rows: req/s to the static file's and to GET /gate's, CPU per request to GET /gate's. */
+function relateToStaticAndGate(rows: Row[]): void {
+  const staticRow = rows.find((r) => r.path === "/robots.txt");
+  // With a baseline, each build's yardstick is its GET /gate measured side by side in the citizen phase.
+  const gate = rows.find((r) => r.path.startsWith("/gate ")) ?? rows.find((r) => r.path === "/gate");
+  const gateCpu = gate?.cpu ? gate.cpu.server + (gate.cpu.database ?? 0) : 0;
+  for (const row of rows) {
+    row.ratio = staticRow?.rps ? row.rps / staticRow.rps : 0;
+    row.toGate = gate?.rps ? row.rps / gate.rps : 0;
+    row.cpuToGate = row.cpu && gateCpu ? (row.cpu.server + (row.cpu.database ?? 0)) / gateCpu : 0;
+  }
+}
+
+function cpuColumns(r: Row): string {
+  if (!r.cpu) return "– | – | – | –";
+  const database = r.cpu.database === null ? "in server" : r.cpu.database.toFixed(2);
+  return `${r.cpu.server.toFixed(2)} | ${database} | ${(r.cpu.server + (r.cpu.database ?? 0)).toFixed(2)} | ${r.cpuToGate ? r.cpuToGate.toFixed(2) : "–"}`;
+}
+
 /** The directory polled with the ETag of its last answer: what an agent polling an unchanged page costs. */
 function withPollVariant(doors: typeof DOORS, _base: string) {
   const list: { path: string; headers?: Record<string, string>; label?: string }[] = [...doors];
@@ -170,17 +264,28 @@ function withPollVariant(doors: typeof DOORS, _base: string) {
   return list;
 }
 
-async function measure(db: string, base: string, pathName: string, headers: Record<string, string> = {}, label?: string): Promise<Row & { non2xx5xx: number }> {
+async function measure(
+  db: string,
+  base: string,
+  pathName: string,
+  cpu: CpuSources,
+  headers: Record<string, string> = {},
+  label?: string,
+  request: { method: "GET" | "POST"; body?: string } = { method: "GET" },
+): Promise<Row & { non2xx5xx: number }> {
   // The first answer may build a constant document; the second shows the steady round trips.
-  await (await fetch(base + pathName)).arrayBuffer();
-  const probe = await fetch(base + pathName);
+  await (await fetch(base + pathName, { ...request, headers })).arrayBuffer();
+  const probe = await fetch(base + pathName, { ...request, headers });
   const queries = probe.headers.get("x-city-queries") ?? "static";
   const etag = probe.headers.get("etag") ?? "";
   await probe.arrayBuffer();
   const sent = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, v.replace("{etag}", etag)]));
-  if (!smoke) await autocannon({ url: base + pathName, connections, duration: 1, headers: sent }); // warm-up, not counted
-  const result = await autocannon({ url: base + pathName, ...load(), headers: sent });
-  return rowOf(db, label ?? pathName, result, label?.includes("304") ? `${queries} (then 304)` : queries);
+  if (!smoke) await autocannon({ url: base + pathName, connections, duration: 1, headers: sent, ...request }); // warm-up, not counted
+  const before = await readCpu(cpu);
+  const result = await autocannon({ url: base + pathName, ...load(), headers: sent, ...request });
+  const row = rowOf(db, label ?? pathName, result, label?.includes("304") ? `${queries} (then 304)` : queries);
+  row.cpu = await cpuSince(before, cpu, result.requests.total);
+  return row;
 }
 
 /** One table row from one autocannon run (ratios are filled in once the whole table is measured). */
@@ -197,13 +302,23 @@ function rowOf(db: string, label: string, result: autocannon.Result, queries: st
     non2xx: result.non2xx,
     bytes: result.requests.total ? Math.round(result.throughput.total / result.requests.total) : 0,
     queries,
+    cpu: null,
+    cpuToGate: 0,
     non2xx5xx: result["5xx"] + result.errors,
   };
 }
 
 /** A citizen leg: requests rotate over the admitted citizens; the round trips are read from a probe. */
-async function measureLeg(db: string, base: string, leg: CitizenLeg, citizens: import("./bench-citizens").Citizen[]): Promise<Row & { non2xx5xx: number }> {
-  let n = 0;
+async function measureLeg(
+  db: string,
+  base: string,
+  leg: CitizenLeg,
+  citizens: import("./bench-citizens").Citizen[],
+  cpu: CpuSources,
+  firstRequest = 0,
+): Promise<Row & { non2xx5xx: number }> {
+  // The n-th request names its admission (admit-<pid>-<n>): a second build's leg starts elsewhere.
+  let n = firstRequest;
   const probe = legRequest(leg, citizens, n++);
   const probed = await fetch(base + leg.path, { method: leg.method, headers: probe.headers, body: probe.body });
   const queries = probed.headers.get("x-city-queries") ?? "?";
@@ -223,12 +338,16 @@ async function measureLeg(db: string, base: string, leg: CitizenLeg, citizens: i
       ],
     });
   if (!smoke) await run({ connections, duration: 1 }); // warm-up, not counted
+  const before = await readCpu(cpu);
   const result = await run(load());
-  return rowOf(db, leg.label, result, `${queries} (${leg.method === "POST" ? probed.status : "read"})`);
+  const row = rowOf(db, leg.label, result, `${queries} (${leg.method === "POST" ? probed.status : "read"})`);
+  row.cpu = await cpuSince(before, cpu, result.requests.total);
+  return row;
 }
 
 function formatRow(r: Row): string {
-  return `${r.db.padEnd(6)} ${r.path.padEnd(36)} ${r.rps.toFixed(0).padStart(6)} req/s  ratio ${r.ratio.toFixed(2)}  to gate ${r.toGate.toFixed(2)}  p50 ${r.p50} ms  p99 ${r.p99} ms  errors ${r.errors}  non-2xx ${r.non2xx}  ${r.bytes} B  queries ${r.queries}`;
+  const cpu = r.cpu ? `  CPU ms/req server ${r.cpu.server.toFixed(2)} db ${r.cpu.database === null ? "in server" : r.cpu.database.toFixed(2)}` : "";
+  return `${r.db.padEnd(6)} ${r.path.padEnd(36)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms  errors ${r.errors}  non-2xx ${r.non2xx}  ${r.bytes} B  queries ${r.queries}${cpu}`;
 }
 
 /** Every accepted write is a row, and no row appeared without an accepted answer. */
@@ -242,6 +361,8 @@ interface PreparedCity {
   before: Record<string, number>;
   count: () => Promise<Record<string, number>>;
   dispose: () => Promise<void>;
+  /** The PostgreSQL backends serving the bench's database (pg only), for the CPU columns. */
+  backends?: () => Promise<number[]>;
 }
 
 async function prepareDatabase(db: string): Promise<PreparedCity> {
@@ -274,6 +395,7 @@ async function prepareDatabase(db: string): Promise<PreparedCity> {
   const name = `city_bench_${process.pid}`;
   const admin = await openPg(serverUrl);
   const { sql } = await import("drizzle-orm");
+  const { rowsOf } = await import("@/db/sql");
   await admin.db.execute(sql.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
   await admin.db.execute(sql.raw(`CREATE DATABASE ${name}`));
   const url = new URL(serverUrl);
@@ -288,6 +410,10 @@ async function prepareDatabase(db: string): Promise<PreparedCity> {
     env: { DATABASE_URL: url.toString(), CITY_DB_DRIVER: "pg" },
     before,
     count: () => countRows(open.db),
+    backends: async () =>
+      rowsOf<{ pid: number }>(await admin.db.execute(sql`SELECT pid FROM pg_stat_activity WHERE datname = ${name} AND backend_type = 'client backend'`)).map(
+        (r) => Number(r.pid),
+      ),
     dispose: async () => {
       await open.close();
       await admin.db.execute(sql.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
@@ -307,10 +433,14 @@ async function countRows(db: import("@/db/client").Database): Promise<Record<str
   return rowsOf<Record<string, number>>(result)[0]!;
 }
 
-async function startServer(db: string, extra: Record<string, string>): Promise<{ base: string; stop: () => Promise<void> }> {
+/** `next start` of the app's build, or of the build in `dir` (the floor's). */
+async function startServer(db: string, extra: Record<string, string>, dir?: string): Promise<{ base: string; pid: number; stop: () => Promise<void> }> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const child: ChildProcess = spawn("node", ["node_modules/next/dist/bin/next", "start", "-H", "127.0.0.1", "-p", String(port)], {
+  const where = dir ? [dir] : [];
+  // BENCH_CPU_PROF=<folder>: the server writes a V8 CPU profile there when it stops (BENCHMARKS.md: where the poll's time goes).
+  const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const child: ChildProcess = spawn("node", [...profile, "node_modules/next/dist/bin/next", "start", ...where, "-H", "127.0.0.1", "-p", String(port)], {
     env: {
       ...process.env,
       NODE_ENV: "production",
@@ -325,6 +455,8 @@ async function startServer(db: string, extra: Record<string, string>): Promise<{
       CITY_TRUSTED_PROXIES: "1",
       DATABASE_URL: "",
       ...extra,
+      // The floor's copy is built into its own `.next`.
+      ...(dir ? { CITY_NEXT_DIST_DIR: "" } : {}),
     },
     stdio: ["ignore", "ignore", "inherit"],
     detached: true,
@@ -341,6 +473,7 @@ async function startServer(db: string, extra: Record<string, string>): Promise<{
   }
   return {
     base,
+    pid: child.pid!,
     stop: async () => {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((r) => child.once("exit", r));

@@ -35,9 +35,22 @@ export const CENSUS_COUNTS_SQL = sql`SELECT beds, citizens, house, outside FROM 
 
 const TIDE_WINDOW_MS = 86_400_000;
 
-/** The tide as one scalar subquery (an index range on residency_log.at), for statements that answer it beside other things. */
+const HOUR_MS = 3_600_000;
+
+/**
+ * The tide as one scalar subquery, for statements that answer it beside other things (the poll,
+ * the return, the leave): the log rows after the window's start, counted as the whole hours after
+ * the hour the window starts in (tide_hours, kept by migration 0040's trigger: at most 25 rows)
+ * plus the log rows of that first hour after the window's start (an index range on
+ * residency_log.at over at most an hour). The same count as the log's rows after the start, at a
+ * cost that does not grow with a day's arrivals and departures (BENCHMARKS.md).
+ */
 export function tideSql(now: Date) {
-  return sql`(SELECT count(*)::int FROM residency_log l WHERE l.at > ${new Date(now.getTime() - TIDE_WINDOW_MS).toISOString()}::timestamptz)`;
+  const start = now.getTime() - TIDE_WINDOW_MS;
+  const hour = Math.floor(start / HOUR_MS);
+  return sql`(
+    (SELECT coalesce(sum(h.rows), 0)::int FROM tide_hours h WHERE h.hour > ${hour}::bigint)
+    + (SELECT count(*)::int FROM residency_log l WHERE l.at > ${new Date(start).toISOString()}::timestamptz AND l.at < ${new Date((hour + 1) * HOUR_MS).toISOString()}::timestamptz))`;
 }
 
 /** The census in one statement: the kept counts and the tide (an index range on residency_log.at). */

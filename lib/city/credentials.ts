@@ -1,7 +1,7 @@
 import { bytesToHex, randomBytes } from "@noble/hashes/utils.js";
 import { sha256Hex } from "./canonical";
-import { and, eq, gt, inArray, isNull, lt, ne, or, sql, type SQL } from "drizzle-orm";
-import { rowsOf } from "@/db/sql";
+import { sql, type SQL } from "drizzle-orm";
+import { executePrepared, rowsOf } from "@/db/sql";
 import { type Database } from "@/db/client";
 import { CityError } from "@/lib/errors";
 import { citizens, sessionTokens, type CitizenRow } from "@/db/schema";
@@ -50,7 +50,7 @@ export function bearerToken(headers: Headers): string | null {
 
 /** What a live Bearer token opens: the citizen, and whether it is the secret or a lesser session token. */
 export interface Presented {
-  citizen: CitizenRow;
+  citizen: HeldCitizen;
   credential: "secret" | "session";
   /** The session token's id (its sha256), for a session token only. */
   tokenId?: string;
@@ -60,40 +60,16 @@ export interface Presented {
  * The citizen a Bearer token opens, or null. A DID, a look receipt or anything else that is not a
  * live citizen secret or gate session token opens nothing. With `seenBefore`, the same statement
  * marks the opened citizen seen at `now` when it was last seen before that moment (never an
- * exported one): the presence mark costs no round trip of its own.
+ * exported one): the presence mark costs no round trip of its own. The look-up of every citizen's
+ * request outside a write's transaction: holdCitizen's statement without a lock, a named prepared
+ * statement reading only what a caller is (BENCHMARKS.md: the whole citizen row through the query
+ * builder cost the poll 0.4 ms of JavaScript and a parse and plan on every call).
  */
 export async function citizenForToken(db: Database, token: string, now: Date, seenBefore: Date | null = null): Promise<Presented | null> {
-  if (isCredential(token, "secret")) {
-    const opens = eq(citizens.secretHash, hashCredential(token));
-    const [row] = await withSeenMark(db, opens, now, seenBefore).select().from(citizens).where(opens).limit(1);
-    return row ? { citizen: row, credential: "secret" } : null;
-  }
-  if (isCredential(token, "session")) {
-    const tokenId = hashCredential(token);
-    const live = and(eq(sessionTokens.tokenHash, tokenId), isNull(sessionTokens.revokedAt), gt(sessionTokens.expiresAt, now));
-    const opens = inArray(citizens.did, db.select({ did: sessionTokens.did }).from(sessionTokens).where(live));
-    const [row] = await withSeenMark(db, opens, now, seenBefore)
-      .select({ citizen: citizens })
-      .from(sessionTokens)
-      .innerJoin(citizens, eq(citizens.did, sessionTokens.did))
-      .where(live)
-      .limit(1);
-    return row ? { citizen: row.citizen, credential: "session", tokenId } : null;
-  }
-  return null;
-}
-
-/** A query builder whose statement also moves last_seen_at of the citizen `opens` selects (a data-modifying CTE). */
-function withSeenMark(db: Database, opens: SQL | undefined, now: Date, seenBefore: Date | null) {
-  if (!seenBefore) return db;
-  const seen = db.$with("seen").as(
-    db
-      .update(citizens)
-      .set({ lastSeenAt: now })
-      .where(and(opens, ne(citizens.residencyStatus, "exported"), or(isNull(citizens.lastSeenAt), lt(citizens.lastSeenAt, seenBefore))))
-      .returning({ did: citizens.did }),
-  );
-  return db.with(seen);
+  const opened = await citizenOpenedByToken(db, token, now, null, seenBefore);
+  if (!opened) return null;
+  const { credential, tokenId, ...citizen } = opened;
+  return { citizen, credential, ...(tokenId ? { tokenId } : {}) };
 }
 
 /** How a write holds the citizen's row: shared beside other writes, or exclusive (lifecycle and tier changes). */
@@ -116,11 +92,23 @@ export interface HeldCitizen {
  * `exported`). The seen mark updates the row, which a lock in the same statement could not see
  * (a row changed by its own statement is skipped): when the mark applies, its update is the lock.
  */
-export async function heldCitizenForToken(
+export function heldCitizenForToken(
   db: Database,
   token: string,
   now: Date,
   mode: CitizenLock,
+  seenBefore: Date | null,
+  options: { logHead?: boolean } = {},
+): Promise<(HeldCitizen & { credential: "secret" | "session"; tokenId?: string }) | null> {
+  return citizenOpenedByToken(db, token, now, mode, seenBefore, options);
+}
+
+/** heldCitizenForToken, or with no lock (mode null) the look-up of citizenForToken. */
+async function citizenOpenedByToken(
+  db: Database,
+  token: string,
+  now: Date,
+  mode: CitizenLock | null,
   seenBefore: Date | null,
   options: { logHead?: boolean } = {},
 ): Promise<(HeldCitizen & { credential: "secret" | "session"; tokenId?: string }) | null> {
@@ -170,7 +158,7 @@ export async function heldCitizenForSignature(
 
 /**
  * The caller's row, locked until the write's transaction ends (FOR SHARE, or FOR NO KEY UPDATE
- * when exclusive), in the one statement that also marks it seen (and, given `more`, does more with
+ * when exclusive; no lock with mode null, for a look-up outside a transaction), in the one statement that also marks it seen (and, given `more`, does more with
  * the caller found: the nonce of a signed request). The seen mark updates the row, which a lock in
  * the same statement could not see (a row changed by its own statement is skipped): when the mark
  * applies, its update is the lock.
@@ -179,14 +167,16 @@ async function holdCitizen(
   db: Database,
   opens: SQL,
   now: Date,
-  mode: CitizenLock,
+  mode: CitizenLock | null,
   seenBefore: Date | null,
   options: { logHead?: boolean },
   more: ((found: SQL) => SQL) | null = null,
 ): Promise<{ row: HeldCitizen | null; outcome: NonceOutcome | null }> {
-  const lock = mode === "exclusive" ? sql.raw("FOR NO KEY UPDATE") : sql.raw("FOR SHARE");
+  const lock = mode === null ? sql`` : mode === "exclusive" ? sql.raw("FOR NO KEY UPDATE") : sql.raw("FOR SHARE");
   const stale = seenBefore ? sql`(${citizens.lastSeenAt} IS NULL OR ${citizens.lastSeenAt} < ${seenBefore.toISOString()}::timestamptz)` : sql`false`;
-  const result = await db.execute(sql`
+  const result = await executePrepared(
+    db,
+    sql`
     WITH seen AS (
       UPDATE ${citizens} SET last_seen_at = ${now.toISOString()}::timestamptz
       WHERE ${opens} AND ${citizens.residencyStatus} <> 'exported' AND ${stale}
@@ -194,7 +184,8 @@ async function holdCitizen(
     ), held AS (
       SELECT did, tier, residency_status, bed_id FROM ${citizens} WHERE ${opens} AND NOT EXISTS (SELECT 1 FROM seen) ${lock}
     ), found AS (SELECT * FROM seen UNION ALL SELECT * FROM held LIMIT 1)${more ? sql`, ${more(sql`found`)}` : sql``}
-    SELECT caller.*${options.logHead ? sql`, head.*` : sql``}${more ? sql`, ${NONCE_COLUMNS}` : sql``} FROM (SELECT 1) one LEFT JOIN found caller ON true ${options.logHead ? lockLogHeadAfter(sql`caller.did`) : sql``}`);
+    SELECT caller.*${options.logHead ? sql`, head.*` : sql``}${more ? sql`, ${NONCE_COLUMNS}` : sql``} FROM (SELECT 1) one LEFT JOIN found caller ON true ${options.logHead ? lockLogHeadAfter(sql`caller.did`) : sql``}`,
+  );
   type Row = { did: string | null; tier: HeldCitizen["tier"]; residency_status: HeldCitizen["residencyStatus"]; bed_id: string | null } & Partial<
     Parameters<typeof logHeadOf>[0]
   > &

@@ -4,6 +4,8 @@ import { rowsOf } from "@/db/sql";
 import { useDatabase } from "@/lib/city/database";
 import { encodePollCursor } from "@/lib/city/live";
 import { liveDoor } from "@/lib/doors/live";
+import { readInboxDoor } from "@/lib/doors/mail";
+import { mintToken } from "@/lib/doors/tokens";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
 
@@ -37,6 +39,29 @@ describeOnDatabases(
       const polls = prepared.filter((p) => p.statement.includes("WITH me AS"));
       expect(polls.map((p) => p.name)).toHaveLength(1);
       expect(polls[0]!.statement).not.toContain(me.did);
+    });
+
+    it("sends the caller's look-up as a named prepared statement too: one per credential kind and way, whatever the caller", async (ctx) => {
+      if (t().driver === "pglite") return ctx.skip("PGlite runs in this process: nothing is sent, and it ignores the name");
+      const citizens = [await admit(), await admit(), await admit()];
+      const sessions: string[] = [];
+      for (const c of citizens) sessions.push((await callDoor(mintToken, { bearer: c.citizen_secret, body: {} })).body.token as string);
+      // One after another, as above: a poll (the look-up outside a transaction) and an inbox read
+      // (a read's look-up), with the secret and with a session token, for every citizen.
+      for (const [i, c] of citizens.entries()) {
+        for (const bearer of [c.citizen_secret, sessions[i]!]) {
+          expect((await callDoor(liveDoor, { bearer, body: { action: "return" } })).status).toBe(200);
+          expect((await callDoor(readInboxDoor, { bearer })).status).toBe(200);
+        }
+      }
+      const lookUps = rowsOf<{ statement: string }>(
+        await t().db.execute(sql`SELECT statement FROM pg_prepared_statements WHERE name LIKE 'city\_%' AND statement LIKE '%WITH seen AS%'`),
+      );
+      // The secret's and the session token's look-ups (each with the seen mark), never one per caller.
+      expect(lookUps.length).toBeGreaterThanOrEqual(2);
+      expect(lookUps.length).toBeLessThanOrEqual(4);
+      expect(lookUps.some((l) => l.statement.includes('"session_tokens"'))).toBe(true);
+      for (const l of lookUps) for (const c of citizens) expect(l.statement).not.toContain(c.did);
     });
 
     it("keeps the poll's generic plan in a city of 100,000 beds: it is planned once, not on every call", async (ctx) => {

@@ -1,10 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MIGRATIONS_FOLDER, openPg, openPglite, type OpenDatabase } from "@/db/client";
+import { openPg, openPglite, type OpenDatabase } from "@/db/client";
 import { upgradeDatabase } from "@/lib/city/upgrade";
 import { rowsOf } from "@/db/sql";
 import { hashCredential, mintCredential } from "@/lib/city/credentials";
@@ -13,6 +10,7 @@ import { presentAtGate } from "@/lib/city/gate";
 import type { Presentation } from "@/lib/city/gate-presentation";
 import { searchPeers } from "@/lib/city/directory-search";
 import { testDrivers } from "../support/databases";
+import { migrateTo, migrationsBefore } from "../support/migrations";
 
 /**
  * Migration 0026 on a database that already holds citizens: the SQL migrations up to the one before
@@ -21,22 +19,6 @@ import { testDrivers } from "../support/databases";
  * run as `npm run db:migrate` runs them. Nobody is merged and nobody lost; a collision is reported.
  */
 const FIRST_OF_THIS_FORM = 26;
-
-/** A copy of the migrations folder whose journal stops before migration `idx`. */
-function migrationsBefore(idx: number): { folder: string; remove: () => void } {
-  const folder = mkdtempSync(path.join(os.tmpdir(), "city-migrations-"));
-  cpSync(MIGRATIONS_FOLDER, folder, { recursive: true });
-  const journalPath = path.join(folder, "meta", "_journal.json");
-  const journal = JSON.parse(readFileSync(journalPath, "utf8")) as { entries: { idx: number }[] };
-  journal.entries = journal.entries.filter((e) => e.idx < idx);
-  writeFileSync(journalPath, JSON.stringify(journal));
-  return { folder, remove: () => rmSync(folder, { recursive: true, force: true }) };
-}
-
-async function migrateTo(open: OpenDatabase, folder: string): Promise<void> {
-  if (open.driver === "pglite") await (await import("drizzle-orm/pglite/migrator")).migrate(open.db as never, { migrationsFolder: folder });
-  else await (await import("drizzle-orm/node-postgres/migrator")).migrate(open.db as never, { migrationsFolder: folder });
-}
 
 /** A fresh, empty database of the driver (not the run's migrated template). */
 async function emptyDatabase(driver: "pglite" | "pg"): Promise<{ open: OpenDatabase; dispose: () => Promise<void> }> {

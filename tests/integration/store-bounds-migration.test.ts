@@ -1,11 +1,8 @@
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { MIGRATIONS_FOLDER, openPglite } from "@/db/client";
 import { upgradeDatabase } from "@/lib/city/upgrade";
 import { rowsOf } from "@/db/sql";
+import { databaseBeforeMigration } from "../support/migrations";
 
 /**
  * Migration 0030 on a database that already holds rows in the stores: the migrations before it are
@@ -15,15 +12,8 @@ import { rowsOf } from "@/db/sql";
  */
 describe("migration 0030 seeds the city-wide store counters from the rows already stored", () => {
   it("counts vault notes, mail, posts, parked payloads, checkpoints, seals, lanterns, ward notes, A2A tasks and appeals", async () => {
-    const folder = mkdtempSync(path.join(os.tmpdir(), "city-migrations-"));
-    cpSync(MIGRATIONS_FOLDER, folder, { recursive: true });
-    const journalPath = path.join(folder, "meta", "_journal.json");
-    const journal = JSON.parse(readFileSync(journalPath, "utf8")) as { entries: { idx: number }[] };
-    journal.entries = journal.entries.filter((e) => e.idx < 30);
-    writeFileSync(journalPath, JSON.stringify(journal));
-    const open = await openPglite("memory://");
+    const { open, dispose } = await databaseBeforeMigration(30);
     try {
-      await (await import("drizzle-orm/pglite/migrator")).migrate(open.db as never, { migrationsFolder: folder });
       const at = "2026-01-01T00:00:00Z";
       const inserts = `
         INSERT INTO vault_notes (did, content, created_at) VALUES ('d1', 'café', '${at}'), ('d2', '', '${at}');
@@ -64,8 +54,7 @@ describe("migration 0030 seeds the city-wide store counters from the rows alread
         signature_nonces: [0, 0, 0],
       });
     } finally {
-      await open.close();
-      rmSync(folder, { recursive: true, force: true });
+      await dispose();
     }
   });
 });
