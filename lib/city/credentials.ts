@@ -1,6 +1,6 @@
 import { bytesToHex, randomBytes } from "@noble/hashes/utils.js";
 import { sha256Hex } from "./canonical";
-import { sql, type SQL } from "drizzle-orm";
+import { and, eq, isNull, ne, sql, type SQL } from "drizzle-orm";
 import { executePrepared, rowsOf } from "@/db/sql";
 import { type Database } from "@/db/client";
 import { CityError } from "@/lib/errors";
