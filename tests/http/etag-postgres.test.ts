@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { doorPaths } from "@/lib/doors/door";
 import { registry } from "@/lib/doors/registry";
@@ -19,6 +20,7 @@ const ELSEWHERE = "https://agent.elsewhere.example";
 const WRITES = [
   { what: "an unsigned ward note", changes: ["read-ward"] },
   { what: "an admission", changes: ["list-peers", "read-beacon", "read-census", "read-residency-log"] },
+  { what: "a commitment of next keys", changes: ["read-identity-log"] },
 ] as const;
 
 const versioned = registry.filter((d) => d.versioned !== undefined);
@@ -78,9 +80,17 @@ describeOnServer("conditional reads on two `next start` instances over one Postg
     }
   }
 
+  /** The citizen of the last admission: it commits next keys (a key event, in the identity log only). */
+  let admitted: Admitted | undefined;
+
   async function write(what: (typeof WRITES)[number]["what"]): Promise<void> {
     if (what === "an admission") {
-      await city().admit();
+      admitted = await city().admit();
+      return;
+    }
+    if (what === "a commitment of next keys") {
+      const committed = await city().post("/api/keys/commit", { next_key_hashes: [randomBytes(32).toString("hex")] }, admitted!.citizen_secret);
+      expect(committed.status, JSON.stringify(committed.body)).toBe(200);
       return;
     }
     const filed = await city().post("/api/hospital", {
@@ -91,7 +101,7 @@ describeOnServer("conditional reads on two `next start` instances over one Postg
   }
 
   it("covers every versioned door with a write that changes it", () => {
-    expect(versioned.map((d) => d.name).sort()).toEqual(["list-peers", "read-beacon", "read-census", "read-residency-log", "read-ward"]);
+    expect(versioned.map((d) => d.name).sort()).toEqual(["list-peers", "read-beacon", "read-census", "read-identity-log", "read-residency-log", "read-ward"]);
     expect(WRITES.flatMap((w) => w.changes).sort()).toEqual(versioned.map((d) => d.name).sort());
   });
 
