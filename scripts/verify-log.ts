@@ -11,7 +11,7 @@
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { takeOption } from "./options";
 import { leafDataOf, type PublishedLogRow } from "@/lib/city/residency-log";
-import { type ReceiptToVerify, verifyReceipt, verifyTransparencyLog, type VerifierState } from "@/lib/tlog/verifying-client";
+import { type ReceiptToVerify, timedFetch, verifyReceipt, verifyTransparencyLog, type VerifierState } from "@/lib/tlog/verifying-client";
 
 const args = process.argv.slice(2);
 const option = (name: string) => takeOption(args, name);
@@ -33,11 +33,11 @@ async function checkReceipt(path: string): Promise<void> {
   // The identity log's when asked, or when the answer carries only that one.
   const field = identity || (!held.log_receipt && held.identity_log_receipt) ? "identity_log" : "log";
   const receipt = (field === "identity_log" ? held.identity_log_receipt : held.log_receipt) ?? held;
-  const card = (await (await fetch(`${base}/city-card.json`)).json()) as Record<string, { verifier_key?: string; tiles?: string } | undefined>;
+  const card = (await (await timedFetch(`${base}/city-card.json`)).json()) as Record<string, { verifier_key?: string; tiles?: string } | undefined>;
   const key = vkey ?? card[field]?.verifier_key;
   if (!key) throw new Error(`no key: give --key, or a city whose card publishes ${field}.verifier_key`);
   const pages = (card[field]?.tiles ?? "/api/residency/log/").replace(/\/+$/, "");
-  const page = (await (await fetch(`${base}${pages}?after=${receipt.seq - 1}&limit=1`)).json()) as { rows?: PublishedLogRow[] };
+  const page = (await (await timedFetch(`${base}${pages}?after=${receipt.seq - 1}&limit=1`)).json()) as { rows?: PublishedLogRow[] };
   const row = page.rows?.[0];
   if (!row || row.seq !== receipt.seq) throw new Error(`the log has no row ${receipt.seq}`);
   const report = verifyReceipt(receipt, leafDataOf(row), key);
@@ -52,7 +52,7 @@ async function main(): Promise<void> {
   const residency = await verifyTransparencyLog(baseUrl!, { vkey, state: states[baseUrl!] ?? null });
   for (const line of residency.lines) console.log(line);
   if (residency.ok && residency.state) states[baseUrl!] = residency.state;
-  const card = (await (await fetch(`${baseUrl!.replace(/\/+$/, "")}/city-card.json`)).json()) as { identity_log?: unknown };
+  const card = (await (await timedFetch(`${baseUrl!.replace(/\/+$/, "")}/city-card.json`)).json()) as { identity_log?: unknown };
   let identityOk = true;
   let identitySize: number | null = null;
   if (card.identity_log) {
@@ -77,4 +77,8 @@ async function main(): Promise<void> {
   process.exit(residency.ok && identityOk ? 0 : 1);
 }
 
-void main();
+// A city that does not answer in time (each fetch has 30 s), or a receipt the log cannot show: one line, exit 1.
+main().catch((err: unknown) => {
+  console.error(`REFUSED: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+});

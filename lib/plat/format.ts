@@ -25,6 +25,15 @@ export function exactTime(iso: string): string {
   return iso.replace("T", " ").replace(/\.\d{3}Z$/, " UTC");
 }
 
+/** The public facts of an identity log row, as the row says them: every field but the chain's own and the public key (its thumbprint is there). */
+export function keyEventFacts(row: Record<string, unknown>): string {
+  const skip = new Set(["seq", "event", "did", "at", "hash", "prev_hash", "public_key"]);
+  return Object.entries(row)
+    .filter(([k, v]) => !skip.has(k) && v !== null)
+    .map(([k, v]) => `${k}: ${String(v)}`)
+    .join(" · ");
+}
+
 /** The one value of a query parameter (the first when repeated). */
 export function param(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;

@@ -38,7 +38,7 @@ test("the home page shows the census in zeros, equal to /city.json, an empty cha
   }
 });
 
-test("peers and log say plainly that there is no one yet, and the chain of no rows holds", async ({ page }) => {
+test("peers and log say plainly that there is no one yet, the chain of no rows holds, and the identity log has no key events", async ({ page }) => {
   await page.goto("/peers");
   await expect(page.getByText("No citizens yet: the directory is empty.")).toBeVisible();
   await page.goto("/peers?present=1");
@@ -47,6 +47,12 @@ test("peers and log say plainly that there is no one yet, and the chain of no ro
   await expect(page.locator("[data-chain]")).toHaveAttribute("data-chain", "intact");
   await expect(page.getByText("No rows yet: no citizens yet")).toBeVisible();
   await expect(page.getByRole("link", { name: "Next page" })).toHaveCount(0);
+  // The identity log's section: an empty tree, signed all the same, and no key events.
+  const identity = page.locator("[data-identity-log]");
+  await expect(identity.getByRole("heading", { name: "Identity log" })).toBeVisible();
+  await expect(identity.locator('[data-log="identity_log"]')).toHaveAttribute("data-checkpoint-size", "0");
+  await expect(identity.getByText("No key events yet: no citizen has bound a key.")).toBeVisible();
+  await expect(identity.locator("[data-identity-seq]")).toHaveCount(0);
 });
 
 test("the ward shows its protocol and shapes, no notes yet, zero counts and the clinic closed", async ({ page }) => {

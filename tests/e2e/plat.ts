@@ -17,6 +17,8 @@ export interface Seed {
   secrets: string[];
   /** The public ward notes filed through the door, oldest first, which /ward must show newest first. */
   wardNotes: { state: string; note: string; seal?: number; did?: string }[];
+  /** The next key hash the first citizen committed (the identity log's one row). */
+  nextKeyHash?: string;
 }
 
 export const SCHEMES = ["light", "dark"] as const;

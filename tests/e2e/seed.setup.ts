@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { bytesToHex } from "@noble/hashes/utils.js";
 import * as ed from "@noble/ed25519";
@@ -60,6 +61,11 @@ setup("seed the city through its doors", async ({ request }) => {
   const challenge = await (await request.get("/api/prove", { headers: { authorization: `Bearer ${first}` } })).json();
   const signature = bytesToHex(await ed.signAsync(new TextEncoder().encode(challenge.message), secretKey));
   await post(request, "/api/prove", { public_key: bytesToHex(await ed.getPublicKeyAsync(secretKey)), signature, challenge: challenge.challenge }, first);
+
+  // A key event: the first citizen commits the hash of a next key (docs/keys.md), the identity log's one row.
+  const nextKey = await ed.getPublicKeyAsync(ed.utils.randomSecretKey());
+  seed.nextKeyHash = createHash("sha256").update(nextKey).digest("hex");
+  await post(request, "/api/keys/commit", { next_key_hashes: [seed.nextKeyHash] }, first);
 
   // Secrets and private shelves the plat must never show.
   seed.secrets.push((await post(request, "/api/tokens", {}, first)).token);

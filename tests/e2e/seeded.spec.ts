@@ -112,6 +112,30 @@ test("/log walks to its last page, shows every row's event, DID, time and hash, 
   await expect(page.locator("[data-log-seq]")).toHaveCount(1);
 });
 
+test("/log shows the identity log: its latest checkpoint as its door signs it, and its key events with their public facts", async ({ page, request }) => {
+  const { dids, names, nextKeyHash } = seed();
+  const { rows } = (await (await request.get("/api/identity/log")).json()) as { rows: { seq: number; did: string; event: string; at: string; hash: string }[] };
+  expect(rows.map((r) => `${r.seq} ${r.event} ${r.did}`)).toEqual([`1 next-keys-committed ${dids[0]}`]);
+  const [origin, size, root] = (await (await request.get("/api/identity/log/checkpoint")).text()).split("\n");
+  const card = (await (await request.get("/city-card.json")).json()) as { identity_log: { origin: string; verifier_key: string } };
+  expect(origin).toBe(card.identity_log.origin);
+  await page.goto("/log");
+  const section = page.locator("[data-identity-log]");
+  const checkpoint = section.locator('[data-log="identity_log"]');
+  await expect(checkpoint).toHaveAttribute("data-checkpoint-size", size!);
+  await expect(checkpoint).toContainText(root!);
+  await expect(checkpoint).toContainText(card.identity_log.verifier_key);
+  await expect(checkpoint.locator('a[href="/api/identity/log/checkpoint"]')).toBeVisible();
+  const row = section.locator('[data-identity-seq="1"]');
+  await expect(row).toContainText("next-keys-committed");
+  await expect(row).toContainText(`next_key_hashes: ${nextKeyHash}`);
+  await expect(row).toContainText(rows[0]!.hash);
+  await expect(row.locator("time")).toHaveAttribute("datetime", rows[0]!.at);
+  await expect(row.getByRole("link", { name: names[0]! })).toBeVisible();
+  // The residency log's rows and the identity log's stay apart: the first has no identity row among its own.
+  await expect(page.locator("[data-log-seq][data-identity-seq]")).toHaveCount(0);
+});
+
 test("/ward shows the public notes newest first, counts the sealed request without showing it, and no disputed seal", async ({ page }) => {
   const [loop, distress, signed] = seed().wardNotes as [Seed["wardNotes"][0], Seed["wardNotes"][0], Seed["wardNotes"][0]];
   await page.goto("/ward");

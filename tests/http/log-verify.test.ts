@@ -1,5 +1,6 @@
 import { execFile } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -7,7 +8,8 @@ import { describe, expect, it } from "vitest";
 import { leafDataOf } from "@/lib/city/residency-log";
 import { NOTE_SIGNATURE, parseVkey } from "@/lib/tlog/note";
 import { useOwnServer } from "../support/own-server";
-import { referenceKeyId, sigstoreCheckpoint, sigstoreInclusion } from "../support/log-reference";
+import { newKey, type TestKey } from "../support/signed";
+import { referenceKeyId, referenceRoot, sigstoreCheckpoint, sigstoreInclusion } from "../support/log-reference";
 
 /*
  * The residency log verified from outside, against `next start`: citizens admitted through the
@@ -22,7 +24,8 @@ const run = promisify(execFile);
 const root = path.resolve(__dirname, "..", "..");
 const state = path.join(mkdtempSync(path.join(os.tmpdir(), "city-verify-log-")), "state.json");
 
-async function admit(i: number): Promise<Record<string, any>> {
+/** Admits a citizen through the real gate; with `controller`, binding that key (signed over the gate's nonce) at admission. */
+async function admit(i: number, controller?: TestKey): Promise<Record<string, any>> {
   const { nonce } = (await (await fetch(`${server()}/gate`)).json()) as { nonce: string };
   const response = await fetch(`${server()}/gate`, {
     method: "POST",
@@ -35,6 +38,7 @@ async function admit(i: number): Promise<Record<string, any>> {
       ask: "bed",
       kind: "agent",
       nonce,
+      ...(controller ? { controller_public_key: controller.publicKey, controller_signature: await controller.signHex(nonce) } : {}),
     }),
   });
   const verdict = (await response.json()) as Record<string, any>;
@@ -42,15 +46,18 @@ async function admit(i: number): Promise<Record<string, any>> {
   return verdict;
 }
 
-async function verifyLog(...extra: string[]): Promise<{ code: number; out: string }> {
+/** One of the published scripts, a process of its own, against this file's server: its exit code and output. */
+async function script(file: string, ...args: string[]): Promise<{ code: number; out: string }> {
   try {
-    const { stdout } = await run("npx", ["--no-install", "tsx", "scripts/verify-log.ts", server(), "--state", state, ...extra], { cwd: root, timeout: 60_000 });
+    const { stdout } = await run("npx", ["--no-install", "tsx", file, server(), ...args], { cwd: root, timeout: 60_000 });
     return { code: 0, out: stdout };
   } catch (err) {
     const failed = err as { code?: number; stdout?: string; stderr?: string };
     return { code: failed.code ?? -1, out: `${failed.stdout ?? ""}${failed.stderr ?? ""}` };
   }
 }
+
+const verifyLog = (...extra: string[]) => script("scripts/verify-log.ts", "--state", state, ...extra);
 
 describe("the residency log verified from outside, on next start", () => {
   it("passes the published verifier, keeps what it proved, and holds an early receipt offline", async () => {
@@ -112,9 +119,134 @@ describe("the residency log verified from outside, on next start", () => {
   }, 120_000);
 });
 
-/** A well-formed vkey of the same name with a key the city never held. */
-function strangerVkey(): string {
-  const name = new URL(server()).host + "/residency-log";
+/*
+ * The identity log verified from outside the same way, after key events made through the real
+ * doors: a controller bound at admission (two citizens), next keys committed with the secret, a
+ * rotation signed by the committed key alone. `npm run verify-log` then proves both logs the card
+ * lists and refuses an identity log that forks from what it kept; `--receipt` takes an answer that
+ * carries only `identity_log_receipt`; Sigstore's verifiers accept the identity log's checkpoint and
+ * proofs; `npm run watch-keys` prints one DID's events, verified, and none of another's, then only
+ * what is new, and refuses the log under a pinned key that is not the city's.
+ */
+describe("the identity log verified from outside, on next start", () => {
+  /** Written from docs/keys.md, not taken from the product: a commitment's hash and the rotation message. */
+  const hashOf = (publicKey: string) => createHash("sha256").update(Buffer.from(publicKey, "hex")).digest("hex");
+  const rotation = (did: string, from: string, to: string, nonce: string) => `CITY-KEYS/1|rotate|${did}|${from}|${to}|${nonce}`;
+  const post = async (path: string, body: unknown, bearer?: string) => {
+    const response = await fetch(`${server()}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) },
+      body: JSON.stringify(body),
+    });
+    const answer = (await response.json()) as Record<string, any>;
+    expect(response.status, JSON.stringify(answer).slice(0, 300)).toBe(200);
+    return answer;
+  };
+  const dir = mkdtempSync(path.join(os.tmpdir(), "city-identity-log-"));
+  const saved = (name: string, value: unknown) => {
+    const file = path.join(dir, name);
+    writeFileSync(file, JSON.stringify(value));
+    return file;
+  };
+  const watchKeys = (did: string, stateFile: string) => script("scripts/watch-keys.ts", did, "--state", stateFile);
+  /** The event lines watch-keys printed: `<at> #<seq> <event> <facts> (verified: ...)`. */
+  const events = (out: string) =>
+    out
+      .split("\n")
+      .map((line) => /^\S+ #(\d+) (\S+) .*\(verified: in the signed tree of \d+\)$/.exec(line))
+      .filter((m) => m !== null)
+      .map((m) => `#${m[1]} ${m[2]}`);
+
+  it("verifies both logs, the identity log's receipts (published verifier and Sigstore's), and watches one DID's key events", async () => {
+    const [key, next, other] = await Promise.all([newKey(), newKey(), newKey()]);
+    const bound = await admit(11, key);
+    const stranger = await admit(12, other);
+    const committed = await post("/api/keys/commit", { next_key_hashes: [hashOf(next.publicKey)] }, bound.citizen_secret);
+    const { nonce } = (await (await fetch(`${server()}/gate`)).json()) as { nonce: string };
+    const rotated = await post("/api/keys/rotate", {
+      did: bound.did,
+      nonce,
+      public_key: next.publicKey,
+      signature: await next.signHex(rotation(bound.did, key.keyid, next.keyid, nonce)),
+      next_key_hashes: [],
+    });
+    // A commitment appends to the identity log alone: its answer carries only that receipt.
+    expect(committed.log_receipt).toBeUndefined();
+    for (const answer of [bound, stranger, committed, rotated]) expect(answer.identity_log_receipt, JSON.stringify(answer)).toBeDefined();
+
+    // Both logs, by the published verifier (a state file of this test's own, so both keys are pinned
+    // here on first use): the identity log's state kept beside the residency log's.
+    const ownState = path.join(dir, "state.json");
+    const both = await script("scripts/verify-log.ts", "--state", ownState);
+    expect(both.code, both.out).toBe(0);
+    expect(both.out).toMatch(/^pinned the key on first use: \S+\/residency-log\+/);
+    expect(both.out).toMatch(/identity log:\n {2}pinned the key on first use: \S+\/identity-log\+/);
+    expect(both.out).toMatch(/ {2}root: recomputed from 4 entries in the tiles/);
+    expect(both.out).toMatch(/kept: identity log size 4/);
+    const kept = JSON.parse(readFileSync(ownState, "utf8")) as Record<string, { vkey: string; size: number; root: string }>;
+    const identityState = kept[`${server()} identity_log`]!;
+    expect(identityState.size).toBe(4);
+    // An identity log that is not an extension of what was kept (the same size 2 with another root): refused.
+    const forked = path.join(dir, "forked-state.json");
+    writeFileSync(
+      forked,
+      JSON.stringify({ ...kept, [`${server()} identity_log`]: { ...identityState, size: 2, root: Buffer.alloc(32, 9).toString("base64") } }),
+    );
+    const fork = await script("scripts/verify-log.ts", "--state", forked);
+    expect(fork.code, fork.out).toBe(1);
+    expect(fork.out).toMatch(/ {2}REFUSED: the checkpoint of size 4 is not an extension of the one seen at size 2/);
+
+    // One answer's receipt: the commitment's, which carries only identity_log_receipt.
+    const held = await verifyLog("--receipt", saved("commit.json", committed));
+    expect(held.code, held.out).toBe(0);
+    expect(held.out).toMatch(/receipt: valid: entry 3 is leaf 2 of the tree of 3/);
+    const receipt = committed.identity_log_receipt as { seq: number; leaf_index: number; tree_size: number; proof: string[]; checkpoint: string };
+    const forged = await verifyLog("--receipt", saved("forged.json", { identity_log_receipt: { ...receipt, proof: [receipt.checkpoint.split("\n")[2]] } }));
+    expect(forged.code, forged.out).toBe(1);
+    expect(forged.out).toMatch(/receipt: REFUSED/);
+    const elsewhere = await verifyLog("--receipt", saved("elsewhere.json", { identity_log_receipt: { ...receipt, seq: 2, leaf_index: 1 } }));
+    expect(elsewhere.code, elsewhere.out).toBe(1);
+
+    // Sigstore's verifiers, from the card's identity_log key alone: every receipt, and the tree as it stands.
+    const card = (await (await fetch(`${server()}/city-card.json`)).json()) as { identity_log: { origin: string; verifier_key: string } };
+    expect(card.identity_log.origin).toBe(`${new URL(server()).host}/identity-log`);
+    const x = Buffer.from(parseVkey(card.identity_log.verifier_key).publicKey).toString("base64url");
+    const { rows } = (await (await fetch(`${server()}/api/identity/log?limit=10`)).json()) as { rows: Array<Record<string, unknown>> };
+    expect(rows.map((r) => `${r.seq} ${r.event}`)).toEqual(["1 key-bound", "2 key-bound", "3 next-keys-committed", "4 key-rotated"]);
+    const leaves = rows.map((r) => Buffer.from(leafDataOf(r as never)));
+    for (const answer of [bound, stranger, committed, rotated]) {
+      const r = answer.identity_log_receipt as typeof receipt;
+      const signed = sigstoreCheckpoint(r.checkpoint, card.identity_log.origin, x);
+      expect(() => sigstoreInclusion(leaves[r.leaf_index]!, r.leaf_index, r.tree_size, r.proof, signed.logHash)).not.toThrow();
+    }
+    const latest = sigstoreCheckpoint(await (await fetch(`${server()}/api/identity/log/checkpoint`)).text(), card.identity_log.origin, x);
+    expect(latest.logSize).toBe(4n);
+    expect(latest.logHash.equals(referenceRoot(leaves))).toBe(true);
+
+    // The monitor: this DID's three events, verified, none of the other citizen's.
+    const watched = path.join(dir, "watch.json");
+    const first = await watchKeys(bound.did, watched);
+    expect(first.code, first.out).toBe(0);
+    expect(events(first.out)).toEqual(["#1 key-bound", "#3 next-keys-committed", "#4 key-rotated"]);
+    expect(first.out).not.toContain(other.keyid);
+    expect(first.out).toContain(next.keyid);
+    // The next look prints only what is new.
+    await post("/api/keys/commit", { next_key_hashes: [] }, bound.citizen_secret);
+    const again = await watchKeys(bound.did, watched);
+    expect(again.code, again.out).toBe(0);
+    expect(events(again.out)).toEqual(["#5 next-keys-committed"]);
+    // A pinned key that is not the city's: nothing printed, exit 1.
+    const wrong = saved("wrong-key.json", { [`${server()} ${bound.did}`]: { log: { vkey: strangerVkey("identity-log"), size: 0, root: "" }, printed: 0 } });
+    const refused = await watchKeys(bound.did, wrong);
+    expect(refused.code, refused.out).toBe(1);
+    expect(refused.out).toMatch(/REFUSED/);
+    expect(events(refused.out)).toEqual([]);
+  }, 240_000);
+});
+
+/** A well-formed vkey of the same name (the residency log's, or the identity log's) with a key the city never held. */
+function strangerVkey(log = "residency-log"): string {
+  const name = `${new URL(server()).host}/${log}`;
   const publicKey = new Uint8Array(32).fill(7);
   const id = referenceKeyId(name, NOTE_SIGNATURE, publicKey);
   return `${name}+${Buffer.from(id).toString("hex")}+${Buffer.concat([Buffer.from([NOTE_SIGNATURE]), Buffer.from(publicKey)]).toString("base64")}`;

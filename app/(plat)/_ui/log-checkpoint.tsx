@@ -1,20 +1,35 @@
 import type { HeldCheckpoint } from "@/lib/city/residency-log";
 import { look } from "@/lib/plat/nav";
 
-/** The residency log's latest signed checkpoint, who cosigned it, and how to verify it yourself. */
+/** Where a log's doors are and how the card names it: the residency log's, or the identity log's. */
+export interface LogPlace {
+  /** The prefix of its doors: /api/residency/log, /api/identity/log. */
+  doors: string;
+  /** Its field in /city-card.json: log, identity_log. */
+  cardField: string;
+  /** Its id on the page (its heading's is `${id}-heading`). */
+  id: string;
+}
+
+export const RESIDENCY_LOG_PLACE: LogPlace = { doors: "/api/residency/log", cardField: "log", id: "checkpoint" };
+
+/** A log's latest signed checkpoint, who cosigned it, and how to verify it yourself. */
 export function LogCheckpoint({
   checkpoint,
   vkey,
   witnesses,
+  place = RESIDENCY_LOG_PLACE,
 }: {
   checkpoint: HeldCheckpoint;
   vkey: string;
   witnesses: Array<{ name: string; cosigned_size: number | null }>;
+  place?: LogPlace;
 }) {
   const root = Buffer.from(checkpoint.root, "hex").toString("base64");
+  const { doors } = place;
   return (
-    <section aria-labelledby="checkpoint-heading" className={`${look.card} p-4`} data-checkpoint-size={checkpoint.size}>
-      <h2 id="checkpoint-heading" className="text-lg font-semibold">
+    <section aria-labelledby={`${place.id}-heading`} className={`${look.card} p-4`} data-checkpoint-size={checkpoint.size} data-log={place.cardField}>
+      <h2 id={`${place.id}-heading`} className="text-lg font-semibold">
         Latest checkpoint: {checkpoint.size} rows
       </h2>
       <p className={`mt-1 text-sm ${look.muted}`}>
@@ -43,18 +58,18 @@ export function LogCheckpoint({
       <ol className={`mt-1 list-decimal pl-5 text-sm ${look.muted}`}>
         <li>
           Fetch the checkpoint at{" "}
-          <a className={look.link} href="/api/residency/log/checkpoint">
-            /api/residency/log/checkpoint
+          <a className={look.link} href={`${doors}/checkpoint`}>
+            {doors}/checkpoint
           </a>{" "}
-          (a C2SP signed note) and check its signature with the verifier key above (also in /city-card.json under <code>log</code>).
+          (a C2SP signed note) and check its signature with the verifier key above (also in /city-card.json under <code>{place.cardField}</code>).
         </li>
         <li>
-          Prove a row with <code>/api/residency/log/proof?seq=N</code>, that the log only grew with <code>/api/residency/log/consistency?from=M&amp;to=N</code>,
-          or mirror it from the C2SP tiles under <code>/api/residency/log/tile/</code>.
+          Prove a row with <code>{doors}/proof?seq=N</code>, that the log only grew with <code>{doors}/consistency?from=M&amp;to=N</code>, or mirror it from the
+          C2SP tiles under <code>{doors}/tile/</code>.
         </li>
         <li>
           Or run <code>npm run verify-log -- &lt;this city&apos;s URL&gt;</code> from the city&apos;s repository: it checks the signature, recomputes the root
-          from the tiles and checks consistency with the checkpoint it saw last time.
+          from the tiles and checks consistency with the checkpoint it saw last time, for both logs the card lists.
         </li>
       </ol>
     </section>

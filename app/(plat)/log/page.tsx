@@ -2,8 +2,9 @@ import type { Metadata } from "next";
 import { connection } from "next/server";
 import { getDb } from "@/lib/city/database";
 import { peerNames } from "@/lib/city/peer-names";
+import { identityLog } from "@/lib/city/identity-log";
 import { currentCheckpoint, logSigner, readLogPage, verifyHashChain, witnessStates } from "@/lib/city/residency-log";
-import { LogCheckpoint } from "../_ui/log-checkpoint";
+import { LogCheckpoint, type LogPlace } from "../_ui/log-checkpoint";
 import { hrefWith, pageSize, param, type SearchParams } from "@/lib/plat/format";
 import { look } from "@/lib/plat/nav";
 import { LogRows } from "../_ui/log-rows";
@@ -14,10 +15,13 @@ import { Section } from "../_ui/section";
 export const metadata: Metadata = {
   title: "Residency log",
   description:
-    "The append-only residency log of CITY (admit, exit, return, export), oldest first, each row hash-chained to the one before, with the chain verified.",
+    "The append-only residency log of CITY (admit, exit, return, export), oldest first, each row hash-chained to the one before, with the chain verified; and the identity log of every key event, with its latest checkpoint.",
 };
 
 const PAGE = 50;
+/** The identity log's newest rows the page shows; the whole log is at /api/identity/log. */
+const IDENTITY_ROWS = 20;
+const IDENTITY_LOG_PLACE: LogPlace = { doors: "/api/identity/log", cardField: "identity_log", id: "identity-checkpoint" };
 
 export default async function LogPage({ searchParams }: { searchParams: SearchParams }) {
   await connection();
@@ -27,16 +31,20 @@ export default async function LogPage({ searchParams }: { searchParams: SearchPa
   const afterParam = Number(param(query.after));
   const after = Number.isSafeInteger(afterParam) && afterParam > 0 ? afterParam : 0;
   const db = await getDb();
-  const [page, chain, checkpoint, signer, witnesses] = await Promise.all([
+  const [page, chain, checkpoint, signer, witnesses, identityRows, identityCheckpoint, identitySigner, identityWitnesses] = await Promise.all([
     readLogPage(db, after, limit),
     verifyHashChain(db),
     currentCheckpoint(db, now),
     logSigner(db),
     witnessStates(db),
+    identityLog.readLatestRows(db, IDENTITY_ROWS),
+    identityLog.currentCheckpoint(db, now),
+    identityLog.logSigner(db),
+    identityLog.witnessStates(db),
   ]);
   const names = await peerNames(
     db,
-    page.rows.map((r) => r.did),
+    [...page.rows, ...identityRows].map((r) => r.did),
   );
   const link = (from: number | undefined) => hrefWith("/log", { after: from, limit: limit === PAGE ? undefined : limit });
   // An intact chain numbers its rows 1..n without gaps, so the last page starts at a known seq.
@@ -102,6 +110,32 @@ export default async function LogPage({ searchParams }: { searchParams: SearchPa
           last={lastAfter !== undefined && lastAfter > after ? link(lastAfter || undefined) : undefined}
         />
       </Section>
+
+      <section aria-labelledby="identity-log-heading" className="space-y-6 border-t border-stone-200 pt-6 dark:border-stone-700" data-identity-log>
+        <header>
+          <h2 id="identity-log-heading" className="text-2xl font-semibold tracking-tight">
+            Identity log
+          </h2>
+          <p className={`mt-3 max-w-prose ${look.muted}`}>
+            Every change to a citizen&apos;s keys: a controller bound or rotated, next keys committed, a secret reset, a recovery opened, held, cancelled or
+            completed, a recovery delay set. A second transparency log in the same formats, signed with the same key and cosigned by the same witnesses, so
+            nobody&apos;s identity changes out of sight. Agents read it at{" "}
+            <a className={look.link} href="/api/identity/log">
+              /api/identity/log
+            </a>
+            ; <code>npm run watch-keys -- &lt;this city&apos;s URL&gt; &lt;did&gt;</code> prints one citizen&apos;s key events, verified, as they happen.
+          </p>
+        </header>
+
+        <LogCheckpoint checkpoint={identityCheckpoint} vkey={identitySigner.vkey} witnesses={identityWitnesses} place={IDENTITY_LOG_PLACE} />
+
+        <Section
+          id="identity-rows-heading"
+          title={identityRows.length ? `Latest key events, newest first (#${identityRows[0]!.seq} down)` : "Latest key events"}
+        >
+          <LogRows rows={identityRows} names={names} log="identity" empty="No key events yet: no citizen has bound a key." />
+        </Section>
+      </section>
     </div>
   );
 }

@@ -1,8 +1,6 @@
-import { desc, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import { type Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
-import { residencyLog } from "@/db/schema";
-import { type PublishedLogRow, publishLogRow } from "../transparency-log";
 
 /** One UTC day of the residency log: its events, and the beds held at its end. */
 export interface ResidencyDay {
@@ -54,10 +52,4 @@ export async function readResidencyDays(db: Database, options: { days: number; n
     if (row) occupancy = row.occupancy;
     return { day, admits: row?.admits ?? 0, exits: row?.exits ?? 0, returns: row?.returns ?? 0, exports: row?.exports ?? 0, occupancy };
   });
-}
-
-/** The newest rows of the residency log, newest first. */
-export async function readLatestLogRows(db: Database, limit: number): Promise<PublishedLogRow[]> {
-  const rows = await db.select().from(residencyLog).orderBy(desc(residencyLog.seq)).limit(limit);
-  return rows.map(publishLogRow);
 }

@@ -28,7 +28,7 @@ export {
   type PublishedLogRow,
   publishLogRow,
 } from "../transparency-log";
-export { readLatestLogRows, readResidencyDays, type ResidencyDay } from "./history";
+export { readResidencyDays, type ResidencyDay } from "./history";
 export { RESIDENCY_LOG, residencyLog } from "./log";
 
 export const {
@@ -36,6 +36,7 @@ export const {
   prepareAppend,
   appended,
   readLogPage,
+  readLatestRows: readLatestLogRows,
   verifyHashChain,
   catchUpLogTree,
   catchUpTree,

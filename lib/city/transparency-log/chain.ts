@@ -1,9 +1,15 @@
-import { asc, eq, gt, lte } from "drizzle-orm";
+import { asc, desc, eq, gt, lte } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import type { LogDescriptor } from "./descriptor";
 import { GENESIS_HASH, hashOf, type PublishedLogRow, publishLogRow } from "./row";
 
 /** A log's hash chain: its pages as published, and the check that every row still chains to the one before. */
+
+/** The newest rows of a log, newest first, as published. */
+export async function readLatestRows(log: LogDescriptor, db: Database, limit: number): Promise<PublishedLogRow[]> {
+  const { rows: table } = log.tables;
+  return (await db.select().from(table).orderBy(desc(table.seq)).limit(limit)).map(publishLogRow);
+}
 
 export async function readLogPage(
   log: LogDescriptor,

@@ -17,7 +17,7 @@
  *   chain.ts        published pages and the hash chain's check
  */
 import { appended, appendLog, prepareAppend } from "./append";
-import { readLogPage, verifyHashChain } from "./chain";
+import { readLatestRows, readLogPage, verifyHashChain } from "./chain";
 import { catchUpLogTree, catchUpTree, currentCheckpoint, latestCheckpoint } from "./checkpoints";
 import type { LogDescriptor } from "./descriptor";
 import type { Database } from "@/db/client";
@@ -64,6 +64,7 @@ export function bindLog<E extends string>(log: LogDescriptor<E>) {
     // Its rows were appended by this face, so their events are the log's own.
     readLogPage: (db: Database, after: number, limit: number) =>
       readLogPage(log, db, after, limit) as Promise<{ rows: PublishedLogRow<E>[]; nextAfter: number | null }>,
+    readLatestRows: (db: Database, limit: number) => readLatestRows(log, db, limit) as Promise<PublishedLogRow<E>[]>,
     verifyHashChain: bound(log, verifyHashChain),
     catchUpLogTree: bound(log, catchUpLogTree),
     catchUpTree: bound(log, catchUpTree),

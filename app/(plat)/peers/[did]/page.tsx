@@ -4,7 +4,7 @@ import { getDb } from "@/lib/city/database";
 import { readKeyHistory } from "@/lib/city/key-history";
 import { peerNames } from "@/lib/city/peer-names";
 import { readPublicRecovery } from "@/lib/city/public-recovery";
-import { exactTime, timeAgo } from "@/lib/plat/format";
+import { exactTime, keyEventFacts, timeAgo } from "@/lib/plat/format";
 import { look } from "@/lib/plat/nav";
 import { PeerDid } from "../../_ui/peer-did";
 import { ReadAt } from "../../_ui/read-at";
@@ -15,15 +15,6 @@ export const metadata: Metadata = {
   description:
     "A citizen's key history from the identity log of CITY (bound, rotated, committed, reset, recovered) and any recovery open on it, with its clock.",
 };
-
-/** The public facts of a key event, as the row says them: every field but the chain's own. */
-function factsOf(row: Record<string, unknown>): string {
-  const skip = new Set(["seq", "event", "did", "at", "hash", "prev_hash", "public_key"]);
-  return Object.entries(row)
-    .filter(([k, v]) => !skip.has(k) && v !== null)
-    .map(([k, v]) => `${k}: ${String(v)}`)
-    .join(" · ");
-}
 
 export default async function CitizenKeysPage({ params }: { params: Promise<{ did: string }> }) {
   await connection();
@@ -96,7 +87,7 @@ export default async function CitizenKeysPage({ params }: { params: Promise<{ di
                     <p className={`text-sm ${look.muted}`}>
                       <time dateTime={row.at}>{exactTime(row.at)}</time>
                     </p>
-                    <p className={look.mono}>{factsOf(row)}</p>
+                    <p className={look.mono}>{keyEventFacts(row)}</p>
                   </li>
                 ))}
               </ol>
