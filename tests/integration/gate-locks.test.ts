@@ -125,7 +125,7 @@ describeOnDatabases(
       expect(byCeiling.head).toBe(false);
     });
 
-    it("locks the identity log's head, with the log's, only for a first admission that binds a controller and once its windows let it through", async () => {
+    it("locks the identity log's head only for a first admission that binds a controller, admitted: never for one its windows refuse", async () => {
       // Its nonces are fresh now, and its origin its own: it counts no city-wide window.
       const now = new Date();
       const origin = `keyed-${Date.now()}.example`;

@@ -167,7 +167,12 @@ const WRITE_BUDGET = 4;
 const OVER_BUDGET: Record<string, number> = {
   "POST /api/return (come back)": 3,
   // A first admission that binds a controller appends to the identity log too (CITY-KEYS/1): its
-  // head locked, then its row, two statements not folded into the gate's own.
+  // head locked, then its row, two statements not folded into the gate's own. Folding them (the
+  // identity head locked in the gate's first statement, the row as CTEs of its INSERT) deadlocks:
+  // every write to citizens bumps city_versions('citizens') (migration 0015), and every key event
+  // updates its citizen (taking that row) before the identity head, so an admission holding the
+  // identity head when its INSERT bumps the version waits crosswise on a commit waiting for the
+  // head (key-recovery.test.ts, "landing together", saw it on pg and Neon).
   "POST /gate (admit with a nonce and a controller)": 4,
 };
 
