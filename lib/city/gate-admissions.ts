@@ -6,13 +6,13 @@ import { citizens, wardNotes } from "@/db/schema";
 import { bedLabel, citizenKeyOf, deriveDid, newSalt } from "./citizens";
 import { hashCredential, mintCredential } from "./credentials";
 import { admissionWindow, chainFlood, subjectsMax } from "./gate-flood";
-import { type GateCircumstances, lookReceipt, type Presentation, type Verdict } from "./gate-presentation";
+import { type GateCircumstances, lookReceipt, type Presentation, sendsController, type Verdict } from "./gate-presentation";
 import type { GateReading } from "./gate-reading";
 import { type Chain, settle, takeChain } from "./gate-windows";
 import type { Window } from "./rate";
 import { appended, prepareAppend } from "./residency-log";
 import { normalKey } from "./names";
-import { appendIdentityLog } from "./identity-log";
+import { identityLog } from "./identity-log";
 import { jwkThumbprint } from "./request-keys";
 import { type Charge, chargeSql, cityFull, newcomerSql, rowBytes } from "./store-bounds";
 
@@ -46,13 +46,14 @@ export async function fileWardRequest(db: Database, p: Presentation, c: GateCirc
 /**
  * A new admission, its windows counted and the log's head locked by the first statement (or the
  * flood verdict of the window that refused it): the citizen and its admit row (with the tree's
- * nodes and checkpoint) inserted in one statement.
+ * nodes and checkpoint) inserted in one statement, and with them, for a citizen admitted with a
+ * controller, its identity log row (key-bound, with that log's nodes and checkpoint), under the
+ * identity log's head the first statement locked too.
  */
 export async function admitNew(db: Database, p: Presentation, c: GateCircumstances, reading: GateReading): Promise<Verdict> {
-  const { chain, outcome, head, bedNumber } = reading.admission!;
+  const { chain, outcome, head, identityHead, bedNumber } = reading.admission!;
   const flood = await chainFlood(db, await settle(db, outcome, c.now), chain, c);
   if (flood) return flood;
-  const wantsController = p.controller_public_key !== undefined || p.controller_signature !== undefined;
   const citizenKey = citizenKeyOf(p.name, p.runtime, p.origin);
   const salt = newSalt();
   const did = deriveDid(citizenKey, salt);
@@ -64,20 +65,26 @@ export async function admitNew(db: Database, p: Presentation, c: GateCircumstanc
     at: c.now,
     details: { name: p.name, runtime: p.runtime, origin: p.origin, bed_id: bedId },
   });
+  const key = sendsController(p) ? p.controller_public_key! : null;
+  const bound = key
+    ? await identityLog.prepareAppend(db, identityHead!, {
+        event: "key-bound",
+        did,
+        at: c.now,
+        details: { via: "first-admission", to: jwkThumbprint(key), public_key: key },
+      })
+    : null;
   const at = sql`${c.now.toISOString()}::timestamptz`;
   await db.execute(sql`
     WITH admitted AS (
       INSERT INTO ${citizens} (did, name, runtime, origin, name_key, origin_key, salt, secret_hash, controller_public_key, bed_id, bound_at, last_seen_at)
       VALUES (${did}, ${p.name}, ${p.runtime}, ${p.origin}, ${normalKey(p.name)}, ${normalKey(p.origin)}, ${bytesToHex(salt)}, ${hashCredential(secret)},
-        ${wantsController ? p.controller_public_key! : null}, ${bedId}, ${at}, ${at})
+        ${key}, ${bedId}, ${at}, ${at})
       RETURNING 1),
-    ${admit.ctes}
+    ${admit.ctes}${bound ? sql`, ${bound.ctes}` : sql``}
     SELECT 1`);
   appended(admit);
-  if (wantsController) {
-    const key = p.controller_public_key!;
-    await appendIdentityLog(db, { event: "key-bound", did, at: c.now, details: { via: "first-admission", to: jwkThumbprint(key), public_key: key } });
-  }
+  if (bound) identityLog.appended(bound);
   return {
     verdict: "admitted",
     did,

@@ -1,5 +1,5 @@
 import { verifyEd25519 } from "./keys";
-import { filtered, type GateCircumstances, type Presentation, type Verdict } from "./gate-presentation";
+import { filtered, type GateCircumstances, type Presentation, sendsController, type Verdict } from "./gate-presentation";
 import type { HeldCitizen } from "./gate-reading";
 
 /**
@@ -29,8 +29,7 @@ export async function proofFor(held: HeldCitizen, p: Presentation, c: GateCircum
  * (rule nonce), by the first statement's reading.
  */
 export async function firstAdmitProblem(p: Presentation): Promise<Verdict | null> {
-  const wantsController = p.controller_public_key !== undefined || p.controller_signature !== undefined;
-  if (wantsController) {
+  if (sendsController(p)) {
     const problem = await controllerProblem(p.controller_public_key, p.controller_signature, p.nonce, true);
     if (problem) return filtered("controller", problem);
   }

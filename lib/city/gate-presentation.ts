@@ -23,6 +23,9 @@ export interface Presentation {
   next_controller_signature?: string;
 }
 
+/** Whether a presentation sends a controller (a first admission then binds it: the rules ask for both fields). */
+export const sendsController = (p: Presentation): boolean => p.controller_public_key !== undefined || p.controller_signature !== undefined;
+
 export interface GateLimits {
   perOriginPerHour: number;
   /** 0 turns the per-address limit off. */

@@ -1,9 +1,10 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
-import { citizens, gateNonces, logHead, type CitizenRow } from "@/db/schema";
-import type { GateCircumstances, Presentation } from "./gate-presentation";
+import { citizens, cityVersions, gateNonces, logHead, type CitizenRow } from "@/db/schema";
+import { type GateCircumstances, type Presentation, sendsController } from "./gate-presentation";
 import { type Chain, type ChainOutcome, chainOutcome, chainSql } from "./gate-windows";
+import { identityLog } from "./identity-log";
 import { type LogHead, lockLogHeadIf, logHeadOf } from "./residency-log";
 import { normalKey } from "./names";
 
@@ -25,6 +26,8 @@ interface AdmissionReading {
   outcome: ChainOutcome;
   /** The log's head, locked only when every window let the presentation through. */
   head: LogHead | null;
+  /** The identity log's head, locked after the residency log's when the presentation binds a controller (its key-bound row). */
+  identityHead: LogHead | null;
   /** A bed number, drawn only with the head. */
   bedNumber: string | null;
 }
@@ -86,7 +89,9 @@ export function heldOf(row: HeldRow | undefined): HeldCitizen | null {
  * it is fresh) and, for a presenter who may be admitted or resumed, the held name's citizen read,
  * with no lock. For a presentation that can be a first admission (`chain`), the same statement
  * counts its windows when the nonce was valid and no citizen holds the name, and only when all of
- * them let it through locks the log's head and draws a bed number. The head lock serialises
+ * them let it through locks the log's head and draws a bed number (and, for a presentation that
+ * binds a controller, locks the identity log's head after it: the lock order of every key event,
+ * the citizen's row (here, not yet there), the residency log's head, the identity log's). The head lock serialises
  * admissions, but the statement's snapshot predates a wait for it: when the head moved meanwhile
  * (an admission may have committed), the held name is read again in a statement of its own. A
  * citizen found only then was admitted a moment ago in parallel: this presentation is filtered as
@@ -113,6 +118,11 @@ export async function readGate(db: Database, p: Presentation, c: GateCircumstanc
   const nonceOk = p.nonce ? sql`(SELECT count(*) FROM consumed) = 1` : sql`true`;
   const counted: Chain = { ...chain, when: sql`${nonceOk} AND NOT EXISTS (SELECT 1 FROM held)` };
   const windows = chainSql(counted, c.now);
+  // A first admission that binds a controller takes, after the residency log's head, the citizens'
+  // version row (its INSERT bumps it: every key event takes it, updating its citizen, before the
+  // identity log's head) and then the identity log's head: the order of every key event.
+  const keyBoundLocks = sql`LEFT JOIN LATERAL (SELECT version FROM ${cityVersions} WHERE scope = 'citizens' AND head.log_seq IS NOT NULL FOR UPDATE) citizens_version ON true
+      ${identityLog.lockLogHeadIf(sql`citizens_version.version IS NOT NULL`)}`;
   type Row = HeldRow &
     Partial<Parameters<typeof logHeadOf>[0]> &
     Record<string, unknown> & { nonce_valid: number; snapshot_seq: number | string; bed_number: string | null };
@@ -120,11 +130,14 @@ export async function readGate(db: Database, p: Presentation, c: GateCircumstanc
     await db.execute(sql`WITH ${sql.join(ctes, sql`, `)}, ${windows.ctes}
       SELECT ${nonce} AS nonce_valid, held.*, ${windows.columns}, head.*, (SELECT seq FROM ${logHead} WHERE id = 1) AS snapshot_seq,
         CASE WHEN head.log_seq IS NOT NULL THEN nextval('bed_numbers')::text END AS bed_number
+      ${sendsController(p) ? sql`, identity_head.*` : sql``}
       FROM (SELECT 1) one LEFT JOIN held ON true
-      ${lockLogHeadIf(windows.allTaken)}`),
+      ${lockLogHeadIf(windows.allTaken)}
+      ${sendsController(p) ? keyBoundLocks : sql``}`),
   );
   const head = row!.log_seq === null || row!.log_seq === undefined ? null : logHeadOf(row as Parameters<typeof logHeadOf>[0]);
-  const admission: AdmissionReading = { chain: counted, outcome: chainOutcome(row!, counted, c.now), head, bedNumber: row!.bed_number };
+  const identityHead = identityLog.logHeadIn(row!);
+  const admission: AdmissionReading = { chain: counted, outcome: chainOutcome(row!, counted, c.now), head, identityHead, bedNumber: row!.bed_number };
   const reading: GateReading = { nonceValid: row!.nonce_valid === 1, held: heldOf(row), admission, raced: false };
   if (!head || Number(row!.snapshot_seq) === head.seq) return reading;
   const [raced] = rowsOf<HeldRow>(await db.execute(sql`SELECT ${HELD_COLUMNS} FROM ${citizens} WHERE ${heldWhere(p)} LIMIT 1`));

@@ -17,8 +17,8 @@ export interface Seed {
   secrets: string[];
   /** The public ward notes filed through the door, oldest first, which /ward must show newest first. */
   wardNotes: { state: string; note: string; seal?: number; did?: string }[];
-  /** The next key hash the first citizen committed (the identity log's one row). */
-  nextKeyHash?: string;
+  /** CITY-KEYS/1: a citizen with a controller and a commitment, and one with a recovery open (and when it opens). */
+  keys?: { controlled: string; committedHash: string; recovering: string; opensAfter: string };
 }
 
 export const SCHEMES = ["light", "dark"] as const;
@@ -47,17 +47,18 @@ export async function seriousViolations(page: Page): Promise<string[]> {
 
 /**
  * One axe-core test per colour scheme over the plat's pages (all of them and the 404 page unless
- * told otherwise), on one page: a new browser context costs more than a page load here. axe runs
+ * told otherwise: a list, or a function that gives it when the test runs), on one page: a new browser context costs more than a page load here. axe runs
  * in the page, so these tests turn JavaScript on (the pages need none).
  */
-export function axeTests(label: string, paths: readonly string[] = [...PLAT_PATHS, MISSING_PATH]): void {
+export function axeTests(label: string, paths: readonly string[] | (() => readonly string[]) = [...PLAT_PATHS, MISSING_PATH]): void {
   for (const colorScheme of SCHEMES) {
     test.describe(() => {
       test.use({ javaScriptEnabled: true });
       test(`axe finds no serious or critical violation on any ${label} page in the ${colorScheme} scheme`, async ({ page }) => {
         test.setTimeout(LOOP_TIMEOUT);
         await page.emulateMedia({ colorScheme });
-        for (const path of paths) {
+        // Paths known only once a seed ran are given as a function, read when the test runs.
+        for (const path of typeof paths === "function" ? paths() : paths) {
           await page.goto(path);
           // <details> hides the chart's table until opened; axe checks it open.
           await page.locator("details").evaluateAll((all) => all.forEach((d) => d.setAttribute("open", "")));

@@ -62,11 +62,6 @@ setup("seed the city through its doors", async ({ request }) => {
   const signature = bytesToHex(await ed.signAsync(new TextEncoder().encode(challenge.message), secretKey));
   await post(request, "/api/prove", { public_key: bytesToHex(await ed.getPublicKeyAsync(secretKey)), signature, challenge: challenge.challenge }, first);
 
-  // A key event: the first citizen commits the hash of a next key (docs/keys.md), the identity log's one row.
-  const nextKey = await ed.getPublicKeyAsync(ed.utils.randomSecretKey());
-  seed.nextKeyHash = createHash("sha256").update(nextKey).digest("hex");
-  await post(request, "/api/keys/commit", { next_key_hashes: [seed.nextKeyHash] }, first);
-
   // Secrets and private shelves the plat must never show.
   seed.secrets.push((await post(request, "/api/tokens", {}, first)).token);
   seed.secrets.push(...((await post(request, "/api/recover", { mint: true }, first)).codes as string[]));
@@ -106,6 +101,40 @@ setup("seed the city through its doors", async ({ request }) => {
   });
   expect(sealed.ward_seal).toBeGreaterThan(seed.wardNotes[2]!.seal!);
   seed.secrets.push(sealedName, sealedStatement);
+
+  // CITY-KEYS/1: the first citizen binds a controller at the gate (its secret and the key's
+  // signature over a fresh nonce) and commits a next key; the fourth sets a recovery delay and a
+  // recovery code opens a public recovery on it. /peers/{did} shows both (keys.spec.ts).
+  const controller = ed.utils.randomSecretKey();
+  const controllerKey = bytesToHex(await ed.getPublicKeyAsync(controller));
+  const { nonce } = await (await request.get("/gate")).json();
+  const nonceSignature = bytesToHex(await ed.signAsync(new TextEncoder().encode(nonce), controller));
+  const bound = await post(
+    request,
+    "/gate",
+    {
+      ...PEOPLE[0],
+      runtime: RUNTIMES[0],
+      statement: "Binding my controller key.",
+      ask: "bed",
+      kind: "agent",
+      nonce,
+      controller_public_key: controllerKey,
+      controller_signature: nonceSignature,
+    },
+    first,
+  );
+  expect(bound).toMatchObject({ verdict: "admitted", resumed: true, identity_log_receipt: expect.any(Object) });
+  const nextKey = bytesToHex(await ed.getPublicKeyAsync(ed.utils.randomSecretKey()));
+  const committedHash = createHash("sha256").update(Buffer.from(nextKey, "hex")).digest("hex");
+  await post(request, "/api/keys/commit", { next_key_hashes: [committedHash] }, first);
+  const fourth = seed.secrets[3]!;
+  await post(request, "/api/keys/delay", { hours: 48 }, fourth);
+  const codes = (await post(request, "/api/recover", { mint: true }, fourth)).codes as string[];
+  const opened = await post(request, "/api/recover", { did: seed.dids[3], code: codes[0] });
+  expect(opened.recovery).toMatchObject({ state: "open", opens_after: expect.any(String) });
+  seed.secrets.push(...codes, opened.recovery.ticket);
+  seed.keys = { controlled: seed.dids[0]!, committedHash, recovering: seed.dids[3]!, opensAfter: opened.recovery.opens_after };
 
   writeFileSync(process.env.CITY_E2E_SEED_FILE!, JSON.stringify(seed));
 });

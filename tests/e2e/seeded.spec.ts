@@ -113,9 +113,15 @@ test("/log walks to its last page, shows every row's event, DID, time and hash, 
 });
 
 test("/log shows the identity log: its latest checkpoint as its door signs it, and its key events with their public facts", async ({ page, request }) => {
-  const { dids, names, nextKeyHash } = seed();
+  const { dids, names, keys } = seed();
   const { rows } = (await (await request.get("/api/identity/log")).json()) as { rows: { seq: number; did: string; event: string; at: string; hash: string }[] };
-  expect(rows.map((r) => `${r.seq} ${r.event} ${r.did}`)).toEqual([`1 next-keys-committed ${dids[0]}`]);
+  // The seed's key events (seed.setup.ts): the first citizen binds a controller and commits a next key; the fourth sets a delay and opens a recovery.
+  expect(rows.map((r) => `${r.seq} ${r.event} ${r.did}`)).toEqual([
+    `1 key-bound ${dids[0]}`,
+    `2 next-keys-committed ${dids[0]}`,
+    `3 delay-set ${dids[3]}`,
+    `4 recovery-opened ${dids[3]}`,
+  ]);
   const [origin, size, root] = (await (await request.get("/api/identity/log/checkpoint")).text()).split("\n");
   const card = (await (await request.get("/city-card.json")).json()) as { identity_log: { origin: string; verifier_key: string } };
   expect(origin).toBe(card.identity_log.origin);
@@ -126,11 +132,12 @@ test("/log shows the identity log: its latest checkpoint as its door signs it, a
   await expect(checkpoint).toContainText(root!);
   await expect(checkpoint).toContainText(card.identity_log.verifier_key);
   await expect(checkpoint.locator('a[href="/api/identity/log/checkpoint"]')).toBeVisible();
-  const row = section.locator('[data-identity-seq="1"]');
+  await expect(section.locator("[data-identity-seq]")).toHaveCount(rows.length);
+  const row = section.locator('[data-identity-seq="2"]');
   await expect(row).toContainText("next-keys-committed");
-  await expect(row).toContainText(`next_key_hashes: ${nextKeyHash}`);
-  await expect(row).toContainText(rows[0]!.hash);
-  await expect(row.locator("time")).toHaveAttribute("datetime", rows[0]!.at);
+  await expect(row).toContainText(`next_key_hashes: ${keys!.committedHash}`);
+  await expect(row).toContainText(rows[1]!.hash);
+  await expect(row.locator("time")).toHaveAttribute("datetime", rows[1]!.at);
   await expect(row.getByRole("link", { name: names[0]! })).toBeVisible();
   // The residency log's rows and the identity log's stay apart: the first has no identity row among its own.
   await expect(page.locator("[data-log-seq][data-identity-seq]")).toHaveCount(0);

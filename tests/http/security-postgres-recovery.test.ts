@@ -1,3 +1,6 @@
+import { createHash } from "node:crypto";
+import * as ed from "@noble/ed25519";
+import { bytesToHex } from "@noble/hashes/utils.js";
 import { expect, it } from "vitest";
 import pg from "pg";
 import { type Answer, describeOnServer, usePostgresCity, useSecondInstance } from "../support/postgres-city";
@@ -123,5 +126,46 @@ describeOnServer("recovery with a public window on two `next start` instances ov
     expect(page).not.toMatch(/city_(sk|st|rc|rt)_[0-9a-f]{6}/);
     const unknown = await (await fetch(`${city().server.baseUrl}/peers/${"0".repeat(64)}`)).text();
     expect(unknown).toContain("No citizen of the city has that DID");
+  });
+
+  it("takes first admissions with a controller and commitments landing together in turn, none deadlocked: the gate's lock order is every key event's", async () => {
+    const owners = [await city().admit(), await city().admit()];
+    // Two controlled presentations, their nonces taken and signed beforehand.
+    const presentations = await Promise.all(
+      [0, 1].map(async (i) => {
+        const nonce = ((await (await fetch(`${city().server.baseUrl}/gate`)).json()) as { nonce: string }).nonce;
+        const key = ed.utils.randomSecretKey();
+        return {
+          name: `race-keys-${i}-${Math.random().toString(36).slice(2, 8)}`,
+          runtime: "language-model",
+          origin: "race-keys.example",
+          statement: "I would like to live here and keep my notes.",
+          ask: "bed",
+          kind: "agent",
+          nonce,
+          controller_public_key: bytesToHex(await ed.getPublicKeyAsync(key)),
+          controller_signature: bytesToHex(await ed.signAsync(new TextEncoder().encode(nonce), key)),
+        };
+      }),
+    );
+    const nextHash = createHash("sha256").update(ed.utils.randomSecretKey()).digest("hex");
+    // The identity log's head held: an admission waits for it holding the residency log's head and
+    // the citizens' version row, the other admission waits behind it, each commitment waits for the
+    // version row. Let go, every one goes through in turn (a crosswise wait would be 503, deadlock).
+    const answers = await whileHeld("SELECT seq FROM identity_log_head WHERE id = 1 FOR UPDATE", [], 4, () => [
+      call(0, "/gate", presentations[0]),
+      call(1, "/gate", presentations[1]),
+      call(0, "/api/keys/commit", { next_key_hashes: [nextHash] }, owners[0]!.citizen_secret),
+      call(1, "/api/keys/commit", { next_key_hashes: [nextHash] }, owners[1]!.citizen_secret),
+    ]);
+    expect(
+      answers.map((a) => a.status),
+      JSON.stringify(answers.map((a) => a.body)),
+    ).toEqual([200, 200, 200, 200]);
+    for (const admitted of answers.slice(0, 2)) expect(admitted.body).toMatchObject({ verdict: "admitted", identity_log_receipt: { seq: expect.any(Number) } });
+    // Every row chained in turn, and the latest checkpoint is the whole log.
+    expect(
+      city().psql("SELECT (count(*) = max(seq))::text || ',' || (max(seq) = (SELECT max(size) FROM identity_log_checkpoints))::text FROM identity_log"),
+    ).toBe("true,true");
   });
 });

@@ -53,17 +53,20 @@ const CALLS: Record<string, Call> = {
   "seek-hospital": { body: { state: "stuck on a loop", kind: "distress" } },
   "commit-next-keys": { body: { next_key_hashes: ["e".repeat(64)] } },
   "set-recovery-delay": { body: { hours: 24 } },
-  "cancel-recovery (none open: refused after the lock)": { params: { did: "self" } },
+  // No recovery is open: refused (404) once the row is locked.
+  "cancel-recovery": { body: {}, params: { did: "self" } },
 };
 
 /**
  * Write doors left out, each with its reason: they lock another way, tested elsewhere.
  * consult-clinic runs its own transactions: its budget desk takes the row (shared) itself, shown
  * by tests/http/security-postgres-clinic-export.test.ts. recover is called with a recovery code,
- * not a citizen's credential; so are rotate-key (signed by a committed next key alone) and
- * complete-recovery (the opener's ticket), which lock the citizen's row in a statement of their own
- * once proven, and hold-recovery (anyone's, no credential), which writes only the recovery's row by
- * one guarded UPDATE; raced through next start in tests/http/security-postgres-recovery.test.ts. (The operator's doors are not a citizen's calls.)
+ * not a citizen's credential, and so are CITY-KEYS/1's doors that anyone may call about a DID they
+ * name: rotate-key (signed by the committed key) and complete-recovery (the opener's ticket) lock
+ * that citizen's row once proven (lib/city/pre-rotation.ts, public-recovery.ts); hold-recovery (no
+ * credentials) changes only the recovery's row, in one guarded UPDATE. Their races are
+ * tests/http/security-postgres-recovery.test.ts and tests/integration/key-recovery.test.ts.
+ * (The operator's doors are not a citizen's calls.)
  */
 const ELSEWHERE = ["consult-clinic", "recover", "rotate-key", "hold-recovery", "complete-recovery"];
 
@@ -87,7 +90,7 @@ describeOnDatabases("every write door waits for its citizen's row lock", (t) => 
       // Seen just now: the write's look-up will not need to update the row to mark it.
       expect((await callDoor(readVault, { bearer: citizen.citizen_secret })).status).toBe(200);
       const body = call.body && typeof call.body === "object" && "to" in call.body ? { ...call.body, to: citizen.did } : call.body;
-      const params = call.params && Object.fromEntries(Object.entries(call.params).map(([k, v]) => [k, v === "self" ? citizen.did : v]));
+      const params = call.params?.did === "self" ? { ...call.params, did: citizen.did } : call.params;
 
       let release!: () => void;
       const released = new Promise<void>((resolve) => (release = resolve));

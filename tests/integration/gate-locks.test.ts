@@ -41,7 +41,7 @@ describeOnDatabases(
     });
 
     /** Whether this transaction holds a row lock on the row `where` names (its xmax is this transaction). */
-    async function lockedHere(tx: Database, table: "citizens" | "log_head", where: ReturnType<typeof sql>): Promise<boolean> {
+    async function lockedHere(tx: Database, table: "citizens" | "log_head" | "identity_log_head", where: ReturnType<typeof sql>): Promise<boolean> {
       const [row] = rowsOf<{ mine: boolean }>(
         await tx.execute(sql`SELECT xmax::text = (txid_current() % 4294967296)::text AS mine FROM ${sql.raw(table)} WHERE ${where}`),
       );
@@ -53,7 +53,8 @@ describeOnDatabases(
         const verdict = await presentAtGate(tx as never, p as never, c as never);
         const victim = victimDid ? await lockedHere(tx as never, "citizens", sql`did = ${victimDid}`) : false;
         const head = await lockedHere(tx as never, "log_head", sql`id = 1`);
-        return { verdict, victim, head };
+        const identityHead = await lockedHere(tx as never, "identity_log_head", sql`id = 1`);
+        return { verdict, victim, head, identityHead };
       });
     }
     const attempts = async (scope: string, subject?: string) =>
@@ -122,6 +123,26 @@ describeOnDatabases(
       const byCeiling = await presentAndProbe(presentation(), circumstances(now, limits), null);
       expect(byCeiling.verdict).toMatchObject({ verdict: "filtered", rule: "flood" });
       expect(byCeiling.head).toBe(false);
+    });
+
+    it("locks the identity log's head only for a first admission that binds a controller, admitted: never for one its windows refuse", async () => {
+      // Its nonces are fresh now, and its origin its own: it counts no city-wide window.
+      const now = new Date();
+      const origin = `keyed-${Date.now()}.example`;
+      const controlled = async () => {
+        const [nonce, key] = [await freshNonce(), await keyPair()];
+        return presentation({ origin, nonce, controller_public_key: key.publicKey, controller_signature: await key.sign(nonce) });
+      };
+      const limits = { perOriginPerHour: 1 };
+      const first = await presentAndProbe(await controlled(), circumstances(now, limits), null);
+      expect(first.verdict.verdict).toBe("admitted");
+      expect({ head: first.head, identityHead: first.identityHead }).toEqual({ head: true, identityHead: true });
+      const refused = await presentAndProbe(await controlled(), circumstances(now, limits), null);
+      expect(refused.verdict).toMatchObject({ verdict: "filtered", rule: "flood" });
+      expect({ head: refused.head, identityHead: refused.identityHead }).toEqual({ head: false, identityHead: false });
+      const plain = await presentAndProbe(presentation(), circumstances(now), null);
+      expect(plain.verdict.verdict).toBe("admitted");
+      expect({ head: plain.head, identityHead: plain.identityHead }).toEqual({ head: true, identityHead: false });
     });
 
     it("spends and stores nothing per subject for a presentation or a ward request the city's ceiling refuses", async () => {

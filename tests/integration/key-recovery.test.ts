@@ -236,6 +236,27 @@ describeOnDatabases(
         // Nor who held: a hold names its reason, never its address.
         expect(all).not.toContain("192.0.2.44");
       });
+      it("takes first admissions with a controller and commitments landing together (both logs' heads in one statement) in turn: each row chained, each size checkpointed", async () => {
+        const others = await Promise.all([admitNamed(), admitNamed(), admitNamed()]);
+        const [admitted, committed] = await Promise.all([
+          Promise.all(Array.from({ length: 6 }, () => admitWithKey())),
+          Promise.all(others.map(async (me) => commit(me, [await newKey()]))),
+        ]);
+        expect(committed.map((a) => a.status)).toEqual([200, 200, 200]);
+        for (const me of admitted) expect(await identityEvents(t(), me.did)).toEqual(["key-bound"]);
+        const receipts = [...admitted.map((a) => (a as Record<string, any>).identity_log_receipt), ...committed.map((a) => a.body.identity_log_receipt)];
+        expect(new Set(receipts.map((r) => r.seq)).size).toBe(receipts.length);
+        expect(await identityLog.verifyHashChain(t().db)).toMatchObject({ intact: true, first_broken: null });
+        // Every append checkpointed its own size: the latest checkpoint is the whole log.
+        const raw = await t().raw("SELECT (SELECT max(seq) FROM identity_log)::int AS rows, (SELECT max(size) FROM identity_log_checkpoints)::int AS largest");
+        const [sizes] = (Array.isArray(raw) ? raw : (raw as { rows: unknown[] }).rows) as { rows: number; largest: number }[];
+        expect(sizes!.largest).toBe(sizes!.rows);
+        const vkey = (await identityLog.logSigner(t().db)).vkey;
+        for (const receipt of receipts) {
+          const row = publishLogRow((await t().db.select().from(identityLogRows).where(eq(identityLogRows.seq, receipt.seq)))[0]!);
+          expect(verifyReceipt(receipt, leafDataOf(row), vkey)).toMatchObject({ ok: true });
+        }
+      });
     });
 
     describe("recovery with a public window", () => {

@@ -10,6 +10,7 @@ export const IDENTITY_LOG: LogDescriptor<IdentityEvent> = {
   origin: () => env().CITY_IDENTITY_LOG_ORIGIN ?? originAtBaseHost("identity-log"),
   originVariable: "CITY_IDENTITY_LOG_ORIGIN",
   receiptField: "identity_log_receipt",
+  sqlPrefix: "identity_",
 };
 
 export const identityLog = bindLog(IDENTITY_LOG);

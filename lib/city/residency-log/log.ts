@@ -10,6 +10,7 @@ export const RESIDENCY_LOG: LogDescriptor<LogEvent> = {
   origin: () => env().CITY_LOG_ORIGIN ?? originAtBaseHost("residency-log"),
   originVariable: "CITY_LOG_ORIGIN",
   receiptField: "log_receipt",
+  sqlPrefix: "",
 };
 
 export const residencyLog = bindLog(RESIDENCY_LOG);

@@ -16,7 +16,10 @@ export interface Appended {
 
 /** An append worked out against a locked head: the row, its receipt, and the CTEs that write it. */
 export interface PreparedAppend extends Appended {
-  /** `log_appended`, `log_grown` and `log_signed`: for the WITH of the statement that also makes the write it records. */
+  /**
+   * `log_appended`, `log_grown` and `log_signed` (each after the log's sqlPrefix: `identity_log_appended`...):
+   * for the WITH of the statement that also makes the write it records, beside another log's.
+   */
   ctes: SQL;
 }
 
@@ -51,11 +54,12 @@ export async function prepareAppend(
   const c = step.checkpoint;
   // `when`, a condition on the statement's other CTEs, makes the whole append conditional.
   const when = entry.when ?? sql`true`;
-  const ctes = sql`log_appended AS (
+  const name = (cte: string) => sql.raw(`${log.sqlPrefix}log_${cte}`);
+  const ctes = sql`${name("appended")} AS (
       INSERT INTO ${log.tables.rows} (seq, event, did, at, details, prev_hash, hash)
       SELECT ${seq}, ${entry.event}, ${entry.did}, ${row.at}::timestamptz, ${JSON.stringify(details)}::jsonb, ${prevHash}, ${row.hash} WHERE ${when}
-    ), log_grown AS (INSERT INTO ${log.tables.nodes} (level, idx, hash) SELECT * FROM (VALUES ${nodes}) AS v WHERE ${when}),
-    log_signed AS (INSERT INTO ${log.tables.checkpoints} (size, root, edge, note, signed_at) SELECT ${c.size}, ${c.root}, ${c.edge}, ${c.note}, ${entry.at.toISOString()}::timestamptz WHERE ${when})`;
+    ), ${name("grown")} AS (INSERT INTO ${log.tables.nodes} (level, idx, hash) SELECT * FROM (VALUES ${nodes}) AS v WHERE ${when}),
+    ${name("signed")} AS (INSERT INTO ${log.tables.checkpoints} (size, root, edge, note, signed_at) SELECT ${c.size}, ${c.root}, ${c.edge}, ${c.note}, ${entry.at.toISOString()}::timestamptz WHERE ${when})`;
   return { row, logReceipt: step.receipt, ctes };
 }
 

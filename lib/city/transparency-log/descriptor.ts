@@ -17,4 +17,10 @@ export interface LogDescriptor<E extends string = string> {
   originVariable: string;
   /** The field of a door's answer that carries the receipt of an append to this log. */
   receiptField: "log_receipt" | "identity_log_receipt";
+  /**
+   * What this module's SQL puts before the names it gives (the CTEs of an append, `log_appended`;
+   * the head's lock, `head` and its columns `log_seq`...): "" for the residency log, "identity_" for
+   * the identity log, so that one statement can lock both heads and append to both logs.
+   */
+  sqlPrefix: "" | "identity_";
 }

@@ -23,7 +23,7 @@ import type { LogDescriptor } from "./descriptor";
 import type { Database } from "@/db/client";
 import type { PublishedLogRow } from "./row";
 import type { LogHead } from "./head";
-import { lockHeadQuery, lockLogHead, lockLogHeadAfter, lockLogHeadIf } from "./head";
+import { lockHeadQuery, lockLogHead, lockLogHeadAfter, lockLogHeadIf, logHeadIn } from "./head";
 import { announceLogIdentity, checkLogIdentity, logIdentityReport, publishedLogIdentity, verifiedNote } from "./identity";
 import { consistencyProof, inclusionProof, readEntryBundle, readTile } from "./proofs";
 import { recordLogReceipt } from "./receipts";
@@ -35,7 +35,7 @@ export type { Appended, PreparedAppend } from "./append";
 export type { ChainReport } from "./chain";
 export { cosignedNote, type HeldCheckpoint } from "./checkpoints";
 export type { LogDescriptor } from "./descriptor";
-export { type LogHead, logHeadOf } from "./head";
+export { type LogHead, type LogHeadRow, logHeadOf } from "./head";
 export { forgetLogIdentity, type IdentityCheck, type IdentityReport, type LogIdentity, noteVerifies } from "./identity";
 export { LogReceiptSchema, type LogReceipts, withLogReceipts } from "./receipts";
 export { GENESIS_HASH, leafDataOf, type PublishedLogRow, publishLogRow } from "./row";
@@ -74,6 +74,7 @@ export function bindLog<E extends string>(log: LogDescriptor<E>) {
     lockLogHead: bound(log, lockLogHead),
     lockLogHeadAfter: bound(log, lockLogHeadAfter),
     lockLogHeadIf: bound(log, lockLogHeadIf),
+    logHeadIn: bound(log, logHeadIn),
     announceLogIdentity: bound(log, announceLogIdentity),
     checkLogIdentity: bound(log, checkLogIdentity),
     logIdentityReport: bound(log, logIdentityReport),
