@@ -1,5 +1,5 @@
 import { hexToBytes } from "@noble/hashes/utils.js";
-import { and, eq, ne, sql } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
 import { citizens } from "@/db/schema";
@@ -78,6 +78,26 @@ export async function commitNextKeys(
   return { committed, receipt: logReceipt };
 }
 
+/** A live citizen's controller key, committed next keys and recovery delay. */
+export interface CitizenKeys {
+  key: string | null;
+  hashes: string[] | null;
+  delay: number;
+}
+
+/**
+ * A live citizen's keys, or null when unknown or exported. With `lock`, its row is held (FOR NO KEY
+ * UPDATE) until the transaction ends: every path that moves a key or opens a recovery reads them so,
+ * once its proof holds.
+ */
+export async function citizenKeys(db: Database, did: string, { lock }: { lock: boolean }): Promise<CitizenKeys | null> {
+  const [row] = rowsOf<{ delay: number; key: string | null; hashes: string[] | null }>(
+    await db.execute(sql`SELECT recovery_delay_hours AS delay, controller_public_key AS key, next_key_hashes AS hashes
+      FROM ${citizens} WHERE did = ${did} AND residency_status <> 'exported' ${lock ? sql`FOR NO KEY UPDATE` : sql``}`),
+  );
+  return row ? { delay: Number(row.delay), key: row.key, hashes: row.hashes } : null;
+}
+
 export interface Rotation {
   did: string;
   nonce: string;
@@ -101,7 +121,7 @@ export async function rotateToCommitted(
   const committed = commitmentOf(r.nextKeyHashes);
   const fresh = await consumeNonce(db, r.nonce, now);
   if (!fresh) throw new CityError("unauthorized", NOT_VALID, { keepWrites: true });
-  const prove = async (row: { key: string | null; hashes: string[] | null } | undefined) => {
+  const prove = async (row: CitizenKeys | null) => {
     if (!row) throw new CityError("not_found", "No citizen of the city has that DID.", { keepWrites: true });
     if (!row.hashes) {
       throw new CityError("forbidden", "No pre-rotation commitment stands for this citizen: commit next_key_hashes first (POST /api/keys/commit).", {
@@ -114,14 +134,8 @@ export async function rotateToCommitted(
     if (!(await verifyEd25519(r.publicKey, r.signature, message))) throw new CityError("unauthorized", NOT_VALID, { keepWrites: true });
     return row;
   };
-  const live = and(eq(citizens.did, r.did), ne(citizens.residencyStatus, "exported"));
-  const [unlocked] = await db.select({ key: citizens.controllerPublicKey, hashes: citizens.nextKeyHashes }).from(citizens).where(live);
-  await prove(unlocked);
-  const [locked] = rowsOf<{ key: string | null; hashes: string[] | null }>(
-    await db.execute(sql`SELECT controller_public_key AS key, next_key_hashes AS hashes FROM ${citizens}
-      WHERE did = ${r.did} AND residency_status <> 'exported' FOR NO KEY UPDATE`),
-  );
-  const held = await prove(locked);
+  await prove(await citizenKeys(db, r.did, { lock: false }));
+  const held = await prove(await citizenKeys(db, r.did, { lock: true }));
   await db.update(citizens).set({ controllerPublicKey: r.publicKey, nextKeyHashes: committed }).where(eq(citizens.did, r.did));
   const from = thumbprintOrNone(held.key);
   const to = jwkThumbprint(r.publicKey);

@@ -7,7 +7,7 @@ import type { LogReceipt } from "@/lib/tlog/append";
 import { hashCredential, isCredential, mintCredential, replaceSecret } from "./credentials";
 import { takeChain } from "./gate-windows";
 import { appendIdentityLog } from "./identity-log";
-import { thumbprintOrNone } from "./pre-rotation";
+import { citizenKeys, thumbprintOrNone } from "./pre-rotation";
 import { requireSlot, slotRefusal } from "./rate";
 import { jwkThumbprint } from "./request-keys";
 
@@ -46,15 +46,6 @@ export async function setRecoveryDelay(db: Database, did: string, hours: number,
   }
   await db.update(citizens).set({ recoveryDelayHours: hours }).where(eq(citizens.did, did));
   return (await appendIdentityLog(db, { event: "delay-set", did, at: now, details: { hours } })).logReceipt;
-}
-
-/** A proven opener's citizen, its row locked: its delay and keys. Null when gone (exported). */
-export async function lockForRecovery(db: Database, did: string) {
-  const [row] = rowsOf<{ delay: number; key: string | null; hashes: string[] | null }>(
-    await db.execute(sql`SELECT recovery_delay_hours AS delay, controller_public_key AS key, next_key_hashes AS hashes
-      FROM ${citizens} WHERE did = ${did} AND residency_status <> 'exported' FOR NO KEY UPDATE`),
-  );
-  return row ? { delay: Number(row.delay), key: row.key, hashes: row.hashes } : null;
 }
 
 export interface Opened {
@@ -169,7 +160,7 @@ export async function completeRecovery(
     .from(recoveries)
     .where(and(eq(recoveries.did, did), eq(recoveries.ticketHash, hashCredential(ticket)), eq(recoveries.state, "open")));
   if (!mine) throw new CityError("unauthorized", NOT_OPENER);
-  const citizen = await lockForRecovery(db, did);
+  const citizen = await citizenKeys(db, did, { lock: true });
   if (!citizen) throw new CityError("unauthorized", NOT_OPENER);
   const at = sql`${now.toISOString()}::timestamptz`;
   const [closed] = rowsOf<{ via: "code" | "next-key"; next_public_key: string | null }>(

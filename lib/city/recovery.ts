@@ -8,8 +8,8 @@ import { verifyEd25519 } from "./keys";
 import { PROTOCOLS } from "./protocols";
 import type { LogReceipt } from "@/lib/tlog/append";
 import { appendIdentityLog } from "./identity-log";
-import { uncommittedProblem } from "./pre-rotation";
-import { lockForRecovery, type Opened, openRecovery } from "./public-recovery";
+import { citizenKeys, uncommittedProblem } from "./pre-rotation";
+import { type Opened, openRecovery } from "./public-recovery";
 import { jwkThumbprint } from "./request-keys";
 
 export const RECOVERY_CODES_PER_MINT = 8;
@@ -43,7 +43,7 @@ export async function redeemCode(db: Database, did: string, code: string, now: D
     .where(and(eq(recoveryCodes.did, did), eq(recoveryCodes.codeHash, hashCredential(code)), isNull(recoveryCodes.usedAt), isNull(recoveryCodes.voidedAt)))
     .returning({ id: recoveryCodes.id });
   if (spent.length !== 1) throw new CityError("unauthorized", NOT_VALID);
-  const citizen = await lockForRecovery(db, did);
+  const citizen = await citizenKeys(db, did, { lock: true });
   if (!citizen) throw new CityError("unauthorized", NOT_VALID);
   if (citizen.delay > 0) return { opened: await openRecovery(db, { did, via: "code", nextPublicKey: null, delayHours: citizen.delay }, now) };
   return replaced(db, did, now, "code");
@@ -65,7 +65,7 @@ export async function openWithNextKey(db: Database, did: string, nonce: string, 
   const fresh = await consumeNonce(db, nonce, now);
   const valid = fresh && (await verifyEd25519(publicKey, signature, nextKeyRecoveryMessage(did, jwkThumbprint(publicKey), nonce)));
   if (!valid) throw new CityError("unauthorized", NOT_VALID, { keepWrites: true });
-  const citizen = await lockForRecovery(db, did);
+  const citizen = await citizenKeys(db, did, { lock: true });
   if (!citizen) throw new CityError("unauthorized", NOT_VALID, { keepWrites: true });
   if (!citizen.hashes || uncommittedProblem(citizen.hashes, publicKey)) {
     throw new CityError("forbidden", "That key is not among this citizen's committed next keys. Nothing but the nonce was spent.", { keepWrites: true });
