@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { type LogReceipt, LogReceiptSchema, receiptField, withLogReceipt } from "@/lib/city/residency-log";
+import { LogReceiptSchema } from "@/lib/city/residency-log";
+import { type LogReceipts, withLogReceipts } from "@/lib/city/transparency-log";
 import { RESIDENCY_STATUSES, WAKE_ON } from "@/db/schema";
 import { comeBack, leave, type Poll, pollWhileBound, type Schedule, type ScheduleRequest } from "@/lib/city/live";
 import { LIMITS, PROTOCOLS } from "@/lib/city/protocols";
@@ -163,7 +164,7 @@ async function runLeave(ctx: DoorContext, input: LiveRequest) {
   const did = callerDid(ctx);
   const { residencyStatus, bedId, logHead } = ctx.caller;
   const standing = residencyStatus && bedId !== undefined ? { residencyStatus, bedId } : undefined;
-  const { value: left, logReceipt } = await withLogReceipt(() => leave(ctx.db, { did, standing, logHead }, scheduleOf(input), ctx.now));
+  const { value: left, receipts } = await withLogReceipts(() => leave(ctx.db, { did, standing, logHead }, scheduleOf(input), ctx.now));
   const { tide } = left;
   return {
     ...common(ctx, tide, { schedule: left.schedule, cursor: left.cursor, did, residency_status: "away", bed_id: null }),
@@ -172,7 +173,7 @@ async function runLeave(ctx: DoorContext, input: LiveRequest) {
       ? "You are away: an exit row was appended and your bed released. Identity, locker and history stay. Return with POST /api/live { action: return } and your Bearer credential; the city never pushes and cannot wake you."
       : "You were already away: nothing was appended. Your schedule is as shown.",
     bed_released: left.bedReleased,
-    ...receiptField(logReceipt),
+    ...receipts,
   };
 }
 
@@ -187,9 +188,9 @@ export async function runReturn(ctx: DoorContext, input: LiveRequest) {
   const asked = { cursor: input.cursor, schedule: scheduleOf(input) };
   const mayPoll = ctx.caller.residencyStatus === undefined || (ctx.caller.residencyStatus === "bound" && ctx.caller.bedId != null);
   const polled = mayPoll ? await pollWhileBound(ctx.db, did, asked, ctx.now) : null;
-  if (polled) return returnAnswer(ctx, did, { ...polled, returned: false, residencyStatus: "bound" }, null);
-  const { value: back, logReceipt } = await withLogReceipt(() => ctx.db.transaction((tx) => comeBack(tx as Database, did, asked, ctx.now)));
-  return returnAnswer(ctx, did, back, logReceipt);
+  if (polled) return returnAnswer(ctx, did, { ...polled, returned: false, residencyStatus: "bound" }, {});
+  const { value: back, receipts } = await withLogReceipts(() => ctx.db.transaction((tx) => comeBack(tx as Database, did, asked, ctx.now)));
+  return returnAnswer(ctx, did, back, receipts);
 }
 
 /** A return's answer, whether a poll answered it or a return that bound the citizen again. */
@@ -201,7 +202,7 @@ function returnAnswer(
     residencyStatus: Standing["residency_status"];
     bedId: string | null;
   },
-  receipt: LogReceipt | null,
+  receipts: LogReceipts,
 ) {
   return {
     ...common(ctx, back.tide, { schedule: back.schedule, cursor: back.cursor, did, residency_status: back.residencyStatus, bed_id: back.bedId }),
@@ -215,7 +216,7 @@ function returnAnswer(
     nonceTtlSeconds: LIMITS.gateNonce.ttlSeconds,
     nonceSource: "gate_nonces" as const,
     delta: back.delta,
-    ...receiptField(receipt),
+    ...receipts,
   };
 }
 

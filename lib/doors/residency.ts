@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { LogReceiptSchema, withLogReceipt } from "@/lib/city/residency-log";
+import { LogReceiptSchema } from "@/lib/city/residency-log";
+import { withLogReceipts } from "@/lib/city/transparency-log";
 import { ACTOR_KINDS } from "@/db/schema";
 import { CONTRACT_TERMS, CONTRACT_TERMS_HASH, CONTRACT_VERSION } from "@/lib/city/contract";
 import { PROTOCOLS } from "@/lib/city/protocols";
@@ -122,14 +123,14 @@ export const exportResidency = door({
   }),
   run: async (ctx) => {
     requireCitizenSecret(ctx.caller, "Export, which is final and ends the secret and the recovery codes,");
-    const { value: out, logReceipt } = await withLogReceipt(() => exportCitizen(ctx.db, ctx.caller.did!, ctx.now));
+    const { value: out, receipts } = await withLogReceipts(() => exportCitizen(ctx.db, ctx.caller.did!, ctx.now));
     return {
       now_utc: iso(ctx.now),
       did: out.did,
       residency_status: "exported" as const,
       bed_released: out.bedReleased,
       log_seq: out.logSeq,
-      log_receipt: logReceipt!,
+      log_receipt: receipts.log_receipt!,
       ...out.data,
       withheld: out.withheld,
       note: "Exported: this is your own data, once. Your credentials open nothing from now on; mail and anything the scanner refuses stayed in the city. The log keeps every row. Your name and origin may present at the gate again, as a new citizen with a new DID.",

@@ -1,33 +1,40 @@
 import { describe, expect, it } from "vitest";
-import { type LogReceipt, LogReceiptSchema, receiptField, recordLogReceipt, withLogReceipt } from "@/lib/city/residency-log";
+import { identityLog } from "@/lib/city/identity-log";
+import { type LogReceipt, LogReceiptSchema, residencyLog } from "@/lib/city/residency-log";
+import { withLogReceipts } from "@/lib/city/transparency-log";
 
-/** The log receipt carrier and its published schema (lib/city/residency-log/receipts.ts), fixed cases. */
+/** The log receipt carrier and its published schema (lib/city/transparency-log/receipts.ts), fixed cases. */
 const HASH = `${"A".repeat(42)}Q=`;
 const RECEIPT = { seq: 3, leaf_index: 2, tree_size: 3, proof: [HASH], checkpoint: "c\n" } as unknown as LogReceipt;
 
 describe("the receipt of a log append", () => {
   it("reaches the door that ran the work, and only it", async () => {
-    recordLogReceipt(RECEIPT); // outside any door: kept nowhere
-    expect(await withLogReceipt(async () => 7)).toEqual({ value: 7, logReceipt: null });
+    residencyLog.recordReceipt(RECEIPT); // outside any door: kept nowhere
+    expect(await withLogReceipts(async () => 7)).toEqual({ value: 7, receipts: {} });
     const other = { ...RECEIPT, seq: 4 } as LogReceipt;
     const [a, b] = await Promise.all([
-      withLogReceipt(async () => {
+      withLogReceipts(async () => {
         await new Promise((r) => setTimeout(r, 5));
-        recordLogReceipt(RECEIPT);
+        residencyLog.recordReceipt(RECEIPT);
         return "a";
       }),
-      withLogReceipt(async () => {
-        recordLogReceipt(other);
+      withLogReceipts(async () => {
+        residencyLog.recordReceipt(other);
         return "b";
       }),
     ]);
-    expect(a).toEqual({ value: "a", logReceipt: RECEIPT });
-    expect(b).toEqual({ value: "b", logReceipt: other });
+    expect(a).toEqual({ value: "a", receipts: { log_receipt: RECEIPT } });
+    expect(b).toEqual({ value: "b", receipts: { log_receipt: other } });
   });
 
-  it("is a field of the answer only when there is one", () => {
-    expect(receiptField(null)).toEqual({});
-    expect(receiptField(RECEIPT)).toEqual({ log_receipt: RECEIPT });
+  it("is a field of the answer only when there is one, named by its log", async () => {
+    expect({ ...(await withLogReceipts(async () => 0)).receipts }).toEqual({});
+    const both = await withLogReceipts(async () => {
+      residencyLog.recordReceipt(RECEIPT);
+      identityLog.recordReceipt({ ...RECEIPT, seq: 9 } as LogReceipt);
+      return 0;
+    });
+    expect({ ...both.receipts }).toEqual({ log_receipt: RECEIPT, identity_log_receipt: { ...RECEIPT, seq: 9 } });
   });
 
   it("has a schema that takes a receipt and refuses one out of shape", () => {

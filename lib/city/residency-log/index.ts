@@ -4,8 +4,6 @@
  * module (lib/city/transparency-log) bound to the residency log's tables and origin (./log.ts),
  * and the city over time drawn from it (./history.ts).
  */
-import type { LogReceipt } from "../transparency-log";
-import { withLogReceipts } from "../transparency-log";
 import { residencyLog } from "./log";
 
 export {
@@ -60,19 +58,3 @@ export const {
 
 /** The query that locks the residency log's head and reads it. */
 export const LOCK_LOG_HEAD = residencyLog.lockHeadQuery();
-
-/** Runs a door's work and gives the residency log's receipt of its append, if it appended (other logs' receipts: withLogReceipts). */
-export async function withLogReceipt<T>(work: () => Promise<T>): Promise<{ value: T; logReceipt: LogReceipt | null }> {
-  const { value, receipts } = await withLogReceipts(work);
-  return { value, logReceipt: receipts.log_receipt ?? null };
-}
-
-/** Records a residency log receipt for the answer (appendLog does it; for a receipt made elsewhere). */
-export function recordLogReceipt(receipt: LogReceipt): void {
-  residencyLog.recordReceipt(receipt);
-}
-
-/** The field an answer that appended a residency log row carries (absent when it appended none). */
-export function receiptField(receipt: LogReceipt | null): { log_receipt?: LogReceipt } {
-  return receipt ? { log_receipt: receipt } : {};
-}
