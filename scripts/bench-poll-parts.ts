@@ -19,12 +19,10 @@ import { pollNonceSql } from "@/lib/city/gate-nonces";
 import { checkpointLateral, returnDeltaColumns } from "@/lib/city/live-delta";
 import { ReturnOutput } from "@/lib/doors/live";
 import { seedCity } from "./bench-seed";
+import { optionOr } from "./options";
 
 const args = process.argv.slice(2);
-const option = (name: string, fallback: string) => {
-  const at = args.indexOf(`--${name}`);
-  return at >= 0 && args[at + 1] ? args[at + 1]! : fallback;
-};
+const option = (name: string, fallback: string) => optionOr(args, name, fallback);
 const citizens = Number(option("citizens", "1000"));
 const runs = Number(option("runs", "3000"));
 // More residency log rows in the last 24 hours than the seed's (arrivals and departures of a busy day): the tide's cost.

@@ -18,12 +18,10 @@ import { rowsOf } from "@/db/sql";
 import { encodePollCursor, pollWhileBound } from "@/lib/city/live";
 import { capturePollQuery, preparedPlanText, preparedReadsOf } from "@/tests/support/poll-plan";
 import { seedCity } from "./bench-seed";
+import { optionOr } from "./options";
 
 const args = process.argv.slice(2);
-const option = (name: string, fallback: string) => {
-  const at = args.indexOf(`--${name}`);
-  return at >= 0 && args[at + 1] ? args[at + 1]! : fallback;
-};
+const option = (name: string, fallback: string) => optionOr(args, name, fallback);
 const citizens = Number(option("citizens", "1000"));
 const roomPosts = Number(option("posts", "300000"));
 const polls = Number(option("polls", "200"));

@@ -20,6 +20,7 @@ import { buildBaselineApp, buildFloorApp, FLOOR_PATH, removeCopies } from "./ben
 import { admitCitizens, bringBack, CITIZEN_LEGS, type CitizenLeg, legRequest } from "./bench-citizens";
 import { runMixedLoad, runOpenLoad } from "./bench-mixed";
 import { seedCity } from "./bench-seed";
+import { optionOr } from "./options";
 import { freePort } from "./free-port";
 
 // The log's origin is kept in the database with its tree (lib/city/residency-log/identity.ts): the seed appends
@@ -29,10 +30,7 @@ process.env.CITY_LOG_ORIGIN = BENCH_LOG_ORIGIN;
 
 const args = process.argv.slice(2);
 const flag = (name: string) => args.includes(`--${name}`);
-const option = (name: string, fallback: string) => {
-  const at = args.indexOf(`--${name}`);
-  return at >= 0 && args[at + 1] ? args[at + 1]! : fallback;
-};
+const option = (name: string, fallback: string) => optionOr(args, name, fallback);
 
 if (flag("help") || args.includes("-h")) {
   console.log(`npm run bench [-- --citizens 1000] [--db pglite|pg|both] [--seconds 5] [--connections 32]
