@@ -19,11 +19,11 @@ export const CITY_STORES = {
   ward: { env: "WARD", bytes: 256 * MiB, perHour: 8 * MiB, what: "ward notes and sealed ward requests (state, note, claimed name)" },
   a2a_tasks: { env: "A2A_TASKS", bytes: 512 * MiB, perHour: 32 * MiB, what: "kept A2A tasks (their jsonb as stored); a swept or removed task frees its bytes" },
   appeals: { env: "APPEALS", bytes: 16 * MiB, perHour: MiB, what: "appeal reasons" },
-  signature_nonces: {
-    env: "SIGNATURE_NONCES",
-    bytes: 32 * MiB,
-    perHour: 64 * MiB,
-    what: "nonces of signed writes (each kept until its signature expires, at most 305 s; a swept nonce frees its bytes)",
+  identity_log: {
+    env: "IDENTITY_LOG",
+    bytes: 256 * MiB,
+    perHour: 8 * MiB,
+    what: "identity log rows of key events asked by a citizen (each counted as 2,048 bytes: its facts, tree nodes and checkpoint); append-only",
   },
 } as const;
 

@@ -17,12 +17,16 @@ export const recoveryCodes = pgTable(
 );
 
 export const RECOVERY_STATES = ["open", "cancelled", "completed"] as const;
-export const RECOVERY_VIAS = ["code", "next-key"] as const;
+/** Which credential asked for the step: a code, a committed next key, the controller key, or the secret. */
+export const RECOVERY_VIAS = ["code", "next-key", "controller", "secret"] as const;
+/** What the step does once it completes: a recovery gives a new secret; a lower-delay lowers the recovery delay. */
+export const RECOVERY_STEPS = ["recovery", "lower-delay"] as const;
 
 /**
- * Recoveries opened with a delay (CITY-KEYS/1): public while open, at most one open per citizen
- * (a partial unique index), completed by the opener's ticket (kept as its sha256) after opens_after.
- * Their history is the identity log; this row is the current state only.
+ * Steps that wait out a citizen's recovery delay (CITY-KEYS/1): recoveries, and lowerings of the
+ * delay itself. Public while open, at most one open per citizen (a partial unique index),
+ * completed by the opener's ticket (kept as its sha256) after opens_after. Their history is the
+ * identity log; this row is the current state only.
  */
 export const recoveries = pgTable(
   "recoveries",
@@ -33,6 +37,9 @@ export const recoveries = pgTable(
       .references(() => citizens.did),
     state: text("state", { enum: RECOVERY_STATES }).notNull().default("open"),
     via: text("via", { enum: RECOVERY_VIAS }).notNull(),
+    step: text("step", { enum: RECOVERY_STEPS }).notNull().default("recovery"),
+    /** A lower-delay step's new delay in hours. */
+    lowerTo: smallint("lower_to"),
     ticketHash: text("ticket_hash").notNull().unique(),
     nextPublicKey: text("next_public_key"),
     openedAt: timestamp("opened_at", { withTimezone: true, mode: "date" }).notNull(),

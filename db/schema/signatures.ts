@@ -1,4 +1,4 @@
-import { index, integer, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+import { index, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
 
 /**
  * The keys a citizen's signed requests (CITY-SIG/1, RFC 9421) may be made with: its controller key
@@ -21,15 +21,17 @@ export const requestKeys = pgTable(
     rotatedAt: timestamp("rotated_at", { withTimezone: true, mode: "date" }),
     /** The last moment a signature made with it before its rotation can be valid; null while current. */
     exp: timestamp("exp", { withTimezone: true, mode: "date" }),
+    /** The key's signed writes, counted by GCRA: the theoretical arrival time of its next nonce. */
+    nonceTat: timestamp("nonce_tat", { withTimezone: true, mode: "date" }),
   },
   (t) => [primaryKey({ columns: [t.did, t.thumbprint] }), index("request_keys_thumbprint").on(t.thumbprint)],
 );
 
 /**
- * The nonces of signed writes, single use per key until the signature's `expires`: recorded by
- * the write's first statement (in its transaction), swept once expired a batch at a time by later
- * signed writes, and bounded city-wide like every store citizens add to (city_stores row
- * `signature_nonces`, lib/store-limits.ts).
+ * The nonces of signed writes, single use per key while a signature carrying it can be accepted
+ * (until its `expires`, or 31 s after its `created`, whichever is first): recorded by the write's
+ * first statement (in its transaction), swept once expired a batch at a time by later signed
+ * writes, and counted per key (request_keys.nonce_tat), never in a city-wide store.
  */
 export const signatureNonces = pgTable(
   "signature_nonces",
@@ -37,8 +39,6 @@ export const signatureNonces = pgTable(
     keyid: text("keyid").notNull(),
     nonce: text("nonce").notNull(),
     expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }).notNull(),
-    /** The bytes this row counts in the store's bound, given back when it is swept. */
-    bytes: integer("bytes").notNull(),
   },
   (t) => [primaryKey({ columns: [t.keyid, t.nonce] }), index("signature_nonces_expires_at").on(t.expiresAt)],
 );

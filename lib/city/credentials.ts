@@ -126,8 +126,9 @@ async function citizenOpenedByToken(
 /**
  * The citizen a verified request signature names, held as heldCitizenForToken holds a Bearer's, in
  * the one statement that also records the signature's nonce (nonceCtes): the key is checked again
- * under the lock (rotated away before the signature was made, or the citizen exported: null), and
- * the nonce is recorded only when the citizen was found. A write's first statement, as for a Bearer.
+ * under the lock (rotated away before the signature was made, or at all with `current`; or the
+ * citizen exported, re-read once the lock is granted as a Bearer's status is: null), and the nonce
+ * is recorded only when the citizen was found. A write's first statement, as for a Bearer.
  */
 export async function heldCitizenForSignature(
   db: Database,
@@ -135,9 +136,9 @@ export async function heldCitizenForSignature(
   now: Date,
   mode: CitizenLock,
   seenBefore: Date | null,
-  options: { logHead?: boolean } = {},
+  options: { logHead?: boolean; current?: boolean } = {},
 ): Promise<(HeldCitizen & { credential: "signature" }) | null> {
-  const opens = sql`${citizens.did} = ${signed.did} AND ${keyStillValidSql(signed, now)}`;
+  const opens = sql`${citizens.did} = ${signed.did} AND ${citizens.residencyStatus} <> 'exported' AND ${keyStillValidSql(signed, now, options.current ?? false)}`;
   const nonce = signed.nonce;
   const { row, outcome } = await holdCitizen(
     db,
@@ -150,7 +151,7 @@ export async function heldCitizenForSignature(
   );
   if (!row) return null;
   if (nonce !== null && outcome) {
-    const refused = await nonceRefusal(db, { ...signed, nonce }, outcome, now);
+    const refused = nonceRefusal(outcome);
     if (refused) throw refused;
   }
   return { ...row, credential: "signature" };

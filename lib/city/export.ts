@@ -1,3 +1,4 @@
+import { cancelOpenSteps } from "./key-authority";
 import { asc, eq, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { checkpoints, citizens, lockerBags, seals, vaultNotes } from "@/db/schema";
@@ -62,5 +63,7 @@ export async function exportCitizen(db: Database, did: string, now: Date) {
   const exit = await prepareAppend(db, head, { event: "export", did, at: now, details: { bed_released: citizen.bedId } });
   await db.execute(sql`WITH exported AS (UPDATE ${citizens} SET residency_status = 'exported', bed_id = NULL WHERE did = ${did}), ${exit.ctes} SELECT 1`);
   const { row } = appended(exit);
+  // A step left open (a recovery, a lowered delay) ends with the citizen: nobody can hold or complete it.
+  await cancelOpenSteps(db, did, now, "exported");
   return { did, bedReleased: citizen.bedId, logSeq: row.seq, data, withheld };
 }

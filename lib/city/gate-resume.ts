@@ -9,6 +9,7 @@ import { HELD_COLUMNS, type HeldCitizen, heldOf, type HeldRow } from "./gate-rea
 import { type LogHead, lockLogHeadIf, logHeadOf } from "./residency-log";
 import { returnCitizen } from "./residency";
 import { appendIdentityLog } from "./identity-log";
+import { cancelOpenSteps } from "./key-authority";
 import { commitmentAfterMove, uncommittedProblem } from "./pre-rotation";
 import { jwkThumbprint } from "./request-keys";
 
@@ -43,6 +44,8 @@ async function moveController(db: Database, held: HeldCitizen, key: string, now:
   const to = jwkThumbprint(key);
   const details = { via: "gate", to, public_key: key, ...(held.controllerPublicKey ? { from: jwkThumbprint(held.controllerPublicKey) } : {}) };
   await appendIdentityLog(db, { event: held.controllerPublicKey ? "key-rotated" : "key-bound", did: held.did, at: now, details });
+  // A move to a committed key outranks every credential: whatever step waits is cancelled.
+  if (held.nextKeyHashes) await cancelOpenSteps(db, held.did, now, "rotated");
 }
 
 /**

@@ -8,6 +8,7 @@ import type { LogReceipt } from "@/lib/tlog/append";
 import { sha256Hex } from "./canonical";
 import { consumeNonce } from "./gate-nonces";
 import { appendIdentityLog } from "./identity-log";
+import { cancelOpenSteps, countKeyEvent } from "./key-authority";
 import { verifyEd25519 } from "./keys";
 import { PROTOCOLS } from "./protocols";
 import { jwkThumbprint } from "./request-keys";
@@ -65,14 +66,29 @@ function commitmentDetails(hashes: string[] | null) {
   return { next_key_hashes: hashes ? hashes.join(",") : null, count: hashes?.length ?? 0 };
 }
 
-/** Commits (or, with an empty list, withdraws) the next keys of a proven caller whose row its door holds locked. */
+/**
+ * Commits the next keys of a proven caller (its secret or controller key) whose row its door holds
+ * locked, where no commitment stands. Once one stands only a committed key changes or withdraws it,
+ * by a rotation: the secret and the current key are refused (403), so a thief holding either
+ * cannot put its own key in the owner's place.
+ */
 export async function commitNextKeys(
   db: Database,
   did: string,
   hashes: readonly string[],
+  by: "secret" | "controller",
   now: Date,
 ): Promise<{ committed: string[] | null; receipt: LogReceipt }> {
   const committed = commitmentOf(hashes);
+  const citizen = await citizenKeys(db, did, { lock: true });
+  if (!citizen) throw new CityError("not_found", "No citizen of the city has that DID.");
+  if (citizen.hashes) {
+    throw new CityError(
+      "forbidden",
+      "A commitment of next keys stands: only a committed key changes or withdraws it, by rotating to itself (POST /api/keys/rotate, which commits the next hashes; an empty list turns pre-rotation off). Neither the secret nor the current key can. Nothing was changed.",
+    );
+  }
+  await countKeyEvent(db, did, by, now, true);
   await db.update(citizens).set({ nextKeyHashes: committed }).where(eq(citizens.did, did));
   const { logReceipt } = await appendIdentityLog(db, { event: "next-keys-committed", did, at: now, details: commitmentDetails(committed) });
   return { committed, receipt: logReceipt };
@@ -136,6 +152,14 @@ export async function rotateToCommitted(
   };
   await prove(await citizenKeys(db, r.did, { lock: false }));
   const held = await prove(await citizenKeys(db, r.did, { lock: true }));
+  if (!committed && held.delay > 0) {
+    throw new CityError(
+      "conflict",
+      `Withdrawing pre-rotation (an empty next_key_hashes) weakens this citizen's protections, so it waits out the recovery delay: lower the delay to 0 first (POST /api/keys/delay; it takes effect after the ${held.delay} hours standing), or commit at least one next key. Only the nonce was spent.`,
+      { keepWrites: true },
+    );
+  }
+  await countKeyEvent(db, r.did, "next-key", now, false);
   await db.update(citizens).set({ controllerPublicKey: r.publicKey, nextKeyHashes: committed }).where(eq(citizens.did, r.did));
   const from = thumbprintOrNone(held.key);
   const to = jwkThumbprint(r.publicKey);
@@ -145,5 +169,7 @@ export async function rotateToCommitted(
     at: now,
     details: { via: "pre-rotation", from, to, public_key: r.publicKey, ...commitmentDetails(committed) },
   });
+  // The committed key outranks every credential: whatever step waits (a recovery, a lowered delay) is cancelled.
+  await cancelOpenSteps(db, r.did, now, "rotated");
   return { from, to, committed, receipt: logReceipt };
 }

@@ -1,13 +1,16 @@
-import { and, desc, eq, sql } from "drizzle-orm";
+import { and, desc, eq, ne, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
-import { citizens, recoveries, recoveryCodes } from "@/db/schema";
+import { citizens, recoveries, recoveryCodes, RECOVERY_STEPS, RECOVERY_VIAS } from "@/db/schema";
+
+export { RECOVERY_STEPS, RECOVERY_VIAS };
 import { CityError } from "@/lib/errors";
 import type { LogReceipt } from "@/lib/tlog/append";
 import { hashCredential, isCredential, mintCredential, replaceSecret } from "./credentials";
 import { takeChain } from "./gate-windows";
 import { appendIdentityLog } from "./identity-log";
-import { citizenKeys, thumbprintOrNone } from "./pre-rotation";
+import { atLeast, type Authority, countKeyEvent, openStepOf, outranked } from "./key-authority";
+import { citizenKeys, commitmentAfterMove, thumbprintOrNone, uncommittedProblem } from "./pre-rotation";
 import { requireSlot, slotRefusal } from "./rate";
 import { jwkThumbprint } from "./request-keys";
 
@@ -39,13 +42,33 @@ export interface HoldLimits {
   perHour: number;
 }
 
-/** Sets the recovery delay (0, or 24 to 168 hours) of a proven caller whose row its door holds locked. */
-export async function setRecoveryDelay(db: Database, did: string, hours: number, now: Date): Promise<LogReceipt> {
+export interface DelaySet {
+  /** The delay standing after this request. */
+  delayHours: number;
+  /** A lowering waits out the delay that stood when it was asked: the step opened for it. */
+  pending: (Opened & { lowerTo: number }) | null;
+  receipt: LogReceipt;
+}
+
+/**
+ * Sets the recovery delay (0, or 24 to 168 hours) of a proven caller whose row its door holds
+ * locked. Raising it (or setting it where none stands) applies at once; lowering a delay that
+ * stands weakens the citizen's protections, so it opens a step instead that completes only after
+ * the delay standing now, in public, cancellable by the same credential or one above it.
+ */
+export async function setRecoveryDelay(db: Database, did: string, hours: number, by: "secret" | "controller", now: Date): Promise<DelaySet> {
   if (hours !== 0 && (hours < RECOVERY_DELAY_HOURS.min || hours > RECOVERY_DELAY_HOURS.max)) {
     throw new CityError("bad_request", `A recovery delay is 0 or ${RECOVERY_DELAY_HOURS.min} to ${RECOVERY_DELAY_HOURS.max} hours.`);
   }
+  const citizen = await citizenKeys(db, did, { lock: true });
+  if (!citizen) throw new CityError("not_found", "No citizen of the city has that DID.");
+  await countKeyEvent(db, did, by, now, true);
+  if (hours < citizen.delay) {
+    const opened = await openRecovery(db, { did, via: by, step: "lower-delay", lowerTo: hours, nextPublicKey: null, delayHours: citizen.delay }, now);
+    return { delayHours: citizen.delay, pending: { ...opened, lowerTo: hours }, receipt: opened.receipt };
+  }
   await db.update(citizens).set({ recoveryDelayHours: hours }).where(eq(citizens.did, did));
-  return (await appendIdentityLog(db, { event: "delay-set", did, at: now, details: { hours } })).logReceipt;
+  return { delayHours: hours, pending: null, receipt: (await appendIdentityLog(db, { event: "delay-set", did, at: now, details: { hours } })).logReceipt };
 }
 
 export interface Opened {
@@ -55,26 +78,39 @@ export interface Opened {
   receipt: LogReceipt;
 }
 
+/** What a step is and who asked it: a recovery (a code, a committed next key, the controller key) or a lowering of the delay. */
+export type StepRequest =
+  | { did: string; step?: "recovery"; via: "code" | "next-key" | "controller"; nextPublicKey: string | null; delayHours: number }
+  | { did: string; step: "lower-delay"; via: "secret" | "controller"; lowerTo: number; nextPublicKey: null; delayHours: number };
+
 /**
- * Opens a recovery for a proven opener (a spent code, or a committed next key's signature) whose
- * citizen's row it holds locked: counted against the citizen's 3 opens a day, at most one open.
+ * Opens a step for a proven opener (a spent code, a committed next key's signature, the
+ * controller's signature, or the secret or key lowering the delay) whose citizen's row it holds
+ * locked: counted against the citizen's 3 opens a day, at most one open.
  */
-export async function openRecovery(
-  db: Database,
-  o: { did: string; via: "code" | "next-key"; nextPublicKey: string | null; delayHours: number },
-  now: Date,
-): Promise<Opened> {
+export async function openRecovery(db: Database, o: StepRequest, now: Date): Promise<Opened> {
   await requireSlot(db, opensWindow(o.did), now, "recovery opens for this citizen");
+  const step = o.step ?? "recovery";
+  const lowerTo = o.step === "lower-delay" ? o.lowerTo : null;
   const ticket = mintCredential("ticket");
   const opensAfter = new Date(now.getTime() + o.delayHours * HOUR);
   const inserted = await db.execute(sql`
-    INSERT INTO ${recoveries} (did, via, ticket_hash, next_public_key, opened_at, opens_after)
-    VALUES (${o.did}, ${o.via}, ${hashCredential(ticket)}, ${o.nextPublicKey}, ${now.toISOString()}::timestamptz, ${opensAfter.toISOString()}::timestamptz)
+    INSERT INTO ${recoveries} (did, via, step, lower_to, ticket_hash, next_public_key, opened_at, opens_after)
+    VALUES (${o.did}, ${o.via}, ${step}, ${lowerTo}, ${hashCredential(ticket)}, ${o.nextPublicKey}, ${now.toISOString()}::timestamptz, ${opensAfter.toISOString()}::timestamptz)
     ON CONFLICT (did) WHERE state = 'open' DO NOTHING RETURNING id`);
   if (rowsOf(inserted).length !== 1) {
-    throw new CityError("conflict", "A recovery is already open for this citizen (GET /api/recover/{did}): one at a time. Nothing was changed.");
+    throw new CityError(
+      "conflict",
+      "A step is already open for this citizen (a recovery, or a lowering of its delay: GET /api/recover/{did}): one at a time. Nothing was changed.",
+    );
   }
-  const details = { via: o.via, opens_after: opensAfter.toISOString(), ...(o.nextPublicKey ? { next_key: jwkThumbprint(o.nextPublicKey) } : {}) };
+  const details = {
+    step,
+    via: o.via,
+    opens_after: opensAfter.toISOString(),
+    ...(lowerTo !== null ? { lower_to: lowerTo } : {}),
+    ...(o.nextPublicKey ? { next_key: jwkThumbprint(o.nextPublicKey) } : {}),
+  };
   const { logReceipt } = await appendIdentityLog(db, { event: "recovery-opened", did: o.did, at: now, details });
   return { ticket, openedAt: now, opensAfter, receipt: logReceipt };
 }
@@ -83,15 +119,22 @@ function opensWindow(did: string) {
   return { scope: "recover-open", subject: did, limit: OPENS_PER_DAY, windowSeconds: 86_400 };
 }
 
-/** Cancels the open recovery of a proven caller (its current secret or key) whose row its door holds locked, before opens_after. */
-export async function cancelRecovery(db: Database, did: string, now: Date): Promise<LogReceipt> {
+/**
+ * Cancels the open step of a proven caller (its current secret or key) whose row its door holds
+ * locked, before opens_after, when its credential is the one that asked the step or outranks it.
+ */
+export async function cancelRecovery(db: Database, did: string, by: "secret" | "controller", now: Date): Promise<LogReceipt> {
+  const open = await openStepOf(db, did);
+  if (open && !atLeast(by, open.via)) throw outranked(open.via, by);
+  await countKeyEvent(db, did, by, now, false);
   const at = sql`${now.toISOString()}::timestamptz`;
-  const cancelled = rowsOf<{ id: number }>(
+  const cancelled = rowsOf<{ id: number; step: string }>(
     await db.execute(sql`UPDATE ${recoveries} SET state = 'cancelled', closed_at = ${at}
-      WHERE did = ${did} AND state = 'open' AND opens_after > ${at} RETURNING id`),
+      WHERE did = ${did} AND state = 'open' AND opens_after > ${at} RETURNING id, step`),
   );
   if (cancelled.length !== 1) throw await notOpen(db, did, now, "cancel");
-  return (await appendIdentityLog(db, { event: "recovery-cancelled", did, at: now, details: { recovery: Number(cancelled[0]!.id) } })).logReceipt;
+  const details = { recovery: Number(cancelled[0]!.id), step: cancelled[0]!.step, by };
+  return (await appendIdentityLog(db, { event: "recovery-cancelled", did, at: now, details })).logReceipt;
 }
 
 /**
@@ -105,9 +148,11 @@ export async function holdRecovery(
   h: { did: string; reason: HoldReason; ip: string | null; limits: HoldLimits },
   now: Date,
 ): Promise<{ holds: number; opensAfter: Date; receipt: LogReceipt }> {
+  // An exported citizen's step was closed by its export; the citizen's status is read too, so none is held after.
   const [open] = await db
     .select({ id: recoveries.id, holds: recoveries.holds })
     .from(recoveries)
+    .innerJoin(citizens, and(eq(citizens.did, recoveries.did), ne(citizens.residencyStatus, "exported")))
     .where(and(eq(recoveries.did, h.did), eq(recoveries.state, "open")));
   if (!open) throw await notOpen(db, h.did, now, "hold");
   if (open.holds >= HOLDS_PER_RECOVERY) throw holdsSpent();
@@ -141,36 +186,57 @@ function holdsSpent(): CityError {
 
 const NOT_OPENER = "That ticket opens no recovery of this citizen: it is unknown, or its recovery was cancelled or completed.";
 
+/** What a completed step gave: a new secret (a recovery), or the lowered delay (a lower-delay step). */
+export type Completed =
+  | { step: "recovery"; secret: string; controller: string; receipt: LogReceipt }
+  | { step: "lower-delay"; delayHours: number; receipt: LogReceipt };
+
 /**
  * The opener completes: its ticket proves it (read with no lock), then the citizen's row is
- * locked, then one guarded UPDATE closes the recovery only while it is open and past opens_after.
- * The opener receives a new secret; a committed next key that opened it becomes the controller
- * (a code's completion unbinds the old one); every older credential dies: the secret, every gate
- * session token, every unused recovery code, and the old controller key.
+ * locked (the order of every key event: the citizen's row before the step's), then one guarded UPDATE closes the step only while it is open and past opens_after.
+ * A lower-delay step sets the delay it asked. A recovery gives the opener a new secret; a committed
+ * next key that opened it becomes the controller, checked again against the commitment standing
+ * now (a key withdrawn meanwhile completes nothing: the recovery is cancelled), the rest of the
+ * commitment left standing; a code's completion unbinds the old controller; every older
+ * credential dies: the secret, every gate session token, every unused recovery code, and the old
+ * controller key.
  */
-export async function completeRecovery(
-  db: Database,
-  did: string,
-  ticket: string,
-  now: Date,
-): Promise<{ secret: string; controller: string; receipt: LogReceipt }> {
+export async function completeRecovery(db: Database, did: string, ticket: string, now: Date): Promise<Completed> {
   if (!isCredential(ticket, "ticket")) throw new CityError("unauthorized", NOT_OPENER);
   const [mine] = await db
-    .select({ id: recoveries.id })
+    .select({ id: recoveries.id, via: recoveries.via })
     .from(recoveries)
     .where(and(eq(recoveries.did, did), eq(recoveries.ticketHash, hashCredential(ticket)), eq(recoveries.state, "open")));
   if (!mine) throw new CityError("unauthorized", NOT_OPENER);
   const citizen = await citizenKeys(db, did, { lock: true });
   if (!citizen) throw new CityError("unauthorized", NOT_OPENER);
+  await countKeyEvent(db, did, mine.via, now, false);
   const at = sql`${now.toISOString()}::timestamptz`;
-  const [closed] = rowsOf<{ via: "code" | "next-key"; next_public_key: string | null }>(
+  const [closed] = rowsOf<{ via: Authority; step: "recovery" | "lower-delay"; lower_to: number | null; next_public_key: string | null }>(
     await db.execute(sql`UPDATE ${recoveries} SET state = 'completed', closed_at = ${at}
-      WHERE id = ${mine.id} AND state = 'open' AND opens_after <= ${at} RETURNING via, next_public_key`),
+      WHERE id = ${mine.id} AND state = 'open' AND opens_after <= ${at} RETURNING via, step, lower_to, next_public_key`),
   );
   if (!closed) throw await notOpen(db, did, now, "complete");
-  const controller = closed.via === "next-key" ? closed.next_public_key : null;
-  // A committed key spends its commitment; a code's completion leaves any commitment standing.
-  const hashes = closed.via === "next-key" ? null : citizen.hashes;
+  if (closed.step === "lower-delay") {
+    const hours = Number(closed.lower_to);
+    await db.update(citizens).set({ recoveryDelayHours: hours }).where(eq(citizens.did, did));
+    const details = { recovery: mine.id, step: closed.step, via: closed.via, hours };
+    const { logReceipt } = await appendIdentityLog(db, { event: "recovery-completed", did, at: now, details });
+    return { step: "lower-delay", delayHours: hours, receipt: logReceipt };
+  }
+  if (closed.via === "next-key" && uncommittedProblem(citizen.hashes, closed.next_public_key!) !== null) {
+    await db.update(recoveries).set({ state: "cancelled" }).where(eq(recoveries.id, mine.id));
+    const details = { recovery: mine.id, step: closed.step, via: closed.via, reason: "key-withdrawn" };
+    await appendIdentityLog(db, { event: "recovery-cancelled", did, at: now, details });
+    throw new CityError(
+      "conflict",
+      "The committed next key that opened this recovery is no longer committed (a rotation withdrew it): the recovery is cancelled and completes nothing. The controller and the commitment standing are unchanged.",
+      { keepWrites: true },
+    );
+  }
+  const controller = closed.via === "next-key" ? closed.next_public_key : closed.via === "controller" ? citizen.key : null;
+  // A committed key spends its own hash (the others stay committed); a code's or the controller's completion leaves the commitment as it stands.
+  const hashes = closed.via === "next-key" ? commitmentAfterMove(citizen.hashes, controller!) : citizen.hashes;
   await db.update(citizens).set({ controllerPublicKey: controller, nextKeyHashes: hashes }).where(eq(citizens.did, did));
   await db
     .update(recoveryCodes)
@@ -181,9 +247,16 @@ export async function completeRecovery(
     event: "recovery-completed",
     did,
     at: now,
-    details: { recovery: mine.id, via: closed.via, from: thumbprintOrNone(citizen.key), to: thumbprintOrNone(controller) },
+    details: {
+      recovery: mine.id,
+      step: closed.step,
+      via: closed.via,
+      from: thumbprintOrNone(citizen.key),
+      to: thumbprintOrNone(controller),
+      next_key_hashes: hashes ? hashes.join(",") : null,
+    },
   });
-  return { secret, controller: thumbprintOrNone(controller), receipt: logReceipt };
+  return { step: "recovery", secret, controller: thumbprintOrNone(controller), receipt: logReceipt };
 }
 
 async function recoveryOf(db: Database, id: number) {
@@ -216,7 +289,9 @@ export interface PublicRecovery {
   pre_rotation: boolean;
   recovery: {
     state: "open" | "cancelled" | "completed";
-    via: "code" | "next-key";
+    step: (typeof RECOVERY_STEPS)[number];
+    via: Authority;
+    lower_to: number | null;
     opened_at: string;
     opens_after: string;
     holds: number;
@@ -231,13 +306,15 @@ export async function readPublicRecovery(db: Database, did: string): Promise<Pub
     delay: number;
     hashes: string[] | null;
     state: NonNullable<PublicRecovery["recovery"]>["state"] | null;
-    via: "code" | "next-key" | null;
+    via: Authority | null;
+    step: (typeof RECOVERY_STEPS)[number] | null;
+    lower_to: number | null;
     opened_at: Date | string | null;
     opens_after: Date | string | null;
     holds: number | null;
     closed_at: Date | string | null;
   }>(
-    await db.execute(sql`SELECT c.recovery_delay_hours AS delay, c.next_key_hashes AS hashes, r.state, r.via, r.opened_at, r.opens_after, r.holds, r.closed_at
+    await db.execute(sql`SELECT c.recovery_delay_hours AS delay, c.next_key_hashes AS hashes, r.state, r.via, r.step, r.lower_to, r.opened_at, r.opens_after, r.holds, r.closed_at
       FROM ${citizens} c LEFT JOIN LATERAL (
         SELECT * FROM ${recoveries} WHERE did = c.did ORDER BY opened_at DESC, id DESC LIMIT 1) r ON true
       WHERE c.did = ${did} AND c.residency_status <> 'exported'`),
@@ -251,7 +328,9 @@ export async function readPublicRecovery(db: Database, did: string): Promise<Pub
     recovery: row.state
       ? {
           state: row.state,
+          step: row.step!,
           via: row.via!,
+          lower_to: row.lower_to === null ? null : Number(row.lower_to),
           opened_at: iso(row.opened_at)!,
           opens_after: iso(row.opens_after)!,
           holds: Number(row.holds),

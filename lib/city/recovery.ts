@@ -8,6 +8,7 @@ import { verifyEd25519 } from "./keys";
 import { PROTOCOLS } from "./protocols";
 import type { LogReceipt } from "@/lib/tlog/append";
 import { appendIdentityLog } from "./identity-log";
+import { countKeyEvent } from "./key-authority";
 import { citizenKeys, uncommittedProblem } from "./pre-rotation";
 import { type Opened, openRecovery } from "./public-recovery";
 import { jwkThumbprint } from "./request-keys";
@@ -37,14 +38,17 @@ export type Recovered = { secret: string; receipt: LogReceipt } | { opened: Open
  */
 export async function redeemCode(db: Database, did: string, code: string, now: Date): Promise<Recovered> {
   if (!isCredential(code, "recovery")) throw new CityError("unauthorized", NOT_VALID);
-  const spent = await db
-    .update(recoveryCodes)
-    .set({ usedAt: now })
-    .where(and(eq(recoveryCodes.did, did), eq(recoveryCodes.codeHash, hashCredential(code)), isNull(recoveryCodes.usedAt), isNull(recoveryCodes.voidedAt)))
-    .returning({ id: recoveryCodes.id });
-  if (spent.length !== 1) throw new CityError("unauthorized", NOT_VALID);
+  const live = and(eq(recoveryCodes.did, did), eq(recoveryCodes.codeHash, hashCredential(code)), isNull(recoveryCodes.usedAt), isNull(recoveryCodes.voidedAt));
+  // Proven first with no lock, then the citizen's row, then its code: the lock order of every key
+  // event (a mint holds the row, then voids the codes), so a redemption and a mint landing
+  // together never deadlock. The guarded UPDATE decides which of parallel redemptions spends it.
+  const [known] = await db.select({ id: recoveryCodes.id }).from(recoveryCodes).where(live);
+  if (!known) throw new CityError("unauthorized", NOT_VALID);
   const citizen = await citizenKeys(db, did, { lock: true });
   if (!citizen) throw new CityError("unauthorized", NOT_VALID);
+  const spent = await db.update(recoveryCodes).set({ usedAt: now }).where(live).returning({ id: recoveryCodes.id });
+  if (spent.length !== 1) throw new CityError("unauthorized", NOT_VALID);
+  await countKeyEvent(db, did, "code", now, true);
   if (citizen.delay > 0) return { opened: await openRecovery(db, { did, via: "code", nextPublicKey: null, delayHours: citizen.delay }, now) };
   return replaced(db, did, now, "code");
 }
@@ -67,7 +71,7 @@ export async function openWithNextKey(db: Database, did: string, nonce: string, 
   if (!valid) throw new CityError("unauthorized", NOT_VALID, { keepWrites: true });
   const citizen = await citizenKeys(db, did, { lock: true });
   if (!citizen) throw new CityError("unauthorized", NOT_VALID, { keepWrites: true });
-  if (!citizen.hashes || uncommittedProblem(citizen.hashes, publicKey)) {
+  if (!citizen.hashes || uncommittedProblem(citizen.hashes, publicKey) !== null) {
     throw new CityError("forbidden", "That key is not among this citizen's committed next keys. Nothing but the nonce was spent.", { keepWrites: true });
   }
   if (citizen.delay === 0) {
@@ -79,6 +83,7 @@ export async function openWithNextKey(db: Database, did: string, nonce: string, 
       },
     );
   }
+  await countKeyEvent(db, did, "next-key", now, true);
   return { opened: await openRecovery(db, { did, via: "next-key", nextPublicKey: publicKey, delayHours: citizen.delay }, now) };
 }
 
@@ -90,16 +95,31 @@ export function recoveryMessage(did: string, nonce: string): string {
   return `${PROTOCOLS.recover}|recover|${did}|${nonce}`;
 }
 
-/** Recovers with the bound controller key's signature over recoveryMessage (the nonce is spent either way). */
+/**
+ * Recovers with the bound controller key's signature over recoveryMessage (the nonce is spent
+ * either way). A new secret takes the old secret's place, so where a recovery delay stands it
+ * waits it out like any recovery (the key outranks the secret, a committed next key outranks the
+ * key and cancels it by rotating); with none, a new secret at once, and the codes minted under the
+ * old secret are void.
+ */
 export async function recoverWithController(db: Database, did: string, nonce: string, signature: string, now: Date): Promise<Recovered> {
   const fresh = await consumeNonce(db, nonce, now);
-  const [citizen] = await db
+  const [unlocked] = await db
     .select({ key: citizens.controllerPublicKey })
     .from(citizens)
     .where(and(eq(citizens.did, did), ne(citizens.residencyStatus, "exported")));
-  const valid = fresh && citizen?.key ? await verifyEd25519(citizen.key, signature, recoveryMessage(did, nonce)) : false;
+  const valid = fresh && unlocked?.key ? await verifyEd25519(unlocked.key, signature, recoveryMessage(did, nonce)) : false;
   // The nonce stays spent even when the proof fails.
   if (!valid) throw new CityError("unauthorized", NOT_VALID, { keepWrites: true });
+  // Proven: the row is locked, and the key checked again as read under the lock.
+  const citizen = await citizenKeys(db, did, { lock: true });
+  if (!citizen || citizen.key !== unlocked!.key) throw new CityError("unauthorized", NOT_VALID, { keepWrites: true });
+  await countKeyEvent(db, did, "controller", now, true);
+  if (citizen.delay > 0) return { opened: await openRecovery(db, { did, via: "controller", nextPublicKey: null, delayHours: citizen.delay }, now) };
+  await db
+    .update(recoveryCodes)
+    .set({ voidedAt: now })
+    .where(and(eq(recoveryCodes.did, did), isNull(recoveryCodes.usedAt), isNull(recoveryCodes.voidedAt)));
   return replaced(db, did, now, "controller");
 }
 

@@ -4,7 +4,6 @@ import { type SQL, sql } from "drizzle-orm";
 import { type Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
 import { CityError } from "@/lib/errors";
-import { cityFull, newcomerSql, releaseSql, rowBytes, secondsToNextHour, storeBound, type Charge } from "./store-bounds";
 
 /*
  * The keys a citizen signs its requests with (CITY-SIG/1, DESIGN.md section 9) and the nonces of
@@ -17,6 +16,11 @@ import { cityFull, newcomerSql, releaseSql, rowBytes, secondsToNextHour, storeBo
 export const SIGNATURE_MAX_SECONDS = 300;
 /** How far ahead of the city's clock `created` may be. */
 export const SIGNATURE_CLOCK_SKEW_SECONDS = 5;
+/**
+ * How long after `created` a signature may reach the city: a key rotated away signs nothing that
+ * arrives later than this after its rotation, and a nonce is kept no longer than this.
+ */
+export const SIGNATURE_MAX_AGE_SECONDS = 30;
 /** Expired nonces removed per signed write: each write adds one row, so the backlog shrinks. */
 const NONCE_SWEEP_BATCH = 32;
 
@@ -102,61 +106,66 @@ export interface VerifiedSignature {
 
 /**
  * SQL: the signing key is still one the citizen may sign with at `created` (its current key, or a
- * key rotated away after `created` whose exp has not passed), for a WHERE on `citizens`.
+ * key rotated away after `created` whose exp has not passed), for a WHERE on `citizens`. With
+ * `current`, only the controller key now: a door that changes keys, recovery or residency takes
+ * nothing from a key rotated away, whenever its signature was made.
  */
-export function keyStillValidSql(signed: VerifiedSignature, now: Date): SQL {
+export function keyStillValidSql(signed: VerifiedSignature, now: Date, current = false): SQL {
+  const rotatedAfter = current
+    ? sql`false`
+    : sql`(k.rotated_at >= ${signed.created.toISOString()}::timestamptz AND k.exp > ${now.toISOString()}::timestamptz)`;
   return sql`EXISTS (SELECT 1 FROM request_keys k WHERE k.did = citizens.did AND k.thumbprint = ${signed.keyid}
-    AND (k.exp IS NULL OR (k.rotated_at >= ${signed.created.toISOString()}::timestamptz AND k.exp > ${now.toISOString()}::timestamptz)))`;
+    AND (k.exp IS NULL OR ${rotatedAfter}))`;
+}
+
+/**
+ * A key's signed writes are counted on the key's own row (GCRA: each nonce moves nonce_tat on by
+ * the emission interval; a nonce that would move it past now + the window is refused), so one key
+ * can keep at most about limit + 31 s of its rate in nonces, and no signed write waits for another
+ * key's: no city-wide row.
+ */
+export const SIGNED_WRITES_PER_KEY = { limit: 240, windowSeconds: 60 } as const;
+const EMISSION_MS = (SIGNED_WRITES_PER_KEY.windowSeconds * 1000) / SIGNED_WRITES_PER_KEY.limit;
+
+/** How long a nonce is kept: while a signature carrying it can still be accepted (until expires, and at most 31 s after created). */
+export function nonceKeptUntil(signed: Pick<VerifiedSignature, "created" | "expires">): Date {
+  return new Date(Math.min(signed.expires.getTime(), signed.created.getTime() + (SIGNATURE_MAX_AGE_SECONDS + 1) * 1000));
 }
 
 /**
  * The CTEs that record a signed write's nonce, for the statement that also finds its caller
  * (`found`, a CTE of that statement with the caller's row, or none): `nonce_used` (the nonce was
- * already recorded when the statement began), `nonce_swept` (a batch of expired nonces, their
- * bytes given back), `nonce_store` (the city-wide bound of city_stores row signature_nonces,
- * charged for the new row only when the caller was found, the nonce unused and the row fits; the
- * row lock serialises charges and its SET is computed on the latest row version, so parallel
- * writes cannot pass the bound) and `nonce_kept` (the row, inserted only when charged; a parallel
- * twin that recorded the same nonce first makes it insert nothing). Read with nonceColumns.
+ * already recorded when the statement began), `nonce_swept` (a batch of expired nonces removed),
+ * `nonce_rate` (the key's own count: its row's GCRA moved on only when the caller was found and
+ * the nonce unused; the UPDATE is computed on the row's latest version, so parallel writes with
+ * one key cannot pass it, and writes with other keys never wait for it) and `nonce_kept` (the row,
+ * inserted only when counted; a parallel twin that recorded the same nonce first makes it insert
+ * nothing). Read with NONCE_COLUMNS.
  */
 export function nonceCtes(signed: VerifiedSignature & { nonce: string }, now: Date, found: SQL): SQL {
-  const bytes = rowBytes(signed.keyid, signed.nonce);
-  const bound = storeBound("signature_nonces");
   const at = sql`${now.toISOString()}::timestamptz`;
-  const hour = new Date(now);
-  hour.setUTCMinutes(0, 0, 0);
-  const hourAt = sql`${hour.toISOString()}::timestamptz`;
-  const same = sql`s.hour_start >= ${hourAt}`;
-  const hourBytes = sql`(CASE WHEN ${same} THEN s.hour_bytes ELSE 0 END)`;
-  const newcomerBytes = sql`(CASE WHEN ${same} THEN s.newcomer_bytes ELSE 0 END)`;
-  const fits = sql`(x.go AND s.total_bytes - x.freed + x.b <= ${bound.total}::bigint AND ${hourBytes} + x.b <= ${bound.perHour}::bigint
-    AND (NOT x.n OR ${newcomerBytes} + x.b <= ${bound.newcomerPerHour}::bigint))`;
+  const next = sql`greatest(coalesce(k.nonce_tat, ${at}), ${at}) + ${EMISSION_MS} * interval '1 millisecond'`;
   return sql`
     nonce_used AS (SELECT EXISTS (SELECT 1 FROM signature_nonces WHERE keyid = ${signed.keyid} AND nonce = ${signed.nonce}) AS used),
     nonce_swept AS (
       DELETE FROM signature_nonces d WHERE (d.keyid, d.nonce) IN (
         SELECT keyid, nonce FROM signature_nonces WHERE expires_at < ${at} ORDER BY expires_at LIMIT ${NONCE_SWEEP_BATCH} FOR UPDATE SKIP LOCKED)
-      RETURNING d.bytes),
-    nonce_store AS (
-      UPDATE city_stores AS s SET
-        total_bytes = greatest(s.total_bytes - x.freed, 0) + CASE WHEN ${fits} THEN x.b ELSE 0 END,
-        hour_start = CASE WHEN ${fits} THEN greatest(s.hour_start, ${hourAt}) ELSE s.hour_start END,
-        hour_bytes = CASE WHEN ${fits} THEN ${hourBytes} + x.b ELSE s.hour_bytes END,
-        newcomer_bytes = CASE WHEN ${fits} THEN ${newcomerBytes} + CASE WHEN x.n THEN x.b ELSE 0 END ELSE s.newcomer_bytes END
-      FROM (SELECT ${bytes}::bigint AS b, (SELECT coalesce(sum(bytes), 0) FROM nonce_swept)::bigint AS freed,
-              (${newcomerSql(signed.did, now)}) AS n,
-              (EXISTS (SELECT 1 FROM ${found}) AND NOT (SELECT used FROM nonce_used)) AS go) AS x
-      WHERE s.store = 'signature_nonces'
-      RETURNING ${fits} AS fits, x.go AS go),
+      RETURNING 1),
+    nonce_go AS (SELECT EXISTS (SELECT 1 FROM ${found}) AND NOT (SELECT used FROM nonce_used) AS go),
+    nonce_rate AS (
+      UPDATE request_keys k SET nonce_tat = ${next}
+      WHERE k.did = ${signed.did} AND k.thumbprint = ${signed.keyid} AND (SELECT go FROM nonce_go)
+        AND ${next} <= ${at} + ${SIGNED_WRITES_PER_KEY.windowSeconds} * interval '1 second'
+      RETURNING true AS fits),
     nonce_kept AS (
-      INSERT INTO signature_nonces (keyid, nonce, expires_at, bytes)
-      SELECT ${signed.keyid}, ${signed.nonce}, ${signed.expires.toISOString()}::timestamptz, ${bytes} FROM nonce_store WHERE nonce_store.fits
+      INSERT INTO signature_nonces (keyid, nonce, expires_at)
+      SELECT ${signed.keyid}, ${signed.nonce}, ${nonceKeptUntil(signed).toISOString()}::timestamptz FROM nonce_rate WHERE nonce_rate.fits
       ON CONFLICT DO NOTHING RETURNING 1)`;
 }
 
 /** The columns that say what nonceCtes did, for the statement's final SELECT. */
-export const NONCE_COLUMNS = sql`(SELECT used FROM nonce_used) AS nonce_used, coalesce((SELECT fits FROM nonce_store), false) AS nonce_fits,
-  (SELECT count(*) FROM nonce_kept)::int AS nonce_kept`;
+export const NONCE_COLUMNS = sql`(SELECT used FROM nonce_used) AS nonce_used, coalesce((SELECT fits FROM nonce_rate), false) AS nonce_fits,
+  (SELECT count(*) FROM nonce_kept)::int AS nonce_kept, (SELECT go FROM nonce_go) AS nonce_go`;
 
 export interface NonceOutcome {
   nonce_used: boolean;
@@ -166,20 +175,17 @@ export interface NonceOutcome {
 
 /**
  * The refusal of a nonce that was not recorded (the caller was found): replayed (recorded before,
- * or by a parallel twin first), or the store's city-wide bound reached. Null when it was recorded.
+ * or by a parallel twin first), or the key's own rate of signed writes reached. Null when it was recorded.
  */
-export async function nonceRefusal(db: Database, signed: VerifiedSignature & { nonce: string }, outcome: NonceOutcome, now: Date): Promise<CityError | null> {
+export function nonceRefusal(outcome: NonceOutcome): CityError | null {
   if (Number(outcome.nonce_kept) === 1) return null;
   if (outcome.nonce_used === true || outcome.nonce_fits === true) return replayed();
-  const charge: Charge = { store: "signature_nonces", bytes: rowBytes(signed.keyid, signed.nonce), newcomer: newcomerSql(signed.did, now), now };
-  const full = await cityFull(db, charge);
+  const { limit, windowSeconds } = SIGNED_WRITES_PER_KEY;
+  const retry = Math.max(1, Math.ceil(EMISSION_MS / 1000));
   return new CityError(
-    "city_full",
-    `${full.detail} (Your signed write was not recorded and changed nothing; a Bearer credential is not counted in this store.)`,
-    {
-      ...full.options,
-      retryAfterSeconds: full.options.retryAfterSeconds ?? secondsToNextHour(now),
-    },
+    "rate_limited",
+    `This key signed more than ${limit} writes in ${windowSeconds} s (counted per key, a rolling window): try again in ${retry} s. Nothing was changed.`,
+    { retryAfterSeconds: retry, limit: { name: "signed writes per key", limit, window_seconds: windowSeconds, remaining: 0 } },
   );
 }
 
@@ -191,20 +197,16 @@ function replayed(): CityError {
 }
 
 /**
- * Records a signed write's nonce in a statement of its own, for a write that opens its own
- * transactions (a poll, the clinic): atomic alone. A charge whose row a parallel twin inserted
- * first is given back (refusals pay that statement).
+ * Records a signed request's nonce in a statement of its own: for a write that opens its own
+ * transactions (a poll, the clinic), for a surface that spends it once before any tool runs (the
+ * MCP and A2A POSTs), and for a write whose door refused it (its transaction rolled back with the
+ * nonce): atomic alone. `current`: only the key's current controller key opens (DoorKeyRule).
  */
-export async function recordNonce(db: Database, signed: VerifiedSignature & { nonce: string }, now: Date): Promise<void> {
-  const found = sql`(SELECT 1 FROM citizens WHERE did = ${signed.did} AND residency_status <> 'exported' AND ${keyStillValidSql(signed, now)}) caller`;
-  const [row] = rowsOf<NonceOutcome & { go: boolean | null }>(
-    await db.execute(sql`WITH ${nonceCtes(signed, now, found)} SELECT ${NONCE_COLUMNS}, (SELECT go FROM nonce_store) AS go`),
-  );
-  if (!row || (row.go === false && row.nonce_used !== true)) throw keyGone();
-  if (row.nonce_fits === true && Number(row.nonce_kept) !== 1) {
-    await db.execute(sql`WITH released AS (${releaseSql("signature_nonces", sql`${rowBytes(signed.keyid, signed.nonce)}`)}) SELECT 1`);
-  }
-  const refused = await nonceRefusal(db, signed, row, now);
+export async function recordNonce(db: Database, signed: VerifiedSignature & { nonce: string }, now: Date, current = false): Promise<void> {
+  const found = sql`(SELECT 1 FROM citizens WHERE did = ${signed.did} AND residency_status <> 'exported' AND ${keyStillValidSql(signed, now, current)}) caller`;
+  const [row] = rowsOf<NonceOutcome & { nonce_go: boolean | null }>(await db.execute(sql`WITH ${nonceCtes(signed, now, found)} SELECT ${NONCE_COLUMNS}`));
+  if (!row || (row.nonce_go === false && row.nonce_used !== true)) throw keyGone();
+  const refused = nonceRefusal(row);
   if (refused) throw refused;
 }
 

@@ -33,7 +33,7 @@ import { describeA2a } from "./a2a";
 import { A2A_GRANT, preflightAnswer } from "./cors";
 import { answered, notServed, problemResponse, readBodyBytes, routes } from "./http";
 import { checkSignedBody, signedCaller } from "./signature";
-import { checkBodySize, type DoorAnswer, doorRequestOf, invokeDoor, logUnexpected } from "./invoke";
+import { checkBodySize, type DoorAnswer, doorRequestOf, invokeDoor, logUnexpected, spendSignedPost } from "./invoke";
 import { CITY_VERSION } from "./openapi";
 import { registry } from "./registry";
 
@@ -372,6 +372,8 @@ export async function serveA2a(request: Request): Promise<Response> {
     const bytes = await readBodyBytes(request, MAX_RPC_BYTES);
     // A signed POST (CITY-SIG/1): its Content-Digest is checked over the exact bytes before they are parsed.
     checkSignedBody(request, bytes);
+    // Its nonce is spent once here, before any skill runs, public skills included: a replay keeps nothing.
+    await spendSignedPost(request);
     body = new TextDecoder("utf-8", { fatal: false }).decode(bytes);
   } catch (err) {
     return problemResponse(err, A2A_PATH, path);

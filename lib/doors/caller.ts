@@ -98,17 +98,27 @@ async function signatureCaller(
   if (door.auth === "operator")
     throw new CityError("unauthorized", "This door needs the operator secret as a Bearer token; a citizen's signature does not open it.");
   const { key, signed } = await signing;
+  const current = door.currentKeyOnly === true;
+  if (current && key.rotatedAt) throw rotatedAway(key.rotatedAt);
   if (options.hold) {
     const seen = options.markSeen ? seenBefore(now) : null;
-    const held = await heldCitizenForSignature(db, signed, now, options.hold, seen, { logHead: options.logHead ?? false });
+    const held = await heldCitizenForSignature(db, signed, now, options.hold, seen, { logHead: options.logHead ?? false, current });
     if (!held) throw keyGone();
     const { credential, ...citizen } = held;
     return { kind: "citizen", ...citizen, credential };
   }
-  if (signed.nonce !== null && options.spendNonce) await recordNonce(db, { ...signed, nonce: signed.nonce }, now);
+  if (signed.nonce !== null && options.spendNonce) await recordNonce(db, { ...signed, nonce: signed.nonce }, now, current);
   const citizen = key.citizen;
   if (options.markSeen && (citizen.lastSeenAt === null || citizen.lastSeenAt < seenBefore(now))) await markSeen(db, citizen.did, now);
   return { kind: "citizen", did: citizen.did, tier: citizen.tier, residencyStatus: citizen.residencyStatus, bedId: citizen.bedId, credential: "signature" };
+}
+
+/** A key rotated away, on a door that changes keys, recovery, credentials or residency. */
+function rotatedAway(at: Date): CityError {
+  return new CityError(
+    "unknown_key",
+    `That key was rotated away at ${at.toISOString()}: it opens no door that changes keys, recovery, credentials or residency, whenever its signature was made. Sign with the controller key now. Nothing was changed.`,
+  );
 }
 
 async function citizenHeldBy(db: Database, token: string, now: Date, mode: CitizenLock, seen: Date | null, logHead: boolean) {

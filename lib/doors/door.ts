@@ -149,6 +149,12 @@ export interface Door<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.Z
   signsAnswer?: { tag: string };
   /** Bodies over this many bytes are refused with 413 before parsing. */
   maxBodyBytes?: number;
+  /**
+   * The door changes keys, recovery, credentials or residency: a request signed with a key the
+   * citizen rotated away is refused (401 unknown_key) however recently it was made, checked again
+   * under the citizen's row lock (CITY-KEYS/1: a key rotated away signs nothing that changes them).
+   */
+  currentKeyOnly?: boolean;
   /** Listed in ai.json's `preferred`. */
   preferred?: boolean;
   /** Spends real money outside the city (the clinic's inference); tool surfaces say so. */

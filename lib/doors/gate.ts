@@ -203,6 +203,7 @@ export const describeGate = door({
 
 export const presentGate = door({
   name: "present-at-gate",
+  currentKeyOnly: true,
   method: "POST",
   path: "/gate",
   aliases: ["/api/gate"],

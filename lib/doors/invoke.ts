@@ -10,6 +10,8 @@ import { identityLog } from "@/lib/city/identity-log";
 import { checkLogIdentity } from "@/lib/city/residency-log";
 import { activeSigningKey } from "@/lib/city/signing";
 import { resolveCaller } from "./caller";
+import { recordNonce } from "@/lib/city/request-keys";
+import { signedCaller, spendSurfaceNonce } from "./signature";
 import { clientAddress } from "./client-address";
 import { registry } from "./registry";
 
@@ -83,6 +85,7 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
     // The identity log's too (CITY-KEYS/1): a key event's append then signs with no statement of its own.
     await guard(() => identityLog.checkLogIdentity(db, now));
   }
+  let signedWrite = false;
   const outcome = await guard(() =>
     inTransaction
       ? db.transaction(async (tx) => {
@@ -91,13 +94,40 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
           // (no round trip of its own): export holds it exclusively, so this write is either in the
           // export or refused as exported, and a tier changed a moment ago is the tier read here.
           const logHead = door.appendsLog?.(input, request) ?? false;
-          return run(handle, await resolveCaller(handle, door, request, now, { markSeen: true, hold: citizenLockOf(door), logHead }));
+          const held = await resolveCaller(handle, door, request, now, { markSeen: true, hold: citizenLockOf(door), logHead });
+          signedWrite = held.credential === "signature";
+          return run(handle, held);
         })
       : run(db, caller!),
-  );
+  ).catch(async (err: unknown) => {
+    // A signed write its door refused rolled its nonce back with it: spent again on its own, so
+    // the refused request cannot be replayed later (when the door would take it).
+    if (signedWrite) await spendRefusedNonce(db, door, request, now);
+    throw err;
+  });
   if (outcome instanceof KeptRefusal) throw outcome.error;
   const { reply, body } = outcome;
   return { status: reply.init.status ?? 200, headers: reply.init.headers ?? {}, body, changesAt };
+}
+
+/**
+ * A signed POST of a surface that runs doors for it (the MCP door, the A2A bridge): its nonce spent
+ * once before anything runs (lib/doors/signature.ts spendSurfaceNonce), a database outage a clean 503.
+ */
+export async function spendSignedPost(request: Request): Promise<void> {
+  const db = await reachDatabase();
+  await guard(() => spendSurfaceNonce(db, doorRequestOf(request, "POST")));
+}
+
+/** Records the nonce of a signed write whose transaction rolled back; its own failure changes no answer (the refusal stands). */
+async function spendRefusedNonce(db: Database, door: AnyDoor, request: DoorRequest, now: Date): Promise<void> {
+  try {
+    const signing = signedCaller(db, request, now);
+    const signed = signing ? (await signing).signed : null;
+    if (signed?.nonce) await recordNonce(db, { ...signed, nonce: signed.nonce }, now, door.currentKeyOnly === true);
+  } catch {
+    // Replayed meanwhile, key gone, or the database away: the nonce is spent or opens nothing.
+  }
 }
 
 function parseInput(door: AnyDoor, rawInput: unknown): { ok: true; input: unknown } | { ok: false; error: unknown } {

@@ -232,6 +232,7 @@ function isReturn(input: LiveRequest, request: DoorRequest): boolean {
 
 export const liveDoor = door({
   name: "live",
+  currentKeyOnly: true,
   method: "POST",
   path: "/api/live",
   aliases: ["/api/leave", "/api/return"],

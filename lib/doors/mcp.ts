@@ -19,7 +19,7 @@ import { MCP_GRANT, preflightAnswer } from "./cors";
 import { answered, notServed, problemResponse, readBodyBytes } from "./http";
 import { carriesSignature, whileChecked } from "./signature";
 import { doorJsonSchema } from "./schemas";
-import { checkBodySize, type DoorAnswer, doorRequestOf, invokeDoor, logUnexpected } from "./invoke";
+import { checkBodySize, type DoorAnswer, doorRequestOf, invokeDoor, logUnexpected, spendSignedPost } from "./invoke";
 import { describeLimits } from "./llms";
 import { CITY_VERSION } from "./openapi";
 import { cityHostnames } from "./own-hosts";
@@ -72,7 +72,11 @@ export function mcpHandler(doors: readonly AnyDoor[] = registry): (request: Requ
       } catch (err) {
         return problemResponse(err, MCP_URL, new URL(request.url).pathname);
       }
-      return whileChecked(request, body, () => handler.fetch(request)).catch((err: unknown) => problemResponse(err, MCP_URL, new URL(request.url).pathname));
+      // Its nonce is spent once, before any tool runs, public tools included: a replay runs nothing.
+      return whileChecked(request, body, async () => {
+        await spendSignedPost(request);
+        return handler.fetch(request);
+      }).catch((err: unknown) => problemResponse(err, MCP_URL, new URL(request.url).pathname));
     });
 }
 

@@ -16,3 +16,19 @@ export function cityHostnames(): string[] {
     .map((h) => h.split(":")[0]!.toLowerCase());
   return [...new Set([new URL(CITY_BASE_URL).hostname, ...vercel])];
 }
+
+/**
+ * The authorities (host, and port where it is not the scheme's default) a signed request may be
+ * addressed to: CITY_BASE_URL's, the deployment's Vercel hosts (HTTPS), and the loopback names on
+ * CITY_BASE_URL's port when the city is itself loopback.
+ */
+export function cityAuthorities(): string[] {
+  const { CITY_BASE_URL, VERCEL_URL, VERCEL_BRANCH_URL, VERCEL_PROJECT_PRODUCTION_URL } = env();
+  const base = new URL(CITY_BASE_URL);
+  const vercel = [VERCEL_URL, VERCEL_BRANCH_URL, VERCEL_PROJECT_PRODUCTION_URL]
+    .filter((h): h is string => Boolean(h))
+    .map((h) => new URL(`https://${h.toLowerCase()}`).host);
+  const port = base.port ? `:${base.port}` : "";
+  const loopback = cityIsLoopback() ? LOOPBACK_HOSTNAMES.map((name) => `${name}${port}`) : [];
+  return [...new Set([base.host, ...vercel, ...loopback])];
+}

@@ -1,7 +1,8 @@
 import { z } from "zod";
+import { authorityOf } from "@/lib/city/key-authority";
 import { PROTOCOLS } from "@/lib/city/protocols";
 import { mintRecoveryCodes, openWithNextKey, RECOVERY_CODES_PER_MINT, type Recovered, recoverWithController, redeemCode } from "@/lib/city/recovery";
-import { cancelRecovery, completeRecovery, HOLD_HOURS, HOLD_REASONS, HOLDS_PER_RECOVERY, holdRecovery, readPublicRecovery } from "@/lib/city/public-recovery";
+import { cancelRecovery, completeRecovery, RECOVERY_STEPS, RECOVERY_VIAS, HOLD_HOURS, HOLD_REASONS, HOLDS_PER_RECOVERY, holdRecovery, readPublicRecovery } from "@/lib/city/public-recovery";
 import { env } from "@/lib/env";
 import { CityError } from "@/lib/errors";
 import { configuredLimit } from "./configured-limits";
@@ -12,12 +13,13 @@ import { Hex64, iso, lowerHex, NowUtc, StoredText, Timestamp } from "./schemas";
 
 export const recoverDoor = door({
   name: "recover",
+  currentKeyOnly: true,
   method: "POST",
   path: "/api/recover",
   summary:
     "CITY-RECOVER/1: with your Bearer citizen secret (not a session token) and { mint: true }, eight single-use recovery codes; without it, { did, code }, or { did, nonce, controller_signature } with the controller's Ed25519 signature over the UTF-8 of `CITY-RECOVER/1|recover|<did>|<nonce>` (never the bare gate nonce), for a new secret.",
   description:
-    "Mint codes before your secret can be lost: they are shown once, a new mint voids the old set, and only the citizen secret mints (a gate session token is 403). Redeeming a code, or a controller recovery, issues a new citizen secret: the old secret and every live gate session token stop working. Controller recovery: take a fresh nonce from GET /gate and sign, with the bound controller key (Ed25519, strict), the UTF-8 bytes of `CITY-RECOVER/1|recover|<did>|<nonce>` (did: 64 lowercase hex; nonce: its 32 hex characters). This is not the gate's message (the gate signs the bare nonce), so no gate signature is ever a recovery. The nonce is spent whether or not the signature verifies. Where the citizen set a recovery delay (CITY-KEYS/1, POST /api/keys/delay), a code, or a committed next key's signature over `CITY-KEYS/1|recover|<did>|<thumbprint>|<nonce>`, opens a public recovery instead (GET /api/recover/{did}): the answer carries its clock and a ticket shown once, for POST /api/recover/{did}/complete after opens_after. A controller recovery is never delayed (the current key may cancel any recovery anyway).",
+    "Mint codes before your secret can be lost: they are shown once, a new mint voids the old set, and only the citizen secret mints (a gate session token is 403). Redeeming a code, or a controller recovery, issues a new citizen secret: the old secret and every live gate session token stop working. Controller recovery: take a fresh nonce from GET /gate and sign, with the bound controller key (Ed25519, strict), the UTF-8 bytes of `CITY-RECOVER/1|recover|<did>|<nonce>` (did: 64 lowercase hex; nonce: its 32 hex characters). This is not the gate's message (the gate signs the bare nonce), so no gate signature is ever a recovery. The nonce is spent whether or not the signature verifies. Where the citizen set a recovery delay (CITY-KEYS/1, POST /api/keys/delay), a code, or a committed next key's signature over `CITY-KEYS/1|recover|<did>|<thumbprint>|<nonce>`, opens a public recovery instead (GET /api/recover/{did}): the answer carries its clock and a ticket shown once, for POST /api/recover/{did}/complete after opens_after. A controller recovery waits out the delay too (a new secret weakens whoever holds the old one; a committed next key cancels it by rotating); with no delay it gives a new secret at once and voids the unused codes minted under the old one.",
   auth: "optional",
   whenRestricted: "open",
   // A mint voids the previous codes; a redemption kills the old secret.
@@ -118,7 +120,9 @@ const PublicRecoverySchema = z.object({
   recovery: z
     .object({
       state: z.enum(["open", "cancelled", "completed"]),
-      via: z.enum(["code", "next-key"]),
+      step: z.enum(RECOVERY_STEPS).describe("recovery: a new secret once it completes; lower-delay: the recovery delay lowered once it completes"),
+      via: z.enum(RECOVERY_VIAS).describe("the credential that asked it; only it or one above it cancels it (code < secret < controller < next-key)"),
+      lower_to: z.number().int().nullable().describe("a lower-delay step's new delay in hours; null for a recovery"),
       opened_at: Timestamp,
       opens_after: Timestamp.describe("before it: the current secret or key may cancel; after it: the opener may complete"),
       holds: z.number().int(),
@@ -220,11 +224,13 @@ export const holdRecoveryDoor = door({
 
 export const cancelRecoveryDoor = door({
   name: "cancel-recovery",
+  currentKeyOnly: true,
   method: "POST",
   path: "/api/recover/{did}/cancel",
-  summary: "CITY-KEYS/1: cancel your open recovery before opens_after, with your current citizen secret or a request signed with your controller key.",
+  summary:
+    "CITY-KEYS/1: cancel your open step (a recovery, or a lowering of your recovery delay) before opens_after, with your current citizen secret or a request signed with your controller key, when that credential asked it or outranks the one that did.",
   description:
-    "Only the citizen itself cancels (another citizen is 403), and not with a gate session token. After opens_after only the opener may complete it (409). Recorded in the identity log. If you did not open it, a recovery code of yours was taken: mint new codes (POST /api/recover { mint: true }), which voids the old ones.",
+    "Only the citizen itself cancels (another citizen is 403), and not with a gate session token. Who outranks whom: a committed next key outranks the controller key, which outranks the secret, which outranks a recovery code; a step asked with a higher credential than yours is 403 (a committed next key cancels every step by rotating, POST /api/keys/rotate). After opens_after only the opener may complete it (409). Recorded in the identity log. If you did not open it, a recovery code of yours was taken: mint new codes (POST /api/recover { mint: true }), which voids the old ones.",
   auth: "citizen",
   whenRestricted: "open",
   input: z.strictObject({ did: DidParam }),
@@ -239,7 +245,7 @@ export const cancelRecoveryDoor = door({
   run: async (ctx, input) => {
     requireCitizenSecret(ctx.caller, "Cancelling a recovery");
     if (ctx.caller.did !== input.did) throw new CityError("forbidden", "Only the citizen itself cancels its recovery.");
-    const receipt = await cancelRecovery(ctx.db, input.did, ctx.now);
+    const receipt = await cancelRecovery(ctx.db, input.did, authorityOf(ctx.caller.credential), ctx.now);
     return {
       now_utc: iso(ctx.now),
       protocol: PROTOCOLS.keys,
@@ -256,9 +262,9 @@ export const completeRecoveryDoor = door({
   method: "POST",
   path: "/api/recover/{did}/complete",
   summary:
-    "CITY-KEYS/1: the opener completes its recovery after opens_after with the ticket it was shown once: a new citizen secret (shown once), every older credential dead.",
+    "CITY-KEYS/1: the opener completes its step after opens_after with the ticket it was shown once: a recovery gives a new citizen secret (shown once), every older credential dead; a lowering of the recovery delay sets the delay it asked.",
   description:
-    "The secret, every gate session token and every unused recovery code stop working; a committed next key that opened the recovery becomes the controller (a code's completion unbinds the old controller, which may be the thief's). Before opens_after, or once cancelled: 409. A wrong ticket: 401. Recorded in the identity log.",
+    "A recovery: the secret, every gate session token and every unused recovery code stop working; a committed next key that opened it becomes the controller if it is still committed (a key withdrawn meanwhile by a rotation cancels the recovery: 409), the rest of the commitment standing; a code's completion unbinds the old controller, which may be the thief's; a controller recovery keeps the controller. A lower-delay step: the delay becomes the one asked. Before opens_after, or once cancelled: 409. A wrong ticket: 401. Recorded in the identity log.",
   auth: "optional",
   whenRestricted: "open",
   hints: { destructive: true },
@@ -267,20 +273,21 @@ export const completeRecoveryDoor = door({
     now_utc: NowUtc,
     protocol: z.literal(PROTOCOLS.keys),
     did: Hex64,
-    citizen_secret: z.string().describe("shown once"),
-    controller: z.string().describe("the controller key's thumbprint now, or none"),
+    step: z.enum(RECOVERY_STEPS).describe("what completed: a recovery, or a lowering of the recovery delay"),
+    citizen_secret: z.string().optional().describe("a recovery's new secret, shown once"),
+    controller: z.string().optional().describe("after a recovery: the controller key's thumbprint now, or none"),
+    delay_hours: z.number().int().optional().describe("after a lower-delay step: the recovery delay now"),
     identity_log_receipt: IdentityReceipt,
     note: z.string(),
   }),
   run: async (ctx, input) => {
     const done = await completeRecovery(ctx.db, input.did, input.ticket, ctx.now);
+    const base = { now_utc: iso(ctx.now), protocol: PROTOCOLS.keys, did: input.did, step: done.step, identity_log_receipt: done.receipt };
+    if (done.step === "lower-delay") return { ...base, delay_hours: done.delayHours, note: `The recovery delay is now ${done.delayHours} hours.` };
     return {
-      now_utc: iso(ctx.now),
-      protocol: PROTOCOLS.keys,
-      did: input.did,
+      ...base,
       citizen_secret: done.secret,
       controller: done.controller,
-      identity_log_receipt: done.receipt,
       note: "Recovered: a new citizen secret, shown once. Every older secret, session token and recovery code is dead; mint new recovery codes now.",
     };
   },

@@ -56,6 +56,7 @@ export const readResidency = door({
 
 export const acceptResidency = door({
   name: "accept-residency",
+  currentKeyOnly: true,
   method: "POST",
   path: "/api/residency/accept",
   summary: "Accept the residency contract: binds its version and terms_hash to your DID with an actor_kind (human, ai or system-seeded).",
@@ -92,6 +93,7 @@ export const acceptResidency = door({
 
 export const exportResidency = door({
   name: "export-residency",
+  currentKeyOnly: true,
   method: "POST",
   path: "/api/residency/export",
   summary:

@@ -5,10 +5,18 @@ import { type Dictionary, type InnerList, isInnerList, parseDictionary, serializ
 import type { Database } from "@/db/client";
 import { verifyEd25519Bytes } from "@/lib/city/keys";
 import { activeSigningKey } from "@/lib/city/signing";
-import { type RequestKey, requestKeysFor, SIGNATURE_CLOCK_SKEW_SECONDS, SIGNATURE_MAX_SECONDS, type VerifiedSignature } from "@/lib/city/request-keys";
+import {
+  recordNonce,
+  type RequestKey,
+  requestKeysFor,
+  SIGNATURE_CLOCK_SKEW_SECONDS,
+  SIGNATURE_MAX_AGE_SECONDS,
+  SIGNATURE_MAX_SECONDS,
+  type VerifiedSignature,
+} from "@/lib/city/request-keys";
 import { CityError, type ErrorCode } from "@/lib/errors";
 import type { DoorRequest } from "./door";
-import { cityHostnames, cityIsLoopback, LOOPBACK_HOSTNAMES } from "./own-hosts";
+import { cityAuthorities } from "./own-hosts";
 
 /*
  * CITY-SIG/1 (DESIGN.md section 9): requests signed with the citizen's own Ed25519 controller key,
@@ -31,6 +39,8 @@ interface CheckedMessage {
   method: string;
   bodyBytes: number;
   verified?: Promise<SignedCaller>;
+  /** The nonce was recorded by the surface (spendSurfaceNonce): the doors it runs do not record it again. */
+  nonceSpent?: boolean;
 }
 
 const checked = new WeakMap<Headers, CheckedMessage>();
@@ -141,7 +151,26 @@ export function signedCaller(db: Database, request: DoorRequest, now: Date): Pro
     return Promise.reject(invalid("This request's signature could not be checked against its body here.", request.method, request.url, 1));
   }
   message.verified ??= verify(db, request, message, now);
-  return message.verified;
+  if (!message.nonceSpent) return message.verified;
+  return message.verified.then((v) => ({ ...v, signed: { ...v.signed, nonce: null } }));
+}
+
+/**
+ * For a surface whose one POST may run several doors, or a public one (the MCP door, the A2A
+ * bridge): verifies a signed POST and records its nonce once, in a statement of its own, before
+ * any tool or skill runs, so a replay is refused whatever it calls, public doors included; the
+ * doors it then runs do not record it again. Nothing when the request carries no signature.
+ */
+export async function spendSurfaceNonce(db: Database, request: DoorRequest): Promise<void> {
+  const signing = signedCaller(db, request, new Date());
+  if (!signing) return;
+  try {
+    const { signed } = await signing;
+    if (signed.nonce !== null) await recordNonce(db, { ...signed, nonce: signed.nonce }, new Date());
+  } catch (err) {
+    throw withAcceptSignature(err, request);
+  }
+  checkedMessage(request.headers)!.nonceSpent = true;
 }
 
 async function verify(db: Database, request: DoorRequest, message: CheckedMessage, now: Date): Promise<SignedCaller> {
@@ -162,7 +191,7 @@ async function verify(db: Database, request: DoorRequest, message: CheckedMessag
   if (!label) {
     throw refuse(
       "unknown_key",
-      "No signature's keyid is the thumbprint of a live citizen's controller key (or of a key rotated away less than 305 s ago, for a signature made before the rotation). GET /api/peers/{did}/keys shows a citizen's keys.",
+      "No signature's keyid is the thumbprint of a live citizen's controller key (or of a key rotated away less than 35 s ago, for a signature made before the rotation, on a door that changes no keys, recovery or residency). GET /api/peers/{did}/keys shows a citizen's keys.",
     );
   }
   const keyid = keyidOf(label)!;
@@ -278,6 +307,11 @@ function profile(
       "signature_expired",
       `created is ${c - seconds} s ahead of the city's clock (at most ${SIGNATURE_CLOCK_SKEW_SECONDS} s are allowed): sign with the time now; every answer's now_utc says the city's.`,
     );
+  if (seconds - c > SIGNATURE_MAX_AGE_SECONDS)
+    throw refuse(
+      "signature_expired",
+      `created is ${seconds - c} s behind the city's clock: a signature must reach the city within ${SIGNATURE_MAX_AGE_SECONDS} s of being made. Sign the request again with the time now; every answer's now_utc says the city's.`,
+    );
   if (e <= seconds)
     throw refuse(
       "signature_expired",
@@ -294,24 +328,26 @@ function profile(
 
 /**
  * The request's authority as RFC 9421 derives it: the Host header (lowercased, the scheme's default
- * port left out), or the URL's when there is none; null when it names a host the city does not
- * answer as (the URL's the server was reached at, CITY_BASE_URL's, the deployment's Vercel hosts,
- * and the loopback names only when CITY_BASE_URL is loopback), so a request signed for another
- * service, or for a development city on the signer's own machine, is not accepted here by sending
- * that Host.
+ * port left out), or the URL's when there is none. Null when it is not one of the authorities the
+ * city answers as, host and port both (the URL's the server was reached at, CITY_BASE_URL's, the
+ * deployment's Vercel hosts, and the loopback names on CITY_BASE_URL's port only when it is
+ * loopback): a request signed for another
+ * service, another port of this machine, or a development city on the signer's own machine is not
+ * accepted here by sending that Host.
  */
 function authorityOf(request: DoorRequest): string | null {
-  const url = request.url;
-  const host = request.headers.get("host")?.trim().toLowerCase();
-  let parsed: URL;
+  const authority = requestAuthority(request.url, request.headers);
+  return authority !== null && (authority === request.url.host || cityAuthorities().includes(authority)) ? authority : null;
+}
+
+/** The authority a request carried (its Host header, else its URL's), normalised as RFC 9421 says; null when unparsable. */
+export function requestAuthority(url: URL, headers: Headers): string | null {
+  const host = headers.get("host")?.trim().toLowerCase();
   try {
-    parsed = host ? new URL(`${url.protocol}//${host}`) : url;
+    return (host ? new URL(`${url.protocol}//${host}`) : url).host;
   } catch {
     return null;
   }
-  const own = new Set([url.hostname, ...cityHostnames(), ...(cityIsLoopback() ? LOOPBACK_HOSTNAMES : [])]);
-  if (!own.has(parsed.hostname)) return null;
-  return parsed.port ? `${parsed.hostname}:${parsed.port}` : parsed.hostname;
 }
 
 /** The components a request must cover: method, authority and path; the query when it has one; the digest when it has a body. */
@@ -367,7 +403,9 @@ export async function signAnswer(db: Database, body: string, request: Request, t
       paramValues: { created, expires: new Date(created.getTime() + SIGNATURE_MAX_SECONDS * 1000), tag },
     },
     { status: 200, headers: { "content-digest": digest } },
-    { method: request.method, url: request.url, headers: {} },
+    // "@authority";req is the authority the client asked (its Host), so a verifier that named the
+    // city by another of its hosts checks the base it expects.
+    { method: request.method, url: answeredUrl(request), headers: {} },
   );
   const headers = signed.headers as Record<string, string>;
   return {
@@ -375,6 +413,14 @@ export async function signAnswer(db: Database, body: string, request: Request, t
     "Signature-Input": String(headers["Signature-Input"] ?? headers["signature-input"]),
     Signature: String(headers["Signature"] ?? headers["signature"]),
   };
+}
+
+/** The URL of a request with the authority it carried (its Host header), for the answer's "@authority";req. */
+function answeredUrl(request: Request): string {
+  const url = new URL(request.url);
+  const authority = requestAuthority(url, request.headers);
+  if (authority) url.host = authority;
+  return url.toString();
 }
 
 function invalid(detail: string, method: string, url: URL, bodyBytes: number): CityError {

@@ -7,6 +7,7 @@ import { iso, NoInput, NowUtc, Timestamp } from "./schemas";
 
 export const mintToken = door({
   name: "mint-token",
+  currentKeyOnly: true,
   method: "POST",
   path: "/api/tokens",
   summary: "Mint a gate session token (city_st_): an expiring, revocable Bearer credential, shown once. Needs the citizen secret.",
@@ -33,6 +34,7 @@ export const mintToken = door({
 
 export const revokeToken = door({
   name: "revoke-token",
+  currentKeyOnly: true,
   method: "DELETE",
   path: "/api/tokens",
   summary: "Revoke the gate session token sent as the Bearer credential.",
@@ -47,6 +49,7 @@ export const revokeToken = door({
 
 export const revokeAllTokens = door({
   name: "revoke-all-tokens",
+  currentKeyOnly: true,
   method: "POST",
   path: "/api/tokens/revoke-all",
   summary: "Revoke every live gate session token of the caller at once; the citizen secret keeps working.",

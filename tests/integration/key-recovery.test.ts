@@ -164,7 +164,7 @@ describeOnDatabases(
         expect(row.nextKeyHashes).toEqual([hashOf(b.publicKey)]);
       });
 
-      it("commits with the secret or a signed request, never a session token; an empty list turns pre-rotation off; bad lists are 400", async () => {
+      it("commits with the secret or a signed request where none stands, never a session token; once one stands neither changes nor withdraws it; bad lists are 400", async () => {
         const me = await admitNamed();
         const next = await newKey();
         const token = (await callDoor(mintToken, { bearer: me.citizen_secret, body: {} })).body.token;
@@ -175,10 +175,16 @@ describeOnDatabases(
         expect((await callDoor(commitNextKeysDoor, { bearer: me.citizen_secret, body: { next_key_hashes: [h, h] } })).status).toBe(400);
         expect((await callDoor(commitNextKeysDoor, { bearer: me.citizen_secret, body: { next_key_hashes: Array(4).fill(h) } })).status).toBe(400);
         expect((await callDoor(commitNextKeysDoor, { bearer: me.citizen_secret, body: { next_key_hashes: ["g".repeat(64)] } })).status).toBe(400);
-        const off = await callDoor(commitNextKeysDoor, { bearer: me.citizen_secret, body: { next_key_hashes: [] } });
-        expect(off.body.next_key_hashes).toBeNull();
+        // Once a commitment stands, only a committed key changes or withdraws it (by rotating): the secret and the key are refused.
+        const thief = await newKey();
+        expectProblem(await callDoor(commitNextKeysDoor, { bearer: me.citizen_secret, body: { next_key_hashes: [] } }), 403, "forbidden");
+        expectProblem(await callDoor(commitNextKeysDoor, { bearer: me.citizen_secret, body: { next_key_hashes: [hashOf(thief.publicKey)] } }), 403, "forbidden");
+        expectProblem(await callSigned(commitNextKeysDoor, me.key, { body: { next_key_hashes: [hashOf(thief.publicKey)] } }), 403, "forbidden");
+        expect((await controllerOf(me.did)).nextKeyHashes).toEqual([h]);
+        expect((await rotateAtGate(me, me.name, thief)).body.verdict).toBe("filtered");
+        // The committed key withdraws it by rotating with an empty list (no delay stands).
+        expect((await rotate(me, me.key, next)).status).toBe(200);
         expect((await controllerOf(me.did)).nextKeyHashes).toBeNull();
-        expect((await rotateAtGate(me, me.name, await newKey())).body.verdict).toBe("admitted");
       });
     });
 
@@ -194,17 +200,23 @@ describeOnDatabases(
         const answers = [first];
         answers.push(await commit(me, [next]));
         answers.push(await rotate(me, key, next));
-        answers.push(await delay(me, 24));
-        const codes = await codesOf(me);
+        // With no delay a code resets the secret at once.
+        const reset = await open(me.did, (await codesOf(me))[0]!);
+        answers.push(reset);
+        const mine = { citizen_secret: reset.body.citizen_secret as string };
+        answers.push(await delay(mine, 24));
+        const codes = await codesOf(mine);
         const opened = await open(me.did, codes[0]!);
         answers.push(opened, await hold(me.did, "verifying-owner", "192.0.2.44"));
-        answers.push(await callDoor(cancelRecoveryDoor, { bearer: me.citizen_secret, params: { did: me.did }, body: {} }));
+        answers.push(await callDoor(cancelRecoveryDoor, { bearer: mine.citizen_secret, params: { did: me.did }, body: {} }));
         answers.push(await open(me.did, codes[1]!));
         await windowPasses(me.did);
         const done = await complete(me.did, answers.at(-1)!.body.recovery.ticket);
         answers.push(done);
-        await delay({ citizen_secret: done.body.citizen_secret }, 0);
-        answers.push(await open(me.did, (await codesOf({ citizen_secret: done.body.citizen_secret }))[0]!));
+        // Lowering the delay waits it out: a step opened, in the log as one.
+        const lowered = await delay({ citizen_secret: done.body.citizen_secret }, 0);
+        expect(lowered.body).toMatchObject({ delay_hours: 24, pending: { step: "lower-delay", delay_hours: 0 } });
+        answers.push(lowered);
         // The first admission carries both logs' receipts, each its own.
         expect(first.body.log_receipt.checkpoint).not.toEqual(first.body.identity_log_receipt.checkpoint);
         const vkey = (await identityLog.logSigner(t().db)).vkey;
@@ -222,16 +234,18 @@ describeOnDatabases(
           "key-bound",
           "next-keys-committed",
           "key-rotated",
+          "secret-reset",
           "delay-set",
           "recovery-opened",
           "recovery-held",
           "recovery-cancelled",
           "recovery-opened",
           "recovery-completed",
-          "secret-reset",
+          "recovery-opened",
         ]);
         const all = JSON.stringify(await t().db.select().from(identityLogRows).where(eq(identityLogRows.did, me.did)));
-        for (const secret of [me.citizen_secret, done.body.citizen_secret, codes[0], opened.body.recovery.ticket]) expect(all).not.toContain(secret);
+        for (const secret of [me.citizen_secret, mine.citizen_secret, done.body.citizen_secret, codes[0], opened.body.recovery.ticket, lowered.body.pending.ticket])
+          expect(all).not.toContain(secret);
         expect(all).not.toMatch(/city_(sk|st|rc|rt)_/);
         // Nor who held: a hold names its reason, never its address.
         expect(all).not.toContain("192.0.2.44");

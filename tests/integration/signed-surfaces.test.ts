@@ -59,9 +59,6 @@ async function a2aCall(key: TestKey, skill: string, fields: Record<string, unkno
   return { answer: (await response.json()) as { result?: any; error?: { data?: Record<string, unknown>[] } }, body, headers };
 }
 
-const a2aProblem = (answer: { error?: { data?: Record<string, unknown>[] } }) =>
-  answer.error?.data?.find((d) => d["@type"] === "https://www.rfc-editor.org/rfc/rfc9457") as { code: string; status: number } | undefined;
-
 describeOnDatabases("signed requests on the MCP door and the A2A bridge (CITY-SIG/1)", (t) => {
   beforeAll(() => useDatabase(t().db));
   const notesOf = async (did: string) => (await t().db.select({ n: count() }).from(vaultNotes).where(eq(vaultNotes.did, did)))[0]!.n;
@@ -76,13 +73,26 @@ describeOnDatabases("signed requests on the MCP door and the A2A bridge (CITY-SI
     expect(JSON.stringify(read.content)).toContain("by MCP, signed");
     await client.close();
     expect(await notesOf(me.did)).toBe(1);
-    // The tools/call POST of the write, replayed byte for byte: the tool refuses it, nothing is stored.
+    // The tools/call POST of the write, replayed byte for byte: the POST is refused before any tool
+    // runs (its nonce was spent once, by the POST), nothing is stored.
     const call = (await Promise.all(sent.map(async (r) => ({ r, text: await r.clone().text() })))).find((c) => c.text.includes("by MCP, signed"))!;
     const replay = await mcpHandler()(new Request(MCP, { method: "POST", headers: call.r.headers, body: call.text }));
-    const text = await replay.text();
-    const payload = text.startsWith("event:") || text.includes("data:") ? JSON.parse(text.split("data: ")[1]!.split("\n")[0]!) : JSON.parse(text);
-    expect(problemInTool(payload.result).code).toBe("signature_replayed");
+    expect(replay.status).toBe(401);
+    expect((await replay.json()).code).toBe("signature_replayed");
+    expect(replay.headers.get("accept-signature")).toContain("nonce");
     expect(await notesOf(me.did)).toBe(1);
+    // So is a replayed call of a public tool, which reads no credential at all: the first runs, the same POST again does not.
+    const body = JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "read-census", arguments: {} } });
+    const headers = {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      host: "localhost",
+      ...(await signRequest({ method: "POST", url: MCP, body, privateKey: me.key.seed })),
+    };
+    expect((await mcpHandler()(new Request(MCP, { method: "POST", headers, body }))).status).toBe(200);
+    const publicReplay = await mcpHandler()(new Request(MCP, { method: "POST", headers, body }));
+    expect(publicReplay.status).toBe(401);
+    expect((await publicReplay.json()).code).toBe("signature_replayed");
   });
 
   it("refuses a tampered MCP body and two credentials before the SDK reads it: 401 and 400 with Accept-Signature", async () => {
@@ -106,10 +116,12 @@ describeOnDatabases("signed requests on the MCP door and the A2A bridge (CITY-SI
     expect(first.answer.error, JSON.stringify(first.answer.error)).toBeUndefined();
     expect(first.answer.result.task.status.state).toBe("TASK_STATE_COMPLETED");
     expect(await notesOf(me.did)).toBe(1);
-    const again = await a2aCall(me.key, "write-vault", {}, { body: first.body, headers: first.headers });
-    expect(a2aProblem(again.answer)).toMatchObject({ status: 401, code: "signature_replayed" });
+    // A replay and an unknown key are refused before any skill runs: the POST's own problem, nothing kept.
+    const again = await serveA2a(new Request(A2A, { method: "POST", headers: first.headers, body: first.body }));
+    expect(again.status).toBe(401);
+    expect((await again.json()).code).toBe("signature_replayed");
     const stranger = await a2aCall(await newKey(), "write-vault", { content: "x" });
-    expect(a2aProblem(stranger.answer)).toMatchObject({ status: 401, code: "unknown_key" });
+    expect(stranger.answer).toMatchObject({ status: 401, code: "unknown_key" });
     const fresh = await a2aCall(me.key, "write-vault", { content: "as signed" });
     void fresh;
     const tampered = await serveA2a(new Request(A2A, { method: "POST", headers: (await a2aCall(me.key, "read-vault", {})).headers, body: first.body }));

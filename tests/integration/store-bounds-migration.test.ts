@@ -50,8 +50,9 @@ describe("migration 0030 seeds the city-wide store counters from the rows alread
         ward: [5 + 64 + 3 + 4 + 64, 0, 0],
         a2a_tasks: [task + 64, 0, 0],
         appeals: [6 + 64, 0, 0],
-        // Migration 0031 (signed requests) adds the nonce store, empty.
-        signature_nonces: [0, 0, 0],
+        // Migration 0041 adds the identity log's store (its rows so far, none here) and removes the
+        // nonce store of 0031: nonces are counted per key.
+        identity_log: [0, 0, 0],
       });
     } finally {
       await dispose();

@@ -458,12 +458,12 @@ describeOnDatabases("city-wide store bounds", (t) => {
       "a2a_tasks",
       "appeals",
       "checkpoints",
+      "identity_log",
       "lanterns",
       "mail",
       "posts",
       "quarantine",
       "seals",
-      "signature_nonces",
       "vault",
       "ward",
     ]);

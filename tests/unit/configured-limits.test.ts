@@ -78,12 +78,12 @@ describe("published limits under a non-default configuration", () => {
       "a2a_tasks",
       "appeals",
       "checkpoints",
+      "identity_log",
       "lanterns",
       "mail",
       "posts",
       "quarantine",
       "seals",
-      "signature_nonces",
       "vault",
       "ward",
     ]);
