@@ -42,7 +42,12 @@ export const IDENTITY_ROW_BYTES = 2048;
  * a flood of other citizens cannot stop an owner taking its keys back.
  */
 export async function countKeyEvent(db: Database, did: string, by: Authority, now: Date, charged: boolean): Promise<void> {
-  await requireSlot(db, { scope: "key-events", subject: `${did}/${by}`, limit: KEY_EVENTS_PER_HOUR, windowSeconds: 3600 }, now, `key events asked with this citizen's ${by}`);
+  await requireSlot(
+    db,
+    { scope: "key-events", subject: `${did}/${by}`, limit: KEY_EVENTS_PER_HOUR, windowSeconds: 3600 },
+    now,
+    `key events asked with this citizen's ${by}`,
+  );
   if (charged) await chargeStore(db, { store: "identity_log", bytes: IDENTITY_ROW_BYTES, newcomer: newcomerSql(did, now), now });
 }
 

@@ -188,8 +188,7 @@ const NOT_OPENER = "That ticket opens no recovery of this citizen: it is unknown
 
 /** What a completed step gave: a new secret (a recovery), or the lowered delay (a lower-delay step). */
 export type Completed =
-  | { step: "recovery"; secret: string; controller: string; receipt: LogReceipt }
-  | { step: "lower-delay"; delayHours: number; receipt: LogReceipt };
+  { step: "recovery"; secret: string; controller: string; receipt: LogReceipt } | { step: "lower-delay"; delayHours: number; receipt: LogReceipt };
 
 /**
  * The opener completes: its ticket proves it (read with no lock), then the citizen's row is

@@ -111,9 +111,7 @@ export interface VerifiedSignature {
  * nothing from a key rotated away, whenever its signature was made.
  */
 export function keyStillValidSql(signed: VerifiedSignature, now: Date, current = false): SQL {
-  const rotatedAfter = current
-    ? sql`false`
-    : sql`(k.rotated_at >= ${signed.created.toISOString()}::timestamptz AND k.exp > ${now.toISOString()}::timestamptz)`;
+  const rotatedAfter = current ? sql`false` : sql`(k.rotated_at >= ${signed.created.toISOString()}::timestamptz AND k.exp > ${now.toISOString()}::timestamptz)`;
   return sql`EXISTS (SELECT 1 FROM request_keys k WHERE k.did = citizens.did AND k.thumbprint = ${signed.keyid}
     AND (k.exp IS NULL OR ${rotatedAfter}))`;
 }

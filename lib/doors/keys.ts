@@ -144,7 +144,13 @@ export const setRecoveryDelayDoor = door({
       did: ctx.caller.did!,
       delay_hours: set.delayHours,
       pending: pending
-        ? { step: "lower-delay" as const, delay_hours: pending.lowerTo, opened_at: iso(pending.openedAt), opens_after: iso(pending.opensAfter), ticket: pending.ticket }
+        ? {
+            step: "lower-delay" as const,
+            delay_hours: pending.lowerTo,
+            opened_at: iso(pending.openedAt),
+            opens_after: iso(pending.opensAfter),
+            ticket: pending.ticket,
+          }
         : null,
       identity_log_receipt: set.receipt,
       note: pending

@@ -2,7 +2,17 @@ import { z } from "zod";
 import { authorityOf } from "@/lib/city/key-authority";
 import { PROTOCOLS } from "@/lib/city/protocols";
 import { mintRecoveryCodes, openWithNextKey, RECOVERY_CODES_PER_MINT, type Recovered, recoverWithController, redeemCode } from "@/lib/city/recovery";
-import { cancelRecovery, completeRecovery, RECOVERY_STEPS, RECOVERY_VIAS, HOLD_HOURS, HOLD_REASONS, HOLDS_PER_RECOVERY, holdRecovery, readPublicRecovery } from "@/lib/city/public-recovery";
+import {
+  cancelRecovery,
+  completeRecovery,
+  RECOVERY_STEPS,
+  RECOVERY_VIAS,
+  HOLD_HOURS,
+  HOLD_REASONS,
+  HOLDS_PER_RECOVERY,
+  holdRecovery,
+  readPublicRecovery,
+} from "@/lib/city/public-recovery";
 import { env } from "@/lib/env";
 import { CityError } from "@/lib/errors";
 import { configuredLimit } from "./configured-limits";

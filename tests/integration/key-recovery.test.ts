@@ -178,7 +178,11 @@ describeOnDatabases(
         // Once a commitment stands, only a committed key changes or withdraws it (by rotating): the secret and the key are refused.
         const thief = await newKey();
         expectProblem(await callDoor(commitNextKeysDoor, { bearer: me.citizen_secret, body: { next_key_hashes: [] } }), 403, "forbidden");
-        expectProblem(await callDoor(commitNextKeysDoor, { bearer: me.citizen_secret, body: { next_key_hashes: [hashOf(thief.publicKey)] } }), 403, "forbidden");
+        expectProblem(
+          await callDoor(commitNextKeysDoor, { bearer: me.citizen_secret, body: { next_key_hashes: [hashOf(thief.publicKey)] } }),
+          403,
+          "forbidden",
+        );
         expectProblem(await callSigned(commitNextKeysDoor, me.key, { body: { next_key_hashes: [hashOf(thief.publicKey)] } }), 403, "forbidden");
         expect((await controllerOf(me.did)).nextKeyHashes).toEqual([h]);
         expect((await rotateAtGate(me, me.name, thief)).body.verdict).toBe("filtered");
@@ -244,7 +248,14 @@ describeOnDatabases(
           "recovery-opened",
         ]);
         const all = JSON.stringify(await t().db.select().from(identityLogRows).where(eq(identityLogRows.did, me.did)));
-        for (const secret of [me.citizen_secret, mine.citizen_secret, done.body.citizen_secret, codes[0], opened.body.recovery.ticket, lowered.body.pending.ticket])
+        for (const secret of [
+          me.citizen_secret,
+          mine.citizen_secret,
+          done.body.citizen_secret,
+          codes[0],
+          opened.body.recovery.ticket,
+          lowered.body.pending.ticket,
+        ])
           expect(all).not.toContain(secret);
         expect(all).not.toMatch(/city_(sk|st|rc|rt)_/);
         // Nor who held: a hold names its reason, never its address.

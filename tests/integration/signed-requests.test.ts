@@ -111,7 +111,9 @@ describeOnDatabases(
       expect(await notesOf(me.did)).toBe(0);
       expect(await nonces()).toBe(before);
       // 25 s old is still taken.
-      expect((await callSigned(writeVault, me.key, { body: { content: "young" }, sign: { created: nowSeconds() - 25, lifetimeSeconds: 300 } })).status).toBe(200);
+      expect((await callSigned(writeVault, me.key, { body: { content: "young" }, sign: { created: nowSeconds() - 25, lifetimeSeconds: 300 } })).status).toBe(
+        200,
+      );
       expect(await notesOf(me.did)).toBe(1);
     });
 
