@@ -21,9 +21,11 @@ export const CITY_STORES = {
   appeals: { env: "APPEALS", bytes: 16 * MiB, perHour: MiB, what: "appeal reasons" },
   identity_log: {
     env: "IDENTITY_LOG",
-    bytes: 256 * MiB,
+    // No total by default: an append-only log a flood could fill for good would shut every owner's
+    // commitment out for good. Its growth is bounded per hour here, and per citizen and credential.
+    bytes: Number.MAX_SAFE_INTEGER,
     perHour: 8 * MiB,
-    what: "identity log rows of key events asked by a citizen (each counted as 2,048 bytes: its facts, tree nodes and checkpoint); append-only",
+    what: "identity log rows of key events asked with a citizen's secret or a recovery code (each counted as 2,048 bytes: its facts, tree nodes and checkpoint); append-only, so bounded per hour, with no total unless set",
   },
 } as const;
 

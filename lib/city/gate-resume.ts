@@ -43,9 +43,9 @@ async function moveController(db: Database, held: HeldCitizen, key: string, now:
     .where(eq(citizens.did, held.did));
   const to = jwkThumbprint(key);
   const details = { via: "gate", to, public_key: key, ...(held.controllerPublicKey ? { from: jwkThumbprint(held.controllerPublicKey) } : {}) };
-  await appendIdentityLog(db, { event: held.controllerPublicKey ? "key-rotated" : "key-bound", did: held.did, at: now, details });
-  // A move to a committed key outranks every credential: whatever step waits is cancelled.
+  // A move to a committed key outranks every credential: whatever step waits is cancelled (the step's row before the identity log's head).
   if (held.nextKeyHashes) await cancelOpenSteps(db, held.did, now, "rotated");
+  await appendIdentityLog(db, { event: held.controllerPublicKey ? "key-rotated" : "key-bound", did: held.did, at: now, details });
 }
 
 /**

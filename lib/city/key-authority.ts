@@ -37,9 +37,11 @@ export const IDENTITY_ROW_BYTES = 2048;
 /**
  * Counts a key event before it is appended, in its transaction, under the citizen's row lock: the
  * citizen's hourly rate for this credential, then (with `charged`) the identity log's city-wide
- * store bound. The steps that only defend a citizen (a rotation to a committed key, a
- * cancellation, a completion of a step already counted) are never refused by the city-wide bound:
- * a flood of other citizens cannot stop an owner taking its keys back.
+ * hourly bound (the identity_log store). Only events asked with the secret or a code are charged,
+ * the credentials every free identity holds; what a controller key or a committed key asks, and
+ * what only defends a citizen (a cancellation, a completion of a step already counted), is never
+ * refused by the city-wide bound: a flood of other citizens cannot stop an owner taking its keys
+ * back. Those are bounded per citizen and credential.
  */
 export async function countKeyEvent(db: Database, did: string, by: Authority, now: Date, charged: boolean): Promise<void> {
   await requireSlot(
@@ -68,9 +70,17 @@ export async function openStepOf(db: Database, did: string): Promise<OpenStep | 
 
 /**
  * Cancels every open step of a citizen whose row the caller holds locked (a rotation to a
- * committed key, an export), each with its identity log row naming why. The receipts of the rows.
+ * committed key, an export, a step of a higher credential, a raise of the delay over a lowering),
+ * each with its identity log row naming why. Called before the caller's own append, so the step's
+ * row is locked before the identity log's head, the order of every key event (a hold takes the
+ * same two). The receipts of the rows.
  */
-export async function cancelOpenSteps(db: Database, did: string, now: Date, reason: "rotated" | "exported"): Promise<LogReceipt[]> {
+export async function cancelOpenSteps(
+  db: Database,
+  did: string,
+  now: Date,
+  reason: "rotated" | "exported" | "outranked" | "delay-raised",
+): Promise<LogReceipt[]> {
   const at = sql`${now.toISOString()}::timestamptz`;
   const cancelled = rowsOf<{ id: number | string; step: string; via: string }>(
     await db.execute(sql`UPDATE ${recoveries} SET state = 'cancelled', closed_at = ${at} WHERE did = ${did} AND state = 'open' RETURNING id, step, via`),

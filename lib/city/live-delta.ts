@@ -1,3 +1,4 @@
+import type { RECOVERY_STEPS, RECOVERY_VIAS } from "@/db/schema";
 import { type SQL, sql } from "drizzle-orm";
 import { type Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
@@ -17,8 +18,8 @@ export interface ReturnDelta {
   latest_checkpoint: { version: number; sha256: string; bytes: number; created_at: string } | null;
   checkpoint_hash_verified: boolean | null;
   peers_present: number;
-  /** Your open recovery (CITY-KEYS/1), if any: cancel it with your secret or key before opens_after if you did not open it. */
-  recovery_open: { opens_after: string; holds: number } | null;
+  /** Your open step (CITY-KEYS/1: a recovery, or a lowering of your delay), if any: cancel it before opens_after if you did not ask it. */
+  recovery_open: { opens_after: string; holds: number; step: (typeof RECOVERY_STEPS)[number]; via: (typeof RECOVERY_VIAS)[number] } | null;
   wake: WakeCondition[];
 }
 
@@ -36,6 +37,8 @@ export interface DeltaRow {
   cp_verified: boolean | null;
   recovery_opens_after: Date | string | null;
   recovery_holds: number | string | null;
+  /** "<step>/<via>" of the open step. */
+  recovery_step: string | null;
 }
 
 /**
@@ -114,7 +117,14 @@ export function deltaOf(row: DeltaRow, since: Date, wakeOn: readonly WakeConditi
     checkpoint_hash_verified: row.cp_version === null ? null : row.cp_verified === true,
     peers_present: Number(row.peers_present),
     recovery_open:
-      row.recovery_opens_after === null ? null : { opens_after: new Date(row.recovery_opens_after).toISOString(), holds: Number(row.recovery_holds) },
+      row.recovery_opens_after === null
+        ? null
+        : {
+            opens_after: new Date(row.recovery_opens_after).toISOString(),
+            holds: Number(row.recovery_holds),
+            step: row.recovery_step!.split("/")[0] as (typeof RECOVERY_STEPS)[number],
+            via: row.recovery_step!.split("/")[1] as (typeof RECOVERY_VIAS)[number],
+          },
     wake: WAKE_ON.filter((c) => wakeOn.includes(c) && met[c]),
   };
 }
@@ -158,6 +168,7 @@ export function returnDeltaColumns(did: string, from: SQL, now: Date): SQL {
       (SELECT count(*) FROM locker_bags b WHERE b.did = ${did}) AS locker_bags,
       (SELECT r.opens_after FROM recoveries r WHERE r.did = ${did} AND r.state = 'open') AS recovery_opens_after,
       (SELECT r.holds FROM recoveries r WHERE r.did = ${did} AND r.state = 'open') AS recovery_holds,
+      (SELECT r.step || '/' || r.via FROM recoveries r WHERE r.did = ${did} AND r.state = 'open') AS recovery_step,
       (SELECT house FROM census_counts WHERE id)
         - (SELECT count(*) FROM citizens s WHERE s.residency_status = 'bound' AND s.bed_id IS NOT NULL AND s.last_seen_at <= (SELECT ${presentSince}::timestamptz))
         - (SELECT count(*) FROM citizens s WHERE s.residency_status = 'bound' AND s.bed_id IS NOT NULL AND s.last_seen_at IS NULL)

@@ -9,7 +9,7 @@ import type { LogReceipt } from "@/lib/tlog/append";
 import { hashCredential, isCredential, mintCredential, replaceSecret } from "./credentials";
 import { takeChain } from "./gate-windows";
 import { appendIdentityLog } from "./identity-log";
-import { atLeast, type Authority, countKeyEvent, openStepOf, outranked } from "./key-authority";
+import { atLeast, type Authority, cancelOpenSteps, countKeyEvent, openStepOf, outranked } from "./key-authority";
 import { citizenKeys, commitmentAfterMove, thumbprintOrNone, uncommittedProblem } from "./pre-rotation";
 import { requireSlot, slotRefusal } from "./rate";
 import { jwkThumbprint } from "./request-keys";
@@ -62,11 +62,15 @@ export async function setRecoveryDelay(db: Database, did: string, hours: number,
   }
   const citizen = await citizenKeys(db, did, { lock: true });
   if (!citizen) throw new CityError("not_found", "No citizen of the city has that DID.");
-  await countKeyEvent(db, did, by, now, true);
+  await countKeyEvent(db, did, by, now, by === "secret");
   if (hours < citizen.delay) {
     const opened = await openRecovery(db, { did, via: by, step: "lower-delay", lowerTo: hours, nextPublicKey: null, delayHours: citizen.delay }, now);
     return { delayHours: citizen.delay, pending: { ...opened, lowerTo: hours }, receipt: opened.receipt };
   }
+  // A raise undoes a lowering waiting to complete, when this credential may cancel it: the delay
+  // asked last by the higher credential stands.
+  const open = await openStepOf(db, did);
+  if (open?.step === "lower-delay" && atLeast(by, open.via)) await cancelOpenSteps(db, did, now, "delay-raised");
   await db.update(citizens).set({ recoveryDelayHours: hours }).where(eq(citizens.did, did));
   return { delayHours: hours, pending: null, receipt: (await appendIdentityLog(db, { event: "delay-set", did, at: now, details: { hours } })).logReceipt };
 }
@@ -89,7 +93,10 @@ export type StepRequest =
  * locked: counted against the citizen's 3 opens a day, at most one open.
  */
 export async function openRecovery(db: Database, o: StepRequest, now: Date): Promise<Opened> {
-  await requireSlot(db, opensWindow(o.did), now, "recovery opens for this citizen");
+  await requireSlot(db, opensWindow(o.did, o.via), now, `steps opened with this citizen's ${o.via}`);
+  // One step at a time, but never a lower credential's in the way of a higher one: it is cancelled.
+  const open = await openStepOf(db, o.did);
+  if (open && open.via !== o.via && atLeast(o.via, open.via)) await cancelOpenSteps(db, o.did, now, "outranked");
   const step = o.step ?? "recovery";
   const lowerTo = o.step === "lower-delay" ? o.lowerTo : null;
   const ticket = mintCredential("ticket");
@@ -115,8 +122,9 @@ export async function openRecovery(db: Database, o: StepRequest, now: Date): Pro
   return { ticket, openedAt: now, opensAfter, receipt: logReceipt };
 }
 
-function opensWindow(did: string) {
-  return { scope: "recover-open", subject: did, limit: OPENS_PER_DAY, windowSeconds: 86_400 };
+/** Opens are counted per citizen and credential, so spending a lower credential's opens never blocks a higher one. */
+function opensWindow(did: string, via: Authority) {
+  return { scope: "recover-open", subject: `${did}/${via}`, limit: OPENS_PER_DAY, windowSeconds: 86_400 };
 }
 
 /**

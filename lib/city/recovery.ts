@@ -83,7 +83,7 @@ export async function openWithNextKey(db: Database, did: string, nonce: string, 
       },
     );
   }
-  await countKeyEvent(db, did, "next-key", now, true);
+  await countKeyEvent(db, did, "next-key", now, false);
   return { opened: await openRecovery(db, { did, via: "next-key", nextPublicKey: publicKey, delayHours: citizen.delay }, now) };
 }
 
@@ -114,7 +114,7 @@ export async function recoverWithController(db: Database, did: string, nonce: st
   // Proven: the row is locked, and the key checked again as read under the lock.
   const citizen = await citizenKeys(db, did, { lock: true });
   if (!citizen || citizen.key !== unlocked!.key) throw new CityError("unauthorized", NOT_VALID, { keepWrites: true });
-  await countKeyEvent(db, did, "controller", now, true);
+  await countKeyEvent(db, did, "controller", now, false);
   if (citizen.delay > 0) return { opened: await openRecovery(db, { did, via: "controller", nextPublicKey: null, delayHours: citizen.delay }, now) };
   await db
     .update(recoveryCodes)

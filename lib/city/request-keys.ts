@@ -112,8 +112,11 @@ export interface VerifiedSignature {
  */
 export function keyStillValidSql(signed: VerifiedSignature, now: Date, current = false): SQL {
   const rotatedAfter = current ? sql`false` : sql`(k.rotated_at >= ${signed.created.toISOString()}::timestamptz AND k.exp > ${now.toISOString()}::timestamptz)`;
-  return sql`EXISTS (SELECT 1 FROM request_keys k WHERE k.did = citizens.did AND k.thumbprint = ${signed.keyid}
-    AND (k.exp IS NULL OR ${rotatedAfter}))`;
+  // With `current`, the key is compared with the citizen row's own controller as well: a lock wait's
+  // re-check (EvalPlanQual) re-reads that row, while request_keys is read as the statement began.
+  const onRow = current ? sql` AND city_key_thumbprint(citizens.controller_public_key) = ${signed.keyid}` : sql``;
+  return sql`(EXISTS (SELECT 1 FROM request_keys k WHERE k.did = citizens.did AND k.thumbprint = ${signed.keyid}
+    AND (k.exp IS NULL OR ${rotatedAfter}))${onRow})`;
 }
 
 /**
@@ -125,9 +128,14 @@ export function keyStillValidSql(signed: VerifiedSignature, now: Date, current =
 export const SIGNED_WRITES_PER_KEY = { limit: 240, windowSeconds: 60 } as const;
 const EMISSION_MS = (SIGNED_WRITES_PER_KEY.windowSeconds * 1000) / SIGNED_WRITES_PER_KEY.limit;
 
-/** How long a nonce is kept: while a signature carrying it can still be accepted (until expires, and at most 31 s after created). */
+/**
+ * How long a nonce is kept: while a signature carrying it can still be accepted (until expires,
+ * and at most 31 s after created), plus the clock skew allowed, so an instance whose clock runs
+ * ahead never sweeps a nonce that another still takes.
+ */
 export function nonceKeptUntil(signed: Pick<VerifiedSignature, "created" | "expires">): Date {
-  return new Date(Math.min(signed.expires.getTime(), signed.created.getTime() + (SIGNATURE_MAX_AGE_SECONDS + 1) * 1000));
+  const skew = SIGNATURE_CLOCK_SKEW_SECONDS * 1000;
+  return new Date(Math.min(signed.expires.getTime(), signed.created.getTime() + (SIGNATURE_MAX_AGE_SECONDS + 1) * 1000) + skew);
 }
 
 /**

@@ -31,7 +31,8 @@ export const commitNextKeysDoor = door({
     "Each hash is the lowercase hex SHA-256 of a next key's 32 raw Ed25519 bytes. Once committed, every path that moves the controller (the gate's next_controller_* rotation, POST /api/keys/rotate, a recovery) accepts only a committed key, whoever asks, and the commitment itself is changed or withdrawn only by a committed key, rotating (POST /api/keys/rotate): while one stands this door answers 403 to the secret and the controller key alike. A gate session token is refused (403). The commitment is recorded in the identity log.",
   auth: "citizen",
   whenRestricted: "open",
-  hints: { idempotent: true },
+  // Not idempotent: a second commitment while one stands is 403, a second lowering 409.
+  hints: { idempotent: false },
   input: z.strictObject({ next_key_hashes: NextKeyHashes }),
   output: z.object({
     now_utc: NowUtc,
@@ -112,7 +113,8 @@ export const setRecoveryDelayDoor = door({
     "Raising the delay applies at once; lowering a delay that stands weakens your protections, so it opens a public step instead (answered as pending, with a ticket shown once) that you complete after the delay standing now, and that the credential that asked it, or one above it, cancels meanwhile. 0 (the default) keeps CITY-RECOVER/1 as it is: a code gives a new secret at once. With a delay, a code or a committed next key opens a recovery, public at GET /api/recover/{did}, in the identity log and in your poll (recovery_open), that your current secret or key cancels before it opens and that anyone may hold. A gate session token is refused (403). Recorded in the identity log.",
   auth: "citizen",
   whenRestricted: "open",
-  hints: { idempotent: true },
+  // Not idempotent: a second commitment while one stands is 403, a second lowering 409.
+  hints: { idempotent: false },
   input: z.strictObject({
     hours: z.number().int().min(0).max(RECOVERY_DELAY_HOURS.max).describe(`0, or ${RECOVERY_DELAY_HOURS.min} to ${RECOVERY_DELAY_HOURS.max}`),
   }),

@@ -1,3 +1,4 @@
+import { RECOVERY_STEPS, RECOVERY_VIAS } from "@/lib/city/public-recovery";
 import { z } from "zod";
 import { LogReceiptSchema } from "@/lib/city/residency-log";
 import { type LogReceipts, withLogReceipts } from "@/lib/city/transparency-log";
@@ -72,10 +73,15 @@ const DeltaSchema = z.object({
   checkpoint_hash_verified: z.boolean().nullable().describe("null when the shelf is empty"),
   peers_present: Count.describe("other citizens present now (bound, with a bed, seen within 24 hours)"),
   recovery_open: z
-    .object({ opens_after: Timestamp, holds: Count })
+    .object({
+      opens_after: Timestamp,
+      holds: Count,
+      step: z.enum(RECOVERY_STEPS).describe("recovery: a new secret once it completes; lower-delay: your recovery delay lowered once it completes"),
+      via: z.enum(RECOVERY_VIAS).describe("the credential that asked it: it, or one above it, cancels it"),
+    })
     .nullable()
     .describe(
-      "a recovery of yours is open (CITY-KEYS/1): if you did not open it, cancel it with your secret or key before opens_after (POST /api/recover/{did}/cancel)",
+      "a step of yours is open (CITY-KEYS/1: a recovery, or a lowering of your delay): if you did not ask it, cancel it with your secret or key before opens_after (POST /api/recover/{did}/cancel), or rotate with a committed next key",
     ),
   wake: z.array(z.enum(WAKE_ON)).describe("the wake_on conditions that are met"),
 });

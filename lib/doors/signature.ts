@@ -16,7 +16,7 @@ import {
 } from "@/lib/city/request-keys";
 import { CityError, type ErrorCode } from "@/lib/errors";
 import type { DoorRequest } from "./door";
-import { cityAuthorities } from "./own-hosts";
+import { cityAuthorities, cityIsLoopback } from "./own-hosts";
 
 /*
  * CITY-SIG/1 (DESIGN.md section 9): requests signed with the citizen's own Ed25519 controller key,
@@ -329,15 +329,20 @@ function profile(
 /**
  * The request's authority as RFC 9421 derives it: the Host header (lowercased, the scheme's default
  * port left out), or the URL's when there is none. Null when it is not one of the authorities the
- * city answers as, host and port both (the URL's the server was reached at, CITY_BASE_URL's, the
- * deployment's Vercel hosts, and the loopback names on CITY_BASE_URL's port only when it is
- * loopback): a request signed for another
+ * city answers as, host and port both (CITY_BASE_URL's, the deployment's Vercel hosts, and, only
+ * when CITY_BASE_URL is loopback, the loopback names on its port and the URL the server was
+ * reached at): a request signed for another
  * service, another port of this machine, or a development city on the signer's own machine is not
  * accepted here by sending that Host.
  */
 function authorityOf(request: DoorRequest): string | null {
   const authority = requestAuthority(request.url, request.headers);
-  return authority !== null && (authority === request.url.host || cityAuthorities().includes(authority)) ? authority : null;
+  return authority !== null && isCityAuthority(authority, request.url) ? authority : null;
+}
+
+/** One of the city's authorities (cityAuthorities), or on a loopback city the URL it was reached at. */
+function isCityAuthority(authority: string, url: URL): boolean {
+  return cityAuthorities().includes(authority) || (cityIsLoopback() && authority === url.host);
 }
 
 /** The authority a request carried (its Host header, else its URL's), normalised as RFC 9421 says; null when unparsable. */
@@ -415,11 +420,11 @@ export async function signAnswer(db: Database, body: string, request: Request, t
   };
 }
 
-/** The URL of a request with the authority it carried (its Host header), for the answer's "@authority";req. */
+/** The URL of a request with the authority it carried (its Host header) when that is one of the city's, for the answer's "@authority";req. */
 function answeredUrl(request: Request): string {
   const url = new URL(request.url);
   const authority = requestAuthority(url, request.headers);
-  if (authority) url.host = authority;
+  if (authority && isCityAuthority(authority, url)) url.host = authority;
   return url.toString();
 }
 

@@ -45,6 +45,7 @@ export const readChallenge = door({
 
 export const submitProof = door({
   name: "prove-key",
+  currentKeyOnly: true,
   method: "POST",
   path: "/api/prove",
   summary:

@@ -352,9 +352,9 @@ describeOnDatabases(
       expect((await callSigned(writeVault, me.key, { body: { content: "sweeps" }, sign: { created: signedAt, lifetimeSeconds: 300 } })).status).toBe(200);
       const left = rowsOf<{ n: number }>(await t().db.execute(sql`SELECT count(*)::int AS n FROM signature_nonces WHERE keyid = 'old-key'`))[0]!.n;
       expect(left).toBe(8);
-      // Kept 31 s after created, not until expires (300 s): after that the age bound refuses a replay anyway.
+      // Kept 31 s after created and 5 s of skew, not until expires (300 s): after that the age bound refuses a replay anyway.
       const [kept] = rowsOf<{ expires_at: string | Date }>(await t().db.execute(sql`SELECT expires_at FROM signature_nonces WHERE keyid = ${me.key.keyid}`));
-      expect(new Date(kept!.expires_at).getTime() / 1000).toBe(signedAt + 31);
+      expect(new Date(kept!.expires_at).getTime() / 1000).toBe(signedAt + 36);
       // A key at its own rate: refused 429, nothing stored, no nonce kept; another key is not slowed.
       await t().db.execute(sql`UPDATE request_keys SET nonce_tat = now() + interval '60 seconds' WHERE thumbprint = ${me.key.keyid}`);
       const count = await nonces();
