@@ -18,6 +18,7 @@ import { expectProblem } from "../support/assertions";
 import { describeOnDatabases } from "../support/databases";
 import { callDoor, freshNonce, presentation } from "../support/gate";
 import { admitWithKey, callSigned, newKey, rotateAtGate, type TestKey } from "../support/signed";
+import { recoveryMessage } from "@/lib/city/recovery";
 import { identityEvents } from "../support/identity";
 
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
@@ -311,7 +312,7 @@ describeOnDatabases(
         expect(hours).toBe(48);
         // The citizen is told in its poll.
         const poll = await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return" } });
-        expect(poll.body.delta.recovery_open).toEqual({ opens_after: opened.body.recovery.opens_after, holds: 0 });
+        expect(poll.body.delta.recovery_open).toEqual({ opens_after: opened.body.recovery.opens_after, holds: 0, step: "recovery", via: "code" });
         // Nothing changed yet: the secret still works.
         expect(await works(me.citizen_secret)).toBe(true);
         const seen = await callDoor(readRecoveryDoor, { params: { did: me.did } });
@@ -367,6 +368,33 @@ describeOnDatabases(
         expect((await callSigned(readVault, me.key, { sign: { created: Math.floor(Date.now() / 1000) + 2 } })).status).toBe(401);
         expectProblem(await complete(me.did, opened.ticket), 401, "unauthorized");
         expect(await identityEvents(t(), me.did)).toEqual(expect.arrayContaining(["recovery-held", "recovery-completed"]));
+      });
+
+      it("never lets a lower credential's steps block a higher one: opens counted per credential, a higher step cancels a lower one's, a raise cancels a lower lowering", async () => {
+        const me = await admitNamed();
+        expect((await delay(me, 24)).body).toMatchObject({ delay_hours: 24, pending: null });
+        const latest = async () => (await callDoor(readRecoveryDoor, { params: { did: me.did } })).body.recovery;
+        // The secret (a thief's, say) lowers the delay; the key raises it, which cancels that lowering.
+        expect((await delay(me, 0)).body.pending).toMatchObject({ step: "lower-delay", delay_hours: 0 });
+        const raised = await callSigned(setRecoveryDelayDoor, me.key, { body: { hours: 48 } });
+        expect(raised.body).toMatchObject({ delay_hours: 48, pending: null });
+        expect(await latest()).toMatchObject({ state: "cancelled", step: "lower-delay", via: "secret" });
+        // The secret spends its three opens a day (the lowering above, then open, cancel, open)...
+        expect((await delay(me, 24)).status).toBe(200);
+        expect((await callDoor(cancelRecoveryDoor, { bearer: me.citizen_secret, params: { did: me.did }, body: {} })).status).toBe(200);
+        expect((await delay(me, 24)).body.pending).toMatchObject({ step: "lower-delay" });
+        expect((await delay(me, 0)).status).toBe(429);
+        // ...and the key's controller recovery is neither refused by the secret's count nor by its open step: it takes its place.
+        const nonce = await freshNonce();
+        const controller_signature = await me.key.signHex(recoveryMessage(me.did, nonce));
+        const recovered = await callDoor(recoverDoor, { body: { did: me.did, nonce, controller_signature } });
+        expect(recovered.status, JSON.stringify(recovered.body)).toBe(200);
+        expect(recovered.body.citizen_secret).toBeUndefined();
+        expect(await latest()).toMatchObject({ state: "open", step: "recovery", via: "controller" });
+        // The secret can neither cancel it nor push a step of its own in front of it.
+        expectProblem(await callDoor(cancelRecoveryDoor, { bearer: me.citizen_secret, params: { did: me.did }, body: {} }), 403, "forbidden");
+        expect((await delay(me, 24)).status).toBe(429);
+        expect(await latest()).toMatchObject({ state: "open", via: "controller" });
       });
 
       it("lets a committed next key open a recovery, which makes it the controller on completion", async () => {
