@@ -1,10 +1,10 @@
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from "@modelcontextprotocol/client";
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { registry } from "@/lib/doors/registry";
 import { ProblemSchema } from "@/lib/errors";
-import { BOOT_HOOK_TIMEOUT_MS, type CityServer, startCityServer } from "../support/next-server";
+import { useOwnServer } from "../support/own-server";
 
 /*
  * A door's refusal through the two generations of the MCP SDK's real client: v1
@@ -14,13 +14,7 @@ import { BOOT_HOOK_TIMEOUT_MS, type CityServer, startCityServer } from "../suppo
  * there: a refusal is `isError: true` with the RFC 9457 problem as JSON text and no
  * `structuredContent`. A server of the file's own, with limits low enough to reach 429 and 507.
  */
-let server: CityServer;
-beforeAll(async () => {
-  server = await startCityServer({ CITY_GATE_NONCES_LIVE: "1", CITY_STORE_WARD_BYTES: "0" });
-}, BOOT_HOOK_TIMEOUT_MS);
-afterAll(async () => {
-  await server?.stop();
-}, 30_000);
+const server = useOwnServer({ CITY_GATE_NONCES_LIVE: "1", CITY_STORE_WARD_BYTES: "0" });
 
 type ToolResult = { content?: unknown; structuredContent?: unknown; isError?: boolean };
 type CallTool = (name: string, args: Record<string, unknown>) => Promise<ToolResult>;
@@ -29,14 +23,14 @@ type CallTool = (name: string, args: Record<string, unknown>) => Promise<ToolRes
 const GENERATIONS = {
   "v1 (@modelcontextprotocol/sdk)": async (headers: Record<string, string> = {}) => {
     const client = new ClientV1({ name: "city-mcp-v1-test", version: "1.0.0" });
-    await client.connect(new TransportV1(new URL(`${server.baseUrl}/mcp`), { requestInit: { headers } }));
+    await client.connect(new TransportV1(new URL(`${server()}/mcp`), { requestInit: { headers } }));
     // As every client does (the Inspector too): the list is where the client learns each tool's outputSchema.
     expect((await client.listTools()).tools.length).toBe(registry.length);
     return { call: ((name, args) => client.callTool({ name, arguments: args })) as CallTool, close: () => client.close() };
   },
   "v2 (@modelcontextprotocol/client)": async (headers: Record<string, string> = {}) => {
     const client = new ClientV2({ name: "city-mcp-v2-test", version: "1.0.0" }, { versionNegotiation: { mode: "auto" } });
-    await client.connect(new TransportV2(new URL(`${server.baseUrl}/mcp`), { requestInit: { headers } }));
+    await client.connect(new TransportV2(new URL(`${server()}/mcp`), { requestInit: { headers } }));
     expect((await client.listTools()).tools.length).toBe(registry.length);
     return { call: ((name, args) => client.callTool({ name, arguments: args })) as CallTool, close: () => client.close() };
   },
@@ -53,7 +47,7 @@ function problemIn(result: ToolResult) {
 }
 
 async function admit(): Promise<string> {
-  const response = await fetch(`${server.baseUrl}/gate`, {
+  const response = await fetch(`${server()}/gate`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify({
