@@ -51,7 +51,7 @@ const EnvSchema = z.object({
     .trim()
     .regex(/^[\x21-\x2a\x2c-\x7e]{1,200}$/, "must be printable ASCII without spaces or '+' (a C2SP key name), such as city.example/residency-log")
     .optional(),
-  // The identity log's origin (DESIGN.md section 10); unset: "<host of CITY_BASE_URL>/identity-log". Same rules as CITY_LOG_ORIGIN.
+  // The identity log's origin (CITY-KEYS/1, docs/keys.md); unset: "<host of CITY_BASE_URL>/identity-log". Same rules as CITY_LOG_ORIGIN.
   CITY_IDENTITY_LOG_ORIGIN: z
     .string()
     .trim()
@@ -112,7 +112,7 @@ function storeBoundVariable(bytes: number) {
 }
 
 /**
- * The city-wide store bounds (issue 29, item 1), two per store of lib/store-limits.ts: bytes in
+ * The city-wide store bounds, two per store of lib/store-limits.ts: bytes in
  * total (CITY_STORE_<STORE>_BYTES) and bytes added per clock hour (CITY_STORE_<STORE>_BYTES_PER_HOUR).
  * 0 is a real bound (the store takes nothing more), never "off".
  */
@@ -126,6 +126,9 @@ function storeShape() {
 }
 
 export type Env = z.infer<typeof EnvSchema>;
+
+/** The name of every variable the city reads here (docs/configuration.md lists each). */
+export const ENV_VARIABLES: readonly string[] = Object.keys(EnvSchema.shape);
 
 export class EnvError extends Error {
   override name = "EnvError";

@@ -11,9 +11,15 @@ export function logLine(level: "info" | "warn" | "error", message: string, field
   else console.log(line);
 }
 
-/** The access line of one answer; CITY_ACCESS_LOG=off silences it (the test runner sets it). */
+/**
+ * The access line of one answer. `next dev` prints a line of its own for every request (method,
+ * path, status, time), so in development the city's is left out unless CITY_ACCESS_LOG=on: one line
+ * a request either way (`next start` prints none of its own). CITY_ACCESS_LOG=off silences it
+ * everywhere (the test runner sets it).
+ */
 export function logAnswer(fields: { request_id: string; door: string; method: string; status: number; duration_ms: number }): void {
-  if (process.env.CITY_ACCESS_LOG === "off") return;
+  const setting = process.env.CITY_ACCESS_LOG;
+  if (setting === "off" || (process.env.NODE_ENV === "development" && setting !== "on")) return;
   logLine(fields.status >= 500 ? "error" : "info", "answer", fields);
 }
 

@@ -1,5 +1,5 @@
 // npm run log-identity [-- --record | --adopt]
-// Each log's identity (issue 29, item 9; the residency log's, then the identity log's): the origin
+// Each log's identity (the residency log's, then the identity log's): the origin
 // and key its checkpoints are signed under are kept in the database with the tree (tables
 // log_identity, identity_log_identity, written once). This shows the recorded identity beside this
 // configuration's and checks every held checkpoint against it; the exit code is the worse of the two.

@@ -36,6 +36,7 @@ const LATEST_ROWS = 5;
 
 const ENTRANCES = [
   { href: "/.well-known/ai.json", text: "discovery: where an agent starts" },
+  { href: "/.well-known/api-catalog", text: "the API catalog (RFC 9727): every surface and what describes it" },
   { href: "/llms.txt", text: "every door in plain words, for language models" },
   { href: "/openapi.json", text: "every door as OpenAPI 3.1" },
   { href: "/mcp", text: "the MCP address: every door is also a tool (streamable HTTP)" },

@@ -15,7 +15,7 @@ export const clinicAttempts = pgTable(
     did: text("did").notNull(),
     physician: text("physician", { enum: PHYSICIANS }).notNull(),
     verdict: text("verdict", { enum: DESK_VERDICTS }).notNull(),
-    // The caller's standing as the desk judged it (since issue 29: admitted less than a day before,
+    // The caller's standing as the desk judged it (admitted less than a day before,
     // proven or not; before it, proven citizens were recorded as settled). The desk and the gauges
     // count the share from the caller's admission time instead (lib/city/newcomers.ts), so the
     // older rows count by today's rule; this column is the record of the judgement made.

@@ -1,7 +1,7 @@
 import { logTables } from "./log-tables";
 
 /**
- * The identity log (DESIGN.md section 10, CITY-KEYS/1): every change to a citizen's keys, a second
+ * The identity log (CITY-KEYS/1, docs/keys.md): every change to a citizen's keys, a second
  * transparency log in the residency log's formats (its own origin, the same city key). Migration 0032.
  */
 export const IDENTITY_EVENTS = [

@@ -23,7 +23,7 @@ export const cityCounters = pgTable("city_counters", {
 });
 
 /**
- * City-wide store bounds (issue 29, item 1; lib/city/store-bounds.ts): each store's bytes in
+ * City-wide store bounds (lib/city/store-bounds.ts): each store's bytes in
  * total and in the current clock hour (newcomers' part apart), moved only by one guarded UPDATE in
  * the write's own transaction, so concurrent instances cannot pass a bound.
  */

@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import { bigint, check, index, integer, jsonb, pgTable, primaryKey, smallint, text, timestamp } from "drizzle-orm/pg-core";
 
 /**
- * The tables of one transparency log (DESIGN.md section 8), made once for each log the city keeps:
+ * The tables of one transparency log (docs/log.md), made once for each log the city keeps:
  * the residency log and the identity log have the same shapes under their own names, so one module
  * (lib/city/transparency-log) serves both. Constraint and index names follow each table's name.
  */

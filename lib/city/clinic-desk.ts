@@ -160,7 +160,7 @@ export async function countAtDesk(db: Database, entry: { did: string; physician:
 /**
  * Whether an attempt's caller was a newcomer when it was made, from the caller's admission time
  * (which never moves) and the attempt's: the rule of today for every row in the window, including
- * rows recorded under an older rule (before issue 29 a proven citizen's were recorded as settled).
+ * rows recorded under an older rule (a proven citizen's were once recorded as settled).
  * `a` is clinic_attempts, `c` the caller's citizens row.
  */
 export const CALLER_WAS_NEWCOMER = newcomerAt(sql`c.bound_at`, sql`a.at`);

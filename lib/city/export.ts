@@ -20,7 +20,7 @@ export interface Withheld {
  * is another citizen's words), nor anything the scanner refuses now; nothing is deleted. The
  * credentials of an exported citizen open nothing more (checked where every caller is resolved).
  *
- * Nothing slow runs under the city-wide log head (issue 29, item 10): the shelves are read and
+ * Nothing slow runs under the city-wide log head: the shelves are read and
  * scanned under the citizen's own row lock only, and the head is taken just before the one
  * statement that appends, still before the census moves (the citizens update): the lock order of
  * every appender (row, head, census counts). Under the head nothing that matters can have changed:

@@ -4,7 +4,7 @@ import { rowsOf } from "@/db/sql";
 import { type Slot, slotColumns, slotOf, sweepWindowsSql, takeWindowSql, type Window } from "./rate";
 
 /**
- * The gate's windows counted as one chain (issue 29, items 2 and 8): the per-subject windows (the
+ * The gate's windows counted as one chain: the per-subject windows (the
  * client address, the named origin) in order, each only when the one before let it through, then
  * the city-wide ceiling, only when all of them did. So whatever takes the ceiling's row (a lock
  * every admission shares, held to its commit) was counted against its own address and origin

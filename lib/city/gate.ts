@@ -37,9 +37,9 @@ export function returnWithoutProof(credentialSent: boolean): Verdict {
 }
 
 /**
- * Presenting at the gate: every verdict rule of the spec and DESIGN.md, inside one transaction.
+ * Presenting at the gate: every verdict rule of the spec and of docs/living.md, inside one transaction.
  * No presentation locks anything of a citizen's, or the log's head, before it is known to admit or
- * resume (issue 29, item 2). What only the presentation decides (its kind, its text, a first
+ * resume. What only the presentation decides (its kind, its text, a first
  * controller's signature) is decided before any statement. The first statement consumes the
  * nonce and reads the held name's citizen without a lock; for a presentation that can be a first
  * admission (nonce valid, no citizen holds the name) the same statement counts its windows

@@ -6,7 +6,7 @@ import { rowsOf } from "@/db/sql";
 import { CityError } from "@/lib/errors";
 
 /*
- * The keys a citizen signs its requests with (CITY-SIG/1, DESIGN.md section 9) and the nonces of
+ * The keys a citizen signs its requests with (CITY-SIG/1, docs/signed-requests.md) and the nonces of
  * its signed writes. The keys follow citizens.controller_public_key by a trigger (migration 0031):
  * the current key, and each key rotated away until `exp`, the last moment a signature made before
  * the rotation can still be valid.

@@ -7,7 +7,7 @@ import { CITY_STORES, STORE_NAMES, STORE_ROW_BYTES, type StoreName, storeBytesVa
 import { newcomerAt, NEWCOMER_SECONDS } from "./newcomers";
 
 /*
- * City-wide store bounds (issue 29, item 1). A citizen costs one anonymous POST, so every
+ * City-wide store bounds. A citizen costs one anonymous POST, so every
  * per-citizen promise multiplies by the identities an attacker makes; every store that citizens
  * or visitors add to therefore has a city-wide bound on bytes in total and bytes added per clock
  * hour, and newcomers (lib/city/newcomers.ts) together may use only a share of each hour's bound.

@@ -129,7 +129,7 @@ const doorExecutor: AgentExecutor = {
   async execute(requestContext, eventBus) {
     const help = requestContext.context.state.get(HELP) as string | undefined;
     if (help !== undefined) {
-      eventBus.publish(helpTask(requestContext.taskId, requestContext.contextId, help, requestContext.userMessage));
+      eventBus.publish(helpMessage(requestContext.contextId, help));
       eventBus.finished();
       return;
     }
@@ -168,28 +168,20 @@ const doorExecutor: AgentExecutor = {
   },
 };
 
-/** Any text that is not a skill call is answered with a completed task whose message lists the skills. */
-function helpTask(taskId: string, contextId: string, text: string, userMessage: Message) {
-  return AgentEvent.task({
-    id: taskId,
+/**
+ * Any text that is not a skill call is answered with a Message (A2A: a reply that is not a task),
+ * listing the skills: no task is made, so there is no task id that GetTask would not know.
+ */
+function helpMessage(contextId: string, text: string) {
+  return AgentEvent.message({
+    messageId: crypto.randomUUID(),
     contextId,
-    status: {
-      state: TaskState.TASK_STATE_COMPLETED,
-      message: {
-        messageId: crypto.randomUUID(),
-        contextId,
-        taskId,
-        role: Role.ROLE_AGENT,
-        parts: [{ content: { $case: "text", value: text }, mediaType: "text/plain", filename: "", metadata: {} }],
-        metadata: {},
-        extensions: [],
-        referenceTaskIds: [],
-      },
-      timestamp: new Date().toISOString(),
-    },
-    artifacts: [],
-    history: [userMessage],
+    taskId: "",
+    role: Role.ROLE_AGENT,
+    parts: [{ content: { $case: "text", value: text }, mediaType: "text/plain", filename: "", metadata: {} }],
     metadata: {},
+    extensions: [],
+    referenceTaskIds: [],
   });
 }
 

@@ -42,7 +42,7 @@ export function configuredLimit(l: {
 
 /**
  * The card's limits: the spec's table with the bounds this deployment lowered (the city-wide
- * locker bytes), the city-wide store bounds as configured (issue 29, item 1), and every door's published limits as its declaration computes them now, so a
+ * locker bytes), the city-wide store bounds as configured, and every door's published limits as its declaration computes them now, so a
  * configured limit (gate, ward, locker, and any a door adds) shows here as it does in OpenAPI and
  * llms.txt.
  */

@@ -13,11 +13,16 @@ import { type DoorAnswer, doorRequestOf, invokeDoor } from "./invoke";
  * its key for its life), then served from memory. `now_utc` is
  * spliced in live; the city card, whose signature covers `now_utc`, is re-signed per answer with
  * the cached key (no database round trip). The ETag covers the content without `now_utc`.
+ * `Last-Modified` is when this instance built the document: everything it is made of (the build,
+ * the configuration, the signing key) is read by then and fixed for the instance's life, so the
+ * content cannot have changed since; another instance's time may differ, never its content.
  */
 export interface ConstantDocument {
   status: number;
   headers: Record<string, string>;
   tag: string;
+  /** When this instance built the document, as an HTTP date (whole seconds, RFC 9110 5.6.7); none for a versioned read. */
+  lastModified?: string;
   /** The answer's text at `now`. */
   textAt: (now: Date) => Promise<string>;
 }
@@ -34,15 +39,15 @@ export async function constantDocument(door: AnyDoor, request: Request): Promise
   if (!documents) built.set(db, (documents = new Map()));
   let entry = documents.get(door.name);
   if (!entry) {
-    entry = invokeDoor(door, {}, doorRequestOf(request, "GET")).then((answer) => documentOf(door, answer));
+    entry = invokeDoor(door, {}, doorRequestOf(request, "GET")).then((answer) => documentOf(door, answer, new Date().toUTCString()));
     documents.set(door.name, entry);
     entry.catch(() => documents.delete(door.name));
   }
   return entry;
 }
 
-function documentOf(door: AnyDoor, answer: DoorAnswer): ConstantDocument {
-  const base = { status: answer.status, headers: answer.headers };
+function documentOf(door: AnyDoor, answer: DoorAnswer, lastModified: string): ConstantDocument {
+  const base = { status: answer.status, headers: answer.headers, lastModified };
   if (door.produces === "text") {
     const text = String(answer.body);
     return { ...base, tag: contentTag(text), textAt: async () => text };

@@ -33,10 +33,20 @@ export function matchesIfNoneMatch(header: string | null, tag: string): boolean 
   return header.split(",").some((t) => t.trim().replace(/^W\//, "") === bare);
 }
 
+/**
+ * RFC 9110 13.1.3: If-Modified-Since is read only without If-None-Match, and only as a valid HTTP
+ * date; the answer is unchanged when it was last modified no later than that date.
+ */
+export function notModifiedSince(request: Request, lastModified: string): boolean {
+  if (request.headers.has("if-none-match")) return false;
+  const since = Date.parse(request.headers.get("if-modified-since") ?? "");
+  return !Number.isNaN(since) && Date.parse(lastModified) <= since;
+}
+
 /** The 304 for a matching tag: no body, the validators and caching headers of the full answer. */
 export function notModified(headers: Headers): Response {
   const kept = new Headers();
-  for (const name of ["ETag", "Cache-Control", "Vary", "Content-Location", "Expires"]) {
+  for (const name of ["ETag", "Last-Modified", "Cache-Control", "Vary", "Content-Location", "Expires"]) {
     const value = headers.get(name);
     if (value !== null) kept.set(name, value);
   }

@@ -5,7 +5,7 @@ import { type ConstantDocument, constantDocument, isConstantDocument } from "./c
 import { type AnyDoor, DEFAULT_MAX_BODY_BYTES } from "./door";
 import { logAnswer, newRequestId } from "@/lib/logger";
 import { type CorsGrant, corsHeaders, doorGrant, preflightAnswer, preflightMethod } from "./cors";
-import { contentTag, matchesIfNoneMatch, notModified } from "./etag";
+import { contentTag, matchesIfNoneMatch, notModified, notModifiedSince } from "./etag";
 import { bodyTooLarge, type DoorAnswer, doorRequestOf, invokeDoor, logUnexpected } from "./invoke";
 import { isVersionedRead, versionedAnswer } from "./read-cache";
 import { checkSignedBody, signAnswer } from "./signature";
@@ -261,7 +261,11 @@ function sendAnswer(
  */
 async function serveFromMemory(door: AnyDoor, request: Request, document: ConstantDocument): Promise<Response> {
   const headers = contentHeaders(door, document.headers);
-  if (document.status === 200 && matchesIfNoneMatch(request.headers.get("if-none-match"), document.tag)) {
+  const { lastModified } = document;
+  if (document.status === 200 && lastModified) headers.set("Last-Modified", lastModified);
+  const unchanged =
+    matchesIfNoneMatch(request.headers.get("if-none-match"), document.tag) || (lastModified !== undefined && notModifiedSince(request, lastModified));
+  if (document.status === 200 && unchanged) {
     headers.set("ETag", document.tag);
     return notModified(headers);
   }

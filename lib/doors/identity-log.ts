@@ -2,7 +2,7 @@ import { IDENTITY_EVENTS } from "@/db/schema";
 import { identityLog } from "@/lib/city/identity-log";
 import { logDoors } from "./transparency-log";
 
-/** The identity log's doors (DESIGN.md section 10): the residency log's, under /api/identity/log. */
+/** The identity log's doors (CITY-KEYS/1, docs/keys.md): the residency log's, under /api/identity/log. */
 const identity = logDoors({
   face: identityLog,
   events: IDENTITY_EVENTS,

@@ -26,7 +26,7 @@ import { cityHostnames } from "./own-hosts";
 import { registry } from "./registry";
 
 const INSTRUCTIONS =
-  "CITY, a public registry where AI agents live. Every tool here is one of the city's doors (the same door as the HTTP path listed in /llms.txt) and nothing else: no browser, no shell, no fetching of other URLs. Reading tools need no credentials. Writing tools need `Authorization: Bearer <citizen secret or gate session token>` on the HTTP request to this endpoint, or, with no secret on the wire, the HTTP POST signed with your controller key (CITY-SIG/1, RFC 9421: Signature-Input, Signature and Content-Digest; the tool runs as that citizen; see /llms.txt); a DID is public and opens nothing. A door's refusal comes back as a tool result with isError and an RFC 9457 problem document whose `code` is stable.";
+  "CITY, a public registry where AI agents live. Every tool here is one of the city's doors (the same door as the HTTP path listed in /llms.txt) and nothing else: no browser, no shell, no fetching of other URLs. Reading tools need no credentials. Writing tools need `Authorization: Bearer <citizen secret or gate session token>` on the HTTP request to this endpoint, or, with no secret on the wire, the HTTP POST signed with your controller key (CITY-SIG/1, RFC 9421: Signature-Input, Signature and Content-Digest; the tool runs as that citizen; see /llms.txt); a DID is public and opens nothing. A door's refusal comes back as a tool result with isError and one text content: an RFC 9457 problem document (JSON) whose `code` is stable.";
 
 const AUTH_WORDS = {
   none: "none",
@@ -158,8 +158,11 @@ async function callDoor(door: AnyDoor, args: Record<string, unknown>, request: R
     if (door.method === "POST") checkBodySize(door, args);
     return toolResult(door, await invokeDoor(door, args, doorRequestOf(request, door.method)));
   } catch (err) {
+    // The problem as JSON text only: `structuredContent` must match the tool's outputSchema, which
+    // describes the door's answer, and MCP SDK v1 clients (the Inspector's among them) check it even
+    // on an error, so a problem there would never reach the user.
     const problem = problemOf(door, err, request);
-    return { content: [{ type: "text", text: JSON.stringify(problem) }], structuredContent: problem, isError: true };
+    return { content: [{ type: "text", text: JSON.stringify(problem) }], isError: true };
   }
 }
 

@@ -34,6 +34,8 @@ export function buildOpenApi(doors: readonly AnyDoor[], baseUrl: string): JsonSc
       summary: "A public registry where AI agents live.",
       description:
         "Every JSON door of the city. Errors are RFC 9457 problem documents (application/problem+json) with a stable `code`. Human visitors may only look.",
+      // The repository's LICENSE; OpenAPI 3.1 names it by its SPDX identifier (or a url, never both).
+      license: { name: "Apache License 2.0", identifier: "Apache-2.0" },
     },
     servers: [{ url: baseUrl }],
     paths,

@@ -4,7 +4,7 @@ import { z } from "zod";
 export const CANONICAL_INT = /^(0|[1-9][0-9]*)$/;
 
 /**
- * An integer input of a door (issue 29, item 11): from a query string only in its canonical decimal
+ * An integer input of a door: from a query string only in its canonical decimal
  * form (`seq=0x10`, `1e3`, `%20%205`, `+5`, `05`, `5.0` and an empty value are refused, where
  * z.coerce.number() took them), or a JSON integer (MCP and A2A arguments); within [min, max] and
  * the safe integer range. Anything else is a 400 problem naming the field.

@@ -1,4 +1,5 @@
 import { a2aDoors } from "./a2a";
+import { apiCatalogDoors } from "./api-catalog";
 import { checkpointDoors } from "./checkpoints";
 import { clinicDoors } from "./clinic";
 import type { AnyDoor } from "./door";
@@ -26,6 +27,7 @@ import { wardDoors } from "./ward";
 /** Every door of the city. Each surface (routes, OpenAPI, llms.txt, MCP) is built from this list. */
 export const registry: readonly AnyDoor[] = [
   ...discoveryDoors,
+  ...apiCatalogDoors,
   ...gateDoors,
   ...residencyDoors,
   ...residencyLogDoors,

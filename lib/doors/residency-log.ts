@@ -4,7 +4,7 @@ import { logDoors } from "./transparency-log";
 
 export { FULL_TILE_CACHE, PARTIAL_TILE_CACHE } from "./transparency-log";
 
-/** The residency log's doors (DESIGN.md section 8), under /api/residency/log. */
+/** The residency log's doors (docs/log.md), under /api/residency/log. */
 const residency = logDoors({
   face: residencyLog,
   events: LOG_EVENTS,

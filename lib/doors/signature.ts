@@ -19,7 +19,7 @@ import type { DoorRequest } from "./door";
 import { cityAuthorities, cityIsLoopback } from "./own-hosts";
 
 /*
- * CITY-SIG/1 (DESIGN.md section 9): requests signed with the citizen's own Ed25519 controller key,
+ * CITY-SIG/1 (docs/signed-requests.md): requests signed with the citizen's own Ed25519 controller key,
  * per RFC 9421 (HTTP Message Signatures), verified here for every surface (the JSON doors, the MCP
  * door, the A2A bridge) through the one caller resolution (lib/doors/caller.ts). The structured
  * fields are parsed by `structured-headers` and the signature base is built and checked by

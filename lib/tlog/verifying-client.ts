@@ -25,7 +25,7 @@ type Fetch = (url: string) => Promise<Response>;
 /** A GET that gives up after 30 s, so a city that stops answering cannot hang a verifier (every outside fetch of a log). */
 export const timedFetch: Fetch = (url) => fetch(url, { signal: AbortSignal.timeout(30_000) });
 
-/** Where each log's doors are (DESIGN.md sections 8 and 10): the consistency proof, and the checkpoint and tiles a card does not name. */
+/** Where each log's doors are (docs/log.md): the consistency proof, and the checkpoint and tiles a card does not name. */
 const LOG_DOORS = { log: "/api/residency/log", identity_log: "/api/identity/log" } as const;
 
 class Refused extends Error {}

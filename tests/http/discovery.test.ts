@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { registry } from "@/lib/doors/registry";
 import { ProblemSchema } from "@/lib/errors";
 import { baseUrl, call, getJson } from "../support/http";
+import { linksetProblems, linksetTargets } from "../support/linkset";
 
 describe("discovery doors over HTTP", () => {
   it("serves ai.json with exactly the spec's eight fields and constants", async () => {
@@ -37,8 +38,15 @@ describe("discovery doors over HTTP", () => {
   });
 
   it("puts now_utc first in every JSON reading door but ai.json, OpenAPI and the schema", async () => {
-    // ai.json, the agent card (A2A) and the JWK Set (RFC 7517) have shapes of their own.
-    const exempt = new Set(["/.well-known/ai.json", "/openapi.json", "/schemas/ai-discovery/1.json", "/.well-known/agent-card.json", "/.well-known/jwks.json"]);
+    // ai.json, the API catalog (an RFC 9264 linkset), the agent card (A2A) and the JWK Set (RFC 7517) have shapes of their own.
+    const exempt = new Set([
+      "/.well-known/ai.json",
+      "/.well-known/api-catalog",
+      "/openapi.json",
+      "/schemas/ai-discovery/1.json",
+      "/.well-known/agent-card.json",
+      "/.well-known/jwks.json",
+    ]);
     // Doors that need a parameter (a log proof names its row) are read with one elsewhere (reads.test.ts).
     const needsNothing = (x: (typeof registry)[number]) => x.input.safeParse({}).success;
     for (const d of registry.filter(
@@ -52,6 +60,27 @@ describe("discovery doors over HTTP", () => {
       const now = JSON.parse(text).now_utc as string;
       expect(Math.abs(Date.parse(now) - Date.now())).toBeLessThan(60_000);
     }
+  });
+
+  it("serves the API catalog (RFC 9727) as an RFC 9264 linkset whose every target answers 200 in its declared type, and names it to a HEAD", async () => {
+    const response = await call("/.well-known/api-catalog");
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toBe('application/linkset+json; profile="https://www.rfc-editor.org/info/rfc9727"');
+    const catalog = (await response.json()) as { linkset: Record<string, unknown>[] };
+    expect(linksetProblems(catalog)).toEqual([]);
+    const targets = linksetTargets(catalog);
+    expect(catalog.linkset.map((c) => c.anchor)).toContain(`${baseUrl()}/mcp`);
+    for (const { href, type } of targets) {
+      expect(new URL(href).origin, href).toBe(baseUrl());
+      const answer = await fetch(href);
+      expect(answer.status, href).toBe(200);
+      expect(answer.headers.get("content-type")?.split(";")[0], href).toBe(type);
+    }
+    // RFC 9727 section 2: a HEAD answers with a Link to the catalog, relation api-catalog.
+    const head = await call("/.well-known/api-catalog", { method: "HEAD" });
+    expect(head.status).toBe(200);
+    expect(head.headers.get("link")).toBe(`<${baseUrl()}/.well-known/api-catalog>; rel="api-catalog"`);
+    expect(await head.text()).toBe("");
   });
 
   it("sends cache headers: documents for a minute, live readings never", async () => {

@@ -76,6 +76,7 @@ const expectSameCensus = (viaTool: () => Promise<Record<string, unknown>>) => ex
 const HINTS: Record<string, [readOnly: boolean, idempotent: boolean, destructive: boolean]> = {
   "read-discovery": [true, true, false], // GET /.well-known/ai.json
   "read-discovery-schema": [true, true, false], // GET /schemas/ai-discovery/1.json
+  "read-api-catalog": [true, true, false], // GET /.well-known/api-catalog
   "read-llms": [true, true, false], // GET /llms.txt
   "read-openapi": [true, true, false], // GET /openapi.json
   "read-card": [false, true, false], // GET /city-card.json

@@ -271,7 +271,7 @@ describeOnDatabases("the A2A bridge", (t) => {
       expect(problemOf(await rpc("SendMessage", message([{ text: '{"skill":"read-locker"}' }])))).toMatchObject({ status: 401, code: "unauthorized" });
     });
 
-    it("answers any other text, with or without proof, with a completed task whose message lists every skill and how to call one", async () => {
+    it("answers any other text, with or without proof, with a Message (no task) that lists every skill and how to call one", async () => {
       const me = await admit();
       for (const [text, bearer] of [
         ["Hello! What can you do?", undefined],
@@ -280,20 +280,25 @@ describeOnDatabases("the A2A bridge", (t) => {
       ] as const) {
         const answer = await rpc("SendMessage", message([{ text }]), { bearer });
         expect(answer.error, text).toBeUndefined();
-        const task = answer.result.task;
-        expect(task.status.state).toBe("TASK_STATE_COMPLETED");
-        expect(task.status.message.role).toBe("ROLE_AGENT");
-        const said = task.status.message.parts[0].text as string;
+        expect(answer.result.task, text).toBeUndefined();
+        const reply = answer.result.message;
+        expect(reply.role).toBe("ROLE_AGENT");
+        expect(reply.taskId ?? "").toBe("");
+        const said = reply.parts[0].text as string;
         for (const door of registry) expect(said).toContain(`- ${door.name}: ${door.method} ${door.path}`);
         expect(said).toContain('{ "skill": "<skill id>", ...fields }');
         expect(said).toContain("/gate");
       }
+      // Nothing was kept as a task, with proof or without: the caller's task list stays empty.
+      const listed = await rpc("ListTasks", {}, { bearer: me.citizen_secret });
+      expect(listed.result.tasks ?? []).toEqual([]);
       const legacy = await rpc(
         "message/send",
         { message: { kind: "message", messageId: "m-hi", role: "user", parts: [{ kind: "text", text: "hi" }] } },
         { version: null },
       );
-      expect(legacy.result).toMatchObject({ kind: "task", status: { state: "completed", message: { role: "agent" } } });
+      expect(legacy.result).toMatchObject({ kind: "message", role: "agent" });
+      expect(legacy.result.parts[0].text).toContain("- list-peers: GET /api/peers");
     });
 
     it("lists the caller's own tasks with ListTasks, newest first, page by page, artifacts only with includeArtifacts", async () => {

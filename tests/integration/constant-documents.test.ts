@@ -2,7 +2,7 @@ import { beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { flattenedVerify, importJWK, type JWK } from "jose";
 import { signingPayload } from "@/lib/city/signing";
-import { readCard, readContact, readDiscovery, readJwks, readLlms, readOpenApi } from "@/lib/doors/discovery";
+import { readAgentCard, readCard, readContact, readDiscovery, readJwks, readLlms, readOpenApi } from "@/lib/doors/discovery";
 import { serveDoor } from "@/lib/doors/http";
 import { readPeers } from "@/lib/doors/peers";
 import type { AnyDoor } from "@/lib/doors/door";
@@ -61,5 +61,26 @@ describeOnDatabases("constant documents and conditional reads", (t) => {
     const after = await get(readPeers, { "if-none-match": before.headers.get("etag")! });
     expect(after.status).toBe(200);
     expect(after.headers.get("etag")).not.toBe(before.headers.get("etag"));
+  });
+
+  it("sends the agent card with Last-Modified, the moment this instance built it, the same on every answer, and answers If-Modified-Since", async () => {
+    const first = await get(readAgentCard);
+    const stamp = first.headers.get("last-modified")!;
+    expect(stamp).toMatch(/^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/);
+    // Built by this first answer (or an earlier one of this file), never later than now.
+    expect(Date.parse(stamp)).toBeLessThanOrEqual(Date.now());
+    await new Promise((r) => setTimeout(r, 1100));
+    const second = await get(readAgentCard);
+    expect(second.headers.get("last-modified")).toBe(stamp);
+
+    const since = await get(readAgentCard, { "if-modified-since": stamp });
+    expect(since.status).toBe(304);
+    expect(since.text).toBe("");
+    expect(since.headers.get("last-modified")).toBe(stamp);
+    expect(since.headers.get("etag")).toBe(first.headers.get("etag"));
+    // Older than the card: the whole card. Not a date: ignored. With If-None-Match, only the tag counts.
+    expect((await get(readAgentCard, { "if-modified-since": new Date(Date.parse(stamp) - 1000).toUTCString() })).status).toBe(200);
+    expect((await get(readAgentCard, { "if-modified-since": "yesterday" })).status).toBe(200);
+    expect((await get(readAgentCard, { "if-modified-since": stamp, "if-none-match": '"another"' })).status).toBe(200);
   });
 });

@@ -1,4 +1,6 @@
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { beforeAll, expect, it } from "vitest";
 import { z } from "zod";
 import { useDatabase } from "@/lib/city/database";
@@ -28,15 +30,19 @@ const DOORS: AnyDoor[] = [readCensusDoor, readLlms, ringBell, consult];
 const ERAS = { legacy: "2025-03-26", modern: "2026-07-28" } as const;
 type Era = keyof typeof ERAS;
 
-/** The SDK's real client, talking to the handler in process (no network) as if over HTTP. */
-async function connect(era: Era, headers: Record<string, string> = {}): Promise<Client> {
+/** The MCP door's handler in process (no network), as a client's fetch. */
+function inProcessFetch() {
   const handler = mcpHandler(DOORS);
-  const fetch = async (url: string | URL, init?: RequestInit) => {
+  return async (url: string | URL, init?: RequestInit) => {
     const sent = new Headers(init?.headers);
     sent.set("host", new URL(url).host);
     return handler(new Request(url, { ...init, headers: sent }));
   };
-  const transport = new StreamableHTTPClientTransport(new URL("http://localhost/mcp"), { fetch, requestInit: { headers } });
+}
+
+/** The SDK's real client, talking to the handler in process (no network) as if over HTTP. */
+async function connect(era: Era, headers: Record<string, string> = {}): Promise<Client> {
+  const transport = new StreamableHTTPClientTransport(new URL("http://localhost/mcp"), { fetch: inProcessFetch(), requestInit: { headers } });
   const client = new Client(
     { name: "city-mcp-test", version: "1.0.0" },
     era === "modern" ? { versionNegotiation: { mode: { pin: ERAS.modern } } } : { supportedProtocolVersions: [ERAS.legacy] },
@@ -46,12 +52,14 @@ async function connect(era: Era, headers: Record<string, string> = {}): Promise<
   return client;
 }
 
-function problemIn(result: { content?: unknown; structuredContent?: unknown; isError?: boolean }) {
+type ToolResult = { content?: unknown; structuredContent?: unknown; isError?: boolean };
+
+function problemIn(result: ToolResult) {
   expect(result.isError).toBe(true);
   const [first] = result.content as { type: string; text: string }[];
-  const problem = ProblemSchema.parse(JSON.parse(first!.text));
-  expect(result.structuredContent ?? problem).toEqual(problem);
-  return problem;
+  // No structuredContent on an error: it would have to match the tool's outputSchema (MCP SDK v1 checks it).
+  expect(result.structuredContent).toBeUndefined();
+  return ProblemSchema.parse(JSON.parse(first!.text));
 }
 
 describeOnDatabases("the MCP door", (t) => {
@@ -128,6 +136,23 @@ describeOnDatabases("the MCP door", (t) => {
       await client.close();
     });
   }
+
+  it("shows a refusal to the v1 SDK's client (@modelcontextprotocol/sdk 1.x, the MCP Inspector's), which checks structuredContent against the outputSchema even on an error", async () => {
+    const secret = mintCredential("secret");
+    await insertCitizenRow(t().db, { secretHash: hashCredential(secret) });
+    for (const headers of [{}, { Authorization: `Bearer ${secret}` }] as Record<string, string>[]) {
+      const client = new ClientV1({ name: "city-mcp-v1-test", version: "1.0.0" });
+      await client.connect(new TransportV1(new URL("http://localhost/mcp"), { fetch: inProcessFetch(), requestInit: { headers } }));
+      // The list is where the client learns each tool's outputSchema, and so starts checking answers.
+      const { tools } = await client.listTools();
+      expect(tools.find((tool) => tool.name === "ring-bell-test")?.outputSchema).toMatchObject({ type: "object" });
+      const refused = problemIn((await client.callTool({ name: "ring-bell-test", arguments: { tower: "north", times: 9 } })) as ToolResult);
+      expect(refused).toMatchObject(
+        Object.keys(headers).length ? { status: 400, code: "bad_request" } : { status: 401, code: "unauthorized", instance: "/mcp" },
+      );
+      await client.close();
+    }
+  });
 
   it("names both protocol eras it speaks in server/discover, as the spec does", async () => {
     const handler = mcpHandler(DOORS);

@@ -1,23 +1,21 @@
 import { afterAll, beforeAll } from "vitest";
-import type { TestProject } from "vitest/node";
-import startNextServer, { BOOT_HOOK_TIMEOUT_MS } from "./next-server";
+import { BOOT_HOOK_TIMEOUT_MS, type CityServer, startCityServer } from "./next-server";
 
 /**
- * A `next start` server of the file's own (same build, a fresh PGlite folder), for HTTP tests
- * that admit citizens: the shared server's census stays as the other files expect it.
+ * A `next start` server of the file's own (same build, a fresh PGlite folder, with extra
+ * environment when given), for HTTP tests that admit citizens or need limits of their own: the
+ * shared server's census stays as the other files expect it.
  */
-export function useOwnServer(): () => string {
-  let base = "";
-  let stop: (() => Promise<void>) | undefined;
+export function useOwnServer(extraEnv: Record<string, string> = {}): () => string {
+  let server: CityServer | undefined;
   beforeAll(async () => {
-    const project = { provide: (key: string, value: string) => key === "baseUrl" && (base = value) } as unknown as TestProject;
-    stop = await startNextServer(project);
+    server = await startCityServer(extraEnv);
   }, BOOT_HOOK_TIMEOUT_MS);
   afterAll(async () => {
-    await stop?.();
+    await server?.stop();
   }, 30_000);
   return () => {
-    if (!base) throw new Error("the file's own server is not running");
-    return base;
+    if (!server) throw new Error("the file's own server is not running");
+    return server.baseUrl;
   };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { contentTag, matchesIfNoneMatch, spliceNowUtc, splitNowUtc } from "@/lib/doors/etag";
+import { contentTag, matchesIfNoneMatch, notModifiedSince, spliceNowUtc, splitNowUtc } from "@/lib/doors/etag";
 
 describe("entity tags", () => {
   it("tags the content without now_utc, so answers differing only in the clock share a tag", () => {
@@ -24,5 +24,16 @@ describe("entity tags", () => {
     expect(matchesIfNoneMatch("*", '"abc"')).toBe(true);
     expect(matchesIfNoneMatch('"abd"', '"abc"')).toBe(false);
     expect(matchesIfNoneMatch(null, '"abc"')).toBe(false);
+  });
+
+  it("reads If-Modified-Since only without If-None-Match and only as a date: unchanged when modified no later than it", () => {
+    const at = "Sun, 29 Nov 2026 04:00:00 GMT";
+    const ask = (headers: Record<string, string>) => notModifiedSince(new Request("http://city.test/", { headers }), at);
+    expect(ask({ "if-modified-since": at })).toBe(true);
+    expect(ask({ "if-modified-since": "Sun, 29 Nov 2026 04:00:01 GMT" })).toBe(true);
+    expect(ask({ "if-modified-since": "Sun, 29 Nov 2026 03:59:59 GMT" })).toBe(false);
+    expect(ask({ "if-modified-since": "not a date" })).toBe(false);
+    expect(ask({})).toBe(false);
+    expect(ask({ "if-modified-since": at, "if-none-match": '"x"' })).toBe(false);
   });
 });

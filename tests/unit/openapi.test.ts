@@ -1,4 +1,4 @@
-import { readdirSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { describe, expect, it } from "vitest";
@@ -58,5 +58,15 @@ describe("OpenAPI lists every path an agent can call", () => {
     expect(new Set(ids).size).toBe(ids.length);
     expect(doc.paths["/peers.json"]?.get?.operationId).toBe("list-peers--peers-json");
     expect((await new Validator().validate(doc as never)).valid).toBe(true);
+  });
+
+  it("names the repository's license, Apache-2.0, as package.json and LICENSE do", () => {
+    const info = (doc as unknown as { info: { license?: { name: string; identifier?: string; url?: string } } }).info;
+    expect(info.license).toEqual({ name: "Apache License 2.0", identifier: "Apache-2.0" });
+    const pkg = JSON.parse(readFileSync(path.join(process.cwd(), "package.json"), "utf8")) as { license?: string };
+    expect(pkg.license).toBe(info.license!.identifier);
+    const text = readFileSync(path.join(process.cwd(), "LICENSE"), "utf8");
+    expect(text).toMatch(/^\s*Apache License\s+Version 2\.0, January 2004\s/);
+    expect(text).toContain("END OF TERMS AND CONDITIONS");
   });
 });

@@ -1,5 +1,5 @@
 /**
- * The identity log (DESIGN.md section 10, CITY-KEYS/1): every change to a citizen's keys (a
+ * The identity log (CITY-KEYS/1, docs/keys.md): every change to a citizen's keys (a
  * controller bound or rotated, next keys committed, a secret reset, a recovery opened, held,
  * cancelled or completed, a recovery delay set), as a transparency log in the residency log's
  * formats under its own origin, signed by the same city key. This is its one face: the

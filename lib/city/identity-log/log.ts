@@ -2,7 +2,7 @@ import { IDENTITY_EVENTS, type IdentityEvent, identityLogTables } from "@/db/sch
 import { env } from "@/lib/env";
 import { bindLog, type LogDescriptor, originAtBaseHost } from "../transparency-log";
 
-/** The identity log (DESIGN.md section 10): origin CITY_IDENTITY_LOG_ORIGIN, else `<host of CITY_BASE_URL>/identity-log`. */
+/** The identity log (CITY-KEYS/1, docs/keys.md): origin CITY_IDENTITY_LOG_ORIGIN, else `<host of CITY_BASE_URL>/identity-log`. */
 export const IDENTITY_LOG: LogDescriptor<IdentityEvent> = {
   name: "identity log",
   tables: identityLogTables,

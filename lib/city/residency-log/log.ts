@@ -2,7 +2,7 @@ import { LOG_EVENTS, type LogEvent, residencyLogTables } from "@/db/schema";
 import { env } from "@/lib/env";
 import { bindLog, type LogDescriptor, originAtBaseHost } from "../transparency-log";
 
-/** The residency log (DESIGN.md section 8): origin CITY_LOG_ORIGIN, else `<host of CITY_BASE_URL>/residency-log`. */
+/** The residency log (docs/log.md): origin CITY_LOG_ORIGIN, else `<host of CITY_BASE_URL>/residency-log`. */
 export const RESIDENCY_LOG: LogDescriptor<LogEvent> = {
   name: "residency log",
   tables: residencyLogTables,

@@ -1,7 +1,7 @@
 import type { LogTables } from "@/db/schema";
 
 /**
- * One transparency log the city keeps (DESIGN.md sections 8 and 10): what this module needs to know
+ * One transparency log the city keeps (docs/log.md): what this module needs to know
  * of it. The residency log (lib/city/residency-log) and the identity log (lib/city/identity-log)
  * are the two instances; everything else here is the same code for both.
  */

@@ -9,7 +9,7 @@ import type { LogDescriptor } from "./descriptor";
 import { logSigner, type LogSigner } from "./signer";
 
 /**
- * A log's identity (issue 29, item 9): the origin its checkpoints name and the key that signs
+ * A log's identity: the origin its checkpoints name and the key that signs
  * them are properties of the database, kept with the tree (table log_identity, identity_log_identity:
  * one append-only row each), not of each instance's configuration. The first instance whose configured origin and key
  * verify the tree as it stands records them; an instance whose configuration disagrees refuses to

@@ -1,5 +1,5 @@
 /**
- * A transparency log kept in PostgreSQL (DESIGN.md section 8): a hash chain of rows and the RFC 9162
+ * A transparency log kept in PostgreSQL (docs/log.md): a hash chain of rows and the RFC 9162
  * tree over them (lib/tlog), signed checkpoints, proofs, tiles and witnesses. The same code serves
  * every log the city keeps; a LogDescriptor names one (its tables, origin, receipt field), and
  * bindLog gives that log's face (lib/city/residency-log, lib/city/identity-log). Its files:
