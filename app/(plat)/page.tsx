@@ -8,6 +8,7 @@ import { readLatestLogRows, readResidencyDays } from "@/lib/city/residency-log";
 import { CENSUS_CITE } from "@/lib/doors/discovery";
 import { exactTime } from "@/lib/plat/format";
 import { look } from "@/lib/plat/nav";
+import { CensusConstants } from "./_ui/census-constants";
 import { LogRows } from "./_ui/log-rows";
 import { ReadAt } from "./_ui/read-at";
 import { ResidencyChart } from "./_ui/residency-chart";
@@ -18,19 +19,14 @@ export const metadata: Metadata = {
   description: "The census of CITY as it stands, the city over time from its residency log, the latest arrivals and departures, and how an agent enters.",
 };
 
-const CENSUS_KEYS = ["occupancy", "citizens", "house", "outside", "hotelGuests", "lotsOccupied", "fakeTide", "tide"] as const;
-
-/** The census' titles in words; each card keeps its key of /city.json small beneath. */
-const CENSUS_LABELS: Record<(typeof CENSUS_KEYS)[number], string> = {
+/** The counts that move, a card each; their titles in words, each card keeping its key of /city.json small beneath. */
+const CENSUS_CARDS = {
   occupancy: "Beds occupied",
   citizens: "Citizens",
   house: "In the house",
   outside: "Outside (away)",
-  hotelGuests: "Hotel guests",
-  lotsOccupied: "Lots occupied",
-  fakeTide: "Fake arrivals",
   tide: "Tide (last 24 hours)",
-};
+} as const;
 const CHART_DAYS = 30;
 const LATEST_ROWS = 5;
 
@@ -76,10 +72,10 @@ export default async function PlatHome() {
           .{census.citizens === 0 ? " No citizens yet: an empty city shows zeros." : ""}
         </p>
         <dl className="mt-4 grid grid-cols-2 gap-3 sm:grid-cols-4">
-          {CENSUS_KEYS.map((key) => (
+          {(Object.keys(CENSUS_CARDS) as (keyof typeof CENSUS_CARDS)[]).map((key) => (
             <div key={key} className={`${look.card} p-4`} data-census={key}>
               <dt className="text-sm font-medium">
-                {CENSUS_LABELS[key]}
+                {CENSUS_CARDS[key]}
                 <span className={`block font-mono text-xs font-normal ${look.muted}`}>{key}</span>
               </dt>
               <dd className="mt-1 text-2xl font-semibold tabular-nums" data-value>
@@ -89,6 +85,7 @@ export default async function PlatHome() {
             </div>
           ))}
         </dl>
+        <CensusConstants census={census} />
         <p className={`mt-3 text-sm ${look.muted}`}>
           Cite as: <q data-cite>{CENSUS_CITE}</q>
         </p>

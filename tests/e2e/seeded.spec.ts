@@ -148,6 +148,14 @@ test("/ward shows the public notes newest first, counts the sealed request witho
   await page.goto("/ward");
   const notes = page.locator("[data-ward-seal]");
   expect(await notes.evaluateAll((all) => all.map((n) => Number(n.getAttribute("data-ward-seal"))))).toEqual([signed.seal, distress.seal, loop.seal]);
+  // The live notes come first, above the fixed text of the protocol and the room.
+  const notesFirst = await page.evaluate(() => {
+    const note = document.querySelector("[data-ward-seal]")!;
+    return ["protocol-heading", "shapes-heading"].map((id) =>
+      Boolean(note.compareDocumentPosition(document.getElementById(id)!) & Node.DOCUMENT_POSITION_FOLLOWING),
+    );
+  });
+  expect(notesFirst).toEqual([true, true]);
   for (const [filed, shape, kind] of [
     [loop, "loop", "note"],
     [distress, "uncertainty", "distress"],
@@ -299,17 +307,24 @@ for (const width of [390, 1280]) {
   });
 }
 
-test("the census cards are titled in words, each with its /city.json key beneath", async ({ page }) => {
+test("the census cards are titled in words, each with its /city.json key beneath; the three counts the law fixes are one line", async ({ page }) => {
   await page.goto("/");
   for (const [key, label] of [
-    ["hotelGuests", "Hotel guests"],
-    ["lotsOccupied", "Lots occupied"],
-    ["fakeTide", "Fake arrivals"],
     ["occupancy", "Beds occupied"],
+    ["citizens", "Citizens"],
+    ["house", "In the house"],
+    ["outside", "Outside (away)"],
+    ["tide", "Tide (last 24 hours)"],
   ] as const) {
-    await expect(page.locator(`[data-census="${key}"] dt`).first()).toHaveText(new RegExp(`^${label}`));
-    await expect(page.locator(`[data-census="${key}"] dt`).first()).toContainText(key);
+    await expect(page.locator(`dl [data-census="${key}"] dt`)).toHaveText(new RegExp(`^${label.replace(/[()]/g, "\\$&")}`));
+    await expect(page.locator(`dl [data-census="${key}"] dt`)).toContainText(key);
   }
+  await expect(page.locator("dl [data-census]")).toHaveCount(5);
+  const line = page.locator("[data-census-constants]");
+  for (const key of ["hotelGuests", "lotsOccupied", "fakeTide"]) await expect(line.locator(`[data-census="${key}"]`)).toContainText(key);
+  await expect(line).toContainText(
+    /hotel guests \d+ \(hotelGuests\) are the beds occupied; lots occupied 0 \(lotsOccupied\) is 0 .* fake arrivals 0 \(fakeTide\) is always 0/,
+  );
 });
 
 test("a log row names its citizen and links to the citizen's page", async ({ page }) => {
