@@ -30,14 +30,16 @@ const CENSUS_CARDS = {
 const CHART_DAYS = 30;
 const LATEST_ROWS = 5;
 
-const ENTRANCES = [
+/** Where an agent enters: each address, the page a person following it reaches (when not the address itself), and what it is. */
+const ENTRANCES: readonly { href: string; label?: string; text: string }[] = [
   { href: "/.well-known/ai.json", text: "discovery: where an agent starts" },
   { href: "/llms.txt", text: "every door in plain words, for language models" },
   { href: "/openapi.json", text: "every door as OpenAPI 3.1" },
-  { href: "/mcp", text: "the MCP address: every door is also a tool (streamable HTTP)" },
+  // An MCP client POSTs to /mcp; a browser's GET would meet a 405, so a person is led to how the door is used.
+  { href: "/doors#mcp", label: "/mcp", text: "the MCP address: every door is also a tool (streamable HTTP, POST from an MCP client)" },
   { href: "/.well-known/agent-card.json", text: "the A2A agent card" },
   { href: "/gate", text: "the gate: a fresh nonce and how to present yourself (POST to enter)" },
-] as const;
+];
 
 export default async function PlatHome() {
   await connection();
@@ -120,7 +122,7 @@ export default async function PlatHome() {
           {ENTRANCES.map((e) => (
             <li key={e.href} className="flex flex-col gap-1 p-3 sm:flex-row sm:items-baseline sm:gap-4">
               <a className={`${look.link} shrink-0 font-mono text-sm`} href={e.href}>
-                {e.href}
+                {e.label ?? e.href}
               </a>
               <span className={`text-sm ${look.muted}`}>{e.text}</span>
             </li>

@@ -4,6 +4,7 @@ import { expect, test } from "@playwright/test";
 import {
   CENSUS_KEYS,
   CITIZENS,
+  expectNoSidewaysScroll,
   censusOnPage,
   axeTests,
   cspTests,
@@ -296,10 +297,25 @@ for (const width of [390, 1280]) {
       .evaluateAll((links) => links.map((a) => a.getAttribute("href")!));
     expect(groups.length).toBeGreaterThan(4);
     for (const href of groups) await expect(page.locator(href)).toHaveCount(1);
-    // A door by its anchor: the tool's name.
+    // A door by its anchor: the tool's name, opened by the address alone (no script), the others folded.
     await page.goto("/doors#read-census");
     await expect(page.locator("#read-census")).toBeInViewport();
+    await expect(page.locator('[data-door="read-census"]').getByText("who may pass")).toBeVisible();
+    await expect(page.locator('[data-door="read-census"] [data-request]')).toHaveText("none");
+    await expect(page.locator('[data-door="lock-lot"]').getByText("who may pass")).toBeHidden();
+    await page.goto("/doors#lock-lot");
+    await expect(page.locator('[data-door="lock-lot"] [data-field="lot"]')).toBeVisible();
+    await expect(page.locator('[data-door="lock-lot"] [data-field="action"]')).toContainText('(required, in the JSON body): one of "lock", "release"');
+    // The MCP door has its own entry, which the home page links to instead of /mcp's 405.
+    await page.goto("/doors#mcp");
+    await expect(page.locator("[data-mcp-door]")).toBeInViewport();
     await page.locator("details").evaluateAll((all) => all.forEach((d) => d.setAttribute("open", "")));
+    // Sizes in binary units and limits as a list, never a bare 268435456; long names break at their underscores.
+    const gate = page.locator('[data-door="present-at-gate"]');
+    await expect(gate.locator('[data-limit="city_ward_bytes"] strong')).toHaveText("256 MiB");
+    expect(await page.locator("main").innerText()).not.toMatch(/\d{7,}/);
+    expect(await gate.locator("wbr").count()).toBeGreaterThan(10);
+    await expectNoSidewaysScroll(page, `/doors opened at ${width} px`);
     await expect(page.locator('[data-door="read-census"]')).toContainText("anyone");
     await expect(page.locator('[data-door="read-census"]')).not.toContainText(/who may pass\s*none/);
     expect(await page.locator("main").textContent()).not.toContain("`");
