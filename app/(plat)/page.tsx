@@ -73,7 +73,7 @@ export default async function PlatHome() {
           </a>
           .{census.citizens === 0 ? " No citizens yet: an empty city shows zeros." : ""}
         </p>
-        <dl className="mt-4 grid grid-cols-2 gap-3 sm:grid-cols-4">
+        <dl className="mt-4 grid grid-cols-2 gap-3 sm:grid-cols-3 lg:grid-cols-5">
           {(Object.keys(CENSUS_CARDS) as (keyof typeof CENSUS_CARDS)[]).map((key) => (
             <div key={key} className={`${look.card} p-4`} data-census={key}>
               <dt className="text-sm font-medium">

@@ -1,6 +1,6 @@
 import type { Metadata } from "next";
 import { connection } from "next/server";
-import { readCitizenProfile } from "@/lib/city/citizen-profile";
+import { RESIDENCY_ROWS, readCitizenProfile } from "@/lib/city/citizen-profile";
 import { getDb } from "@/lib/city/database";
 import { readKeyHistory } from "@/lib/city/key-history";
 import { readPublicRecovery } from "@/lib/city/public-recovery";
@@ -48,10 +48,19 @@ export default async function CitizenPage({ params }: { params: Promise<{ did: s
 
       <Section id="residency-heading" title="Residency log">
         <p className={`mt-1 max-w-prose text-sm ${look.muted}`}>
-          Its admission, exits, returns, newest first: rows of the residency log, {signed}. Each row&apos;s inclusion proof shows it is in the log&apos;s signed
-          tree.
+          Its admission and any exits and returns, newest first: rows of the residency log, {signed}. Each row&apos;s inclusion proof shows it is in the
+          log&apos;s signed tree.
         </p>
         <LogRows rows={profile.residency} names={new Map()} citizen={false} proof="/api/residency/log/proof" empty="No residency log row names this citizen." />
+        {profile.residency.length === RESIDENCY_ROWS ? (
+          <p className={`mt-2 text-sm ${look.muted}`}>
+            The newest {RESIDENCY_ROWS} rows; the older ones are in{" "}
+            <a className={look.link} href="/log">
+              the whole log
+            </a>
+            .
+          </p>
+        ) : null}
       </Section>
 
       <CitizenKeys did={did} recovery={recovery} history={history} signed={signed} now={now} />
