@@ -137,11 +137,12 @@ export function DoorRow({ door }: { door: AnyDoor }) {
           </span>
         </summary>
         <div className="px-3 pb-3 pl-8">
-          <p className="text-sm">
+          {/* break-words: a description may quote a long pattern with no space in it (the ward's shape rules). */}
+          <p className="text-sm break-words">
             <Prose text={door.summary} />
           </p>
           {door.description ? (
-            <p className={`mt-1 text-sm ${look.muted}`}>
+            <p className={`mt-1 text-sm break-words ${look.muted}`}>
               <Prose text={door.description} />
             </p>
           ) : null}
