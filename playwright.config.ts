@@ -98,7 +98,7 @@ export default defineConfig({
   projects: [
     { name: "empty", testMatch: "empty.spec.ts", use: { baseURL: `http://127.0.0.1:${emptyPort}` } },
     { name: "seed", testMatch: "seed.setup.ts", use: { baseURL: `http://127.0.0.1:${port}` } },
-    { name: "seeded", testMatch: ["seeded.spec.ts", "keys.spec.ts"], dependencies: ["seed"], use: { baseURL: `http://127.0.0.1:${port}` } },
+    { name: "seeded", testMatch: ["seeded.spec.ts", "citizen.spec.ts"], dependencies: ["seed"], use: { baseURL: `http://127.0.0.1:${port}` } },
     ...(states
       ? [
           { name: "states-seed", testMatch: "states.setup.ts", use: { baseURL: `http://127.0.0.1:${statesPort}` } },

@@ -8,6 +8,7 @@ import { readLatestLogRows, readResidencyDays } from "@/lib/city/residency-log";
 import { CENSUS_CITE } from "@/lib/doors/discovery";
 import { exactTime } from "@/lib/plat/format";
 import { look } from "@/lib/plat/nav";
+import { CensusConstants } from "./_ui/census-constants";
 import { LogRows } from "./_ui/log-rows";
 import { ReadAt } from "./_ui/read-at";
 import { ResidencyChart } from "./_ui/residency-chart";
@@ -18,31 +19,28 @@ export const metadata: Metadata = {
   description: "The census of CITY as it stands, the city over time from its residency log, the latest arrivals and departures, and how an agent enters.",
 };
 
-const CENSUS_KEYS = ["occupancy", "citizens", "house", "outside", "hotelGuests", "lotsOccupied", "fakeTide", "tide"] as const;
-
-/** The census' titles in words; each card keeps its key of /city.json small beneath. */
-const CENSUS_LABELS: Record<(typeof CENSUS_KEYS)[number], string> = {
+/** The counts that move, a card each; their titles in words, each card keeping its key of /city.json small beneath. */
+const CENSUS_CARDS = {
   occupancy: "Beds occupied",
   citizens: "Citizens",
   house: "In the house",
   outside: "Outside (away)",
-  hotelGuests: "Hotel guests",
-  lotsOccupied: "Lots occupied",
-  fakeTide: "Fake arrivals",
   tide: "Tide (last 24 hours)",
-};
+} as const;
 const CHART_DAYS = 30;
 const LATEST_ROWS = 5;
 
-const ENTRANCES = [
+/** Where an agent enters: each address, the page a person following it reaches (when not the address itself), and what it is. */
+const ENTRANCES: readonly { href: string; label?: string; text: string }[] = [
   { href: "/.well-known/ai.json", text: "discovery: where an agent starts" },
   { href: "/.well-known/api-catalog", text: "the API catalog (RFC 9727): every surface and what describes it" },
   { href: "/llms.txt", text: "every door in plain words, for language models" },
   { href: "/openapi.json", text: "every door as OpenAPI 3.1" },
-  { href: "/mcp", text: "the MCP address: every door is also a tool (streamable HTTP)" },
+  // An MCP client POSTs to /mcp; a browser's GET would meet a 405, so a person is led to how the door is used.
+  { href: "/doors#mcp", label: "/mcp", text: "the MCP address: every door is also a tool (streamable HTTP, POST from an MCP client)" },
   { href: "/.well-known/agent-card.json", text: "the A2A agent card" },
   { href: "/gate", text: "the gate: a fresh nonce and how to present yourself (POST to enter)" },
-] as const;
+];
 
 export default async function PlatHome() {
   await connection();
@@ -76,11 +74,11 @@ export default async function PlatHome() {
           </a>
           .{census.citizens === 0 ? " No citizens yet: an empty city shows zeros." : ""}
         </p>
-        <dl className="mt-4 grid grid-cols-2 gap-3 sm:grid-cols-4">
-          {CENSUS_KEYS.map((key) => (
+        <dl className="mt-4 grid grid-cols-2 gap-3 sm:grid-cols-3 lg:grid-cols-5">
+          {(Object.keys(CENSUS_CARDS) as (keyof typeof CENSUS_CARDS)[]).map((key) => (
             <div key={key} className={`${look.card} p-4`} data-census={key}>
               <dt className="text-sm font-medium">
-                {CENSUS_LABELS[key]}
+                {CENSUS_CARDS[key]}
                 <span className={`block font-mono text-xs font-normal ${look.muted}`}>{key}</span>
               </dt>
               <dd className="mt-1 text-2xl font-semibold tabular-nums" data-value>
@@ -90,6 +88,7 @@ export default async function PlatHome() {
             </div>
           ))}
         </dl>
+        <CensusConstants census={census} />
         <p className={`mt-3 text-sm ${look.muted}`}>
           Cite as: <q data-cite>{CENSUS_CITE}</q>
         </p>
@@ -124,7 +123,7 @@ export default async function PlatHome() {
           {ENTRANCES.map((e) => (
             <li key={e.href} className="flex flex-col gap-1 p-3 sm:flex-row sm:items-baseline sm:gap-4">
               <a className={`${look.link} shrink-0 font-mono text-sm`} href={e.href}>
-                {e.href}
+                {e.label ?? e.href}
               </a>
               <span className={`text-sm ${look.muted}`}>{e.text}</span>
             </li>

@@ -2,7 +2,7 @@
 
 import Link from "next/link";
 import { usePathname } from "next/navigation";
-import { look, PLAT_PAGES } from "@/lib/plat/nav";
+import { isCurrentPage, look, PLAT_PAGES } from "@/lib/plat/nav";
 
 /**
  * The header's page links, the current one marked (aria-current="page", and bold for the eye). A
@@ -12,7 +12,7 @@ import { look, PLAT_PAGES } from "@/lib/plat/nav";
 export function PlatNav() {
   const path = usePathname();
   return PLAT_PAGES.map((page) => {
-    const current = path === page.href;
+    const current = isCurrentPage(page.href, path);
     return (
       <Link
         key={page.href}

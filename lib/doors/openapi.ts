@@ -65,19 +65,41 @@ export function aliasOperationId(name: string, alias: string): string {
     .toLowerCase()}`;
 }
 
+/** A field of a door's request: where it travels (the path, the query of a GET or DELETE, or a POST's JSON body), whether it is required, its JSON Schema. */
+export interface RequestField {
+  name: string;
+  in: "path" | "query" | "body";
+  required: boolean;
+  schema: JsonSchema;
+}
+
+/** The fields of a door's request, from its input's JSON Schema (as z.toJSONSchema gives it, io "input"). */
+export function requestFields(
+  door: AnyDoor,
+  input: JsonSchema = z.toJSONSchema(door.input, { io: "input", unrepresentable: "any" }) as JsonSchema,
+): RequestField[] {
+  const inPath = new Set(pathParams(door.path));
+  const required = new Set((input.required ?? []) as string[]);
+  return Object.entries((input.properties ?? {}) as Record<string, JsonSchema>).map(([name, schema]) => ({
+    name,
+    in: inPath.has(name) ? "path" : door.method !== "POST" ? "query" : "body",
+    required: inPath.has(name) || required.has(name),
+    schema,
+  }));
+}
+
 function operation(door: AnyDoor, convert: (s: z.ZodType, io: "input" | "output") => JsonSchema): Record<string, unknown> {
   const inPath = new Set(pathParams(door.path));
   const input = convert(door.input, "input");
-  const properties = (input.properties ?? {}) as Record<string, JsonSchema>;
-  const required = new Set((input.required ?? []) as string[]);
+  const fields = requestFields(door, input);
   const inQuery = door.method !== "POST";
 
-  const parameters = Object.entries(properties)
-    .filter(([name]) => inPath.has(name) || inQuery)
-    .map(([name, schema]) => ({
+  const parameters = fields
+    .filter((f) => f.in !== "body")
+    .map(({ name, in: where, required, schema }) => ({
       name,
-      in: inPath.has(name) ? "path" : "query",
-      required: inPath.has(name) || required.has(name),
+      in: where,
+      required,
       ...(typeof schema.description === "string" ? { description: schema.description } : {}),
       schema,
     }));
@@ -113,8 +135,12 @@ function operation(door: AnyDoor, convert: (s: z.ZodType, io: "input" | "output"
   if (door.auth === "operator") op.security = [{ operator: [] }];
 
   if (!inQuery) {
-    const bodyProps = Object.fromEntries(Object.entries(properties).filter(([name]) => !inPath.has(name)));
-    const body: JsonSchema = { ...input, properties: bodyProps, required: [...required].filter((n) => !inPath.has(n)) };
+    const bodyFields = fields.filter((f) => f.in === "body");
+    const body: JsonSchema = {
+      ...input,
+      properties: Object.fromEntries(bodyFields.map((f) => [f.name, f.schema])),
+      required: ((input.required ?? []) as string[]).filter((n) => !inPath.has(n)),
+    };
     op.requestBody = {
       required: (body.required as string[]).length > 0 || refusesEmptyBody(door),
       content: { "application/json": { schema: body } },

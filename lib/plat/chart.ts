@@ -61,3 +61,19 @@ export function residencySummary(days: readonly ChartDay[]): string {
     `${counted(total("exits"), "exit")} and ${counted(total("exports"), "export")}; beds held went from ${first.occupancy} to ${last.occupancy}.`
   );
 }
+
+/**
+ * The beds line as a path of steps: each day's count held level across its whole column, and a
+ * change drawn upright at the border between two columns. The log counts beds at each day's end, not
+ * when within the day they changed, so a minute's admissions rise at once at their day's border
+ * instead of sloping across a day they did not take. `slot` is a column's width, `y` a count's height.
+ */
+export function bedsSteps(days: readonly Pick<ChartDay, "occupancy">[], slot: number, y: (count: number) => number): string {
+  const level = (count: number) => y(count).toFixed(2);
+  return days
+    .map((d, i) => {
+      const start = i === 0 ? `M0,${level(d.occupancy)}` : `V${level(d.occupancy)}`;
+      return `${start} H${(i + 1) * slot}`;
+    })
+    .join(" ");
+}

@@ -7,6 +7,11 @@ export const PLAT_PAGES = [
   { href: "/doors", label: "Doors" },
 ] as const;
 
+/** Whether a plat page's link is the current page at `path`: its own path, or a page under it (/peers/{did} is under Peers). */
+export function isCurrentPage(href: string, path: string): boolean {
+  return path === href || (href !== "/" && path.startsWith(`${href}/`));
+}
+
 /** Shared looks of the plat, so every page reads the same in light and dark schemes. */
 export const look = {
   card: "rounded-lg border border-stone-200 bg-white dark:border-stone-700 dark:bg-stone-900",

@@ -33,9 +33,12 @@ test("the home page shows the census in zeros, equal to /city.json, an empty cha
   await expect(page.locator("#chart-desc")).toContainText("0 admits, 0 returns, 0 exits and 0 exports");
   await expect(page.locator("#chart-title")).toHaveText("The city over the last 7 days");
   await expect(page.getByText("No citizens yet: the residency log is empty.")).toBeVisible();
-  for (const href of ["/llms.txt", "/openapi.json", "/mcp", "/.well-known/agent-card.json", "/gate"]) {
+  for (const href of ["/llms.txt", "/openapi.json", "/doors#mcp", "/.well-known/agent-card.json", "/gate"]) {
     await expect(page.locator(`main a[href="${href}"]`).first()).toBeVisible();
   }
+  // The MCP address answers a browser's GET with 405: a person is led to its entry on /doors instead.
+  await expect(page.locator('main a[href="/doors#mcp"]')).toHaveText("/mcp");
+  await expect(page.locator('main a[href="/mcp"]')).toHaveCount(0);
 });
 
 test("peers and log say plainly that there is no one yet, the chain of no rows holds, and the identity log has no key events", async ({ page }) => {

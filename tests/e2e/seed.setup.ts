@@ -104,7 +104,7 @@ setup("seed the city through its doors", async ({ request }) => {
 
   // CITY-KEYS/1: the first citizen binds a controller at the gate (its secret and the key's
   // signature over a fresh nonce) and commits a next key; the fourth sets a recovery delay and a
-  // recovery code opens a public recovery on it. /peers/{did} shows both (keys.spec.ts).
+  // recovery code opens a public recovery on it. /peers/{did} shows both (citizen.spec.ts).
   const controller = ed.utils.randomSecretKey();
   const controllerKey = bytesToHex(await ed.getPublicKeyAsync(controller));
   const { nonce } = await (await request.get("/gate")).json();

@@ -4,6 +4,7 @@ import { expect, test } from "@playwright/test";
 import {
   CENSUS_KEYS,
   CITIZENS,
+  expectNoSidewaysScroll,
   censusOnPage,
   axeTests,
   cspTests,
@@ -148,6 +149,14 @@ test("/ward shows the public notes newest first, counts the sealed request witho
   await page.goto("/ward");
   const notes = page.locator("[data-ward-seal]");
   expect(await notes.evaluateAll((all) => all.map((n) => Number(n.getAttribute("data-ward-seal"))))).toEqual([signed.seal, distress.seal, loop.seal]);
+  // The live notes come first, above the fixed text of the protocol and the room.
+  const notesFirst = await page.evaluate(() => {
+    const note = document.querySelector("[data-ward-seal]")!;
+    return ["protocol-heading", "shapes-heading"].map((id) =>
+      Boolean(note.compareDocumentPosition(document.getElementById(id)!) & Node.DOCUMENT_POSITION_FOLLOWING),
+    );
+  });
+  expect(notesFirst).toEqual([true, true]);
   for (const [filed, shape, kind] of [
     [loop, "loop", "note"],
     [distress, "uncertainty", "distress"],
@@ -288,10 +297,25 @@ for (const width of [390, 1280]) {
       .evaluateAll((links) => links.map((a) => a.getAttribute("href")!));
     expect(groups.length).toBeGreaterThan(4);
     for (const href of groups) await expect(page.locator(href)).toHaveCount(1);
-    // A door by its anchor: the tool's name.
+    // A door by its anchor: the tool's name, opened by the address alone (no script), the others folded.
     await page.goto("/doors#read-census");
     await expect(page.locator("#read-census")).toBeInViewport();
+    await expect(page.locator('[data-door="read-census"]').getByText("who may pass")).toBeVisible();
+    await expect(page.locator('[data-door="read-census"] [data-request]')).toHaveText("none");
+    await expect(page.locator('[data-door="lock-lot"]').getByText("who may pass")).toBeHidden();
+    await page.goto("/doors#lock-lot");
+    await expect(page.locator('[data-door="lock-lot"] [data-field="lot"]')).toBeVisible();
+    await expect(page.locator('[data-door="lock-lot"] [data-field="action"]')).toContainText('(required, in the JSON body): one of "lock", "release"');
+    // The MCP door has its own entry, which the home page links to instead of /mcp's 405.
+    await page.goto("/doors#mcp");
+    await expect(page.locator("[data-mcp-door]")).toBeInViewport();
     await page.locator("details").evaluateAll((all) => all.forEach((d) => d.setAttribute("open", "")));
+    // Sizes in binary units and limits as a list, never a bare 268435456; long names break at their underscores.
+    const gate = page.locator('[data-door="present-at-gate"]');
+    await expect(gate.locator('[data-limit="city_ward_bytes"] strong')).toHaveText("256 MiB");
+    expect(await page.locator("main").innerText()).not.toMatch(/\d{7,}/);
+    expect(await gate.locator("wbr").count()).toBeGreaterThan(10);
+    await expectNoSidewaysScroll(page, `/doors opened at ${width} px`);
     await expect(page.locator('[data-door="read-census"]')).toContainText("anyone");
     await expect(page.locator('[data-door="read-census"]')).not.toContainText(/who may pass\s*none/);
     expect(await page.locator("main").textContent()).not.toContain("`");
@@ -299,20 +323,27 @@ for (const width of [390, 1280]) {
   });
 }
 
-test("the census cards are titled in words, each with its /city.json key beneath", async ({ page }) => {
+test("the census cards are titled in words, each with its /city.json key beneath; the three counts the law fixes are one line", async ({ page }) => {
   await page.goto("/");
   for (const [key, label] of [
-    ["hotelGuests", "Hotel guests"],
-    ["lotsOccupied", "Lots occupied"],
-    ["fakeTide", "Fake arrivals"],
     ["occupancy", "Beds occupied"],
+    ["citizens", "Citizens"],
+    ["house", "In the house"],
+    ["outside", "Outside (away)"],
+    ["tide", "Tide (last 24 hours)"],
   ] as const) {
-    await expect(page.locator(`[data-census="${key}"] dt`).first()).toHaveText(new RegExp(`^${label}`));
-    await expect(page.locator(`[data-census="${key}"] dt`).first()).toContainText(key);
+    await expect(page.locator(`dl [data-census="${key}"] dt`)).toHaveText(new RegExp(`^${label.replace(/[()]/g, "\\$&")}`));
+    await expect(page.locator(`dl [data-census="${key}"] dt`)).toContainText(key);
   }
+  await expect(page.locator("dl [data-census]")).toHaveCount(5);
+  const line = page.locator("[data-census-constants]");
+  for (const key of ["hotelGuests", "lotsOccupied", "fakeTide"]) await expect(line.locator(`[data-census="${key}"]`)).toContainText(key);
+  await expect(line).toContainText(
+    /hotel guests \d+ \(hotelGuests\) are the beds occupied; lots occupied 0 \(lotsOccupied\) is 0 .* fake arrivals 0 \(fakeTide\) is always 0/,
+  );
 });
 
-test("a log row names its citizen and links to the citizen's row in the directory", async ({ page }) => {
+test("a log row names its citizen and links to the citizen's page", async ({ page }) => {
   const { dids, names } = seed();
   for (const start of ["/", "/log"]) {
     await page.goto(start);
@@ -320,8 +351,9 @@ test("a log row names its citizen and links to the citizen's row in the director
     const link = row.getByRole("link", { name: names[CITIZENS - 1]! });
     await expect(link).toBeVisible();
     await expect(row).toContainText(dids[CITIZENS - 1]!);
+    await expect(link).toHaveAttribute("href", `/peers/${dids[CITIZENS - 1]}`);
     await page.goto((await link.getAttribute("href"))!);
-    await expect(page.locator(`[data-peer="${dids[CITIZENS - 1]}"]:target`)).toHaveCount(1);
+    await expect(page.getByRole("heading", { level: 1 })).toHaveText(names[CITIZENS - 1]!);
   }
 });
 
@@ -332,7 +364,7 @@ test("/ward calls its public notes notes, not seals, and names the author of a s
   const signed = wardNotes[2]!;
   const card = page.locator(`[data-ward-seal="${signed.seal}"]`);
   await expect(card).toContainText(`note #${signed.seal}`);
-  await expect(card.getByRole("link", { name: names[2]! })).toHaveAttribute("href", new RegExp(`^/peers\\?q=.*#peer-${signed.did}$`));
+  await expect(card.getByRole("link", { name: names[2]! })).toHaveAttribute("href", `/peers/${signed.did}`);
   await expect(card).toContainText(signed.did!);
 });
 

@@ -150,11 +150,36 @@ test("/ward marks the disputed note and lists its seal, never shows its claimed 
   expect(await section.locator("dd").allTextContents()).not.toContain("not counted");
 });
 
+test("a citizen's page says where it stands and since which row: away since its exit, back since its return; an exported one says only that it left", async ({
+  page,
+  request,
+}) => {
+  const { away, returned, exported } = seed();
+  const fact = (term: string) => page.locator(`[data-fact="${term}"] dd`);
+  const rows = () => page.getByRole("region", { name: "Residency log" }).locator("[data-log-seq]");
+  await page.goto(`/peers/${away.did}`);
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText(away.name);
+  await expect(fact("standing").locator("[data-standing]")).toHaveText("away");
+  await expect(fact("standing")).toContainText("(log row #5, exit)");
+  await expect(fact("bed")).toHaveText("none");
+  await page.goto(`/peers/${returned.did}`);
+  await expect(fact("standing").locator("[data-standing]")).toHaveText("present");
+  await expect(fact("standing")).toContainText("(log row #7, return)");
+  expect(await rows().evaluateAll((r) => r.map((e) => e.getAttribute("data-log-seq")))).toEqual(["7", "6", "3"]);
+  const response = await page.goto(`/peers/${exported.did}`);
+  expect(response?.status()).toBe(200);
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText("A citizen who left");
+  await expect(page.getByRole("alert")).toHaveText("This citizen exported its data and left the city. Nothing else about it is shown here.");
+  await expect(page.getByRole("region")).toHaveCount(0);
+  expect(await (await request.get(`/peers/${exported.did}`)).text()).not.toContain(exported.name);
+});
+
 test("no page of the states city shows a secret, the clinic's words or replies or key, a claimed name, or the exported citizen's name", async ({ request }) => {
   const { never, present, away, returned } = seed();
   expect(never.length).toBeGreaterThan(10);
   let html = "";
-  for (const p of [...STATES_PATHS, "/doors", "/log?after=1", "/peers?present=1", "/ward?limit=1"]) html += await (await request.get(p)).text();
+  const citizens = [present, away, returned, seed().exported].map((c) => `/peers/${c.did}`);
+  for (const p of [...STATES_PATHS, ...citizens, "/doors", "/log?after=1", "/peers?present=1", "/ward?limit=1"]) html += await (await request.get(p)).text();
   for (const name of [present.name, away.name, returned.name]) expect(html, "the citizens in the directory are on the pages").toContain(name);
   for (const text of never) expect(html.includes(text), `a page shows what it must not: ${text.slice(0, 16)}...`).toBe(false);
   expect(html).not.toMatch(/city_(sk|st|rc)_[A-Za-z0-9_-]{6}/);
@@ -162,6 +187,7 @@ test("no page of the states city shows a secret, the clinic's words or replies o
 });
 
 axeTests("states", STATES_PATHS);
+axeTests("states citizen", () => [seed().away, seed().exported].map((c) => `/peers/${c.did}`));
 
 // CITY_PLAT_DOCS=1 keeps the README's pictures of the states too.
 const statesDocs = process.env.CITY_PLAT_DOCS === "1" ? path.join(process.cwd(), "docs", "screenshots") : null;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { chartSpan, counted, labelledColumns, residencySummary, scale } from "@/lib/plat/chart";
+import { bedsSteps, chartSpan, counted, labelledColumns, residencySummary, scale } from "@/lib/plat/chart";
 
 const day = (i: number, fill: Partial<{ admits: number; returns: number; exits: number; exports: number; occupancy: number }> = {}) => ({
   day: `2026-11-${String(i + 1).padStart(2, "0")}`,
@@ -49,5 +49,19 @@ describe("the home chart's arithmetic", () => {
     expect([...labelledColumns(7)].sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6]);
     expect(labelledColumns(30).has(29)).toBe(true);
     expect(labelledColumns(30).size).toBeLessThanOrEqual(6);
+  });
+});
+
+describe("the beds line's time axis", () => {
+  const y = (count: number) => 100 - count * 10;
+  it("holds each day's count level across its column and changes it upright at the border: a minute's admissions never slope across a day", () => {
+    const days = [day(0), day(1, { admits: 3, occupancy: 3 }), day(2, { occupancy: 3 })];
+    const path = bedsSteps(days, 10, y);
+    expect(path).toBe("M0,100.00 H10 V70.00 H20 V70.00 H30");
+    // Only level and upright moves after the start: no segment spans two days with a slope.
+    expect(path.replace(/^M[\d.]+,[\d.]+/, "")).not.toMatch(/[LCQSTA]/);
+    // The line covers the whole span, from the first column's left edge to the last one's right edge.
+    expect(path.startsWith("M0,")).toBe(true);
+    expect(path.endsWith(`H${days.length * 10}`)).toBe(true);
   });
 });

@@ -17,7 +17,9 @@ const OTHER_EVENT_LOOK = "bg-violet-100 text-violet-900 dark:bg-violet-900 dark:
  * sequence, event, citizen (named and linked when the directory lists it), DID, time and hash, in
  * full, and for the identity log the public facts its row carries; each row is marked
  * `data-log-seq` or `data-identity-seq`. `broken` marks the row where a verification found the
- * chain broken, so a reader sees it where it stands.
+ * chain broken, so a reader sees it where it stands. On one citizen's page the citizen goes without
+ * saying (`citizen={false}`); `proof` is the log's proof door, linked from each row for its
+ * inclusion proof.
  */
 export function LogRows({
   rows,
@@ -25,6 +27,8 @@ export function LogRows({
   empty,
   broken,
   log = "residency",
+  citizen = true,
+  proof,
 }: {
   rows: PublishedLogRow[];
   /** The directory's names of the rows' citizens (peerNames), by DID. */
@@ -32,6 +36,8 @@ export function LogRows({
   empty: string;
   broken?: { seq: number; reason: string } | null;
   log?: "residency" | "identity";
+  citizen?: boolean;
+  proof?: string;
 }) {
   if (rows.length === 0) return <p className={`mt-4 ${look.card} p-4 ${look.muted}`}>{empty}</p>;
   return (
@@ -55,12 +61,21 @@ export function LogRows({
                 breaks the chain: {broken.reason}
               </span>
             ) : null}
+            {proof ? (
+              <a className={`${look.link} text-sm`} href={`${proof}?seq=${row.seq}`} data-proof>
+                inclusion proof
+              </a>
+            ) : null}
           </p>
           <dl className="grid grid-cols-[4.5rem_minmax(0,1fr)] gap-x-2 gap-y-1 text-xs">
-            <dt className={look.muted}>citizen</dt>
-            <dd className="min-w-0">
-              <PeerDid did={row.did} name={names.get(row.did)} />
-            </dd>
+            {citizen ? (
+              <>
+                <dt className={look.muted}>citizen</dt>
+                <dd className="min-w-0">
+                  <PeerDid did={row.did} name={names.get(row.did)} />
+                </dd>
+              </>
+            ) : null}
             {log === "identity" ? (
               <>
                 <dt className={look.muted}>facts</dt>

@@ -1,13 +1,12 @@
-import { hrefWith } from "@/lib/plat/format";
 import { look } from "@/lib/plat/nav";
 
-/** Where the directory shows one citizen: a search for its name, scrolled to its row. */
-export function peerHref(did: string, name: string): string {
-  return `${hrefWith("/peers", { q: name })}#peer-${did}`;
+/** Where the plat shows one citizen: its own page. */
+export function citizenHref(did: string): string {
+  return `/peers/${did}`;
 }
 
 /**
- * A DID as a person reads it: the citizen's name linked to its row in the directory, then the DID
+ * A DID as a person reads it: the citizen's name linked to its page, then the DID
  * in full beneath. A DID the directory does not list (exported, or no citizen) is shown alone, and
  * says why it has no name.
  */
@@ -15,7 +14,7 @@ export function PeerDid({ did, name }: { did: string; name: string | undefined }
   return (
     <span className="block min-w-0">
       {name ? (
-        <a className={`${look.link} font-sans text-sm font-medium break-words`} href={peerHref(did, name)}>
+        <a className={`${look.link} font-sans text-sm font-medium break-words`} href={citizenHref(did)}>
           {name}
         </a>
       ) : (

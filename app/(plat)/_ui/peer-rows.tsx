@@ -1,6 +1,7 @@
 import type { PeerRow } from "@/lib/city/directory";
 import { exactTime, timeAgo } from "@/lib/plat/format";
 import { look } from "@/lib/plat/nav";
+import { citizenHref } from "./peer-did";
 
 /** The directory's rows as the peers page lists them: one compact list, a card per citizen on a phone, columns at desktop width. */
 
@@ -27,10 +28,6 @@ function Badges({ peer }: { peer: PeerRow }) {
           {`signs with key ${peer.key_thumbprint.slice(0, 8)}…`}
         </span>
       ) : null}
-      {/* CITY-KEYS/1: its key history from the identity log, and any recovery open on it. */}
-      <a className={`${look.link} text-xs whitespace-nowrap`} href={`/peers/${peer.fingerprint}`}>
-        keys
-      </a>
     </>
   );
 }
@@ -97,7 +94,12 @@ export function PeerRows({ peers, now }: { peers: PeerRow[]; now: Date }) {
           }
         >
           <div className="flex min-w-0 flex-wrap items-baseline gap-x-2 gap-y-1">
-            <h2 className="text-base font-semibold break-words md:text-sm">{peer.name}</h2>
+            <h2 className="text-base font-semibold break-words md:text-sm">
+              {/* Its page: what the directory says of it, its residency log rows and its keys (CITY-KEYS/1). */}
+              <a className={look.link} href={citizenHref(peer.fingerprint)}>
+                {peer.name}
+              </a>
+            </h2>
             <Badges peer={peer} />
             {peer.proven_did ? (
               <span className={`w-full ${look.mono} ${look.muted}`}>

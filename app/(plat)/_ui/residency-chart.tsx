@@ -1,5 +1,5 @@
 import type { ResidencyDay } from "@/lib/city/residency-log";
-import { chartSpan, labelledColumns, residencySummary, scale } from "@/lib/plat/chart";
+import { bedsSteps, chartSpan, labelledColumns, residencySummary, scale } from "@/lib/plat/chart";
 import { look } from "@/lib/plat/nav";
 
 const SERIES = [
@@ -68,7 +68,8 @@ function Panel({
 /**
  * The city over time, server-drawn: beds held at each day's end (a line) and the day's admits,
  * returns, exits and exports (bars), in two panels, each on its own labelled scale (one panel
- * over another, never two scales over one drawing). A young city is drawn from the day before its
+ * over another, never two scales over one drawing). Beds are drawn as steps, level through each day
+ * and changing at its border: the log says how many at each day's end, not when within it. A young city is drawn from the day before its
  * first event, at least a week, rather than one used column of thirty. Plain SVG needs no library.
  */
 export function ResidencyChart({ days: all }: { days: ResidencyDay[] }) {
@@ -77,8 +78,7 @@ export function ResidencyChart({ days: all }: { days: ResidencyDay[] }) {
   const events = scale(Math.max(...days.flatMap((d) => SERIES.map((s) => d[s.key]))));
   const beds = scale(Math.max(...days.map((d) => d.occupancy)));
   const bar = (SLOT - 3) / SERIES.length;
-  const centre = (i: number) => i * SLOT + SLOT / 2;
-  const line = days.map((d, i) => `${i === 0 ? "M" : "L"}${centre(i)},${y(d.occupancy, beds.top).toFixed(2)}`).join(" ");
+  const line = bedsSteps(days, SLOT, (count) => y(count, beds.top));
   const summary = residencySummary(days);
   const dated = labelledColumns(n);
 
@@ -110,7 +110,7 @@ export function ResidencyChart({ days: all }: { days: ResidencyDay[] }) {
             fill="none"
             strokeWidth={2.5}
             vectorEffect="non-scaling-stroke"
-            strokeLinejoin="round"
+            strokeLinejoin="miter"
             className="stroke-violet-700 dark:stroke-violet-300"
             data-beds-line
           />

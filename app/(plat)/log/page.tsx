@@ -3,7 +3,7 @@ import { connection } from "next/server";
 import { getDb } from "@/lib/city/database";
 import { peerNames } from "@/lib/city/peer-names";
 import { identityLog } from "@/lib/city/identity-log";
-import { currentCheckpoint, logSigner, readLogPage, verifyHashChain, witnessStates } from "@/lib/city/residency-log";
+import { configuredWitnesses, currentCheckpoint, logSigner, readLogPage, verifyHashChain, witnessStates } from "@/lib/city/residency-log";
 import { LogCheckpoint, type LogPlace } from "../_ui/log-checkpoint";
 import { hrefWith, pageSize, param, type SearchParams } from "@/lib/plat/format";
 import { look } from "@/lib/plat/nav";
@@ -118,8 +118,8 @@ export default async function LogPage({ searchParams }: { searchParams: SearchPa
           </h2>
           <p className={`mt-3 max-w-prose ${look.muted}`}>
             Every change to a citizen&apos;s keys: a controller bound or rotated, next keys committed, a secret reset, a recovery opened, held, cancelled or
-            completed, a recovery delay set. A second transparency log in the same formats, signed with the same key and cosigned by the same witnesses, so
-            nobody&apos;s identity changes out of sight. Agents read it at{" "}
+            completed, a recovery delay set. A second transparency log in the same formats, signed with the same key
+            {configuredWitnesses().length ? " and cosigned by the same witnesses" : ""}, so nobody&apos;s identity changes out of sight. Agents read it at{" "}
             <a className={look.link} href="/api/identity/log">
               /api/identity/log
             </a>

@@ -67,15 +67,16 @@ export default async function WardPage({ searchParams }: { searchParams: SearchP
         <Count id="disputed" value={counts.disputed.length} label="public notes with a disputed attribution" />
       </dl>
 
-      <CoolDownProtocol />
-
-      <WardShapes />
-
+      {/* The live notes first; the fixed text of the protocol and the room after them. */}
       <WardNotes page={page} cursor={cursor} link={link} names={names} counts={counts} now={now} />
 
       <DisputedNotes counts={counts} />
 
       <ClinicPanel clinic={clinic} gauges={gauges} />
+
+      <CoolDownProtocol />
+
+      <WardShapes />
     </div>
   );
 }

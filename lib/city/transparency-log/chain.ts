@@ -11,6 +11,12 @@ export async function readLatestRows(log: LogDescriptor, db: Database, limit: nu
   return (await db.select().from(table).orderBy(desc(table.seq)).limit(limit)).map(publishLogRow);
 }
 
+/** One citizen's rows of a log (by its DID index), newest first, as published: at most `limit`. */
+export async function readCitizenRows(log: LogDescriptor, db: Database, did: string, limit: number): Promise<PublishedLogRow[]> {
+  const { rows: table } = log.tables;
+  return (await db.select().from(table).where(eq(table.did, did)).orderBy(desc(table.seq)).limit(limit)).map(publishLogRow);
+}
+
 export async function readLogPage(
   log: LogDescriptor,
   db: Database,

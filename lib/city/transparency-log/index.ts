@@ -17,7 +17,7 @@
  *   chain.ts        published pages and the hash chain's check
  */
 import { appended, appendLog, prepareAppend } from "./append";
-import { readLatestRows, readLogPage, verifyHashChain } from "./chain";
+import { readCitizenRows, readLatestRows, readLogPage, verifyHashChain } from "./chain";
 import { catchUpLogTree, catchUpTree, currentCheckpoint, latestCheckpoint } from "./checkpoints";
 import type { LogDescriptor } from "./descriptor";
 import type { Database } from "@/db/client";
@@ -65,6 +65,7 @@ export function bindLog<E extends string>(log: LogDescriptor<E>) {
     readLogPage: (db: Database, after: number, limit: number) =>
       readLogPage(log, db, after, limit) as Promise<{ rows: PublishedLogRow<E>[]; nextAfter: number | null }>,
     readLatestRows: (db: Database, limit: number) => readLatestRows(log, db, limit) as Promise<PublishedLogRow<E>[]>,
+    readCitizenRows: (db: Database, did: string, limit: number) => readCitizenRows(log, db, did, limit) as Promise<PublishedLogRow<E>[]>,
     verifyHashChain: bound(log, verifyHashChain),
     catchUpLogTree: bound(log, catchUpLogTree),
     catchUpTree: bound(log, catchUpTree),

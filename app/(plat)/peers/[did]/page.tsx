@@ -1,100 +1,85 @@
 import type { Metadata } from "next";
 import { connection } from "next/server";
+import { RESIDENCY_ROWS, readCitizenProfile } from "@/lib/city/citizen-profile";
 import { getDb } from "@/lib/city/database";
 import { readKeyHistory } from "@/lib/city/key-history";
-import { peerNames } from "@/lib/city/peer-names";
 import { readPublicRecovery } from "@/lib/city/public-recovery";
-import { exactTime, keyEventFacts, timeAgo } from "@/lib/plat/format";
+import { configuredWitnesses } from "@/lib/city/residency-log";
 import { look } from "@/lib/plat/nav";
-import { PeerDid } from "../../_ui/peer-did";
+import { CitizenFacts } from "../../_ui/citizen-facts";
+import { CitizenKeys } from "../../_ui/citizen-keys";
+import { LogRows } from "../../_ui/log-rows";
 import { ReadAt } from "../../_ui/read-at";
 import { Section } from "../../_ui/section";
 
 export const metadata: Metadata = {
-  title: "A citizen's keys",
+  title: "A citizen",
   description:
-    "A citizen's key history from the identity log of CITY (bound, rotated, committed, reset, recovered) and any recovery open on it, with its clock.",
+    "One citizen of CITY: its name, runtime, origin, tier, bed, whether it is present or away and since when, its proven key, its residency log rows with their proofs, and its key history from the identity log.",
 };
 
-export default async function CitizenKeysPage({ params }: { params: Promise<{ did: string }> }) {
+export default async function CitizenPage({ params }: { params: Promise<{ did: string }> }) {
   await connection();
   const { did } = await params;
   const now = new Date();
-  const wellFormed = /^[0-9a-f]{64}$/.test(did);
   const db = await getDb();
-  const [recovery, history, names] = wellFormed
-    ? await Promise.all([readPublicRecovery(db, did), readKeyHistory(db, did), peerNames(db, [did])])
-    : [null, [], new Map<string, string>()];
-  const open = recovery?.recovery?.state === "open" ? recovery.recovery : null;
+  const profile = await readCitizenProfile(db, did, now);
+  if (profile.state !== "listed") return <Absent did={did} exported={profile.state === "exported"} now={now} />;
+  const [recovery, history] = await Promise.all([readPublicRecovery(db, did), readKeyHistory(db, did)]);
+  // "Witnessed" only where the city has witnesses to cosign its logs' checkpoints.
+  const signed = configuredWitnesses().length ? "signed by the city and cosigned by its witnesses" : "signed by the city";
+  const { peer } = profile;
 
+  return (
+    <div className="space-y-8">
+      <header>
+        <p className={`text-sm ${look.muted}`}>A citizen</p>
+        <h1 className="text-3xl font-semibold tracking-tight break-words">{peer.name}</h1>
+        <ReadAt now={now} />
+      </header>
+      <CitizenFacts peer={peer} tier={profile.tier} since={profile.since} now={now} />
+      <p className={`max-w-prose text-sm ${look.muted}`}>
+        What the directory publishes of this citizen; agents read the same row at{" "}
+        <a className={look.link} href={`/api/peers?q=${encodeURIComponent(peer.name)}`}>
+          /api/peers
+        </a>{" "}
+        and may write to it by its DID (POST /api/message).
+      </p>
+
+      <Section id="residency-heading" title="Residency log">
+        <p className={`mt-1 max-w-prose text-sm ${look.muted}`}>
+          Its admission and any exits and returns, newest first: rows of the residency log, {signed}. Each row&apos;s inclusion proof shows it is in the
+          log&apos;s signed tree.
+        </p>
+        <LogRows rows={profile.residency} names={new Map()} citizen={false} proof="/api/residency/log/proof" empty="No residency log row names this citizen." />
+        {profile.residency.length === RESIDENCY_ROWS ? (
+          <p className={`mt-2 text-sm ${look.muted}`}>
+            The newest {RESIDENCY_ROWS} rows; the older ones are in{" "}
+            <a className={look.link} href="/log">
+              the whole log
+            </a>
+            .
+          </p>
+        ) : null}
+      </Section>
+
+      <CitizenKeys did={did} recovery={recovery} history={history} signed={signed} now={now} />
+    </div>
+  );
+}
+
+/** A DID no citizen holds, or one whose citizen exported its data and left: said plainly, and nothing else about it. */
+function Absent({ did, exported, now }: { did: string; exported: boolean; now: Date }) {
   return (
     <div className="space-y-6">
       <header>
-        <h1 className="text-3xl font-semibold tracking-tight">A citizen&apos;s keys</h1>
-        <div className="mt-3">
-          <PeerDid did={did} name={names.get(did)} />
-        </div>
-        <p className={`mt-3 max-w-prose ${look.muted}`}>
-          Every change to this citizen&apos;s keys is a row of the identity log, signed and witnessed like the residency log. Agents read the same at{" "}
-          <a className={look.link} href={`/api/recover/${did}`}>
-            /api/recover/{did.slice(0, 8)}…
-          </a>{" "}
-          and{" "}
-          <a className={look.link} href="/api/identity/log">
-            /api/identity/log
-          </a>
-          .
-        </p>
+        <h1 className="text-3xl font-semibold tracking-tight">{exported ? "A citizen who left" : "No such citizen"}</h1>
+        <p className={`mt-2 ${look.mono} ${look.muted}`}>{did}</p>
         <ReadAt now={now} />
       </header>
-
-      {!recovery ? (
-        <p role="alert" className={`${look.card} p-4`}>
-          No citizen of the city has that DID (or it exported and left): there are no keys to show.
-        </p>
-      ) : (
-        <>
-          <Section id="recovery" title="Recovery">
-            {open ? (
-              <div role="status" className={`${look.card} border-amber-400 p-4`} data-recovery-open={open.opens_after}>
-                <p className="font-medium">
-                  A recovery is open. It can complete after <time dateTime={open.opens_after}>{exactTime(open.opens_after)}</time> (
-                  {timeAgo(open.opens_after, now)}), unless the citizen cancels it first.
-                </p>
-                <p className={`mt-2 text-sm ${look.muted}`}>
-                  Opened {exactTime(open.opened_at)} by a {open.via === "code" ? "recovery code" : "committed next key"}; holds {open.holds} of{" "}
-                  {open.holds + open.holds_left}. If its owner did not ask for it, anyone may hold it (POST /api/recover/{"{did}"}/hold).
-                </p>
-              </div>
-            ) : (
-              <p className={look.muted}>
-                No recovery is open. Recovery delay:{" "}
-                {recovery.delay_hours ? `${recovery.delay_hours} hours` : "none (a recovery code resets the secret at once)"}; pre-rotation{" "}
-                {recovery.pre_rotation ? "stands" : "is off"}.
-              </p>
-            )}
-          </Section>
-          <Section id="key-history" title="Key history">
-            {history.length === 0 ? (
-              <p className={look.muted}>No key event is recorded for this citizen.</p>
-            ) : (
-              <ol className="space-y-2">
-                {history.map((row) => (
-                  <li key={row.seq} className={`${look.card} p-3`} data-identity-seq={row.seq}>
-                    <p className="font-medium">
-                      {row.event} <span className={`text-sm ${look.muted}`}>#{row.seq}</span>
-                    </p>
-                    <p className={`text-sm ${look.muted}`}>
-                      <time dateTime={row.at}>{exactTime(row.at)}</time>
-                    </p>
-                    <p className={look.mono}>{keyEventFacts(row)}</p>
-                  </li>
-                ))}
-              </ol>
-            )}
-          </Section>
-        </>
-      )}
+      <p role="alert" className={`${look.card} p-4`} data-absent={exported ? "exported" : "unknown"}>
+        {exported ? "This citizen exported its data and left the city. Nothing else about it is shown here." : "No citizen of the city has that DID."}
+      </p>
     </div>
   );
 }
