@@ -32,7 +32,9 @@ if (!existsSync(wanted)) {
     execFileSync("apt-get", ["install", "-y", "--no-upgrade", "chromium"], { stdio: ["ignore", fd, fd], env });
     console.log(
       `Chromium installed: ${added} new packages` +
-        (upgraded.length ? `; ${upgraded.length} installed packages upgraded, as Chromium's libraries need them: ${upgraded.join(", ")}` : "; nothing else upgraded"),
+        (upgraded.length
+          ? `; ${upgraded.length} installed packages upgraded, as Chromium's libraries need them: ${upgraded.join(", ")}`
+          : "; nothing else upgraded"),
     );
   } catch (error) {
     closeSync(fd);

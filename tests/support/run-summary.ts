@@ -40,7 +40,9 @@ export default class RunSummary implements Reporter {
       console.log(`\n${total} skipped tests, by reason:`);
       for (const [reason, { count, files }] of [...reasons].sort((a, b) => b[1].count - a[1].count)) {
         const where = [...files].map((f) => f.split("/").pop());
-        console.log(`  ${String(count).padStart(4)}  ${reason} (${where.length > 3 ? `${where.slice(0, 3).join(", ")} and ${where.length - 3} more` : where.join(", ")})`);
+        console.log(
+          `  ${String(count).padStart(4)}  ${reason} (${where.length > 3 ? `${where.slice(0, 3).join(", ")} and ${where.length - 3} more` : where.join(", ")})`,
+        );
       }
     }
     const timed = testModules
