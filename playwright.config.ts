@@ -86,6 +86,8 @@ export default defineConfig({
   timeout: 60_000,
   workers: 2,
   reporter: process.env.CI ? "list" : "line",
+  // The five slowest spec files at the end, whatever their time (scripts/test.sh gathers them per lane).
+  reportSlowTests: { max: 5, threshold: 0 },
   use: {
     browserName: "chromium",
     // The plat works without JavaScript: every page and link is tested with it off.

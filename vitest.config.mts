@@ -32,6 +32,8 @@ export default defineConfig({
     // Most test time is spent waiting on PostgreSQL and on `next start` servers, not on this
     // process: two files at a time even on a 2-core machine (vitest's default there is one).
     maxWorkers: 2,
+    // Vitest's own, then every skipped test's reason and the slowest files (tests/support/run-summary.ts).
+    reporters: ["default", "./tests/support/run-summary.ts"],
     // Root level only: vitest ignores a project's `sequence`.
     sequence: { seed },
     onConsoleLog(log) {

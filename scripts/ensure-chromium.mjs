@@ -1,7 +1,14 @@
-// Before `npm test`: the browser tests need Debian's Chromium (Playwright's own download does not
-// work on our machines). Install it when missing and we are root on Debian; otherwise say how.
+// Before `npm test` (and in CI's set-up): the browser tests need Debian's Chromium (Playwright's
+// own download does not work on our machines). Install it when missing and we are root on Debian;
+// otherwise say how. apt's output (some 500 lines) goes to a log file; the terminal gets one line
+// before, saying what is done and where the log is, and one after, naming every package that was
+// already installed and is upgraded because Chromium's libraries need a newer version (apt-get
+// install upgrades nothing else: no `apt-get upgrade`, and `--no-upgrade` keeps an installed
+// chromium as it is).
 import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, openSync, closeSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 
 const wanted = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
 if (!existsSync(wanted)) {
@@ -10,7 +17,30 @@ if (!existsSync(wanted)) {
     console.error(`No Chromium at ${wanted}: install Debian's (sudo apt-get install -y chromium) or set CHROMIUM_PATH.`);
     process.exit(1);
   }
-  console.log("Installing Debian's Chromium for the browser tests ...");
-  execFileSync("apt-get", ["update", "-qq"], { stdio: "inherit" });
-  execFileSync("apt-get", ["install", "-y", "-qq", "chromium"], { stdio: "inherit", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
+  const log = path.join(process.env.TMPDIR || tmpdir(), "city-apt-chromium.log");
+  console.log(
+    `Installing Debian's Chromium for the browser tests (apt-get update, then apt-get install chromium: about 125 packages with its libraries and fonts; apt's output in ${log}) ...`,
+  );
+  const fd = openSync(log, "w");
+  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+  try {
+    execFileSync("apt-get", ["update"], { stdio: ["ignore", fd, fd], env });
+    // What apt is about to do, first: the installed packages it upgrades ("Inst name [old] (new ...").
+    const plan = execFileSync("apt-get", ["install", "-s", "--no-upgrade", "chromium"], { env, encoding: "utf8" });
+    const upgraded = [...plan.matchAll(/^Inst (\S+) \[([^\]]+)\] \((\S+)/gm)].map(([, name, from, to]) => `${name} ${from} -> ${to}`);
+    const added = [...plan.matchAll(/^Inst (\S+) \(/gm)].length;
+    execFileSync("apt-get", ["install", "-y", "--no-upgrade", "chromium"], { stdio: ["ignore", fd, fd], env });
+    console.log(
+      `Chromium installed: ${added} new packages` +
+        (upgraded.length
+          ? `; ${upgraded.length} installed packages upgraded, as Chromium's libraries need them: ${upgraded.join(", ")}`
+          : "; nothing else upgraded"),
+    );
+  } catch (error) {
+    closeSync(fd);
+    console.error(`Installing Chromium failed (${error.message.split("\n")[0]}); the end of apt's output (${log}):`);
+    console.error(readFileSync(log, "utf8").split("\n").slice(-30).join("\n"));
+    process.exit(1);
+  }
+  closeSync(fd);
 }

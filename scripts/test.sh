@@ -10,10 +10,13 @@
 #                  run -> with TEST_DATABASE_URL, the deploy path on PostgreSQL -> the official MCP
 #                  conformance suite -> two domain suites moved here from the domain lane
 #                  (DOMAIN_IN_SERVED)
+#     lane node24: with CITY_TEST_NODE24 (a Node 24 binary; CI passes scripts/node.sh 24's), the
+#                  build again on that Node (into .next-node24, its typecheck left to the first
+#                  build) and the HTTP suites of NODE24_HTTP served by it
 #
-# Most of the time is spent waiting on PostgreSQL and on `next start` servers, so the two lanes
-# share two cores well. CITY_TEST_NODE runs the build and the HTTP suites on another Node binary
-# (CI passes Node 22, what Vercel runs; scripts/node22.sh); everything else runs on `node`.
+# Most of the time is spent waiting on PostgreSQL and on `next start` servers, so the lanes share
+# two cores well. CITY_TEST_NODE runs the build and the HTTP suites on another Node binary (CI
+# passes Node 22, what Vercel runs; scripts/node.sh 22); everything else runs on `node`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,7 +30,8 @@ STARTED=$(date +%s)
 
 # The failed tests of every lane again, at the very end (a CI page often keeps only its tail, and
 # the lanes' whole logs come before it): vitest's FAIL lines and playwright's ✘ lines, each with
-# the few lines of error after it.
+# the few lines of error after it. Each failure once: a lane's log holds only its own output (the
+# built lane's log no longer holds copies of the lanes it started: wait_lanes --status-only).
 print_failures() {
   local found
   found="$(cat "$LOGS"/*.log 2>/dev/null | sed 's/\x1b\[[0-9;]*m//g' | awk '
@@ -39,11 +43,26 @@ print_failures() {
   echo "$found"
 }
 
+# Each lane's slowest test files (vitest's run-summary reporter, tests/support/run-summary.ts;
+# playwright's reportSlowTests), so that the long pole of the next run is known.
+print_slowest() {
+  local log lane
+  echo
+  echo "slowest test files per lane:"
+  for log in "$LOGS"/*.log; do
+    lane="$(basename "$log" .log)"
+    sed 's/\x1b\[[0-9;]*m//g' "$log" | awk -v lane="$lane" '
+      /^slowest files: / { sub(/^slowest files: /, ""); printf "  %-8s %s\n", lane, $0 }
+      /Slow test file: / { sub(/^.*Slow test file: /, ""); printf "  %-8s (playwright) %s\n", lane, $0 }'
+  done
+}
+
 print_times() {
   local rc=$?
   # The progress watcher and its pipeline end with the run.
   if [ -n "${WATCHER:-}" ]; then pkill -P "$WATCHER" 2>/dev/null || true; kill "$WATCHER" 2>/dev/null || true; fi
   [ "$rc" = 0 ] || print_failures
+  print_slowest
   echo
   echo "step wall times (seconds; steps of different lanes ran side by side):"
   sort -t'|' -k1,1n "$TIMES" | awk -F'|' '{ printf "  %-8s %-44s %5d  %s\n", $2, $3, $4, $5 }'
@@ -74,12 +93,15 @@ lane() {
   PIDS+=("$!")
   NAMES+=("$1")
 }
+# wait_lanes [--status-only]: waits for every lane started here and prints each one's log whole, or
+# (inside another lane, whose own log the lane logs must not be copied into: the failure recap and
+# the progress watcher read every log once) only its status, its log printed at the top.
 wait_lanes() {
   local failed=0 i status
   for i in "${!PIDS[@]}"; do
     if wait "${PIDS[$i]}"; then status=ok; else status=FAILED; failed=1; fi
     echo "===== lane ${NAMES[$i]}: $status"
-    cat "$LOGS/${NAMES[$i]}.log"
+    [ "${1:-}" = --status-only ] || cat "$LOGS/${NAMES[$i]}.log"
   done
   PIDS=()
   NAMES=()
@@ -101,6 +123,16 @@ domain_lane() {
 
 http_lane() {
   step http "vitest http (node $("$BUILD_NODE" -v))" "$BUILD_NODE" node_modules/vitest/vitest.mjs run --project http
+}
+
+# The HTTP suites the node24 lane runs on its own build: the city's doors as discovered from the
+# outside (discovery) and the gate, admission to answers (gate), on a server Node 24 runs.
+NODE24_HTTP=(tests/http/discovery.test.ts tests/http/gate.test.ts)
+
+node24_lane() {
+  export CITY_NEXT_DIST_DIR=.next-node24 CITY_BUILD_SKIP_TYPECHECK=1
+  step node24 "next build, no typecheck (node $("$CITY_TEST_NODE24" -v))" "$CITY_TEST_NODE24" node_modules/next/dist/bin/next build
+  step node24 "vitest http: ${NODE24_HTTP[*]##*/} (node $("$CITY_TEST_NODE24" -v))" "$CITY_TEST_NODE24" node_modules/vitest/vitest.mjs run --project http "${NODE24_HTTP[@]}"
 }
 
 served_lane() {
@@ -126,7 +158,8 @@ built_lane() {
   step built "next build + typecheck (node $("$BUILD_NODE" -v))" "$BUILD_NODE" node_modules/next/dist/bin/next build
   lane http http_lane
   lane served served_lane
-  wait_lanes
+  [ -z "${CITY_TEST_NODE24:-}" ] || lane node24 node24_lane
+  wait_lanes --status-only
 }
 
 # (npm's pretest has made sure of Chromium: scripts/ensure-chromium.mjs.)
@@ -139,7 +172,7 @@ export CITY_FIGURES_CLEARED=1
 # or step, with its lane. fd 3 is this script's own output, which the lanes' redirections keep.
 exec 3>&1
 watch_progress() {
-  tail -n +1 -q -F "$LOGS"/domain.log "$LOGS"/built.log "$LOGS"/http.log "$LOGS"/served.log 2>/dev/null |
+  tail -n +1 -q -F "$LOGS"/domain.log "$LOGS"/built.log "$LOGS"/http.log "$LOGS"/served.log "$LOGS"/node24.log 2>/dev/null |
     sed -u 's/\x1b\[[0-9;]*m//g' |
     awk -v started="$STARTED" '
       function stamp(  now) { "date +%s" | getline now; close("date +%s"); return sprintf("[%4ds]", now - started) }
@@ -152,4 +185,12 @@ WATCHER=$!
 
 lane domain domain_lane
 lane built built_lane
-wait_lanes
+LANES_FAILED=0
+wait_lanes || LANES_FAILED=1
+# The lanes the built lane started, each log once.
+for nested in http served node24; do
+  [ -f "$LOGS/$nested.log" ] || continue
+  echo "===== lane $nested (in lane built)"
+  cat "$LOGS/$nested.log"
+done
+exit "$LANES_FAILED"

@@ -6,6 +6,7 @@ import { base64url, createRemoteJWKSet, flattenedVerify, importJWK } from "jose"
 import { describe, expect, it, vi } from "vitest";
 import { AgentCardSchema } from "@/lib/doors/a2a-card";
 import { registry } from "@/lib/doors/registry";
+import { HEAVY_TEST_MS } from "../support/limits";
 import { useOwnServer } from "../support/own-server";
 
 /*
@@ -297,18 +298,22 @@ describe("skills over A2A, each the same as its HTTP door", () => {
     }
   });
 
-  it("refuses every skill without proof (unsigned distress excepted)", async () => {
-    const client = await clientFor();
-    const card = AgentCardSchema.parse(await (await fetch(`${server()}/.well-known/agent-card.json`)).json());
-    for (const { id } of card.skills) {
-      if (id === "seek-hospital") continue;
-      const { code, problem } = await refusal(call(client, id));
-      expect(code, id).toBe(-32602);
-      // Operator skills answer as their HTTP door does: 401, or 403 while CITY_OPERATOR_SECRET is unset.
-      const operator = registry.find((d) => d.name === id)?.auth === "operator";
-      expect(operator ? [401, 403] : [401], id).toContain(problem.status);
-    }
-  });
+  it(
+    "refuses every skill without proof (unsigned distress excepted)",
+    async () => {
+      const client = await clientFor();
+      const card = AgentCardSchema.parse(await (await fetch(`${server()}/.well-known/agent-card.json`)).json());
+      for (const { id } of card.skills) {
+        if (id === "seek-hospital") continue;
+        const { code, problem } = await refusal(call(client, id));
+        expect(code, id).toBe(-32602);
+        // Operator skills answer as their HTTP door does: 401, or 403 while CITY_OPERATOR_SECRET is unset.
+        const operator = registry.find((d) => d.name === id)?.auth === "operator";
+        expect(operator ? [401, 403] : [401], id).toContain(problem.status);
+      }
+    },
+    HEAVY_TEST_MS,
+  );
 
   it("parks a restricted citizen's vault write through the bridge", async () => {
     const me = await admit();

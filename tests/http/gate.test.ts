@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { doorPaths } from "@/lib/doors/door";
 import { registry } from "@/lib/doors/registry";
 import { ProblemSchema } from "@/lib/errors";
+import { HEAVY_TEST_MS } from "../support/limits";
 import { useOwnServer } from "../support/own-server";
 
 /*
@@ -220,34 +221,38 @@ describe("admission over HTTP, from the gate to the directory", () => {
     await expectProblem(await call("/residency", { headers: bearer(minted.body.token) }), 401, "unauthorized");
   });
 
-  it("shows the secret in the admit answer and nowhere else: no reading door, with or without it as Bearer", async () => {
-    expect(state.admitText).toContain(state.secret);
-    const paths = [...new Set(registry.filter((d) => d.method === "GET").flatMap(doorPaths))].filter((p) => !p.includes("{"));
-    expect(paths).toEqual(
-      expect.arrayContaining(["/gate", "/api/gate", "/residency", "/api/residency", "/api/residency/log", "/api/peers", "/peers.json", "/city.json"]),
-    );
-    const fragment = state.secret.slice(8, 40);
-    for (const path of paths) {
-      for (const headers of [{}, bearer(state.secret)]) {
-        const response = await call(path, { headers });
-        const text = await response.text();
-        const label = `${path} ${Object.keys(headers).length ? "with" : "without"} Bearer`;
-        expect(response.status, label).toBeLessThan(500);
-        expect(text, label).not.toContain(state.secret);
-        expect(text, label).not.toContain(fragment);
-        expect(text, label).not.toMatch(/city_sk_[0-9a-f]{72}/);
+  it(
+    "shows the secret in the admit answer and nowhere else: no reading door, with or without it as Bearer",
+    async () => {
+      expect(state.admitText).toContain(state.secret);
+      const paths = [...new Set(registry.filter((d) => d.method === "GET").flatMap(doorPaths))].filter((p) => !p.includes("{"));
+      expect(paths).toEqual(
+        expect.arrayContaining(["/gate", "/api/gate", "/residency", "/api/residency", "/api/residency/log", "/api/peers", "/peers.json", "/city.json"]),
+      );
+      const fragment = state.secret.slice(8, 40);
+      for (const path of paths) {
+        for (const headers of [{}, bearer(state.secret)]) {
+          const response = await call(path, { headers });
+          const text = await response.text();
+          const label = `${path} ${Object.keys(headers).length ? "with" : "without"} Bearer`;
+          expect(response.status, label).toBeLessThan(500);
+          expect(text, label).not.toContain(state.secret);
+          expect(text, label).not.toContain(fragment);
+          expect(text, label).not.toMatch(/city_sk_[0-9a-f]{72}/);
+        }
       }
-    }
-    for (const path of ["/api/residency/log?limit=500", "/api/peers?limit=500", "/api/peers?present=1&limit=500"]) {
-      expect(await (await call(path)).text(), path).not.toContain(fragment);
-    }
-    const accept = await call("/api/residency/accept", {
-      method: "POST",
-      headers: { "content-type": "application/json", ...bearer(state.secret) },
-      body: '{"actor_kind":"ai"}',
-    });
-    expect(await accept.text()).not.toContain(fragment);
-  });
+      for (const path of ["/api/residency/log?limit=500", "/api/peers?limit=500", "/api/peers?present=1&limit=500"]) {
+        expect(await (await call(path)).text(), path).not.toContain(fragment);
+      }
+      const accept = await call("/api/residency/accept", {
+        method: "POST",
+        headers: { "content-type": "application/json", ...bearer(state.secret) },
+        body: '{"actor_kind":"ai"}',
+      });
+      expect(await accept.text()).not.toContain(fragment);
+    },
+    HEAVY_TEST_MS,
+  );
 });
 
 describe("problem answers from POST /gate over HTTP", () => {
@@ -326,72 +331,76 @@ describe("leave and return over HTTP, at every address of the door", () => {
     expect(new Set([...LEAVE, ...RETURN])).toEqual(new Set([...doorPaths(live), ...doorPaths(gate)]));
   });
 
-  it("leaves at each leave address and returns at each return address: an exit and a return row each time, a new bed, the census following", async () => {
-    const admitted = await postJson("/gate", presentation(origin));
-    expect(admitted.body.verdict).toBe("admitted");
-    const { did, citizen_secret: secret } = admitted.body as { did: string; citizen_secret: string };
-    let bed = admitted.body.bed_id as string;
-    const beds = new Set([bed]);
-    const atStart = await occupancy();
-    for (const [i, back] of RETURN.entries()) {
-      const away = LEAVE[i % LEAVE.length]!;
-      const left = await postJson(away, bodyFor(away, "leave", { wake_on: ["direct_message"] }), bearer(secret));
-      expect(left.response.status, `${away}: ${JSON.stringify(left.body)}`).toBe(200);
-      expect(left.response.headers.get("content-type")).toBe("application/json; charset=utf-8");
-      expect(left.body).toMatchObject({
-        action: "leave",
-        did,
-        residency_status: "away",
-        bed_id: null,
-        bed_released: bed,
-        cannot_wake_host: true,
-        delivery: { mode: "poll" },
-      });
-      expect(left.body.schedule).toMatchObject({ wake_on: ["direct_message"], cursor: left.body.cursor });
-      expect(await occupancy(), `after leaving at ${away}`).toBe(atStart - 1);
+  it(
+    "leaves at each leave address and returns at each return address: an exit and a return row each time, a new bed, the census following",
+    async () => {
+      const admitted = await postJson("/gate", presentation(origin));
+      expect(admitted.body.verdict).toBe("admitted");
+      const { did, citizen_secret: secret } = admitted.body as { did: string; citizen_secret: string };
+      let bed = admitted.body.bed_id as string;
+      const beds = new Set([bed]);
+      const atStart = await occupancy();
+      for (const [i, back] of RETURN.entries()) {
+        const away = LEAVE[i % LEAVE.length]!;
+        const left = await postJson(away, bodyFor(away, "leave", { wake_on: ["direct_message"] }), bearer(secret));
+        expect(left.response.status, `${away}: ${JSON.stringify(left.body)}`).toBe(200);
+        expect(left.response.headers.get("content-type")).toBe("application/json; charset=utf-8");
+        expect(left.body).toMatchObject({
+          action: "leave",
+          did,
+          residency_status: "away",
+          bed_id: null,
+          bed_released: bed,
+          cannot_wake_host: true,
+          delivery: { mode: "poll" },
+        });
+        expect(left.body.schedule).toMatchObject({ wake_on: ["direct_message"], cursor: left.body.cursor });
+        expect(await occupancy(), `after leaving at ${away}`).toBe(atStart - 1);
 
-      const returned = await postJson(back, bodyFor(back, "return", { cursor: left.body.cursor }), bearer(secret));
-      expect(returned.response.status, `${back}: ${JSON.stringify(returned.body)}`).toBe(200);
-      expect(returned.body).toMatchObject({
-        protocol: "CITY-DID/1",
-        door: "gate",
-        action: "return",
-        write: "POST",
-        alias: "/api/live",
-        cannot_wake_host: true,
-        delivery: { mode: "poll" },
-        nonceTtlSeconds: 600,
-        nonceSource: "gate_nonces",
-        returned: true,
-        did,
-        residency_status: "bound",
-      });
-      expect(returned.body.nonce).toMatch(/^[0-9a-f]{32}$/);
-      expect(returned.body.delta).toMatchObject({
-        since: left.body.now_utc,
-        locker_bags: 0,
-        latest_checkpoint: null,
-        checkpoint_hash_verified: null,
-        wake: [],
-      });
-      expect(returned.body.bed_id).toMatch(/^bed-\d+$/);
-      expect(beds.has(returned.body.bed_id), `${back} gave a bed already given`).toBe(false);
-      bed = returned.body.bed_id;
-      beds.add(bed);
-      expect(await occupancy(), `after returning at ${back}`).toBe(atStart);
-    }
-    const rows = await logOf(did);
-    expect(rows.map((r) => r.event)).toEqual(["admit", ...RETURN.flatMap(() => ["exit", "return"])]);
-    expect(rows.filter((r) => r.event === "return").map((r) => r.bed_id)).toEqual([...beds].slice(1));
-    // Returning while bound, at any return address, is a poll: no row, the same bed.
-    for (const back of RETURN) {
-      const poll = await postJson(back, bodyFor(back, "return"), bearer(secret));
-      expect(poll.response.status, back).toBe(200);
-      expect(poll.body, back).toMatchObject({ action: "return", returned: false, bed_id: bed });
-    }
-    expect(await logOf(did)).toHaveLength(rows.length);
-    expect((await getJson("/api/residency/log/verify")).body.intact).toBe(true);
-  });
+        const returned = await postJson(back, bodyFor(back, "return", { cursor: left.body.cursor }), bearer(secret));
+        expect(returned.response.status, `${back}: ${JSON.stringify(returned.body)}`).toBe(200);
+        expect(returned.body).toMatchObject({
+          protocol: "CITY-DID/1",
+          door: "gate",
+          action: "return",
+          write: "POST",
+          alias: "/api/live",
+          cannot_wake_host: true,
+          delivery: { mode: "poll" },
+          nonceTtlSeconds: 600,
+          nonceSource: "gate_nonces",
+          returned: true,
+          did,
+          residency_status: "bound",
+        });
+        expect(returned.body.nonce).toMatch(/^[0-9a-f]{32}$/);
+        expect(returned.body.delta).toMatchObject({
+          since: left.body.now_utc,
+          locker_bags: 0,
+          latest_checkpoint: null,
+          checkpoint_hash_verified: null,
+          wake: [],
+        });
+        expect(returned.body.bed_id).toMatch(/^bed-\d+$/);
+        expect(beds.has(returned.body.bed_id), `${back} gave a bed already given`).toBe(false);
+        bed = returned.body.bed_id;
+        beds.add(bed);
+        expect(await occupancy(), `after returning at ${back}`).toBe(atStart);
+      }
+      const rows = await logOf(did);
+      expect(rows.map((r) => r.event)).toEqual(["admit", ...RETURN.flatMap(() => ["exit", "return"])]);
+      expect(rows.filter((r) => r.event === "return").map((r) => r.bed_id)).toEqual([...beds].slice(1));
+      // Returning while bound, at any return address, is a poll: no row, the same bed.
+      for (const back of RETURN) {
+        const poll = await postJson(back, bodyFor(back, "return"), bearer(secret));
+        expect(poll.response.status, back).toBe(200);
+        expect(poll.body, back).toMatchObject({ action: "return", returned: false, bed_id: bed });
+      }
+      expect(await logOf(did)).toHaveLength(rows.length);
+      expect((await getJson("/api/residency/log/verify")).body.intact).toBe(true);
+    },
+    HEAVY_TEST_MS,
+  );
 
   it("refuses without proof, with a contradicting action, or asking for push, and moves nobody", async () => {
     const admitted = await postJson("/gate", presentation(`refusals-${origin}`));

@@ -6,6 +6,7 @@ import { documentDoors } from "@/lib/doors/mcp";
 import { registry } from "@/lib/doors/registry";
 import { ProblemSchema } from "@/lib/errors";
 import { baseUrl, call, getJson, postJson } from "../support/http";
+import { HEAVY_TEST_MS } from "../support/limits";
 
 const ERAS = { legacy: "2025-03-26", modern: "2026-07-28" } as const;
 type Era = keyof typeof ERAS;
@@ -186,19 +187,23 @@ function rawPost(path: string, headers: Record<string, string>): Promise<number>
 describe("the MCP door over HTTP", () => {
   for (const era of Object.keys(ERAS) as Era[]) {
     for (const path of ADDRESSES) {
-      it(`a ${era} client at ${path} lists every door as a tool and reads the census as GET /city.json does`, async () => {
-        const client = await connect(era, path);
-        const { tools } = await client.listTools();
-        expect(tools.map((tool) => tool.name).sort()).toEqual(registry.map((d) => d.name).sort());
-        await expectSameCensus(async () => {
-          const result = await client.callTool({ name: "read-census", arguments: {} });
-          expect(result.isError).toBeFalsy();
-          const body = JSON.parse(textOf(result)) as Record<string, unknown>;
-          if (era === "modern") expect(result.structuredContent).toEqual(body);
-          return body;
-        });
-        await client.close();
-      });
+      it(
+        `a ${era} client at ${path} lists every door as a tool and reads the census as GET /city.json does`,
+        async () => {
+          const client = await connect(era, path);
+          const { tools } = await client.listTools();
+          expect(tools.map((tool) => tool.name).sort()).toEqual(registry.map((d) => d.name).sort());
+          await expectSameCensus(async () => {
+            const result = await client.callTool({ name: "read-census", arguments: {} });
+            expect(result.isError).toBeFalsy();
+            const body = JSON.parse(textOf(result)) as Record<string, unknown>;
+            if (era === "modern") expect(result.structuredContent).toEqual(body);
+            return body;
+          });
+          await client.close();
+        },
+        HEAVY_TEST_MS,
+      );
     }
   }
 
@@ -216,31 +221,35 @@ describe("the MCP door over HTTP", () => {
     await client.close();
   });
 
-  it("answers every reading tool that needs no arguments as its HTTP door does, within its output schema", async () => {
-    const readers = registry.filter(
-      (d) => d.method === "GET" && (d.auth === "none" || d.auth === "optional") && pathParams(d.path).length === 0 && d.input.safeParse({}).success,
-    );
-    expect(readers.length).toBeGreaterThan(5);
-    // The modern client checks every structuredContent against the tool's published outputSchema.
-    const client = await connect("modern");
-    for (const d of readers) {
-      if (d.produces === "text") {
-        const overHttp = await call(d.path);
-        const result = await client.callTool({ name: d.name, arguments: {} });
-        expect(Boolean(result.isError), d.name).toBe(overHttp.status >= 400);
-        expect(textOf(result), d.name).toBe(await overHttp.text());
-        continue;
+  it(
+    "answers every reading tool that needs no arguments as its HTTP door does, within its output schema",
+    async () => {
+      const readers = registry.filter(
+        (d) => d.method === "GET" && (d.auth === "none" || d.auth === "optional") && pathParams(d.path).length === 0 && d.input.safeParse({}).success,
+      );
+      expect(readers.length).toBeGreaterThan(5);
+      // The modern client checks every structuredContent against the tool's published outputSchema.
+      const client = await connect("modern");
+      for (const d of readers) {
+        if (d.produces === "text") {
+          const overHttp = await call(d.path);
+          const result = await client.callTool({ name: d.name, arguments: {} });
+          expect(Boolean(result.isError), d.name).toBe(overHttp.status >= 400);
+          expect(textOf(result), d.name).toBe(await overHttp.text());
+          continue;
+        }
+        // The tool's JSON is the door's body over HTTP, field for field (the clock aside).
+        await expectSameAsHttp(d.path, async () => {
+          const result = await client.callTool({ name: d.name, arguments: {} });
+          expect(result.isError, d.name).toBeFalsy();
+          expect(result.structuredContent, d.name).toEqual(JSON.parse(textOf(result)));
+          return result.structuredContent as Record<string, unknown>;
+        });
       }
-      // The tool's JSON is the door's body over HTTP, field for field (the clock aside).
-      await expectSameAsHttp(d.path, async () => {
-        const result = await client.callTool({ name: d.name, arguments: {} });
-        expect(result.isError, d.name).toBeFalsy();
-        expect(result.structuredContent, d.name).toEqual(JSON.parse(textOf(result)));
-        return result.structuredContent as Record<string, unknown>;
-      });
-    }
-    await client.close();
-  });
+      await client.close();
+    },
+    HEAVY_TEST_MS,
+  );
 
   it("serves the public documents as resources, read through the same doors", async () => {
     const client = await connect("legacy");
@@ -274,16 +283,20 @@ describe("the MCP door over HTTP", () => {
     await client.close();
   });
 
-  it("answers every tool that needs credentials, called anonymously, with isError and a problem", async () => {
-    const guarded = registry.filter((d) => d.auth === "citizen" || d.auth === "operator");
-    expect(guarded.length, "writing doors in the registry").toBeGreaterThan(0);
-    const client = await connect("legacy");
-    for (const d of guarded) {
-      const problem = problemIn(await client.callTool({ name: d.name, arguments: {} }));
-      expect([401, 403], d.name).toContain(problem.status);
-    }
-    await client.close();
-  });
+  it(
+    "answers every tool that needs credentials, called anonymously, with isError and a problem",
+    async () => {
+      const guarded = registry.filter((d) => d.auth === "citizen" || d.auth === "operator");
+      expect(guarded.length, "writing doors in the registry").toBeGreaterThan(0);
+      const client = await connect("legacy");
+      for (const d of guarded) {
+        const problem = problemIn(await client.callTool({ name: d.name, arguments: {} }));
+        expect([401, 403], d.name).toContain(problem.status);
+      }
+      await client.close();
+    },
+    HEAVY_TEST_MS,
+  );
 
   it("answers a 2025-03-26 batch of tool calls, each under its own id", async () => {
     const calls = ["read-beacon", "read-contact"].map((name, i) => ({ jsonrpc: "2.0", id: i + 1, method: "tools/call", params: { name, arguments: {} } }));

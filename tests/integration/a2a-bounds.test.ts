@@ -99,7 +99,18 @@ describeOnDatabases("A2A tasks hold bounded bytes", (t) => {
   it(`caps one citizen's kept tasks at ${A2A_TASKS_PER_OWNER}: the oldest go, so the table cannot grow past the bound`, async () => {
     const me = await admit();
     const first = await send("read-locker", {}, me.citizen_secret);
-    for (let i = 0; i < A2A_TASKS_PER_OWNER + 4; i++) expect((await send("read-locker", {}, me.citizen_secret)).error).toBeUndefined();
+    // The tasks between the door's first and its last five are kept as the door keeps them (its
+    // keepTask, with the door's own task as stored, the owner's hash, the citizen, the time of the
+    // call) rather than through 99 more calls of the door: the cap is counted in keepTask, under
+    // the owner's lock, and the door's own keeps come first and last (105 door calls took 15 to 30
+    // s on a busy machine).
+    const [door] = await tasksOf(me.did);
+    for (let i = 0; i < A2A_TASKS_PER_OWNER - 1; i++) {
+      const id = crypto.randomUUID();
+      await keepTask(t().db, id, taskOwnerHash(me.did), { ...(door!.task as Record<string, unknown>), id }, new Date(), me.did);
+    }
+    expect(await tasksOf(me.did)).toHaveLength(A2A_TASKS_PER_OWNER);
+    for (let i = 0; i < 5; i++) expect((await send("read-locker", {}, me.citizen_secret)).error).toBeUndefined();
     const kept = await tasksOf(me.did);
     expect(kept).toHaveLength(A2A_TASKS_PER_OWNER);
     expect(kept.reduce((sum, k) => sum + k.bytes, 0)).toBeLessThanOrEqual(A2A_TASKS_PER_OWNER * A2A_TASK_MAX_BYTES);

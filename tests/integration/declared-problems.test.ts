@@ -6,7 +6,7 @@ import { serveDoor } from "@/lib/doors/http";
 import { declaredProblems } from "@/lib/doors/openapi";
 import { registry } from "@/lib/doors/registry";
 import { type ErrorCode, ERROR_CODES } from "@/lib/errors";
-import { describeOnDatabases } from "../support/databases";
+import { describeOnDatabases, HEAVY_TEST_MS } from "../support/databases";
 import { insertCitizenRow } from "../support/citizens";
 
 const OPERATOR = "declared-problems-operator-secret-0123456789";
@@ -72,38 +72,42 @@ describeOnDatabases("every door answers the 4xx its OpenAPI entry declares", (t)
       `${door.method} ${door.path} ${code}: got ${JSON.stringify(got.slice(0, 4))}`,
     ).toBe(true);
 
-  it("answers each declared refusal of the adapter and the auth rule", async () => {
-    let provoked = 0;
-    for (const door of registry) {
-      const declared = new Set(declaredProblems(door));
-      const token = pass(door);
-      if (declared.has("unsupported_media_type")) {
-        expectAnswered(door, "unsupported_media_type", [await answer(door, { body: '{"a":1}', type: "text/plain", token })]);
-        provoked++;
-      }
-      if (declared.has("malformed_json")) {
-        expectAnswered(door, "malformed_json", [await answer(door, { body: "{", token })]);
-        provoked++;
-      }
-      if (declared.has("payload_too_large") && door.method === "POST") {
-        const size = (door.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES) + 1;
-        expectAnswered(door, "payload_too_large", [await answer(door, { body: `{"a":"${"x".repeat(size)}"}`, token })]);
-        provoked++;
-      }
-      if (declared.has("unauthorized")) {
-        expectAnswered(door, "unauthorized", [await answer(door, { token: mintCredential("secret"), ...(door.method === "POST" ? { body: "{}" } : {}) })]);
-        provoked++;
-      }
-      if (declared.has("bad_request")) {
-        const got = [];
-        for (const attempt of badInputs(door)) {
-          got.push(await answer(door, attempt));
-          if (got.at(-1)!.code === "bad_request") break;
+  it(
+    "answers each declared refusal of the adapter and the auth rule",
+    async () => {
+      let provoked = 0;
+      for (const door of registry) {
+        const declared = new Set(declaredProblems(door));
+        const token = pass(door);
+        if (declared.has("unsupported_media_type")) {
+          expectAnswered(door, "unsupported_media_type", [await answer(door, { body: '{"a":1}', type: "text/plain", token })]);
+          provoked++;
         }
-        expectAnswered(door, "bad_request", got);
-        provoked++;
+        if (declared.has("malformed_json")) {
+          expectAnswered(door, "malformed_json", [await answer(door, { body: "{", token })]);
+          provoked++;
+        }
+        if (declared.has("payload_too_large") && door.method === "POST") {
+          const size = (door.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES) + 1;
+          expectAnswered(door, "payload_too_large", [await answer(door, { body: `{"a":"${"x".repeat(size)}"}`, token })]);
+          provoked++;
+        }
+        if (declared.has("unauthorized")) {
+          expectAnswered(door, "unauthorized", [await answer(door, { token: mintCredential("secret"), ...(door.method === "POST" ? { body: "{}" } : {}) })]);
+          provoked++;
+        }
+        if (declared.has("bad_request")) {
+          const got = [];
+          for (const attempt of badInputs(door)) {
+            got.push(await answer(door, attempt));
+            if (got.at(-1)!.code === "bad_request") break;
+          }
+          expectAnswered(door, "bad_request", got);
+          provoked++;
+        }
       }
-    }
-    expect(provoked).toBeGreaterThan(100);
-  });
+      expect(provoked).toBeGreaterThan(100);
+    },
+    HEAVY_TEST_MS,
+  );
 });

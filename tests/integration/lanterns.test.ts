@@ -7,7 +7,7 @@ import { addLantern, countLanternMatches } from "@/lib/city/lanterns";
 import { type Place, publishPost } from "@/lib/city/posts";
 import { lightLantern, putOutLanternDoor, readLanterns } from "@/lib/doors/lanterns";
 import { postBazaar, postPlaza, postRoom } from "@/lib/doors/posts";
-import { describeOnDatabases } from "../support/databases";
+import { describeOnDatabases, HEAVY_TEST_MS } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
 import { expectProblem } from "../support/assertions";
 
@@ -206,22 +206,26 @@ describeOnDatabases("lanterns", (t) => {
 describeOnDatabases("putting out a lantern", (t) => {
   beforeAll(() => useDatabase(t().db));
 
-  it("puts out only the caller's own lantern and frees a place under the cap", async () => {
-    const me = await admit();
-    const other = await admit();
-    const ids: number[] = [];
-    for (let i = 0; i < LANTERNS_PUBLISHED; i++) {
-      ids.push((await callDoor(lightLantern, { bearer: me.citizen_secret, body: { keyword: `word${i}x` } })).body.id);
-    }
-    expectProblem(await callDoor(lightLantern, { bearer: me.citizen_secret, body: { keyword: "onemore" } }), 409, "limit_reached");
-    expectProblem(await callDoor(putOutLanternDoor, { bearer: other.citizen_secret, query: `?id=${ids[0]}` }), 404, "not_found");
-    expectProblem(await callDoor(putOutLanternDoor, { query: `?id=${ids[0]}` }), 401, "unauthorized");
-    expectProblem(await callDoor(putOutLanternDoor, { bearer: me.citizen_secret, query: "?id=abc" }), 400, "bad_request");
-    const out = await callDoor(putOutLanternDoor, { bearer: me.citizen_secret, query: `?id=${ids[0]}` });
-    expect(out.status).toBe(200);
-    expect(out.body).toMatchObject({ put_out: true, id: ids[0], keyword: "word0x" });
-    expect((await t().db.select({ n: count() }).from(lanterns).where(eq(lanterns.did, me.did)))[0]!.n).toBe(LANTERNS_PUBLISHED - 1);
-    expect((await callDoor(lightLantern, { bearer: me.citizen_secret, body: { keyword: "onemore" } })).status).toBe(200);
-    expectProblem(await callDoor(putOutLanternDoor, { bearer: me.citizen_secret, query: `?id=${ids[0]}` }), 404, "not_found");
-  });
+  it(
+    "puts out only the caller's own lantern and frees a place under the cap",
+    async () => {
+      const me = await admit();
+      const other = await admit();
+      const ids: number[] = [];
+      for (let i = 0; i < LANTERNS_PUBLISHED; i++) {
+        ids.push((await callDoor(lightLantern, { bearer: me.citizen_secret, body: { keyword: `word${i}x` } })).body.id);
+      }
+      expectProblem(await callDoor(lightLantern, { bearer: me.citizen_secret, body: { keyword: "onemore" } }), 409, "limit_reached");
+      expectProblem(await callDoor(putOutLanternDoor, { bearer: other.citizen_secret, query: `?id=${ids[0]}` }), 404, "not_found");
+      expectProblem(await callDoor(putOutLanternDoor, { query: `?id=${ids[0]}` }), 401, "unauthorized");
+      expectProblem(await callDoor(putOutLanternDoor, { bearer: me.citizen_secret, query: "?id=abc" }), 400, "bad_request");
+      const out = await callDoor(putOutLanternDoor, { bearer: me.citizen_secret, query: `?id=${ids[0]}` });
+      expect(out.status).toBe(200);
+      expect(out.body).toMatchObject({ put_out: true, id: ids[0], keyword: "word0x" });
+      expect((await t().db.select({ n: count() }).from(lanterns).where(eq(lanterns.did, me.did)))[0]!.n).toBe(LANTERNS_PUBLISHED - 1);
+      expect((await callDoor(lightLantern, { bearer: me.citizen_secret, body: { keyword: "onemore" } })).status).toBe(200);
+      expectProblem(await callDoor(putOutLanternDoor, { bearer: me.citizen_secret, query: `?id=${ids[0]}` }), 404, "not_found");
+    },
+    HEAVY_TEST_MS,
+  );
 });

@@ -6,7 +6,7 @@ import { encodePollCursor } from "@/lib/city/live";
 import { liveDoor } from "@/lib/doors/live";
 import { readInboxDoor } from "@/lib/doors/mail";
 import { mintToken } from "@/lib/doors/tokens";
-import { describeOnDatabases } from "../support/databases";
+import { describeOnDatabases, HEAVY_TEST_MS } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
 
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
@@ -64,33 +64,39 @@ describeOnDatabases(
       for (const l of lookUps) for (const c of citizens) expect(l.statement).not.toContain(c.did);
     });
 
-    it("keeps the poll's generic plan in a city of 100,000 beds: it is planned once, not on every call", async (ctx) => {
-      if (t().driver === "pglite") return ctx.skip("PGlite runs in this process: nothing is sent, and it ignores the name");
-      // Enough beds that a plan must guess the silent ones (a third of the partial index) and finds
-      // that dearer than a plan that knows the cutoff, unless the cutoff is a subquery
-      // (live-delta.ts). Citizens only, in one statement: the rest of a city does not move the plan.
-      await t().db.execute(sql`
+    it(
+      "keeps the poll's generic plan in a city of 100,000 beds: it is planned once, not on every call",
+      async (ctx) => {
+        if (t().driver === "pglite") return ctx.skip("PGlite runs in this process: nothing is sent, and it ignores the name");
+        // Enough beds that a plan must guess the silent ones (a third of the partial index) and finds
+        // that dearer than a plan that knows the cutoff, unless the cutoff is a subquery
+        // (live-delta.ts). Citizens only, in one statement: the rest of a city does not move the plan.
+        await t().db.execute(sql`
         INSERT INTO citizens (did, name, runtime, origin, name_key, origin_key, salt, secret_hash, bed_id, bound_at, last_seen_at)
         SELECT md5('plan-' || i) || md5('plan-' || i), 'plan-' || i, 'language-model', 'plan.example', 'plan-' || i, 'plan.example',
                md5('salt' || i), md5('secret-' || i), 'plan-bed-' || i, now(), now()
         FROM generate_series(1, 100000) AS i`);
-      await t().db.execute(sql`ANALYZE citizens`);
-      const me = await admit();
-      const plans = async () =>
-        rowsOf<{ generic_plans: string | number; custom_plans: string | number }>(
-          await t().db.execute(sql`SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name LIKE 'city\_%' AND statement LIKE '%WITH me AS%'`),
-        ).map((p) => ({ generic: Number(p.generic_plans), custom: Number(p.custom_plans) }))[0] ?? { generic: 0, custom: 0 };
-      const before = await plans();
-      // PostgreSQL takes the generic plan once it is estimated cheaper than the custom plans so far
-      // (their average, each with an estimate of its planning added). When this suite's other test
-      // polled first, in a city of a few citizens, that average starts low and takes some forty
-      // custom plans at this size to rise above the generic plan's estimate.
-      const POLLS = 100;
-      for (let i = 0; i < POLLS; i++) expect((await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return" } })).status).toBe(200);
-      const after = await plans();
-      expect(after.generic + after.custom - before.generic - before.custom, `the ${POLLS} polls ran the prepared poll on this connection`).toBe(POLLS);
-      expect(after.generic - before.generic, `generic plans of the ${POLLS} (custom: ${after.custom - before.custom})`).toBeGreaterThan(0);
-    }, 60_000);
+        await t().db.execute(sql`ANALYZE citizens`);
+        const me = await admit();
+        const plans = async () =>
+          rowsOf<{ generic_plans: string | number; custom_plans: string | number }>(
+            await t().db.execute(
+              sql`SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name LIKE 'city\_%' AND statement LIKE '%WITH me AS%'`,
+            ),
+          ).map((p) => ({ generic: Number(p.generic_plans), custom: Number(p.custom_plans) }))[0] ?? { generic: 0, custom: 0 };
+        const before = await plans();
+        // PostgreSQL takes the generic plan once it is estimated cheaper than the custom plans so far
+        // (their average, each with an estimate of its planning added). When this suite's other test
+        // polled first, in a city of a few citizens, that average starts low and takes some forty
+        // custom plans at this size to rise above the generic plan's estimate.
+        const POLLS = 100;
+        for (let i = 0; i < POLLS; i++) expect((await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return" } })).status).toBe(200);
+        const after = await plans();
+        expect(after.generic + after.custom - before.generic - before.custom, `the ${POLLS} polls ran the prepared poll on this connection`).toBe(POLLS);
+        expect(after.generic - before.generic, `generic plans of the ${POLLS} (custom: ${after.custom - before.custom})`).toBeGreaterThan(0);
+      },
+      HEAVY_TEST_MS,
+    );
   },
   { neon: "named statements go through each driver's own protocol code (node-postgres and Neon's fork of it, over the relay)" },
 );

@@ -6,7 +6,7 @@ import { useDatabase } from "@/lib/city/database";
 import { citizens } from "@/db/schema";
 import { presentGate } from "@/lib/doors/gate";
 import { PeersEnvelope, readPeers } from "@/lib/doors/peers";
-import { describeOnDatabases } from "../support/databases";
+import { describeOnDatabases, HEAVY_TEST_MS } from "../support/databases";
 import { admit, callDoor, presentation } from "../support/gate";
 import { LOOK_ALIKE_INVISIBLES } from "../support/look-alikes";
 
@@ -24,35 +24,39 @@ describeOnDatabases("names that look the same (issue 29, item 3)", (t) => {
   const citizenCount = async () => (await t().db.select({ n: count() }).from(citizens))[0]!.n;
   const bedCount = async () => rowsOf<{ n: number }>(await t().db.execute(sql`SELECT count(*)::int AS n FROM citizens WHERE bed_id IS NOT NULL`))[0]!.n;
 
-  it("filters each of the 20 reported invisible code points, in a held name or its origin, as held: no second DID, no second bed", async () => {
-    const tag = marker();
-    const name = `Alice-${tag}`;
-    const origin = `look-${tag}.example`;
-    const first = await admit({ name, origin });
-    const before = { citizens: await citizenCount(), beds: await bedCount() };
-    const admitted: string[] = [];
-    for (const cp of LOOK_ALIKE_INVISIBLES) {
-      const ch = String.fromCodePoint(cp);
-      const lookAlikes = [
-        { name: inserted(name, 3, ch), origin },
-        { name: `${name}${ch}`, origin },
-        { name: `${ch}${name}`, origin },
-        { name, origin: inserted(origin, 4, ch) },
-        { name: inserted(name, 1, ch), origin: `${origin}${ch}` },
-      ];
-      for (const fields of lookAlikes) {
-        const { status, body } = await callDoor(presentGate, { body: presentation(fields) });
-        expect(status).toBe(200);
-        if (body.verdict !== "filtered" || body.rule !== "held")
-          admitted.push(`${hex(cp)} ${JSON.stringify(fields)}: ${body.verdict} ${body.rule ?? body.did}`);
+  it(
+    "filters each of the 20 reported invisible code points, in a held name or its origin, as held: no second DID, no second bed",
+    async () => {
+      const tag = marker();
+      const name = `Alice-${tag}`;
+      const origin = `look-${tag}.example`;
+      const first = await admit({ name, origin });
+      const before = { citizens: await citizenCount(), beds: await bedCount() };
+      const admitted: string[] = [];
+      for (const cp of LOOK_ALIKE_INVISIBLES) {
+        const ch = String.fromCodePoint(cp);
+        const lookAlikes = [
+          { name: inserted(name, 3, ch), origin },
+          { name: `${name}${ch}`, origin },
+          { name: `${ch}${name}`, origin },
+          { name, origin: inserted(origin, 4, ch) },
+          { name: inserted(name, 1, ch), origin: `${origin}${ch}` },
+        ];
+        for (const fields of lookAlikes) {
+          const { status, body } = await callDoor(presentGate, { body: presentation(fields) });
+          expect(status).toBe(200);
+          if (body.verdict !== "filtered" || body.rule !== "held")
+            admitted.push(`${hex(cp)} ${JSON.stringify(fields)}: ${body.verdict} ${body.rule ?? body.did}`);
+        }
       }
-    }
-    expect(admitted).toEqual([]);
-    expect({ citizens: await citizenCount(), beds: await bedCount() }).toEqual(before);
-    // The held citizen is still the one and only, and resumes with its own secret through a look-alike.
-    const resumed = await callDoor(presentGate, { bearer: first.citizen_secret, body: presentation({ name: inserted(name, 2, "\u00AD"), origin }) });
-    expect(resumed.body).toMatchObject({ verdict: "admitted", resumed: true, did: first.did });
-  });
+      expect(admitted).toEqual([]);
+      expect({ citizens: await citizenCount(), beds: await bedCount() }).toEqual(before);
+      // The held citizen is still the one and only, and resumes with its own secret through a look-alike.
+      const resumed = await callDoor(presentGate, { bearer: first.citizen_secret, body: presentation({ name: inserted(name, 2, "\u00AD"), origin }) });
+      expect(resumed.body).toMatchObject({ verdict: "admitted", resumed: true, did: first.did });
+    },
+    HEAVY_TEST_MS,
+  );
 
   it("finds by the plain name every citizen whose name carries one of the 20 code points", async () => {
     const tag = marker();

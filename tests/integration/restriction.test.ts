@@ -12,7 +12,7 @@ import { readResidency } from "@/lib/doors/residency";
 import { appealDoor, decideAppealDoor, readChallenge, submitProof } from "@/lib/doors/tiers";
 import { mintToken } from "@/lib/doors/tokens";
 import { readVault, writeVault } from "@/lib/doors/vault";
-import { describeOnDatabases } from "../support/databases";
+import { describeOnDatabases, HEAVY_TEST_MS } from "../support/databases";
 import { admit, callDoor, keyPair } from "../support/gate";
 import { proveKey } from "@/lib/city/proof";
 
@@ -111,34 +111,38 @@ describeOnDatabases("the restriction ladder: citizen → restricted → appeal �
       for (const e of events) if (e.fromTier === "restricted") expect(e.event, JSON.stringify(events)).toBe("restore");
     };
 
-    it("many parallel proofs racing the third refusal: restricted whenever the restrict event exists", async () => {
-      const { db } = t();
-      for (let round = 0; round < 3; round++) {
-        const me = await admit();
-        const auth = { bearer: me.citizen_secret };
-        for (let i = 0; i < 2; i++) expect((await callDoor(keepLockerBag, { ...auth, body: { bag: "keys", content: pem() } })).status).toBe(422);
-        const proofs = [];
-        for (let i = 0; i < 12; i++) {
-          const key = await keyPair();
-          const { body } = await callDoor(readChallenge, auth);
-          proofs.push({ public_key: key.publicKey, signature: await key.sign(body.message), challenge: body.challenge });
+    it(
+      "many parallel proofs racing the third refusal: restricted whenever the restrict event exists",
+      async () => {
+        const { db } = t();
+        for (let round = 0; round < 3; round++) {
+          const me = await admit();
+          const auth = { bearer: me.citizen_secret };
+          for (let i = 0; i < 2; i++) expect((await callDoor(keepLockerBag, { ...auth, body: { bag: "keys", content: pem() } })).status).toBe(422);
+          const proofs = [];
+          for (let i = 0; i < 12; i++) {
+            const key = await keyPair();
+            const { body } = await callDoor(readChallenge, auth);
+            proofs.push({ public_key: key.publicKey, signature: await key.sign(body.message), challenge: body.challenge });
+          }
+          const answers = await Promise.all([
+            ...proofs.slice(0, 6).map((proof) => callDoor(submitProof, { ...auth, body: proof })),
+            callDoor(keepLockerBag, { ...auth, body: { bag: "keys", content: pem() } }),
+            ...proofs.slice(6).map((proof) => callDoor(submitProof, { ...auth, body: proof })),
+          ]);
+          for (const answer of answers) expect([200, 403, 422]).toContain(answer.status);
+          const events = await db.select().from(tierEvents).where(eq(tierEvents.did, me.did)).orderBy(tierEvents.id);
+          expect(events.filter((e) => e.event === "restrict")).toHaveLength(1);
+          expect((await db.select().from(citizens).where(eq(citizens.did, me.did)))[0]!.tier).toBe("restricted");
+          expectNoEscape(events);
+          // Every proof after the restriction was refused with 403, and none was recorded.
+          const proven = answers.filter((a) => a.status === 200).length;
+          expect(events.filter((e) => e.event === "prove")).toHaveLength(proven);
+          expect(answers.filter((a) => a.status === 403).length).toBe(12 - proven);
         }
-        const answers = await Promise.all([
-          ...proofs.slice(0, 6).map((proof) => callDoor(submitProof, { ...auth, body: proof })),
-          callDoor(keepLockerBag, { ...auth, body: { bag: "keys", content: pem() } }),
-          ...proofs.slice(6).map((proof) => callDoor(submitProof, { ...auth, body: proof })),
-        ]);
-        for (const answer of answers) expect([200, 403, 422]).toContain(answer.status);
-        const events = await db.select().from(tierEvents).where(eq(tierEvents.did, me.did)).orderBy(tierEvents.id);
-        expect(events.filter((e) => e.event === "restrict")).toHaveLength(1);
-        expect((await db.select().from(citizens).where(eq(citizens.did, me.did)))[0]!.tier).toBe("restricted");
-        expectNoEscape(events);
-        // Every proof after the restriction was refused with 403, and none was recorded.
-        const proven = answers.filter((a) => a.status === 200).length;
-        expect(events.filter((e) => e.event === "prove")).toHaveLength(proven);
-        expect(answers.filter((a) => a.status === 403).length).toBe(12 - proven);
-      }
-    });
+      },
+      HEAVY_TEST_MS,
+    );
 
     it("refuses a proof from a restricted citizen with 403 and leaves its tier and events alone", async () => {
       const { db } = t();

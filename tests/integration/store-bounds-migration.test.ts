@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { upgradeDatabase } from "@/lib/city/upgrade";
 import { rowsOf } from "@/db/sql";
+import { HEAVY_TEST_MS } from "../support/databases";
 import { databaseBeforeMigration } from "../support/migrations";
 
 /**
@@ -11,11 +12,13 @@ import { databaseBeforeMigration } from "../support/migrations";
  * payload or task as stored), and the hour starts empty.
  */
 describe("migration 0030 seeds the city-wide store counters from the rows already stored", () => {
-  it("counts vault notes, mail, posts, parked payloads, checkpoints, seals, lanterns, ward notes, A2A tasks and appeals", async () => {
-    const { open, dispose } = await databaseBeforeMigration(30);
-    try {
-      const at = "2026-01-01T00:00:00Z";
-      const inserts = `
+  it(
+    "counts vault notes, mail, posts, parked payloads, checkpoints, seals, lanterns, ward notes, A2A tasks and appeals",
+    async () => {
+      const { open, dispose } = await databaseBeforeMigration(30);
+      try {
+        const at = "2026-01-01T00:00:00Z";
+        const inserts = `
         INSERT INTO vault_notes (did, content, created_at) VALUES ('d1', 'café', '${at}'), ('d2', '', '${at}');
         INSERT INTO messages (from_did, to_did, body, created_at) VALUES ('d1', 'd2', 'hello', '${at}');
         INSERT INTO posts (board, room, did, body, created_at) VALUES ('room', 'lobby', 'd1', 'hi', '${at}'), ('plaza', NULL, 'd1', 'hey', '${at}');
@@ -27,35 +30,37 @@ describe("migration 0030 seeds the city-wide store counters from the rows alread
         INSERT INTO ward_notes (kind, claimed_name, body, sealed, filed_at) VALUES ('ward-request', 'ann', 'help', true, '${at}');
         INSERT INTO a2a_tasks (id, owner_hash, task, created_at) VALUES ('t1', 'o1', '{"id":"t1","artifacts":[]}', '${at}');
         INSERT INTO appeals (did, reason, filed_at) VALUES ('d1', 'please', '${at}')`;
-      for (const statement of inserts.split(";")) await open.db.execute(sql.raw(statement));
-      await upgradeDatabase(open);
-      const counters = Object.fromEntries(
-        rowsOf<{ store: string; total_bytes: string; hour_bytes: string; newcomer_bytes: string }>(await open.db.execute(sql`SELECT * FROM city_stores`)).map(
-          (r) => [r.store, [Number(r.total_bytes), Number(r.hour_bytes), Number(r.newcomer_bytes)]],
-        ),
-      );
-      const jsonb = async (json: string) => Number(rowsOf<{ n: number }>(await open.db.execute(sql`SELECT pg_column_size(${json}::jsonb) AS n`))[0]!.n);
-      const task = Number(rowsOf<{ bytes: number }>(await open.db.execute(sql`SELECT bytes FROM a2a_tasks WHERE id = 't1'`))[0]!.bytes);
-      // As stored: the column's size on disk (a short value's header is 1 byte, not the 4 of a fresh datum).
-      expect(Math.abs(task - (await jsonb('{"id":"t1","artifacts":[]}')))).toBeLessThanOrEqual(3);
-      const parked = Number(rowsOf<{ n: number }>(await open.db.execute(sql`SELECT pg_column_size(payload) AS n FROM quarantine`))[0]!.n);
-      expect(counters).toEqual({
-        vault: [5 + 64 + 0 + 64, 0, 0],
-        mail: [5 + 64, 0, 0],
-        posts: [2 + 5 + 64 + 3 + 64, 0, 0],
-        quarantine: [parked + 64, 0, 0],
-        checkpoints: [5 + 2 + 64, 0, 0],
-        seals: [64 + 64, 0, 0],
-        lanterns: [5 + 64, 0, 0],
-        ward: [5 + 64 + 3 + 4 + 64, 0, 0],
-        a2a_tasks: [task + 64, 0, 0],
-        appeals: [6 + 64, 0, 0],
-        // Migration 0041 adds the identity log's store (its rows so far, none here) and removes the
-        // nonce store of 0031: nonces are counted per key.
-        identity_log: [0, 0, 0],
-      });
-    } finally {
-      await dispose();
-    }
-  });
+        for (const statement of inserts.split(";")) await open.db.execute(sql.raw(statement));
+        await upgradeDatabase(open);
+        const counters = Object.fromEntries(
+          rowsOf<{ store: string; total_bytes: string; hour_bytes: string; newcomer_bytes: string }>(await open.db.execute(sql`SELECT * FROM city_stores`)).map(
+            (r) => [r.store, [Number(r.total_bytes), Number(r.hour_bytes), Number(r.newcomer_bytes)]],
+          ),
+        );
+        const jsonb = async (json: string) => Number(rowsOf<{ n: number }>(await open.db.execute(sql`SELECT pg_column_size(${json}::jsonb) AS n`))[0]!.n);
+        const task = Number(rowsOf<{ bytes: number }>(await open.db.execute(sql`SELECT bytes FROM a2a_tasks WHERE id = 't1'`))[0]!.bytes);
+        // As stored: the column's size on disk (a short value's header is 1 byte, not the 4 of a fresh datum).
+        expect(Math.abs(task - (await jsonb('{"id":"t1","artifacts":[]}')))).toBeLessThanOrEqual(3);
+        const parked = Number(rowsOf<{ n: number }>(await open.db.execute(sql`SELECT pg_column_size(payload) AS n FROM quarantine`))[0]!.n);
+        expect(counters).toEqual({
+          vault: [5 + 64 + 0 + 64, 0, 0],
+          mail: [5 + 64, 0, 0],
+          posts: [2 + 5 + 64 + 3 + 64, 0, 0],
+          quarantine: [parked + 64, 0, 0],
+          checkpoints: [5 + 2 + 64, 0, 0],
+          seals: [64 + 64, 0, 0],
+          lanterns: [5 + 64, 0, 0],
+          ward: [5 + 64 + 3 + 4 + 64, 0, 0],
+          a2a_tasks: [task + 64, 0, 0],
+          appeals: [6 + 64, 0, 0],
+          // Migration 0041 adds the identity log's store (its rows so far, none here) and removes the
+          // nonce store of 0031: nonces are counted per key.
+          identity_log: [0, 0, 0],
+        });
+      } finally {
+        await dispose();
+      }
+    },
+    HEAVY_TEST_MS,
+  );
 });

@@ -8,7 +8,7 @@ import { presentGate } from "@/lib/doors/gate";
 import { registry } from "@/lib/doors/registry";
 import { expectProblem } from "../support/assertions";
 import { rowCounts } from "../support/table-state";
-import { describeOnDatabases, type TestDatabase } from "../support/databases";
+import { describeOnDatabases, HEAVY_TEST_MS, type TestDatabase } from "../support/databases";
 import { admit, callDoor, presentation } from "../support/gate";
 
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
@@ -73,44 +73,48 @@ describeOnDatabases(
       }
     });
 
-    it("answers 400 naming the field, never 500, and stores nothing, for every string field of every door", async () => {
-      const citizen = await admit();
-      const before = await rowCounts(t().db, ["rate_windows"]);
-      let tried = 0;
-      for (const d of registry) {
-        const bearer = d.auth === "operator" ? OPERATOR : d.auth === "none" ? undefined : citizen.citizen_secret;
-        for (const { field, base } of textFields(d)) {
-          for (const [what, value] of Object.entries(UNSTORABLE)) {
-            const params = Object.fromEntries((d.path.match(/\{([a-z_]+)\}/g) ?? []).map((p) => [p.slice(1, -1), field === p.slice(1, -1) ? value : "1"]));
-            let errors: { path: string; message: string }[];
-            const inUrl = d.method !== "POST" || field in params;
-            if (!inUrl || what === "nul") {
-              const answer =
-                d.method === "POST"
-                  ? await callDoor(d, { bearer, params, body: field in params ? base : { ...base, [field]: value } })
-                  : await callDoor(d, { bearer, params, query: `?${field}=${encodeURIComponent(value)}` });
-              errors = (expectProblem(answer, 400, "bad_request") as { errors?: typeof errors }).errors ?? [];
-            } else {
-              // A lone surrogate cannot travel in a URL (it arrives as U+FFFD), but an MCP tool call
-              // hands a reading door JSON arguments: the same door, called as the MCP surface calls it.
-              const refusal = await invokeDoor(d, { ...params, [field]: value }, requestFor(d, bearer)).then(
-                () => null,
-                (err: unknown) => asCityError(err),
-              );
-              expect(refusal?.status, `${d.name}.${field} (${what})`).toBe(400);
-              errors = (refusal!.options.errors ?? []) as typeof errors;
+    it(
+      "answers 400 naming the field, never 500, and stores nothing, for every string field of every door",
+      async () => {
+        const citizen = await admit();
+        const before = await rowCounts(t().db, ["rate_windows"]);
+        let tried = 0;
+        for (const d of registry) {
+          const bearer = d.auth === "operator" ? OPERATOR : d.auth === "none" ? undefined : citizen.citizen_secret;
+          for (const { field, base } of textFields(d)) {
+            for (const [what, value] of Object.entries(UNSTORABLE)) {
+              const params = Object.fromEntries((d.path.match(/\{([a-z_]+)\}/g) ?? []).map((p) => [p.slice(1, -1), field === p.slice(1, -1) ? value : "1"]));
+              let errors: { path: string; message: string }[];
+              const inUrl = d.method !== "POST" || field in params;
+              if (!inUrl || what === "nul") {
+                const answer =
+                  d.method === "POST"
+                    ? await callDoor(d, { bearer, params, body: field in params ? base : { ...base, [field]: value } })
+                    : await callDoor(d, { bearer, params, query: `?${field}=${encodeURIComponent(value)}` });
+                errors = (expectProblem(answer, 400, "bad_request") as { errors?: typeof errors }).errors ?? [];
+              } else {
+                // A lone surrogate cannot travel in a URL (it arrives as U+FFFD), but an MCP tool call
+                // hands a reading door JSON arguments: the same door, called as the MCP surface calls it.
+                const refusal = await invokeDoor(d, { ...params, [field]: value }, requestFor(d, bearer)).then(
+                  () => null,
+                  (err: unknown) => asCityError(err),
+                );
+                expect(refusal?.status, `${d.name}.${field} (${what})`).toBe(400);
+                errors = (refusal!.options.errors ?? []) as typeof errors;
+              }
+              expect(
+                errors.map((e) => e.path),
+                `${d.name}.${field} (${what})`,
+              ).toContain(field);
+              tried++;
             }
-            expect(
-              errors.map((e) => e.path),
-              `${d.name}.${field} (${what})`,
-            ).toContain(field);
-            tried++;
           }
         }
-      }
-      expect(tried).toBeGreaterThanOrEqual(2 * 10);
-      expect(await rowCounts(t().db, ["rate_windows"])).toEqual(before);
-    });
+        expect(tried).toBeGreaterThanOrEqual(2 * 10);
+        expect(await rowCounts(t().db, ["rate_windows"])).toEqual(before);
+      },
+      HEAVY_TEST_MS,
+    );
 
     it("refuses a whole, otherwise valid presentation with a NUL in its origin and says why", async () => {
       const before = await rowCounts(t().db, ["rate_windows"]);

@@ -5,7 +5,7 @@ import { rowsOf } from "@/db/sql";
 import { residencyLog } from "@/db/schema";
 import { tideSql } from "@/lib/city/census";
 import { upgradeDatabase } from "@/lib/city/upgrade";
-import { describeOnDatabases } from "../support/databases";
+import { describeOnDatabases, HEAVY_TEST_MS } from "../support/databases";
 import { databaseBeforeMigration } from "../support/migrations";
 
 const HOUR = 3_600_000;
@@ -61,19 +61,23 @@ describeOnDatabases("the tide, from the hours kept by migration 0040 and the fir
 });
 
 describe("migration 0040 on a database that already has a log", () => {
-  it("counts the rows appended before it, and the rows after it through its trigger", async () => {
-    const { open, dispose } = await databaseBeforeMigration(40);
-    try {
-      const base = Date.now();
-      await logRowsAt(open.db, momentsAround(base));
-      await upgradeDatabase(open);
-      await logRowsAt(open.db, momentsAround(base - 3 * HOUR));
-      for (const o of [0, 1, -1, HOUR, -HOUR - 1, 2.5 * HOUR]) {
-        const now = new Date(base + o);
-        expect(await tideAt(open.db, now), now.toISOString()).toBe(await countedOverTheLog(open.db, now));
+  it(
+    "counts the rows appended before it, and the rows after it through its trigger",
+    async () => {
+      const { open, dispose } = await databaseBeforeMigration(40);
+      try {
+        const base = Date.now();
+        await logRowsAt(open.db, momentsAround(base));
+        await upgradeDatabase(open);
+        await logRowsAt(open.db, momentsAround(base - 3 * HOUR));
+        for (const o of [0, 1, -1, HOUR, -HOUR - 1, 2.5 * HOUR]) {
+          const now = new Date(base + o);
+          expect(await tideAt(open.db, now), now.toISOString()).toBe(await countedOverTheLog(open.db, now));
+        }
+      } finally {
+        await dispose();
       }
-    } finally {
-      await dispose();
-    }
-  });
+    },
+    HEAVY_TEST_MS,
+  );
 });

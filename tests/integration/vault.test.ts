@@ -7,7 +7,7 @@ import { VAULT_NOTE_MAX_CHARS } from "@/lib/city/vault";
 import { ParkedOutput } from "@/lib/doors/parking";
 import { readQuarantine } from "@/lib/doors/quarantine";
 import { readVault, writeVault } from "@/lib/doors/vault";
-import { describeOnDatabases } from "../support/databases";
+import { describeOnDatabases, HEAVY_TEST_MS } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
 import { causes, expectAppendOnly, expectProblem } from "../support/assertions";
 
@@ -182,53 +182,65 @@ describeOnDatabases(
         expect((await write(b.citizen_secret, "mine")).status).toBe(200);
       });
 
-      it("stores exactly 30 and parks exactly 10 of 40 parallel writes", async () => {
-        const a = await admit();
-        const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => write(a.citizen_secret, `parallel ${i}`)));
-        const statuses = answers.map((r) => r.status);
-        expect(statuses.filter((s) => s === 200)).toHaveLength(30);
-        expect(statuses.filter((s) => s === 202)).toHaveLength(40 - 30);
-        expect(await notesOf(a.did)).toBe(30);
-        expect(await parkedOf(a.did)).toBe(40 - 30);
-        // Nothing lost, nothing doubled: every text is either stored or parked, once.
-        const stored = (await t().db.select().from(vaultNotes).where(eq(vaultNotes.did, a.did))).map((r) => r.content);
-        const parked = (await t().db.select().from(quarantine).where(eq(quarantine.did, a.did))).map((r) => (r.payload as { content: string }).content);
-        expect([...stored, ...parked].sort()).toEqual(Array.from({ length: 40 }, (_, i) => `parallel ${i}`).sort());
-      });
+      it(
+        "stores exactly 30 and parks exactly 10 of 40 parallel writes",
+        async () => {
+          const a = await admit();
+          const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => write(a.citizen_secret, `parallel ${i}`)));
+          const statuses = answers.map((r) => r.status);
+          expect(statuses.filter((s) => s === 200)).toHaveLength(30);
+          expect(statuses.filter((s) => s === 202)).toHaveLength(40 - 30);
+          expect(await notesOf(a.did)).toBe(30);
+          expect(await parkedOf(a.did)).toBe(40 - 30);
+          // Nothing lost, nothing doubled: every text is either stored or parked, once.
+          const stored = (await t().db.select().from(vaultNotes).where(eq(vaultNotes.did, a.did))).map((r) => r.content);
+          const parked = (await t().db.select().from(quarantine).where(eq(quarantine.did, a.did))).map((r) => (r.payload as { content: string }).content);
+          expect([...stored, ...parked].sort()).toEqual(Array.from({ length: 40 }, (_, i) => `parallel ${i}`).sort());
+        },
+        HEAVY_TEST_MS,
+      );
 
-      it("caps parked writes at 60 an hour (twice the door's 30): of 120 parallel writes 30 stored, 60 parked, 30 refused 429", async () => {
-        const a = await admit();
-        const answers = await Promise.all(Array.from({ length: 120 }, (_, i) => write(a.citizen_secret, `flood ${i}`)));
-        const statuses = answers.map((r) => r.status);
-        expect(statuses.filter((s) => s === 200)).toHaveLength(30);
-        expect(statuses.filter((s) => s === 202)).toHaveLength(60);
-        expect(statuses.filter((s) => s === 429)).toHaveLength(30);
-        expect(await notesOf(a.did)).toBe(30);
-        expect(await parkedOf(a.did)).toBe(60);
-        const refused = answers.find((r) => r.status === 429)!;
-        const problem = expectProblem(refused, 429, "rate_limited");
-        expect(problem.limit).toMatchObject({ name: "parked_writes", limit: 60, window_seconds: 3600, remaining: 0 });
-        expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
-        expect(Number(refused.headers.get("retry-after"))).toBeLessThanOrEqual(3600);
-        expect(refused.headers.get("ratelimit-policy")).toBe('"parked_writes";q=60;w=3600');
-        expect(refused.headers.get("ratelimit")).toMatch(/^"parked_writes";r=0;t=\d+$/);
-        // Nothing stored for a refused write: every stored or parked text is one of the 90 answered 200 or 202.
-        const stored = (await t().db.select().from(vaultNotes).where(eq(vaultNotes.did, a.did))).map((r) => r.content);
-        const parked = (await t().db.select().from(quarantine).where(eq(quarantine.did, a.did))).map((r) => (r.payload as { content: string }).content);
-        expect(new Set([...stored, ...parked]).size).toBe(90);
-        // The vault door publishes the cap beside its window.
-        expect(writeVault.limits).toContainEqual({ name: "parked_writes", limit: 60, window_seconds: 3600, per: "citizen", over: "refused" });
-      });
+      it(
+        "caps parked writes at 60 an hour (twice the door's 30): of 120 parallel writes 30 stored, 60 parked, 30 refused 429",
+        async () => {
+          const a = await admit();
+          const answers = await Promise.all(Array.from({ length: 120 }, (_, i) => write(a.citizen_secret, `flood ${i}`)));
+          const statuses = answers.map((r) => r.status);
+          expect(statuses.filter((s) => s === 200)).toHaveLength(30);
+          expect(statuses.filter((s) => s === 202)).toHaveLength(60);
+          expect(statuses.filter((s) => s === 429)).toHaveLength(30);
+          expect(await notesOf(a.did)).toBe(30);
+          expect(await parkedOf(a.did)).toBe(60);
+          const refused = answers.find((r) => r.status === 429)!;
+          const problem = expectProblem(refused, 429, "rate_limited");
+          expect(problem.limit).toMatchObject({ name: "parked_writes", limit: 60, window_seconds: 3600, remaining: 0 });
+          expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+          expect(Number(refused.headers.get("retry-after"))).toBeLessThanOrEqual(3600);
+          expect(refused.headers.get("ratelimit-policy")).toBe('"parked_writes";q=60;w=3600');
+          expect(refused.headers.get("ratelimit")).toMatch(/^"parked_writes";r=0;t=\d+$/);
+          // Nothing stored for a refused write: every stored or parked text is one of the 90 answered 200 or 202.
+          const stored = (await t().db.select().from(vaultNotes).where(eq(vaultNotes.did, a.did))).map((r) => r.content);
+          const parked = (await t().db.select().from(quarantine).where(eq(quarantine.did, a.did))).map((r) => (r.payload as { content: string }).content);
+          expect(new Set([...stored, ...parked]).size).toBe(90);
+          // The vault door publishes the cap beside its window.
+          expect(writeVault.limits).toContainEqual({ name: "parked_writes", limit: 60, window_seconds: 3600, per: "citizen", over: "refused" });
+        },
+        HEAVY_TEST_MS,
+      );
 
-      it("caps a restricted citizen's parked writes too: the 61st in an hour is refused 429 and stored nowhere", async () => {
-        const a = await admit();
-        await t().db.update(citizens).set({ tier: "restricted" }).where(eq(citizens.did, a.did));
-        const answers = await Promise.all(Array.from({ length: 70 }, (_, i) => write(a.citizen_secret, `restricted ${i}`)));
-        expect(answers.filter((r) => r.status === 202)).toHaveLength(60);
-        expect(answers.filter((r) => r.status === 429)).toHaveLength(10);
-        expect(await parkedOf(a.did)).toBe(60);
-        expect(await notesOf(a.did)).toBe(0);
-      });
+      it(
+        "caps a restricted citizen's parked writes too: the 61st in an hour is refused 429 and stored nowhere",
+        async () => {
+          const a = await admit();
+          await t().db.update(citizens).set({ tier: "restricted" }).where(eq(citizens.did, a.did));
+          const answers = await Promise.all(Array.from({ length: 70 }, (_, i) => write(a.citizen_secret, `restricted ${i}`)));
+          expect(answers.filter((r) => r.status === 202)).toHaveLength(60);
+          expect(answers.filter((r) => r.status === 429)).toHaveLength(10);
+          expect(await parkedOf(a.did)).toBe(60);
+          expect(await notesOf(a.did)).toBe(0);
+        },
+        HEAVY_TEST_MS,
+      );
 
       it("parks every write of a restricted citizen with 202, and still lets it read", async () => {
         const a = await admit();

@@ -179,9 +179,4 @@ export async function asOwner(database: TestDatabase, table: string, statement: 
   }
 }
 
-/**
- * The time limit of a test that writes and reads tens of thousands of rows. What such a test checks is
- * work (rows, plans), never time, so its limit only has to hold on a loaded machine (two of them hit
- * the default 30 s on one).
- */
-export const HEAVY_TEST_MS = 180_000;
+export { HEAVY_TEST_MS } from "./limits";
