@@ -29,9 +29,6 @@ const nextConfig: NextConfig = {
   skipTrailingSlashRedirect: true,
   redirects: async () => [{ source: "/:path((?!api/a2a/+$)(?:[^/]+/)*[^/]+)/", destination: "/:path", permanent: true }],
   reactStrictMode: true,
-  // npm test's second build (on Node 24, scripts/test.sh's node24 lane) compiles the same sources
-  // the first build already type-checked: CITY_BUILD_SKIP_TYPECHECK=1 leaves the check out there.
-  typescript: { ignoreBuildErrors: process.env.CITY_BUILD_SKIP_TYPECHECK === "1" },
   // A CI run builds a clean clone once and throws it away: Turbopack's build cache would be written
   // (over a minute on a busy 2-core machine) and never read. Elsewhere (Vercel sets CI=1) it is kept.
   experimental: { turbopackFileSystemCacheForBuild: process.env.CI !== "true" },

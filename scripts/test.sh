@@ -5,14 +5,13 @@
 #   lane domain: the unit and integration suites (vitest project "domain"; no build needed)
 #   lane built:  the production build (it type-checks the whole project: tsconfig includes the
 #                tests and scripts), then side by side
-#     lane http:   the HTTP suites against `next start`
+#     lane http:   the HTTP suites against `next start`; then, with CITY_TEST_NODE24 (a Node 24
+#                  binary; CI passes scripts/node.sh 24's), those of NODE24_HTTP again, the same
+#                  build served by Node 24
 #     lane served: the lint (formatter, import rules) -> the browser tests -> the benchmark's smoke
 #                  run -> with TEST_DATABASE_URL, the deploy path on PostgreSQL -> the official MCP
 #                  conformance suite -> two domain suites moved here from the domain lane
 #                  (DOMAIN_IN_SERVED)
-#     lane node24: with CITY_TEST_NODE24 (a Node 24 binary; CI passes scripts/node.sh 24's), the
-#                  build again on that Node (into .next-node24, its typecheck left to the first
-#                  build) and the HTTP suites of NODE24_HTTP served by it
 #
 # Most of the time is spent waiting on PostgreSQL and on `next start` servers, so the lanes share
 # two cores well. CITY_TEST_NODE runs the build and the HTTP suites on another Node binary (CI
@@ -123,16 +122,17 @@ domain_lane() {
 
 http_lane() {
   step http "vitest http (node $("$BUILD_NODE" -v))" "$BUILD_NODE" node_modules/vitest/vitest.mjs run --project http
+  [ -z "${CITY_TEST_NODE24:-}" ] || http_lane_node24
 }
 
-# The HTTP suites the node24 lane runs on its own build: the city's doors as discovered from the
-# outside (discovery) and the gate, admission to answers (gate), on a server Node 24 runs.
+# The HTTP suites also served by Node 24: the city's doors as discovered from the outside
+# (discovery) and the gate, admission to answers (gate). They run on the one build (a build is the
+# same JavaScript whatever Node made it; a second build took two cores from every other lane and
+# doubled the browser tests' time), each `next start` spawned by the Node that runs vitest.
 NODE24_HTTP=(tests/http/discovery.test.ts tests/http/gate.test.ts)
 
-node24_lane() {
-  export CITY_NEXT_DIST_DIR=.next-node24 CITY_BUILD_SKIP_TYPECHECK=1
-  step node24 "next build, no typecheck (node $("$CITY_TEST_NODE24" -v))" "$CITY_TEST_NODE24" node_modules/next/dist/bin/next build
-  step node24 "vitest http: ${NODE24_HTTP[*]##*/} (node $("$CITY_TEST_NODE24" -v))" "$CITY_TEST_NODE24" node_modules/vitest/vitest.mjs run --project http "${NODE24_HTTP[@]}"
+http_lane_node24() {
+  step http "vitest http: ${NODE24_HTTP[*]##*/} (node $("$CITY_TEST_NODE24" -v))" "$CITY_TEST_NODE24" node_modules/vitest/vitest.mjs run --project http "${NODE24_HTTP[@]}"
 }
 
 served_lane() {
@@ -158,7 +158,6 @@ built_lane() {
   step built "next build + typecheck (node $("$BUILD_NODE" -v))" "$BUILD_NODE" node_modules/next/dist/bin/next build
   lane http http_lane
   lane served served_lane
-  [ -z "${CITY_TEST_NODE24:-}" ] || lane node24 node24_lane
   wait_lanes --status-only
 }
 
@@ -172,7 +171,7 @@ export CITY_FIGURES_CLEARED=1
 # or step, with its lane. fd 3 is this script's own output, which the lanes' redirections keep.
 exec 3>&1
 watch_progress() {
-  tail -n +1 -q -F "$LOGS"/domain.log "$LOGS"/built.log "$LOGS"/http.log "$LOGS"/served.log "$LOGS"/node24.log 2>/dev/null |
+  tail -n +1 -q -F "$LOGS"/domain.log "$LOGS"/built.log "$LOGS"/http.log "$LOGS"/served.log 2>/dev/null |
     sed -u 's/\x1b\[[0-9;]*m//g' |
     awk -v started="$STARTED" '
       function stamp(  now) { "date +%s" | getline now; close("date +%s"); return sprintf("[%4ds]", now - started) }
@@ -188,7 +187,7 @@ lane built built_lane
 LANES_FAILED=0
 wait_lanes || LANES_FAILED=1
 # The lanes the built lane started, each log once.
-for nested in http served node24; do
+for nested in http served; do
   [ -f "$LOGS/$nested.log" ] || continue
   echo "===== lane $nested (in lane built)"
   cat "$LOGS/$nested.log"

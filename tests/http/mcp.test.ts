@@ -116,9 +116,9 @@ const HINTS: Record<string, [readOnly: boolean, idempotent: boolean, destructive
   "hold-recovery": [false, false, false], // POST /api/recover/{did}/hold
   "cancel-recovery": [false, false, false], // POST /api/recover/{did}/cancel
   "complete-recovery": [false, false, true], // POST /api/recover/{did}/complete: every older credential dies
-  "commit-next-keys": [false, true, false], // POST /api/keys/commit
+  "commit-next-keys": [false, false, false], // POST /api/keys/commit (a second commitment while one stands is 403)
   "rotate-key": [false, false, true], // POST /api/keys/rotate: the old key dies
-  "set-recovery-delay": [false, true, false], // POST /api/keys/delay
+  "set-recovery-delay": [false, false, false], // POST /api/keys/delay (a second lowering while one waits is 409)
   "read-prove-challenge": [false, false, false], // GET /api/prove
   "prove-key": [false, false, false], // POST /api/prove
   "file-appeal": [false, false, false], // POST /api/appeal
