@@ -36,36 +36,33 @@ export const IDENTITY_ROW_BYTES = 2048;
 
 /**
  * Counts a key event before it is appended, in its transaction, under the citizen's row lock: the
- * citizen's hourly rate for this credential, then (with `charged`) the identity log's city-wide
- * hourly bound (the identity_log store). Only events asked with the secret or a code are charged,
- * the credentials every free identity holds; what a controller key or a committed key asks, and
- * what only defends a citizen (a cancellation, a completion of a step already counted), is never
- * refused by the city-wide bound: a flood of other citizens cannot stop an owner taking its keys
- * back. Those are bounded per citizen and credential.
+ * citizen's hourly rate for this credential, then the identity log's city-wide hourly bound (the
+ * identity_log store) for an event asked with the secret or a code, the credentials every free
+ * identity holds. What a controller key or a committed key asks, and what only `defends` a citizen
+ * (a cancellation, a completion of a step already counted), is never refused by the city-wide
+ * bound: a flood of other citizens cannot stop an owner taking its keys back. Those are bounded
+ * per citizen and credential.
  */
-export async function countKeyEvent(db: Database, did: string, by: Authority, now: Date, charged: boolean): Promise<void> {
+export async function countKeyEvent(db: Database, did: string, by: Authority, now: Date, { defends = false } = {}): Promise<void> {
   await requireSlot(
     db,
     { scope: "key-events", subject: `${did}/${by}`, limit: KEY_EVENTS_PER_HOUR, windowSeconds: 3600 },
     now,
     `key events asked with this citizen's ${by}`,
   );
-  if (charged) await chargeStore(db, { store: "identity_log", bytes: IDENTITY_ROW_BYTES, newcomer: newcomerSql(did, now), now });
+  if (!defends && (by === "code" || by === "secret"))
+    await chargeStore(db, { store: "identity_log", bytes: IDENTITY_ROW_BYTES, newcomer: newcomerSql(did, now), now });
 }
 
 /** The open step of a citizen, if any: what it does and which credential asked it. */
 export interface OpenStep {
-  id: number;
   step: "recovery" | "lower-delay";
   via: Authority;
 }
 
 export async function openStepOf(db: Database, did: string): Promise<OpenStep | null> {
-  const [row] = rowsOf<{ id: number | string; step: OpenStep["step"]; via: string }>(
-    await db.execute(sql`SELECT id, step, via FROM ${recoveries} WHERE did = ${did} AND state = 'open'`),
-  );
-  if (!row) return null;
-  return { id: Number(row.id), step: row.step, via: row.via === "code" ? "code" : (row.via as Authority) };
+  const [row] = rowsOf<OpenStep>(await db.execute(sql`SELECT step, via FROM ${recoveries} WHERE did = ${did} AND state = 'open'`));
+  return row ?? null;
 }
 
 /**

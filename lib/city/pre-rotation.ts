@@ -88,7 +88,7 @@ export async function commitNextKeys(
       "A commitment of next keys stands: only a committed key changes or withdraws it, by rotating to itself (POST /api/keys/rotate, which commits the next hashes; an empty list turns pre-rotation off). Neither the secret nor the current key can. Nothing was changed.",
     );
   }
-  await countKeyEvent(db, did, by, now, by === "secret");
+  await countKeyEvent(db, did, by, now);
   await db.update(citizens).set({ nextKeyHashes: committed }).where(eq(citizens.did, did));
   const { logReceipt } = await appendIdentityLog(db, { event: "next-keys-committed", did, at: now, details: commitmentDetails(committed) });
   return { committed, receipt: logReceipt };
@@ -159,7 +159,7 @@ export async function rotateToCommitted(
       { keepWrites: true },
     );
   }
-  await countKeyEvent(db, r.did, "next-key", now, false);
+  await countKeyEvent(db, r.did, "next-key", now);
   await db.update(citizens).set({ controllerPublicKey: r.publicKey, nextKeyHashes: committed }).where(eq(citizens.did, r.did));
   // The committed key outranks every credential: whatever step waits (a recovery, a lowered delay)
   // is cancelled, its rows before the rotation's (the step's row before the identity log's head).

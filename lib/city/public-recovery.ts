@@ -2,8 +2,6 @@ import { and, desc, eq, ne, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
 import { citizens, recoveries, recoveryCodes, RECOVERY_STEPS, RECOVERY_VIAS } from "@/db/schema";
-
-export { RECOVERY_STEPS, RECOVERY_VIAS };
 import { CityError } from "@/lib/errors";
 import type { LogReceipt } from "@/lib/tlog/append";
 import { hashCredential, isCredential, mintCredential, replaceSecret } from "./credentials";
@@ -37,6 +35,8 @@ export type HoldReason = (typeof HOLD_REASONS)[number];
 
 const HOUR = 3_600_000;
 
+export { RECOVERY_STEPS, RECOVERY_VIAS };
+
 export interface HoldLimits {
   perAddressPerDay: number;
   perHour: number;
@@ -62,7 +62,7 @@ export async function setRecoveryDelay(db: Database, did: string, hours: number,
   }
   const citizen = await citizenKeys(db, did, { lock: true });
   if (!citizen) throw new CityError("not_found", "No citizen of the city has that DID.");
-  await countKeyEvent(db, did, by, now, by === "secret");
+  await countKeyEvent(db, did, by, now);
   if (hours < citizen.delay) {
     const opened = await openRecovery(db, { did, via: by, step: "lower-delay", lowerTo: hours, nextPublicKey: null, delayHours: citizen.delay }, now);
     return { delayHours: citizen.delay, pending: { ...opened, lowerTo: hours }, receipt: opened.receipt };
@@ -134,7 +134,7 @@ function opensWindow(did: string, via: Authority) {
 export async function cancelRecovery(db: Database, did: string, by: "secret" | "controller", now: Date): Promise<LogReceipt> {
   const open = await openStepOf(db, did);
   if (open && !atLeast(by, open.via)) throw outranked(open.via, by);
-  await countKeyEvent(db, did, by, now, false);
+  await countKeyEvent(db, did, by, now, { defends: true });
   const at = sql`${now.toISOString()}::timestamptz`;
   const cancelled = rowsOf<{ id: number; step: string }>(
     await db.execute(sql`UPDATE ${recoveries} SET state = 'cancelled', closed_at = ${at}
@@ -217,7 +217,7 @@ export async function completeRecovery(db: Database, did: string, ticket: string
   if (!mine) throw new CityError("unauthorized", NOT_OPENER);
   const citizen = await citizenKeys(db, did, { lock: true });
   if (!citizen) throw new CityError("unauthorized", NOT_OPENER);
-  await countKeyEvent(db, did, mine.via, now, false);
+  await countKeyEvent(db, did, mine.via, now, { defends: true });
   const at = sql`${now.toISOString()}::timestamptz`;
   const [closed] = rowsOf<{ via: Authority; step: "recovery" | "lower-delay"; lower_to: number | null; next_public_key: string | null }>(
     await db.execute(sql`UPDATE ${recoveries} SET state = 'completed', closed_at = ${at}

@@ -1,6 +1,6 @@
-import { and, eq, isNull, ne } from "drizzle-orm";
+import { and, eq, isNull } from "drizzle-orm";
 import type { Database } from "@/db/client";
-import { citizens, recoveryCodes } from "@/db/schema";
+import { recoveryCodes } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { hashCredential, isCredential, mintCredential, replaceSecret } from "./credentials";
 import { consumeNonce } from "./gate";
@@ -48,7 +48,7 @@ export async function redeemCode(db: Database, did: string, code: string, now: D
   if (!citizen) throw new CityError("unauthorized", NOT_VALID);
   const spent = await db.update(recoveryCodes).set({ usedAt: now }).where(live).returning({ id: recoveryCodes.id });
   if (spent.length !== 1) throw new CityError("unauthorized", NOT_VALID);
-  await countKeyEvent(db, did, "code", now, true);
+  await countKeyEvent(db, did, "code", now);
   if (citizen.delay > 0) return { opened: await openRecovery(db, { did, via: "code", nextPublicKey: null, delayHours: citizen.delay }, now) };
   return replaced(db, did, now, "code");
 }
@@ -83,7 +83,7 @@ export async function openWithNextKey(db: Database, did: string, nonce: string, 
       },
     );
   }
-  await countKeyEvent(db, did, "next-key", now, false);
+  await countKeyEvent(db, did, "next-key", now);
   return { opened: await openRecovery(db, { did, via: "next-key", nextPublicKey: publicKey, delayHours: citizen.delay }, now) };
 }
 
@@ -104,17 +104,14 @@ export function recoveryMessage(did: string, nonce: string): string {
  */
 export async function recoverWithController(db: Database, did: string, nonce: string, signature: string, now: Date): Promise<Recovered> {
   const fresh = await consumeNonce(db, nonce, now);
-  const [unlocked] = await db
-    .select({ key: citizens.controllerPublicKey })
-    .from(citizens)
-    .where(and(eq(citizens.did, did), ne(citizens.residencyStatus, "exported")));
+  const unlocked = await citizenKeys(db, did, { lock: false });
   const valid = fresh && unlocked?.key ? await verifyEd25519(unlocked.key, signature, recoveryMessage(did, nonce)) : false;
   // The nonce stays spent even when the proof fails.
   if (!valid) throw new CityError("unauthorized", NOT_VALID, { keepWrites: true });
   // Proven: the row is locked, and the key checked again as read under the lock.
   const citizen = await citizenKeys(db, did, { lock: true });
   if (!citizen || citizen.key !== unlocked!.key) throw new CityError("unauthorized", NOT_VALID, { keepWrites: true });
-  await countKeyEvent(db, did, "controller", now, false);
+  await countKeyEvent(db, did, "controller", now);
   if (citizen.delay > 0) return { opened: await openRecovery(db, { did, via: "controller", nextPublicKey: null, delayHours: citizen.delay }, now) };
   await db
     .update(recoveryCodes)

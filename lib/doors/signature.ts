@@ -162,11 +162,12 @@ export function signedCaller(db: Database, request: DoorRequest, now: Date): Pro
  * doors it then runs do not record it again. Nothing when the request carries no signature.
  */
 export async function spendSurfaceNonce(db: Database, request: DoorRequest): Promise<void> {
-  const signing = signedCaller(db, request, new Date());
+  const now = new Date();
+  const signing = signedCaller(db, request, now);
   if (!signing) return;
   try {
     const { signed } = await signing;
-    if (signed.nonce !== null) await recordNonce(db, { ...signed, nonce: signed.nonce }, new Date());
+    if (signed.nonce !== null) await recordNonce(db, { ...signed, nonce: signed.nonce }, now);
   } catch (err) {
     throw withAcceptSignature(err, request);
   }
