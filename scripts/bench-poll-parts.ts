@@ -16,7 +16,7 @@ import { citizenForToken, hashCredential, mintCredential } from "@/lib/city/cred
 import { pollStatement, pollWhileBound } from "@/lib/city/live";
 import { tideSql } from "@/lib/city/census";
 import { pollNonceSql } from "@/lib/city/gate-nonces";
-import { checkpointLateral, returnDeltaColumns } from "@/lib/city/live-delta";
+import { deltaLaterals, returnDeltaColumns } from "@/lib/city/live-delta";
 import { ReturnOutput } from "@/lib/doors/live";
 import { seedCity } from "./bench-seed";
 import { optionOr } from "./options";
@@ -102,7 +102,7 @@ async function main(): Promise<void> {
         () =>
           executePrepared(
             db,
-            sql`SELECT ${returnDeltaColumns(me, sql`${new Date(Date.now() - 60_000).toISOString()}::timestamptz`, new Date())} FROM (SELECT 1) one ${checkpointLateral(me)}`,
+            sql`SELECT ${returnDeltaColumns(me, sql`${new Date(Date.now() - 60_000).toISOString()}::timestamptz`, new Date())} FROM (SELECT 1) one ${deltaLaterals(me)}`,
           ),
       ],
       [

@@ -37,8 +37,8 @@ export interface DeltaRow {
   cp_verified: boolean | null;
   recovery_opens_after: Date | string | null;
   recovery_holds: number | string | null;
-  /** "<step>/<via>" of the open step. */
-  recovery_step: string | null;
+  recovery_step: (typeof RECOVERY_STEPS)[number] | null;
+  recovery_via: (typeof RECOVERY_VIAS)[number] | null;
 }
 
 /**
@@ -90,7 +90,7 @@ export function deltaClampedSql(asked: SQL, now: Date): SQL {
   return sql`(${asked} < ${deltaWindowStart(now).toISOString()}::timestamptz)`;
 }
 
-/** The delta of a row selected with returnDeltaColumns (and the checkpoint lateral, `cp`). */
+/** The delta of a row selected with returnDeltaColumns (and deltaLaterals, `cp` and `rec`). */
 export function deltaOf(row: DeltaRow, since: Date, wakeOn: readonly WakeCondition[], clamped: boolean): ReturnDelta {
   const law = row.law_changed === true;
   const mail = Number(row.direct_messages);
@@ -122,8 +122,8 @@ export function deltaOf(row: DeltaRow, since: Date, wakeOn: readonly WakeConditi
         : {
             opens_after: new Date(row.recovery_opens_after).toISOString(),
             holds: Number(row.recovery_holds),
-            step: row.recovery_step!.split("/")[0] as (typeof RECOVERY_STEPS)[number],
-            via: row.recovery_step!.split("/")[1] as (typeof RECOVERY_VIAS)[number],
+            step: row.recovery_step!,
+            via: row.recovery_via!,
           },
     wake: WAKE_ON.filter((c) => wakeOn.includes(c) && met[c]),
   };
@@ -131,13 +131,13 @@ export function deltaOf(row: DeltaRow, since: Date, wakeOn: readonly WakeConditi
 
 /** The delta's one statement (exported for the plan check in scripts/bench-explain.ts). */
 export function returnDeltaQuery(did: string, since: Date, now: Date): SQL {
-  return sql`SELECT ${returnDeltaColumns(did, sql`${since.toISOString()}::timestamptz`, now)} FROM (SELECT 1) AS one ${checkpointLateral(did)}`;
+  return sql`SELECT ${returnDeltaColumns(did, sql`${since.toISOString()}::timestamptz`, now)} FROM (SELECT 1) AS one ${deltaLaterals(did)}`;
 }
 
 /**
  * The delta's columns, counted from `from` (a timestamptz expression: a parameter, or a column
  * of the statement they are part of, such as the poll's in lib/city/live.ts), with the latest
- * checkpoint's from checkpointLateral joined as `cp`.
+ * checkpoint's and the open step's from deltaLaterals joined as `cp` and `rec`.
  */
 export function returnDeltaColumns(did: string, from: SQL, now: Date): SQL {
   const presentSince = new Date(now.getTime() - LIMITS.presenceSeconds * 1000).toISOString();
@@ -166,22 +166,21 @@ export function returnDeltaColumns(did: string, from: SQL, now: Date): SQL {
           WHERE l.did = ${did} AND recent.did <> l.did AND recent.created_at > l.created_at AND strpos(lower(recent.body), l.keyword) > 0
         )) ELSE 0 END AS lantern_matches,
       (SELECT count(*) FROM locker_bags b WHERE b.did = ${did}) AS locker_bags,
-      (SELECT r.opens_after FROM recoveries r WHERE r.did = ${did} AND r.state = 'open') AS recovery_opens_after,
-      (SELECT r.holds FROM recoveries r WHERE r.did = ${did} AND r.state = 'open') AS recovery_holds,
-      (SELECT r.step || '/' || r.via FROM recoveries r WHERE r.did = ${did} AND r.state = 'open') AS recovery_step,
       (SELECT house FROM census_counts WHERE id)
         - (SELECT count(*) FROM citizens s WHERE s.residency_status = 'bound' AND s.bed_id IS NOT NULL AND s.last_seen_at <= (SELECT ${presentSince}::timestamptz))
         - (SELECT count(*) FROM citizens s WHERE s.residency_status = 'bound' AND s.bed_id IS NOT NULL AND s.last_seen_at IS NULL)
         - (SELECT count(*) FROM citizens s WHERE s.did = ${did} AND s.residency_status = 'bound' AND s.bed_id IS NOT NULL AND s.last_seen_at > ${presentSince}::timestamptz)
         AS peers_present,
-      cp.version AS cp_version, cp.sha256 AS cp_sha256, cp.bytes AS cp_bytes, cp.created_at AS cp_created_at, cp.verified AS cp_verified`;
+      cp.version AS cp_version, cp.sha256 AS cp_sha256, cp.bytes AS cp_bytes, cp.created_at AS cp_created_at, cp.verified AS cp_verified,
+      rec.opens_after AS recovery_opens_after, rec.holds AS recovery_holds, rec.step AS recovery_step, rec.via AS recovery_via`;
 }
 
-/** The latest checkpoint of `did` as `cp`, for returnDeltaColumns. */
-export function checkpointLateral(did: string): SQL {
+/** The latest checkpoint of `did` as `cp` and its open step as `rec` (one probe of recoveries for all its columns), for returnDeltaColumns. */
+export function deltaLaterals(did: string): SQL {
   return sql`
     LEFT JOIN LATERAL (
       SELECT c.version, c.sha256, c.bytes, c.created_at, c.sha256 = encode(sha256(convert_to(c.content, 'UTF8')), 'hex') AS verified
       FROM checkpoints c WHERE c.did = ${did} ORDER BY c.version DESC LIMIT 1
-    ) cp ON true`;
+    ) cp ON true
+    LEFT JOIN recoveries rec ON rec.did = ${did} AND rec.state = 'open'`;
 }

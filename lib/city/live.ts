@@ -6,7 +6,7 @@ import { CityError } from "@/lib/errors";
 import { bedLabel } from "./citizens";
 import { tideSql } from "./census";
 import { pollNonceSql } from "./gate-nonces";
-import { checkpointLateral, clampSince, deltaClampedSql, deltaOf, deltaSinceSql, type DeltaRow, returnDeltaColumns, type ReturnDelta } from "./live-delta";
+import { deltaLaterals, clampSince, deltaClampedSql, deltaOf, deltaSinceSql, type DeltaRow, returnDeltaColumns, type ReturnDelta } from "./live-delta";
 import { appended, type LogHead, lockLogHead, lockLogHeadAfter, logHeadOf, prepareAppend } from "@/lib/city/residency-log";
 
 export type { ReturnDelta } from "./live-delta";
@@ -161,7 +161,7 @@ export async function comeBack(db: Database, did: string, input: { cursor?: stri
     await db.execute(sql`
       WITH ${rebound} kept AS (${keepScheduleSql(did, values, now)}), issued AS (${issued.insert})
       SELECT ${tideSql(now)} AS tide, ${returnDeltaColumns(did, sql`${from.toISOString()}::timestamptz`, now)}
-      FROM (SELECT 1) one ${checkpointLateral(did)}`),
+      FROM (SELECT 1) one ${deltaLaterals(did)}`),
   );
   if (back) appended(back);
   const wakeOn = values.wakeOn ?? standing.standing_wake_on ?? [...WAKE_ON];
@@ -207,7 +207,7 @@ export function pollStatement(did: string, input: { cursor?: string; schedule: S
     poll AS (SELECT asked.bed_id, ${deltaSinceSql(sql`asked.since`, now)} AS since, ${deltaClampedSql(sql`asked.since`, now)} AS since_clamped FROM asked)
     SELECT poll.bed_id, poll.since, poll.since_clamped, (SELECT wake_on FROM standing) AS standing_wake_on, (SELECT nonce FROM issued) AS issued_nonce,
       ${tideSql(now)} AS tide, ${returnDeltaColumns(did, sql`poll.since`, now)}
-    FROM poll ${checkpointLateral(did)}`;
+    FROM poll ${deltaLaterals(did)}`;
   return { statement, nonce: issued.nonce };
 }
 
