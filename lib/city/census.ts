@@ -30,8 +30,11 @@ export const CENSUS_DEFINITIONS = {
   tide: "residency log events (admit, exit, return, export) in the last 24 hours",
 } as const;
 
-/** The census counts of citizens as SQL columns (beds, citizens, house, outside), for one-statement reads. */
-export const CENSUS_COUNTS_SQL = sql`SELECT beds, citizens, house, outside FROM census_counts WHERE id`;
+/**
+ * The census counts of citizens as SQL columns (beds, citizens, house, outside), for one-statement
+ * reads: the sums of census_counts' 16 stripes (migration 0047; a stripe alone counts nothing).
+ */
+export const CENSUS_COUNTS_SQL = sql`SELECT sum(beds)::int AS beds, sum(citizens)::int AS citizens, sum(house)::int AS house, sum(outside)::int AS outside FROM census_counts`;
 
 const TIDE_WINDOW_MS = 86_400_000;
 

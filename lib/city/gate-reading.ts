@@ -118,10 +118,11 @@ export async function readGate(db: Database, p: Presentation, c: GateCircumstanc
   const nonceOk = p.nonce ? sql`(SELECT count(*) FROM consumed) = 1` : sql`true`;
   const counted: Chain = { ...chain, when: sql`${nonceOk} AND NOT EXISTS (SELECT 1 FROM held)` };
   const windows = chainSql(counted, c.now);
-  // A first admission that binds a controller takes, after the residency log's head, the citizens'
-  // version row (its INSERT bumps it: every key event takes it, updating its citizen, before the
-  // identity log's head) and then the identity log's head: the order of every key event.
-  const keyBoundLocks = sql`LEFT JOIN LATERAL (SELECT version FROM ${cityVersions} WHERE scope = 'citizens' AND head.log_seq IS NOT NULL FOR UPDATE) citizens_version ON true
+  // A first admission that binds a controller takes, after the residency log's head, its own
+  // stripe of the citizens' version (its INSERT bumps that stripe: every key event takes its
+  // stripe, updating its citizen, before the identity log's head) and then the identity log's
+  // head: the order of every key event.
+  const keyBoundLocks = sql`LEFT JOIN LATERAL (SELECT version FROM ${cityVersions} WHERE scope = 'citizens' AND stripe = city_stripe() AND head.log_seq IS NOT NULL FOR UPDATE) citizens_version ON true
       ${identityLog.lockLogHeadIf(sql`citizens_version.version IS NOT NULL`)}`;
   type Row = HeldRow &
     Partial<Parameters<typeof logHeadOf>[0]> &

@@ -47,7 +47,7 @@ export interface DeltaRow {
  * news since the cursor (room replies, lantern matches). No count reads more than one citizen's
  * own rows or the news since the cursor:
  * - unread mail is the recipient's row in inbox_counts, kept by triggers on messages (0019);
- * - peers present is the kept house count (census_counts, 0014) less the beds whose citizen was
+ * - peers present is the kept house count (census_counts' stripes, 0014, 0047) less the beds whose citizen was
  *   not seen within the presence window (read index-only from citizens_house_seen: those rows are
  *   the ones nobody writes to) and less the caller itself;
  * - room replies start from the caller's own room posts (posts_room_by_did) and read, for each,
@@ -166,7 +166,7 @@ export function returnDeltaColumns(did: string, from: SQL, now: Date): SQL {
           WHERE l.did = ${did} AND recent.did <> l.did AND recent.created_at > l.created_at AND strpos(lower(recent.body), l.keyword) > 0
         )) ELSE 0 END AS lantern_matches,
       (SELECT count(*) FROM locker_bags b WHERE b.did = ${did}) AS locker_bags,
-      (SELECT house FROM census_counts WHERE id)
+      (SELECT sum(house)::int FROM census_counts)
         - (SELECT count(*) FROM citizens s WHERE s.residency_status = 'bound' AND s.bed_id IS NOT NULL AND s.last_seen_at <= (SELECT ${presentSince}::timestamptz))
         - (SELECT count(*) FROM citizens s WHERE s.residency_status = 'bound' AND s.bed_id IS NOT NULL AND s.last_seen_at IS NULL)
         - (SELECT count(*) FROM citizens s WHERE s.did = ${did} AND s.residency_status = 'bound' AND s.bed_id IS NOT NULL AND s.last_seen_at > ${presentSince}::timestamptz)

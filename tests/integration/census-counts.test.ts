@@ -78,7 +78,7 @@ describeOnDatabases(
       expect(counted.citizens).toBe(before.citizens + 150);
     });
 
-    it("never takes the counts row's lock for an update that moves no count (presence, tier)", async (ctx) => {
+    it("never takes a counts stripe's lock for an update that moves no count (presence, tier)", async (ctx) => {
       if (t().driver === "pglite") return ctx.skip("PGlite has one connection: nothing can hold the lock meanwhile");
       const me = await admit();
       await t().db.execute(sql`UPDATE citizens SET last_seen_at = now() - interval '1 hour' WHERE did = ${me.did}`);
@@ -87,13 +87,13 @@ describeOnDatabases(
       let locked!: () => void;
       const isLocked = new Promise<void>((resolve) => (locked = resolve));
       const holder = t().db.transaction(async (tx) => {
-        await tx.execute(sql`SELECT 1 FROM census_counts WHERE id FOR UPDATE`);
+        await tx.execute(sql`SELECT 1 FROM census_counts FOR UPDATE`);
         locked();
         await held;
       });
       await isLocked;
       try {
-        // Would wait for the holder (and time out) if the trigger updated the counts row.
+        // Would wait for the holder (and time out) if the trigger updated a stripe.
         await t().db.transaction(async (tx) => {
           await tx.execute(sql`SET LOCAL lock_timeout = '2s'`);
           await markSeen(tx as never, me.did, new Date());
@@ -107,6 +107,67 @@ describeOnDatabases(
         await t().db.execute(sql`SELECT tier, last_seen_at > now() - interval '1 minute' AS seen FROM citizens WHERE did = ${me.did}`),
       );
       expect(row).toEqual({ tier: "proven", seen: true });
+    });
+
+    it("lets writers of different citizens on other backends move the counts while one holds its stripe: no row for the whole city", async (ctx) => {
+      if (t().driver === "pglite") return ctx.skip("PGlite has one connection: nothing can hold the lock meanwhile");
+      const [held, other] = await Promise.all([admit(), admit()]);
+      let release!: () => void;
+      const holding = new Promise<void>((resolve) => (release = resolve));
+      let moved!: (stripe: number) => void;
+      const holderMoved = new Promise<number>((resolve) => (moved = resolve));
+      // The holder moves the counts (a leave: house down, outside up) and keeps its stripe locked.
+      const holder = t().db.transaction(async (tx) => {
+        await tx.execute(sql`UPDATE citizens SET residency_status = 'away', bed_id = NULL WHERE did = ${held.did}`);
+        moved(Number(rowsOf<{ s: number }>(await tx.execute(sql`SELECT city_stripe() AS s`))[0]!.s));
+        await holding;
+      });
+      const holderStripe = await holderMoved;
+      // Backends whose stripe is the holder's are kept open (so the pool hands out another) until one is not.
+      const parked: Array<() => void> = [];
+      const parkedDone: Promise<unknown>[] = [];
+      try {
+        for (let attempt = 0; ; attempt++) {
+          // Striped, another backend is on the holder's stripe one time in sixteen; six in a row (the pool
+          // has ten connections) means every backend writes one row.
+          expect(attempt, "six backends in a row on the holder's stripe: one row for the whole city").toBeLessThan(6);
+          let result = "same-stripe" as "moved" | "same-stripe" | Error;
+          let park!: () => void;
+          const parking = new Promise<void>((resolve) => (park = resolve));
+          let decided!: () => void;
+          const decision = new Promise<void>((resolve) => (decided = resolve));
+          const writer = t().db.transaction(async (tx) => {
+            const stripe = Number(rowsOf<{ s: number }>(await tx.execute(sql`SELECT city_stripe() AS s`))[0]!.s);
+            if (stripe === holderStripe) {
+              decided();
+              return parking;
+            }
+            // Would wait for the holder (and fail on the timeout) if every writer shared one row.
+            await tx.execute(sql`SET LOCAL lock_timeout = '2s'`);
+            await tx.execute(sql`UPDATE citizens SET residency_status = 'away', bed_id = NULL WHERE did = ${other.did}`);
+            result = "moved";
+          });
+          parkedDone.push(
+            writer.then(decided, (error: Error) => {
+              result = error;
+              decided();
+            }),
+          );
+          await decision;
+          if (result instanceof Error) throw result;
+          if (result === "moved") break;
+          parked.push(park);
+        }
+      } finally {
+        for (const park of parked) park();
+        release();
+        await holder;
+        await Promise.all(parkedDone);
+      }
+      const { kept, counted } = await keptAndCounted();
+      expect(kept).toEqual(counted);
+      const [stripes] = rowsOf<{ moved: number }>(await t().db.execute(sql`SELECT count(*) FILTER (WHERE outside <> 0)::int AS moved FROM census_counts`));
+      expect(stripes!.moved).toBeGreaterThanOrEqual(2);
     });
 
     it("zeroes the counts with TRUNCATE citizens, in the truncating transaction", async () => {
@@ -124,8 +185,13 @@ describeOnDatabases(
       expect(counted.citizens).toBeGreaterThan(0);
     });
 
-    it("keeps its one row: a second row, a delete and a truncate of census_counts are refused", async () => {
-      await expect(t().raw("INSERT INTO census_counts (id, beds, citizens, house, outside) VALUES (false, 0, 0, 0, 0)")).rejects.toThrow();
+    it("keeps its sixteen stripes: a seventeenth, a second stripe 0, a delete and a truncate of census_counts are refused", async () => {
+      const [rows] = rowsOf<{ n: number; min: number; max: number }>(
+        await t().db.execute(sql`SELECT count(*)::int AS n, min(stripe)::int AS min, max(stripe)::int AS max FROM census_counts`),
+      );
+      expect(rows).toEqual({ n: 16, min: 0, max: 15 });
+      await expect(t().raw("INSERT INTO census_counts (stripe, beds, citizens, house, outside) VALUES (16, 0, 0, 0, 0)")).rejects.toThrow();
+      await expect(t().raw("INSERT INTO census_counts (stripe, beds, citizens, house, outside) VALUES (0, 0, 0, 0, 0)")).rejects.toThrow();
       await expect(t().raw("DELETE FROM census_counts")).rejects.toThrow();
       await expect(t().raw("TRUNCATE census_counts")).rejects.toThrow();
       const { kept, counted } = await keptAndCounted();
