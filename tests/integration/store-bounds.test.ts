@@ -56,19 +56,40 @@ async function awayFromTheHour() {
   if (left < 5_000) await sleep(left + 200);
 }
 
+/** A stripe's part of `amount` over `n` stripes, by the published rule: amount / n, one more for the first amount % n. */
+const part = (amount: number, n: number, k: number) => Math.floor(amount / n) + (k < amount % n ? 1 : 0);
+
 function storeHelpers(t: () => TestDatabase) {
+  // The store's counts are the sums of its stripes (the hour's bytes only of stripes counted in this hour).
   const counters = async (store: string): Promise<Counters> => {
-    const [row] = rowsOf<{ total_bytes: string; hour_bytes: string; newcomer_bytes: string; current: boolean }>(
+    const [row] = rowsOf<{ total: string; hour: string; newcomer: string }>(
       await t().db.execute(
-        sql`SELECT total_bytes, hour_bytes, newcomer_bytes, hour_start >= date_trunc('hour', now()) AS current FROM city_stores WHERE store = ${store}`,
+        sql`SELECT sum(total_bytes) AS total, sum(CASE WHEN hour_start >= date_trunc('hour', now()) THEN hour_bytes ELSE 0 END) AS hour,
+          sum(CASE WHEN hour_start >= date_trunc('hour', now()) THEN newcomer_bytes ELSE 0 END) AS newcomer FROM city_store_stripes WHERE store = ${store}`,
       ),
     );
-    return { total: Number(row!.total_bytes), hour: row!.current ? Number(row!.hour_bytes) : 0, newcomer: row!.current ? Number(row!.newcomer_bytes) : 0 };
+    return { total: Number(row!.total), hour: Number(row!.hour), newcomer: Number(row!.newcomer) };
   };
-  const setCounters = async (store: string, c: Counters) => {
+  /**
+   * Sets a store's counts as a rebalanced store holds them: the shares split from this file's
+   * bounds, every stripe with the same room (± 1 byte). `on: "one"` puts every byte on stripe 0
+   * with the shares never split, as migration 0044 leaves a store.
+   */
+  const setCounters = async (store: string, c: Counters, on: "spread" | "one" = "spread") => {
     await awayFromTheHour();
+    const n = Number(rowsOf<{ n: string }>(await t().db.execute(sql`SELECT count(*) AS n FROM city_store_stripes WHERE store = ${store}`))[0]!.n);
+    const spread = (bound: number, held: number, k: number) =>
+      held <= bound ? part(bound, n, k) - part(bound - held, n, k) : part(bound, n, k) + part(held - bound, n, k);
+    const values = Array.from({ length: n }, (_, k) =>
+      on === "one"
+        ? `(${k}, ${k === 0 ? c.total : 0}, ${k === 0 ? c.hour : 0}, ${k === 0 ? c.newcomer : 0}, -1, -1, -1, 0, 0, 0)`
+        : `(${k}, ${spread(TOTAL, c.total, k)}, ${spread(PER_HOUR, c.hour, k)}, ${spread(SHARE, c.newcomer, k)}, ${TOTAL}, ${PER_HOUR}, ${SHARE}, ${part(TOTAL, n, k)}, ${part(PER_HOUR, n, k)}, ${part(SHARE, n, k)})`,
+    );
     await t().raw(
-      `UPDATE city_stores SET total_bytes = ${c.total}, hour_bytes = ${c.hour}, newcomer_bytes = ${c.newcomer}, hour_start = date_trunc('hour', now()) WHERE store = '${store}'`,
+      `UPDATE city_store_stripes s SET total_bytes = v.t, hour_bytes = v.h, newcomer_bytes = v.nb, hour_start = date_trunc('hour', now()),
+        bound_total = v.bt, bound_hour = v.bh, bound_newcomer = v.bn, share_total = v.st, share_hour = v.sh, share_newcomer = v.sn
+       FROM (VALUES ${values.join(", ")}) AS v(k, t, h, nb, bt, bh, bn, st, sh, sn)
+       WHERE s.store = '${store}' AND s.stripe = v.k`,
     );
   };
   const rows = async (table: string) => Number(rowsOf<{ n: string }>(await t().db.execute(sql.raw(`SELECT count(*) AS n FROM ${table}`)))[0]!.n);
@@ -482,8 +503,8 @@ describeOnDatabases("city-wide store bounds", (t) => {
 describeOnDatabases("city-wide store gauges that cannot be read", (t) => {
   beforeAll(() => useDatabase(t().db));
 
-  it("says counted: false with null gauges when city_stores cannot be read, never an invented zero", async () => {
-    await t().raw("ALTER TABLE city_stores RENAME TO city_stores_away");
+  it("says counted: false with null gauges when city_store_stripes cannot be read, never an invented zero", async () => {
+    await t().raw("ALTER TABLE city_store_stripes RENAME TO city_store_stripes_away");
     try {
       const caps = await callDoor(readCapabilities);
       expect(caps.status).toBe(200);
@@ -495,7 +516,7 @@ describeOnDatabases("city-wide store gauges that cannot be read", (t) => {
         counted: false,
       });
     } finally {
-      await t().raw("ALTER TABLE city_stores_away RENAME TO city_stores");
+      await t().raw("ALTER TABLE city_store_stripes_away RENAME TO city_store_stripes");
     }
   });
 });
