@@ -257,9 +257,7 @@ export async function storeGauges(db: Database, now: Date, config: Env = env()):
   const hour = hourOf(now);
   let rows: Map<string, { total: number; hour: number; newcomer: number }> | null;
   try {
-    const read = rowsOf<{ store: string; total: string; hour: string; newcomer: string }>(
-      await db.execute(storeSumsSql(now)),
-    );
+    const read = rowsOf<{ store: string; total: string; hour: string; newcomer: string }>(await db.execute(storeSumsSql(now)));
     rows = new Map(read.map((r) => [r.store, { total: Number(r.total), hour: Number(r.hour), newcomer: Number(r.newcomer) }]));
   } catch {
     rows = null;

@@ -143,12 +143,20 @@ const StoreGaugeSchema = z.object({
   newcomer_bytes_per_hour: z.number().int().min(0).describe("of bound_bytes_per_hour, what newcomers (and visitors) may add together"),
   newcomer_bytes_this_hour: StoreGauge.describe("bytes newcomers and visitors added in the current clock hour"),
   hour_started_at: Timestamp,
-  stripes: z.number().int().min(1).describe("rows the store's counters are split over (city_store_stripes): up to this many writes of different citizens are charged without one waiting for another"),
+  stripes: z
+    .number()
+    .int()
+    .min(1)
+    .describe(
+      "rows the store's counters are split over (city_store_stripes): up to this many writes of different citizens are charged without one waiting for another",
+    ),
   slack_bytes: z
     .number()
     .int()
     .min(0)
-    .describe("bytes of a bound that may stay unused while a write that fits them is refused: 0, a write no single stripe takes is counted against all stripes together"),
+    .describe(
+      "bytes of a bound that may stay unused while a write that fits them is refused: 0, a write no single stripe takes is counted against all stripes together",
+    ),
   counted: z.boolean().describe("false when the counter could not be read: the gauges are null, never an invented zero"),
 });
 

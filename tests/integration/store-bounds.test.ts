@@ -18,6 +18,7 @@ import { writeVault } from "@/lib/doors/vault";
 import { readAndFileWard } from "@/lib/doors/ward";
 import { expectProblem } from "../support/assertions";
 import { describeOnDatabases, type TestDatabase } from "../support/databases";
+import { type Counters, setStripeCounters, stripeCounters } from "../support/store-stripes";
 import { admit, callDoor, presentation } from "../support/gate";
 
 // City-wide store bounds (issue 29, item 1). Every store of this file gets the same small bounds
@@ -41,12 +42,6 @@ process.env.CITY_STORE_NEWCOMER_PERCENT = String(NEWCOMER_PERCENT);
 type Answer = { status: number; body: Record<string, any>; headers: Headers };
 type Citizen = Awaited<ReturnType<typeof admit>>;
 
-interface Counters {
-  total: number;
-  hour: number;
-  newcomer: number;
-}
-
 const utf8 = (text: string) => Buffer.byteLength(text, "utf8");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -56,41 +51,12 @@ async function awayFromTheHour() {
   if (left < 5_000) await sleep(left + 200);
 }
 
-/** A stripe's part of `amount` over `n` stripes, by the published rule: amount / n, one more for the first amount % n. */
-const part = (amount: number, n: number, k: number) => Math.floor(amount / n) + (k < amount % n ? 1 : 0);
-
 function storeHelpers(t: () => TestDatabase) {
-  // The store's counts are the sums of its stripes (the hour's bytes only of stripes counted in this hour).
-  const counters = async (store: string): Promise<Counters> => {
-    const [row] = rowsOf<{ total: string; hour: string; newcomer: string }>(
-      await t().db.execute(
-        sql`SELECT sum(total_bytes) AS total, sum(CASE WHEN hour_start >= date_trunc('hour', now()) THEN hour_bytes ELSE 0 END) AS hour,
-          sum(CASE WHEN hour_start >= date_trunc('hour', now()) THEN newcomer_bytes ELSE 0 END) AS newcomer FROM city_store_stripes WHERE store = ${store}`,
-      ),
-    );
-    return { total: Number(row!.total), hour: Number(row!.hour), newcomer: Number(row!.newcomer) };
-  };
-  /**
-   * Sets a store's counts as a rebalanced store holds them: the shares split from this file's
-   * bounds, every stripe with the same room (± 1 byte). `on: "one"` puts every byte on stripe 0
-   * with the shares never split, as migration 0044 leaves a store.
-   */
-  const setCounters = async (store: string, c: Counters, on: "spread" | "one" = "spread") => {
+  const counters = (store: string): Promise<Counters> => stripeCounters(t().db, store);
+  /** Sets a store's counts as a rebalanced store holds them (tests/support/store-stripes.ts), away from the hour's end. */
+  const setCounters = async (store: string, c: Counters) => {
     await awayFromTheHour();
-    const n = Number(rowsOf<{ n: string }>(await t().db.execute(sql`SELECT count(*) AS n FROM city_store_stripes WHERE store = ${store}`))[0]!.n);
-    const spread = (bound: number, held: number, k: number) =>
-      held <= bound ? part(bound, n, k) - part(bound - held, n, k) : part(bound, n, k) + part(held - bound, n, k);
-    const values = Array.from({ length: n }, (_, k) =>
-      on === "one"
-        ? `(${k}, ${k === 0 ? c.total : 0}, ${k === 0 ? c.hour : 0}, ${k === 0 ? c.newcomer : 0}, -1, -1, -1, 0, 0, 0)`
-        : `(${k}, ${spread(TOTAL, c.total, k)}, ${spread(PER_HOUR, c.hour, k)}, ${spread(SHARE, c.newcomer, k)}, ${TOTAL}, ${PER_HOUR}, ${SHARE}, ${part(TOTAL, n, k)}, ${part(PER_HOUR, n, k)}, ${part(SHARE, n, k)})`,
-    );
-    await t().raw(
-      `UPDATE city_store_stripes s SET total_bytes = v.t, hour_bytes = v.h, newcomer_bytes = v.nb, hour_start = date_trunc('hour', now()),
-        bound_total = v.bt, bound_hour = v.bh, bound_newcomer = v.bn, share_total = v.st, share_hour = v.sh, share_newcomer = v.sn
-       FROM (VALUES ${values.join(", ")}) AS v(k, t, h, nb, bt, bh, bn, st, sh, sn)
-       WHERE s.store = '${store}' AND s.stripe = v.k`,
-    );
+    await setStripeCounters(t().db, store, c, { total: TOTAL, perHour: PER_HOUR, newcomerPerHour: SHARE });
   };
   const rows = async (table: string) => Number(rowsOf<{ n: string }>(await t().db.execute(sql.raw(`SELECT count(*) AS n FROM ${table}`)))[0]!.n);
   const settle = (did: string) => t().raw(`UPDATE citizens SET bound_at = now() - interval '25 hours' WHERE did = '${did}'`);
