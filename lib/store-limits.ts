@@ -35,6 +35,13 @@ export const STORE_NAMES = Object.keys(CITY_STORES) as StoreName[];
 /** Default share of each hourly bound that newcomers together may use, in percent. */
 export const STORE_NEWCOMER_PERCENT = 25;
 
+/**
+ * Rows each store's counters are split over (city_store_stripes, migration 0044 makes this many):
+ * writers of different citizens charge different rows, so up to this many writes of one store can
+ * be in flight without one waiting for another. The bounds stay exact (no slack).
+ */
+export const STORE_STRIPES = 64;
+
 /** Every stored row also counts this many bytes (its ids, times, DIDs), so an empty write still takes room. */
 export const STORE_ROW_BYTES = 64;
 

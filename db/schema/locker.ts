@@ -1,4 +1,4 @@
-import { bigint, integer, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+import { bigint, integer, pgTable, primaryKey, smallint, text, timestamp } from "drizzle-orm/pg-core";
 
 /** Locker bags: a citizen's named, overwritable storage. */
 export const lockerBags = pgTable(
@@ -23,14 +23,26 @@ export const cityCounters = pgTable("city_counters", {
 });
 
 /**
- * City-wide store bounds (lib/city/store-bounds.ts): each store's bytes in
- * total and in the current clock hour (newcomers' part apart), moved only by one guarded UPDATE in
- * the write's own transaction, so concurrent instances cannot pass a bound.
+ * City-wide store bounds (lib/city/store-bounds.ts): each store's bytes in total and in the current
+ * clock hour (newcomers' part apart), split over stripes that each hold a fixed share of every
+ * bound (migration 0044), so writers of different citizens charge different rows. The store's
+ * counts are the sums of its stripes.
  */
-export const cityStores = pgTable("city_stores", {
-  store: text("store").primaryKey(),
-  totalBytes: bigint("total_bytes", { mode: "number" }).notNull().default(0),
-  hourStart: timestamp("hour_start", { withTimezone: true, mode: "date" }).notNull().default(new Date(0)),
-  hourBytes: bigint("hour_bytes", { mode: "number" }).notNull().default(0),
-  newcomerBytes: bigint("newcomer_bytes", { mode: "number" }).notNull().default(0),
-});
+export const cityStoreStripes = pgTable(
+  "city_store_stripes",
+  {
+    store: text("store").notNull(),
+    stripe: smallint("stripe").notNull(),
+    totalBytes: bigint("total_bytes", { mode: "number" }).notNull().default(0),
+    hourStart: timestamp("hour_start", { withTimezone: true, mode: "date" }).notNull().default(new Date(0)),
+    hourBytes: bigint("hour_bytes", { mode: "number" }).notNull().default(0),
+    newcomerBytes: bigint("newcomer_bytes", { mode: "number" }).notNull().default(0),
+    boundTotal: bigint("bound_total", { mode: "number" }).notNull().default(-1),
+    boundHour: bigint("bound_hour", { mode: "number" }).notNull().default(-1),
+    boundNewcomer: bigint("bound_newcomer", { mode: "number" }).notNull().default(-1),
+    shareTotal: bigint("share_total", { mode: "number" }).notNull().default(0),
+    shareHour: bigint("share_hour", { mode: "number" }).notNull().default(0),
+    shareNewcomer: bigint("share_newcomer", { mode: "number" }).notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.store, t.stripe] })],
+);

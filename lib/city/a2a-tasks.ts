@@ -123,7 +123,7 @@ export async function sweepTasks(db: Database, now: Date): Promise<number> {
           SELECT id FROM a2a_tasks WHERE created_at < ${retentionCutoff(now).toISOString()}::timestamptz LIMIT ${SWEEP_BATCH})
         RETURNING bytes),
       released AS (${releaseSql("a2a_tasks", sql`(SELECT coalesce(sum(bytes + ${STORE_ROW_BYTES}::int), 0) FROM gone)`)})
-      SELECT count(*)::int AS n FROM gone`),
+      SELECT count(*)::int AS n FROM gone, released`),
   );
   return Number(row?.n ?? 0);
 }

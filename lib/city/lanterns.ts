@@ -110,7 +110,7 @@ export async function putOutLantern(db: Database, did: string, id: number): Prom
     await db.execute(sql`
       WITH gone AS (DELETE FROM ${lanterns} WHERE id = ${id} AND did = ${did} RETURNING id, keyword, created_at),
       released AS (${releaseSql("lanterns", sql`(SELECT coalesce(sum(octet_length(keyword) + ${STORE_ROW_BYTES}::int), 0) FROM gone)`)})
-      SELECT id, keyword, created_at FROM gone`),
+      SELECT id, keyword, created_at FROM gone, released`),
   );
   if (!row) throw new CityError("not_found", `You have no lantern ${id}.`);
   return { id: Number(row.id), keyword: row.keyword, createdAt: new Date(row.created_at) };

@@ -3,7 +3,8 @@ import { type Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
 import { type Env, env } from "@/lib/env";
 import { CityError } from "@/lib/errors";
-import { CITY_STORES, STORE_NAMES, STORE_ROW_BYTES, type StoreName, storeBytesVariable, storePerHourVariable } from "@/lib/store-limits";
+import { randomInt } from "node:crypto";
+import { CITY_STORES, STORE_NAMES, STORE_ROW_BYTES, STORE_STRIPES, type StoreName, storeBytesVariable, storePerHourVariable } from "@/lib/store-limits";
 import { newcomerAt, NEWCOMER_SECONDS } from "./newcomers";
 
 /*
@@ -12,16 +13,22 @@ import { newcomerAt, NEWCOMER_SECONDS } from "./newcomers";
  * or visitors add to therefore has a city-wide bound on bytes in total and bytes added per clock
  * hour, and newcomers (lib/city/newcomers.ts) together may use only a share of each hour's bound.
  *
- * One counter row per store (city_stores), charged by one guarded UPDATE (chargeSql) folded into
- * the write's own statement, gated on everything the write already checks (the caller is proven,
- * the per-citizen windows and limits pass), and the write gated on the charge. The UPDATE's row
- * lock serialises writers on every instance and its WHERE is re-checked against the latest row
- * version once the lock is granted, so parallel writes cannot pass a bound. Past a bound the write
- * is refused 507 city_full; nobody is evicted and nothing is deleted.
+ * Each store's counters are split over STORE_STRIPES rows (city_store_stripes, migration 0044),
+ * each with a fixed share of every bound (the shares sum exactly to the bound). One call of
+ * city_store_charge (a function of that migration) folded into the write's own statement, gated
+ * on everything the write already checks (the caller is proven, the per-citizen windows and limits
+ * pass), charges ONE stripe: the first, from a random one on, that has room for the write and that
+ * no other transaction holds (FOR UPDATE SKIP LOCKED), so writers of different citizens lock
+ * different rows. When none is free (every stripe with room held, or none with room for this write
+ * alone), it locks every stripe of the store in stripe order, checks the sums against the bounds
+ * and spreads the bytes again so that every stripe has the same room. A stripe never passes its
+ * share, so the store never passes its bound; and a write is refused only when the sums have no
+ * room for it: no slack. Past a bound the write is refused 507 city_full; nobody is evicted and
+ * nothing is deleted.
  */
 
 export type { StoreName } from "@/lib/store-limits";
-export { STORE_NAMES, STORE_ROW_BYTES } from "@/lib/store-limits";
+export { STORE_NAMES, STORE_ROW_BYTES, STORE_STRIPES } from "@/lib/store-limits";
 
 /** Every stored row's bytes: its client-chosen text (UTF-8) plus the row's own columns. */
 export function rowBytes(...texts: (string | null | undefined)[]): number {
@@ -80,33 +87,33 @@ export interface Charge {
 }
 
 /**
- * The charge, as one UPDATE ... RETURNING store for a data-modifying CTE: it moves the store's row
- * only when the new total and the hour's bytes (and a newcomer's, the newcomers' share) stay
- * within the bounds. `source` ("FROM x WHERE ...") gates it on what the write already checked:
- * no source row, no charge. The write then runs only FROM the CTE that returned a row.
+ * The charge, as one SELECT for a CTE that the write's INSERT reads (`FROM charged`): it returns
+ * one row when city_store_charge took the bytes (the total and the hour's bytes, and a newcomer's
+ * the newcomers' share, stay within the bounds), none when they do not fit. `source` ("FROM x
+ * WHERE ...") gates it on what the write already checked: no source row, no charge, no lock.
  */
 export function chargeSql(charge: Charge, source: SQL = sql``, bound: StoreBound = storeBound(charge.store)): SQL {
-  const hour = sql`${hourOf(charge.now).toISOString()}::timestamptz`;
-  const same = sql`s.hour_start >= ${hour}`;
-  const hourBytes = sql`(CASE WHEN ${same} THEN s.hour_bytes ELSE 0 END)`;
-  const newcomerBytes = sql`(CASE WHEN ${same} THEN s.newcomer_bytes ELSE 0 END)`;
   const bytes = typeof charge.bytes === "number" ? sql`${charge.bytes}::bigint` : sql`(${charge.bytes})::bigint`;
+  // OFFSET 0 keeps the source a subquery of its own: the charge runs once per source row, after its conditions.
   return sql`
-    UPDATE city_stores AS s SET
-      total_bytes = s.total_bytes + x.b,
-      hour_start = greatest(s.hour_start, ${hour}),
-      hour_bytes = ${hourBytes} + greatest(x.b, 0),
-      newcomer_bytes = ${newcomerBytes} + CASE WHEN x.n THEN greatest(x.b, 0) ELSE 0 END
-    FROM (SELECT ${bytes} AS b, (${charge.newcomer}) AS n ${source}) AS x
-    WHERE s.store = ${charge.store} AND (x.b <= 0 OR (
-      s.total_bytes + x.b <= ${bound.total}::bigint AND ${hourBytes} + x.b <= ${bound.perHour}::bigint
-      AND (NOT x.n OR ${newcomerBytes} + x.b <= ${bound.newcomerPerHour}::bigint)))
-    RETURNING s.store`;
+    SELECT ${charge.store}::text AS store FROM (SELECT ${bytes} AS b, (${charge.newcomer}) AS n ${source} OFFSET 0) AS x
+    WHERE ${callCharge(charge.store, sql`x.b`, sql`x.n`, charge.now, bound)}`;
 }
 
-/** Frees bytes of a store (rows removed: a lantern put out, a swept A2A task), as one UPDATE for a CTE. */
+function callCharge(store: StoreName, bytes: SQL, newcomer: SQL, now: Date, bound: StoreBound): SQL {
+  // The home stripe at random: parallel writers start their search at different rows.
+  const home = randomInt(STORE_STRIPES);
+  return sql`city_store_charge(${store}::text, ${bytes}, ${newcomer}, ${hourOf(now).toISOString()}::timestamptz, ${home}::int,
+    ${bound.total}::bigint, ${bound.perHour}::bigint, ${bound.newcomerPerHour}::bigint)`;
+}
+
+/**
+ * Frees bytes of a store (rows removed: a lantern put out, a swept A2A task), as one SELECT of one
+ * row for a CTE or a statement; a CTE of it runs only when read, so the caller reads it. The bytes
+ * leave one stripe that holds them, or (none alone does) the store's stripes together, never below zero.
+ */
 export function releaseSql(store: StoreName, bytes: SQL): SQL {
-  return sql`UPDATE city_stores SET total_bytes = greatest(total_bytes - (${bytes})::bigint, 0) WHERE store = ${store} AND (${bytes})::bigint > 0 RETURNING store`;
+  return sql`SELECT ${callCharge(store, sql`-greatest((${bytes})::bigint, 0)`, sql`false`, new Date(), storeBound(store))} AS released`;
 }
 
 /**
@@ -138,15 +145,13 @@ export async function refusalIfFull(db: Database, charge: Charge): Promise<CityE
 }
 
 async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused: boolean): Promise<CityError | null> {
-  const hour = sql`${hourOf(charge.now).toISOString()}::timestamptz`;
   const bytes = typeof charge.bytes === "number" ? sql`${charge.bytes}::bigint` : sql`(${charge.bytes})::bigint`;
   let row: { total: number; hour: number; newcomer: number; b: number; n: boolean } | undefined;
   try {
     [row] = rowsOf<{ total: string; hour: string; newcomer: string; b: string; n: boolean }>(
       await db.execute(sql`
-        SELECT s.total_bytes AS total, CASE WHEN s.hour_start >= ${hour} THEN s.hour_bytes ELSE 0 END AS hour,
-          CASE WHEN s.hour_start >= ${hour} THEN s.newcomer_bytes ELSE 0 END AS newcomer, ${bytes} AS b, (${charge.newcomer}) AS n
-        FROM city_stores s WHERE s.store = ${charge.store}`),
+        SELECT s.total AS total, s.hour AS hour, s.newcomer AS newcomer, ${bytes} AS b, (${charge.newcomer}) AS n
+        FROM (${storeSumsSql(charge.now)}) s WHERE s.store = ${charge.store}`),
     ).map((r) => ({ total: Number(r.total), hour: Number(r.hour), newcomer: Number(r.newcomer), b: Number(r.b), n: r.n === true }));
   } catch {
     row = undefined;
@@ -195,6 +200,12 @@ async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused:
   );
 }
 
+/**
+ * Bytes of a bound that may stay unused while a write that would fit them is refused: none. A
+ * write that no single free stripe takes is counted against every stripe together.
+ */
+export const STORE_SLACK_BYTES = 0;
+
 /** One store's published bounds (the card, the doors). */
 export function storeLimits(config: Env = env()) {
   return Object.fromEntries(
@@ -208,11 +219,20 @@ export function storeLimits(config: Env = env()) {
           bytes: b.total,
           bytes_per_hour: b.perHour,
           newcomer_bytes_per_hour: b.newcomerPerHour,
+          stripes: STORE_STRIPES,
+          slack_bytes: STORE_SLACK_BYTES,
           env: { bytes: storeBytesVariable(part), bytes_per_hour: storePerHourVariable(part), newcomer_percent: "CITY_STORE_NEWCOMER_PERCENT" },
         },
       ];
     }),
   );
+}
+
+/** Every store's counts: the sums of its stripes (the hour's bytes only of stripes counted in `now`'s clock hour). */
+function storeSumsSql(now: Date): SQL {
+  const current = sql`s.hour_start >= ${hourOf(now).toISOString()}::timestamptz`;
+  return sql`SELECT s.store, sum(s.total_bytes) AS total, sum(CASE WHEN ${current} THEN s.hour_bytes ELSE 0 END) AS hour,
+    sum(CASE WHEN ${current} THEN s.newcomer_bytes ELSE 0 END) AS newcomer FROM city_store_stripes s GROUP BY s.store`;
 }
 
 export interface StoreGauge {
@@ -223,6 +243,9 @@ export interface StoreGauge {
   newcomer_bytes_per_hour: number;
   newcomer_bytes_this_hour: number | null;
   hour_started_at: string;
+  /** Rows the store's counters are split over, and the bytes a bound may leave unused when a write is refused (none). */
+  stripes: number;
+  slack_bytes: number;
   counted: boolean;
 }
 
@@ -234,15 +257,8 @@ export async function storeGauges(db: Database, now: Date, config: Env = env()):
   const hour = hourOf(now);
   let rows: Map<string, { total: number; hour: number; newcomer: number }> | null;
   try {
-    const read = rowsOf<{ store: string; total_bytes: string; hour_start: string | Date; hour_bytes: string; newcomer_bytes: string }>(
-      await db.execute(sql`SELECT store, total_bytes, hour_start, hour_bytes, newcomer_bytes FROM city_stores`),
-    );
-    rows = new Map(
-      read.map((r) => {
-        const current = new Date(r.hour_start).getTime() >= hour.getTime();
-        return [r.store, { total: Number(r.total_bytes), hour: current ? Number(r.hour_bytes) : 0, newcomer: current ? Number(r.newcomer_bytes) : 0 }];
-      }),
-    );
+    const read = rowsOf<{ store: string; total: string; hour: string; newcomer: string }>(await db.execute(storeSumsSql(now)));
+    rows = new Map(read.map((r) => [r.store, { total: Number(r.total), hour: Number(r.hour), newcomer: Number(r.newcomer) }]));
   } catch {
     rows = null;
   }
@@ -258,6 +274,8 @@ export async function storeGauges(db: Database, now: Date, config: Env = env()):
         newcomer_bytes_per_hour: b.newcomerPerHour,
         newcomer_bytes_this_hour: row?.newcomer ?? null,
         hour_started_at: hour.toISOString(),
+        stripes: STORE_STRIPES,
+        slack_bytes: STORE_SLACK_BYTES,
         counted: row !== null,
       };
       return [store, gauge];

@@ -8,7 +8,7 @@ import { LIMITS, PROTOCOLS } from "@/lib/city/protocols";
 import { requireCitizenSecret } from "./caller";
 import { storeBoundLimits } from "./configured-limits";
 import { NEWCOMER_SECONDS } from "@/lib/city/newcomers";
-import { STORE_ROW_BYTES, storeGauges } from "@/lib/city/store-bounds";
+import { STORE_ROW_BYTES, STORE_STRIPES, storeGauges } from "@/lib/city/store-bounds";
 import { env } from "@/lib/env";
 import { door, Reply } from "./door";
 import { Hex64, iso, lowerHex, NoInput, NowUtc, StoredText, Timestamp } from "./schemas";
@@ -143,10 +143,24 @@ const StoreGaugeSchema = z.object({
   newcomer_bytes_per_hour: z.number().int().min(0).describe("of bound_bytes_per_hour, what newcomers (and visitors) may add together"),
   newcomer_bytes_this_hour: StoreGauge.describe("bytes newcomers and visitors added in the current clock hour"),
   hour_started_at: Timestamp,
+  stripes: z
+    .number()
+    .int()
+    .min(1)
+    .describe(
+      "rows the store's counters are split over (city_store_stripes): up to this many writes of different citizens are charged without one waiting for another",
+    ),
+  slack_bytes: z
+    .number()
+    .int()
+    .min(0)
+    .describe(
+      "bytes of a bound that may stay unused while a write that fits them is refused: 0, a write no single stripe takes is counted against all stripes together",
+    ),
   counted: z.boolean().describe("false when the counter could not be read: the gauges are null, never an invented zero"),
 });
 
-const STORES_NOTE = `Every store that citizens or visitors add to has a city-wide bound on bytes in total and on bytes added per clock hour (UTC); newcomers (citizens admitted less than ${NEWCOMER_SECONDS} s ago, proven or not, and visitors) together may add only a share of each hour's bound, so a flood of fresh identities cannot starve settled citizens. A row counts its client-chosen bytes (UTF-8; a jsonb payload or kept A2A task as stored) plus ${STORE_ROW_BYTES} for its own columns. Past a bound the write is refused with 507 city_full (Retry-After for the hour's bounds): nobody is evicted and nothing is deleted. The per-citizen limits are unchanged.`;
+const STORES_NOTE = `Every store that citizens or visitors add to has a city-wide bound on bytes in total and on bytes added per clock hour (UTC); newcomers (citizens admitted less than ${NEWCOMER_SECONDS} s ago, proven or not, and visitors) together may add only a share of each hour's bound, so a flood of fresh identities cannot starve settled citizens. A row counts its client-chosen bytes (UTF-8; a jsonb payload or kept A2A task as stored) plus ${STORE_ROW_BYTES} for its own columns. Past a bound the write is refused with 507 city_full (Retry-After for the hour's bounds): nobody is evicted and nothing is deleted. The per-citizen limits are unchanged. Each store's counts are split over ${STORE_STRIPES} stripes, each with a fixed share of every bound, so writers of different citizens do not wait for one another; a write that no free stripe takes is counted against all of them together, so no bound is ever passed and none refuses a write while it has room (slack_bytes 0). The gauges are the sums of the stripes.`;
 
 const Tier = z.object({
   tier: z.string(),
@@ -163,7 +177,7 @@ export const readCapabilities = door({
   summary:
     "CITY-CAPS/1: the doctrine, the tier ladder, containment, the restriction mechanics, the clinic gauges, the city-wide store bounds' gauges and the MCP door.",
   auth: "none",
-  roundTrips: { most: 2, why: "the clinic's gauges and the city-wide stores' gauges (city_stores) are read in a statement each" },
+  roundTrips: { most: 2, why: "the clinic's gauges and the city-wide stores' gauges (the sums of city_store_stripes) are read in a statement each" },
   preferred: true,
   input: NoInput,
   output: z.object({

@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { upgradeDatabase } from "@/lib/city/upgrade";
+import { chargeStore, storeGauges } from "@/lib/city/store-bounds";
 import { rowsOf } from "@/db/sql";
 import { HEAVY_TEST_MS } from "../support/databases";
 import { databaseBeforeMigration } from "../support/migrations";
@@ -32,10 +33,13 @@ describe("migration 0030 seeds the city-wide store counters from the rows alread
         INSERT INTO appeals (did, reason, filed_at) VALUES ('d1', 'please', '${at}')`;
         for (const statement of inserts.split(";")) await open.db.execute(sql.raw(statement));
         await upgradeDatabase(open);
+        // Migration 0044 splits each store's row over its stripes: the counts are their sums.
         const counters = Object.fromEntries(
-          rowsOf<{ store: string; total_bytes: string; hour_bytes: string; newcomer_bytes: string }>(await open.db.execute(sql`SELECT * FROM city_stores`)).map(
-            (r) => [r.store, [Number(r.total_bytes), Number(r.hour_bytes), Number(r.newcomer_bytes)]],
-          ),
+          rowsOf<{ store: string; total_bytes: string; hour_bytes: string; newcomer_bytes: string }>(
+            await open.db.execute(
+              sql`SELECT store, sum(total_bytes) AS total_bytes, sum(hour_bytes) AS hour_bytes, sum(newcomer_bytes) AS newcomer_bytes FROM city_store_stripes GROUP BY store`,
+            ),
+          ).map((r) => [r.store, [Number(r.total_bytes), Number(r.hour_bytes), Number(r.newcomer_bytes)]]),
         );
         const jsonb = async (json: string) => Number(rowsOf<{ n: number }>(await open.db.execute(sql`SELECT pg_column_size(${json}::jsonb) AS n`))[0]!.n);
         const task = Number(rowsOf<{ bytes: number }>(await open.db.execute(sql`SELECT bytes FROM a2a_tasks WHERE id = 't1'`))[0]!.bytes);
@@ -57,6 +61,64 @@ describe("migration 0030 seeds the city-wide store counters from the rows alread
           // nonce store of 0031: nonces are counted per key.
           identity_log: [0, 0, 0],
         });
+      } finally {
+        await dispose();
+      }
+    },
+    HEAVY_TEST_MS,
+  );
+});
+
+/**
+ * Migration 0044 on a database whose store counters (city_stores, one row per store) hold bytes
+ * in total and in the current hour: every counted byte moves to the store's stripes, none is lost
+ * or invented, and the first charge after it (which splits the shares) keeps them and adds its own.
+ */
+describe("migration 0044 moves every store's counters into its stripes without losing a counted byte", () => {
+  it(
+    "sums of the stripes equal the old rows (total, the hour's and the newcomers' bytes); 64 stripes a store; the first charge adds exactly its bytes",
+    async () => {
+      const { open, dispose } = await databaseBeforeMigration(44);
+      try {
+        const now = new Date();
+        const hour = new Date(now);
+        hour.setUTCMinutes(0, 0, 0);
+        const old = rowsOf<{ store: string }>(await open.db.execute(sql`SELECT store FROM city_stores ORDER BY store`)).map((r) => r.store);
+        expect(old).toContain("vault");
+        expect(old).toContain("identity_log");
+        const before: Record<string, [number, number, number]> = {};
+        for (const [i, store] of old.entries()) {
+          before[store] = [1_000 + 7 * i, 300 + i, 100 + i];
+          await open.db.execute(
+            sql`UPDATE city_stores SET total_bytes = ${before[store]![0]}, hour_bytes = ${before[store]![1]}, newcomer_bytes = ${before[store]![2]}, hour_start = ${hour.toISOString()}::timestamptz WHERE store = ${store}`,
+          );
+        }
+        await upgradeDatabase(open);
+        const stripes = rowsOf<{ store: string; n: string; total: string; hour: string; newcomer: string }>(
+          await open.db.execute(
+            sql`SELECT store, count(*) AS n, sum(total_bytes) AS total, sum(hour_bytes) AS hour, sum(newcomer_bytes) AS newcomer FROM city_store_stripes GROUP BY store ORDER BY store`,
+          ),
+        );
+        expect(Object.fromEntries(stripes.map((r) => [r.store, [Number(r.total), Number(r.hour), Number(r.newcomer)]]))).toEqual(before);
+        expect(new Set(stripes.map((r) => Number(r.n)))).toEqual(new Set([64]));
+        const gone = rowsOf<{ t: string | null }>(await open.db.execute(sql`SELECT to_regclass('city_stores')::text AS t`))[0]!.t;
+        expect(gone).toBeNull();
+        // The gauges read the same sums, and a charge after the migration (the all-stripes path:
+        // no shares were split yet) adds its bytes and nothing else, spread over the stripes.
+        const gauges = await storeGauges(open.db, now);
+        expect([gauges.vault.bytes, gauges.vault.bytes_this_hour, gauges.vault.newcomer_bytes_this_hour]).toEqual(before.vault);
+        await chargeStore(open.db, { store: "vault", bytes: 500, newcomer: sql`true`, now });
+        const after = await storeGauges(open.db, now);
+        expect([after.vault.bytes, after.vault.bytes_this_hour, after.vault.newcomer_bytes_this_hour]).toEqual([
+          before.vault![0] + 500,
+          before.vault![1] + 500,
+          before.vault![2] + 500,
+        ]);
+        const spread = rowsOf<{ most: string }>(await open.db.execute(sql`SELECT max(total_bytes) AS most FROM city_store_stripes WHERE store = 'vault'`))[0]!;
+        expect(Number(spread.most)).toBeLessThan(before.vault![0]);
+        const identity = await storeGauges(open.db, now);
+        expect(identity.identity_log.bound_bytes).toBe(Number.MAX_SAFE_INTEGER);
+        expect(identity.identity_log.bytes).toBe(before.identity_log![0]);
       } finally {
         await dispose();
       }

@@ -18,6 +18,7 @@ import { writeVault } from "@/lib/doors/vault";
 import { readAndFileWard } from "@/lib/doors/ward";
 import { expectProblem } from "../support/assertions";
 import { describeOnDatabases, type TestDatabase } from "../support/databases";
+import { type Counters, setStripeCounters, stripeCounters } from "../support/store-stripes";
 import { admit, callDoor, presentation } from "../support/gate";
 
 // City-wide store bounds (issue 29, item 1). Every store of this file gets the same small bounds
@@ -41,12 +42,6 @@ process.env.CITY_STORE_NEWCOMER_PERCENT = String(NEWCOMER_PERCENT);
 type Answer = { status: number; body: Record<string, any>; headers: Headers };
 type Citizen = Awaited<ReturnType<typeof admit>>;
 
-interface Counters {
-  total: number;
-  hour: number;
-  newcomer: number;
-}
-
 const utf8 = (text: string) => Buffer.byteLength(text, "utf8");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -57,19 +52,11 @@ async function awayFromTheHour() {
 }
 
 function storeHelpers(t: () => TestDatabase) {
-  const counters = async (store: string): Promise<Counters> => {
-    const [row] = rowsOf<{ total_bytes: string; hour_bytes: string; newcomer_bytes: string; current: boolean }>(
-      await t().db.execute(
-        sql`SELECT total_bytes, hour_bytes, newcomer_bytes, hour_start >= date_trunc('hour', now()) AS current FROM city_stores WHERE store = ${store}`,
-      ),
-    );
-    return { total: Number(row!.total_bytes), hour: row!.current ? Number(row!.hour_bytes) : 0, newcomer: row!.current ? Number(row!.newcomer_bytes) : 0 };
-  };
+  const counters = (store: string): Promise<Counters> => stripeCounters(t().db, store);
+  /** Sets a store's counts as a rebalanced store holds them (tests/support/store-stripes.ts), away from the hour's end. */
   const setCounters = async (store: string, c: Counters) => {
     await awayFromTheHour();
-    await t().raw(
-      `UPDATE city_stores SET total_bytes = ${c.total}, hour_bytes = ${c.hour}, newcomer_bytes = ${c.newcomer}, hour_start = date_trunc('hour', now()) WHERE store = '${store}'`,
-    );
+    await setStripeCounters(t().db, store, c, { total: TOTAL, perHour: PER_HOUR, newcomerPerHour: SHARE });
   };
   const rows = async (table: string) => Number(rowsOf<{ n: string }>(await t().db.execute(sql.raw(`SELECT count(*) AS n FROM ${table}`)))[0]!.n);
   const settle = (did: string) => t().raw(`UPDATE citizens SET bound_at = now() - interval '25 hours' WHERE did = '${did}'`);
@@ -482,8 +469,8 @@ describeOnDatabases("city-wide store bounds", (t) => {
 describeOnDatabases("city-wide store gauges that cannot be read", (t) => {
   beforeAll(() => useDatabase(t().db));
 
-  it("says counted: false with null gauges when city_stores cannot be read, never an invented zero", async () => {
-    await t().raw("ALTER TABLE city_stores RENAME TO city_stores_away");
+  it("says counted: false with null gauges when city_store_stripes cannot be read, never an invented zero", async () => {
+    await t().raw("ALTER TABLE city_store_stripes RENAME TO city_store_stripes_away");
     try {
       const caps = await callDoor(readCapabilities);
       expect(caps.status).toBe(200);
@@ -495,7 +482,7 @@ describeOnDatabases("city-wide store gauges that cannot be read", (t) => {
         counted: false,
       });
     } finally {
-      await t().raw("ALTER TABLE city_stores_away RENAME TO city_stores");
+      await t().raw("ALTER TABLE city_store_stripes_away RENAME TO city_store_stripes");
     }
   });
 });
