@@ -190,7 +190,7 @@ async function main(): Promise<void> {
     for (const line of contentionTables(contention)) console.log(line);
   }
   if (smoke && (failures > 0 || rows.some((r) => r.rps <= 0) || contention.some((r) => r.result.accepted <= 0))) {
-    console.error(`bench smoke: ${failures} server errors or lost writes, or a door served nothing`);
+    console.error(`bench smoke: ${failures} server errors or lost writes, or a door served nothing, or a contention leg stored nothing`);
     process.exit(1);
   }
 }
