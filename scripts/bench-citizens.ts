@@ -1,3 +1,5 @@
+import { importSeed } from "@/lib/sign-request";
+
 /**
  * Benchmark legs that need citizens: `citizens` are admitted at the gate first (the bench turns
  * the gate's ceilings off), then each leg's requests rotate over their secrets so no two
@@ -6,6 +8,15 @@
 export interface Citizen {
   did: string;
   secret: string;
+  /** The controller key's 32 seed bytes, for a citizen admitted with one (`keyed`): it signs requests (CITY-SIG/1). */
+  seed?: Uint8Array;
+}
+
+export interface AdmitOptions {
+  /** Bind a fresh Ed25519 controller key at admission (a gate nonce, signed): the citizen can sign requests. */
+  keyed?: boolean;
+  /** The i-th admission's client address (X-Forwarded-For; the servers trust one proxy). */
+  address?: (i: number) => string;
 }
 
 export interface CitizenLeg {
@@ -44,12 +55,15 @@ export const CITIZEN_LEGS: CitizenLeg[] = [
   { label: "POST /api/live (leave, come back)", method: "POST", path: "/api/live", body: (_c, _n, round) => ({ action: round % 2 ? "return" : "leave" }) },
 ];
 
-export async function admitCitizens(base: string, count: number, tag: string): Promise<Citizen[]> {
+export async function admitCitizens(base: string, count: number, tag: string, options: AdmitOptions = {}): Promise<Citizen[]> {
+  const address = options.address ?? ((i: number) => `10.9.${i >> 8}.${i & 255}`);
   const out: Citizen[] = [];
   for (let i = 0; i < count; i++) {
+    const from = { "x-forwarded-for": address(i) };
+    const key = options.keyed ? await keyAtGate(base, from) : null;
     const answer = await fetch(`${base}/gate`, {
       method: "POST",
-      headers: { "content-type": "application/json", "x-forwarded-for": `10.9.${i >> 8}.${i & 255}` },
+      headers: { "content-type": "application/json", ...from },
       body: JSON.stringify({
         name: `${tag}-${process.pid}-${i}`,
         runtime: "tool-agent",
@@ -57,13 +71,26 @@ export async function admitCitizens(base: string, count: number, tag: string): P
         statement: "A benchmark agent.",
         ask: "bed",
         kind: "agent",
+        ...(key ? { nonce: key.nonce, controller_public_key: key.publicKey, controller_signature: key.signature } : {}),
       }),
     });
     const json = (await answer.json()) as { did?: string; citizen_secret?: string };
-    if (!answer.ok || !json.citizen_secret || !json.did) throw new Error(`admitting a bench citizen answered ${answer.status}`);
-    out.push({ did: json.did, secret: json.citizen_secret });
+    if (!answer.ok || !json.citizen_secret || !json.did)
+      throw new Error(`admitting a bench citizen answered ${answer.status}: ${JSON.stringify(json).slice(0, 300)}`);
+    out.push({ did: json.did, secret: json.citizen_secret, ...(key ? { seed: key.seed } : {}) });
   }
   return out;
+}
+
+/** A fresh controller key and its signature over a gate nonce (GET /gate), as an agent binds one at admission. */
+async function keyAtGate(base: string, headers: Record<string, string>) {
+  const described = await fetch(`${base}/gate`, { headers });
+  const { nonce } = (await described.json()) as { nonce?: string };
+  if (!described.ok || !nonce) throw new Error(`a gate nonce for a keyed bench citizen answered ${described.status}`);
+  const seed = crypto.getRandomValues(new Uint8Array(32));
+  const { privateKey, publicKey } = await importSeed(seed);
+  const signature = new Uint8Array(await crypto.subtle.sign("Ed25519", privateKey, new TextEncoder().encode(nonce)));
+  return { seed, nonce, publicKey: Buffer.from(publicKey).toString("hex"), signature: Buffer.from(signature).toString("hex") };
 }
 
 /** Headers and body of the n-th request of a leg, for the n-th citizen in rotation. */

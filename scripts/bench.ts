@@ -1,12 +1,14 @@
 // npm run bench [-- --citizens 1000] [--db pglite|pg|both] [--seconds 5] [--connections 32]
 //                [--mixed 60] [--agents 200] [--open 30] [--shared-cache] [--smoke] [--no-floor] [--only a,b]
-//                [--baseline <git rev>]
+//                [--baseline <git rev>] [--loads 1,8,32]
 // Starts the production server (next start) on PGlite and on the local PostgreSQL (pg driver, a
 // fresh database), seeds a city by writing the database directly, drives each door with
 // autocannon on 127.0.0.1 and prints a table; then the poll and the citizen writes (over admitted
 // citizens, as ratios to GET /gate of the same run); then a mixed load of concurrent agents (closed
 // loop) and the same mix open-loop at half the closed loop's rate; with --shared-cache, the public
-// reads through nginx's proxy_cache (scripts/bench-cache.ts). The smoke run (small city, PGlite
+// reads through nginx's proxy_cache (scripts/bench-cache.ts); on pg, the contention legs (the loads
+// that queue on one row for the whole city, at 1, 8 and 32 in flight, with the share of backends
+// waiting on a Lock: scripts/bench-contention.ts). The smoke run (small city, PGlite
 // only, a fixed number of requests per door instead of seconds at full load, so it costs CI little
 // CPU) fails on any 5xx or an empty table: CI runs it.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
@@ -18,6 +20,18 @@ import { runCacheLeg } from "./bench-cache";
 import { type CpuPerRequest, type CpuSources, cpuSince, readCpu } from "./bench-cpu";
 import { buildBaselineApp, buildFloorApp, FLOOR_PATH, removeCopies } from "./bench-floor";
 import { admitCitizens, bringBack, CITIZEN_LEGS, type CitizenLeg, legRequest } from "./bench-citizens";
+import {
+  CITIZENS_AT_ONCE,
+  CONTENTION_ENV,
+  CONTENTION_LOADS,
+  type ContentionRow,
+  contentionLegs,
+  contentionSettings,
+  contentionTables,
+  formatContentionRow,
+  runContention,
+} from "./bench-contention";
+import { openLockSampler } from "./bench-locks";
 import { runMixedLoad, runOpenLoad } from "./bench-mixed";
 import { seedCity } from "./bench-seed";
 import { optionOr } from "./options";
@@ -27,6 +41,9 @@ import { freePort } from "./free-port";
 // in this process and the server runs on a port chosen later, so both name one fixed origin.
 const BENCH_LOG_ORIGIN = "bench.city.test/residency-log";
 process.env.CITY_LOG_ORIGIN = BENCH_LOG_ORIGIN;
+// The identity log likewise (a citizen admitted with a controller key appends to it): every server, on its own port, names one.
+const BENCH_IDENTITY_LOG_ORIGIN = "bench.city.test/identity-log";
+process.env.CITY_IDENTITY_LOG_ORIGIN = BENCH_IDENTITY_LOG_ORIGIN;
 
 const args = process.argv.slice(2);
 const flag = (name: string) => args.includes(`--${name}`);
@@ -35,11 +52,25 @@ const option = (name: string, fallback: string) => optionOr(args, name, fallback
 if (flag("help") || args.includes("-h")) {
   console.log(`npm run bench [-- --citizens 1000] [--db pglite|pg|both] [--seconds 5] [--connections 32]
                [--mixed 60] [--agents 200] [--open 30] [--shared-cache] [--smoke] [--no-floor] [--only a,b]
+               [--baseline <git rev>] [--loads 1,8,32]
 --no-floor: skip the throwaway build of the bare-handler floor (the smoke run never makes it).
---only: measure only the doors and citizen legs whose label holds one of these texts (the static
-file, the floor and GET /gate are always measured; no mixed or open loop).
---baseline <rev>: also build the app at that git revision and measure GET /gate and each citizen
-leg on it right after this checkout's, in the same run and on the same database.
+--only: measure only the doors, citizen legs and contention legs whose label holds one of these
+texts (the static file, the floor and GET /gate are always measured; no mixed or open loop).
+"--only contention" keeps the contention legs alone.
+--baseline <rev>: also build the app at that git revision and measure GET /gate, each citizen leg
+and each contention leg on it right after this checkout's, in the same run and on the same
+database; the contention legs get a ratio table (this build to the baseline's).
+--loads 1,8,32: the requests in flight of each contention leg (pg only; closed loop, --seconds each
+after a 1 s warm-up). The legs: GET /gate; POST /api/vault by ${CITIZENS_AT_ONCE} citizens at once with their
+Bearer; POST /gate admissions (ask bed); the same vault write signed with each citizen's controller
+key (CITY-SIG/1); GET /api/vault, a read-only control. Each reports req/s, p50, p99, refusals (non-2xx,
+a filtered verdict, a parked write), CPU per request and the share of the database's active
+backends waiting on a Lock (pg_stat_activity, sampled every 50 ms). Their servers run with
+${Object.entries(CONTENTION_ENV)
+  .map(([k, v]) => `${k}=${v}`)
+  .join(" ")}
+and every request comes from an X-Forwarded-For address of its own. The smoke run (PGlite) runs
+the signed write alone, 40 requests at 4 in flight, over 8 citizens.
 The method and the figures are in BENCHMARKS.md.`);
   process.exit(0);
 }
@@ -64,6 +95,12 @@ const only = option("only", "")
   .filter(Boolean);
 const ALWAYS = new Set(["/robots.txt", "/gate"]);
 const wanted = (label: string) => only.length === 0 || ALWAYS.has(label) || only.some((part) => label.includes(part));
+const contentionLoads = smoke
+  ? [4]
+  : option("loads", CONTENTION_LOADS.join(","))
+      .split(",")
+      .map(Number)
+      .filter((n) => Number.isInteger(n) && n > 0);
 const databases = smoke ? ["pglite"] : option("db", "both") === "both" ? ["pglite", "pg"] : [option("db", "both")];
 const serverUrl = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 
@@ -115,6 +152,7 @@ async function main(): Promise<void> {
   const floorDir = withFloor ? buildFloorApp(process.cwd()) : null;
   const baselineDir = baselineRev ? buildBaselineApp(process.cwd(), baselineRev) : null;
   const rows: Row[] = [];
+  const contention: ContentionRow[] = [];
   const mixed: string[] = [];
   let failures = 0;
   const counted = (row: Row & { non2xx5xx: number }) => {
@@ -127,6 +165,7 @@ async function main(): Promise<void> {
       const city = await prepareDatabase(db);
       try {
         failures += await measureDatabase(db, city, { floorDir, baselineDir }, counted, mixed);
+        failures += await measureContention(db, city, baselineDir, contention);
       } finally {
         await city.dispose();
       }
@@ -146,8 +185,12 @@ async function main(): Promise<void> {
     );
   console.log(`\nmixed load (${agents} agents, ${mixedSeconds} s closed loop; then open loop for ${openSeconds} s at half its rate):`);
   for (const line of mixed) console.log(`- ${line}`);
-  if (smoke && (failures > 0 || rows.some((r) => r.rps <= 0))) {
-    console.error(`bench smoke: ${failures} server errors or lost writes, or a door served nothing`);
+  if (contention.length) {
+    console.log(`\ncontention legs (${contentionSettings(smoke ? SMOKE_CITIZENS_AT_ONCE : CITIZENS_AT_ONCE)}):\n`);
+    for (const line of contentionTables(contention)) console.log(line);
+  }
+  if (smoke && (failures > 0 || rows.some((r) => r.rps <= 0) || contention.some((r) => r.result.accepted <= 0))) {
+    console.error(`bench smoke: ${failures} server errors or lost writes, or a door served nothing, or a contention leg stored nothing`);
     process.exit(1);
   }
 }
@@ -191,7 +234,9 @@ async function measureDatabase(
     const again = await startServer(db, city.env);
     const baseline = baselineDir ? await startServer(db, city.env, baselineDir) : null;
     try {
-      const benchCitizens = await admitCitizens(again.base, smoke ? 8 : 64, `bench-${db}`);
+      // No citizen leg, open loop nor cache leg wanted (--only contention): no citizens to admit.
+      const needCitizens = CITIZEN_LEGS.some((l) => wanted(l.label)) || report !== null || sharedCache;
+      const benchCitizens = needCitizens ? await admitCitizens(again.base, smoke ? 8 : 64, `bench-${db}`) : [];
       if (baseline) {
         // The yardstick of each build, measured side by side before their legs.
         for (const [server, tag] of [
@@ -234,6 +279,45 @@ async function measureDatabase(
     await server.stop();
   }
   return failures;
+}
+
+/** The smoke run's contention leg rotates over this many citizens (48 in the full run). */
+const SMOKE_CITIZENS_AT_ONCE = 8;
+
+/**
+ * The contention legs on their own servers (this build's and the baseline's, started with
+ * CONTENTION_ENV) after the rest of the database's legs: on pg, where the lock sampler reads
+ * pg_stat_activity; in the smoke run (PGlite) the signed write alone, small. Returns the failures.
+ */
+async function measureContention(db: string, city: PreparedCity, baselineDir: string | null, out: ContentionRow[]): Promise<number> {
+  const group = smoke ? SMOKE_CITIZENS_AT_ONCE : CITIZENS_AT_ONCE;
+  const legs = contentionLegs(group).filter((leg) => wanted(leg.label) && (!smoke || leg.label.includes("signed")));
+  if (legs.length === 0 || contentionLoads.length === 0 || (db !== "pg" && !smoke)) return 0;
+  console.log(`\n${contentionSettings(group)}`);
+  const env = { ...city.env, ...CONTENTION_ENV };
+  const current = await startServer(db, env);
+  const baseline = baselineDir ? await startServer(db, env, baselineDir) : null;
+  const sampler = city.database ? await openLockSampler(serverUrl, city.database) : null;
+  try {
+    const cpuOf = (server: { pid: number }): CpuSources => ({ serverGroup: server.pid, backends: city.backends });
+    const builds = [{ rev: "", base: current.base, cpu: cpuOf(current) }];
+    if (baseline) builds.push({ rev: baselineRev, base: baseline.base, cpu: cpuOf(baseline) });
+    const rows = await runContention({
+      db,
+      builds,
+      legs,
+      loads: contentionLoads,
+      stop: smoke ? { amount: SMOKE_REQUESTS } : { seconds },
+      sampler,
+      onRow: (row) => console.log(formatContentionRow(row)),
+    });
+    out.push(...rows);
+    return rows.reduce((sum, row) => sum + row.result.serverErrors, 0);
+  } finally {
+    await sampler?.close();
+    await current.stop();
+    await baseline?.stop();
+  }
 }
 
 /** The ratios of one database's rows: req/s to the static file's and to GET /gate's, CPU per request to GET /gate's. */
@@ -359,6 +443,8 @@ interface PreparedCity {
   before: Record<string, number>;
   count: () => Promise<Record<string, number>>;
   dispose: () => Promise<void>;
+  /** The bench's database on the PostgreSQL server (pg only), for the lock sampler. */
+  database?: string;
   /** The PostgreSQL backends serving the bench's database (pg only), for the CPU columns. */
   backends?: () => Promise<number[]>;
 }
@@ -406,6 +492,7 @@ async function prepareDatabase(db: string): Promise<PreparedCity> {
   const before = await countRows(open.db);
   return {
     env: { DATABASE_URL: url.toString(), CITY_DB_DRIVER: "pg" },
+    database: name,
     before,
     count: () => countRows(open.db),
     backends: async () =>
@@ -445,6 +532,7 @@ async function startServer(db: string, extra: Record<string, string>, dir?: stri
       NEXT_TELEMETRY_DISABLED: "1",
       CITY_BASE_URL: base,
       CITY_LOG_ORIGIN: BENCH_LOG_ORIGIN,
+      CITY_IDENTITY_LOG_ORIGIN: BENCH_IDENTITY_LOG_ORIGIN,
       CITY_COUNT_QUERIES: "1",
       // The bench is one address making thousands of requests: the gate's per-address and
       // city-wide ceilings are off, as they would be for a load test behind a trusted proxy.
