@@ -1,4 +1,4 @@
-// npx tsx scripts/bench-stores.ts [--baseline <git rev>] [--writers 48] [--in-flight 32] [--rounds 3]
+// npx tsx scripts/bench-stores.ts [--baseline <git rev> [--reuse-baseline]] [--writers 48] [--in-flight 32] [--rounds 3]
 //
 // Vault notes by distinct citizens against `next start` on PostgreSQL (issue 42, direction 2: the
 // store bounds' counters). Each round admits `writers` fresh citizens, then sends 30 notes each
@@ -7,6 +7,7 @@
 // database's active backends that wait on a Lock. Prints rate, p50, p99 and that share per round,
 // for this checkout's build and, with --baseline, for that revision's build (its own migrations).
 import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { sql } from "drizzle-orm";
 import { admitCitizens, type Citizen } from "./bench-citizens";
@@ -40,7 +41,9 @@ async function main() {
     { label: "this checkout", dir: undefined, migrations: path.join(root, "db/migrations") },
   ];
   if (baselineRev) {
-    const dir = buildBaselineApp(root, baselineRev);
+    // --reuse-baseline: the copy a previous run built (same revision) is measured again without a new build.
+    const reuse = process.argv.includes("--reuse-baseline") && existsSync(path.join(root, BASELINE_DIR, ".next"));
+    const dir = reuse ? path.join(root, BASELINE_DIR) : buildBaselineApp(root, baselineRev);
     builds.unshift({ label: `baseline ${baselineRev}`, dir, migrations: path.join(dir, "db/migrations") });
   }
   const all: Figures[] = [];

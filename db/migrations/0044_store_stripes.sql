@@ -57,6 +57,7 @@ DECLARE
   v_total bigint;
   v_hour bigint;
   v_newcomer bigint;
+  v_latest timestamptz;
 BEGIN
   IF p_bytes = 0 THEN
     RETURN true;
@@ -93,8 +94,8 @@ BEGIN
   -- together: the write fits when the store as a whole has room.
   PERFORM 1 FROM city_store_stripes WHERE store = p_store ORDER BY stripe FOR UPDATE;
   SELECT count(*), sum(total_bytes), sum(CASE WHEN hour_start >= p_hour THEN hour_bytes ELSE 0 END),
-      sum(CASE WHEN hour_start >= p_hour THEN newcomer_bytes ELSE 0 END)
-    INTO v_n, v_total, v_hour, v_newcomer FROM city_store_stripes WHERE store = p_store;
+      sum(CASE WHEN hour_start >= p_hour THEN newcomer_bytes ELSE 0 END), max(hour_start)
+    INTO v_n, v_total, v_hour, v_newcomer, v_latest FROM city_store_stripes WHERE store = p_store;
   IF v_n = 0 THEN
     RETURN false;
   END IF;
@@ -112,7 +113,8 @@ BEGIN
   -- stripe has the same room: the next writers find one with room without this path.
   UPDATE city_store_stripes s SET
     total_bytes = city_store_spread(p_total, v_total, v_n, r.k),
-    hour_start = p_hour,
+    -- An instance whose clock is a little behind never moves the store's hour back.
+    hour_start = greatest(p_hour, v_latest),
     hour_bytes = city_store_spread(p_per_hour, v_hour, v_n, r.k),
     newcomer_bytes = city_store_spread(p_newcomer_per_hour, v_newcomer, v_n, r.k),
     bound_total = p_total, bound_hour = p_per_hour, bound_newcomer = p_newcomer_per_hour,

@@ -52,7 +52,8 @@ describeOnServer("the vault's city-wide bounds on two `next start` instances ove
         }),
       ),
     );
-    for (const a of answers) expect(a.status, JSON.stringify(a.body).slice(0, 300)).toBeLessThan(500);
+    // Stored or refused city_full: never an error of the server (a deadlock, a 500).
+    for (const a of answers) expect([200, 201, 507], JSON.stringify(a.body).slice(0, 300)).toContain(a.status);
     return answers;
   }
 
