@@ -1,5 +1,4 @@
-import { sql } from "drizzle-orm";
-import { index, pgSequence, pgTable, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+import { index, pgSequence, pgTable, text, timestamp } from "drizzle-orm/pg-core";
 
 /**
  * Spent gate nonces. A nonce is checked without a row (its MAC and issue time, lib/city/nonce-mac.ts)
