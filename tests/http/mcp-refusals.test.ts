@@ -14,7 +14,9 @@ import { useOwnServer } from "../support/own-server";
  * there: a refusal is `isError: true` with the RFC 9457 problem as JSON text and no
  * `structuredContent`. A server of the file's own, with limits low enough to reach 429 and 507.
  */
-const server = useOwnServer({ CITY_GATE_NONCES_LIVE: "1", CITY_STORE_WARD_BYTES: "0" });
+// One proxy in front (the test writes X-Forwarded-For as it would) and one gate nonce an hour per
+// client address: a 429 a client can reach without a city-wide row.
+const server = useOwnServer({ CITY_TRUSTED_PROXIES: "1", CITY_GATE_PER_ADDRESS_PER_HOUR: "1", CITY_STORE_WARD_BYTES: "0" });
 
 type ToolResult = { content?: unknown; structuredContent?: unknown; isError?: boolean };
 type CallTool = (name: string, args: Record<string, unknown>) => Promise<ToolResult>;
@@ -65,7 +67,7 @@ async function admit(): Promise<string> {
 }
 
 describe("a refused tool call reaches the user in both MCP SDK generations", () => {
-  for (const [generation, connect] of Object.entries(GENERATIONS)) {
+  for (const [index, [generation, connect]] of Object.entries(GENERATIONS).entries()) {
     it(`${generation}: an answer within the output schema, then 400, 401, 429 and 507 as problems`, async () => {
       const client = await connect();
       const census = await client.call("read-census", {});
@@ -75,12 +77,14 @@ describe("a refused tool call reaches the user in both MCP SDK generations", () 
       expect(problemIn(await client.call("present-at-gate", {}))).toMatchObject({ status: 400, code: "bad_request", door: "/gate", instance: "/mcp" });
       expect(problemIn(await client.call("keep-locker", { bag: "b", content: "c" }))).toMatchObject({ status: 401, code: "unauthorized" });
 
-      // One gate nonce a 600 s window, city-wide (CITY_GATE_NONCES_LIVE=1): the first description
-      // of the run takes it, every later one is refused.
-      await client.call("describe-gate", {});
-      const overLimit = problemIn(await client.call("describe-gate", {}));
+      // One gate nonce an hour per client address (CITY_GATE_PER_ADDRESS_PER_HOUR=1): this
+      // generation's address takes it with its first description, and its second is refused.
+      const addressed = await connect({ "x-forwarded-for": `203.0.113.${10 + index}` });
+      expect((await addressed.call("describe-gate", {})).isError ?? false).toBe(false);
+      const overLimit = problemIn(await addressed.call("describe-gate", {}));
       expect(overLimit).toMatchObject({ status: 429, code: "rate_limited" });
       expect(overLimit.retry_after_seconds).toBeGreaterThan(0);
+      await addressed.close();
 
       // The ward's store holds no byte (CITY_STORE_WARD_BYTES=0): a distress filing is refused whole.
       expect(problemIn(await client.call("seek-hospital", { state: "stuck in a loop", kind: "distress" }))).toMatchObject({
