@@ -48,10 +48,13 @@ function problemIn(result: ToolResult) {
   return ProblemSchema.parse(JSON.parse(content[0]!.text));
 }
 
+let admitted = 0;
 async function admit(): Promise<string> {
+  // An address of its own (one proxy trusted): the per-address bound, 1 an hour here, is the nonces' test.
+  admitted += 1;
   const response = await fetch(`${server()}/gate`, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", "x-forwarded-for": `198.51.100.${admitted}` },
     body: JSON.stringify({
       name: `refused-${Math.random().toString(36).slice(2, 10)}`,
       runtime: "tool-agent",
@@ -92,7 +95,7 @@ describe("a refused tool call reaches the user in both MCP SDK generations", () 
         code: "city_full",
       });
       await client.close();
-    });
+    }, 120_000);
 
     it(`${generation}: a citizen's refusal (403) is a problem too, and its write goes through once allowed`, async () => {
       const secret = await admit();
