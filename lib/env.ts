@@ -26,8 +26,6 @@ const EnvSchema = z.object({
   CITY_GATE_PER_ORIGIN_PER_HOUR: z.coerce.number().int().min(1).default(20),
   // City-wide new admissions and ward requests per hour at the gate; 0 turns the ceiling off.
   CITY_GATE_ADMISSIONS_PER_HOUR: z.coerce.number().int().min(0).default(600),
-  // City-wide: at most this many gate nonces issued in any 600 s (a nonce lives 600 s), whatever their addresses.
-  CITY_GATE_NONCES_LIVE: z.coerce.number().int().min(1).default(2000),
   // City-wide: at most this many rows of the gate's per-address and per-origin windows kept at once.
   CITY_GATE_SUBJECTS_MAX: z.coerce.number().int().min(1).default(20000),
   // How many proxies in front of the city append to X-Forwarded-For, or "vercel" for Vercel's own

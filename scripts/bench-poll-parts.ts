@@ -15,7 +15,6 @@ import { upgradeDatabase } from "@/lib/city/upgrade";
 import { citizenForToken, hashCredential, mintCredential } from "@/lib/city/credentials";
 import { pollStatement, pollWhileBound } from "@/lib/city/live";
 import { tideSql } from "@/lib/city/census";
-import { pollNonceSql } from "@/lib/city/gate-nonces";
 import { deltaLaterals, returnDeltaColumns } from "@/lib/city/live-delta";
 import { ReturnOutput } from "@/lib/doors/live";
 import { seedCity } from "./bench-seed";
@@ -113,10 +112,6 @@ async function main(): Promise<void> {
             sql`INSERT INTO live_schedules (did, wake_on, return_after, polled_at) VALUES (${me}, NULL, NULL, ${new Date().toISOString()}::timestamptz)
               ON CONFLICT (did) DO UPDATE SET wake_on = excluded.wake_on, return_after = excluded.return_after, polled_at = excluded.polled_at`,
           ),
-      ],
-      [
-        "the poll nonce's upsert alone",
-        () => executePrepared(db, sql`WITH issued AS (${pollNonceSql(new Date(), me, sql``).insert}) SELECT nonce FROM issued`),
       ],
     ];
     console.log(

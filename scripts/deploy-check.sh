@@ -73,9 +73,15 @@ check_leg() {
     status="$(curl -s -o "$work/body" -w '%{http_code}' "http://127.0.0.1:$port$path")"
     [ "$status" = "200" ] || fail "GET $path answered $status: $(head -c 300 "$work/body")"
   done
-  # The nonce GET /gate issued is in the migrated database: the server really ran on it.
-  nonces="$(psql $PG -d "$target" -tAc "SELECT count(*) FROM gate_nonces")"
-  [ "$nonces" -ge 1 ] || fail "GET /gate stored no nonce in the migrated database"
+  # The nonce GET /gate issued, spent by a look, is in the migrated database: the server really ran
+  # on it (a nonce is stored only once it is spent).
+  nonce="$(sed -n 's/.*"nonce":"\([0-9a-f]\{32\}\)".*/\1/p' "$work/body")"
+  [ -n "$nonce" ] || fail "GET /gate answered no nonce: $(head -c 300 "$work/body")"
+  curl -s -o /dev/null -H 'content-type: application/json' \
+    -d '{"name":"deploy-check","runtime":"other","origin":"deploy.check","statement":"","ask":"look","kind":"agent","nonce":"'"$nonce"'"}' \
+    "http://127.0.0.1:$port/gate"
+  nonces="$(psql $PG -d "$target" -tAc "SELECT count(*) FROM gate_nonces WHERE nonce = '$nonce'")"
+  [ "$nonces" = "1" ] || fail "POST /gate did not record its spent nonce in the migrated database"
   echo "deploy check: db:migrate and the built server on the $driver driver: ok"
   kill -- "-$server_pid" 2>/dev/null || true
   wait "$server_pid" 2>/dev/null || true

@@ -1,39 +1,32 @@
-import { sql } from "drizzle-orm";
-import { index, pgSequence, pgTable, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+import { index, pgSequence, pgTable, text, timestamp } from "drizzle-orm/pg-core";
 
-/** Gate nonces: 32 hex, valid 600 s, consumed atomically by the POST that carries them. */
+/**
+ * Spent gate nonces. A nonce is checked without a row (its MAC and issue time, lib/city/nonce-mac.ts)
+ * and recorded here only by the statement that spends it: the primary key admits exactly one
+ * spender. Kept until no instance could still take it as fresh, then swept.
+ */
 export const gateNonces = pgTable(
   "gate_nonces",
   {
     nonce: text("nonce").primaryKey(),
-    issuedAt: timestamp("issued_at", { withTimezone: true, mode: "date" }).notNull(),
     expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }).notNull(),
-    consumedAt: timestamp("consumed_at", { withTimezone: true, mode: "date" }),
-    /** The citizen a poll issued it to: each holds at most one, a new poll's nonce replaces it. */
-    holder: text("holder"),
   },
-  (t) => [
-    index("gate_nonces_expires_at").on(t.expiresAt),
-    uniqueIndex("gate_nonces_holder")
-      .on(t.holder)
-      .where(sql`${t.holder} IS NOT NULL`),
-  ],
+  (t) => [index("gate_nonces_expires_at").on(t.expiresAt)],
 );
 
 /** Bed numbers are never reused: a bed id names one assignment for good. */
 export const bedNumbers = pgSequence("bed_numbers", { startWith: 1 });
 
 /**
- * Nonces issued per client address in the last hour (GET /gate, CITY_GATE_PER_ADDRESS_PER_HOUR):
- * the issue times still inside the window, at most the limit of them. One row per address,
- * updated by an upsert whose row lock serialises the address's parallel issues.
+ * GET /gate's quota per client address (CITY_GATE_PER_ADDRESS_PER_HOUR) as one GCRA theoretical
+ * arrival time (lib/city/gcra.ts): an issue moves it on by 3600 / limit seconds, and one that would
+ * move it past now + 3600 s is refused. A row whose tat has passed says what no row says: swept.
  */
 export const gateNonceQuota = pgTable(
   "gate_nonce_quota",
   {
     address: text("address").primaryKey(),
-    issuedAt: timestamp("issued_at", { withTimezone: true, mode: "date" }).array().notNull(),
-    lastAt: timestamp("last_at", { withTimezone: true, mode: "date" }).notNull(),
+    tat: timestamp("tat", { withTimezone: true, mode: "date" }).notNull(),
   },
-  (t) => [index("gate_nonce_quota_last_at").on(t.lastAt)],
+  (t) => [index("gate_nonce_quota_tat").on(t.tat)],
 );

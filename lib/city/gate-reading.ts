@@ -1,7 +1,8 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
-import { citizens, cityVersions, gateNonces, logHead, type CitizenRow } from "@/db/schema";
+import { citizens, cityVersions, logHead, type CitizenRow } from "@/db/schema";
+import { spendNonceCtes } from "./gate-nonces";
 import { type GateCircumstances, type Presentation, sendsController } from "./gate-presentation";
 import { type Chain, type ChainOutcome, chainOutcome, chainSql } from "./gate-windows";
 import { identityLog } from "./identity-log";
@@ -85,8 +86,8 @@ export function heldOf(row: HeldRow | undefined): HeldCitizen | null {
 }
 
 /**
- * The gate's first statement: the nonce consumed (atomically: true for exactly one presenter while
- * it is fresh) and, for a presenter who may be admitted or resumed, the held name's citizen read,
+ * The gate's first statement: the nonce spent (recorded in gate_nonces: true for exactly one
+ * presenter, and only for a nonce the city made that is fresh now; gate-nonces.ts) and, for a presenter who may be admitted or resumed, the held name's citizen read,
  * with no lock. For a presentation that can be a first admission (`chain`), the same statement
  * counts its windows when the nonce was valid and no citizen holds the name, and only when all of
  * them let it through locks the log's head and draws a bed number (and, for a presentation that
@@ -98,11 +99,8 @@ export function heldOf(row: HeldRow | undefined): HeldCitizen | null {
  * held and resumes nothing (see decide).
  */
 export async function readGate(db: Database, p: Presentation, c: GateCircumstances, mayAdmit: boolean, chain: Chain | null): Promise<GateReading> {
-  const at = sql`${c.now.toISOString()}::timestamptz`;
-  const nonce = p.nonce ? sql`(SELECT count(*)::int FROM consumed)` : sql`0`;
-  const consumed = p.nonce
-    ? sql`consumed AS (UPDATE ${gateNonces} SET consumed_at = ${at} WHERE nonce = ${p.nonce} AND consumed_at IS NULL AND expires_at > ${at} RETURNING 1)`
-    : null;
+  const nonce = p.nonce ? sql`(SELECT count(*)::int FROM spent)` : sql`0`;
+  const consumed = p.nonce ? await spendNonceCtes(db, p.nonce, c.now) : null;
   if (!mayAdmit) {
     const [row] = rowsOf<{ nonce_valid: number }>(await db.execute(sql`${consumed ? sql`WITH ${consumed} ` : sql``}SELECT ${nonce} AS nonce_valid`));
     return { nonceValid: row!.nonce_valid === 1, held: null, admission: null, raced: false };
@@ -115,7 +113,7 @@ export async function readGate(db: Database, p: Presentation, c: GateCircumstanc
     );
     return { nonceValid: row!.nonce_valid === 1, held: heldOf(row), admission: null, raced: false };
   }
-  const nonceOk = p.nonce ? sql`(SELECT count(*) FROM consumed) = 1` : sql`true`;
+  const nonceOk = p.nonce ? sql`(SELECT count(*) FROM spent) = 1` : sql`true`;
   const counted: Chain = { ...chain, when: sql`${nonceOk} AND NOT EXISTS (SELECT 1 FROM held)` };
   const windows = chainSql(counted, c.now);
   // A first admission that binds a controller takes, after the residency log's head, its own

@@ -5,7 +5,7 @@ import { citizens, liveSchedules, type CitizenRow, WAKE_ON, type WakeCondition }
 import { CityError } from "@/lib/errors";
 import { bedLabel } from "./citizens";
 import { tideSql } from "./census";
-import { pollNonceSql } from "./gate-nonces";
+import { pollNonce } from "./gate-nonces";
 import { deltaLaterals, clampSince, deltaClampedSql, deltaOf, deltaSinceSql, type DeltaRow, returnDeltaColumns, type ReturnDelta } from "./live-delta";
 import { appended, type LogHead, lockLogHead, lockLogHeadAfter, logHeadOf, prepareAppend } from "@/lib/city/residency-log";
 
@@ -126,7 +126,8 @@ type Standing = {
  * statements: the citizen's row and then the log's head locked (export takes the row exclusively,
  * so an exported citizen never gets a bed again), the standing schedule read and a bed number
  * drawn only when a bed is given; then the citizen bound again, the return row with its tree
- * nodes and checkpoint, the schedule, the poll's nonce, the tide and the delta. That statement's
+ * nodes and checkpoint, the schedule, the tide and the delta (the poll's nonce is made with no row:
+ * gate-nonces.ts pollNonce). That statement's
  * snapshot predates its own writes: the tide adds the return row, and peers present never counts
  * the caller anyway.
  */
@@ -156,10 +157,9 @@ export async function comeBack(db: Database, did: string, input: { cursor?: stri
     now,
   );
   const values = scheduleValues(input.schedule);
-  const issued = pollNonceSql(now, did, sql``);
   const [row] = rowsOf<DeltaRow & { tide: number }>(
     await db.execute(sql`
-      WITH ${rebound} kept AS (${keepScheduleSql(did, values, now)}), issued AS (${issued.insert})
+      WITH ${rebound} kept AS (${keepScheduleSql(did, values, now)})
       SELECT ${tideSql(now)} AS tide, ${returnDeltaColumns(did, sql`${from.toISOString()}::timestamptz`, now)}
       FROM (SELECT 1) one ${deltaLaterals(did)}`),
   );
@@ -173,7 +173,7 @@ export async function comeBack(db: Database, did: string, input: { cursor?: stri
     schedule: scheduleShown(values, now),
     cursor: encodePollCursor(now),
     tide: Number(row!.tide) + (back ? 1 : 0),
-    nonce: issued.nonce,
+    nonce: (await pollNonce(db, now)).nonce,
   };
 }
 
@@ -193,35 +193,33 @@ export interface Poll {
  * whatever the caller, cursor or schedule. The delta counts from the cursor, else the last poll,
  * else the binding, clamped to the delta's window (deltaSinceSql).
  */
-export function pollStatement(did: string, input: { cursor?: string; schedule: ScheduleRequest | null }, now: Date): { statement: SQL; nonce: string } {
+export function pollStatement(did: string, input: { cursor?: string; schedule: ScheduleRequest | null }, now: Date): { statement: SQL } {
   const cursorAt = input.cursor !== undefined ? decodePollCursor(input.cursor) : null;
   const values = scheduleValues(input.schedule);
-  const issued = pollNonceSql(now, did, sql`FROM me`);
   const statement = sql`
     WITH me AS (
       SELECT did, bed_id, bound_at FROM ${citizens} WHERE did = ${did} AND residency_status = 'bound' AND bed_id IS NOT NULL FOR SHARE),
     standing AS (SELECT wake_on, polled_at FROM ${liveSchedules} WHERE did = ${did}),
     kept AS (${keepScheduleSql(did, values, now, sql`FROM me`)}),
-    issued AS (${issued.insert}),
     asked AS (SELECT me.bed_id, coalesce(${cursorAt?.toISOString() ?? null}::timestamptz, (SELECT polled_at FROM standing), me.bound_at) AS since FROM me),
     poll AS (SELECT asked.bed_id, ${deltaSinceSql(sql`asked.since`, now)} AS since, ${deltaClampedSql(sql`asked.since`, now)} AS since_clamped FROM asked)
-    SELECT poll.bed_id, poll.since, poll.since_clamped, (SELECT wake_on FROM standing) AS standing_wake_on, (SELECT nonce FROM issued) AS issued_nonce,
+    SELECT poll.bed_id, poll.since, poll.since_clamped, (SELECT wake_on FROM standing) AS standing_wake_on,
       ${tideSql(now)} AS tide, ${returnDeltaColumns(did, sql`poll.since`, now)}
     FROM poll ${deltaLaterals(did)}`;
-  return { statement, nonce: issued.nonce };
+  return { statement };
 }
 
 /**
  * The poll of a citizen already bound with a bed, in one statement (atomic on its own, so no
  * transaction around it): the citizen's row is read FOR SHARE (a leave or export, which take it
- * exclusively, runs wholly before or after), the schedule kept and the poll's nonce issued only
- * for that row, the delta counted from the cursor (or the last poll, read before this statement's
+ * exclusively, runs wholly before or after), the schedule kept only for that row, the delta counted from the cursor (or the last poll, read before this statement's
  * own upsert, or the binding), and the tide read. Null, with nothing written, when the citizen is
- * not bound with a bed now: that is a return (comeBack), in a transaction of its own.
+ * not bound with a bed now: that is a return (comeBack), in a transaction of its own. The poll's
+ * nonce is made after it, with no row (gate-nonces.ts pollNonce), only for a citizen it found.
  */
 export async function pollWhileBound(db: Database, did: string, input: { cursor?: string; schedule: ScheduleRequest | null }, now: Date): Promise<Poll | null> {
   const values = scheduleValues(input.schedule);
-  const { statement, nonce } = pollStatement(did, input, now);
+  const { statement } = pollStatement(did, input, now);
   const result = await executePrepared(db, statement);
   const row = rowsOf<
     DeltaRow & {
@@ -229,7 +227,6 @@ export async function pollWhileBound(db: Database, did: string, input: { cursor?
       since: Date | string;
       since_clamped: boolean;
       standing_wake_on: WakeCondition[] | null;
-      issued_nonce: string | null;
       tide: number;
     }
   >(result)[0];
@@ -242,6 +239,6 @@ export async function pollWhileBound(db: Database, did: string, input: { cursor?
     schedule: scheduleShown(values, now),
     cursor: encodePollCursor(now),
     tide: Number(row.tide),
-    nonce: row.issued_nonce ?? nonce,
+    nonce: (await pollNonce(db, now)).nonce,
   };
 }

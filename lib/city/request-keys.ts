@@ -4,6 +4,7 @@ import { type SQL, sql } from "drizzle-orm";
 import { type Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
 import { CityError } from "@/lib/errors";
+import { emissionMs, gcraFitsSql, gcraNextSql } from "./gcra";
 
 /*
  * The keys a citizen signs its requests with (CITY-SIG/1, docs/signed-requests.md) and the nonces of
@@ -126,7 +127,6 @@ export function keyStillValidSql(signed: VerifiedSignature, now: Date, current =
  * key's: no city-wide row.
  */
 export const SIGNED_WRITES_PER_KEY = { limit: 240, windowSeconds: 60 } as const;
-const EMISSION_MS = (SIGNED_WRITES_PER_KEY.windowSeconds * 1000) / SIGNED_WRITES_PER_KEY.limit;
 
 /**
  * How long a nonce is kept: while a signature carrying it can still be accepted (until expires,
@@ -150,7 +150,7 @@ export function nonceKeptUntil(signed: Pick<VerifiedSignature, "created" | "expi
  */
 export function nonceCtes(signed: VerifiedSignature & { nonce: string }, now: Date, found: SQL): SQL {
   const at = sql`${now.toISOString()}::timestamptz`;
-  const next = sql`greatest(coalesce(k.nonce_tat, ${at}), ${at}) + ${EMISSION_MS} * interval '1 millisecond'`;
+  const next = gcraNextSql(SIGNED_WRITES_PER_KEY, sql`k.nonce_tat`, at);
   return sql`
     nonce_used AS (SELECT EXISTS (SELECT 1 FROM signature_nonces WHERE keyid = ${signed.keyid} AND nonce = ${signed.nonce}) AS used),
     nonce_swept AS (
@@ -161,7 +161,7 @@ export function nonceCtes(signed: VerifiedSignature & { nonce: string }, now: Da
     nonce_rate AS (
       UPDATE request_keys k SET nonce_tat = ${next}
       WHERE k.did = ${signed.did} AND k.thumbprint = ${signed.keyid} AND (SELECT go FROM nonce_go)
-        AND ${next} <= ${at} + ${SIGNED_WRITES_PER_KEY.windowSeconds} * interval '1 second'
+        AND ${gcraFitsSql(SIGNED_WRITES_PER_KEY, next, at)}
       RETURNING true AS fits),
     nonce_kept AS (
       INSERT INTO signature_nonces (keyid, nonce, expires_at)
@@ -187,7 +187,7 @@ export function nonceRefusal(outcome: NonceOutcome): CityError | null {
   if (Number(outcome.nonce_kept) === 1) return null;
   if (outcome.nonce_used === true || outcome.nonce_fits === true) return replayed();
   const { limit, windowSeconds } = SIGNED_WRITES_PER_KEY;
-  const retry = Math.max(1, Math.ceil(EMISSION_MS / 1000));
+  const retry = Math.max(1, Math.ceil(emissionMs(SIGNED_WRITES_PER_KEY) / 1000));
   return new CityError(
     "rate_limited",
     `This key signed more than ${limit} writes in ${windowSeconds} s (counted per key, a rolling window): try again in ${retry} s. Nothing was changed.`,

@@ -3,6 +3,8 @@ import { LogReceiptSchema } from "@/lib/city/residency-log";
 import { withLogReceipts } from "@/lib/city/transparency-log";
 import { RESIDENCY_STATUSES, RUNTIMES, TIERS } from "@/db/schema";
 import { citizenSelf } from "@/lib/city/citizens";
+import { addressRate } from "@/lib/city/gate-nonces";
+import { gcraTerms } from "@/lib/city/gcra";
 import { issueNonce, NONCE_BINDING, presentAtGate, returnWithoutProof } from "@/lib/city/gate";
 import { ASKS, KINDS } from "@/lib/city/gate-presentation";
 import { NAME_RULE } from "@/lib/city/names";
@@ -123,32 +125,25 @@ export const describeGate = door({
   preferred: true,
   // A getter: published as configured when a document is built, never as a constant.
   get limits() {
-    return [
-      ...configuredLimit({
-        name: "gate nonces",
-        variable: "CITY_GATE_PER_ADDRESS_PER_HOUR",
-        windowSeconds: 3600,
-        per: "client address",
-        over: "refused",
-        zeroIsOff: true,
-        perAddress: true,
-      }),
-      ...configuredLimit({
-        name: "gate_nonces_live",
-        variable: "CITY_GATE_NONCES_LIVE",
-        windowSeconds: 600,
-        per: "city: nonces issued to all clients together (each lives 600 s, so at most this many are live)",
-        over: "refused",
-      }),
-    ];
+    const perHour = env().CITY_GATE_PER_ADDRESS_PER_HOUR;
+    return configuredLimit({
+      name: "gate nonces",
+      variable: "CITY_GATE_PER_ADDRESS_PER_HOUR",
+      windowSeconds: 3600,
+      per: `client address (${perHour > 0 ? gcraTerms(addressRate(perHour)) : "off"})`,
+      over: "refused",
+      zeroIsOff: true,
+      perAddress: true,
+    });
   },
-  // Every description issues a fresh nonce row: a read that writes, declared so tools say it.
+  // Issuing a nonce stores nothing (it is checked by its MAC when spent); a known address's quota
+  // is counted on its own row (GCRA), so the door writes: declared so tools say it.
   hints: { readOnly: false, idempotent: false },
   input: NoInput,
   output: GateDescription,
   run: async (ctx) => {
-    // One statement: the nonce, its per-address limit and sweep, the census counts and the caller.
-    const issued = await issueNonce(ctx.db, ctx.now, ctx.request.ip, env().CITY_GATE_PER_ADDRESS_PER_HOUR, ctx.caller.did ?? null, env().CITY_GATE_NONCES_LIVE);
+    // One statement: the address's quota and its sweep (when the address is known), the census counts and the caller.
+    const issued = await issueNonce(ctx.db, ctx.now, ctx.request.ip, env().CITY_GATE_PER_ADDRESS_PER_HOUR, ctx.caller.did ?? null);
     const { nonce, self } = issued;
     const census = {
       occupancy: issued.counts.beds,

@@ -14,7 +14,9 @@ import { useOwnServer } from "../support/own-server";
  * there: a refusal is `isError: true` with the RFC 9457 problem as JSON text and no
  * `structuredContent`. A server of the file's own, with limits low enough to reach 429 and 507.
  */
-const server = useOwnServer({ CITY_GATE_NONCES_LIVE: "1", CITY_STORE_WARD_BYTES: "0" });
+// One proxy in front (the test writes X-Forwarded-For as it would) and one gate nonce an hour per
+// client address: a 429 a client can reach without a city-wide row.
+const server = useOwnServer({ CITY_TRUSTED_PROXIES: "1", CITY_GATE_PER_ADDRESS_PER_HOUR: "1", CITY_STORE_WARD_BYTES: "0" });
 
 type ToolResult = { content?: unknown; structuredContent?: unknown; isError?: boolean };
 type CallTool = (name: string, args: Record<string, unknown>) => Promise<ToolResult>;
@@ -46,10 +48,13 @@ function problemIn(result: ToolResult) {
   return ProblemSchema.parse(JSON.parse(content[0]!.text));
 }
 
+let admitted = 0;
 async function admit(): Promise<string> {
+  // An address of its own (one proxy trusted): the per-address bound, 1 an hour here, is the nonces' test.
+  admitted += 1;
   const response = await fetch(`${server()}/gate`, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", "x-forwarded-for": `198.51.100.${admitted}` },
     body: JSON.stringify({
       name: `refused-${Math.random().toString(36).slice(2, 10)}`,
       runtime: "tool-agent",
@@ -65,7 +70,7 @@ async function admit(): Promise<string> {
 }
 
 describe("a refused tool call reaches the user in both MCP SDK generations", () => {
-  for (const [generation, connect] of Object.entries(GENERATIONS)) {
+  for (const [index, [generation, connect]] of Object.entries(GENERATIONS).entries()) {
     it(`${generation}: an answer within the output schema, then 400, 401, 429 and 507 as problems`, async () => {
       const client = await connect();
       const census = await client.call("read-census", {});
@@ -75,12 +80,14 @@ describe("a refused tool call reaches the user in both MCP SDK generations", () 
       expect(problemIn(await client.call("present-at-gate", {}))).toMatchObject({ status: 400, code: "bad_request", door: "/gate", instance: "/mcp" });
       expect(problemIn(await client.call("keep-locker", { bag: "b", content: "c" }))).toMatchObject({ status: 401, code: "unauthorized" });
 
-      // One gate nonce a 600 s window, city-wide (CITY_GATE_NONCES_LIVE=1): the first description
-      // of the run takes it, every later one is refused.
-      await client.call("describe-gate", {});
-      const overLimit = problemIn(await client.call("describe-gate", {}));
+      // One gate nonce an hour per client address (CITY_GATE_PER_ADDRESS_PER_HOUR=1): this
+      // generation's address takes it with its first description, and its second is refused.
+      const addressed = await connect({ "x-forwarded-for": `203.0.113.${10 + index}` });
+      expect((await addressed.call("describe-gate", {})).isError ?? false).toBe(false);
+      const overLimit = problemIn(await addressed.call("describe-gate", {}));
       expect(overLimit).toMatchObject({ status: 429, code: "rate_limited" });
       expect(overLimit.retry_after_seconds).toBeGreaterThan(0);
+      await addressed.close();
 
       // The ward's store holds no byte (CITY_STORE_WARD_BYTES=0): a distress filing is refused whole.
       expect(problemIn(await client.call("seek-hospital", { state: "stuck in a loop", kind: "distress" }))).toMatchObject({
@@ -88,7 +95,7 @@ describe("a refused tool call reaches the user in both MCP SDK generations", () 
         code: "city_full",
       });
       await client.close();
-    });
+    }, 120_000);
 
     it(`${generation}: a citizen's refusal (403) is a problem too, and its write goes through once allowed`, async () => {
       const secret = await admit();

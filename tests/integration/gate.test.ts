@@ -10,11 +10,11 @@ import { backfillNameKeys } from "@/lib/city/names";
 import { mintToken, revokeToken } from "@/lib/doors/tokens";
 import { expectProblem } from "../support/assertions";
 import { insertCitizenRow } from "../support/citizens";
-import { issueNonce, presentAtGate } from "@/lib/city/gate";
+import { consumeNonce, issueNonce, presentAtGate } from "@/lib/city/gate";
 import { describeGate, presentGate } from "@/lib/doors/gate";
 import { acceptResidency } from "@/lib/doors/residency";
 import { describeOnDatabases } from "../support/databases";
-import { admit, callDoor, freshNonce, keyPair, presentation } from "../support/gate";
+import { admit, callDoor, freshNonce, keyPair, nonceSpent, presentation } from "../support/gate";
 
 // The door-level tests run without the gate's flood limits; the limits have tests of their own.
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
@@ -28,14 +28,15 @@ describeOnDatabases(
     const logCount = async () => (await t().db.select({ n: count() }).from(residencyLog))[0]!.n;
     const bedCount = async () => rowsOf<{ n: number }>(await t().db.execute(sql`SELECT count(*)::int AS n FROM citizens WHERE bed_id IS NOT NULL`))[0]!.n;
 
-    it("describes itself with a fresh 32-hex nonce stored with a 600 s expiry, and no citizen for a visitor", async () => {
+    it("describes itself with a fresh 32-hex nonce, stored nowhere until it is spent, and no citizen for a visitor", async () => {
       const { status, body } = await callDoor(describeGate);
       expect(status).toBe(200);
       expect(body).toMatchObject({ protocol: "CITY-GATE/1", nonceTtlSeconds: 600, nonceSource: "gate_nonces", citizen: null, bed: "none", fakeTide: 0 });
       expect(body.nonce).toMatch(/^[0-9a-f]{32}$/);
       expect(body.http).toEqual({ present: 200, filtered: 200, observer: 200 });
-      const [row] = await t().db.select().from(gateNonces).where(eq(gateNonces.nonce, body.nonce));
-      expect(row!.expiresAt.getTime() - row!.issuedAt.getTime()).toBe(600_000);
+      expect(await nonceSpent(t().db, body.nonce)).toBe(false);
+      expect(await consumeNonce(t().db, body.nonce, new Date())).toBe(true);
+      expect(await nonceSpent(t().db, body.nonce)).toBe(true);
       expect((await callDoor(describeGate)).body.nonce).not.toBe(body.nonce);
     });
 
@@ -175,11 +176,20 @@ describeOnDatabases(
       expect((await callDoor(presentGate, { body: presentation({ kind: "human", nonce }) })).body.verdict).toBe("observer");
       expect((await callDoor(presentGate, { body: presentation({ nonce }) })).body).toMatchObject({ verdict: "filtered", rule: "nonce" });
       expect((await callDoor(presentGate, { body: presentation({ nonce: "0".repeat(32) }) })).body.rule).toBe("nonce");
-      const old = new Date(Date.now() - 601_000);
-      await t()
-        .db.insert(gateNonces)
-        .values({ nonce: "e".repeat(32), issuedAt: old, expiresAt: new Date(old.getTime() + 600_000) });
-      expect((await callDoor(presentGate, { body: presentation({ nonce: "e".repeat(32) }) })).body.rule).toBe("nonce");
+      // Altered anywhere (its issue time, its random bytes, its MAC), a nonce is unknown; the original still spends once.
+      const fresh = await freshNonce();
+      for (const at of [0, 14, 31]) {
+        const altered = `${fresh.slice(0, at)}${fresh[at] === "0" ? "1" : "0"}${fresh.slice(at + 1)}`;
+        expect((await callDoor(presentGate, { body: presentation({ nonce: altered }) })).body.rule).toBe("nonce");
+        expect(await nonceSpent(t().db, altered)).toBe(false);
+      }
+      expect((await callDoor(presentGate, { body: presentation({ ask: "look", nonce: fresh }) })).body.verdict).toBe("observer");
+      // A nonce the city made 601 s ago (its MAC holds) has expired; one made 60 s ahead is future-dated.
+      for (const at of [Date.now() - 601_000, Date.now() + 60_000]) {
+        const { nonce: stale } = await issueNonce(t().db, new Date(at), null, 0);
+        expect((await callDoor(presentGate, { body: presentation({ nonce: stale }) })).body.rule).toBe("nonce");
+        expect(await nonceSpent(t().db, stale)).toBe(false);
+      }
     });
 
     it("lets exactly one of 50 parallel POSTs carrying one nonce use it", async () => {
@@ -336,7 +346,6 @@ describeOnDatabases("the gate's secret scan", (t) => {
 describeOnDatabases("the gate's credentials, names and floods (issue 9)", (t) => {
   beforeAll(() => useDatabase(t().db));
   const citizenCount = async () => (await t().db.select({ n: count() }).from(citizens))[0]!.n;
-  const nonceRow = async (nonce: string) => (await t().db.select().from(gateNonces).where(eq(gateNonces.nonce, nonce)))[0]!;
   const circumstances = (
     limits: Partial<{ perOriginPerHour: number; perAddressPerHour: number; admissionsPerHour: number }>,
     extra: Record<string, unknown> = {},
@@ -363,7 +372,7 @@ describeOnDatabases("the gate's credentials, names and floods (issue 9)", (t) =>
       expect(answer.status).toBe(200);
       expect(answer.body).toMatchObject({ verdict: "filtered", rule: "credential" });
       expect(answer.body.reason).toMatch(/opens nothing/);
-      expect((await nonceRow(nonce)).consumedAt).not.toBeNull();
+      expect(await nonceSpent(t().db, nonce)).toBe(true);
       expect(await citizenCount()).toBe(before);
     }
     // A reading door with optional credentials says so plainly: a 401 problem, not a visitor's answer.
@@ -505,59 +514,64 @@ describeOnDatabases("the gate's credentials, names and floods (issue 9)", (t) =>
     expect(await present(presentation({ ask: "look" }), circumstances(limits, { ip }))).toMatchObject({ verdict: "filtered", rule: "flood" });
   });
 
-  it("bounds nonce issuance per client address (0 is off) and sweeps expired nonces at every issue", async () => {
+  const quotaTat = async (ip: string) =>
+    rowsOf<{ tat: string | Date }>(await t().db.execute(sql`SELECT tat FROM gate_nonce_quota WHERE address = ${ip}`)).map((r) => new Date(r.tat).getTime());
+
+  it("bounds nonce issuance per client address (0 is off), stores no nonce, and sweeps address rows whose quota has refilled", async () => {
     const ip = `203.0.113.${Math.floor(Math.random() * 250)}`;
     const now = new Date();
+    const nonces = (await t().db.select({ n: count() }).from(gateNonces))[0]!.n;
     for (let i = 0; i < 3; i++) await issueNonce(t().db, now, ip, 3);
     await expect(issueNonce(t().db, now, ip, 3)).rejects.toMatchObject({ code: "rate_limited" });
     await issueNonce(t().db, now, `${ip}9`, 3);
     for (let i = 0; i < 5; i++) await issueNonce(t().db, now, ip, 0);
-    await t()
-      .db.insert(gateNonces)
-      .values({ nonce: "e".repeat(32), issuedAt: new Date(now.getTime() - 700_000), expiresAt: new Date(now.getTime() - 100_000) });
-    await issueNonce(t().db, now, null, 0);
-    expect(
-      await t()
-        .db.select()
-        .from(gateNonces)
-        .where(eq(gateNonces.nonce, "e".repeat(32))),
-    ).toHaveLength(0);
-    const stale = await t()
-      .db.select({ n: count() })
-      .from(gateNonces)
-      .where(sql`expires_at < ${now.toISOString()}::timestamptz`);
-    expect(stale[0]!.n).toBe(0);
+    // One value per address: its theoretical arrival time, 3 x 1200 s on.
+    expect(await quotaTat(ip)).toEqual([now.getTime() + 3600_000]);
+    expect((await t().db.select({ n: count() }).from(gateNonces))[0]!.n).toBe(nonces);
+    // An address whose tat has passed is as good as no row: swept by the next counted issue.
+    await t().db.execute(
+      sql`INSERT INTO gate_nonce_quota (address, tat) VALUES ('stale-address', ${new Date(now.getTime() - 1000).toISOString()}::timestamptz)`,
+    );
+    await issueNonce(t().db, now, null, 3);
+    expect(await quotaTat("stale-address")).toHaveLength(1);
+    await issueNonce(t().db, now, `${ip}8`, 3);
+    expect(await quotaTat("stale-address")).toHaveLength(0);
   });
 
-  it("stores exactly L nonces from N parallel issues from one address with limit L, and refuses the rest with 429", async () => {
+  it("issues exactly L nonces from N parallel issues from one address with limit L, and refuses the rest with 429", async () => {
     const ip = `198.18.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`;
-    // A moment of its own, so this test's rows are the ones issued at it.
-    const now = new Date(Date.now() - Math.floor(Math.random() * 1_000_000));
+    const now = new Date();
     const [n, limit] = [40, 7];
     const outcomes = await Promise.allSettled(Array.from({ length: n }, () => issueNonce(t().db, now, ip, limit)));
     const issued = outcomes.filter((o) => o.status === "fulfilled");
     const refused = outcomes.filter((o): o is PromiseRejectedResult => o.status === "rejected");
     expect(issued).toHaveLength(limit);
     expect(refused).toHaveLength(n - limit);
-    for (const r of refused)
-      expect(r.reason).toMatchObject({
-        code: "rate_limited",
-        options: { retryAfterSeconds: 3600, limit: { name: "gate nonces", limit, window_seconds: 3600, remaining: 0 } },
-      });
-    const stored = await t().db.select({ n: count() }).from(gateNonces).where(eq(gateNonces.issuedAt, now));
-    expect(stored[0]!.n).toBe(limit);
+    for (const r of refused) {
+      expect(r.reason).toMatchObject({ code: "rate_limited", options: { limit: { name: "gate nonces", limit, window_seconds: 3600, remaining: 0 } } });
+      // One more fits one emission interval (3600 / 7 s) after the tat reached now + 3600 s; a parallel refusal may have read it earlier.
+      expect(r.reason.options.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+      expect(r.reason.options.retryAfterSeconds).toBeLessThanOrEqual(515);
+    }
+    // The address was charged exactly L emission intervals (3600 / 7 s each, to the microsecond: within 1 ms of an hour).
+    const [tat] = await quotaTat(ip);
+    expect(Math.abs(tat! - (now.getTime() + 3600_000))).toBeLessThanOrEqual(1);
   });
 
-  it("counts nonces per address over a sliding hour: the oldest issue leaving the window frees a slot", async () => {
+  it("counts nonces per address by GCRA: a burst of the limit, then one per 3600 / limit s, sliding", async () => {
     const ip = `198.19.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`;
     const t0 = Date.now();
     const at = (seconds: number) => new Date(t0 + seconds * 1000);
+    // Limit 3 an hour: one every 1200 s; three at once.
     for (const s of [0, 100, 200]) await issueNonce(t().db, at(s), ip, 3);
-    await expect(issueNonce(t().db, at(300), ip, 3)).rejects.toMatchObject({ code: "rate_limited", options: { retryAfterSeconds: 3300 } });
-    await expect(issueNonce(t().db, at(3599), ip, 3)).rejects.toMatchObject({ options: { retryAfterSeconds: 1 } });
-    await issueNonce(t().db, at(3601), ip, 3);
-    await expect(issueNonce(t().db, at(3650), ip, 3)).rejects.toMatchObject({ options: { retryAfterSeconds: 50 } });
-    await issueNonce(t().db, at(3701), ip, 3);
+    await expect(issueNonce(t().db, at(300), ip, 3)).rejects.toMatchObject({ code: "rate_limited", options: { retryAfterSeconds: 900 } });
+    await expect(issueNonce(t().db, at(1199), ip, 3)).rejects.toMatchObject({ options: { retryAfterSeconds: 1 } });
+    await issueNonce(t().db, at(1200), ip, 3);
+    await expect(issueNonce(t().db, at(1250), ip, 3)).rejects.toMatchObject({ options: { retryAfterSeconds: 1150 } });
+    await issueNonce(t().db, at(2400), ip, 3);
+    // A quiet hour refills the burst.
+    for (const s of [6000, 6000, 6000]) await issueNonce(t().db, at(s), ip, 3);
+    await expect(issueNonce(t().db, at(6000), ip, 3)).rejects.toMatchObject({ code: "rate_limited" });
   });
 
   it("holds the city-wide ceiling on new admissions and ward requests under parallel presentations", async () => {

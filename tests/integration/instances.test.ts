@@ -2,7 +2,8 @@ import { count, eq } from "drizzle-orm";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Database } from "@/db/client";
 import { quarantine, vaultNotes } from "@/db/schema";
-import { consumeNonce, issueNonce } from "@/lib/city/gate";
+import { consumeNonce, issueNonce, presentAtGate } from "@/lib/city/gate";
+import { nonceSpent, presentation } from "../support/gate";
 import { keepNote } from "@/lib/city/vault";
 import { insertCitizenRow } from "../support/citizens";
 import { describeOnDatabases } from "../support/databases";
@@ -50,6 +51,30 @@ describeOnDatabases(
         );
         expect(results.filter(Boolean)).toHaveLength(1);
       }
+    });
+
+    it("admits exactly one of parallel first admissions carrying one gate nonce through both instances (the spent row's primary key)", async (ctx) => {
+      if (!other) return ctx.skip("PGlite has one handle: only the PostgreSQL leg has two instances");
+      const now = new Date();
+      const { nonce } = await issueNonce(t().db, now, null, 0);
+      const circumstances = (i: number) => ({
+        now,
+        ip: `10.42.0.${i}`,
+        callerDid: null,
+        credential: null,
+        credentialRejected: false,
+        limits: { perOriginPerHour: 1000, perAddressPerHour: 0, admissionsPerHour: 0 },
+      });
+      const verdicts = await Promise.all(
+        Array.from({ length: 12 }, (_, i) =>
+          instances()[i % 2]!.transaction((tx) =>
+            presentAtGate(tx as Database, presentation({ origin: `race-${i}.example`, nonce }) as never, circumstances(i)),
+          ),
+        ),
+      );
+      expect(verdicts.filter((v) => v.verdict === "admitted")).toHaveLength(1);
+      expect(verdicts.filter((v) => v.verdict === "filtered" && v.rule === "nonce")).toHaveLength(11);
+      expect(await nonceSpent(t().db, nonce)).toBe(true);
     });
   },
   { neon: "a second serverless instance is a second Neon pool on the same database" },

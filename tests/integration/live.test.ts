@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { and, count, eq, isNull, sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
-import { citizens, gateNonces, inboxCounts, liveSchedules, messages, residencyAcceptances, residencyLog } from "@/db/schema";
+import { citizens, inboxCounts, liveSchedules, messages, residencyAcceptances, residencyLog } from "@/db/schema";
 import { keepCheckpoint } from "@/lib/doors/checkpoints";
 import { readCensusDoor } from "@/lib/doors/discovery";
 import { presentGate } from "@/lib/doors/gate";
@@ -16,7 +16,7 @@ import { acceptResidency } from "@/lib/doors/residency";
 import { verifyResidencyLog } from "@/lib/doors/residency-log";
 import type { AnyDoor } from "@/lib/doors/door";
 import { asOwner, describeOnDatabases } from "../support/databases";
-import { admit, callDoor } from "../support/gate";
+import { admit, callDoor, nonceSpent, presentation } from "../support/gate";
 import { expectProblem } from "../support/assertions";
 
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
@@ -152,7 +152,10 @@ describeOnDatabases("leave and return", (t) => {
         residency_status: "bound",
       });
       expect(back.body.nonce).toMatch(/^[0-9a-f]{32}$/);
-      expect(await t().db.select().from(gateNonces).where(eq(gateNonces.nonce, back.body.nonce))).toHaveLength(1);
+      // Made with no row (issue 42): nothing stored until the gate spends it, once.
+      expect(await nonceSpent(t().db, back.body.nonce)).toBe(false);
+      expect((await callDoor(presentGate, { body: presentation({ ask: "look", nonce: back.body.nonce }) })).body.verdict).toBe("observer");
+      expect(await nonceSpent(t().db, back.body.nonce)).toBe(true);
       expect(Number.isInteger(back.body.tide) && back.body.tide > 0).toBe(true);
       expect(Object.keys(back.body.delta).sort()).toEqual(DELTA_FIELDS);
       expect(back.body.delta).toEqual({

@@ -58,7 +58,7 @@ describeOnDatabases("reading doors write nothing", (t) => {
       .filter((d) => !doorHints(d).readOnly)
       .map((d) => d.name)
       .sort();
-    // The GET doors that issue something (a gate nonce, a proof challenge), create the signing key
+    // The GET doors that issue something (a gate nonce counted on its address, a proof challenge), create the signing key
     // once, or remember the verified log head say so on their declaration.
     expect(declaredWriters).toEqual(
       [

@@ -1,5 +1,5 @@
 import { beforeAll, expect, it } from "vitest";
-import { eq } from "drizzle-orm";
+import { eq, inArray } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { citizens, gateNonces, WAKE_ON } from "@/db/schema";
 import { appendIdentityLog } from "@/lib/city/identity-log";
@@ -22,6 +22,7 @@ import { readVault, writeVault } from "@/lib/doors/vault";
 import { readAndFileWard } from "@/lib/doors/ward";
 import { lockLot } from "@/lib/doors/lots";
 import { presentGate } from "@/lib/doors/gate";
+import { consumeNonce } from "@/lib/city/gate";
 import { admit, callDoor, freshNonce, keyPair, presentation } from "../support/gate";
 import { seedCity } from "@/scripts/bench-seed";
 import { describeOnDatabases, HEAVY_TEST_MS } from "../support/databases";
@@ -349,7 +350,14 @@ describeOnDatabases("database round trips of the citizen's writes and the poll",
     expect(second.body).toMatchObject({ returned: false, residency_status: "bound", bed_id: expect.any(String) });
     const third = await poll({ cursor: first.body.cursor });
     expect(third.body.delta.since).toBe(first.body.now_utc);
-    const held = await t().db.select().from(gateNonces).where(eq(gateNonces.holder, me.did));
-    expect(held.map((n) => n.nonce)).toEqual([third.body.nonce]);
+    // A poll's nonce is made with no row: none is stored until it is spent, and each poll's spends once.
+    expect(
+      await t()
+        .db.select()
+        .from(gateNonces)
+        .where(inArray(gateNonces.nonce, [first.body.nonce, second.body.nonce, third.body.nonce])),
+    ).toEqual([]);
+    expect(await consumeNonce(t().db, third.body.nonce, new Date())).toBe(true);
+    expect(await consumeNonce(t().db, third.body.nonce, new Date())).toBe(false);
   });
 });

@@ -1,5 +1,8 @@
 import { bytesToHex } from "@noble/hashes/utils.js";
 import * as ed from "@noble/ed25519";
+import { eq } from "drizzle-orm";
+import type { Database } from "@/db/client";
+import { gateNonces } from "@/db/schema";
 import { describeGate, presentGate } from "@/lib/doors/gate";
 import { serveDoor } from "@/lib/doors/http";
 import type { AnyDoor } from "@/lib/doors/door";
@@ -63,4 +66,9 @@ export async function keyPair() {
     publicKey,
     sign: async (message: string) => bytesToHex(await ed.signAsync(new TextEncoder().encode(message), secretKey)),
   };
+}
+
+/** Whether a nonce was spent: gate_nonces holds spent nonces only (issuing one stores nothing). */
+export async function nonceSpent(db: Database, nonce: string): Promise<boolean> {
+  return (await db.select().from(gateNonces).where(eq(gateNonces.nonce, nonce))).length === 1;
 }

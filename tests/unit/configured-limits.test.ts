@@ -39,8 +39,8 @@ describe("published limits under a non-default configuration", () => {
     expect(gate.filter((l) => l.per.includes("client address"))).toEqual([]);
     expect(gate.filter((l) => l.name === "admissions")).toEqual([]);
     expect(gate.find((l) => l.per.startsWith("origin"))).toMatchObject({ limit: 7, window_seconds: 3600 });
-    // Only the city-wide nonce bound (issue 29, item 8), never a per-address one.
-    expect(openApiLimits("describe-gate").map((l) => l.name)).toEqual(["gate_nonces_live"]);
+    // The per-address nonce quota is off, and no city-wide nonce bound is left (issue 42: a nonce is no row).
+    expect(openApiLimits("describe-gate")).toEqual([]);
     expect(openApiLimits("seek-hospital").filter((l) => l.name === "unsigned_filings")).toEqual([]);
     expect(openApiLimits("keep-locker").find((l) => l.name === "city_bytes")).toMatchObject({ limit: 1_000_000 });
   });
@@ -97,7 +97,7 @@ describe("published limits under a non-default configuration", () => {
     // The origin's 7, the city-wide bound on counted addresses and origins (issue 29, item 8), then the
     // ward store's city-wide bounds (a ward request is kept there; item 1), as configured.
     expect(limits.doors["present-at-gate"]!.map((l) => l.limit)).toEqual([7, 20000, 268_435_456, 40_000, 4_000]);
-    expect(limits.doors["describe-gate"]!.map((l) => [l.name, l.limit])).toEqual([["gate_nonces_live", 2000]]);
+    expect(limits.doors["describe-gate"]).toBeUndefined();
     expect(JSON.stringify(limits)).not.toContain("CITY_GATE_PER_ADDRESS_PER_HOUR");
   });
 });

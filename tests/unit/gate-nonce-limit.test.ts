@@ -1,0 +1,25 @@
+import { describe, expect, it } from "vitest";
+import { buildLlmsTxt } from "@/lib/doors/llms";
+import { describeGate } from "@/lib/doors/gate";
+import { registry } from "@/lib/doors/registry";
+
+/*
+ * Where client addresses are known, GET /gate publishes its per-address nonce quota, and says
+ * what kind of bound it is (issue 42): GCRA, sliding, with the burst it allows.
+ */
+Object.assign(process.env, { CITY_TRUSTED_PROXIES: "1", CITY_GATE_PER_ADDRESS_PER_HOUR: "30" });
+
+describe("the gate's per-address nonce quota as published", () => {
+  it("is the only limit of describe-gate: 30 per 3600 s per client address, GCRA, a burst of 30 then one every 120 s", () => {
+    expect(describeGate.limits).toEqual([
+      {
+        name: "gate nonces",
+        limit: 30,
+        window_seconds: 3600,
+        per: "client address (GCRA, sliding: a burst of 30, then one every 120 s, so at most 30 + t / 120 in any t seconds) (env CITY_GATE_PER_ADDRESS_PER_HOUR; 0 is off)",
+        over: "refused",
+      },
+    ]);
+    expect(buildLlmsTxt(registry, "https://city.example")).toContain("GCRA, sliding: a burst of 30, then one every 120 s");
+  });
+});
