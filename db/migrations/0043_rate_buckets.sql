@@ -41,4 +41,10 @@ ALTER TABLE "rate_windows" ALTER COLUMN "bucket_ms" SET NOT NULL;--> statement-b
 ALTER TABLE "rate_windows" ALTER COLUMN "counts" SET NOT NULL;--> statement-breakpoint
 -- Kept only while lib/city/gate-nonces.ts still reads it (its live_room): written by nothing now.
 ALTER TABLE "rate_windows" ALTER COLUMN "ats" SET DEFAULT '{}';--> statement-breakpoint
-UPDATE "rate_windows" SET ats = '{}';
+UPDATE "rate_windows" SET ats = '{}';--> statement-breakpoint
+-- The stripes of the city's hourly city-wide windows (the gate's admissions, the recovery holds, the
+-- ward's unsigned filings), stored empty now, so that no first takes race to create them: at most
+-- RATE_STRIPES (32) per window, buckets of 300000 ms (an hour in twelve). They never expire.
+INSERT INTO "rate_windows" ("scope", "subject", "bucket", "bucket_ms", "counts", "expires_at", "allowed")
+SELECT scope, 'city/' || s, 0, 300000, array_fill(0, ARRAY[13]), 'infinity', false
+FROM unnest(ARRAY['gate-admissions', 'recover-hold-city', 'ward-unsigned']) AS scope, generate_series(0, 31) AS s;

@@ -18,15 +18,15 @@ import {
 /*
  * A city-wide window without a row for the whole city: its limit is cut in stripes (subjects
  * city/0, city/1, ...; stripe s holds limit / N, the first limit % N one more), each a bucketed
- * window of its own (rate-buckets.ts). A taker charges the stripe with the most room that no
- * other transaction holds (FOR UPDATE SKIP LOCKED, ties broken from a random stripe of its own),
- * so parallel takers charge distinct rows and none waits while a stripe is free. Only when every
- * stripe with room is held does it wait, for them in turn, each re-read once its holder commits; a
- * stripe not stored yet is created (all the others with it) by an upsert. So:
+ * window of its own (rate-buckets.ts). A taker charges the stripe with the most room that no other
+ * transaction holds (FOR UPDATE SKIP LOCKED), so parallel takers charge distinct rows and none
+ * waits while a stripe with room is free; only when every stripe with room is held does it wait
+ * for one (see stripedCtes). So:
  * - never more than `limit` in any window's length: each stripe lets at most its share through;
- * - never refused while room is left: a refusal means every stripe, read at its latest version,
- *   counted its whole share, so the city counted `limit` (slack 0 both ways, beyond the buckets'
- *   step: an attempt counts for the window and at most one bucket more, as everywhere).
+ * - a refusal means every stripe counted its whole share (the city counted `limit`), except in one
+ *   case: the free stripe a take locked was filled, twice in a row, by takes that committed while
+ *   its statement ran (then it answers Retry-After 1, and the next take finds the room); and a
+ *   first take racing to store a window's stripes (the migration stores those of the city's own).
  * Stripes never expire (the sweep keeps them): at most RATE_STRIPES rows per city-wide window.
  */
 
@@ -75,55 +75,63 @@ export function stripesRoomSql(window: Window, now: Date): SQL {
 /**
  * The CTEs that take a city-wide window as CTE `name` (columns allowed, subject, bucket, counts,
  * stripes: those of takeWindowSql, and the stripes as JSON when refused), only when `source` (a
- * FROM ... WHERE clause on the statement's other CTEs) has a row. In order: `pick` locks the stripe
- * with the most room no one holds (SKIP LOCKED); only without one, `wait` locks the first with room
- * from this taker's own, waiting for its holder and re-reading it (a stripe found full then is
- * passed over for the next); only without one either, `new` names a stripe not stored yet, which
- * `made` creates with this attempt (an upsert: a parallel twin's row is taken as it stands) and
- * `seeded` creates the others empty. `took` charges the stripe locked, its room checked again.
+ * FROM ... WHERE clause on the statement's other CTEs) has a row. `room`: the stripes with room as
+ * the statement's snapshot saw them (no lock). `pick` locks the one with the most room that no
+ * transaction holds (SKIP LOCKED; ties broken from a random stripe), `took` charges it when its
+ * latest version still has room; if a take committed meanwhile filled it, `again` and `retook` do
+ * the same once more with another. Only when every stripe with room is held (so this statement
+ * holds none) does `wait` lock, in the order of their subjects, the first whose latest version has
+ * room, waiting for each holder in turn: every statement that waits takes its stripe locks in one
+ * order and holds no other, so no two wait for each other. When no stored stripe has room and
+ * some are not stored, `made` stores them all (in order; one holds this attempt).
  */
 export function stripedCtes(name: string, window: Window, now: Date, source: SQL = sql``): SQL {
   const n = (suffix: string) => sql.raw(`${name}_${suffix}`);
-  const stripes = window.stripes ?? 1;
-  const home = Math.floor(Math.random() * stripes);
+  const home = Math.floor(Math.random() * (window.stripes ?? 1));
   const go = sql`EXISTS (SELECT 1 ${source})`;
   const shifted = shiftedSql(window, now, "w");
   const count = countSql(shifted);
   const cur = sql`${bucketOf(window, now)}::bigint`;
   const b = sql`${bucketMs(window)}::bigint`;
   const scope = sql`${window.scope}::text`;
-  const lockable = sql`SELECT w.subject, s.lim FROM rate_windows w JOIN ${n("stripes")} s ON s.subject = w.subject WHERE w.scope = ${scope} AND ${go}`;
-  const newLim = sql`(SELECT lim FROM ${n("new")})`;
+  const columns = sql`w.allowed, w.subject, w.bucket, w.counts`;
+  const charge = (locked: SQL) =>
+    sql`UPDATE rate_windows w SET counts = ${bumpedSql(shifted)}, bucket = greatest(w.bucket, ${cur}), bucket_ms = ${b}, allowed = true
+      FROM ${locked} c WHERE w.scope = ${scope} AND w.subject = c.subject AND ${count} < c.lim RETURNING ${columns}`;
+  const free = (when: SQL) =>
+    sql`SELECT w.subject, r.lim FROM rate_windows w JOIN ${n("room")} r ON r.subject = w.subject WHERE w.scope = ${scope} AND ${when}
+      ORDER BY r.free DESC, r.ord LIMIT 1 FOR UPDATE OF w SKIP LOCKED`;
+  const first = sql`(SELECT subject FROM ${n("new")} ORDER BY ord LIMIT 1)`;
   return sql`
     ${n("stripes")} AS ${stripesValues(window, home)},
-    ${n("pick")} AS (${lockable} AND ${count} < s.lim ORDER BY s.lim - ${count} DESC, s.ord LIMIT 1 FOR UPDATE OF w SKIP LOCKED),
-    ${n("wait")} AS (${lockable} AND NOT EXISTS (SELECT 1 FROM ${n("pick")}) AND ${count} < s.lim ORDER BY s.ord LIMIT 1 FOR UPDATE OF w),
+    ${n("room")} AS (
+      SELECT w.subject, s.lim, s.ord, s.lim - ${count} AS free FROM rate_windows w JOIN ${n("stripes")} s ON s.subject = w.subject
+      WHERE w.scope = ${scope} AND ${go} AND ${count} < s.lim),
+    ${n("pick")} AS (${free(sql`true`)}),
+    ${n("took")} AS (${charge(n("pick"))}),
+    ${n("again")} AS (${free(sql`w.subject <> (SELECT subject FROM ${n("pick")}) AND NOT EXISTS (SELECT 1 FROM ${n("took")})`)}),
+    ${n("retook")} AS (${charge(n("again"))}),
+    ${n("wait")} AS (
+      SELECT w.subject, s.lim FROM rate_windows w JOIN ${n("stripes")} s ON s.subject = w.subject
+      WHERE w.scope = ${scope} AND ${go} AND NOT EXISTS (SELECT 1 FROM ${n("pick")}) AND ${count} < s.lim
+      ORDER BY w.subject LIMIT 1 FOR UPDATE OF w),
+    ${n("waited")} AS (${charge(n("wait"))}),
     ${n("new")} AS (
-      SELECT s.subject, s.lim FROM ${n("stripes")} s
-      WHERE ${go} AND NOT EXISTS (SELECT 1 FROM ${n("pick")}) AND NOT EXISTS (SELECT 1 FROM ${n("wait")})
-        AND NOT EXISTS (SELECT 1 FROM rate_windows r WHERE r.scope = ${scope} AND r.subject = s.subject)
-      ORDER BY s.ord LIMIT 1),
-    ${n("seeded")} AS (
-      INSERT INTO rate_windows (scope, subject, bucket, bucket_ms, counts, expires_at, allowed)
-      SELECT ${scope}, s.subject, ${cur}, ${b}, ${freshCountsSql(false)}, 'infinity', false FROM ${n("stripes")} s, ${n("new")} m WHERE s.subject <> m.subject
-      ON CONFLICT (scope, subject) DO NOTHING RETURNING 1),
-    ${n("took")} AS (
-      UPDATE rate_windows w SET counts = ${bumpedSql(shifted)}, bucket = greatest(w.bucket, ${cur}), bucket_ms = ${b}, allowed = true
-      FROM (SELECT subject, lim FROM ${n("pick")} UNION ALL SELECT subject, lim FROM ${n("wait")}) c
-      WHERE w.scope = ${scope} AND w.subject = c.subject AND ${count} < c.lim
-      RETURNING w.allowed, w.subject, w.bucket, w.counts),
+      SELECT s.subject, s.ord FROM ${n("stripes")} s
+      WHERE ${go} AND NOT EXISTS (SELECT 1 FROM ${n("room")})
+        AND NOT EXISTS (SELECT 1 FROM rate_windows r WHERE r.scope = ${scope} AND r.subject = s.subject)),
     ${n("made")} AS (
-      INSERT INTO rate_windows AS w (scope, subject, bucket, bucket_ms, counts, expires_at, allowed)
-      SELECT ${scope}, subject, ${cur}, ${b}, ${freshCountsSql(true)}, 'infinity', true FROM ${n("new")}
-      ON CONFLICT (scope, subject) DO UPDATE SET
-        allowed = ${count} < ${newLim},
-        counts = CASE WHEN ${count} < ${newLim} THEN ${bumpedSql(shifted)} ELSE ${shifted} END,
-        bucket = greatest(w.bucket, ${cur}), bucket_ms = ${b}
-      RETURNING w.allowed, w.subject, w.bucket, w.counts),
+      INSERT INTO rate_windows (scope, subject, bucket, bucket_ms, counts, expires_at, allowed)
+      SELECT ${scope}, subject, ${cur}, ${b}, CASE WHEN subject = ${first} THEN ${freshCountsSql(true)} ELSE ${freshCountsSql(false)} END,
+        'infinity', subject = ${first} FROM ${n("new")} ORDER BY subject
+      ON CONFLICT (scope, subject) DO NOTHING RETURNING allowed, subject, bucket, counts),
     ${sql.raw(name)} AS (
       SELECT coalesce(t.allowed, false) AS allowed, t.subject, t.bucket, t.counts,
         CASE WHEN t.allowed IS NOT TRUE THEN ${stripesJson(window, n("stripes"))} END AS stripes
-      FROM (SELECT 1) one LEFT JOIN (SELECT * FROM ${n("took")} UNION ALL SELECT * FROM ${n("made")}) t ON true WHERE ${go})`;
+      FROM (SELECT 1) one LEFT JOIN (
+        SELECT * FROM ${n("took")} UNION ALL SELECT * FROM ${n("retook")} UNION ALL SELECT * FROM ${n("waited")}
+        UNION ALL SELECT * FROM ${n("made")} WHERE allowed) t ON true
+      WHERE ${go})`;
 }
 
 interface StoredStripe {
