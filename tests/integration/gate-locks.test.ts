@@ -61,7 +61,7 @@ describeOnDatabases(
       Number(
         rowsOf<{ n: number }>(
           await t().db.execute(
-            sql`SELECT count(*)::int AS n FROM rate_windows, unnest(ats) WHERE scope = ${scope} ${subject === undefined ? sql`` : sql`AND subject = ${subject}`}`,
+            sql`SELECT coalesce(sum(c), 0)::int AS n FROM rate_windows, unnest(counts) AS c WHERE scope = ${scope} ${subject === undefined ? sql`` : sql`AND subject = ${subject}`}`,
           ),
         )[0]!.n,
       );
