@@ -130,7 +130,7 @@ describeOnDatabases("rate windows at their edge, and city-wide windows over stri
     const other = await t().openAnotherInstance();
     if (!other) return;
     try {
-      // Two stripes of two: two holders hold both, two more takers find none free.
+      // Two stripes of two: two holders hold both, and a third taker finds none free.
       const window = cityWindow(fresh("held"), 4, HOUR);
       const two = { ...window, stripes: 2 };
       const now = bucketStart(50);
@@ -149,9 +149,12 @@ describeOnDatabases("rate windows at their edge, and city-wide windows over stri
       );
       while (taken < 2) await new Promise((r) => setImmediate(r));
       // Both stripes are held now: the third taker waits for one (a lock not granted), then takes the room left.
-      const third = takeSlot(other.db, two, now);
-      while ((await lockWaits()) === 0);
+      let settled = false;
+      const third = takeSlot(other.db, two, now).finally(() => (settled = true));
+      let waited = 0;
+      while (!settled && waited === 0) waited = await lockWaits();
       release();
+      expect(waited).toBe(1);
       expect(await Promise.all(holders)).toEqual([true, true]);
       expect((await third).allowed).toBe(true);
       expect((await takeSlot(t().db, two, now)).allowed).toBe(false);
