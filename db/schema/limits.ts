@@ -1,19 +1,30 @@
-import { boolean, index, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+import { sql } from "drizzle-orm";
+import { bigint, boolean, index, integer, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
 
 /**
- * One row per rate window (gate floods, hourly write limits): the moments of the attempts it
- * counts, oldest first. Taken by one upsert (lib/city/rate.ts): ON CONFLICT locks the window's
- * row and sees its latest version, so a limit holds across serverless instances and parallel
- * requests with no lock or count of its own.
+ * One row per rate window (gate floods, hourly write limits) and per stripe of a city-wide window:
+ * its attempts counted per time bucket, a fixed few counts (lib/city/rate.ts). Taken by one upsert
+ * (or, for a stripe, a guarded UPDATE of the row the statement locked): the row's latest version
+ * decides, so a limit holds across serverless instances and parallel requests with no lock or
+ * count of its own.
  */
 export const rateWindows = pgTable(
   "rate_windows",
   {
     scope: text("scope").notNull(),
     subject: text("subject").notNull(),
-    /** The counted attempts still in the window (pruned on every take), sorted. */
-    ats: timestamp("ats", { withTimezone: true, mode: "date" }).array().notNull(),
-    /** When the newest attempt leaves its window: any request may sweep the row after that. */
+    /** The number of the newest bucket (floor(epoch ms / bucket_ms)): counts[1] is its count. */
+    bucket: bigint("bucket", { mode: "number" }).notNull(),
+    /** The length of a bucket: the window / RATE_BUCKETS. */
+    bucketMs: bigint("bucket_ms", { mode: "number" }).notNull(),
+    /** Attempts counted per bucket, newest first (RATE_BUCKETS + 1 of them). */
+    counts: integer("counts").array().notNull(),
+    /** Unused since migration 0043; kept only while lib/city/gate-nonces.ts still reads it. */
+    ats: timestamp("ats", { withTimezone: true, mode: "date" })
+      .array()
+      .notNull()
+      .default(sql`'{}'`),
+    /** When the newest counted bucket leaves the window (a stripe: never): any request may sweep the row after that. */
     expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }).notNull(),
     /** Whether the latest take was counted (an upsert answers only the row it leaves). */
     allowed: boolean("allowed").notNull(),

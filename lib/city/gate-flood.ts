@@ -1,7 +1,7 @@
 import { type Database } from "@/db/client";
 import { filtered, GATE_SUBJECTS_MAX, type GateCircumstances, type Presentation, type Verdict } from "./gate-presentation";
 import { type Chain, type ChainOutcome, subjectsRetryAfter, takeChain } from "./gate-windows";
-import type { Slot, Window } from "./rate";
+import { cityWindow, type Slot, type Window } from "./rate";
 import { normalKey } from "./names";
 
 /**
@@ -27,7 +27,7 @@ export function originWindow(p: Presentation, c: GateCircumstances): Window {
 /** The city-wide ceiling on new admissions and ward requests per hour (0 is off). */
 export function admissionWindow(c: GateCircumstances): Window | null {
   if (c.limits.admissionsPerHour <= 0) return null;
-  return { scope: "gate-admissions", subject: "city", limit: c.limits.admissionsPerHour, windowSeconds: 3600 };
+  return cityWindow("gate-admissions", c.limits.admissionsPerHour, 3600);
 }
 
 export function subjectsMax(c: GateCircumstances): number {

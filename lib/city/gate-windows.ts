@@ -1,14 +1,15 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
-import { type Slot, slotColumns, slotOf, sweepWindowsSql, takeWindowSql, type Window } from "./rate";
+import { type Slot, slotColumns, slotOf, sweepWindowsSql, takeCtes, type Window } from "./rate";
+import { stripesRetryAfter, stripesRoomSql } from "./rate-stripes";
 
 /**
  * The gate's windows counted as one chain: the per-subject windows (the
  * client address, the named origin) in order, each only when the one before let it through, then
- * the city-wide ceiling, only when all of them did. So whatever takes the ceiling's row (a lock
- * every admission shares, held to its commit) was counted against its own address and origin
- * first. And a presentation the ceiling refuses spends and stores nothing per subject: the chain
+ * the city-wide ceiling, only when all of them did. So whatever takes a stripe of the ceiling
+ * (rate-stripes.ts: a row lock held to its commit, shared with no parallel admission while a stripe
+ * is free) was counted against its own address and origin first. And a presentation the ceiling refuses spends and stores nothing per subject: the chain
  * starts only when the ceiling, read in the same statement, has room; when a parallel admission
  * took the last slot meanwhile, the per-subject takes are undone (undoTakes) before the answer.
  */
@@ -28,7 +29,8 @@ export interface Chain {
 }
 
 export type ChainOutcome =
-  | { kind: "taken" }
+  /** `rows`: the windows charged, the ceiling's as the stripe it charged (what undoTakes gives back). */
+  | { kind: "taken"; rows: Window[] }
   | { kind: "skipped" }
   /** The ceiling was full: nothing spent per subject (undone when a parallel taker won the last slot). */
   | { kind: "ceiling-full"; retryAfterSeconds: number; undo: Window[] }
@@ -36,7 +38,6 @@ export type ChainOutcome =
   | { kind: "subjects-full" }
   | { kind: "refused"; window: Window; slot: Slot };
 
-const moment = (at: Date) => sql`${at.toISOString()}::timestamptz`;
 const name = (i: number) => `take_${i}`;
 
 /**
@@ -54,12 +55,8 @@ export function chainSql(chain: Chain, now: Date): { ctes: SQL; allTaken: SQL; c
     gates.push("chain_when.ok");
   }
   if (chain.ceiling) {
-    const { scope, subject, limit, windowSeconds } = chain.ceiling;
-    const since = moment(new Date(now.getTime() - windowSeconds * 1000));
-    ctes.push(sql`ceiling_room AS (
-      SELECT coalesce(count(a), 0) < ${limit}::int AS room, min(a) AS oldest
-      FROM rate_windows w, unnest(w.ats) AS a WHERE w.scope = ${scope} AND w.subject = ${subject} AND a > ${since})`);
-    columns.push(sql.raw(`(SELECT room FROM ceiling_room) AS ceiling_room, (SELECT oldest FROM ceiling_room) AS ceiling_oldest`));
+    ctes.push(sql`ceiling_room AS (${stripesRoomSql(chain.ceiling, now)})`);
+    columns.push(sql.raw(`(SELECT room FROM ceiling_room) AS ceiling_room, (SELECT stripes FROM ceiling_room) AS ceiling_stripes`));
     gates.push("ceiling_room.room");
   }
   const keyed = chain.windows.filter((w) => (CLIENT_KEYED_SCOPES as readonly string[]).includes(w.scope));
@@ -82,7 +79,7 @@ export function chainSql(chain: Chain, now: Date): { ctes: SQL; allTaken: SQL; c
   const first = gates.length ? sql.raw(`FROM ${gates.map((g) => g.split(".")[0]).join(", ")} WHERE ${gates.join(" AND ")}`) : sql``;
   all.forEach((w, i) => {
     const source = i === 0 ? first : sql.raw(`FROM ${name(i - 1)} WHERE ${name(i - 1)}.allowed`);
-    ctes.push(sql`${sql.raw(name(i))} AS (${takeWindowSql(w, now, source)})`);
+    ctes.push(takeCtes(name(i), w, now, source));
     columns.push(slotColumns(name(i)));
   });
   const allTaken = all.length
@@ -97,24 +94,20 @@ export function chainSql(chain: Chain, now: Date): { ctes: SQL; allTaken: SQL; c
 export function chainOutcome(row: Record<string, unknown>, chain: Chain, now: Date): ChainOutcome {
   if (chain.when && row.chain_when !== true) return { kind: "skipped" };
   if (chain.ceiling && row.ceiling_room !== true) {
-    return { kind: "ceiling-full", retryAfterSeconds: retryAfter(row.ceiling_oldest as Date | string | null, chain.ceiling, now), undo: [] };
+    return { kind: "ceiling-full", retryAfterSeconds: stripesRetryAfter(row.ceiling_stripes, chain.ceiling, now), undo: [] };
   }
   if ("subjects_room" in row && row.subjects_room !== true) return { kind: "subjects-full" };
   for (const [i, window] of chain.windows.entries()) {
     const slot = slotOf(row, name(i), window, now);
     if (slot && !slot.allowed) return { kind: "refused", window, slot };
   }
-  if (chain.ceiling) {
-    const slot = slotOf(row, name(chain.windows.length), chain.ceiling, now);
-    // Its room was read a moment before its take: a parallel admission took the last slot meanwhile.
-    if (slot && !slot.allowed) return { kind: "ceiling-full", retryAfterSeconds: slot.retryAfterSeconds, undo: chain.windows };
-  }
-  return { kind: "taken" };
-}
-
-function retryAfter(oldest: Date | string | null, window: Window, now: Date): number {
-  const from = oldest ? new Date(oldest).getTime() : now.getTime();
-  return Math.max(1, Math.ceil((from + window.windowSeconds * 1000 - now.getTime()) / 1000));
+  if (!chain.ceiling) return { kind: "taken", rows: chain.windows };
+  const ceiling = name(chain.windows.length);
+  const slot = slotOf(row, ceiling, chain.ceiling, now);
+  // Its room was read a moment before its take: parallel admissions took the last slots meanwhile.
+  if (slot && !slot.allowed) return { kind: "ceiling-full", retryAfterSeconds: slot.retryAfterSeconds, undo: chain.windows };
+  const stripe: Window = { ...chain.ceiling, subject: String(row[`${ceiling}_subject`]), stripes: undefined };
+  return { kind: "taken", rows: [...chain.windows, stripe] };
 }
 
 /** Counts a chain in a statement of its own (with nothing else): its outcome. */
@@ -126,29 +119,28 @@ export async function takeChain(db: Database, chain: Chain, now: Date): Promise<
 
 /** Undoes what a refused chain spent per subject (see undoTakes), then answers its outcome. */
 export async function settle(db: Database, outcome: ChainOutcome, now: Date): Promise<ChainOutcome> {
-  if (outcome.kind === "ceiling-full" && outcome.undo.length) await undoTakes(db, outcome.undo, now);
+  if (outcome.kind === "ceiling-full" && outcome.undo.length) await undoTakes(db, outcome.undo);
   return outcome;
 }
 
 /**
- * Takes back the attempt this transaction counted at `now` in each window (one statement): a row
- * that holds nothing else is deleted, any other loses that one attempt. The transaction holds each
- * row's lock since its take, so no other attempt came in between: the rows are as they were before
- * (but for attempts that had left their window, pruned by the take, and an expiry the sweep
- * may see later than it need be).
+ * Takes back the attempt this transaction counted in each window (one statement; a city-wide
+ * window as the stripe it charged: ChainOutcome's `rows`): one less in the row's newest bucket,
+ * where the take counted it. The transaction holds each row's lock since its take, so no other
+ * attempt came in between. A row that holds nothing else is deleted (it was new: the client-keyed
+ * rows' count is as it was), but a stripe, which stays.
  */
-export async function undoTakes(db: Database, windows: readonly Window[], now: Date): Promise<void> {
+export async function undoTakes(db: Database, windows: readonly Window[]): Promise<void> {
   if (!windows.length) return;
-  const at = moment(now);
   const keys = sql.join(
     windows.map((w) => sql`(${w.scope}::text, ${w.subject}::text)`),
     sql`, `,
   );
+  const alone = sql`(expires_at < 'infinity' AND (SELECT sum(c) FROM unnest(counts) AS c) = 1)`;
   await db.execute(sql`
-    WITH gone AS (DELETE FROM rate_windows WHERE (scope, subject) IN (${keys}) AND ats = ARRAY[${at}])
-    UPDATE rate_windows SET
-      ats = ats[1:array_position(ats, ${at}) - 1] || ats[array_position(ats, ${at}) + 1:]
-    WHERE (scope, subject) IN (${keys}) AND ats <> ARRAY[${at}] AND array_position(ats, ${at}) IS NOT NULL`);
+    WITH gone AS (DELETE FROM rate_windows WHERE (scope, subject) IN (${keys}) AND ${alone})
+    UPDATE rate_windows SET counts = ARRAY[counts[1] - 1] || counts[2:]
+    WHERE (scope, subject) IN (${keys}) AND counts[1] > 0 AND NOT ${alone}`);
 }
 
 /** Seconds until the oldest row of the client-keyed scopes may be swept: when a new subject finds room again. */

@@ -2,13 +2,12 @@ import { type Database } from "@/db/client";
 import { admitNew, fileWardRequest } from "./gate-admissions";
 import { checkGateText } from "./gate-content";
 import { firstAdmitProblem, proofFor } from "./gate-controller";
-import { addressWindow, admissionChain, admissionWindow, countAlone, originWindow } from "./gate-flood";
+import { addressWindow, admissionChain, countAlone } from "./gate-flood";
 import { filtered, type GateCircumstances, lookReceipt, type Presentation, type Verdict } from "./gate-presentation";
 import { type GateReading, type HeldCitizen, readGate } from "./gate-reading";
 import { resume } from "./gate-resume";
 import { scanContent } from "@/lib/scan";
 import { undoTakes } from "./gate-windows";
-import type { Window } from "./rate";
 
 /**
  * The gate's door functions: presenting (the verdict rules in their order), consuming a nonce, and a
@@ -71,12 +70,9 @@ export async function presentAtGate(db: Database, p: Presentation, c: GateCircum
   if (decided === "admit") return admitNew(db, p, c, reading);
   if (decided === "ward") return fileWardRequest(db, p, c, address);
   if (reading.raced) {
-    // Counted as an admission a moment ago (its address kept): the origin and the ceiling are given back.
-    await undoTakes(
-      db,
-      [originWindow(p, c), admissionWindow(c)].filter((w): w is Window => w !== null),
-      c.now,
-    );
+    // Counted as an admission a moment ago (its address kept): the origin and the ceiling's stripe are given back.
+    const outcome = reading.admission!.outcome;
+    await undoTakes(db, outcome.kind === "taken" ? outcome.rows.filter((w) => w.scope !== "gate-address") : []);
     return decided as Verdict;
   }
   // Everything else counts the address on its own, first.

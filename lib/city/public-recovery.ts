@@ -9,7 +9,7 @@ import { takeChain } from "./gate-windows";
 import { appendIdentityLog } from "./identity-log";
 import { atLeast, type Authority, cancelOpenSteps, countKeyEvent, openStepOf, outranked } from "./key-authority";
 import { citizenKeys, commitmentAfterMove, thumbprintOrNone, uncommittedProblem } from "./pre-rotation";
-import { requireSlot, slotRefusal } from "./rate";
+import { cityWindow, requireSlot, slotRefusal } from "./rate";
 import { jwkThumbprint } from "./request-keys";
 
 /**
@@ -166,7 +166,7 @@ export async function holdRecovery(
   if (open.holds >= HOLDS_PER_RECOVERY) throw holdsSpent();
   const windows =
     h.ip && h.limits.perAddressPerDay > 0 ? [{ scope: "recover-hold-address", subject: h.ip, limit: h.limits.perAddressPerDay, windowSeconds: 86_400 }] : [];
-  const ceiling = h.limits.perHour > 0 ? { scope: "recover-hold-city", subject: "city", limit: h.limits.perHour, windowSeconds: 3600 } : null;
+  const ceiling = h.limits.perHour > 0 ? cityWindow("recover-hold-city", h.limits.perHour, 3600) : null;
   const outcome = await takeChain(db, { windows, ceiling, subjectsMax: 0 }, now);
   if (outcome.kind === "refused") throw slotRefusal(outcome.window, "recovery holds from this address", outcome.slot.retryAfterSeconds);
   if (outcome.kind === "ceiling-full") throw slotRefusal(ceiling!, "recovery holds in the city", outcome.retryAfterSeconds);

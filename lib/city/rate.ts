@@ -2,63 +2,97 @@ import { type SQL, sql } from "drizzle-orm";
 import { type Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
 import { CityError } from "@/lib/errors";
+import {
+  type Bucketed,
+  bucketMs,
+  bucketOf,
+  bumpedSql,
+  countSql,
+  countsOf,
+  freesAt,
+  freshCountsSql,
+  RATE_BUCKETS,
+  secondsUntil,
+  shiftedSql,
+  type Slot,
+  usedOf,
+  type Window,
+} from "./rate-buckets";
+import { stripedCtes, stripedSlot } from "./rate-stripes";
 
-export interface Window {
-  scope: string;
-  subject: string;
-  limit: number;
-  windowSeconds: number;
-}
+export { RATE_BUCKETS, secondsUntil, type Slot, type Window } from "./rate-buckets";
+export { cityWindow, RATE_STRIPES } from "./rate-stripes";
 
-export interface Slot {
-  allowed: boolean;
-  /** Attempts counted in the window, this one included when allowed. */
-  used: number;
-  remaining: number;
-  /** Seconds until the oldest counted attempt leaves the window (when refused). */
-  retryAfterSeconds: number;
-}
+/*
+ * Rate windows in constant work: a window is one row of RATE_BUCKETS + 1 counts per time bucket
+ * (lib/city/rate-buckets.ts), not the list of its attempts' times. A take shifts the counts to the
+ * current bucket and adds one only while fewer than `limit` are counted in them, so at most
+ * `limit` attempts fall in any `windowSeconds` (never more), and an attempt keeps counting for
+ * between windowSeconds and windowSeconds + one bucket (windowSeconds / RATE_BUCKETS): the window
+ * slides in steps of a bucket. A city-wide window is counted over stripes (rate-stripes.ts), so
+ * no row is one that every caller locks.
+ */
 
 /** Expired windows of any subject removed per take: each take adds at most one row, so the backlog shrinks. */
 export const RATE_SWEEP_BATCH = 32;
 
 const moment = (at: Date) => sql`${at.toISOString()}::timestamptz`;
 
+/** When a window whose newest counted bucket is the current one has no attempt left in it. */
+function expiresAt(window: Window, now: Date): Date {
+  return new Date((bucketOf(window, now) + RATE_BUCKETS + 1) * bucketMs(window));
+}
+
 /**
- * The one statement that counts an attempt against a window: an upsert of the window's row whose
- * SET keeps the attempts still in the window and adds this one only while fewer than `limit` are
- * counted. ON CONFLICT locks the row and computes the SET from its latest version, so N parallel
- * takers of one window on every instance let exactly `limit` through, in one round trip, with no
- * advisory lock and no count that could read an older snapshot. `source` (a FROM ... WHERE
- * clause) makes the take conditional on another CTE of the same statement.
+ * The one statement that counts an attempt against a per-subject window: an upsert of the
+ * window's row whose SET shifts its counts to the current bucket and adds this one only while
+ * fewer than `limit` are counted. ON CONFLICT locks the row and computes the SET from its latest
+ * version, so N parallel takers of one window on every instance let exactly `limit` through, in one
+ * round trip, with no advisory lock and no count that could read an older snapshot. `source` (a
+ * FROM ... WHERE clause) makes the take conditional on another CTE of the same statement. Its
+ * columns: allowed, subject, bucket, counts, stripes (null) (read back with slotColumns and slotOf).
  */
 export function takeWindowSql(window: Window, now: Date, source: SQL = sql``): SQL {
-  const { scope, subject, limit, windowSeconds } = window;
-  const since = moment(new Date(now.getTime() - windowSeconds * 1000));
-  const expires = moment(new Date(now.getTime() + windowSeconds * 1000));
-  const at = moment(now);
-  const room = sql`(SELECT count(*) FROM unnest(w.ats) AS a WHERE a > ${since}) < ${limit}::int`;
+  if (window.stripes) throw new Error(`${window.scope} is city-wide: take it with takeCtes`);
+  const { scope, subject, limit } = window;
+  const shifted = shiftedSql(window, now);
+  const room = sql`${countSql(shifted)} < ${limit}::int`;
+  const cur = sql`${bucketOf(window, now)}::bigint`;
+  const expires = moment(expiresAt(window, now));
   return sql`
-    INSERT INTO rate_windows AS w (scope, subject, ats, expires_at, allowed)
-    SELECT ${scope}, ${subject}, CASE WHEN ${limit}::int > 0 THEN ARRAY[${at}] ELSE '{}'::timestamptz[] END, ${expires}, ${limit}::int > 0 ${source}
+    INSERT INTO rate_windows AS w (scope, subject, bucket, bucket_ms, counts, expires_at, allowed)
+    SELECT ${scope}, ${subject}, ${cur}, ${bucketMs(window)}::bigint,
+      CASE WHEN ${limit}::int > 0 THEN ${freshCountsSql(true)} ELSE ${freshCountsSql(false)} END, ${expires}, ${limit}::int > 0 ${source}
     ON CONFLICT (scope, subject) DO UPDATE SET
       allowed = ${room},
-      ats = ARRAY(SELECT a FROM unnest(CASE WHEN ${room} THEN w.ats || ${at} ELSE w.ats END) AS a WHERE a > ${since} ORDER BY a),
+      counts = CASE WHEN ${room} THEN ${bumpedSql(shifted)} ELSE ${shifted} END,
+      bucket = greatest(w.bucket, ${cur}),
+      bucket_ms = ${bucketMs(window)}::bigint,
       expires_at = CASE WHEN ${room} THEN greatest(w.expires_at, ${expires}) ELSE w.expires_at END
-    RETURNING allowed, cardinality(ats) AS used, ats[1] AS oldest`;
+    RETURNING allowed, subject, bucket, counts, NULL::json AS stripes`;
+}
+
+/**
+ * The CTEs that take a window as CTE `name` (its columns selected with slotColumns(name)): one
+ * upsert for a per-subject window, the stripe CTEs for a city-wide one (rate-stripes.ts).
+ */
+export function takeCtes(name: string, window: Window, now: Date, source: SQL = sql``): SQL {
+  return window.stripes ? stripedCtes(name, window, now, source) : sql`${sql.raw(name)} AS (${takeWindowSql(window, now, source)})`;
 }
 
 /**
  * Deletes up to one batch of windows whose every attempt has left, whoever they counted against
  * (attacker-chosen origins and addresses are never counted again, so nothing else would remove
- * theirs), never a window the same statement takes. SKIP LOCKED keeps parallel sweeps from
- * waiting on each other or on a take; the outer expiry check sees a window taken meanwhile.
+ * theirs), never a window the same statement takes (nor a stripe: those never expire). SKIP
+ * LOCKED keeps parallel sweeps from waiting on each other or on a take; the outer expiry check
+ * sees a window taken meanwhile.
  */
 export function sweepWindowsSql(now: Date, taken: readonly Window[], batch = RATE_SWEEP_BATCH): SQL {
   const at = moment(now);
-  const keep = taken.length
+  const keys = taken.filter((w) => !w.stripes);
+  const keep = keys.length
     ? sql`AND (scope, subject) NOT IN (${sql.join(
-        taken.map((w) => sql`(${w.scope}::text, ${w.subject}::text)`),
+        keys.map((w) => sql`(${w.scope}::text, ${w.subject}::text)`),
         sql`, `,
       )})`
     : sql``;
@@ -71,7 +105,8 @@ export function sweepWindowsSql(now: Date, taken: readonly Window[], batch = RAT
 /** The columns a statement selects to read a taken window back (see slotOf): `name` is its CTE. */
 export function slotColumns(name: string): SQL {
   return sql.raw(
-    `(SELECT allowed FROM ${name}) AS ${name}_allowed, (SELECT used FROM ${name}) AS ${name}_used, (SELECT oldest FROM ${name}) AS ${name}_oldest`,
+    `(SELECT allowed FROM ${name}) AS ${name}_allowed, (SELECT subject FROM ${name}) AS ${name}_subject, (SELECT bucket FROM ${name}) AS ${name}_bucket, ` +
+      `(SELECT counts FROM ${name}) AS ${name}_counts, (SELECT stripes FROM ${name}) AS ${name}_stripes`,
   );
 }
 
@@ -79,12 +114,11 @@ export function slotColumns(name: string): SQL {
 export function slotOf(row: Record<string, unknown>, name: string, window: Window, now: Date): Slot | null {
   const allowed = row[`${name}_allowed`] as boolean | null;
   if (allowed === null || allowed === undefined) return null;
-  const used = Number(row[`${name}_used`]);
+  if (window.stripes) return stripedSlot(row, name, window, now);
+  const state: Bucketed = { bucket: Number(row[`${name}_bucket`] ?? 0), counts: countsOf(row[`${name}_counts`]) };
+  const used = usedOf(state, window, now);
   if (allowed) return { allowed: true, used, remaining: Math.max(0, window.limit - used), retryAfterSeconds: 0 };
-  const oldest = row[`${name}_oldest`] as Date | string | null;
-  const from = oldest ? new Date(oldest).getTime() : now.getTime();
-  const retryAfterSeconds = Math.max(1, Math.ceil((from + window.windowSeconds * 1000 - now.getTime()) / 1000));
-  return { allowed: false, used, remaining: 0, retryAfterSeconds };
+  return { allowed: false, used, remaining: 0, retryAfterSeconds: secondsUntil(freesAt(state, window.limit, window, now), now) };
 }
 
 /**
@@ -92,7 +126,7 @@ export function slotOf(row: Record<string, unknown>, name: string, window: Windo
  * `slot` (its columns selected with slotColumns("slot"), read back with slotOf or requireSlotIn).
  */
 export function slotCtes(window: Window, now: Date): SQL {
-  return sql`rate_swept AS (${sweepWindowsSql(now, [window])}), slot AS (${takeWindowSql(window, now)})`;
+  return sql`rate_swept AS (${sweepWindowsSql(now, [window])}), ${takeCtes("slot", window, now)}`;
 }
 
 /**

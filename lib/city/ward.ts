@@ -6,7 +6,7 @@ import { CityError } from "@/lib/errors";
 import { assertClean } from "@/lib/scan";
 import { PROTOCOLS } from "./protocols";
 import { type Parked, writeOrPark } from "./quarantine";
-import { takeSlot } from "./rate";
+import { cityWindow, takeSlot } from "./rate";
 import { type Charge, chargeSql, cityFull, newcomerSql, rowBytes } from "./store-bounds";
 import { type Reading, readState } from "./ward-shapes";
 
@@ -107,7 +107,7 @@ export async function readAndFile(db: Database, entry: WardEntry): Promise<{ rea
   }
   // After the address's own bound, so one address over its bound never spends the city's ceiling.
   if (entry.unsignedPerHour > 0) {
-    const slot = await takeSlot(db, { scope: WARD_UNSIGNED_SCOPE, subject: "city", limit: entry.unsignedPerHour, windowSeconds: 3600 }, entry.now);
+    const slot = await takeSlot(db, cityWindow(WARD_UNSIGNED_SCOPE, entry.unsignedPerHour, 3600), entry.now);
     if (!slot.allowed) return { reading, filing: { filed: false, why: "city-ceiling", retryAfterSeconds: slot.retryAfterSeconds } };
   }
   return { reading, filing: await insert() };

@@ -11,6 +11,7 @@ import { NEWCOMER_SECONDS } from "@/lib/city/newcomers";
 import { STORE_ROW_BYTES, STORE_STRIPES, storeGauges } from "@/lib/city/store-bounds";
 import { env } from "@/lib/env";
 import { door, Reply } from "./door";
+import { rateWindowsPublished, RateWindowsSchema } from "./rate-windows";
 import { Hex64, iso, lowerHex, NoInput, NowUtc, StoredText, Timestamp } from "./schemas";
 
 export const readChallenge = door({
@@ -175,7 +176,7 @@ export const readCapabilities = door({
   method: "GET",
   path: "/api/capabilities",
   summary:
-    "CITY-CAPS/1: the doctrine, the tier ladder, containment, the restriction mechanics, the clinic gauges, the city-wide store bounds' gauges and the MCP door.",
+    "CITY-CAPS/1: the doctrine, the tier ladder, containment, the restriction mechanics, the clinic gauges, the city-wide store bounds' gauges, the MCP door and how rate windows are counted (rate_windows).",
   auth: "none",
   roundTrips: { most: 2, why: "the clinic's gauges and the city-wide stores' gauges (the sums of city_store_stripes) are read in a statement each" },
   preferred: true,
@@ -206,6 +207,7 @@ export const readCapabilities = door({
       supportedVersions: z.array(z.string()),
       note: z.string(),
     }),
+    rate_windows: RateWindowsSchema,
   }),
   run: async (ctx) => ({
     now_utc: iso(ctx.now),
@@ -218,6 +220,7 @@ export const readCapabilities = door({
     clinic_last_24h: (await clinicReadings(ctx.db, ctx.now, null)).gauges,
     stores: { note: STORES_NOTE, newcomer_percent: env().CITY_STORE_NEWCOMER_PERCENT, gauges: await storeGauges(ctx.db, ctx.now) },
     mcp: MCP_BLOCK,
+    rate_windows: rateWindowsPublished(),
   }),
 });
 

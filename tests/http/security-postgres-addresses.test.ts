@@ -49,7 +49,7 @@ describeOnServer("client addresses: `next start` alone, no proxy configured", ()
   }, 60_000);
 
   it(`files exactly the city-wide ceiling of unsigned ward notes when every one of 40 parallel filings forges a new X-Forwarded-For`, async () => {
-    const used = city().count("rate_windows, unnest(ats)", "scope = 'ward-unsigned'");
+    const used = city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'ward-unsigned'");
     const notesBefore = city().count("ward_notes");
     const race = await city().race(40, (i) => post("/api/hospital", note(i), forged(i)));
     const filed = race.answers.filter((a) => a.body.filed === true);
@@ -64,7 +64,7 @@ describeOnServer("client addresses: `next start` alone, no proxy configured", ()
   }, 60_000);
 
   it("admits no more than the city-wide ceiling when every presentation forges a new X-Forwarded-For", async () => {
-    const used = city().count("rate_windows, unnest(ats)", "scope = 'gate-admissions'");
+    const used = city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'gate-admissions'");
     const race = await city().race(40, (i) => post("/gate", presentation({ origin: `forger-${i}.example` }), forged(i)));
     const admitted = race.answers.filter((a) => a.body.verdict === "admitted");
     expect(admitted).toHaveLength(ADMISSIONS_CEILING - used);
@@ -133,6 +133,6 @@ describeOnServer("client addresses: behind two reverse proxies (CITY_TRUSTED_PRO
       viaProxies("/api/hospital", { method: "POST", headers: { "content-type": "application/json", ...forged(i) }, body: JSON.stringify(note(i)) }),
     );
     expect(notes.answers.filter((a) => a.body.filed === true)).toHaveLength(4);
-    expect(city().count("rate_windows, unnest(ats)", "scope = 'ward-address' AND subject = '127.0.0.1'")).toBe(4);
+    expect(city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'ward-address' AND subject = '127.0.0.1'")).toBe(4);
   }, 60_000);
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { keyPair, presentation } from "../support/gate";
-import { type Admitted, type Answer, type Race, describeOnServer, signedProof, usePostgresCity } from "../support/postgres-city";
+import { type Admitted, type Answer, type Race, describeOnServer, signedProof, usePostgresCity, useSecondInstance } from "../support/postgres-city";
 import { mnemonic } from "../unit/scan-corpus";
 import { signRequest } from "@/lib/sign-request";
 import { newKey } from "../support/signed";
@@ -117,7 +117,7 @@ describeOnServer("the built server on PostgreSQL: the windows and triggers under
         .map((a) => a.body.lot as string)
         .sort(),
     );
-    expect(city().count("rate_windows, unnest(ats)", `scope = 'lock-lot' AND subject = '${holder.did}'`)).toBe(SPEC.lotLocks);
+    expect(city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", `scope = 'lock-lot' AND subject = '${holder.did}'`)).toBe(SPEC.lotLocks);
 
     const rivals = await Promise.all(Array.from({ length: 8 }, () => city().admit()));
     const contest = await city().race(rivals.length, (i) => city().post("/api/lot", { lot: "lot-40", action: "lock" }, rivals[i]!.citizen_secret));
@@ -126,7 +126,12 @@ describeOnServer("the built server on PostgreSQL: the windows and triggers under
     const winner = contest.answers.find((a) => a.status === 200)!.body.holder;
     expect(city().psql("SELECT string_agg(did, ',') FROM lot_locks WHERE lot = 'lot-40' AND released_at IS NULL")).toBe(winner);
     // A lost lock gives its window slot back: only the winner's attempt is counted.
-    expect(city().count("rate_windows, unnest(ats)", `scope = 'lock-lot' AND subject IN (${rivals.map((r) => `'${r.did}'`).join(",")})`)).toBe(1);
+    expect(
+      city().count(
+        "rate_windows, unnest(counts) AS c, generate_series(1, c)",
+        `scope = 'lock-lot' AND subject IN (${rivals.map((r) => `'${r.did}'`).join(",")})`,
+      ),
+    ).toBe(1);
   }, 60_000);
 
   it("restricts a citizen whose third refusal races twelve proofs: restricted at the end, no proof after the restriction", async () => {
@@ -199,4 +204,56 @@ describeOnServer("the built server on PostgreSQL: the windows and triggers under
     expect(page.status).toBe(200);
     expect(String(page.body.text)).toContain(`signs with key ${key.keyid.slice(0, 8)}…`);
   }, 60_000);
+});
+
+/*
+ * Issue 42: the city-wide admissions ceiling counted over stripes, at its edge, raced through two
+ * `next start` instances on one database (a load balancer's two halves), every presentation from
+ * an address of its own (X-Forwarded-For through one trusted proxy): exactly the ceiling admitted,
+ * the stripes' counts equal to the citizens admitted, and a presentation the ceiling refused has
+ * spent nothing per address or origin.
+ */
+describeOnServer("two instances at the edge of the city-wide admissions ceiling", () => {
+  const CEILING = 24;
+  const ENV = {
+    CITY_TRUSTED_PROXIES: "1",
+    VERCEL: "",
+    CITY_GATE_ADMISSIONS_PER_HOUR: String(CEILING),
+    CITY_GATE_PER_ADDRESS_PER_HOUR: "5",
+    CITY_GATE_PER_ORIGIN_PER_HOUR: "5",
+  };
+  const city = usePostgresCity("windows-two-instances", ENV);
+  const other = useSecondInstance(city, ENV);
+  /** A presentation from address `10.42.i.9`, sent to one instance or the other by turns. */
+  async function present(i: number): Promise<Answer> {
+    const base = i % 2 ? other().baseUrl : city().server.baseUrl;
+    const response = await fetch(`${base}/gate`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-forwarded-for": `10.42.${i}.9` },
+      body: JSON.stringify(presentation({ origin: `edge-${i}.example` })),
+    });
+    const text = await response.text();
+    const type = response.headers.get("content-type") ?? "";
+    return { status: response.status, type, headers: response.headers, body: text && type.includes("json") ? JSON.parse(text) : { text } };
+  }
+  const stripeCount = () => city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'gate-admissions'");
+
+  it(`admits exactly ${CEILING} of 60 presentations from 60 addresses raced over both instances, and charges nothing per subject for the rest`, async () => {
+    const citizensBefore = city().count("citizens");
+    expect(stripeCount()).toBe(0);
+    const race = await city().race(60, present);
+    const admitted = race.answers.filter((a) => a.body.verdict === "admitted");
+    expect(admitted, JSON.stringify(race.answers.map((a) => a.body.rule ?? a.body.verdict))).toHaveLength(CEILING);
+    for (const refused of race.answers.filter((a) => a.body.verdict !== "admitted")) {
+      expect(refused.body).toMatchObject({ verdict: "filtered", rule: "flood" });
+      expect(String(refused.body.reason)).toMatch(/Nothing was counted against your address or origin/);
+    }
+    expect(city().count("citizens")).toBe(citizensBefore + CEILING);
+    // Every published count equals SQL: the ceiling's stripes hold the admissions, one each.
+    expect(stripeCount()).toBe(CEILING);
+    expect(city().count("rate_windows", "scope = 'gate-admissions' AND (SELECT sum(c) FROM unnest(counts) AS c) = 1")).toBe(CEILING);
+    // Only the admitted presentations' addresses and origins are counted (a refused one's takes were given back).
+    expect(city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'gate-address'")).toBe(CEILING);
+    expect(city().count("rate_windows", "scope = 'gate-origin'")).toBe(CEILING);
+  }, 120_000);
 });
