@@ -188,7 +188,30 @@ describeOnDatabases("capabilities (CITY-CAPS/1)", (t) => {
   it("publishes every field of the spec, with clinic gauges read from the desk's ledger", async () => {
     const { status, body } = await callDoor(readCapabilities);
     expect(status).toBe(200);
-    expect(Object.keys(body)).toEqual(["now_utc", "protocol", "doctrine", "ladder", "containment", "restriction", "note", "clinic_last_24h", "stores", "mcp"]);
+    expect(Object.keys(body)).toEqual([
+      "now_utc",
+      "protocol",
+      "doctrine",
+      "ladder",
+      "containment",
+      "restriction",
+      "note",
+      "clinic_last_24h",
+      "stores",
+      "mcp",
+      "rate_windows",
+    ]);
+    // How windows count (issue 42): steps of a twelfth, and each city-wide ceiling as configured, over stripes, never exceeded.
+    expect(body.rate_windows.steps_per_window).toBe(12);
+    expect(body.rate_windows.city_wide).toContainEqual(
+      expect.objectContaining({
+        name: "admissions",
+        variable: "CITY_GATE_ADMISSIONS_PER_HOUR",
+        window_seconds: 3600,
+        step_seconds: 300,
+        exceeds_by_at_most: 0,
+      }),
+    );
     expect(body.protocol).toBe("CITY-CAPS/1");
     expect(body.doctrine).toHaveLength(3);
     expect(body.ladder.map((x: { tier: string }) => x.tier)).toEqual(["visitor", "citizen", "proven", "restricted"]);
