@@ -123,3 +123,12 @@ export async function listPeers(
   const last = peers[peers.length - 1];
   return { peers, nextCursor: rows.length > options.limit && last ? encodeCursor(last) : null };
 }
+
+/** One listed citizen's row by its DID; null for an unknown or exported DID (never listed). */
+export async function readPeerRow(db: Database, did: string, now: Date): Promise<PeerRow | null> {
+  const [row] = await db
+    .select()
+    .from(citizens)
+    .where(and(eq(citizens.did, did), sql`${citizens.residencyStatus} <> 'exported'`));
+  return row ? peerRow(row, now) : null;
+}

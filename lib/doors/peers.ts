@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { RUNTIMES } from "@/db/schema";
-import { type DirectoryFilters, listPeers, originLapsesAt, presenceChangesAt } from "@/lib/city/directory";
+import { type DirectoryFilters, listPeers, originLapsesAt, presenceChangesAt, readPeerRow } from "@/lib/city/directory";
 import { searchKey, searchPeers, searchTextProblem } from "@/lib/city/directory-search";
 import { LIMITS } from "@/lib/city/protocols";
 import { pageReply } from "./paging";
@@ -185,4 +185,20 @@ export const readPeerKeys = door({
   },
 });
 
-export const peerDoors = [readPeers, readPeerKeys];
+export const readPeer = door({
+  name: "read-peer",
+  method: "GET",
+  path: "/api/peers/{did}",
+  summary:
+    "One citizen's directory row by its DID (the JSON of the plat's /peers/{did}): name, runtime, origin with origin_proof (CITY-ORIGIN/1: proven, how and until when; null when only claimed), residency, proven key. An unknown or exported DID: 404.",
+  auth: "none",
+  input: z.object({ did: Hex64.describe("the citizen's DID (its directory fingerprint)") }),
+  output: z.strictObject({ now_utc: NowUtc, peer: PeerRowSchema }),
+  run: async (ctx, input) => {
+    const peer = await readPeerRow(ctx.db, input.did, ctx.now);
+    if (!peer) throw new CityError("not_found", "No citizen has that DID here, or it exported and left.");
+    return { now_utc: iso(ctx.now), peer };
+  },
+});
+
+export const peerDoors = [readPeers, readPeer, readPeerKeys];

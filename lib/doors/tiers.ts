@@ -194,8 +194,16 @@ export const readCapabilities = door({
         door: z.string(),
         proof_days: z.number().int(),
         tries: z.array(PublishedLimitSchema),
-        fetch: z.object({ timeout_ms: z.number().int(), max_bytes: z.number().int(), dns_timeout_ms: z.number().int(), redirects: z.literal(0), addresses: z.string() }),
-        insecure: z.boolean().describe("CITY_ORIGIN_PROOF_INSECURE=1: http://, loopback addresses and host:port domains allowed, for local development and tests only"),
+        fetch: z.object({
+          timeout_ms: z.number().int(),
+          max_bytes: z.number().int(),
+          dns_timeout_ms: z.number().int(),
+          redirects: z.literal(0),
+          addresses: z.string(),
+        }),
+        insecure: z
+          .boolean()
+          .describe("CITY_ORIGIN_PROOF_INSECURE=1: http://, loopback addresses and host:port domains allowed, for local development and tests only"),
         note: z.string(),
       })
       .describe("CITY-ORIGIN/1: how a citizen proves its origin's domain, and the guards of the city's own check"),

@@ -47,7 +47,12 @@ function parseServer(entry: string): DnsServer {
  * (RFC 7208 3.3). A name that does not exist, or has none of that type, is an empty list. Throws
  * DnsFailure when no server answers within the time left before `deadline` (at most 3 s in all).
  */
-export async function queryDns(name: string, type: DnsType, deadline: number = Date.now() + DNS_TIMEOUT_MS, servers: DnsServer[] = dnsServers()): Promise<string[]> {
+export async function queryDns(
+  name: string,
+  type: DnsType,
+  deadline: number = Date.now() + DNS_TIMEOUT_MS,
+  servers: DnsServer[] = dnsServers(),
+): Promise<string[]> {
   const end = Math.min(deadline, Date.now() + DNS_TIMEOUT_MS);
   let last = "no DNS server is configured";
   for (const server of servers) {
@@ -77,11 +82,15 @@ function askServer(server: DnsServer, name: string, type: DnsType, end: number):
       if (error) reject(error);
       else resolve(records!);
     };
-    const timer = setTimeout(() => finish(new DnsFailure(`no DNS answer for ${name} (${type}) within ${DNS_TIMEOUT_MS / 1000} s`)), Math.max(0, end - Date.now()));
+    const timer = setTimeout(
+      () => finish(new DnsFailure(`no DNS answer for ${name} (${type}) within ${DNS_TIMEOUT_MS / 1000} s`)),
+      Math.max(0, end - Date.now()),
+    );
     socket.on("error", () => finish(new DnsFailure("the DNS server could not be reached")));
     socket.on("message", (message, from) => {
       // Only the server asked, answering this query: anything else on the socket is ignored.
-      if (!ipaddr.isValid(from.address) || ipaddr.process(from.address).toString() !== ipaddr.process(server.address).toString() || from.port !== server.port) return;
+      if (!ipaddr.isValid(from.address) || ipaddr.process(from.address).toString() !== ipaddr.process(server.address).toString() || from.port !== server.port)
+        return;
       let packet: dnsPacket.DecodedPacket;
       try {
         packet = dnsPacket.decode(message);

@@ -42,7 +42,10 @@ function cityEndpoint(): { addresses: string[]; port: number; hostname: string }
  * Resolves a name once (A and AAAA, one query each, side by side) and judges every address given:
  * the first allowed address of the preferred family, or the refusal of the first forbidden one.
  */
-export async function resolveGuarded(host: string, options: GuardOptions): Promise<{ ok: true; address: AddressVerdict & { allowed: true } } | { ok: false; reason: string }> {
+export async function resolveGuarded(
+  host: string,
+  options: GuardOptions,
+): Promise<{ ok: true; address: AddressVerdict & { allowed: true } } | { ok: false; reason: string }> {
   const own = cityEndpoint();
   if (host === own.hostname) return { ok: false, reason: `${host} is the city's own name` };
   const [v4, v6] = await Promise.allSettled([queryDns(host, "A", options.deadline), queryDns(host, "AAAA", options.deadline)]);
@@ -55,7 +58,8 @@ export async function resolveGuarded(host: string, options: GuardOptions): Promi
   const verdicts = addresses.map((a) => classifyAddress(a, { allowLoopback: options.insecure, ownAddresses: own.addresses }));
   // One forbidden address refuses the name: a name that also points inward is not checked at all.
   const forbidden = verdicts.find((v) => !v.allowed);
-  if (forbidden && !forbidden.allowed) return { ok: false, reason: `${host} resolves to ${forbidden.address}: ${forbidden.reason}; the city connects to public unicast addresses only` };
+  if (forbidden && !forbidden.allowed)
+    return { ok: false, reason: `${host} resolves to ${forbidden.address}: ${forbidden.reason}; the city connects to public unicast addresses only` };
   return { ok: true, address: verdicts[0] as AddressVerdict & { allowed: true } };
 }
 
@@ -127,6 +131,7 @@ function connectionProblem(error: NodeJS.ErrnoException): string {
   if (error.code === "ECONNREFUSED") return "refused the connection";
   if (error.code === "ECONNRESET") return "reset the connection";
   if (error.code === "EHOSTUNREACH" || error.code === "ENETUNREACH") return "could not be reached";
-  if (error.code?.startsWith("ERR_TLS") || /certificate|self[- ]signed|altnames/i.test(error.message)) return `its TLS certificate is not valid for this name (${error.code ?? "certificate"})`;
+  if (error.code?.startsWith("ERR_TLS") || /certificate|self[- ]signed|altnames/i.test(error.message))
+    return `its TLS certificate is not valid for this name (${error.code ?? "certificate"})`;
   return "the connection failed";
 }

@@ -34,4 +34,3 @@ export function originProofOf(row: {
 export function proofStands(proof: OriginProof | null, now: Date): boolean {
   return proof !== null && Date.parse(proof.expires_at) > now.getTime();
 }
-

@@ -61,9 +61,7 @@ interface CitizenOrigin {
 
 async function readCitizen(db: Database, did: string, lock: boolean): Promise<CitizenOrigin> {
   const [row] = rowsOf<CitizenOrigin>(
-    await db.execute(
-      sql`SELECT origin, residency_status, tier, origin_domain FROM ${citizens} WHERE did = ${did} ${lock ? sql`FOR NO KEY UPDATE` : sql``}`,
-    ),
+    await db.execute(sql`SELECT origin, residency_status, tier, origin_domain FROM ${citizens} WHERE did = ${did} ${lock ? sql`FOR NO KEY UPDATE` : sql``}`),
   );
   if (!row || row.residency_status === "exported") throw new CityError("unauthorized", "That credential opens no citizen of the city. Nothing was changed.");
   return row;
@@ -136,7 +134,12 @@ export async function verifyOrigin(db: Database, did: string, method: OriginMeth
  * charged, so it is not charged again: a full identity log never keeps a citizen from dropping.
  */
 export async function dropOrigin(db: Database, did: string, now: Date): Promise<{ dropped: OriginProof | null; receipt: LogReceipt | null }> {
-  const [row] = rowsOf<{ origin_domain: string | null; origin_method: string | null; origin_verified_at: Date | string | null; origin_expires_at: Date | string | null }>(
+  const [row] = rowsOf<{
+    origin_domain: string | null;
+    origin_method: string | null;
+    origin_verified_at: Date | string | null;
+    origin_expires_at: Date | string | null;
+  }>(
     await db.execute(
       sql`SELECT origin_domain, origin_method, origin_verified_at, origin_expires_at FROM ${citizens} WHERE did = ${did} AND residency_status <> 'exported' FOR NO KEY UPDATE`,
     ),
@@ -149,7 +152,9 @@ export async function dropOrigin(db: Database, did: string, now: Date): Promise<
     originExpiresAt: row.origin_expires_at === null ? null : new Date(row.origin_expires_at),
   });
   if (!dropped) return { dropped: null, receipt: null };
-  await db.execute(sql`UPDATE ${citizens} SET origin_domain = NULL, origin_method = NULL, origin_verified_at = NULL, origin_expires_at = NULL WHERE did = ${did}`);
+  await db.execute(
+    sql`UPDATE ${citizens} SET origin_domain = NULL, origin_method = NULL, origin_verified_at = NULL, origin_expires_at = NULL WHERE did = ${did}`,
+  );
   const { logReceipt } = await appendIdentityLog(db, {
     event: "origin-dropped",
     did,
@@ -174,16 +179,32 @@ const cap = (text: string) => (text.length > CHARS_SHOWN ? `${text.slice(0, CHAR
 async function checkHttps(did: string, domain: OriginDomain, insecure: boolean, deadline: number): Promise<Check> {
   const outcome = await fetchWellKnown(domain, { insecure, deadline });
   if (outcome.kind === "refused") {
-    return { proven: false, lookedAt: outcome.url, address: outcome.address, summary: `nothing it could read: ${outcome.reason}`, found: { problem: outcome.reason } };
+    return {
+      proven: false,
+      lookedAt: outcome.url,
+      address: outcome.address,
+      summary: `nothing it could read: ${outcome.reason}`,
+      found: { problem: outcome.reason },
+    };
   }
   const lines = outcome.body.split(/\r?\n/).map((l) => l.trim());
   const plain = outcome.contentType !== null && /^text\/plain\s*(;|$)/i.test(outcome.contentType);
   const listed = lines.includes(did);
-  const found = { status: outcome.status, content_type: outcome.contentType, bytes: outcome.bytes, lines: lines.filter(Boolean).slice(0, LINES_SHOWN).map(cap) };
+  const found = {
+    status: outcome.status,
+    content_type: outcome.contentType,
+    bytes: outcome.bytes,
+    lines: lines.filter(Boolean).slice(0, LINES_SHOWN).map(cap),
+  };
   const base = { lookedAt: outcome.url, address: outcome.address, found };
   if (outcome.status !== 200) return { ...base, proven: false, summary: `status ${outcome.status}` };
   if (!plain) return { ...base, proven: false, summary: `content type ${outcome.contentType ?? "(none)"}, not text/plain` };
-  if (!listed) return { ...base, proven: false, summary: `${found.lines.length ? `${lines.filter(Boolean).length} line(s)` : "no line"}, none of them this citizen's DID` };
+  if (!listed)
+    return {
+      ...base,
+      proven: false,
+      summary: `${found.lines.length ? `${lines.filter(Boolean).length} line(s)` : "no line"}, none of them this citizen's DID`,
+    };
   return { ...base, proven: true, summary: "this citizen's DID" };
 }
 
