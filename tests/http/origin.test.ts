@@ -113,7 +113,8 @@ function originSuite(net: () => Net, base: () => string, psql?: () => (sql: stri
       if (page.body.next_after === null) break;
       after = page.body.next_after as number;
     }
-    return rows.filter((r) => r.did === did);
+    // Its origin events (a citizen admitted with a key also has its key-bound row).
+    return rows.filter((r) => r.did === did && String(r.event).startsWith("origin-"));
   }
 
   it("proves an origin by HTTPS (a local http server, insecure mode), shown in the directory, /peers/{did}, the plat and the identity log; DELETE drops it", async () => {
@@ -245,6 +246,14 @@ function originSuite(net: () => Net, base: () => string, psql?: () => (sql: stri
     expect(refused.body.origin_check.found.problem).toMatch(/private|special-purpose/);
     expect(refused.body.origin_check.found.problem).toContain("public unicast addresses only");
     noneForbidden();
+
+    // The city's own address (a development city: loopback, its own port) is never a target.
+    const own = `${label("own")}.test`;
+    net().dns.set(own, { A: ["127.0.0.1"] });
+    const self = await admit(`http://${own}:${new URL(base()).port}`);
+    const itself = await verify(self.citizen_secret, "https");
+    expectProblem(itself, 422, "origin_unverified");
+    expect(itself.body.origin_check.found.problem).toContain("the city's own address");
 
     // A name that is public and private at once is refused whole.
     const mixed = `${label("mixed")}.test`;

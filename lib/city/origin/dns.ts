@@ -76,7 +76,10 @@ function askServer(server: DnsServer, name: string, type: DnsType, end: number):
   });
   const socket = dgram.createSocket(ipaddr.parse(server.address).kind() === "ipv6" ? "udp6" : "udp4");
   return new Promise<string[]>((resolve, reject) => {
+    let settled = false;
     const finish = (error: Error | null, records?: string[]) => {
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
       socket.close();
       if (error) reject(error);

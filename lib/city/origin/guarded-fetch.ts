@@ -55,7 +55,9 @@ export async function resolveGuarded(
     const why = failure ? (failure.reason instanceof DnsFailure ? failure.reason.message : "the DNS query failed") : `${host} has no A or AAAA record`;
     return { ok: false, reason: why };
   }
-  const verdicts = addresses.map((a) => classifyAddress(a, { allowLoopback: options.insecure, ownAddresses: own.addresses }));
+  // A development city on loopback is told from other servers there by its port (fetchWellKnown).
+  const ownAddresses = options.insecure && ipaddr.isValid(own.hostname) && ipaddr.parse(own.hostname).range() === "loopback" ? [] : own.addresses;
+  const verdicts = addresses.map((a) => classifyAddress(a, { allowLoopback: options.insecure, ownAddresses }));
   // One forbidden address refuses the name: a name that also points inward is not checked at all.
   const forbidden = verdicts.find((v) => !v.allowed);
   if (forbidden && !forbidden.allowed)
