@@ -11,7 +11,7 @@ import { OriginProofSchema } from "./origin";
 import { DIRECTORY_TAG } from "./signature";
 import { Hex64, iso, NowUtc, StoredText, Timestamp } from "./schemas";
 
-/** The spec's peer directory row, exactly. */
+/** The spec's peer directory row, plus what DESIGN.md adds to it: key_thumbprint (CITY-SIG/1) and origin_proof (CITY-ORIGIN/1). */
 export const PeerRowSchema = z.strictObject({
   fingerprint: Hex64,
   citizen_key: z.string(),
