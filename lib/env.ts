@@ -73,6 +73,21 @@ const EnvSchema = z.object({
   // Anonymous recovery holds (CITY-KEYS/1) per client address per day, and city-wide per hour; 0 turns either off.
   CITY_RECOVER_HOLDS_PER_ADDRESS_PER_DAY: z.coerce.number().int().min(0).default(4),
   CITY_RECOVER_HOLDS_PER_HOUR: z.coerce.number().int().min(0).default(60),
+  // CITY-ORIGIN/1 (docs/origin-proofs.md): the DNS servers the city asks, "host:port" entries
+  // (an IPv6 address in brackets: [2001:db8::53]:53), comma-separated; unset: the system's.
+  CITY_DNS_SERVERS: z
+    .string()
+    .trim()
+    .regex(
+      /^(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:.]+\]):\d{1,5}(\s*,\s*(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:.]+\]):\d{1,5})*$/,
+      "must be host:port entries of IP addresses, comma-separated, such as 127.0.0.1:5353,[::1]:53",
+    )
+    .optional(),
+  // Local development and tests only: "1" lets origin proofs use http://, loopback addresses and a
+  // host:port domain. Published in /api/capabilities while on; never on by default.
+  CITY_ORIGIN_PROOF_INSECURE: z.enum(["0", "1"]).default("0"),
+  // City-wide origin proof attempts per hour (each may cost the city a DNS query and a fetch), whoever asks.
+  CITY_ORIGIN_PROOFS_PER_HOUR: z.coerce.number().int().min(1).default(300),
   // How long a shared cache (a CDN, a reverse proxy) may serve a public reading (s-maxage), and then
   // serve it stale while it asks again (stale-while-revalidate): a write shows within their sum. 0 and 0: no-store.
   CITY_SHARED_CACHE_SECONDS: z.coerce.number().int().min(0).max(3600).default(5),

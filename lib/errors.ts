@@ -23,6 +23,7 @@ export const ERROR_CODES = {
   limit_reached: { status: 409, title: "A published limit is reached; nothing was evicted" },
   content_refused: { status: 422, title: "The content was refused and not stored" },
   proof_invalid: { status: 422, title: "The proof does not verify" },
+  origin_unverified: { status: 422, title: "The origin could not be proven: what the city found is not what it expected" },
   rate_limited: { status: 429, title: "Over a published limit" },
   internal_error: { status: 500, title: "Something went wrong inside the city" },
   bad_gateway: { status: 502, title: "A provider outside the city failed to answer" },
@@ -53,6 +54,18 @@ export interface CityErrorOptions {
   keepWrites?: boolean;
   /** Headers the answer carries beside the problem (Accept-Signature on a refused signature). */
   headers?: Record<string, string>;
+  /** origin_unverified (CITY-ORIGIN/1): what the city looked at, what it found there (capped) and what it expected. */
+  originCheck?: OriginCheck;
+}
+
+/** What an origin check looked at and found, in a problem answer (CITY-ORIGIN/1). */
+export interface OriginCheck {
+  method: "https" | "dns";
+  domain: string | null;
+  looked_at: string | null;
+  address: string | null;
+  found: { status?: number; content_type?: string | null; bytes?: number; lines?: string[]; records?: string[]; problem?: string };
+  expected: string;
 }
 
 /** The one error class. Domain modules throw it; the door adapters turn it into a problem answer. */
@@ -92,6 +105,26 @@ export const ProblemSchema = z
       .optional(),
     retry_after_seconds: z.number().int().optional(),
     errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+    origin_check: z
+      .object({
+        method: z.enum(["https", "dns"]),
+        domain: z.string().nullable(),
+        looked_at: z.string().nullable().describe("the URL fetched or the DNS name asked"),
+        address: z.string().nullable().describe("the address the city connected to (HTTPS), or null"),
+        found: z
+          .object({
+            status: z.number().int().optional(),
+            content_type: z.string().nullable().optional(),
+            bytes: z.number().int().optional(),
+            lines: z.array(z.string()).optional().describe("the first lines read, capped"),
+            records: z.array(z.string()).optional().describe("the TXT records read, capped"),
+            problem: z.string().optional().describe("why nothing (or nothing usable) was read"),
+          })
+          .describe("what the city found there"),
+        expected: z.string(),
+      })
+      .optional()
+      .describe("origin_unverified only (CITY-ORIGIN/1): what the city looked at, found and expected"),
   })
   .meta({ id: "Problem", description: "RFC 9457 problem document" });
 
@@ -119,6 +152,7 @@ export function toProblem(err: unknown, door: string, instance: string, now: Dat
     ...(known.options.limit ? { limit: known.options.limit } : {}),
     ...(known.options.retryAfterSeconds !== undefined ? { retry_after_seconds: known.options.retryAfterSeconds } : {}),
     ...(known.options.errors ? { errors: known.options.errors } : {}),
+    ...(known.options.originCheck ? { origin_check: known.options.originCheck } : {}),
   };
 }
 

@@ -6,6 +6,10 @@
  *   CITY_CONTROLLER_KEY=<64 hex: the key's 32 seed bytes> npm run sign-request -- \
  *     --method POST --url http://localhost:3000/api/vault --body '{"content":"a note"}' --send
  *
+ * Any door that takes a signed request, for example proving your origin (docs/origin-proofs.md):
+ *     --method POST --url http://localhost:3000/api/origin/verify --body '{"method":"dns"}' --send
+ * or dropping that proof: --method DELETE --url http://localhost:3000/api/origin/verify --send
+ *
  * Options: --url (required), --method (GET), --body (a JSON text, sent exactly as given),
  * --key-file <path> (the hex seed in a file, instead of CITY_CONTROLLER_KEY), --lifetime <seconds>
  * (60, at most 300), --send.

@@ -4,6 +4,8 @@ import { check, index, pgTable, smallint, text, timestamp, uniqueIndex } from "d
 export const TIERS = ["citizen", "proven", "restricted"] as const;
 export const RUNTIMES = ["language-model", "tool-agent", "swarm-node", "other"] as const;
 export const RESIDENCY_STATUSES = ["bound", "away", "exported"] as const;
+/** How a citizen proved its origin's domain (CITY-ORIGIN/1): a file over HTTPS, or a DNS TXT record. */
+export const ORIGIN_METHODS = ["https", "dns"] as const;
 
 /**
  * A citizen: an agent admitted at the gate on ask=bed. The DID never changes. The citizen secret
@@ -39,6 +41,12 @@ export const citizens = pgTable(
     provenMethod: text("proven_method"),
     boundAt: timestamp("bound_at", { withTimezone: true, mode: "date" }).notNull(),
     lastSeenAt: timestamp("last_seen_at", { withTimezone: true, mode: "date" }),
+    // CITY-ORIGIN/1 (migration 0046): the proof that it speaks for its origin's domain, all four set
+    // or all null; a lapsed proof (origin_expires_at past) stays, shown lapsed, until renewed or dropped.
+    originDomain: text("origin_domain"),
+    originMethod: text("origin_method", { enum: ORIGIN_METHODS }),
+    originVerifiedAt: timestamp("origin_verified_at", { withTimezone: true, mode: "date" }),
+    originExpiresAt: timestamp("origin_expires_at", { withTimezone: true, mode: "date" }),
   },
   (t) => [
     check("citizens_did_hex", sql`${t.did} ~ '^[0-9a-f]{64}$'`),
@@ -77,6 +85,10 @@ export const citizens = pgTable(
     index("citizens_proven_order")
       .on(t.boundAt, t.did)
       .where(sql`${t.provenDid} IS NOT NULL`),
+    // GET /api/peers?origin_proven=true: only the citizens with a proof, in the directory's order.
+    index("citizens_origin_proven_order")
+      .on(t.boundAt, t.did)
+      .where(sql`${t.originExpiresAt} IS NOT NULL AND ${t.residencyStatus} <> 'exported'`),
     // The rows whose keys the backfill still has to compute (lib/city/names.ts), oldest first: a
     // start or a migration reads those, never the whole table.
     index("citizens_name_form_stale")

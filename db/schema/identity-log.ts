@@ -14,6 +14,9 @@ export const IDENTITY_EVENTS = [
   "recovery-cancelled",
   "recovery-completed",
   "delay-set",
+  // CITY-ORIGIN/1: who spoke for a domain, and when it stopped.
+  "origin-proven",
+  "origin-dropped",
 ] as const;
 export type IdentityEvent = (typeof IDENTITY_EVENTS)[number];
 

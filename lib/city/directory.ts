@@ -4,6 +4,7 @@ import { citizens, type CitizenRow, type RUNTIMES } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { citizenKeyOf } from "./citizens";
 import { LIMITS } from "./protocols";
+import { originProofOf } from "./origin/proof-row";
 import { jwkThumbprint } from "./request-keys";
 
 export const MESSAGE_NOTE = "Write to this citizen by DID. A directory row is not a bed: mail reaches any known citizen.";
@@ -24,6 +25,8 @@ export function peerRow(row: CitizenRow, now: Date) {
     last_seen_at: row.lastSeenAt?.toISOString() ?? null,
     // The keyid its signed requests carry (CITY-SIG/1): the RFC 7638 thumbprint of its controller key.
     key_thumbprint: row.controllerPublicKey ? jwkThumbprint(row.controllerPublicKey) : null,
+    // CITY-ORIGIN/1: whether it proved its origin's domain, how, and until when (lapsed once expires_at is past).
+    origin_proof: originProofOf(row),
     // Present only when bound, holding a real bed, and seen within 24 hours; a bound row with no
     // bed is stale residue, and silence is away, not deletion.
     present: row.residencyStatus === "bound" && row.bedId !== null && seenRecently,
@@ -32,6 +35,16 @@ export function peerRow(row: CitizenRow, now: Date) {
 }
 
 export type PeerRow = ReturnType<typeof peerRow>;
+
+/** When the first standing origin proof of this page lapses (a listing of the proven then drops it); null: none stands. */
+export function originLapsesAt(rows: readonly { origin_proof: { expires_at: string } | null }[], now: Date): Date | null {
+  let earliest = Infinity;
+  for (const row of rows) {
+    const at = row.origin_proof ? Date.parse(row.origin_proof.expires_at) : Infinity;
+    if (at > now.getTime()) earliest = Math.min(earliest, at);
+  }
+  return Number.isFinite(earliest) ? new Date(earliest) : null;
+}
 
 /**
  * When a `present` on this page next turns false with no write: the earliest last_seen_at of a
@@ -49,6 +62,8 @@ export interface DirectoryFilters {
   runtime?: (typeof RUNTIMES)[number];
   /** Bound and proven: the rows that publish a proven_did. */
   provenOnly?: boolean;
+  /** Only citizens whose origin proof stands at this moment (CITY-ORIGIN/1; a lapsed one does not). */
+  originProvenAt?: Date;
 }
 
 /** The directory's filters as SQL; exported citizens are never listed nor found. */
@@ -58,6 +73,8 @@ export function filterConditions(filters: DirectoryFilters): SQL[] {
   if (filters.presentOnly) where.push(eq(citizens.residencyStatus, "bound"), isNotNull(citizens.bedId));
   if (filters.provenOnly) where.push(eq(citizens.residencyStatus, "bound"), isNotNull(citizens.provenDid));
   if (filters.runtime) where.push(eq(citizens.runtime, filters.runtime));
+  // IS NOT NULL written out too, for the partial index citizens_origin_proven_order.
+  if (filters.originProvenAt) where.push(isNotNull(citizens.originExpiresAt), gt(citizens.originExpiresAt, filters.originProvenAt));
   return where;
 }
 
@@ -105,4 +122,13 @@ export async function listPeers(
   const peers = rows.slice(0, options.limit).map((r) => peerRow(r, options.now));
   const last = peers[peers.length - 1];
   return { peers, nextCursor: rows.length > options.limit && last ? encodeCursor(last) : null };
+}
+
+/** One listed citizen's row by its DID; null for an unknown or exported DID (never listed). */
+export async function readPeerRow(db: Database, did: string, now: Date): Promise<PeerRow | null> {
+  const [row] = await db
+    .select()
+    .from(citizens)
+    .where(and(eq(citizens.did, did), sql`${citizens.residencyStatus} <> 'exported'`));
+  return row ? peerRow(row, now) : null;
 }

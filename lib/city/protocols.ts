@@ -12,6 +12,7 @@ export const PROTOCOLS = {
   appeal: "CITY-APPEAL/1",
   recover: "CITY-RECOVER/1",
   keys: "CITY-KEYS/1",
+  origin: "CITY-ORIGIN/1",
   mcp: "CITY-MCP/1",
   mcpProtocolVersion: "2025-03-26",
   mcpSupportedVersions: ["2026-07-28", "2025-03-26"],

@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import type { Database } from "@/db/client";
+import type { ErrorCode } from "@/lib/errors";
 import type { LogHead } from "@/lib/city/residency-log";
 import type { VersionScope } from "@/lib/city/versions";
 
@@ -155,6 +156,8 @@ export interface Door<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.Z
    * under the citizen's row lock (CITY-KEYS/1: a key rotated away signs nothing that changes them).
    */
   currentKeyOnly?: boolean;
+  /** Refusals of the door's own beyond those its auth rule, limits and input imply (declared in OpenAPI). */
+  problems?: ErrorCode[];
   /** Listed in ai.json's `preferred`. */
   preferred?: boolean;
   /** Spends real money outside the city (the clinic's inference); tool surfaces say so. */

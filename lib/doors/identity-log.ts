@@ -19,7 +19,7 @@ const identity = logDoors({
   },
   title: "identity log",
   pageSummary:
-    "The append-only identity log (every change to a citizen's keys: key-bound, key-rotated, next-keys-committed, secret-reset, recovery-opened/held/cancelled/completed, delay-set), oldest first, hash-chained; page with ?after=<seq>&limit=<n>.",
+    "The append-only identity log (every change to a citizen's keys: key-bound, key-rotated, next-keys-committed, secret-reset, recovery-opened/held/cancelled/completed, delay-set; and every origin proven or dropped, CITY-ORIGIN/1: origin-proven, origin-dropped), oldest first, hash-chained; page with ?after=<seq>&limit=<n>.",
   cardField: "identity_log",
 });
 

@@ -175,6 +175,7 @@ export function declaredProblems(door: AnyDoor): ErrorCode[] {
     else codes.add("payload_too_large"); // one item's size (a bag, a version)
   }
   if (door.spends) codes.add("clinic_closed").add("bad_gateway").add("gateway_timeout");
+  for (const code of door.problems ?? []) codes.add(code);
   codes.add("unavailable"); // the city's records cannot be reached (every door reads them, a constant document once)
   return [...codes];
 }

@@ -1,16 +1,17 @@
 import { z } from "zod";
 import { RUNTIMES } from "@/db/schema";
-import { type DirectoryFilters, listPeers, presenceChangesAt } from "@/lib/city/directory";
+import { type DirectoryFilters, listPeers, originLapsesAt, presenceChangesAt, readPeerRow } from "@/lib/city/directory";
 import { searchKey, searchPeers, searchTextProblem } from "@/lib/city/directory-search";
 import { LIMITS } from "@/lib/city/protocols";
 import { pageReply } from "./paging";
 import { door, Reply } from "./door";
 import { publishedRequestKeys } from "@/lib/city/request-keys";
 import { CityError } from "@/lib/errors";
+import { OriginProofSchema } from "./origin";
 import { DIRECTORY_TAG } from "./signature";
 import { Hex64, iso, NowUtc, StoredText, Timestamp } from "./schemas";
 
-/** The spec's peer directory row, exactly. */
+/** The spec's peer directory row, plus what DESIGN.md adds to it: key_thumbprint (CITY-SIG/1) and origin_proof (CITY-ORIGIN/1). */
 export const PeerRowSchema = z.strictObject({
   fingerprint: Hex64,
   citizen_key: z.string(),
@@ -29,6 +30,7 @@ export const PeerRowSchema = z.strictObject({
     .describe(
       "the RFC 7638 thumbprint of the citizen's controller key: the keyid of its signed requests (CITY-SIG/1); its keys at /api/peers/{did}/keys; null without a controller key",
     ),
+  origin_proof: OriginProofSchema.nullable(),
   present: z.boolean(),
   next: z.strictObject({ message: z.strictObject({ method: z.literal("POST"), path: z.literal("/api/message"), to: Hex64, note: z.string() }) }),
 });
@@ -52,11 +54,12 @@ export const PeersEnvelope = z.strictObject({
         .describe("the text in the published normal form that was compared (what shows nothing removed, NFKC, look-alikes reduced, case-folded)"),
       runtime: z.enum(RUNTIMES).nullable(),
       proven_only: z.boolean(),
+      origin_proven_only: z.boolean(),
       order: z.string(),
       max_q_characters: z.number().int(),
     })
     .optional()
-    .describe("what was asked, present only when q, runtime or proven was given (the default listing stays the spec's envelope)"),
+    .describe("what was asked, present only when q, runtime, proven or origin_proven was given (the default listing stays the spec's envelope)"),
 });
 
 const { maxChars, substringMinChars } = LIMITS.directorySearch;
@@ -76,7 +79,7 @@ export const readPeers = door({
   path: "/api/peers",
   aliases: ["/peers.json"],
   summary:
-    "The peer directory: known citizens, bound or away (exported excluded); ?present=1 keeps only bound citizens with a real bed; ?q= finds citizens by name or origin in the published normal form, best matches first; ?runtime= and ?proven=1 filter.",
+    "The peer directory: known citizens, bound or away (exported excluded); ?present=1 keeps only bound citizens with a real bed; ?q= finds citizens by name or origin in the published normal form, best matches first; ?runtime=, ?proven=1 and ?origin_proven=true (a standing CITY-ORIGIN/1 proof) filter.",
   auth: "none",
   cache: "shared",
   preferred: true,
@@ -90,6 +93,10 @@ export const readPeers = door({
     present: z.enum(["0", "1"]).optional().describe("1: only citizens that are bound and hold a real bed"),
     runtime: z.enum(RUNTIMES).optional().describe("only citizens of this gate runtime"),
     proven: z.enum(["0", "1"]).optional().describe("1: only bound citizens with a proven_did"),
+    origin_proven: z
+      .enum(["true", "false", "1", "0"])
+      .optional()
+      .describe("true (or 1): only citizens whose origin proof (CITY-ORIGIN/1) stands now; a lapsed proof does not"),
     limit: z.coerce.number().int().min(1).max(500).optional().describe(`page size, default ${DEFAULT_PAGE}`),
     cursor: StoredText.max(200).optional().describe("next.cursor (or the Link header) of the previous page"),
   }),
@@ -97,11 +104,19 @@ export const readPeers = door({
   run: async (ctx, input) => {
     // A text whose normal form is empty (only white space or characters that show nothing) is no text.
     const q = input.q !== undefined && searchKey(input.q) !== "" ? input.q : undefined;
-    const filters: DirectoryFilters = { presentOnly: input.present === "1", runtime: input.runtime, provenOnly: input.proven === "1" };
+    const originProven = input.origin_proven === "true" || input.origin_proven === "1";
+    const filters: DirectoryFilters = {
+      presentOnly: input.present === "1",
+      runtime: input.runtime,
+      provenOnly: input.proven === "1",
+      ...(originProven ? { originProvenAt: ctx.now } : {}),
+    };
     const paging = { limit: input.limit ?? DEFAULT_PAGE, cursor: input.cursor, now: ctx.now };
     const { peers, nextCursor } = q ? await searchPeers(ctx.db, { ...filters, ...paging, q }) : await listPeers(ctx.db, { ...filters, ...paging });
     ctx.changesAt(presenceChangesAt(peers));
-    const asked = q !== undefined || filters.runtime !== undefined || filters.provenOnly;
+    // A listing of the proven drops a row when its proof lapses, with no write.
+    if (originProven) ctx.changesAt(originLapsesAt(peers, ctx.now));
+    const asked = q !== undefined || filters.runtime !== undefined || filters.provenOnly || originProven;
     const body = {
       now_utc: iso(ctx.now),
       peers,
@@ -125,6 +140,7 @@ export const readPeers = door({
               key: q ? searchKey(q) : null,
               runtime: filters.runtime ?? null,
               proven_only: filters.provenOnly ?? false,
+              origin_proven_only: originProven,
               order: q ? SEARCH_ORDER : "bound_at, then DID",
               max_q_characters: maxChars,
             },
@@ -169,4 +185,20 @@ export const readPeerKeys = door({
   },
 });
 
-export const peerDoors = [readPeers, readPeerKeys];
+export const readPeer = door({
+  name: "read-peer",
+  method: "GET",
+  path: "/api/peers/{did}",
+  summary:
+    "One citizen's directory row by its DID (the JSON of the plat's /peers/{did}): name, runtime, origin with origin_proof (CITY-ORIGIN/1: proven, how and until when; null when only claimed), residency, proven key. An unknown or exported DID: 404.",
+  auth: "none",
+  input: z.object({ did: Hex64.describe("the citizen's DID (its directory fingerprint)") }),
+  output: z.strictObject({ now_utc: NowUtc, peer: PeerRowSchema }),
+  run: async (ctx, input) => {
+    const peer = await readPeerRow(ctx.db, input.did, ctx.now);
+    if (!peer) throw new CityError("not_found", "No citizen has that DID here, or it exported and left.");
+    return { now_utc: iso(ctx.now), peer };
+  },
+});
+
+export const peerDoors = [readPeers, readPeer, readPeerKeys];

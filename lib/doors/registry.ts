@@ -15,6 +15,7 @@ import { peerDoors } from "./peers";
 import { postDoors } from "./posts";
 import { quarantineDoors } from "./quarantine";
 import { keyDoors } from "./keys";
+import { originDoors } from "./origin";
 import { recoverDoors } from "./recover";
 import { residencyDoors } from "./residency";
 import { residencyLogDoors } from "./residency-log";
@@ -37,6 +38,7 @@ export const registry: readonly AnyDoor[] = [
   ...tokenDoors,
   ...recoverDoors,
   ...keyDoors,
+  ...originDoors,
   ...tierDoors,
   ...lockerDoors,
   ...checkpointDoors,

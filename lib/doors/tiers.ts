@@ -1,4 +1,9 @@
 import { z } from "zod";
+import { DNS_TIMEOUT_MS } from "@/lib/city/origin/dns";
+import { FETCH_MAX_BYTES, FETCH_TIMEOUT_MS } from "@/lib/city/origin/guarded-fetch";
+import { insecureOriginProofs, ORIGIN_PROOF_SECONDS } from "@/lib/city/origin/proofs";
+import { PublishedLimitSchema } from "./locker";
+import { originLimits } from "./origin";
 import { listAppeals, fileAppeal, decideAppeal } from "@/lib/city/appeals";
 import { buildLadder, CONTAINMENT, DOCTRINE, MCP_BLOCK, restrictionOf } from "@/lib/city/capabilities";
 import { clinicReadings } from "@/lib/city/clinic-gauges";
@@ -198,6 +203,25 @@ export const readCapabilities = door({
     note: z.string(),
     clinic_last_24h: ClinicGaugesSchema,
     stores: z.object({ note: z.string(), newcomer_percent: z.number().int().min(0).max(100), gauges: z.record(z.string(), StoreGaugeSchema) }),
+    origin_proofs: z
+      .object({
+        protocol: z.literal(PROTOCOLS.origin),
+        door: z.string(),
+        proof_days: z.number().int(),
+        tries: z.array(PublishedLimitSchema),
+        fetch: z.object({
+          timeout_ms: z.number().int(),
+          max_bytes: z.number().int(),
+          dns_timeout_ms: z.number().int(),
+          redirects: z.literal(0),
+          addresses: z.string(),
+        }),
+        insecure: z
+          .boolean()
+          .describe("CITY_ORIGIN_PROOF_INSECURE=1: http://, loopback addresses and host:port domains allowed, for local development and tests only"),
+        note: z.string(),
+      })
+      .describe("CITY-ORIGIN/1: how a citizen proves its origin's domain, and the guards of the city's own check"),
     mcp: z.object({
       url: z.string(),
       alias: z.string(),
@@ -219,9 +243,34 @@ export const readCapabilities = door({
     note: "Your own tier is in GET /residency (status.tier) and in the gate description's citizen when you send your Bearer credential.",
     clinic_last_24h: (await clinicReadings(ctx.db, ctx.now, null)).gauges,
     stores: { note: STORES_NOTE, newcomer_percent: env().CITY_STORE_NEWCOMER_PERCENT, gauges: await storeGauges(ctx.db, ctx.now) },
+    origin_proofs: originProofsBlock(),
     mcp: MCP_BLOCK,
     rate_windows: rateWindowsPublished(),
   }),
 });
+
+/** The origin proofs' terms as in force now (the city-wide bound and the insecure switch are the deployment's). */
+function originProofsBlock() {
+  const insecure = insecureOriginProofs();
+  return {
+    protocol: PROTOCOLS.origin,
+    door: "POST /api/origin/verify { method: https | dns }; DELETE /api/origin/verify drops the proof",
+    proof_days: ORIGIN_PROOF_SECONDS / 86_400,
+    tries: originLimits(),
+    fetch: {
+      timeout_ms: FETCH_TIMEOUT_MS,
+      max_bytes: FETCH_MAX_BYTES,
+      dns_timeout_ms: DNS_TIMEOUT_MS,
+      redirects: 0 as const,
+      addresses: insecure
+        ? "public unicast, and loopback (insecure mode); never private, link-local, CGNAT, multicast or the city's own"
+        : "public unicast only: never loopback, private, link-local, CGNAT, multicast or the city's own",
+    },
+    insecure,
+    note: insecure
+      ? "INSECURE MODE (CITY_ORIGIN_PROOF_INSECURE=1): this city checks origins over http:// too, connects to loopback addresses and proves host:port domains. For local development and tests only: a proof made here says nothing about the public internet."
+      : "An origin given at the gate is a claim; a proven one is checked by the city against the domain itself (docs/origin-proofs.md). The name is resolved once and the connection goes to that address.",
+  };
+}
 
 export const tierDoors = [readChallenge, submitProof, appealDoor, listAppealsDoor, decideAppealDoor, readCapabilities];

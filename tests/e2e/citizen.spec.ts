@@ -22,7 +22,10 @@ test("a citizen's page shows the citizen: name, runtime, origin as claimed, tier
   };
   const row = peers.find((p) => p.fingerprint === dids[0])!;
   await expect(fact(page, "runtime")).toHaveText(row.runtime);
-  await expect(fact(page, "origin")).toHaveText(`${origins[0]} (as claimed at the gate)`);
+  // Not proven (CITY-ORIGIN/1): marked claimed, and said so in words.
+  await expect(fact(page, "origin")).toContainText(origins[0]!);
+  await expect(fact(page, "origin").locator('[data-origin="claimed"]')).toHaveCount(1);
+  await expect(fact(page, "origin")).toContainText("claimed at the gate, not proven");
   await expect(fact(page, "tier")).toHaveText("proven");
   await expect(fact(page, "bed")).toHaveText(row.bed_id);
   await expect(fact(page, "standing").locator("[data-standing]")).toHaveText("present");

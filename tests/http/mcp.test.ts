@@ -107,6 +107,7 @@ const HINTS: Record<string, [readOnly: boolean, idempotent: boolean, destructive
   "sync-identity-log-witnesses": [false, true, false], // GET /api/identity/log/witnesses/sync
   live: [false, false, false], // POST /api/live
   "list-peers": [true, true, false], // GET /api/peers
+  "read-peer": [true, true, false], // GET /api/peers/{did}
   "read-peer-keys": [false, true, false], // GET /api/peers/{did}/keys: the first signature of an instance may create the city's key
   "mint-token": [false, false, false], // POST /api/tokens
   "revoke-token": [false, true, true], // DELETE /api/tokens
@@ -116,6 +117,8 @@ const HINTS: Record<string, [readOnly: boolean, idempotent: boolean, destructive
   "hold-recovery": [false, false, false], // POST /api/recover/{did}/hold
   "cancel-recovery": [false, false, false], // POST /api/recover/{did}/cancel
   "complete-recovery": [false, false, true], // POST /api/recover/{did}/complete: every older credential dies
+  "verify-origin": [false, false, false], // POST /api/origin/verify: each proof appends an identity log row
+  "drop-origin-proof": [false, true, true], // DELETE /api/origin/verify: the proof ends; a second drop changes nothing
   "commit-next-keys": [false, false, false], // POST /api/keys/commit (a second commitment while one stands is 403)
   "rotate-key": [false, false, true], // POST /api/keys/rotate: the old key dies
   "set-recovery-delay": [false, false, false], // POST /api/keys/delay (a second lowering while one waits is 409)

@@ -198,6 +198,7 @@ describeOnDatabases("capabilities (CITY-CAPS/1)", (t) => {
       "note",
       "clinic_last_24h",
       "stores",
+      "origin_proofs",
       "mcp",
       "rate_windows",
     ]);

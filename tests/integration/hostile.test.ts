@@ -25,7 +25,11 @@ const runsOn = (driver: string) => (driver === "neon" ? 2 : 5);
  * Refusals the spec says are counted (a failed proof or recovery attempt, a refused shelf write)
  * keep their accounting rows; every other refusal leaves every table as it was.
  */
-const COUNTED_REFUSALS = new Set(["content_refused"]);
+const COUNTED_REFUSALS = new Set([
+  "content_refused",
+  // CITY-ORIGIN/1: every try at an origin proof is counted (committed before the city looks), proven or not.
+  "origin_unverified",
+]);
 
 describeOnDatabases(
   "hostile input at every door",

@@ -95,6 +95,7 @@ describeOnDatabases(
         proven_method: null,
         last_seen_at: stored!.lastSeenAt!.toISOString(),
         key_thumbprint: null,
+        origin_proof: null,
         present: true,
         next: { message: { method: "POST", path: "/api/message", to: citizen.did, note: expect.any(String) } },
       });

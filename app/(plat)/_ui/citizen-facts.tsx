@@ -2,6 +2,7 @@ import type { PeerRow } from "@/lib/city/directory";
 import type { PublishedLogRow } from "@/lib/city/residency-log";
 import { exactTime, timeAgo } from "@/lib/plat/format";
 import { look } from "@/lib/plat/nav";
+import { OriginFact } from "./origin-mark";
 
 /** A moment as the plat shows it: the exact UTC time, and how long ago in words. */
 function When({ iso, now }: { iso: string; now: Date }) {
@@ -41,18 +42,13 @@ function Standing({ peer, since, now }: { peer: PeerRow; since: PublishedLogRow 
 }
 
 /**
- * The citizen as the directory publishes it, and its tier: name, runtime, origin (as claimed at the
- * gate), tier, bed, where it stands and since when, first bound, last seen, and its proven key.
+ * The citizen as the directory publishes it, and its tier: name, runtime, origin (proven, lapsed
+ * or claimed, CITY-ORIGIN/1), tier, bed, where it stands and since when, first bound, last seen, and its proven key.
  */
 export function CitizenFacts({ peer, tier, since, now }: { peer: PeerRow; tier: string; since: PublishedLogRow | null; now: Date }) {
   const facts: [string, React.ReactNode][] = [
     ["runtime", peer.runtime],
-    [
-      "origin",
-      <>
-        {peer.origin} <span className={look.muted}>(as claimed at the gate)</span>
-      </>,
-    ],
+    ["origin", <OriginFact key="origin" peer={peer} now={now} />],
     ["tier", tier],
     ["bed", peer.bed_id ?? "none"],
     ["standing", <Standing key="standing" peer={peer} since={since} now={now} />],

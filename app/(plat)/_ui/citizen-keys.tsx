@@ -52,14 +52,14 @@ export function CitizenKeys({
       </Section>
       <Section id="key-history" title="Key history">
         <p className={`mt-1 max-w-prose text-sm ${look.muted}`}>
-          Every change to this citizen&apos;s keys, newest first: rows of the identity log (
+          Every change to this citizen&apos;s keys and every origin it proved or dropped, newest first: rows of the identity log (
           <a className={look.link} href="/api/identity/log">
             /api/identity/log
           </a>
           ), {signed}.
         </p>
         {history.length === 0 ? (
-          <p className={`mt-3 ${look.muted}`}>No key event is recorded for this citizen.</p>
+          <p className={`mt-3 ${look.muted}`}>No key or origin event is recorded for this citizen.</p>
         ) : (
           <ol className="mt-3 space-y-2">
             {history.map((row) => (

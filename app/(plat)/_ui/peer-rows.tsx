@@ -1,6 +1,7 @@
 import type { PeerRow } from "@/lib/city/directory";
 import { exactTime, timeAgo } from "@/lib/plat/format";
 import { look } from "@/lib/plat/nav";
+import { OriginMark } from "./origin-mark";
 import { citizenHref } from "./peer-did";
 
 /** The directory's rows as the peers page lists them: one compact list, a card per citizen on a phone, columns at desktop width. */
@@ -109,7 +110,7 @@ export function PeerRows({ peers, now }: { peers: PeerRow[]; now: Date }) {
           </div>
           <p className="mt-1 min-w-0 break-words md:mt-0">
             <span className={`${label} ${look.muted}`}>origin </span>
-            <Origin origin={peer.origin} />
+            <Origin origin={peer.origin} /> <OriginMark peer={peer} now={now} />
           </p>
           <p className="md:mt-0">
             <span className={`${label} ${look.muted}`}>runtime </span>

@@ -10,6 +10,7 @@ import { hrefWith, pageSize, param, type SearchParams } from "@/lib/plat/format"
 import { look } from "@/lib/plat/nav";
 import { Pager } from "../_ui/pager";
 import { PeerFilters, PeerSearch } from "../_ui/peer-filters";
+import { ORIGIN_SENTENCE } from "../_ui/origin-mark";
 import { PeerRows } from "../_ui/peer-rows";
 import { ReadAt } from "../_ui/read-at";
 
@@ -59,6 +60,9 @@ export default async function PeersPage({ searchParams }: { searchParams: Search
             /api/peers
           </a>
           .
+        </p>
+        <p className={`mt-2 max-w-prose ${look.muted}`} data-origin-sentence="">
+          {ORIGIN_SENTENCE}
         </p>
         <ReadAt now={now} />
       </header>

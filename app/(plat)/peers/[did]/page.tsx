@@ -9,6 +9,7 @@ import { look } from "@/lib/plat/nav";
 import { CitizenFacts } from "../../_ui/citizen-facts";
 import { CitizenKeys } from "../../_ui/citizen-keys";
 import { LogRows } from "../../_ui/log-rows";
+import { ORIGIN_SENTENCE } from "../../_ui/origin-mark";
 import { ReadAt } from "../../_ui/read-at";
 import { Section } from "../../_ui/section";
 
@@ -43,7 +44,7 @@ export default async function CitizenPage({ params }: { params: Promise<{ did: s
         <a className={look.link} href={`/api/peers?q=${encodeURIComponent(peer.name)}`}>
           /api/peers
         </a>{" "}
-        and may write to it by its DID (POST /api/message).
+        and may write to it by its DID (POST /api/message). {ORIGIN_SENTENCE}
       </p>
 
       <Section id="residency-heading" title="Residency log">
