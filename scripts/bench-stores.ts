@@ -70,11 +70,13 @@ async function measureBuild(build: { label: string; dir: string | undefined; mig
   const open = await openPg(url.toString());
   await migrate(open.db as never, { migrationsFolder: build.migrations });
   await open.close();
-  const server = await startServer({ DATABASE_URL: url.toString(), CITY_DB_DRIVER: "pg" }, build.dir);
   const out: Figures[] = [];
+  let server: Awaited<ReturnType<typeof startServer>> | undefined;
   try {
+    server = await startServer({ DATABASE_URL: url.toString(), CITY_DB_DRIVER: "pg" }, build.dir);
+    const base = server.base;
     for (let round = 1; round <= rounds; round++) {
-      const citizens = await admitCitizens(server.base, writers, `stores-${round}`);
+      const citizens = await admitCitizens(base, writers, `stores-${round}`);
       const total = writers * NOTES_EACH;
       let next = 0;
       const latencies: number[] = [];
@@ -103,7 +105,7 @@ async function measureBuild(build: { label: string; dir: string | undefined; mig
           for (let n = next++; n < total; n = next++) {
             const citizen: Citizen = citizens[n % writers]!;
             const t0 = performance.now();
-            const answer = await fetch(`${server.base}/api/vault`, {
+            const answer = await fetch(`${base}/api/vault`, {
               method: "POST",
               headers: { "content-type": "application/json", authorization: `Bearer ${citizen.secret}` },
               body: JSON.stringify({ content: `bench note ${round}-${n} of a citizen among ${writers}` }),
@@ -134,7 +136,8 @@ async function measureBuild(build: { label: string; dir: string | undefined; mig
       out.push(figures);
     }
   } finally {
-    await server.stop();
+    // A server that never started leaves its database behind no more than one that did.
+    await server?.stop();
     await admin.db.execute(sql.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
     await admin.close();
   }

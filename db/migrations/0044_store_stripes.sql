@@ -3,10 +3,10 @@
 -- stripes, the remainder spread over the first ones), so the shares sum exactly to the bound and a
 -- stripe within its shares keeps the store within its bounds. A write charges ONE stripe, the
 -- first with room that no other transaction holds (FOR UPDATE SKIP LOCKED from a random one), so
--- writers of different citizens lock different rows. Only when no such stripe exists (every stripe
--- with room is held, or none has room for this write alone) does it lock all of the store's stripes
--- in stripe order, count them together and move bytes between them ("rebalance"): nothing is then
--- refused while the store as a whole has room (no slack), and no bound is ever passed.
+-- writers of different citizens lock different rows. When every stripe with room is held, it waits
+-- for one of them. Only when no stripe has room for this write alone does it lock all of the
+-- store's stripes in stripe order, count them together and move bytes between them ("rebalance"):
+-- nothing is then refused while the store as a whole has room (no slack), and no bound is ever passed.
 CREATE TABLE "city_store_stripes" (
 	"store" text NOT NULL,
 	"stripe" smallint NOT NULL,
@@ -58,6 +58,7 @@ DECLARE
   v_hour bigint;
   v_newcomer bigint;
   v_latest timestamptz;
+  v_wait smallint;
 BEGIN
   IF p_bytes = 0 THEN
     RETURN true;
@@ -81,6 +82,30 @@ BEGIN
   EXCEPTION WHEN no_data_found THEN
     v_stripe := NULL;
   END;
+  IF v_stripe IS NULL AND p_bytes > 0 THEN
+    -- A stripe has room, as this statement's snapshot sees, but writers in flight hold every such
+    -- stripe: wait for that one alone (holding no stripe of the store, so no wait cycle), and take
+    -- it if it still has room once its holder is done. Else the all-stripes path below.
+    SELECT stripe INTO v_wait FROM city_store_stripes
+      WHERE store = p_store AND bound_total = p_total AND bound_hour = p_per_hour AND bound_newcomer = p_newcomer_per_hour
+        AND total_bytes + p_bytes <= share_total
+        AND (CASE WHEN hour_start >= p_hour THEN hour_bytes ELSE 0 END) + p_bytes <= share_hour
+        AND (NOT p_newcomer OR (CASE WHEN hour_start >= p_hour THEN newcomer_bytes ELSE 0 END) + p_bytes <= share_newcomer)
+      ORDER BY stripe < p_home, stripe LIMIT 1;
+    IF v_wait IS NOT NULL THEN
+      BEGIN
+        SELECT stripe INTO STRICT v_stripe FROM city_store_stripes
+          WHERE store = p_store AND stripe = v_wait
+            AND bound_total = p_total AND bound_hour = p_per_hour AND bound_newcomer = p_newcomer_per_hour
+            AND total_bytes + p_bytes <= share_total
+            AND (CASE WHEN hour_start >= p_hour THEN hour_bytes ELSE 0 END) + p_bytes <= share_hour
+            AND (NOT p_newcomer OR (CASE WHEN hour_start >= p_hour THEN newcomer_bytes ELSE 0 END) + p_bytes <= share_newcomer)
+          FOR UPDATE;
+      EXCEPTION WHEN no_data_found THEN
+        v_stripe := NULL;
+      END;
+    END IF;
+  END IF;
   IF v_stripe IS NOT NULL THEN
     UPDATE city_store_stripes SET
       total_bytes = total_bytes + p_bytes,

@@ -19,9 +19,9 @@ import { newcomerAt, NEWCOMER_SECONDS } from "./newcomers";
  * on everything the write already checks (the caller is proven, the per-citizen windows and limits
  * pass), charges ONE stripe: the first, from a random one on, that has room for the write and that
  * no other transaction holds (FOR UPDATE SKIP LOCKED), so writers of different citizens lock
- * different rows. When none is free (every stripe with room held, or none with room for this write
- * alone), it locks every stripe of the store in stripe order, checks the sums against the bounds
- * and spreads the bytes again so that every stripe has the same room. A stripe never passes its
+ * different rows. When every stripe with room is held, it waits for one of them alone. When no
+ * stripe alone has room for this write, it locks every stripe of the store in stripe order, checks
+ * the sums against the bounds and spreads the bytes again so that every stripe has the same room. A stripe never passes its
  * share, so the store never passes its bound; and a write is refused only when the sums have no
  * room for it: no slack. Past a bound the write is refused 507 city_full; nobody is evicted and
  * nothing is deleted.

@@ -126,6 +126,7 @@ else
         });
 
     it("writers of different citizens hold different stripe rows: 16 open transactions each charged, none waited for a lock", async () => {
+      // A wait for a row shows as a lock not granted (on the holder's transaction id) of a backend of this database.
       await awayFromTheHour();
       await setStripeCounters(t().db, "vault", { total: 0, hour: 0, newcomer: 0 }, BOUNDS);
       const before = await stripesOf(t().db, "vault");
@@ -147,7 +148,7 @@ else
         waited = Number(
           rowsOf<{ n: string }>(
             await t().db.execute(
-              sql`SELECT count(*) AS n FROM pg_locks l JOIN pg_database d ON d.oid = l.database WHERE d.datname = current_database() AND NOT l.granted`,
+              sql`SELECT count(*) AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE a.datname = current_database() AND NOT l.granted`,
             ),
           )[0]!.n,
         );
@@ -185,6 +186,44 @@ else
       // Borrowed without the all-stripes path: the shares were not split again, the full stripe is as it was.
       expect(after.map((s) => s.shareHour)).toEqual(before.map((s) => s.shareHour));
       expect(after[5]).toEqual(before[5]);
+    });
+
+    it("when every stripe with room is held, a writer waits for that one stripe alone and takes it, without the all-stripes path", async () => {
+      await awayFromTheHour();
+      await setStripeCounters(t().db, "vault", { total: 0, hour: 0, newcomer: 0 }, BOUNDS);
+      // Every stripe's hour full but stripe 7's.
+      await t().raw(`UPDATE city_store_stripes SET hour_bytes = share_hour WHERE store = 'vault' AND stripe <> 7`);
+      const before = await stripesOf(t().db, "vault");
+      const call = (home: number) =>
+        sql`SELECT city_store_charge('vault', 100::bigint, false, date_trunc('hour', now()), ${home}::int, ${TOTAL}::bigint, ${PER_HOUR}::bigint, ${SHARE}::bigint) AS ok`;
+      let release!: () => void;
+      const barrier = new Promise<void>((resolve) => (release = resolve));
+      let holding = false;
+      const first = wide.transaction(async (tx) => {
+        const ok = rowsOf<{ ok: boolean }>(await tx.execute(call(7)))[0]!.ok;
+        holding = true;
+        await barrier;
+        return ok;
+      });
+      while (!holding) await sleep(10);
+      const second = wide.transaction(async (tx) => rowsOf<{ ok: boolean }>(await tx.execute(call(0)))[0]!.ok);
+      // The second writer waits (a lock not granted) for the first: stripe 7 is the only one with room.
+      let waiting = 0;
+      while (waiting === 0)
+        waiting = Number(
+          rowsOf<{ n: string }>(
+            await t().db.execute(
+              sql`SELECT count(*) AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE a.datname = current_database() AND NOT l.granted`,
+            ),
+          )[0]!.n,
+        );
+      release();
+      expect(await first).toBe(true);
+      expect(await second).toBe(true);
+      const after = await stripesOf(t().db, "vault");
+      // Only stripe 7 moved, by both writes; nothing was spread again.
+      expect(after.filter((s, k) => s.hour !== before[k]!.hour).map((s) => [s.stripe, s.hour - before[s.stripe]!.hour])).toEqual([[7, 200]]);
+      expect(after.filter((s, k) => s.stripe !== 7 && JSON.stringify(s) !== JSON.stringify(before[k]))).toEqual([]);
     });
 
     it("a write no single stripe has room for is counted against the stripes together, and the bytes are spread again", async () => {
