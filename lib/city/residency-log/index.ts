@@ -16,8 +16,9 @@ export {
   type HeldCheckpoint,
   type IdentityReport,
   leafDataOf,
-  type LogHead,
-  logHeadOf,
+  INTEGRATION_BATCH_MAX,
+  INTEGRATION_POLL_MS,
+  INTEGRATION_WAIT_MS,
   type LogReceipt,
   LogReceiptSchema,
   type LogSigner,
@@ -33,6 +34,9 @@ export const {
   appendLog,
   prepareAppend,
   appended,
+  appendNow,
+  integratePending,
+  awaitIntegration,
   readLogPage,
   readLatestRows: readLatestLogRows,
   verifyHashChain,
@@ -40,9 +44,6 @@ export const {
   catchUpTree,
   currentCheckpoint,
   latestCheckpoint,
-  lockLogHead,
-  lockLogHeadAfter,
-  lockLogHeadIf,
   announceLogIdentity,
   checkLogIdentity,
   logIdentityReport,
@@ -55,6 +56,3 @@ export const {
   syncWitnesses,
   witnessStates,
 } = residencyLog;
-
-/** The query that locks the residency log's head and reads it. */
-export const LOCK_LOG_HEAD = residencyLog.lockHeadQuery();
