@@ -113,7 +113,11 @@ describeOnDatabases(
         .catch((err: { message?: string; cause?: { message?: string } }) => `${err.message} ${err.cause?.message ?? ""}`);
       expect(refused).toMatch(/never changed/);
       expect(await integratePending(t().db)).toBe(1);
-      const [last] = await t().db.select().from(residencyLogRows).orderBy(sql`seq DESC`).limit(1);
+      const [last] = await t()
+        .db.select()
+        .from(residencyLogRows)
+        .orderBy(sql`seq DESC`)
+        .limit(1);
       expect(last!.did).toBe(did(500));
     });
 
