@@ -4,6 +4,8 @@ import { CityError } from "@/lib/errors";
 import { checkpointOf } from "@/lib/tlog/append";
 import type { LogDescriptor } from "./descriptor";
 import { appendSigner, verifiedNote } from "./identity";
+import { catchUpTree } from "./catch-up";
+import { lockLogHead } from "./head";
 import { hasPending, integratePending } from "./integrate";
 
 /** A log's signed checkpoints: the latest with its cosignatures (the tree's catch-up over rows from before it: ./catch-up.ts). */
@@ -61,7 +63,10 @@ export async function currentCheckpoint(log: LogDescriptor, db: Database, now: D
     const { root, note } = checkpointOf([], 0, signer);
     return { size: 0, root, note, signedAt: now, cosignatures: [] };
   }
-  await integratePending(log, db, now, { wait: true });
+  await db.transaction(async (tx) => {
+    const head = await lockLogHead(log, tx as Database);
+    await catchUpTree(log, tx as Database, signer, head.seq, now);
+  });
   return servable(log, db, (await latestCheckpoint(log, db)).checkpoint!, now);
 }
 
