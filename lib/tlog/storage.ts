@@ -53,7 +53,7 @@ export async function inclusionProof(
 }
 
 /** The inclusion proof of entry `seq` (from 1) in the tree of `size`, which the caller knows the log reached (an integrated batch's checkpoint). */
-export async function inclusionPath(storage: LogStorage, seq: number, size: number): Promise<string[]> {
+export async function inclusionPath(storage: Pick<LogStorage, "readNodes">, seq: number, size: number): Promise<string[]> {
   const ranges = inclusionRanges(seq - 1, size);
   return hashRanges(ranges, await storage.readNodes(nodesOfRanges(ranges)));
 }

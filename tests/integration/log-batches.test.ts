@@ -8,6 +8,7 @@ import {
   appendNow,
   awaitIntegration,
   currentCheckpoint,
+  integratedReceipt,
   integratePending,
   leafDataOf,
   logSigner,
@@ -131,9 +132,11 @@ describeOnDatabases(
       expect(await countOf(logCheckpoints)).toBe(checkpointsBefore + 1);
       expect(new Set(receipts.map((r) => r.seq)).size).toBe(24);
       expect(receipts.map((r) => r.seq).sort((a, b) => a - b)).toEqual(Array.from({ length: 24 }, (_, i) => rowsBefore + 1 + i));
-      for (const receipt of receipts) {
+      for (const [i, receipt] of receipts.entries()) {
         expect(receipt.tree_size).toBe(rowsBefore + 24);
         expect(await verifiesOffline(receipt)).toMatchObject({ ok: true });
+        // The integrator's writer worked its proof out in memory; every other read it back: the same.
+        expect(await integratedReceipt(t().db, tickets[i]!.ticket)).toEqual(receipt);
       }
       expect(await verifyHashChain(t().db)).toMatchObject({ intact: true, rows_checked: rowsBefore + 24 });
     });

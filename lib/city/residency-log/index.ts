@@ -36,6 +36,7 @@ export const {
   appended,
   appendNow,
   integratePending,
+  integratedReceipt,
   awaitIntegration,
   readLogPage,
   readLatestRows: readLatestLogRows,

@@ -6,7 +6,7 @@ import type { LogDescriptor } from "./descriptor";
 import { appendSigner, verifiedNote } from "./identity";
 import { catchUpTree } from "./catch-up";
 import { lockLogHead } from "./head";
-import { hasPending, integratePending } from "./integrate";
+import { integratePending } from "./integrate";
 
 /** A log's signed checkpoints: the latest with its cosignatures (the tree's catch-up over rows from before it: ./catch-up.ts). */
 
@@ -18,9 +18,9 @@ export interface HeldCheckpoint {
   cosignatures: Array<{ witness: string; line: string; cosignedAt: Date }>;
 }
 
-/** The latest signed checkpoint with every cosignature held for it, and how many rows the log has. */
-export async function latestCheckpoint(log: LogDescriptor, db: Database): Promise<{ checkpoint: HeldCheckpoint | null; logSize: number }> {
-  const { rows: table, checkpoints: logCheckpoints, cosignatures: logCosignatures } = log.tables;
+/** The latest signed checkpoint with every cosignature held for it, how many rows the log has, and whether entries wait for integration. */
+export async function latestCheckpoint(log: LogDescriptor, db: Database): Promise<{ checkpoint: HeldCheckpoint | null; logSize: number; pending: boolean }> {
+  const { rows: table, checkpoints: logCheckpoints, cosignatures: logCosignatures, pending: waiting } = log.tables;
   const rows = await db
     .select({
       size: logCheckpoints.size,
@@ -28,6 +28,7 @@ export async function latestCheckpoint(log: LogDescriptor, db: Database): Promis
       note: logCheckpoints.note,
       signedAt: logCheckpoints.signedAt,
       logSize: sql<string | number | null>`(SELECT max(${table.seq}) FROM ${table})`,
+      pending: sql<boolean>`EXISTS (SELECT 1 FROM ${waiting})`,
       witness: logCosignatures.witness,
       line: logCosignatures.line,
       cosignedAt: logCosignatures.cosignedAt,
@@ -38,12 +39,18 @@ export async function latestCheckpoint(log: LogDescriptor, db: Database): Promis
     .orderBy(asc(logCosignatures.witness));
   const first = rows[0];
   if (!first) {
-    const [count] = await db.select({ size: sql<string | number | null>`max(${table.seq})` }).from(table);
-    return { checkpoint: null, logSize: Number(count?.size ?? 0) };
+    const [count] = await db
+      .select({ size: sql<string | number | null>`max(${table.seq})`, pending: sql<boolean>`EXISTS (SELECT 1 FROM ${waiting})` })
+      .from(table);
+    return { checkpoint: null, logSize: Number(count?.size ?? 0), pending: count?.pending === true };
   }
   const logSize = Number(first.logSize ?? 0);
   const cosignatures = rows.flatMap((r) => (r.witness && r.line && r.cosignedAt ? [{ witness: r.witness, line: r.line, cosignedAt: r.cosignedAt }] : []));
-  return { checkpoint: { size: Number(first.size), root: first.root, note: first.note, signedAt: first.signedAt, cosignatures }, logSize };
+  return {
+    checkpoint: { size: Number(first.size), root: first.root, note: first.note, signedAt: first.signedAt, cosignatures },
+    logSize,
+    pending: first.pending === true,
+  };
 }
 
 /**
@@ -54,8 +61,8 @@ export async function latestCheckpoint(log: LogDescriptor, db: Database): Promis
  * spot and not kept.
  */
 export async function currentCheckpoint(log: LogDescriptor, db: Database, now: Date): Promise<HeldCheckpoint> {
-  if (await hasPending(log, db)) await integrateLeftovers(log, db, now);
-  const held = await latestCheckpoint(log, db);
+  let held = await latestCheckpoint(log, db);
+  if (held.pending && (await integrateLeftovers(log, db, now))) held = await latestCheckpoint(log, db);
   if (held.checkpoint && held.checkpoint.size >= held.logSize) return servable(log, db, held.checkpoint, now);
   // Signing (the empty log's note, or the tree over older rows) is for the log's recorded identity only.
   const signer = await appendSigner(log, db, now);
@@ -71,11 +78,12 @@ export async function currentCheckpoint(log: LogDescriptor, db: Database, now: D
 }
 
 /** Integrates what is pending unless another holds the head (it is integrating) or this instance does not sign for the log. */
-async function integrateLeftovers(log: LogDescriptor, db: Database, now: Date): Promise<void> {
+async function integrateLeftovers(log: LogDescriptor, db: Database, now: Date): Promise<boolean> {
   try {
-    await integratePending(log, db, now);
+    return (await integratePending(log, db, now)) !== "busy";
   } catch (err) {
     if (!(err instanceof CityError && err.code === "log_identity_mismatch")) throw err;
+    return false;
   }
 }
 
@@ -98,7 +106,7 @@ async function servable(log: LogDescriptor, db: Database, checkpoint: HeldCheckp
 export async function catchUpLogTree(log: LogDescriptor, db: Database, now = new Date()): Promise<void> {
   const held = await latestCheckpoint(log, db);
   const current = held.logSize === 0 || (held.checkpoint && held.checkpoint.size >= held.logSize);
-  if (current && !(await hasPending(log, db))) return;
+  if (current && !held.pending) return;
   try {
     await currentCheckpoint(log, db, now);
   } catch (err) {

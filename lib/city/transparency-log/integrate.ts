@@ -1,8 +1,9 @@
 import { asc, inArray, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
-import { checkpointOf, edgeOf, growTree, type LogReceipt } from "@/lib/tlog/append";
+import { checkpointOf, edgeOf, growTree, type LogReceipt, type StoredNode, unhex } from "@/lib/tlog/append";
 import { inclusionPath } from "@/lib/tlog/storage";
+import { type Hash, nodeKey, rangeNodes } from "@/lib/tlog/tree";
 import { catchUpTree } from "./catch-up";
 import type { LogDescriptor } from "./descriptor";
 import { type LogHead, lockLogHead, tryLockLogHead } from "./head";
@@ -35,17 +36,29 @@ export const INTEGRATION_POLL_MS = 10;
  * first (catchUpTree). Refuses (log_identity_mismatch) unless this instance signs for the log.
  */
 export async function integratePending(log: LogDescriptor, db: Database, now = new Date(), options: { wait?: boolean } = {}): Promise<number | "busy"> {
+  const outcome = await integrateBatch(log, db, now, options);
+  return typeof outcome === "string" ? outcome : outcome.integrated;
+}
+
+/** integratePending, with the receipts of the batch it integrated by ticket (worked out in memory: its integrator's writer reads none back). */
+async function integrateBatch(
+  log: LogDescriptor,
+  db: Database,
+  now: Date,
+  options: { wait?: boolean },
+): Promise<"busy" | { integrated: number; receipts: Map<string, LogReceipt> }> {
   const { pending: table } = log.tables;
-  return db.transaction(async (handle) => {
+  const none = { integrated: 0, receipts: new Map<string, LogReceipt>() };
+  const outcome = await db.transaction(async (handle) => {
     const tx = handle as Database;
     const head = options.wait ? await lockLogHead(log, tx) : await tryLockLogHead(log, tx);
-    if (!head) return "busy";
+    if (!head) return "busy" as const;
     const entries = await tx.select().from(table).orderBy(asc(table.id)).limit(INTEGRATION_BATCH_MAX);
     const treeBehind = head.seq > 0 && head.edge === null;
-    if (entries.length === 0 && !treeBehind) return 0;
+    if (entries.length === 0 && !treeBehind) return none;
     const signer = await appendSigner(log, tx, now);
     const edge = head.seq === 0 ? "" : (head.edge ?? (await catchUpTree(log, tx, signer, head.seq, now)));
-    if (entries.length === 0) return 0;
+    if (entries.length === 0) return none;
     const rows = chained(head, entries);
     const grown = growTree(
       edgeOf(edge),
@@ -74,8 +87,37 @@ export async function integratePending(log: LogDescriptor, db: Database, now = n
       grown AS (INSERT INTO ${log.tables.nodes} (level, idx, hash) VALUES ${nodes}),
       signed AS (INSERT INTO ${log.tables.checkpoints} (size, root, edge, note, signed_at) VALUES (${c.size}, ${c.root}, ${c.edge}, ${c.note}, ${now.toISOString()}::timestamptz))
       SELECT 1`);
-    return entries.length;
+    return { head, edge, rows, nodes: grown.nodes, checkpoint: c };
   });
+  if (outcome === "busy" || !("rows" in outcome)) return outcome;
+  return { integrated: outcome.rows.length, receipts: await batchReceipts(outcome) };
+}
+
+/**
+ * The receipts of a batch, from what its integration held in memory: the old tree's edge (its
+ * maximal perfect subtrees, every left sibling a new leaf's path meets in the old tree) and the
+ * nodes the batch completed. Each proof is checked against the batch's root by construction (the
+ * same nodes made it); a node not found there would throw, and the receipt is read back instead.
+ */
+async function batchReceipts(batch: {
+  head: LogHead;
+  edge: string;
+  rows: Array<{ row: PublishedLogRow; ticket: string }>;
+  nodes: StoredNode[];
+  checkpoint: { size: number; note: string };
+}): Promise<Map<string, LogReceipt>> {
+  const known = new Map<string, Hash>();
+  const old = edgeOf(batch.edge);
+  rangeNodes(0, batch.head.seq).forEach((id, i) => known.set(nodeKey(id), old[i]!));
+  for (const n of batch.nodes) known.set(nodeKey({ level: n.level, index: n.idx }), unhex(n.hash));
+  const inMemory = { readNodes: async () => known };
+  const receipts = new Map<string, LogReceipt>();
+  for (const { row, ticket } of batch.rows) {
+    const size = batch.checkpoint.size;
+    const proof = await inclusionPath(inMemory, row.seq, size).catch(() => null);
+    if (proof) receipts.set(ticket, { seq: row.seq, leaf_index: row.seq - 1, tree_size: size, proof, checkpoint: batch.checkpoint.note });
+  }
+  return receipts;
 }
 
 type PendingEntry = LogDescriptor["tables"]["pending"]["$inferSelect"];
@@ -126,21 +168,17 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export async function awaitIntegration(log: LogDescriptor, db: Database, ticket: string, now = new Date()): Promise<LogReceipt> {
   const deadline = Date.now() + INTEGRATION_WAIT_MS;
   for (;;) {
-    const outcome = await integratePending(log, db, now, { wait: Date.now() >= deadline });
+    const outcome = await integrateBatch(log, db, now, { wait: Date.now() >= deadline });
+    const mine = typeof outcome === "string" ? undefined : outcome.receipts.get(ticket);
+    if (mine) return mine;
     const receipt = await integratedReceipt(log, db, ticket);
     if (receipt) return receipt;
     // Held the head with nothing pending: this entry was never committed (its write rolled back).
-    if (outcome === 0) throw new Error(`the ${log.name} holds no entry with this ticket, pending or integrated`);
+    if (outcome !== "busy" && outcome.integrated === 0) throw new Error(`the ${log.name} holds no entry with this ticket, pending or integrated`);
     if (outcome === "busy") {
       await pause(INTEGRATION_POLL_MS);
       const polled = await integratedReceipt(log, db, ticket);
       if (polled) return polled;
     }
   }
-}
-
-/** Whether the log has entries waiting for integration (a reader that serves the latest checkpoint integrates them first). */
-export async function hasPending(log: LogDescriptor, db: Database): Promise<boolean> {
-  const [row] = rowsOf<{ waiting: boolean }>(await db.execute(sql`SELECT EXISTS (SELECT 1 FROM ${log.tables.pending}) AS waiting`));
-  return row?.waiting === true;
 }
