@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { listAppeals, fileAppeal, decideAppeal } from "@/lib/city/appeals";
 import { buildLadder, CONTAINMENT, DOCTRINE, MCP_BLOCK, restrictionOf } from "@/lib/city/capabilities";
+import { INTEGRATION_BATCH_MAX, INTEGRATION_POLL_MS, INTEGRATION_WAIT_MS } from "@/lib/city/residency-log";
 import { clinicReadings } from "@/lib/city/clinic-gauges";
 import { ClinicGaugesSchema } from "./clinic";
 import { issueChallenge, proofMessage, proveKey, CHALLENGE_TTL_SECONDS } from "@/lib/city/proof";
@@ -183,6 +184,9 @@ export const readCapabilities = door({
     note: z.string(),
     clinic_last_24h: ClinicGaugesSchema,
     stores: z.object({ note: z.string(), newcomer_percent: z.number().int().min(0).max(100), gauges: z.record(z.string(), StoreGaugeSchema) }),
+    log_integration: z
+      .object({ batch_max: z.number().int().positive(), wait_ms: z.number().int().positive(), poll_ms: z.number().int().positive(), note: z.string() })
+      .describe("how the logs integrate appends in batches (docs/log.md, Integration): the bound on a writer's wait for its receipt"),
     mcp: z.object({
       url: z.string(),
       alias: z.string(),
@@ -203,6 +207,12 @@ export const readCapabilities = door({
     note: "Your own tier is in GET /residency (status.tier) and in the gate description's citizen when you send your Bearer credential.",
     clinic_last_24h: (await clinicReadings(ctx.db, ctx.now, null)).gauges,
     stores: { note: STORES_NOTE, newcomer_percent: env().CITY_STORE_NEWCOMER_PERCENT, gauges: await storeGauges(ctx.db, ctx.now) },
+    log_integration: {
+      batch_max: INTEGRATION_BATCH_MAX,
+      wait_ms: INTEGRATION_WAIT_MS,
+      poll_ms: INTEGRATION_POLL_MS,
+      note: "A write records its log entry pending and commits; whoever takes the log's head (a try-lock) integrates every pending entry, at most batch_max, under one signed checkpoint. A writer polls for its row every poll_ms and, wait_ms after its commit at most, integrates itself; its answer carries the receipt against its batch's checkpoint.",
+    },
     mcp: MCP_BLOCK,
   }),
 });
