@@ -188,7 +188,21 @@ describeOnDatabases("capabilities (CITY-CAPS/1)", (t) => {
   it("publishes every field of the spec, with clinic gauges read from the desk's ledger", async () => {
     const { status, body } = await callDoor(readCapabilities);
     expect(status).toBe(200);
-    expect(Object.keys(body)).toEqual(["now_utc", "protocol", "doctrine", "ladder", "containment", "restriction", "note", "clinic_last_24h", "stores", "mcp"]);
+    expect(Object.keys(body)).toEqual([
+      "now_utc",
+      "protocol",
+      "doctrine",
+      "ladder",
+      "containment",
+      "restriction",
+      "note",
+      "clinic_last_24h",
+      "stores",
+      "log_integration",
+      "mcp",
+    ]);
+    // The logs' batched integration, as the code runs it (docs/log.md, Integration).
+    expect(body.log_integration).toMatchObject({ batch_max: 256, wait_ms: 2000, poll_ms: 10 });
     expect(body.protocol).toBe("CITY-CAPS/1");
     expect(body.doctrine).toHaveLength(3);
     expect(body.ladder.map((x: { tier: string }) => x.tier)).toEqual(["visitor", "citizen", "proven", "restricted"]);
