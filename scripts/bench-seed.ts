@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { LOCKER_BYTES_COUNTER } from "@/lib/city/locker";
 import { normalKey } from "@/lib/city/names";
-import { appendLog } from "@/lib/city/residency-log";
+import { appendLog, integratePending } from "@/lib/city/residency-log";
 
 /** The residency log rows the bench writes through the domain's own appender (hash-chained). */
 export const SEEDED_LOG_ROWS = 2000;
@@ -47,5 +47,7 @@ export async function seedCity(db: Database, count: number): Promise<void> {
   await db.transaction(async (tx) => {
     for (const row of rows) await appendLog(tx as Database, { event: "admit", did: row.did, at: new Date() });
   });
+  // Integrated as one batch after the commit (or a few: INTEGRATION_BATCH_MAX entries each).
+  while ((await integratePending(db, new Date(), { wait: true })) !== 0);
   await db.execute(sql`ANALYZE`);
 }

@@ -28,6 +28,7 @@ export const identityLogTables = logTables({
   head: "identity_log_head",
   identity: "identity_log_identity",
   verifiedHead: "identity_log_verified_head",
+  pending: "identity_log_pending",
 });
 
 export const { rows: identityLog } = identityLogTables;

@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { bigint, check, index, integer, jsonb, pgTable, primaryKey, smallint, text, timestamp } from "drizzle-orm/pg-core";
+import { bigint, bigserial, check, index, integer, jsonb, pgTable, primaryKey, smallint, text, timestamp, uuid } from "drizzle-orm/pg-core";
 
 /**
  * The tables of one transparency log (docs/log.md), made once for each log the city keeps:
@@ -14,6 +14,7 @@ export interface LogTableNames {
   head: string;
   identity: string;
   verifiedHead: string;
+  pending: string;
 }
 
 export function logTables(names: LogTableNames) {
@@ -31,6 +32,8 @@ export function logTables(names: LogTableNames) {
       details: jsonb("details").$type<Record<string, unknown>>().notNull().default({}),
       prevHash: text("prev_hash").notNull(),
       hash: text("hash").notNull().unique(),
+      /** The ticket of the pending entry this row integrated (migration 0045): how its writer finds its seq. Not published. */
+      ticket: uuid("ticket").unique(),
     },
     (t) => [check(`${names.rows}_seq_positive`, sql`${t.seq} > 0`), index(`${names.rows}_at`).on(t.at), index(`${names.rows}_did`).on(t.did)],
   );
@@ -77,11 +80,11 @@ export function logTables(names: LogTableNames) {
 
   /**
    * The log's head (one row, id 1): the last row's seq, hash and time and the tree's right edge at
-   * that size. An appender locks it FOR UPDATE, which hands it the latest committed head even after
-   * waiting (an advisory lock taken in a statement would not refresh that statement's snapshot), so
-   * the lock and the head are one read. Kept by triggers on the rows and checkpoints tables in the
-   * appending statement itself (migrations 0023, 0032), whoever inserts: edge is null until the
-   * checkpoint of that size exists. Not append-only: it is the one mutable pointer into the log.
+   * that size. Only the integrator locks it (FOR UPDATE SKIP LOCKED: a try-lock, migration 0045),
+   * which hands it the latest committed head, so the lock and the head are one read. Kept by
+   * triggers on the rows and checkpoints tables in the integrating statement itself (migrations
+   * 0023, 0032, 0045), whoever inserts: edge is null until the checkpoint of that size exists. Not
+   * append-only: it is the one mutable pointer into the log.
    */
   const head = pgTable(
     names.head,
@@ -132,7 +135,21 @@ export function logTables(names: LogTableNames) {
     (t) => [check(`${names.verifiedHead}_one_row`, sql`${t.id} = 1`)],
   );
 
-  return { rows, nodes, checkpoints, cosignatures, head, identity, verifiedHead };
+  /**
+   * The entries written but not yet integrated (migration 0045): each write's transaction inserts
+   * its own row (numbered by a sequence: no row every writer locks); whoever takes the head
+   * integrates them in id order and deletes them in the same statement. Never updated (a trigger).
+   */
+  const pending = pgTable(names.pending, {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    ticket: uuid("ticket").notNull().unique(),
+    event: text("event").notNull(),
+    did: text("did").notNull(),
+    at: timestamp("at", { withTimezone: true, mode: "date" }).notNull(),
+    details: jsonb("details").$type<Record<string, unknown>>().notNull().default({}),
+  });
+
+  return { rows, nodes, checkpoints, cosignatures, head, identity, verifiedHead, pending };
 }
 
 /** The tables of one log, as lib/city/transparency-log reads and writes them. */

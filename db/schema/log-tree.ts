@@ -12,6 +12,7 @@ export const residencyLogTables = logTables({
   head: "log_head",
   identity: "log_identity",
   verifiedHead: "log_verified_head",
+  pending: "log_pending",
 });
 
 export const {

@@ -5,7 +5,6 @@ import { executePrepared, rowsOf } from "@/db/sql";
 import { type Database } from "@/db/client";
 import { CityError } from "@/lib/errors";
 import { citizens, sessionTokens, type CitizenRow } from "@/db/schema";
-import { type LogHead, lockLogHeadAfter, logHeadOf } from "@/lib/city/residency-log";
 import { keyStillValidSql, NONCE_COLUMNS, nonceCtes, type NonceOutcome, nonceRefusal, type VerifiedSignature } from "./request-keys";
 
 /**
@@ -81,8 +80,6 @@ export interface HeldCitizen {
   tier: CitizenRow["tier"];
   residencyStatus: CitizenRow["residencyStatus"];
   bedId: string | null;
-  /** The residency log's head, locked in the same statement, when the write appends a log row (see LOCK_LOG_HEAD). */
-  logHead?: LogHead;
 }
 
 /**
@@ -98,9 +95,8 @@ export function heldCitizenForToken(
   now: Date,
   mode: CitizenLock,
   seenBefore: Date | null,
-  options: { logHead?: boolean } = {},
 ): Promise<(HeldCitizen & { credential: "secret" | "session"; tokenId?: string }) | null> {
-  return citizenOpenedByToken(db, token, now, mode, seenBefore, options);
+  return citizenOpenedByToken(db, token, now, mode, seenBefore);
 }
 
 /** heldCitizenForToken, or with no lock (mode null) the look-up of citizenForToken. */
@@ -110,7 +106,6 @@ async function citizenOpenedByToken(
   now: Date,
   mode: CitizenLock | null,
   seenBefore: Date | null,
-  options: { logHead?: boolean } = {},
 ): Promise<(HeldCitizen & { credential: "secret" | "session"; tokenId?: string }) | null> {
   const secret = isCredential(token, "secret");
   if (!secret && !isCredential(token, "session")) return null;
@@ -118,7 +113,7 @@ async function citizenOpenedByToken(
   const opens = secret
     ? sql`${citizens.secretHash} = ${hash}`
     : sql`${citizens.did} IN (SELECT ${sessionTokens.did} FROM ${sessionTokens} WHERE ${sessionTokens.tokenHash} = ${hash} AND ${sessionTokens.revokedAt} IS NULL AND ${sessionTokens.expiresAt} > ${now.toISOString()}::timestamptz)`;
-  const { row } = await holdCitizen(db, opens, now, mode, seenBefore, options);
+  const { row } = await holdCitizen(db, opens, now, mode, seenBefore);
   if (!row) return null;
   return { ...row, credential: secret ? "secret" : "session", ...(secret ? {} : { tokenId: hash }) };
 }
@@ -136,19 +131,11 @@ export async function heldCitizenForSignature(
   now: Date,
   mode: CitizenLock,
   seenBefore: Date | null,
-  options: { logHead?: boolean; current?: boolean } = {},
+  options: { current?: boolean } = {},
 ): Promise<(HeldCitizen & { credential: "signature" }) | null> {
   const opens = sql`${citizens.did} = ${signed.did} AND ${citizens.residencyStatus} <> 'exported' AND ${keyStillValidSql(signed, now, options.current ?? false)}`;
   const nonce = signed.nonce;
-  const { row, outcome } = await holdCitizen(
-    db,
-    opens,
-    now,
-    mode,
-    seenBefore,
-    options,
-    nonce === null ? null : (found) => nonceCtes({ ...signed, nonce }, now, found),
-  );
+  const { row, outcome } = await holdCitizen(db, opens, now, mode, seenBefore, nonce === null ? null : (found) => nonceCtes({ ...signed, nonce }, now, found));
   if (!row) return null;
   if (nonce !== null && outcome) {
     const refused = nonceRefusal(outcome);
@@ -170,7 +157,6 @@ async function holdCitizen(
   now: Date,
   mode: CitizenLock | null,
   seenBefore: Date | null,
-  options: { logHead?: boolean },
   more: ((found: SQL) => SQL) | null = null,
 ): Promise<{ row: HeldCitizen | null; outcome: NonceOutcome | null }> {
   const lock = mode === null ? sql`` : mode === "exclusive" ? sql.raw("FOR NO KEY UPDATE") : sql.raw("FOR SHARE");
@@ -185,12 +171,9 @@ async function holdCitizen(
     ), held AS (
       SELECT did, tier, residency_status, bed_id FROM ${citizens} WHERE ${opens} AND NOT EXISTS (SELECT 1 FROM seen) ${lock}
     ), found AS (SELECT * FROM seen UNION ALL SELECT * FROM held LIMIT 1)${more ? sql`, ${more(sql`found`)}` : sql``}
-    SELECT caller.*${options.logHead ? sql`, head.*` : sql``}${more ? sql`, ${NONCE_COLUMNS}` : sql``} FROM (SELECT 1) one LEFT JOIN found caller ON true ${options.logHead ? lockLogHeadAfter(sql`caller.did`) : sql``}`,
+    SELECT caller.*${more ? sql`, ${NONCE_COLUMNS}` : sql``} FROM (SELECT 1) one LEFT JOIN found caller ON true`,
   );
-  type Row = { did: string | null; tier: HeldCitizen["tier"]; residency_status: HeldCitizen["residencyStatus"]; bed_id: string | null } & Partial<
-    Parameters<typeof logHeadOf>[0]
-  > &
-    Partial<NonceOutcome>;
+  type Row = { did: string | null; tier: HeldCitizen["tier"]; residency_status: HeldCitizen["residencyStatus"]; bed_id: string | null } & Partial<NonceOutcome>;
   const [row] = rowsOf<Row>(result);
   if (!row || row.did === null) return { row: null, outcome: null };
   const outcome = more ? { nonce_used: row.nonce_used === true, nonce_fits: row.nonce_fits === true, nonce_kept: Number(row.nonce_kept ?? 0) } : null;
@@ -200,7 +183,6 @@ async function holdCitizen(
       tier: row.tier,
       residencyStatus: row.residency_status,
       bedId: row.bed_id,
-      ...(options.logHead ? { logHead: logHeadOf(row as Parameters<typeof logHeadOf>[0]) } : {}),
     },
     outcome,
   };

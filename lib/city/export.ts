@@ -5,7 +5,7 @@ import { checkpoints, citizens, lockerBags, seals, vaultNotes } from "@/db/schem
 import { CityError } from "@/lib/errors";
 import { scanContent } from "@/lib/scan";
 import { sha256Hex } from "./canonical";
-import { appended, lockLogHead, prepareAppend } from "@/lib/city/residency-log";
+import { appended, prepareAppend } from "@/lib/city/residency-log";
 
 /** An item the export kept back because the scanner refuses its content today: named, never quoted (a refused bag name is named by its sha256). */
 export interface Withheld {
@@ -58,12 +58,12 @@ export async function exportCitizen(db: Database, did: string, now: Date) {
     vault: notes.filter((n) => passes("vault", String(n.id), n.content)).map((n) => ({ id: n.id, content: n.content, created_at: n.createdAt.toISOString() })),
     seals: sealRows.map((s) => ({ sha256: s.sha256, created_at: s.createdAt.toISOString() })),
   };
-  // Only now the log's head: locked and read in one statement, then the append in one more.
-  const head = await lockLogHead(db);
-  const exit = await prepareAppend(db, head, { event: "export", did, at: now, details: { bed_released: citizen.bedId } });
+  // The export row, recorded pending in the statement that exports: integrated after the commit.
+  const exit = await prepareAppend(db, { event: "export", did, at: now, details: { bed_released: citizen.bedId } });
   await db.execute(sql`WITH exported AS (UPDATE ${citizens} SET residency_status = 'exported', bed_id = NULL WHERE did = ${did}), ${exit.ctes} SELECT 1`);
-  const { row } = appended(exit);
+  const { logReceipt } = appended(exit);
   // A step left open (a recovery, a lowered delay) ends with the citizen: nobody can hold or complete it.
   await cancelOpenSteps(db, did, now, "exported");
-  return { did, bedReleased: citizen.bedId, logSeq: row.seq, data, withheld };
+  // The row's seq is its receipt's, known once integrated: the door's answer takes it from there (settleLogReceipts).
+  return { did, bedReleased: citizen.bedId, logSeq: logReceipt.seq, data, withheld };
 }

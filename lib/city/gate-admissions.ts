@@ -44,14 +44,16 @@ export async function fileWardRequest(db: Database, p: Presentation, c: GateCirc
 }
 
 /**
- * A new admission, its windows counted and the log's head locked by the first statement (or the
- * flood verdict of the window that refused it): the citizen and its admit row (with the tree's
- * nodes and checkpoint) inserted in one statement, and with them, for a citizen admitted with a
- * controller, its identity log row (key-bound, with that log's nodes and checkpoint), under the
- * identity log's head the first statement locked too.
+ * A new admission, its windows counted by the first statement (or the flood verdict of the window
+ * that refused it): the citizen inserted and its admit row recorded pending in one statement, and
+ * with them, for a citizen admitted with a controller, its identity log entry (key-bound). The
+ * rows are integrated after the commit (lib/city/transparency-log/integrate.ts): no lock of either
+ * log is taken here. "raced" when the name and origin were admitted a moment ago by a presentation
+ * in parallel: the INSERT met the citizens' unique index (it waited for that admission's commit),
+ * inserted nothing and recorded nothing.
  */
-export async function admitNew(db: Database, p: Presentation, c: GateCircumstances, reading: GateReading): Promise<Verdict> {
-  const { chain, outcome, head, identityHead, bedNumber } = reading.admission!;
+export async function admitNew(db: Database, p: Presentation, c: GateCircumstances, reading: GateReading): Promise<Verdict | "raced"> {
+  const { chain, outcome, bedNumber } = reading.admission!;
   const flood = await chainFlood(db, await settle(db, outcome, c.now), chain, c);
   if (flood) return flood;
   const citizenKey = citizenKeyOf(p.name, p.runtime, p.origin);
@@ -59,30 +61,37 @@ export async function admitNew(db: Database, p: Presentation, c: GateCircumstanc
   const did = deriveDid(citizenKey, salt);
   const secret = mintCredential("secret");
   const bedId = bedLabel(bedNumber!);
-  const admit = await prepareAppend(db, head!, {
+  const inserted = sql`EXISTS (SELECT 1 FROM admitted)`;
+  const admit = await prepareAppend(db, {
     event: "admit",
     did,
     at: c.now,
     details: { name: p.name, runtime: p.runtime, origin: p.origin, bed_id: bedId },
+    when: inserted,
   });
   const key = sendsController(p) ? p.controller_public_key! : null;
   const bound = key
-    ? await identityLog.prepareAppend(db, identityHead!, {
+    ? await identityLog.prepareAppend(db, {
         event: "key-bound",
         did,
         at: c.now,
         details: { via: "first-admission", to: jwkThumbprint(key), public_key: key },
+        when: inserted,
       })
     : null;
   const at = sql`${c.now.toISOString()}::timestamptz`;
-  await db.execute(sql`
+  const [row] = rowsOf<{ admitted: number }>(
+    await db.execute(sql`
     WITH admitted AS (
       INSERT INTO ${citizens} (did, name, runtime, origin, name_key, origin_key, salt, secret_hash, controller_public_key, bed_id, bound_at, last_seen_at)
       VALUES (${did}, ${p.name}, ${p.runtime}, ${p.origin}, ${normalKey(p.name)}, ${normalKey(p.origin)}, ${bytesToHex(salt)}, ${hashCredential(secret)},
         ${key}, ${bedId}, ${at}, ${at})
+      ON CONFLICT DO NOTHING
       RETURNING 1),
     ${admit.ctes}${bound ? sql`, ${bound.ctes}` : sql``}
-    SELECT 1`);
+    SELECT count(*)::int AS admitted FROM admitted`),
+  );
+  if (row!.admitted === 0) return "raced";
   appended(admit);
   if (bound) identityLog.appended(bound);
   return {

@@ -1,18 +1,16 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
-import { citizens, cityVersions, logHead, type CitizenRow } from "@/db/schema";
+import { citizens, type CitizenRow } from "@/db/schema";
 import { spendNonceCtes } from "./gate-nonces";
-import { type GateCircumstances, type Presentation, sendsController } from "./gate-presentation";
+import { type GateCircumstances, type Presentation } from "./gate-presentation";
 import { type Chain, type ChainOutcome, chainOutcome, chainSql } from "./gate-windows";
-import { identityLog } from "./identity-log";
-import { type LogHead, lockLogHeadIf, logHeadOf } from "./residency-log";
 import { normalKey } from "./names";
 
 /**
  * The gate's first statement and what it reads: the nonce consumed, the citizen holding the name
- * and origin (read without a lock), and for a possible first admission its windows counted, the
- * log's head locked and a bed number drawn.
+ * and origin (read without a lock), and for a possible first admission its windows counted and a
+ * bed number drawn.
  */
 
 /** What the gate reads of a held name and origin's citizen. */
@@ -21,15 +19,11 @@ export type HeldCitizen = Pick<
   "did" | "name" | "runtime" | "origin" | "controllerPublicKey" | "nextKeyHashes" | "residencyStatus" | "bedId" | "tier"
 >;
 
-/** A new admission's windows as the gate's first statement counted them, and what it locked and drew then. */
+/** A new admission's windows as the gate's first statement counted them, and what it drew then. */
 interface AdmissionReading {
   chain: Chain;
   outcome: ChainOutcome;
-  /** The log's head, locked only when every window let the presentation through. */
-  head: LogHead | null;
-  /** The identity log's head, locked after the residency log's when the presentation binds a controller (its key-bound row). */
-  identityHead: LogHead | null;
-  /** A bed number, drawn only with the head. */
+  /** A bed number, drawn only when every window let the presentation through. */
   bedNumber: string | null;
 }
 
@@ -40,8 +34,6 @@ export interface GateReading {
   held: HeldCitizen | null;
   /** Only for a presentation that can be a first admission (see presentAtGate). */
   admission: AdmissionReading | null;
-  /** The held citizen was admitted by a presentation that committed while this one waited for the head. */
-  raced: boolean;
 }
 
 export const HELD_COLUMNS = sql`did, name, runtime, origin, controller_public_key, next_key_hashes, residency_status, bed_id, tier`;
@@ -90,20 +82,16 @@ export function heldOf(row: HeldRow | undefined): HeldCitizen | null {
  * presenter, and only for a nonce the city made that is fresh now; gate-nonces.ts) and, for a presenter who may be admitted or resumed, the held name's citizen read,
  * with no lock. For a presentation that can be a first admission (`chain`), the same statement
  * counts its windows when the nonce was valid and no citizen holds the name, and only when all of
- * them let it through locks the log's head and draws a bed number (and, for a presentation that
- * binds a controller, locks the identity log's head after it: the lock order of every key event,
- * the citizen's row (here, not yet there), the residency log's head, the identity log's). The head lock serialises
- * admissions, but the statement's snapshot predates a wait for it: when the head moved meanwhile
- * (an admission may have committed), the held name is read again in a statement of its own. A
- * citizen found only then was admitted a moment ago in parallel: this presentation is filtered as
- * held and resumes nothing (see decide).
+ * them let it through draws a bed number. Nothing city-wide of the logs is locked: the admission's
+ * rows are recorded pending (lib/city/transparency-log/integrate.ts). Two parallel first admissions
+ * of one name and origin meet at the citizens' unique index, in the INSERT (admitNew).
  */
 export async function readGate(db: Database, p: Presentation, c: GateCircumstances, mayAdmit: boolean, chain: Chain | null): Promise<GateReading> {
   const nonce = p.nonce ? sql`(SELECT count(*)::int FROM spent)` : sql`0`;
   const consumed = p.nonce ? await spendNonceCtes(db, p.nonce, c.now) : null;
   if (!mayAdmit) {
     const [row] = rowsOf<{ nonce_valid: number }>(await db.execute(sql`${consumed ? sql`WITH ${consumed} ` : sql``}SELECT ${nonce} AS nonce_valid`));
-    return { nonceValid: row!.nonce_valid === 1, held: null, admission: null, raced: false };
+    return { nonceValid: row!.nonce_valid === 1, held: null, admission: null };
   }
   const heldCte = sql`held AS (SELECT ${HELD_COLUMNS} FROM ${citizens} WHERE ${heldWhere(p)} LIMIT 1)`;
   const ctes = consumed ? [consumed, heldCte] : [heldCte];
@@ -111,34 +99,18 @@ export async function readGate(db: Database, p: Presentation, c: GateCircumstanc
     const [row] = rowsOf<HeldRow & { nonce_valid: number }>(
       await db.execute(sql`WITH ${sql.join(ctes, sql`, `)} SELECT ${nonce} AS nonce_valid, held.* FROM (SELECT 1) one LEFT JOIN held ON true`),
     );
-    return { nonceValid: row!.nonce_valid === 1, held: heldOf(row), admission: null, raced: false };
+    return { nonceValid: row!.nonce_valid === 1, held: heldOf(row), admission: null };
   }
   const nonceOk = p.nonce ? sql`(SELECT count(*) FROM spent) = 1` : sql`true`;
   const counted: Chain = { ...chain, when: sql`${nonceOk} AND NOT EXISTS (SELECT 1 FROM held)` };
   const windows = chainSql(counted, c.now);
-  // A first admission that binds a controller takes, after the residency log's head, its own
-  // stripe of the citizens' version (its INSERT bumps that stripe: every key event takes its
-  // stripe, updating its citizen, before the identity log's head) and then the identity log's
-  // head: the order of every key event.
-  const keyBoundLocks = sql`LEFT JOIN LATERAL (SELECT version FROM ${cityVersions} WHERE scope = 'citizens' AND stripe = city_stripe() AND head.log_seq IS NOT NULL FOR UPDATE) citizens_version ON true
-      ${identityLog.lockLogHeadIf(sql`citizens_version.version IS NOT NULL`)}`;
-  type Row = HeldRow &
-    Partial<Parameters<typeof logHeadOf>[0]> &
-    Record<string, unknown> & { nonce_valid: number; snapshot_seq: number | string; bed_number: string | null };
+  type Row = HeldRow & Record<string, unknown> & { nonce_valid: number; bed_number: string | null };
   const [row] = rowsOf<Row>(
     await db.execute(sql`WITH ${sql.join(ctes, sql`, `)}, ${windows.ctes}
-      SELECT ${nonce} AS nonce_valid, held.*, ${windows.columns}, head.*, (SELECT seq FROM ${logHead} WHERE id = 1) AS snapshot_seq,
-        CASE WHEN head.log_seq IS NOT NULL THEN nextval('bed_numbers')::text END AS bed_number
-      ${sendsController(p) ? sql`, identity_head.*` : sql``}
-      FROM (SELECT 1) one LEFT JOIN held ON true
-      ${lockLogHeadIf(windows.allTaken)}
-      ${sendsController(p) ? keyBoundLocks : sql``}`),
+      SELECT ${nonce} AS nonce_valid, held.*, ${windows.columns},
+        CASE WHEN ${windows.allTaken} THEN nextval('bed_numbers')::text END AS bed_number
+      FROM (SELECT 1) one LEFT JOIN held ON true`),
   );
-  const head = row!.log_seq === null || row!.log_seq === undefined ? null : logHeadOf(row as Parameters<typeof logHeadOf>[0]);
-  const identityHead = identityLog.logHeadIn(row!);
-  const admission: AdmissionReading = { chain: counted, outcome: chainOutcome(row!, counted, c.now), head, identityHead, bedNumber: row!.bed_number };
-  const reading: GateReading = { nonceValid: row!.nonce_valid === 1, held: heldOf(row), admission, raced: false };
-  if (!head || Number(row!.snapshot_seq) === head.seq) return reading;
-  const [raced] = rowsOf<HeldRow>(await db.execute(sql`SELECT ${HELD_COLUMNS} FROM ${citizens} WHERE ${heldWhere(p)} LIMIT 1`));
-  return raced ? { ...reading, held: heldOf(raced), raced: true } : reading;
+  const admission: AdmissionReading = { chain: counted, outcome: chainOutcome(row!, counted, c.now), bedNumber: row!.bed_number };
+  return { nonceValid: row!.nonce_valid === 1, held: heldOf(row), admission };
 }

@@ -6,7 +6,6 @@ import { citizenKeyOf } from "./citizens";
 import { controllerProblem, type Proof, proofFor } from "./gate-controller";
 import { filtered, type GateCircumstances, type Presentation, type Verdict } from "./gate-presentation";
 import { HELD_COLUMNS, type HeldCitizen, heldOf, type HeldRow } from "./gate-reading";
-import { type LogHead, lockLogHeadIf, logHeadOf } from "./residency-log";
 import { returnCitizen } from "./residency";
 import { appendIdentityLog } from "./identity-log";
 import { cancelOpenSteps } from "./key-authority";
@@ -16,20 +15,16 @@ import { jwkThumbprint } from "./request-keys";
 /** A held name and origin resumed: the citizen's row locked once the presentation is proven, then checked again under the lock. */
 
 /**
- * The held citizen's row, locked for a proven resume, and the log's head with it only when the
- * citizen is away (its return appends a row): citizen first, then head, the order of every
- * appender. Read under the lock: the latest version, or null when it was exported meanwhile.
+ * The held citizen's row, locked for a proven resume (its return, if away, records its row pending:
+ * no lock of the log's). Read under the lock: the latest version, or null when it was exported meanwhile.
  */
-async function lockHeld(db: Database, did: string): Promise<{ held: HeldCitizen | null; head: LogHead | null }> {
-  type Row = HeldRow & { log_seq: number | string | null; log_hash: string; log_at: Date | string | null; log_edge: string | null };
-  const [row] = rowsOf<Row>(
+async function lockHeld(db: Database, did: string): Promise<{ held: HeldCitizen | null }> {
+  const [row] = rowsOf<HeldRow>(
     await db.execute(sql`
-      SELECT held.*, head.* FROM (SELECT 1) one
-      LEFT JOIN LATERAL (SELECT ${HELD_COLUMNS} FROM ${citizens} WHERE did = ${did} AND residency_status <> 'exported' FOR NO KEY UPDATE) held ON true
-      ${lockLogHeadIf(sql`held.residency_status = 'away'`)}`),
+      SELECT held.* FROM (SELECT 1) one
+      LEFT JOIN LATERAL (SELECT ${HELD_COLUMNS} FROM ${citizens} WHERE did = ${did} AND residency_status <> 'exported' FOR NO KEY UPDATE) held ON true`),
   );
-  const head = row?.log_seq === null || row?.log_seq === undefined ? null : logHeadOf({ ...row, log_seq: row.log_seq });
-  return { held: heldOf(row), head };
+  return { held: heldOf(row) };
 }
 
 /**
@@ -43,7 +38,7 @@ async function moveController(db: Database, held: HeldCitizen, key: string, now:
     .where(eq(citizens.did, held.did));
   const to = jwkThumbprint(key);
   const details = { via: "gate", to, public_key: key, ...(held.controllerPublicKey ? { from: jwkThumbprint(held.controllerPublicKey) } : {}) };
-  // A move to a committed key outranks every credential: whatever step waits is cancelled (the step's row before the identity log's head).
+  // A move to a committed key outranks every credential: whatever step waits is cancelled (the step's row, then the identity log's entry).
   if (held.nextKeyHashes) await cancelOpenSteps(db, held.did, now, "rotated");
   await appendIdentityLog(db, { event: held.controllerPublicKey ? "key-rotated" : "key-bound", did: held.did, at: now, details });
 }
@@ -97,7 +92,7 @@ export async function resume(
   }
   if (controllerKey !== held.controllerPublicKey) await moveController(db, held, controllerKey!, c.now);
 
-  const current = held.residencyStatus === "away" ? await returnCitizen(db, held, c.now, locked.head!) : held;
+  const current = held.residencyStatus === "away" ? await returnCitizen(db, held, c.now) : held;
   return {
     verdict: "admitted",
     did: current.did,

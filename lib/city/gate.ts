@@ -37,15 +37,16 @@ export function returnWithoutProof(credentialSent: boolean): Verdict {
 
 /**
  * Presenting at the gate: every verdict rule of the spec and of docs/living.md, inside one transaction.
- * No presentation locks anything of a citizen's, or the log's head, before it is known to admit or
- * resume. What only the presentation decides (its kind, its text, a first
- * controller's signature) is decided before any statement. The first statement consumes the
- * nonce and reads the held name's citizen without a lock; for a presentation that can be a first
- * admission (nonce valid, no citizen holds the name) the same statement counts its windows
- * (address, origin, then the city's ceiling: gate-windows.ts) and only when all let it through
- * locks the log's head and draws a bed number; the second inserts the citizen and its admit row.
- * A held name is resumed only with proof, checked in memory; only then is the citizen's row locked
- * (and the head with it when the citizen is away, for its return row), and read again under the lock.
+ * No presentation locks anything of a citizen's before it is known to admit or resume, and none
+ * locks a log's head (its rows are recorded pending and integrated after the commit). What only
+ * the presentation decides (its kind, its text, a first controller's signature) is decided before
+ * any statement. The first statement consumes the nonce and reads the held name's citizen without
+ * a lock; for a presentation that can be a first admission (nonce valid, no citizen holds the
+ * name) the same statement counts its windows (address, origin, then the city's ceiling:
+ * gate-windows.ts) and only when all let it through draws a bed number; the second inserts the
+ * citizen and records its admit row (a parallel admission of the same name and origin that
+ * committed first makes it insert nothing: "raced", filtered as held). A held name is resumed only
+ * with proof, checked in memory; only then is the citizen's row locked, and read again under the lock.
  */
 export async function presentAtGate(db: Database, p: Presentation, c: GateCircumstances): Promise<Verdict> {
   const agentForBed = p.kind === "agent" && p.ask === "bed";
@@ -67,14 +68,18 @@ export async function presentAtGate(db: Database, p: Presentation, c: GateCircum
   const address = !proof?.proven ? addressWindow(c) : null;
 
   const decided = decide(p, c, reading, { nonceProblem, textRefusal, held, firstAdmit });
-  if (decided === "admit") return admitNew(db, p, c, reading);
-  if (decided === "ward") return fileWardRequest(db, p, c, address);
-  if (reading.raced) {
+  if (decided === "admit") {
+    const admitted = await admitNew(db, p, c, reading);
+    if (admitted !== "raced") return admitted;
     // Counted as an admission a moment ago (its address kept): the origin and the ceiling's stripe are given back.
     const outcome = reading.admission!.outcome;
     await undoTakes(db, outcome.kind === "taken" ? outcome.rows.filter((w) => w.scope !== "gate-address") : []);
-    return decided as Verdict;
+    return filtered(
+      "held",
+      "That name and origin were taken a moment ago by a citizen admitted in parallel with this presentation. Present again, with its Bearer secret or its controller's signature over a fresh nonce, to resume it.",
+    );
   }
+  if (decided === "ward") return fileWardRequest(db, p, c, address);
   // Everything else counts the address on its own, first.
   const flood = await countAlone(db, address, c);
   if (flood) return flood;
@@ -108,12 +113,6 @@ function decide(
     };
   }
   if (p.ask === "ward") return "ward";
-  if (found.held && reading.raced) {
-    return filtered(
-      "held",
-      "That name and origin were taken a moment ago by a citizen admitted in parallel with this presentation. Present again, with its Bearer secret or its controller's signature over a fresh nonce, to resume it.",
-    );
-  }
   if (found.held) return "resume";
   if (found.firstAdmit) return found.firstAdmit;
   return "admit";

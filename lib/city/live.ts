@@ -7,7 +7,7 @@ import { bedLabel } from "./citizens";
 import { tideSql } from "./census";
 import { pollNonce } from "./gate-nonces";
 import { deltaLaterals, clampSince, deltaClampedSql, deltaOf, deltaSinceSql, type DeltaRow, returnDeltaColumns, type ReturnDelta } from "./live-delta";
-import { appended, type LogHead, lockLogHead, lockLogHeadAfter, logHeadOf, prepareAppend } from "@/lib/city/residency-log";
+import { appended, prepareAppend } from "@/lib/city/residency-log";
 
 export type { ReturnDelta } from "./live-delta";
 
@@ -81,25 +81,21 @@ function exportedRefusal(): CityError {
 export interface Leaving {
   did: string;
   standing?: { residencyStatus: CitizenRow["residencyStatus"]; bedId: string | null };
-  /** The log's head, locked by the same look-up (Door.appendsLog); locked here when absent. */
-  logHead?: LogHead;
 }
 
 /**
  * bound → away: an `exit` row, the bed released (occupancy drops only when there was a bed). A
  * schedule given on leave is kept; a schedule is not a bed. Leaving while away appends nothing.
- * One statement after the caller's look-up (which locked the citizen's row and the log's head):
- * the citizen's row, the exit row with its tree nodes and checkpoint, the schedule, and the tide,
- * read in that statement's snapshot, which cannot hold the exit row it appends: that row is added.
+ * One statement after the caller's look-up (which locked the citizen's row): the citizen's row,
+ * the exit row recorded pending (integrated after the commit), the schedule, and the tide, read
+ * over the integrated log, which cannot hold the exit row yet: that row is added.
  */
 export async function leave(db: Database, leaving: Leaving, request: ScheduleRequest | null, now: Date) {
   const { did } = leaving;
   const standing = leaving.standing ?? (await lockCitizen(db, did));
   if (standing.residencyStatus === "exported") throw exportedRefusal();
   const wasBound = standing.residencyStatus === "bound";
-  const exit = wasBound
-    ? await prepareAppend(db, leaving.logHead ?? (await lockLogHead(db)), { event: "exit", did, at: now, details: { bed_released: standing.bedId } })
-    : null;
+  const exit = wasBound ? await prepareAppend(db, { event: "exit", did, at: now, details: { bed_released: standing.bedId } }) : null;
   const values = scheduleValues(request);
   const result = await db.execute(sql`
     WITH ${exit ? sql`left_city AS (UPDATE ${citizens} SET residency_status = 'away', bed_id = NULL WHERE did = ${did} AND residency_status = 'bound'), ${exit.ctes},` : sql``}
@@ -118,35 +114,34 @@ type Standing = {
   standing_wake_on: WakeCondition[] | null;
   standing_polled_at: Date | string | null;
   bed_number: string | null;
-} & Parameters<typeof logHeadOf>[0];
+};
 
 /**
  * away → bound with a bed again and a `return` row; a citizen already bound polls: no second
  * `return` row. Either way the answer carries the delta since the cursor (or the last poll). Two
- * statements: the citizen's row and then the log's head locked (export takes the row exclusively,
- * so an exported citizen never gets a bed again), the standing schedule read and a bed number
- * drawn only when a bed is given; then the citizen bound again, the return row with its tree
- * nodes and checkpoint, the schedule, the tide and the delta (the poll's nonce is made with no row:
- * gate-nonces.ts pollNonce). That statement's
- * snapshot predates its own writes: the tide adds the return row, and peers present never counts
- * the caller anyway.
+ * statements: the citizen's row locked (export takes the row exclusively, so an exported citizen
+ * never gets a bed again), the standing schedule read and a bed number drawn only when a bed is
+ * given; then the citizen bound again, the return row recorded pending (integrated after the
+ * commit), the schedule, the tide and the delta (the poll's nonce is made with no
+ * row: gate-nonces.ts pollNonce). The tide counts the integrated
+ * log, which cannot hold the return row yet: it is added, and peers present never counts the
+ * caller anyway.
  */
 export async function comeBack(db: Database, did: string, input: { cursor?: string; schedule: ScheduleRequest | null }, now: Date) {
   const since = input.cursor !== undefined ? decodePollCursor(input.cursor) : null;
   const [standing] = rowsOf<Standing>(
     await db.execute(sql`
       SELECT c.residency_status, c.bed_id, c.bound_at, s.wake_on AS standing_wake_on, s.polled_at AS standing_polled_at,
-        CASE WHEN c.residency_status = 'away' OR c.bed_id IS NULL THEN nextval('bed_numbers')::text END AS bed_number, head.*
+        CASE WHEN c.residency_status = 'away' OR c.bed_id IS NULL THEN nextval('bed_numbers')::text END AS bed_number
       FROM (SELECT residency_status, bed_id, bound_at FROM ${citizens} WHERE did = ${did} FOR NO KEY UPDATE) c
-      LEFT JOIN ${liveSchedules} s ON s.did = ${did}
-      ${lockLogHeadAfter(sql`c.residency_status`)}`),
+      LEFT JOIN ${liveSchedules} s ON s.did = ${did}`),
   );
   if (!standing) throw new CityError("not_found", "No such citizen.");
   if (standing.residency_status === "exported") throw exportedRefusal();
   const returned = standing.residency_status === "away";
   // A bound citizen with no bed is stale residue; coming back gives it a real bed again (no row).
   const bedId = standing.bed_number !== null ? bedLabel(standing.bed_number) : standing.bed_id!;
-  const back = returned ? await prepareAppend(db, logHeadOf(standing), { event: "return", did, at: now, details: { bed_id: bedId } }) : null;
+  const back = returned ? await prepareAppend(db, { event: "return", did, at: now, details: { bed_id: bedId } }) : null;
   const rebound = returned
     ? sql`rebound AS (UPDATE ${citizens} SET residency_status = 'bound', bed_id = ${bedId}, last_seen_at = ${now.toISOString()}::timestamptz WHERE did = ${did}), ${back!.ctes},`
     : standing.bed_number !== null

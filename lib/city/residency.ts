@@ -4,7 +4,7 @@ import { ACTOR_KINDS, citizens, residencyAcceptances, type CitizenRow } from "@/
 import { CityError } from "@/lib/errors";
 import { assignBed } from "./citizens";
 import { CONTRACT_TERMS_HASH, CONTRACT_VERSION } from "./contract";
-import { appendLog, type LogHead } from "@/lib/city/residency-log";
+import { appendLog } from "@/lib/city/residency-log";
 
 export type ActorKind = (typeof ACTOR_KINDS)[number];
 
@@ -79,11 +79,10 @@ export async function acceptContract(
 }
 
 /**
- * away → bound: a bed again and a `return` row (the gate's resume; a return at /api/live is
- * comeBack). `head` is the log's head, which the caller's transaction locked before the census
- * moves (the update below): the lock order of every appender.
+ * away → bound: a bed again and a `return` row, recorded pending (the gate's resume; a return at
+ * /api/live is comeBack).
  */
-export async function returnCitizen(db: Database, citizen: Pick<CitizenRow, "did">, now: Date, head: LogHead): Promise<CitizenRow> {
+export async function returnCitizen(db: Database, citizen: Pick<CitizenRow, "did">, now: Date): Promise<CitizenRow> {
   const bedId = await assignBed(db);
   const [row] = await db
     .update(citizens)
@@ -91,6 +90,6 @@ export async function returnCitizen(db: Database, citizen: Pick<CitizenRow, "did
     .where(and(eq(citizens.did, citizen.did), eq(citizens.residencyStatus, "away")))
     .returning();
   if (!row) throw new CityError("conflict", "The citizen is not away.");
-  await appendLog(db, { event: "return", did: citizen.did, at: now, details: { bed_id: bedId } }, head);
+  await appendLog(db, { event: "return", did: citizen.did, at: now, details: { bed_id: bedId } });
   return row;
 }

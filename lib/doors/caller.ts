@@ -22,7 +22,7 @@ export async function resolveCaller(
   door: AnyDoor,
   request: DoorRequest,
   now: Date,
-  options: { markSeen?: boolean; hold?: CitizenLock; logHead?: boolean; spendNonce?: boolean } = {},
+  options: { markSeen?: boolean; hold?: CitizenLock; spendNonce?: boolean } = {},
 ): Promise<Caller> {
   const token = bearerToken(request.headers);
   if (door.auth === "none") return { kind: "visitor" };
@@ -44,11 +44,7 @@ export async function resolveCaller(
 
   // The look-up marks presence in the same statement (see markSeen) when the request parsed.
   const seen = options.markSeen ? seenBefore(now) : null;
-  const opened = !token
-    ? "none"
-    : options.hold
-      ? await citizenHeldBy(db, token, now, options.hold, seen, options.logHead ?? false)
-      : await citizenOpenedBy(db, token, now, seen);
+  const opened = !token ? "none" : options.hold ? await citizenHeldBy(db, token, now, options.hold, seen) : await citizenOpenedBy(db, token, now, seen);
   if (opened === "none") {
     if (door.auth === "optional" && !token) return { kind: "visitor" };
     // A writing door with optional credentials (the gate, recovery) answers for itself: the gate
@@ -69,7 +65,6 @@ export async function resolveCaller(
     );
   }
   const { citizen, credential, tokenId } = opened;
-  const held = "logHead" in citizen && citizen.logHead ? { logHead: citizen.logHead } : {};
   return {
     kind: "citizen",
     did: citizen.did,
@@ -78,7 +73,6 @@ export async function resolveCaller(
     bedId: citizen.bedId,
     credential,
     ...(tokenId ? { tokenId } : {}),
-    ...held,
   };
 }
 
@@ -93,7 +87,7 @@ async function signatureCaller(
   door: AnyDoor,
   signing: Promise<SignedCaller>,
   now: Date,
-  options: { markSeen?: boolean; hold?: CitizenLock; logHead?: boolean; spendNonce?: boolean },
+  options: { markSeen?: boolean; hold?: CitizenLock; spendNonce?: boolean },
 ): Promise<Caller> {
   if (door.auth === "operator")
     throw new CityError("unauthorized", "This door needs the operator secret as a Bearer token; a citizen's signature does not open it.");
@@ -102,7 +96,7 @@ async function signatureCaller(
   if (current && key.rotatedAt) throw rotatedAway(key.rotatedAt);
   if (options.hold) {
     const seen = options.markSeen ? seenBefore(now) : null;
-    const held = await heldCitizenForSignature(db, signed, now, options.hold, seen, { logHead: options.logHead ?? false, current });
+    const held = await heldCitizenForSignature(db, signed, now, options.hold, seen, { current });
     if (!held) throw keyGone();
     const { credential, ...citizen } = held;
     return { kind: "citizen", ...citizen, credential };
@@ -121,8 +115,8 @@ function rotatedAway(at: Date): CityError {
   );
 }
 
-async function citizenHeldBy(db: Database, token: string, now: Date, mode: CitizenLock, seen: Date | null, logHead: boolean) {
-  const held = await heldCitizenForToken(db, token, now, mode, seen, { logHead });
+async function citizenHeldBy(db: Database, token: string, now: Date, mode: CitizenLock, seen: Date | null) {
+  const held = await heldCitizenForToken(db, token, now, mode, seen);
   if (!held) return "none" as const;
   if (held.residencyStatus === "exported") return "exported" as const;
   const { credential, tokenId, ...citizen } = held;

@@ -1,7 +1,6 @@
 import type { z } from "zod";
 import type { Database } from "@/db/client";
 import type { ErrorCode } from "@/lib/errors";
-import type { LogHead } from "@/lib/city/residency-log";
 import type { VersionScope } from "@/lib/city/versions";
 
 export type Method = "GET" | "POST" | "DELETE";
@@ -71,8 +70,6 @@ export interface Caller {
   /** A write's caller, read under its row lock: where it stands and its bed. */
   residencyStatus?: "bound" | "away" | "exported";
   bedId?: string | null;
-  /** The residency log's head, locked by the caller's look-up, for a write that appends (Door.appendsLog). */
-  logHead?: LogHead;
 }
 
 export interface DoorRequest {
@@ -183,12 +180,6 @@ export interface Door<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.Z
    * The caller is then read before the door runs, as for a read.
    */
   ownTransactions?: boolean | ((input: z.output<I>, request: DoorRequest) => boolean);
-  /**
-   * The requests of a write that append a residency log row: the caller's look-up, the write's
-   * first statement, also locks the log's head and reads it (ctx.caller.logHead), so the append
-   * costs one statement more, not three.
-   */
-  appendsLog?: (input: z.output<I>, request: DoorRequest) => boolean;
   run: (ctx: DoorContext, input: z.output<I>) => Promise<z.input<O> | Reply<z.input<O>>>;
 }
 

@@ -8,6 +8,7 @@ import { type AnyDoor, type Caller, citizenLockOf, DEFAULT_MAX_BODY_BYTES, type 
 import { restrictedRefusal } from "@/lib/city/restriction";
 import { identityLog } from "@/lib/city/identity-log";
 import { checkLogIdentity } from "@/lib/city/residency-log";
+import { settleLogReceipts, withLogAppends } from "@/lib/city/transparency-log";
 import { activeSigningKey } from "@/lib/city/signing";
 import { resolveCaller } from "./caller";
 import { recordNonce } from "@/lib/city/request-keys";
@@ -86,28 +87,31 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
     await guard(() => identityLog.checkLogIdentity(db, now));
   }
   let signedWrite = false;
-  const outcome = await guard(() =>
-    inTransaction
-      ? db.transaction(async (tx) => {
-          const handle = tx as Database;
-          // The credential look-up is the write's first statement and locks the citizen's row
-          // (no round trip of its own): export holds it exclusively, so this write is either in the
-          // export or refused as exported, and a tier changed a moment ago is the tier read here.
-          const logHead = door.appendsLog?.(input, request) ?? false;
-          const held = await resolveCaller(handle, door, request, now, { markSeen: true, hold: citizenLockOf(door), logHead });
-          signedWrite = held.credential === "signature";
-          return run(handle, held);
-        })
-      : run(db, caller!),
-  ).catch(async (err: unknown) => {
-    // A signed write its door refused rolled its nonce back with it: spent again on its own, so
-    // the refused request cannot be replayed later (when the door would take it).
-    if (signedWrite) await spendRefusedNonce(db, door, request, now);
-    throw err;
-  });
+  // The log entries the write records (pending) are integrated once it committed; its answer's
+  // receipts are filled in then (lib/city/transparency-log/receipts.ts).
+  const { value: outcome, tickets } = await withLogAppends(() =>
+    guard(() =>
+      inTransaction
+        ? db.transaction(async (tx) => {
+            const handle = tx as Database;
+            // The credential look-up is the write's first statement and locks the citizen's row
+            // (no round trip of its own): export holds it exclusively, so this write is either in the
+            // export or refused as exported, and a tier changed a moment ago is the tier read here.
+            const held = await resolveCaller(handle, door, request, now, { markSeen: true, hold: citizenLockOf(door) });
+            signedWrite = held.credential === "signature";
+            return run(handle, held);
+          })
+        : run(db, caller!),
+    ).catch(async (err: unknown) => {
+      // A signed write its door refused rolled its nonce back with it: spent again on its own, so
+      // the refused request cannot be replayed later (when the door would take it).
+      if (signedWrite) await spendRefusedNonce(db, door, request, now);
+      throw err;
+    }),
+  );
+  const settled = await guard(() => settleLogReceipts(db, tickets, outcome instanceof KeptRefusal ? null : outcome.body, now));
   if (outcome instanceof KeptRefusal) throw outcome.error;
-  const { reply, body } = outcome;
-  return { status: reply.init.status ?? 200, headers: reply.init.headers ?? {}, body, changesAt };
+  return { status: outcome.reply.init.status ?? 200, headers: outcome.reply.init.headers ?? {}, body: settled, changesAt };
 }
 
 /**

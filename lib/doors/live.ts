@@ -168,9 +168,9 @@ async function runLive(ctx: DoorContext, input: LiveRequest) {
 
 async function runLeave(ctx: DoorContext, input: LiveRequest) {
   const did = callerDid(ctx);
-  const { residencyStatus, bedId, logHead } = ctx.caller;
+  const { residencyStatus, bedId } = ctx.caller;
   const standing = residencyStatus && bedId !== undefined ? { residencyStatus, bedId } : undefined;
-  const { value: left, receipts } = await withLogReceipts(() => leave(ctx.db, { did, standing, logHead }, scheduleOf(input), ctx.now));
+  const { value: left, receipts } = await withLogReceipts(() => leave(ctx.db, { did, standing }, scheduleOf(input), ctx.now));
   const { tide } = left;
   return {
     ...common(ctx, tide, { schedule: left.schedule, cursor: left.cursor, did, residency_status: "away", bed_id: null }),
@@ -248,8 +248,6 @@ export const liveDoor = door({
   auth: "citizen",
   // A return (a poll) is one statement after the caller's look-up, or a transaction of its own.
   ownTransactions: isReturn,
-  // A leave appends its exit row in the statement after the caller's look-up, which locks the log's head.
-  appendsLog: (input, request) => !isReturn(input, request),
   input: LiveInput,
   output: LiveOutput,
   run: runLive,

@@ -103,9 +103,8 @@ export const exportResidency = door({
   auth: "citizen",
   hints: { destructive: true },
   maxBodyBytes: 1024,
-  // No appendsLog: the caller's look-up locks only the citizen's row; the export reads and scans the
-  // shelves first and takes the log's head just before its append (lib/city/export.ts), so nothing
-  // slow runs under the city-wide head. The lock order of every appender holds: row, head, census.
+  // The caller's look-up locks only the citizen's row; the export's row is recorded pending in its
+  // last statement and integrated after the commit (docs/log.md), which fills in log_seq with the receipt.
   input: z.strictObject({}),
   output: z.object({
     now_utc: NowUtc,

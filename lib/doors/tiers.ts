@@ -6,6 +6,7 @@ import { PublishedLimitSchema } from "./locker";
 import { originLimits } from "./origin";
 import { listAppeals, fileAppeal, decideAppeal } from "@/lib/city/appeals";
 import { buildLadder, CONTAINMENT, DOCTRINE, MCP_BLOCK, restrictionOf } from "@/lib/city/capabilities";
+import { INTEGRATION_BATCH_MAX, INTEGRATION_POLL_MS, INTEGRATION_WAIT_MS } from "@/lib/city/residency-log";
 import { clinicReadings } from "@/lib/city/clinic-gauges";
 import { ClinicGaugesSchema } from "./clinic";
 import { issueChallenge, proofMessage, proveKey, CHALLENGE_TTL_SECONDS } from "@/lib/city/proof";
@@ -222,6 +223,9 @@ export const readCapabilities = door({
         note: z.string(),
       })
       .describe("CITY-ORIGIN/1: how a citizen proves its origin's domain, and the guards of the city's own check"),
+    log_integration: z
+      .object({ batch_max: z.number().int().positive(), wait_ms: z.number().int().positive(), poll_ms: z.number().int().positive(), note: z.string() })
+      .describe("how the logs integrate appends in batches (docs/log.md, Integration): the bound on a writer's wait for its receipt"),
     mcp: z.object({
       url: z.string(),
       alias: z.string(),
@@ -244,6 +248,12 @@ export const readCapabilities = door({
     clinic_last_24h: (await clinicReadings(ctx.db, ctx.now, null)).gauges,
     stores: { note: STORES_NOTE, newcomer_percent: env().CITY_STORE_NEWCOMER_PERCENT, gauges: await storeGauges(ctx.db, ctx.now) },
     origin_proofs: originProofsBlock(),
+    log_integration: {
+      batch_max: INTEGRATION_BATCH_MAX,
+      wait_ms: INTEGRATION_WAIT_MS,
+      poll_ms: INTEGRATION_POLL_MS,
+      note: "A write records its log entry pending and commits; whoever takes the log's head (a try-lock) integrates every pending entry, at most batch_max, under one signed checkpoint. A writer polls for its row every poll_ms and, wait_ms after its commit at most, integrates itself; its answer carries the receipt against its batch's checkpoint.",
+    },
     mcp: MCP_BLOCK,
     rate_windows: rateWindowsPublished(),
   }),

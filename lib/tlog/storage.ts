@@ -52,6 +52,12 @@ export async function inclusionProof(
   return { seq, leaf_index: seq - 1, tree_size: n, proof: hashRanges(ranges, nodes), checkpoint };
 }
 
+/** The inclusion proof of entry `seq` (from 1) in the tree of `size`, which the caller knows the log reached (an integrated batch's checkpoint). */
+export async function inclusionPath(storage: Pick<LogStorage, "readNodes">, seq: number, size: number): Promise<string[]> {
+  const ranges = inclusionRanges(seq - 1, size);
+  return hashRanges(ranges, await storage.readNodes(nodesOfRanges(ranges)));
+}
+
 /** The consistency proof from the tree of size `from` to the tree of size `to` (RFC 9162 2.1.4). */
 export async function consistencyProof(storage: LogStorage, from: number, to: number): Promise<string[]> {
   if (from > to) throw new CityError("bad_request", `from (${from}) is larger than to (${to}): a log only grows.`);

@@ -199,6 +199,7 @@ describeOnDatabases("capabilities (CITY-CAPS/1)", (t) => {
       "clinic_last_24h",
       "stores",
       "origin_proofs",
+      "log_integration",
       "mcp",
       "rate_windows",
     ]);
@@ -213,6 +214,8 @@ describeOnDatabases("capabilities (CITY-CAPS/1)", (t) => {
         exceeds_by_at_most: 0,
       }),
     );
+    // The logs' batched integration, as the code runs it (docs/log.md, Integration).
+    expect(body.log_integration).toMatchObject({ batch_max: 256, wait_ms: 2000, poll_ms: 10 });
     expect(body.protocol).toBe("CITY-CAPS/1");
     expect(body.doctrine).toHaveLength(3);
     expect(body.ladder.map((x: { tier: string }) => x.tier)).toEqual(["visitor", "citizen", "proven", "restricted"]);

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { type Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
 import { useDatabase } from "@/lib/city/database";
-import { appendLog } from "@/lib/city/residency-log";
+import { appendNow } from "@/lib/city/residency-log";
 import { keepLockerBag } from "@/lib/doors/locker";
 import { exportResidency } from "@/lib/doors/residency";
 import { writeVault } from "@/lib/doors/vault";
@@ -65,12 +65,10 @@ describeOnDatabases("export holds no log head while it reads and scans the shelv
     try {
       await until("the export waits on the held shelf", async () => (await lockWaiters()) >= 1);
       let appended = false;
-      const bystander = t()
-        .db.transaction((tx) => appendLog(tx as Database, { event: "admit", did: "b".repeat(64), at: new Date(), details: { name: "bystander" } }))
-        .then((row) => {
-          appended = true;
-          return row;
-        });
+      const bystander = appendNow(t().db, { event: "admit", did: "b".repeat(64), at: new Date(), details: { name: "bystander" } }).then((row) => {
+        appended = true;
+        return row;
+      });
       // Either the bystander's append is done, or it has become a second lock waiter (on the head).
       await until("the bystander finishes or waits", async () => appended || (await lockWaiters()) >= 2);
       expect(appended, "the bystander's append waited behind an export blocked mid-read: the export held the log head while reading").toBe(true);
@@ -79,7 +77,8 @@ describeOnDatabases("export holds no log head while it reads and scans the shelv
       await blocker;
       const answer = await exporting;
       expect(answer.status, JSON.stringify(answer.body).slice(0, 300)).toBe(200);
-      expect(answer.body.log_seq).toBeGreaterThan(row.row.seq);
+      expect(answer.body.log_seq).toBeGreaterThan(row.logReceipt.seq);
+      expect(answer.body.log_receipt.seq).toBe(answer.body.log_seq);
       expect(answer.body.locker).toHaveLength(1);
       expect(answer.body.vault).toHaveLength(1);
     } finally {

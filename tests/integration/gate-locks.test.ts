@@ -46,6 +46,13 @@ describeOnDatabases(
       );
       return row?.mine === true;
     }
+    /** How many rows of a log's pending entries this transaction inserted (their xmin is this transaction). */
+    async function insertedHere(tx: Database, table: "log_pending" | "identity_log_pending"): Promise<number> {
+      const [row] = rowsOf<{ n: number }>(
+        await tx.execute(sql`SELECT count(*)::int AS n FROM ${sql.raw(table)} WHERE xmin::text = (txid_current() % 4294967296)::text`),
+      );
+      return row!.n;
+    }
     /** Presents inside a transaction and reads, before it commits, which of the victim's row and the head it holds. */
     async function presentAndProbe(p: Record<string, unknown>, c: ReturnType<typeof circumstances>, victimDid: string | null) {
       return t().db.transaction(async (tx) => {
@@ -53,7 +60,8 @@ describeOnDatabases(
         const victim = victimDid ? await lockedHere(tx as never, "citizens", sql`did = ${victimDid}`) : false;
         const head = await lockedHere(tx as never, "log_head", sql`id = 1`);
         const identityHead = await lockedHere(tx as never, "identity_log_head", sql`id = 1`);
-        return { verdict, victim, head, identityHead };
+        const pending = { residency: await insertedHere(tx as never, "log_pending"), identity: await insertedHere(tx as never, "identity_log_pending") };
+        return { verdict, victim, head, identityHead, pending };
       });
     }
     /** Attempts the windows of `scope` hold (every bucket kept), or, `at` a moment, those they count then (rate_window_count, migration 0043). */
@@ -110,14 +118,16 @@ describeOnDatabases(
       expect({ victim: proven.victim, head: proven.head }).toEqual({ victim: true, head: false });
     });
 
-    it("locks the head for a first admission only once its windows let it through: never for one the origin or the ceiling refuses", async () => {
+    it("records a first admission's row only once its windows let it through, never locking the head: nothing for one the origin or the ceiling refuses", async () => {
       const now = anHourOfItsOwn();
       const origin = `full-${Date.now()}.example`;
       const first = await presentAndProbe(presentation({ origin }), circumstances(now, { perOriginPerHour: 1 }), null);
       expect(first.verdict.verdict).toBe("admitted");
+      expect({ head: first.head, pending: first.pending.residency }).toEqual({ head: false, pending: 1 });
       const byOrigin = await presentAndProbe(presentation({ origin }), circumstances(now, { perOriginPerHour: 1 }), null);
       expect(byOrigin.verdict).toMatchObject({ verdict: "filtered", rule: "flood" });
       expect(byOrigin.head).toBe(false);
+      expect(byOrigin.pending.residency).toBe(0);
       // The ceiling's stripes outlive the hours of earlier tests: what they count now.
       const used = await attempts("gate-admissions", undefined, now);
       const limits = { admissionsPerHour: 1 };
@@ -125,9 +135,10 @@ describeOnDatabases(
       const byCeiling = await presentAndProbe(presentation(), circumstances(now, limits), null);
       expect(byCeiling.verdict).toMatchObject({ verdict: "filtered", rule: "flood" });
       expect(byCeiling.head).toBe(false);
+      expect(byCeiling.pending.residency).toBe(0);
     });
 
-    it("locks the identity log's head only for a first admission that binds a controller, admitted: never for one its windows refuse", async () => {
+    it("locks neither log's head for a first admission (it records its entries pending: the identity log's only when it binds a controller), and records nothing for one its windows refuse", async () => {
       // Its nonces are fresh now, and its origin its own: it counts no city-wide window.
       const now = new Date();
       const origin = `keyed-${Date.now()}.example`;
@@ -138,13 +149,25 @@ describeOnDatabases(
       const limits = { perOriginPerHour: 1 };
       const first = await presentAndProbe(await controlled(), circumstances(now, limits), null);
       expect(first.verdict.verdict).toBe("admitted");
-      expect({ head: first.head, identityHead: first.identityHead }).toEqual({ head: true, identityHead: true });
+      expect({ head: first.head, identityHead: first.identityHead, pending: first.pending }).toEqual({
+        head: false,
+        identityHead: false,
+        pending: { residency: 1, identity: 1 },
+      });
       const refused = await presentAndProbe(await controlled(), circumstances(now, limits), null);
       expect(refused.verdict).toMatchObject({ verdict: "filtered", rule: "flood" });
-      expect({ head: refused.head, identityHead: refused.identityHead }).toEqual({ head: false, identityHead: false });
+      expect({ head: refused.head, identityHead: refused.identityHead, pending: refused.pending }).toEqual({
+        head: false,
+        identityHead: false,
+        pending: { residency: 0, identity: 0 },
+      });
       const plain = await presentAndProbe(presentation(), circumstances(now), null);
       expect(plain.verdict.verdict).toBe("admitted");
-      expect({ head: plain.head, identityHead: plain.identityHead }).toEqual({ head: true, identityHead: false });
+      expect({ head: plain.head, identityHead: plain.identityHead, pending: plain.pending }).toEqual({
+        head: false,
+        identityHead: false,
+        pending: { residency: 1, identity: 0 },
+      });
     });
 
     it("spends and stores nothing per subject for a presentation or a ward request the city's ceiling refuses", async () => {

@@ -5,7 +5,7 @@ import { rowsOf } from "@/db/sql";
 import { identityLog as identityLogRows, identityLogTables, logHead, residencyLog } from "@/db/schema";
 import { useDatabase } from "@/lib/city/database";
 import { appendIdentityLog, identityLog } from "@/lib/city/identity-log";
-import { appendLog, logSigner } from "@/lib/city/residency-log";
+import { appendLog, awaitIntegration, logSigner } from "@/lib/city/residency-log";
 import { leafDataOf, type LogReceipt, publishLogRow, withLogReceipts } from "@/lib/city/transparency-log";
 import { verifyReceipt, verifyTransparencyLog } from "@/lib/tlog/verifying-client";
 import { describeOnDatabases } from "../support/databases";
@@ -43,7 +43,8 @@ describeOnDatabases(
         // The identity log's receipt has a field of its own; the residency log's stays absent.
         expect(Object.keys(carried)).toEqual(["identity_log_receipt"]);
         expect(carried.identity_log_receipt).toEqual(value.logReceipt);
-        receipts.push(value.logReceipt);
+        // Integrated after the commit (each append here is a batch of its own): its receipt replaces the one to come.
+        receipts.push(await identityLog.awaitIntegration(t().db, value.ticket));
       }
       expect(receipts.map((r) => [r.seq - before, r.leaf_index - before, r.tree_size - before])).toEqual([
         [1, 0, 1],
@@ -78,6 +79,7 @@ describeOnDatabases(
       ).rejects.toThrow("the change it records failed");
       expect(await sizeNow()).toBe(before);
       expect((await t().db.select().from(identityLogTables.head))[0]!.seq).toBe(before);
+      expect((await t().db.select({ n: count() }).from(identityLogTables.pending))[0]!.n).toBe(0);
     });
 
     it("a write that appends to both logs carries both receipts, each verifying against its own log's key", async () => {
@@ -91,20 +93,30 @@ describeOnDatabases(
       );
       expect(receipts.log_receipt).toEqual(value.admitted.logReceipt);
       expect(receipts.identity_log_receipt).toEqual(value.bound.logReceipt);
-      expect(verifyReceipt(receipts.log_receipt!, leafDataOf(value.admitted.row), (await logSigner(t().db)).vkey).ok).toBe(true);
-      expect(verifyReceipt(receipts.identity_log_receipt!, leafDataOf(value.bound.row), await vkey()).ok).toBe(true);
+      const admitted = await awaitIntegration(t().db, value.admitted.ticket);
+      const bound = await identityLog.awaitIntegration(t().db, value.bound.ticket);
+      const [admittedRow] = await t().db.select().from(residencyLog).where(eq(residencyLog.seq, admitted.seq));
+      expect(verifyReceipt(admitted, leafDataOf(publishLogRow(admittedRow!)), (await logSigner(t().db)).vkey).ok).toBe(true);
+      expect(verifyReceipt(bound, leafDataOf(await rowOf(bound.seq)), await vkey()).ok).toBe(true);
+      // Each against its own log only.
+      expect(verifyReceipt(bound, leafDataOf(await rowOf(bound.seq)), (await logSigner(t().db)).vkey).ok).toBe(false);
     });
 
-    it("parallel appends take the head in turn: a gapless chain, one checkpoint per size", async () => {
+    it("parallel appends record without the head and integrate as one batch: a gapless chain, one checkpoint for all six", async () => {
+      // What other tests of this file left pending (they append without waiting for a receipt) goes first.
+      await identityLog.integratePending(t().db);
       const before = await sizeNow();
-      await Promise.all(
+      const [checkpointsBefore] = rowsOf<{ n: number }>(await t().db.execute(sql`SELECT count(*)::int AS n FROM identity_log_checkpoints`));
+      const appended = await Promise.all(
         Array.from({ length: 6 }, (_, i) =>
           t().db.transaction((tx) => appendIdentityLog(tx as Database, { event: "recovery-held", did: DID, at: new Date(), details: { reason: `r${i}` } })),
         ),
       );
+      const receipts = await Promise.all(appended.map((a) => identityLog.awaitIntegration(t().db, a.ticket)));
+      expect(receipts.map((r) => r.tree_size)).toEqual(Array(6).fill(before + 6));
       expect(await identityLog.verifyHashChain(t().db, new Date())).toMatchObject({ intact: true, rows_checked: before + 6 });
       const [held] = rowsOf<{ n: number }>(await t().db.execute(sql`SELECT count(*)::int AS n FROM identity_log_checkpoints`));
-      expect(held!.n).toBe(before + 6);
+      expect(held!.n).toBe(checkpointsBefore!.n + 1);
     });
 
     it("passes the residency log's outside verifier (the card's identity_log: signature, tiles, consistency), which hands every proven entry", async () => {
@@ -128,7 +140,8 @@ describeOnDatabases(
     });
 
     it("is append-only: UPDATE, DELETE and TRUNCATE of its rows and tree are refused by the database", async () => {
-      await t().db.transaction((tx) => appendIdentityLog(tx as Database, { event: "secret-reset", did: DID, at: new Date() }));
+      // A row integrated (not only pending) for the statements to meet.
+      await identityLog.appendNow(t().db, { event: "secret-reset", did: DID, at: new Date() });
       for (const statement of [
         "UPDATE identity_log SET did = 'x' WHERE seq = 1",
         "DELETE FROM identity_log WHERE seq = 1",
@@ -147,5 +160,5 @@ describeOnDatabases(
       }
     });
   },
-  { neon: "the append runs in the caller's interactive transaction and parallel appends wait on the head's row lock" },
+  { neon: "the append runs in the caller's interactive transaction and parallel appends race the head's try-lock after their commits" },
 );

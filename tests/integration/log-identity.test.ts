@@ -4,7 +4,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { type Database } from "@/db/client";
 import { useDatabase } from "@/lib/city/database";
 import { logCheckpoints, logIdentity, residencyLog } from "@/db/schema";
-import { appendLog, checkLogIdentity, forgetLogIdentity, logIdentityReport, logSigner, noteVerifies } from "@/lib/city/residency-log";
+import { appendLog, appendNow, checkLogIdentity, forgetLogIdentity, logIdentityReport, logSigner, noteVerifies } from "@/lib/city/residency-log";
 import { signCheckpoint } from "@/lib/tlog/note";
 import { EMPTY_ROOT } from "@/lib/tlog/tree";
 import { forgetSigningKey } from "@/lib/city/signing";
@@ -165,7 +165,7 @@ describeOnDatabases("a tree signed before any identity was kept (issue 29, item 
     // The configuration that signed the tree records it, and appends.
     configureInstance({ CITY_BASE_URL: OTHER_BASE });
     expect(await checkLogIdentity(t().db)).toMatchObject({ agrees: true, recordedNow: true });
-    await t().db.transaction((tx) => appendLog(tx as Database, { event: "admit", did: "a".repeat(64), at: new Date() }));
+    await appendNow(t().db, { event: "admit", did: "a".repeat(64), at: new Date() });
     expect((await t().db.select().from(logIdentity))[0]!.origin).toBe("other.city.example/residency-log");
   });
 });

@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { residencyLog } from "@/db/schema";
 import { canonicalJson, sha256Hex } from "@/lib/city/canonical";
-import { appendLog, leafDataOf, publishLogRow } from "@/lib/city/residency-log";
+import { appendNow, leafDataOf, publishLogRow } from "@/lib/city/residency-log";
 import { encodeTileIndex, parseTilePath, tilePathOf } from "@/lib/tlog/tiles";
 import { describeOnDatabases } from "../support/databases";
 import { cityFetch } from "../support/log-city";
@@ -53,9 +53,7 @@ describeOnDatabases(
       // One append (the first row), rows written straight after it (as an import does), then one
       // append that builds the tree over all of them: 300 rows without 300 signatures.
       const did = (i: number) => `${i}`.padStart(64, "d");
-      await t().db.transaction((tx) =>
-        appendLog(tx as never, { event: "admit", did: did(0), at: new Date(Date.UTC(2026, 0, 1)), details: { name: "c0", bed_id: 0 } }),
-      );
+      await appendNow(t().db, { event: "admit", did: did(0), at: new Date(Date.UTC(2026, 0, 1)), details: { name: "c0", bed_id: 0 } });
       const [first] = await t().db.select().from(residencyLog).orderBy(desc(residencyLog.seq)).limit(1);
       let prev = first!.hash;
       const rows = [];
@@ -69,9 +67,7 @@ describeOnDatabases(
         await t()
           .db.insert(residencyLog)
           .values(rows.slice(i, i + 100) as never);
-      await t().db.transaction((tx) =>
-        appendLog(tx as never, { event: "exit", did: did(0), at: new Date(Date.UTC(2026, 0, 2)), details: { bed_released: null } }),
-      );
+      await appendNow(t().db, { event: "exit", did: did(0), at: new Date(Date.UTC(2026, 0, 2)), details: { bed_released: null } });
       data = (await t().db.select().from(residencyLog).orderBy(asc(residencyLog.seq))).map((r) => Buffer.from(leafDataOf(publishLogRow(r))));
       expect(data).toHaveLength(ROWS);
     }, 60_000);

@@ -1,7 +1,7 @@
 import { beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { messages, posts, quarantine, vaultNotes } from "@/db/schema";
-import { appendLog } from "@/lib/city/residency-log";
+import { appendNow } from "@/lib/city/residency-log";
 import type { AnyDoor } from "@/lib/doors/door";
 import { readInboxDoor } from "@/lib/doors/mail";
 import { readPeers } from "@/lib/doors/peers";
@@ -62,7 +62,7 @@ describeOnDatabases("list doors walk to the end by the body cursor", (t) => {
       for (let i = 0; i < ROWS; i++) {
         const at = new Date(now - (ROWS - i) * 1000);
         const citizen = await insertCitizenRow(db, { boundAt: at, bedId: `bed-walk-${process.pid}-${i}` });
-        await appendLog(db, { event: "admit", did: citizen.did, at });
+        await appendNow(db, { event: "admit", did: citizen.did, at });
         await db.insert(messages).values({ fromDid: other.did, toDid: me.did, body: `m${i}`, createdAt: at, readAt: i % 3 === 0 ? at : null });
         await db.insert(vaultNotes).values({ did: me.did, content: `n${i}`, createdAt: at });
         await db.insert(quarantine).values({ did: me.did, door: "write-vault", reason: "flood", payload: { i }, parkedAt: at });

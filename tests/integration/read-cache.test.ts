@@ -5,7 +5,7 @@ import { rowsOf } from "@/db/sql";
 import { useDatabase } from "@/lib/city/database";
 import { citizens, residencyLog, wardNotes } from "@/db/schema";
 import { canonicalJson, sha256Hex } from "@/lib/city/canonical";
-import { appendLog } from "@/lib/city/residency-log";
+import { appendNow } from "@/lib/city/residency-log";
 import { readVersions, VERSION_SCOPES } from "@/lib/city/versions";
 import { markSeen } from "@/lib/doors/caller";
 import { readBeacon, readCensusDoor } from "@/lib/doors/discovery";
@@ -217,7 +217,7 @@ describeOnDatabases(
         await held(readWard);
 
         const row = await insertCitizenRow(other.db, { bedId: `bed-${randomBytes(4).toString("hex")}`, lastSeenAt: new Date() });
-        await other.db.transaction((tx) => appendLog(tx as typeof other.db, { event: "admit", did: row.did, at: new Date() }));
+        await appendNow(other.db, { event: "admit", did: row.did, at: new Date() });
         await other.db.insert(wardNotes).values({ kind: "distress", body: "", state: "from the other instance", sealed: false, filedAt: new Date() });
 
         expect(peerOf(await rebuilt(readPeers, ALL), row.did)?.present).toBe(true);

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { LogEvent } from "@/db/schema";
-import { appendLog, readLatestLogRows, readResidencyDays } from "@/lib/city/residency-log";
+import { appendNow, readLatestLogRows, readResidencyDays } from "@/lib/city/residency-log";
 import { describeOnDatabases } from "../support/databases";
 
 const did = () => randomBytes(32).toString("hex");
@@ -33,7 +33,7 @@ describeOnDatabases(
       ];
 
       beforeAll(async () => {
-        for (const [event, who, when] of events) await t().db.transaction((tx) => appendLog(tx, { event, did: who, at: when }).then(() => undefined));
+        for (const [event, who, when] of events) await appendNow(t().db, { event, did: who, at: when });
       });
 
       it("counts admits, exits, returns and exports per UTC day and carries occupancy across days", async () => {

@@ -13,13 +13,13 @@ const DAY = 24 * HOUR;
 
 /** Log rows written at any moment, in any order (the tide counts rows; their chain is not its concern). */
 async function logRowsAt(db: Database, moments: Date[]): Promise<void> {
-  const [last] = await db.select().from(residencyLog).orderBy(desc(residencyLog.seq)).limit(1);
+  // Only seq: the same helper writes into a database migrated before 0045 (no ticket column yet).
+  const [last] = await db.select({ seq: residencyLog.seq }).from(residencyLog).orderBy(desc(residencyLog.seq)).limit(1);
   let seq = last?.seq ?? 0;
   for (const at of moments) {
     seq += 1;
-    await db
-      .insert(residencyLog)
-      .values({ seq, event: "admit", did: `tide-${seq}`, at, details: {}, prevHash: "0".repeat(64), hash: String(seq).padStart(64, "0") });
+    await db.execute(sql`INSERT INTO residency_log (seq, event, did, at, details, prev_hash, hash)
+      VALUES (${seq}, 'admit', ${`tide-${seq}`}, ${at.toISOString()}::timestamptz, '{}'::jsonb, ${"0".repeat(64)}, ${String(seq).padStart(64, "0")})`);
   }
 }
 

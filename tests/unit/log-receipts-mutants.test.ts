@@ -1,40 +1,62 @@
 import { describe, expect, it } from "vitest";
 import { identityLog } from "@/lib/city/identity-log";
 import { type LogReceipt, LogReceiptSchema, residencyLog } from "@/lib/city/residency-log";
-import { withLogReceipts } from "@/lib/city/transparency-log";
+import { settleLogReceipts, withLogAppends, withLogReceipts } from "@/lib/city/transparency-log";
+import { receiptToCome, recordLogTicket } from "@/lib/city/transparency-log/receipts";
 
 /** The log receipt carrier and its published schema (lib/city/transparency-log/receipts.ts), fixed cases. */
 const HASH = `${"A".repeat(42)}Q=`;
 const RECEIPT = { seq: 3, leaf_index: 2, tree_size: 3, proof: [HASH], checkpoint: "c\n" } as unknown as LogReceipt;
 
 describe("the receipt of a log append", () => {
-  it("reaches the door that ran the work, and only it", async () => {
-    residencyLog.recordReceipt(RECEIPT); // outside any door: kept nowhere
+  it("reaches the door that ran the work, and only it: its ticket, and a receipt to come in the answer's field", async () => {
+    recordLogTicket(residencyLog.log, "t0"); // outside any door: kept nowhere
     expect(await withLogReceipts(async () => 7)).toEqual({ value: 7, receipts: {} });
-    const other = { ...RECEIPT, seq: 4 } as LogReceipt;
     const [a, b] = await Promise.all([
       withLogReceipts(async () => {
         await new Promise((r) => setTimeout(r, 5));
-        residencyLog.recordReceipt(RECEIPT);
+        recordLogTicket(residencyLog.log, "ta");
         return "a";
       }),
       withLogReceipts(async () => {
-        residencyLog.recordReceipt(other);
+        recordLogTicket(residencyLog.log, "tb");
         return "b";
       }),
     ]);
-    expect(a).toEqual({ value: "a", receipts: { log_receipt: RECEIPT } });
-    expect(b).toEqual({ value: "b", receipts: { log_receipt: other } });
+    expect(a).toEqual({ value: "a", receipts: { log_receipt: receiptToCome(residencyLog.log, "ta") } });
+    expect(b).toEqual({ value: "b", receipts: { log_receipt: receiptToCome(residencyLog.log, "tb") } });
   });
 
   it("is a field of the answer only when there is one, named by its log", async () => {
     expect({ ...(await withLogReceipts(async () => 0)).receipts }).toEqual({});
     const both = await withLogReceipts(async () => {
-      residencyLog.recordReceipt(RECEIPT);
-      identityLog.recordReceipt({ ...RECEIPT, seq: 9 } as LogReceipt);
+      recordLogTicket(residencyLog.log, "r");
+      recordLogTicket(identityLog.log, "i");
       return 0;
     });
-    expect({ ...both.receipts }).toEqual({ log_receipt: RECEIPT, identity_log_receipt: { ...RECEIPT, seq: 9 } });
+    expect({ ...both.receipts }).toEqual({ log_receipt: receiptToCome(residencyLog.log, "r"), identity_log_receipt: receiptToCome(identityLog.log, "i") });
+  });
+
+  it("hands every ticket of the work up to the door's scope, nested scopes' included, in order", async () => {
+    const door = await withLogAppends(async () => {
+      await withLogReceipts(async () => recordLogTicket(identityLog.log, "x"));
+      recordLogTicket(residencyLog.log, "y");
+      return 1;
+    });
+    expect(door.value).toBe(1);
+    expect(door.tickets.map((t) => [t.log.name, t.ticket])).toEqual([
+      ["identity log", "x"],
+      ["residency log", "y"],
+    ]);
+  });
+
+  it("holds a receipt to come that the answer's schema takes (the answer is checked inside the write), naming its ticket", async () => {
+    const toCome = receiptToCome(identityLog.log, "0b8e6a8e-6f0e-4d3c-9d53-5b0c1c0e2f11");
+    expect(LogReceiptSchema.safeParse(toCome).success).toBe(true);
+    expect(toCome.checkpoint).toBe("receipt to come: identity_log_receipt 0b8e6a8e-6f0e-4d3c-9d53-5b0c1c0e2f11\n");
+    // A read, or a write that appended nothing: its answer is the door's own, untouched.
+    const body = { a: 1, log_receipt: RECEIPT };
+    expect(await settleLogReceipts(null as never, [], body, new Date())).toBe(body);
   });
 
   it("has a schema that takes a receipt and refuses one out of shape", () => {

@@ -20,11 +20,11 @@ export type IdentityDetails = Record<string, string | number | boolean | null>;
 
 /**
  * Appends one key event to the identity log, in the caller's transaction (the one that makes the
- * change it records): takes the identity log head's lock, then INSERTs the row, its tree nodes and
- * a signed checkpoint; the receipt goes to the door's answer as `identity_log_receipt`
- * (withLogReceipts). Lock order everywhere: the citizen's row, then the residency log's head, then
- * the citizens' version row (every citizens write bumps it: migration 0015), then the identity log's head. `details` hold only public facts (RFC 7638 thumbprints, public keys hex,
- * hashes, opens_after, reason codes), never a secret, a code or a signature.
+ * change it records): its entry recorded pending, integrated after the commit with the other
+ * pending ones (lib/city/transparency-log/integrate.ts); the receipt goes to the door's answer as
+ * `identity_log_receipt` once integrated (invokeDoor). No lock of the log is taken here. `details`
+ * hold only public facts (RFC 7638 thumbprints, public keys hex, hashes, opens_after, reason codes),
+ * never a secret, a code or a signature.
  */
 export async function appendIdentityLog(db: Database, entry: { event: IdentityEvent; did: string; at: Date; details?: IdentityDetails }): Promise<Appended> {
   return identityLog.appendLog(db, entry);

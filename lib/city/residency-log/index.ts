@@ -16,8 +16,9 @@ export {
   type HeldCheckpoint,
   type IdentityReport,
   leafDataOf,
-  type LogHead,
-  logHeadOf,
+  INTEGRATION_BATCH_MAX,
+  INTEGRATION_POLL_MS,
+  INTEGRATION_WAIT_MS,
   type LogReceipt,
   LogReceiptSchema,
   type LogSigner,
@@ -33,6 +34,10 @@ export const {
   appendLog,
   prepareAppend,
   appended,
+  appendNow,
+  integratePending,
+  integratedReceipt,
+  awaitIntegration,
   readLogPage,
   readLatestRows: readLatestLogRows,
   verifyHashChain,
@@ -40,9 +45,6 @@ export const {
   catchUpTree,
   currentCheckpoint,
   latestCheckpoint,
-  lockLogHead,
-  lockLogHeadAfter,
-  lockLogHeadIf,
   announceLogIdentity,
   checkLogIdentity,
   logIdentityReport,
@@ -55,6 +57,3 @@ export const {
   syncWitnesses,
   witnessStates,
 } = residencyLog;
-
-/** The query that locks the residency log's head and reads it. */
-export const LOCK_LOG_HEAD = residencyLog.lockHeadQuery();

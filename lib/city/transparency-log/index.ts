@@ -5,10 +5,12 @@
  * bindLog gives that log's face (lib/city/residency-log, lib/city/identity-log). Its files:
  *   descriptor.ts   what a log is to this module
  *   row.ts          the row format: published row, chained hash, leaf data
- *   head.ts         the head and its lock (every appender takes it, alone or in a statement of its own)
- *   append.ts       an append under the head: the row, its tree nodes and a signed checkpoint in one INSERT
- *   receipts.ts     an append's receipt, carried up to the answer
- *   checkpoints.ts  the latest checkpoint with its cosignatures; the tree's catch-up over older rows
+ *   head.ts         the head and its lock (only the integrator takes it)
+ *   append.ts       an append in the write's transaction: its entry recorded pending, in one INSERT
+ *   integrate.ts    batched integration after the commit: rows, tree nodes and ONE signed checkpoint per batch
+ *   receipts.ts     an append's ticket, carried up to the door, and its receipt once integrated
+ *   checkpoints.ts  the latest checkpoint with its cosignatures
+ *   catch-up.ts     the tree's catch-up over rows from before it
  *   storage.ts      the tree's tables as lib/tlog's LogStorage
  *   proofs.ts       inclusion and consistency proofs, tiles and entry bundles
  *   signer.ts       the key and origin that sign checkpoints
@@ -18,15 +20,15 @@
  */
 import { appended, appendLog, prepareAppend } from "./append";
 import { readCitizenRows, readLatestRows, readLogPage, verifyHashChain } from "./chain";
-import { catchUpLogTree, catchUpTree, currentCheckpoint, latestCheckpoint } from "./checkpoints";
+import { catchUpTree } from "./catch-up";
+import { catchUpLogTree, currentCheckpoint, latestCheckpoint } from "./checkpoints";
 import type { LogDescriptor } from "./descriptor";
 import type { Database } from "@/db/client";
 import type { PublishedLogRow } from "./row";
-import type { LogHead } from "./head";
-import { lockHeadQuery, lockLogHead, lockLogHeadAfter, lockLogHeadIf, logHeadIn } from "./head";
+import { lockLogHead } from "./head";
+import { awaitIntegration, integratedReceipt, integratePending } from "./integrate";
 import { announceLogIdentity, checkLogIdentity, logIdentityReport, publishedLogIdentity, verifiedNote } from "./identity";
 import { consistencyProof, inclusionProof, readEntryBundle, readTile } from "./proofs";
-import { recordLogReceipt } from "./receipts";
 import { logSigner } from "./signer";
 import { syncWitnesses, witnessStates } from "./witnesses";
 
@@ -35,9 +37,10 @@ export type { Appended, PreparedAppend } from "./append";
 export type { ChainReport } from "./chain";
 export { cosignedNote, type HeldCheckpoint } from "./checkpoints";
 export type { LogDescriptor } from "./descriptor";
-export { type LogHead, type LogHeadRow, logHeadOf } from "./head";
+export type { LogHead } from "./head";
+export { INTEGRATION_BATCH_MAX, INTEGRATION_POLL_MS, INTEGRATION_WAIT_MS } from "./integrate";
 export { forgetLogIdentity, type IdentityCheck, type IdentityReport, type LogIdentity, noteVerifies } from "./identity";
-export { LogReceiptSchema, type LogReceipts, withLogReceipts } from "./receipts";
+export { LogReceiptSchema, type LogReceipts, type LogTicket, settleLogReceipts, withLogAppends, withLogReceipts } from "./receipts";
 export { GENESIS_HASH, leafDataOf, type PublishedLogRow, publishLogRow } from "./row";
 export { type LogSigner, originAtBaseHost } from "./signer";
 export { configuredWitnesses } from "./witnesses";
@@ -57,10 +60,17 @@ type Entry<E extends string> = { event: E; did: string; at: Date; details?: Reco
 export function bindLog<E extends string>(log: LogDescriptor<E>) {
   return {
     log,
-    appendLog: (db: Database, entry: Entry<E>, head?: LogHead) => appendLog(log, db, entry, head),
-    prepareAppend: (db: Database, head: LogHead, entry: Entry<E> & Parameters<typeof prepareAppend>[3]) => prepareAppend(log, db, head, entry),
+    appendLog: (db: Database, entry: Entry<E>) => appendLog(log, db, entry),
+    prepareAppend: (db: Database, entry: Entry<E> & Parameters<typeof prepareAppend>[2]) => prepareAppend(log, db, entry),
     appended: bound(log, appended),
-    recordReceipt: bound(log, recordLogReceipt),
+    /** Appends one entry in a transaction of its own and waits for its receipt (scripts, tests, the import). */
+    appendNow: async (db: Database, entry: Entry<E>) => {
+      const { ticket } = await db.transaction((tx) => appendLog(log, tx as Database, entry));
+      return { ticket, logReceipt: await awaitIntegration(log, db, ticket) };
+    },
+    integratePending: bound(log, integratePending),
+    awaitIntegration: bound(log, awaitIntegration),
+    integratedReceipt: bound(log, integratedReceipt),
     // Its rows were appended by this face, so their events are the log's own.
     readLogPage: (db: Database, after: number, limit: number) =>
       readLogPage(log, db, after, limit) as Promise<{ rows: PublishedLogRow<E>[]; nextAfter: number | null }>,
@@ -71,11 +81,7 @@ export function bindLog<E extends string>(log: LogDescriptor<E>) {
     catchUpTree: bound(log, catchUpTree),
     currentCheckpoint: bound(log, currentCheckpoint),
     latestCheckpoint: bound(log, latestCheckpoint),
-    lockHeadQuery: bound(log, lockHeadQuery),
     lockLogHead: bound(log, lockLogHead),
-    lockLogHeadAfter: bound(log, lockLogHeadAfter),
-    lockLogHeadIf: bound(log, lockLogHeadIf),
-    logHeadIn: bound(log, logHeadIn),
     announceLogIdentity: bound(log, announceLogIdentity),
     checkLogIdentity: bound(log, checkLogIdentity),
     logIdentityReport: bound(log, logIdentityReport),
