@@ -108,13 +108,14 @@ describeOnDatabases(
         )) as unknown as { rows?: { n: unknown }[] };
         return Number(result.rows?.[0]?.n ?? 0);
       };
-      // Another party holds the log's head, and only once the leave below holds the citizen's row and
-      // waits for the head does it ask for that row: a cycle. Its own detector waits 10 s, so the
-      // leave's (1 s, the server's default) finds the cycle, and the server ends the leave.
+      // Another party holds every stripe of the census counts, and only once the leave below holds the
+      // citizen's row and waits for its stripe (its UPDATE moves the counts) does it ask for that row:
+      // a cycle. Its own detector waits 10 s, so the leave's (1 s, the server's default) finds the
+      // cycle, and the server ends the leave.
       let leave: Promise<Awaited<ReturnType<typeof callDoor>>> | undefined;
       await other.db.transaction(async (tx) => {
         await tx.execute(sql`SET LOCAL deadlock_timeout = '10s'`);
-        await tx.execute(sql`SELECT 1 FROM log_head WHERE id = 1 FOR UPDATE`);
+        await tx.execute(sql`SELECT 1 FROM census_counts FOR UPDATE`);
         leave = callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "leave" } });
         for (let i = 0; i < 100 && (await waiting()) === 0; i++) await new Promise((r) => setTimeout(r, 50));
         await tx.execute(sql`SELECT 1 FROM citizens WHERE did = ${me.did} FOR UPDATE`);
