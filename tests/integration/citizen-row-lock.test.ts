@@ -53,6 +53,8 @@ const CALLS: Record<string, Call> = {
   "seek-hospital": { body: { state: "stuck on a loop", kind: "distress" } },
   "commit-next-keys": { body: { next_key_hashes: ["e".repeat(64)] } },
   "set-recovery-delay": { body: { hours: 24 } },
+  // No proof recorded: nothing to drop (200, dropped null) once the row is locked.
+  "drop-origin-proof": { query: "" },
   // No recovery is open: refused (404) once the row is locked.
   "cancel-recovery": { body: {}, params: { did: "self" } },
 };
@@ -66,9 +68,12 @@ const CALLS: Record<string, Call> = {
  * that citizen's row once proven (lib/city/pre-rotation.ts, public-recovery.ts); hold-recovery (no
  * credentials) changes only the recovery's row, in one guarded UPDATE. Their races are
  * tests/http/security-postgres-recovery.test.ts and tests/integration/key-recovery.test.ts.
+ * verify-origin (CITY-ORIGIN/1) runs its own transactions: it counts the try, looks at the network
+ * holding nothing, then records a proof under the row's lock (FOR NO KEY UPDATE) in its third step
+ * (lib/city/origin/proofs.ts), through `next start` in tests/http/origin.test.ts.
  * (The operator's doors are not a citizen's calls.)
  */
-const ELSEWHERE = ["consult-clinic", "recover", "rotate-key", "hold-recovery", "complete-recovery"];
+const ELSEWHERE = ["consult-clinic", "recover", "rotate-key", "hold-recovery", "complete-recovery", "verify-origin"];
 
 describeOnDatabases("every write door waits for its citizen's row lock", (t) => {
   beforeAll(() => useDatabase(t().db));
