@@ -64,7 +64,9 @@ function clinicExportRaces(driver: "pg" | "neon") {
         await head.connect();
         try {
           await head.query("BEGIN");
-          await head.query("SELECT seq FROM log_head WHERE id = 1 FOR UPDATE");
+          // Every census stripe held: the export holds its citizen's row and waits for its stripe (its
+          // UPDATE moves the counts); writes no longer lock the log's head, which held it here before.
+          await head.query("SELECT 1 FROM census_counts FOR UPDATE");
           const exported = city().post("/api/residency/export", {}, who.citizen_secret);
           await untilWaiting(1);
           const clinic = city().race(CALLS, (i) => consult(who, i));
