@@ -111,7 +111,8 @@ export async function readGate(db: Database, p: Presentation, c: GateCircumstanc
       sql`WITH ${sql.join(ctes, sql`, `)}, ${windows.ctes}
       SELECT ${nonce} AS nonce_valid, held.*, ${windows.columns},
         CASE WHEN ${windows.allTaken} THEN nextval('bed_numbers')::text END AS bed_number
-      FROM (SELECT 1) one LEFT JOIN held ON true`),
+      FROM (SELECT 1) one LEFT JOIN held ON true`,
+    ),
   );
   const admission: AdmissionReading = { chain: counted, outcome: chainOutcome(row!, counted, c.now), bedNumber: row!.bed_number };
   return { nonceValid: row!.nonce_valid === 1, held: heldOf(row), admission };
