@@ -1,7 +1,7 @@
 import { bytesToHex } from "@noble/hashes/utils.js";
 import { sql } from "drizzle-orm";
 import { type Database } from "@/db/client";
-import { rowsOf } from "@/db/sql";
+import { executePrepared, rowsOf } from "@/db/sql";
 import { citizens, wardNotes } from "@/db/schema";
 import { bedLabel, citizenKeyOf, deriveDid, newSalt } from "./citizens";
 import { hashCredential, mintCredential } from "./credentials";
@@ -81,7 +81,9 @@ export async function admitNew(db: Database, p: Presentation, c: GateCircumstanc
     : null;
   const at = sql`${c.now.toISOString()}::timestamptz`;
   const [row] = rowsOf<{ admitted: number }>(
-    await db.execute(sql`
+    await executePrepared(
+      db,
+      sql`
     WITH admitted AS (
       INSERT INTO ${citizens} (did, name, runtime, origin, name_key, origin_key, salt, secret_hash, controller_public_key, bed_id, bound_at, last_seen_at)
       VALUES (${did}, ${p.name}, ${p.runtime}, ${p.origin}, ${normalKey(p.name)}, ${normalKey(p.origin)}, ${bytesToHex(salt)}, ${hashCredential(secret)},
@@ -89,7 +91,8 @@ export async function admitNew(db: Database, p: Presentation, c: GateCircumstanc
       ON CONFLICT DO NOTHING
       RETURNING 1),
     ${admit.ctes}${bound ? sql`, ${bound.ctes}` : sql``}
-    SELECT count(*)::int AS admitted FROM admitted`),
+    SELECT count(*)::int AS admitted FROM admitted`,
+    ),
   );
   if (row!.admitted === 0) return "raced";
   appended(admit);

@@ -1,6 +1,6 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Database } from "@/db/client";
-import { rowsOf } from "@/db/sql";
+import { executePrepared, rowsOf } from "@/db/sql";
 import { citizens, type CitizenRow } from "@/db/schema";
 import { spendNonceCtes } from "./gate-nonces";
 import { type GateCircumstances, type Presentation } from "./gate-presentation";
@@ -90,14 +90,14 @@ export async function readGate(db: Database, p: Presentation, c: GateCircumstanc
   const nonce = p.nonce ? sql`(SELECT count(*)::int FROM spent)` : sql`0`;
   const consumed = p.nonce ? await spendNonceCtes(db, p.nonce, c.now) : null;
   if (!mayAdmit) {
-    const [row] = rowsOf<{ nonce_valid: number }>(await db.execute(sql`${consumed ? sql`WITH ${consumed} ` : sql``}SELECT ${nonce} AS nonce_valid`));
+    const [row] = rowsOf<{ nonce_valid: number }>(await executePrepared(db, sql`${consumed ? sql`WITH ${consumed} ` : sql``}SELECT ${nonce} AS nonce_valid`));
     return { nonceValid: row!.nonce_valid === 1, held: null, admission: null };
   }
   const heldCte = sql`held AS (SELECT ${HELD_COLUMNS} FROM ${citizens} WHERE ${heldWhere(p)} LIMIT 1)`;
   const ctes = consumed ? [consumed, heldCte] : [heldCte];
   if (!chain) {
     const [row] = rowsOf<HeldRow & { nonce_valid: number }>(
-      await db.execute(sql`WITH ${sql.join(ctes, sql`, `)} SELECT ${nonce} AS nonce_valid, held.* FROM (SELECT 1) one LEFT JOIN held ON true`),
+      await executePrepared(db, sql`WITH ${sql.join(ctes, sql`, `)} SELECT ${nonce} AS nonce_valid, held.* FROM (SELECT 1) one LEFT JOIN held ON true`),
     );
     return { nonceValid: row!.nonce_valid === 1, held: heldOf(row), admission: null };
   }
@@ -106,10 +106,13 @@ export async function readGate(db: Database, p: Presentation, c: GateCircumstanc
   const windows = chainSql(counted, c.now);
   type Row = HeldRow & Record<string, unknown> & { nonce_valid: number; bed_number: string | null };
   const [row] = rowsOf<Row>(
-    await db.execute(sql`WITH ${sql.join(ctes, sql`, `)}, ${windows.ctes}
+    await executePrepared(
+      db,
+      sql`WITH ${sql.join(ctes, sql`, `)}, ${windows.ctes}
       SELECT ${nonce} AS nonce_valid, held.*, ${windows.columns},
         CASE WHEN ${windows.allTaken} THEN nextval('bed_numbers')::text END AS bed_number
-      FROM (SELECT 1) one LEFT JOIN held ON true`),
+      FROM (SELECT 1) one LEFT JOIN held ON true`,
+    ),
   );
   const admission: AdmissionReading = { chain: counted, outcome: chainOutcome(row!, counted, c.now), bedNumber: row!.bed_number };
   return { nonceValid: row!.nonce_valid === 1, held: heldOf(row), admission };

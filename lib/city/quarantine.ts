@@ -1,6 +1,6 @@
 import { and, desc, eq, lt, type SQL, sql } from "drizzle-orm";
 import { type Database } from "@/db/client";
-import { rowsOf } from "@/db/sql";
+import { executePrepared, rowsOf } from "@/db/sql";
 import { quarantine } from "@/db/schema";
 import type { CityError } from "@/lib/errors";
 import { requireTaken, slotColumns, slotOf, sweepWindowsSql, takeWindowSql, type Window } from "./rate";
@@ -68,7 +68,10 @@ export async function writeOrPark<T>(
   const newcomer = newcomerSql(entry.did, entry.now);
   const storeCharge: Charge = { store: entry.store, bytes: entry.bytes, newcomer, now: entry.now };
   const parkCharge: Charge = { store: "quarantine", bytes: jsonbRowBytes(payload), newcomer, now: entry.now };
-  const result = await db.execute(sql`
+  // A named prepared statement (db/sql.ts): its plan is kept per connection, not made again on every write.
+  const result = await executePrepared(
+    db,
+    sql`
     WITH rate_swept AS (${sweepWindowsSql(entry.now, windows)}),
     ${entry.restricted ? sql`` : sql`${sql.raw(DOOR_SLOT)} AS (${takeWindowSql(doorWindow, entry.now)}),`}
     ${sql.raw(PARK_SLOT)} AS (${takeWindowSql(parkedWindow, entry.now, entry.restricted ? sql`` : sql.raw(`FROM ${DOOR_SLOT} WHERE NOT ${DOOR_SLOT}.allowed`))}),
@@ -80,7 +83,8 @@ export async function writeOrPark<T>(
       SELECT ${entry.did}, ${entry.door}, ${reason}, ${payload}::jsonb, ${at} FROM park_charged
       RETURNING id)
     SELECT ${entry.restricted ? sql`NULL AS door_slot_allowed` : slotColumns(DOOR_SLOT)}, ${slotColumns(PARK_SLOT)},
-      (SELECT row_to_json(written) FROM written) AS written, (SELECT id FROM parked) AS parked_id, ${needs} AS needs_met`);
+      (SELECT row_to_json(written) FROM written) AS written, (SELECT id FROM parked) AS parked_id, ${needs} AS needs_met`,
+  );
   const row = rowsOf<Record<string, unknown>>(result)[0]!;
   if (row.needs_met !== true && write.needs) throw write.needs.refusal();
   if (row.written) return write.read(row.written as Record<string, unknown>);

@@ -252,7 +252,7 @@ export const readCapabilities = door({
       batch_max: INTEGRATION_BATCH_MAX,
       wait_ms: INTEGRATION_WAIT_MS,
       poll_ms: INTEGRATION_POLL_MS,
-      note: "A write records its log entry pending and commits; whoever takes the log's head (a try-lock) integrates every pending entry, at most batch_max, under one signed checkpoint. A writer polls for its row every poll_ms and, wait_ms after its commit at most, integrates itself; its answer carries the receipt against its batch's checkpoint.",
+      note: "A write records its log entry pending and commits; whoever takes the log's head (a try-lock) integrates every pending entry, at most batch_max, under one signed checkpoint. A writer whose entry another is integrating polls for its row (one statement, no transaction) at most poll_ms apart, tries the head again only when it moved without its entry or after a few polls, and, wait_ms after its commit at most, integrates itself; its answer carries the receipt against its batch's checkpoint.",
     },
     mcp: MCP_BLOCK,
     rate_windows: rateWindowsPublished(),

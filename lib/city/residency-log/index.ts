@@ -18,6 +18,7 @@ export {
   leafDataOf,
   INTEGRATION_BATCH_MAX,
   INTEGRATION_POLL_MS,
+  INTEGRATION_RETRY_POLLS,
   INTEGRATION_WAIT_MS,
   type LogReceipt,
   LogReceiptSchema,

@@ -38,7 +38,7 @@ export type { ChainReport } from "./chain";
 export { cosignedNote, type HeldCheckpoint } from "./checkpoints";
 export type { LogDescriptor } from "./descriptor";
 export type { LogHead } from "./head";
-export { INTEGRATION_BATCH_MAX, INTEGRATION_POLL_MS, INTEGRATION_WAIT_MS } from "./integrate";
+export { INTEGRATION_BATCH_MAX, INTEGRATION_POLL_MS, INTEGRATION_RETRY_POLLS, INTEGRATION_WAIT_MS } from "./integrate";
 export { forgetLogIdentity, type IdentityCheck, type IdentityReport, type LogIdentity, noteVerifies } from "./identity";
 export { LogReceiptSchema, type LogReceipts, type LogTicket, settleLogReceipts, withLogAppends, withLogReceipts } from "./receipts";
 export { GENESIS_HASH, leafDataOf, type PublishedLogRow, publishLogRow } from "./row";

@@ -1,4 +1,4 @@
-import { asc, inArray, sql } from "drizzle-orm";
+import { asc, inArray, type SQL, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
 import { checkpointOf, edgeOf, growTree, type LogReceipt, type StoredNode, unhex } from "@/lib/tlog/append";
@@ -17,8 +17,8 @@ import { logStorage } from "./storage";
  * takes the head (a try-lock: FOR UPDATE SKIP LOCKED) integrates every pending entry in id order,
  * in one transaction of three statements: the head, the pending entries, and one INSERT of their
  * rows (seq, prev_hash chain, hash), the tree's new nodes and ONE signed checkpoint, the pending
- * rows deleted in the same statement. The others find the head taken and poll for their row, at
- * most INTEGRATION_WAIT_MS, then wait for the head themselves. The head's lock is the one serial
+ * rows deleted in the same statement. The others find the head taken and poll for their row (one
+ * statement a poll, no transaction), at most INTEGRATION_WAIT_MS, then wait for the head themselves. The head's lock is the one serial
  * point left: two instances never fork, since only its holder chains rows to it.
  */
 
@@ -26,8 +26,16 @@ import { logStorage } from "./storage";
 export const INTEGRATION_BATCH_MAX = 256;
 /** How long a writer polls for another to integrate its entry before it waits for the head itself (a blocking lock). */
 export const INTEGRATION_WAIT_MS = 2000;
-/** Between two polls of a writer whose entry another is integrating. */
+/** The longest pause between two polls of a writer whose entry another is integrating (the first pauses are shorter: 2, 4, 8 ms). */
 export const INTEGRATION_POLL_MS = 10;
+/** The first pause of a waiting writer. */
+const FIRST_POLL_MS = 2;
+/**
+ * A waiting writer tries the head again after this many polls even when the head has not moved
+ * (its holder found nothing to integrate, or stalled), so such a holder delays it by about
+ * INTEGRATION_RETRY_POLLS * INTEGRATION_POLL_MS, not by INTEGRATION_WAIT_MS.
+ */
+export const INTEGRATION_RETRY_POLLS = 5;
 
 /**
  * Integrates the log's pending entries (at most INTEGRATION_BATCH_MAX, oldest first) in a
@@ -138,22 +146,47 @@ function chained(head: LogHead, entries: PendingEntry[]): Array<{ row: Published
   });
 }
 
+type Found = { seq: number | string; size: number | string; note: string };
+
+/** An integrated row's seq with its batch's checkpoint (the smallest that covers it), as SQL over the row `l`. */
+function coveringCheckpoint(log: LogDescriptor): SQL {
+  return sql`SELECT size, note FROM ${log.tables.checkpoints} c WHERE c.size >= l.seq ORDER BY c.size LIMIT 1`;
+}
+
+/** The receipt of a found row: its inclusion proof in its batch's checkpoint, read from the log's nodes (one statement). */
+async function receiptOf(log: LogDescriptor, db: Database, found: Found): Promise<LogReceipt> {
+  const seq = Number(found.seq);
+  const size = Number(found.size);
+  const proof = await inclusionPath(logStorage(log, db), seq, size);
+  return { seq, leaf_index: seq - 1, tree_size: size, proof, checkpoint: found.note };
+}
+
 /**
  * The receipt of an integrated entry, found by its ticket: its row's inclusion proof in the signed
  * checkpoint of its batch (the smallest checkpoint that covers it); null while it is pending.
  */
 export async function integratedReceipt(log: LogDescriptor, db: Database, ticket: string): Promise<LogReceipt | null> {
-  const { rows: table, checkpoints } = log.tables;
-  const [found] = rowsOf<{ seq: number | string; size: number | string; note: string }>(
-    await db.execute(sql`SELECT l.seq, c.size, c.note FROM ${table} l
-      CROSS JOIN LATERAL (SELECT size, note FROM ${checkpoints} c WHERE c.size >= l.seq ORDER BY c.size LIMIT 1) c
-      WHERE l.ticket = ${ticket}::uuid`),
+  const [found] = rowsOf<Found>(
+    await db.execute(
+      sql`SELECT l.seq, c.size, c.note FROM ${log.tables.rows} l CROSS JOIN LATERAL (${coveringCheckpoint(log)}) c WHERE l.ticket = ${ticket}::uuid`,
+    ),
   );
-  if (!found) return null;
-  const seq = Number(found.seq);
-  const size = Number(found.size);
-  const proof = await inclusionPath(logStorage(log, db), seq, size);
-  return { seq, leaf_index: seq - 1, tree_size: size, proof, checkpoint: found.note };
+  return found ? receiptOf(log, db, found) : null;
+}
+
+/**
+ * One poll of a waiting writer, one statement on two unique indexes and no lock: the head's seq as
+ * committed now, and its entry's row and checkpoint once integrated.
+ */
+async function pollIntegration(log: LogDescriptor, db: Database, ticket: string): Promise<{ head: number; found: Found | null }> {
+  const [row] = rowsOf<{ head: number | string; seq: number | string | null; size: number | string | null; note: string | null }>(
+    await db.execute(sql`SELECT h.seq AS head, f.seq, f.size, f.note FROM ${log.tables.head} h
+      LEFT JOIN LATERAL (SELECT l.seq, c.size, c.note FROM ${log.tables.rows} l CROSS JOIN LATERAL (${coveringCheckpoint(log)}) c
+        WHERE l.ticket = ${ticket}::uuid) f ON true
+      WHERE h.id = 1`),
+  );
+  const found = row && row.seq !== null && row.size !== null && row.note !== null ? { seq: row.seq, size: row.size, note: row.note } : null;
+  return { head: Number(row?.head ?? 0), found };
 }
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -161,24 +194,33 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /**
  * After the write that recorded it committed: integrates the entry (with every other pending one)
  * or waits for whoever holds the head to, and gives its receipt. A writer that finds the head taken
- * polls for its row every INTEGRATION_POLL_MS; past INTEGRATION_WAIT_MS it waits for the head
- * itself (then integrates whatever is left, its own entry included), so a crashed integrator delays
- * it at most that long.
+ * polls (pollIntegration: one statement, no transaction) after 2, 4, 8, then every
+ * INTEGRATION_POLL_MS ms, until its row is there. It tries the head again only when a poll sees the
+ * head moved without its entry (the holder's batch was read before this entry committed) or after
+ * INTEGRATION_RETRY_POLLS polls without a move; past INTEGRATION_WAIT_MS it waits for the head
+ * itself (then integrates whatever is left, its own entry included), so a crashed integrator
+ * delays it at most that long.
  */
 export async function awaitIntegration(log: LogDescriptor, db: Database, ticket: string, now = new Date()): Promise<LogReceipt> {
   const deadline = Date.now() + INTEGRATION_WAIT_MS;
   for (;;) {
     const outcome = await integrateBatch(log, db, now, { wait: Date.now() >= deadline });
-    const mine = typeof outcome === "string" ? undefined : outcome.receipts.get(ticket);
-    if (mine) return mine;
-    const receipt = await integratedReceipt(log, db, ticket);
-    if (receipt) return receipt;
-    // Held the head with nothing pending: this entry was never committed (its write rolled back).
-    if (outcome !== "busy" && outcome.integrated === 0) throw new Error(`the ${log.name} holds no entry with this ticket, pending or integrated`);
-    if (outcome === "busy") {
-      await pause(INTEGRATION_POLL_MS);
-      const polled = await integratedReceipt(log, db, ticket);
-      if (polled) return polled;
+    if (outcome !== "busy") {
+      const mine = outcome.receipts.get(ticket);
+      if (mine) return mine;
+      // Held the head and this entry was not pending: integrated before, or never committed.
+      const receipt = await integratedReceipt(log, db, ticket);
+      if (receipt) return receipt;
+      if (outcome.integrated === 0) throw new Error(`the ${log.name} holds no entry with this ticket, pending or integrated`);
+      continue; // More were pending than one batch takes: the next batch.
+    }
+    let seen: number | null = null;
+    for (let polls = 1, wait = FIRST_POLL_MS; ; polls++, wait = Math.min(wait * 2, INTEGRATION_POLL_MS)) {
+      await pause(wait);
+      const { head, found } = await pollIntegration(log, db, ticket);
+      if (found) return receiptOf(log, db, found);
+      if ((seen !== null && head !== seen) || polls >= INTEGRATION_RETRY_POLLS || Date.now() >= deadline) break;
+      seen = head;
     }
   }
 }
