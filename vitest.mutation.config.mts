@@ -20,6 +20,8 @@ export default defineConfig({
       "tests/unit/gate-rules.test.ts",
       "tests/unit/scan.test.ts",
       "tests/unit/tlog-vectors.test.ts",
+      "tests/unit/gate-nonce-mac.test.ts",
+      "tests/unit/sign-request.test.ts",
     ],
     // scan.test.ts's "speed" tests time the scanner against a wall-clock budget: a loaded machine
     // would kill a mutant that is not wrong, so they are left to the ordinary run.
