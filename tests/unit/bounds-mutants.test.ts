@@ -55,7 +55,8 @@ describe("the gate nonce's format (lib/city/nonce-mac.ts), against one built wit
     expect(checkNonce(KEY, flip(10), new Date(T0))).toBeNull();
     expect(checkNonce(KEY, flip(15), new Date(T0))).toBeNull();
     expect(checkNonce(KEY, flip(9), new Date(T0))).toBeNull();
-    for (const bad of [nonce.toUpperCase(), `${nonce}00`, nonce.slice(2), `x${nonce}`, `${nonce}x`, `${nonce.slice(0, 31)}g`]) expect(checkNonce(KEY, bad, new Date(T0))).toBeNull();
+    for (const bad of [nonce.toUpperCase(), `${nonce}00`, nonce.slice(2), `x${nonce}`, `${nonce}x`, `${nonce.slice(0, 31)}g`])
+      expect(checkNonce(KEY, bad, new Date(T0))).toBeNull();
   });
 
   it("reads the issue time from its high two bytes too: a nonce from 2^32 ms later is not fresh at T0", () => {

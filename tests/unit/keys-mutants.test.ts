@@ -1,4 +1,5 @@
-import { createPrivateKey, createPublicKey, sign, verify } from "node:crypto";
+import { createHash, createPrivateKey, createPublicKey, sign, verify } from "node:crypto";
+import * as ed from "@noble/ed25519";
 import { describe, expect, it } from "vitest";
 import { didKeyOf, verifyEd25519, verifyEd25519Bytes } from "@/lib/city/keys";
 
@@ -121,6 +122,50 @@ describe("strict Ed25519 over text (verifyEd25519, hex signature, UTF-8 message)
       return;
     }
     throw new Error("no forged message found");
+  });
+
+  // A key A = [a]B with the scalar a known to the test, and signatures made by hand over the curve's own arithmetic.
+  const L = ed.Point.CURVE().n;
+  const mod = (x: bigint) => ((x % L) + L) % L;
+  const leInt = (bytes: Uint8Array) => BigInt(`0x${Buffer.from(bytes).reverse().toString("hex") || "0"}`);
+  const leBytes = (x: bigint) => Buffer.from(x.toString(16).padStart(64, "0"), "hex").reverse();
+  const challenge = (R: Uint8Array, A: Uint8Array, text: string) =>
+    mod(
+      leInt(
+        createHash("sha512")
+          .update(Buffer.concat([R, A, Buffer.from(text)]))
+          .digest(),
+      ),
+    );
+
+  it("refuses a non-canonical R (the identity written as y = p + 1), which a ZIP-215 verifier takes", async () => {
+    const a = 0x1234567890abcdefn;
+    const A = ed.Point.BASE.multiply(a).toBytes();
+    const R = Buffer.from("eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", "hex");
+    const text = "non-canonical R";
+    const signature = Buffer.concat([R, leBytes(mod(challenge(R, A, text) * a))]);
+    expect(await ed.verifyAsync(signature, enc(text), A, { zip215: true })).toBe(true);
+    expect(await verifyEd25519(Buffer.from(A).toString("hex"), signature.toString("hex"), text)).toBe(false);
+    expect(await verifyEd25519Bytes(Buffer.from(A).toString("hex"), new Uint8Array(signature), enc(text))).toBe(false);
+  });
+
+  it("over a mixed-order key: the request verifier (OpenSSL) checks [S]B = R + [k]A and refuses; the text verifier (noble) checks RFC 8032's cofactored equation and takes it", async () => {
+    // A = [a]B + T, T of order 8 (A is not small-order); S = r + k*a. [S]B = R + [k]A - [k]T: equal only when 8 divides k,
+    // while [8][S]B = [8]R + [8][k]A holds. RFC 8032 5.1.7 allows either check; the two verifiers differ here (kept as found).
+    const a = 0x1234567890abcdefn;
+    const r = 0xfedcba0987654321n;
+    const A = ed.Point.BASE.multiply(a).add(ed.Point.fromHex(SMALL_ORDER[4]!));
+    expect(A.isSmallOrder()).toBe(false);
+    const R = ed.Point.BASE.multiply(r).toBytes();
+    for (let i = 0; ; i++) {
+      const text = `mixed ${i}`;
+      const k = challenge(R, A.toBytes(), text);
+      if (k % 8n === 0n) continue;
+      const signature = Buffer.concat([R, leBytes(mod(r + k * a))]);
+      expect(await verifyEd25519Bytes(A.toHex(), new Uint8Array(signature), enc(text))).toBe(false);
+      expect(await verifyEd25519(A.toHex(), signature.toString("hex"), text)).toBe(true);
+      break;
+    }
   });
 
   it("refuses a key or signature that is not lowercase hex of the right length", async () => {

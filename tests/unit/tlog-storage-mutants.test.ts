@@ -139,5 +139,9 @@ describe("tiles (C2SP tlog-tiles) of a tree of 600", () => {
     const ahead = memoryLog(withLong, { size: 520 }).storage;
     expect(await entryBundle(ahead, 2, 8)).not.toBeNull();
     expect(await entryBundle(ahead, 2, 9)).toBeNull();
+    // A storage that reached the size but misses a leaf's row (read short) serves no bundle either.
+    const holed = memoryLog(withLong).storage;
+    const short: LogStorage = { ...holed, readLeaves: async (first, count) => (await holed.readLeaves(first, count)).slice(0, -1) };
+    expect(await entryBundle(short, 1, 2)).toBeNull();
   });
 });
