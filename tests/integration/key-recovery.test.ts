@@ -467,6 +467,24 @@ describeOnDatabases(
         expectProblem(await hold(me.did, "not-the-owner", "203.0.113.78"), 404, "not_found");
       });
 
+      it("takes exactly one of two holds landing together when one hold is left: the recovery holds 2, moved 48 h in all", async () => {
+        const me = await admitNamed();
+        await delay(me, 24);
+        const opened = (await open(me.did, (await codesOf(me))[0]!)).body.recovery;
+        expect((await hold(me.did, "not-the-owner", "198.51.100.31")).status).toBe(200);
+        const both = await Promise.all([hold(me.did, "suspected-theft", "198.51.100.32"), hold(me.did, "owner-reachable", "198.51.100.33")]);
+        expect(both.map((a) => a.status).sort()).toEqual([200, 409]);
+        expectProblem(
+          both.find((a) => a.status === 409)!,
+          409,
+          "limit_reached",
+        );
+        const [row] = await t().db.select().from(recoveries).where(eq(recoveries.did, me.did));
+        expect(row!.holds).toBe(2);
+        expect(row!.opensAfter.getTime() - Date.parse(opened.opens_after)).toBe(48 * 3_600_000);
+        expect((await identityEvents(t(), me.did)).filter((e) => e === "recovery-held")).toHaveLength(2);
+      });
+
       it("lets exactly one of a completion and a hold, or a completion and a cancel, landing together win; two opens at once make one", async () => {
         const cancel = (me: Citizen) => callDoor(cancelRecoveryDoor, { bearer: me.citizen_secret, params: { did: me.did }, body: {} });
         const opened = async () => {
