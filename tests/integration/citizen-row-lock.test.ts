@@ -6,7 +6,10 @@ import { citizenLockOf, isWrite, type AnyDoor } from "@/lib/doors/door";
 import { registry } from "@/lib/doors/registry";
 import { readVault } from "@/lib/doors/vault";
 import { describeOnDatabases } from "../support/databases";
-import { admit, callDoor } from "../support/gate";
+import { admit, callDoor, freshNonce } from "../support/gate";
+import { admitWithKey, newKey } from "../support/signed";
+import { commitNextKeysDoor, rotateKeyDoor } from "@/lib/doors/keys";
+import { createHash } from "node:crypto";
 
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
 process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
@@ -64,8 +67,9 @@ const CALLS: Record<string, Call> = {
  * consult-clinic runs its own transactions: its budget desk takes the row (shared) itself, shown
  * by tests/http/security-postgres-clinic-export.test.ts. recover is called with a recovery code,
  * not a citizen's credential, and so are CITY-KEYS/1's doors that anyone may call about a DID they
- * name: rotate-key (signed by the committed key) and complete-recovery (the opener's ticket) lock
- * that citizen's row once proven (lib/city/pre-rotation.ts, public-recovery.ts); hold-recovery (no
+ * name: rotate-key (signed by the committed key; its lock is shown below, by the statement that
+ * waits) and complete-recovery (the opener's ticket) lock that citizen's row once proven
+ * (lib/city/pre-rotation.ts, public-recovery.ts); hold-recovery (no
  * credentials) changes only the recovery's row, in one guarded UPDATE. Their races are
  * tests/http/security-postgres-recovery.test.ts and tests/integration/key-recovery.test.ts.
  * verify-origin (CITY-ORIGIN/1) runs its own transactions: it counts the try, looks at the network
@@ -130,4 +134,98 @@ describeOnDatabases("every write door waits for its citizen's row lock", (t) => 
       expect(answered.status, `${label}: ${JSON.stringify(answered.body).slice(0, 200)}`).toBeLessThan(500);
     });
   }
+
+  it("rotate-key: reads the citizen's keys FOR NO KEY UPDATE once the proof holds, so it waits at that read (not only at its UPDATE)", async (context) => {
+    if (t().driver === "pglite") return context.skip("PGlite runs one transaction at a time: only PostgreSQL can show a waiter");
+    const me = await admitWithKey();
+    const next = await newKey();
+    const hash = createHash("sha256").update(Buffer.from(next.publicKey, "hex")).digest("hex");
+    expect((await callDoor(commitNextKeysDoor, { bearer: me.citizen_secret, body: { next_key_hashes: [hash] } })).status).toBe(200);
+    const nonce = await freshNonce();
+    // The rotation message as docs/keys.md writes it (CITY-KEYS/1|rotate|did|from|to|nonce).
+    const signature = await next.signHex(`CITY-KEYS/1|rotate|${me.did}|${me.key.keyid}|${next.keyid}|${nonce}`);
+
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let holding!: () => void;
+    const held = new Promise<void>((resolve) => (holding = resolve));
+    const holder = t().db.transaction(async (tx) => {
+      await tx.execute(sql`SELECT did FROM citizens WHERE did = ${me.did} FOR NO KEY UPDATE`);
+      holding();
+      await released;
+    });
+    await held;
+    let settled = false;
+    const answer = callDoor(rotateKeyDoor, { body: { did: me.did, nonce, public_key: next.publicKey, signature, next_key_hashes: [] } }).finally(() => {
+      settled = true;
+    });
+    let waiter: string | null = null;
+    while (!settled && waiter === null) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      waiter =
+        rowsOf<{ query: string }>(
+          await t().db.execute(
+            sql`SELECT query FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
+          ),
+        )[0]?.query ?? null;
+    }
+    release();
+    await holder;
+    const answered = await answer;
+    expect(waiter, "rotate-key answered while the row was held").not.toBeNull();
+    // The read under lock, not the UPDATE that follows it: without the lock the proof would be checked on a row that may change.
+    expect(waiter).toMatch(/^\s*SELECT[\s\S]*FROM "citizens"[\s\S]*FOR NO KEY UPDATE\s*$/);
+    expect(answered.status, JSON.stringify(answered.body)).toBe(200);
+  });
+
+  it("rotate-key: checks the commitment again on the row read under the lock (withdrawn while it waited: refused, nothing moved)", async (context) => {
+    if (t().driver === "pglite") return context.skip("PGlite runs one transaction at a time: only PostgreSQL can show a waiter");
+    const me = await admitWithKey();
+    const [next, other] = [await newKey(), await newKey()];
+    const hashOf = (key: { publicKey: string }) => createHash("sha256").update(Buffer.from(key.publicKey, "hex")).digest("hex");
+    expect((await callDoor(commitNextKeysDoor, { bearer: me.citizen_secret, body: { next_key_hashes: [hashOf(next)] } })).status).toBe(200);
+    const nonce = await freshNonce();
+    const signature = await next.signHex(`CITY-KEYS/1|rotate|${me.did}|${me.key.keyid}|${next.keyid}|${nonce}`);
+
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let holding!: () => void;
+    const held = new Promise<void>((resolve) => (holding = resolve));
+    let waited!: () => void;
+    const doorWaits = new Promise<void>((resolve) => (waited = resolve));
+    // The holder reads the row under lock, lets the door prove itself and wait, then changes the commitment and commits.
+    const holder = t().db.transaction(async (tx) => {
+      await tx.execute(sql`SELECT did FROM citizens WHERE did = ${me.did} FOR NO KEY UPDATE`);
+      holding();
+      await doorWaits;
+      await tx.execute(sql`UPDATE citizens SET next_key_hashes = ARRAY[${hashOf(other)}]::text[] WHERE did = ${me.did}`);
+      await released;
+    });
+    await held;
+    let settled = false;
+    const answer = callDoor(rotateKeyDoor, { body: { did: me.did, nonce, public_key: next.publicKey, signature, next_key_hashes: [] } }).finally(() => {
+      settled = true;
+    });
+    let waiting = 0;
+    while (!settled && waiting === 0) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      waiting = Number(
+        rowsOf<{ n: number }>(
+          await t().db.execute(
+            sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
+          ),
+        )[0]!.n,
+      );
+    }
+    expect(waiting, "rotate-key answered while the row was held").toBeGreaterThan(0);
+    waited();
+    release();
+    await holder;
+    const answered = await answer;
+    expect(answered.status, JSON.stringify(answered.body)).toBe(403);
+    const [row] = rowsOf<{ key: string; hashes: string[] }>(
+      await t().db.execute(sql`SELECT controller_public_key AS key, next_key_hashes AS hashes FROM citizens WHERE did = ${me.did}`),
+    );
+    expect(row).toEqual({ key: me.key.publicKey, hashes: [hashOf(other)] });
+  });
 });

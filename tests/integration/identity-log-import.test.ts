@@ -41,7 +41,9 @@ describeOnDatabases(
       expect(await rowsOf(logged.did)).toHaveLength(1);
       expect(await rowsOf(unkeyed.did)).toHaveLength(0);
       // Never a secret: the rows hold thumbprints, public keys and times only.
-      for (const row of rows) expect(Object.keys(row).sort()).toEqual(expect.not.arrayContaining(["secret", "citizen_secret", "signature"]));
+      // Each name on its own (expect.not.arrayContaining passed unless all three were there at once).
+      for (const row of rows) for (const name of ["secret", "citizen_secret", "signature"]) expect(Object.keys(row), name).not.toContain(name);
+      expect(JSON.stringify(rows)).not.toMatch(/city_(sk|st|rc|rt)_/);
 
       expect(await importEarlierKeyFacts(t().db)).toBe(0);
       expect(await rowsOf(citizen.did)).toHaveLength(3);

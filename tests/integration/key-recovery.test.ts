@@ -402,6 +402,14 @@ describeOnDatabases(
         const next = await newKey();
         await commit(me, [next]);
         await delay(me, 24);
+        // While the commitment stands, an uncommitted key opens nothing (and is not counted as an open).
+        const early = await newKey();
+        const n1 = await freshNonce();
+        const refusedEarly = await callDoor(recoverDoor, {
+          body: { did: me.did, nonce: n1, next_public_key: early.publicKey, next_signature: await early.signHex(nextKeyOpen(me.did, early.keyid, n1)) },
+        });
+        expectProblem(refusedEarly, 403, "forbidden");
+        expect(await t().db.select().from(recoveries).where(eq(recoveries.did, me.did))).toHaveLength(0);
         const nonce = await freshNonce();
         const opened = await callDoor(recoverDoor, {
           body: { did: me.did, nonce, next_public_key: next.publicKey, next_signature: await next.signHex(nextKeyOpen(me.did, next.keyid, nonce)) },
@@ -415,7 +423,7 @@ describeOnDatabases(
         const row = await controllerOf(me.did);
         expect(row.controllerPublicKey).toBe(next.publicKey);
         expect(row.nextKeyHashes).toBeNull();
-        // An uncommitted key opens nothing.
+        // With the commitment spent, an uncommitted key still opens nothing.
         const stranger = await newKey();
         const n2 = await freshNonce();
         const refused = await callDoor(recoverDoor, {
@@ -459,27 +467,64 @@ describeOnDatabases(
         expectProblem(await hold(me.did, "not-the-owner", "203.0.113.78"), 404, "not_found");
       });
 
+      it("takes exactly one of two holds landing together when one hold is left: the recovery holds 2, moved 48 h in all", async () => {
+        const me = await admitNamed();
+        await delay(me, 24);
+        const opened = (await open(me.did, (await codesOf(me))[0]!)).body.recovery;
+        expect((await hold(me.did, "not-the-owner", "198.51.100.31")).status).toBe(200);
+        const both = await Promise.all([hold(me.did, "suspected-theft", "198.51.100.32"), hold(me.did, "owner-reachable", "198.51.100.33")]);
+        expect(both.map((a) => a.status).sort()).toEqual([200, 409]);
+        expectProblem(
+          both.find((a) => a.status === 409)!,
+          409,
+          "limit_reached",
+        );
+        const [row] = await t().db.select().from(recoveries).where(eq(recoveries.did, me.did));
+        expect(row!.holds).toBe(2);
+        expect(row!.opensAfter.getTime() - Date.parse(opened.opens_after)).toBe(48 * 3_600_000);
+        expect((await identityEvents(t(), me.did)).filter((e) => e === "recovery-held")).toHaveLength(2);
+      });
+
       it("lets exactly one of a completion and a hold, or a completion and a cancel, landing together win; two opens at once make one", async () => {
-        for (const rival of ["hold", "cancel"] as const) {
+        const cancel = (me: Citizen) => callDoor(cancelRecoveryDoor, { bearer: me.citizen_secret, params: { did: me.did }, body: {} });
+        const opened = async () => {
           const me = await admitNamed();
           await delay(me, 24);
-          const codes = await codesOf(me);
-          const ticket = (await open(me.did, codes[0]!)).body.recovery.ticket;
-          // The window ends now: a cancel still lands before it, or the completion after it.
-          await t().raw(`UPDATE recoveries SET opens_after = now() + interval '30 milliseconds' WHERE did = '${me.did}' AND state = 'open'`);
-          await new Promise((r) => setTimeout(r, 30));
-          const [done, other] = await Promise.all([
-            complete(me.did, ticket),
-            rival === "hold" ? hold(me.did) : callDoor(cancelRecoveryDoor, { bearer: me.citizen_secret, params: { did: me.did }, body: {} }),
-          ]);
+          return { me, ticket: (await open(me.did, (await codesOf(me))[0]!)).body.recovery.ticket as string };
+        };
+        // Past the window a hold and a completion are both allowed: exactly one lands, and the row and the log say which.
+        {
+          const { me, ticket } = await opened();
+          await windowPasses(me.did);
+          const [done, held] = await Promise.all([complete(me.did, ticket), hold(me.did)]);
           const [row] = await t().db.select().from(recoveries).where(eq(recoveries.did, me.did));
+          const events = (await identityEvents(t(), me.did)).slice(-1);
+          expect([done.status, held.status].filter((s) => s === 200)).toHaveLength(1);
           if (done.status === 200) {
-            expect(other.status).not.toBe(200);
             expect(row).toMatchObject({ state: "completed", holds: 0 });
+            expect(events).toEqual(["recovery-completed"]);
           } else {
-            expect(other.status).toBe(200);
-            expect(row!.state).toBe(rival === "hold" ? "open" : "cancelled");
+            expectProblem(done, 409, "conflict");
+            expect(row).toMatchObject({ state: "open", holds: 1 });
+            expect(events).toEqual(["recovery-held"]);
           }
+        }
+        // A cancel lands only before the window ends, a completion only after: sent together, the clock decides, both ways.
+        {
+          const { me, ticket } = await opened();
+          const [done, cancelled] = await Promise.all([complete(me.did, ticket), cancel(me)]);
+          expectProblem(done, 409, "conflict");
+          expect(cancelled.status).toBe(200);
+          expect((await t().db.select().from(recoveries).where(eq(recoveries.did, me.did)))[0]!.state).toBe("cancelled");
+        }
+        {
+          const { me, ticket } = await opened();
+          await windowPasses(me.did);
+          const [done, cancelled] = await Promise.all([complete(me.did, ticket), cancel(me)]);
+          expect(done.status).toBe(200);
+          // Refused either way: past the window (409), or, when the completion landed first, with a secret it replaced (401).
+          expect([401, 409], JSON.stringify(cancelled.body)).toContain(cancelled.status);
+          expect((await t().db.select().from(recoveries).where(eq(recoveries.did, me.did)))[0]!.state).toBe("completed");
         }
         const me = await admitNamed();
         await delay(me, 24);

@@ -83,6 +83,17 @@ describeOnDatabases("leave and return", (t) => {
       const mailBefore = await callDoor(sendMessageDoor, { bearer: friend.citizen_secret, body: { to: me.did, body: "before you left" } });
 
       const before = await census();
+      // The tide, counted here straight from the log (issue 46: it was checked only as above 0): the
+      // residency log's rows of the last 24 hours, none of them left pending.
+      const tideNow = async () => {
+        const raw = await t().raw(
+          "SELECT (SELECT count(*) FROM residency_log WHERE at > now() - interval '24 hours')::int AS tide, (SELECT count(*) FROM log_pending)::int AS pending",
+        );
+        const [row] = (Array.isArray(raw) ? raw : (raw as { rows: unknown[] }).rows) as { tide: number; pending: number }[];
+        expect(row!.pending).toBe(0);
+        return row!.tide;
+      };
+      const tideBeforeLeave = await tideNow();
       const left = await callDoor(at("/api/leave"), {
         bearer: me.citizen_secret,
         body: { wake_on: ["direct_message", "room_reply"], return_after: "2030-01-01T00:00:00Z", delivery: { mode: "poll" } },
@@ -103,6 +114,9 @@ describeOnDatabases("leave and return", (t) => {
         cursor: left.body.cursor,
       });
       expect(await logOf(me.did)).toEqual(["admit", "exit"]);
+      // The leave answers the tide with its own exit row in it.
+      expect(left.body.tide).toBe(tideBeforeLeave + 1);
+      expect(await tideNow()).toBe(tideBeforeLeave + 1);
       expect((await citizenOf(me.did)).bedId).toBeNull();
       const whileAway = await census();
       expect(whileAway.occupancy).toBe(before.occupancy - 1);
@@ -134,6 +148,7 @@ describeOnDatabases("leave and return", (t) => {
       void m1;
       void mailBefore;
 
+      const tideBeforeReturn = await tideNow();
       const back = await callDoor(at("/api/return"), { bearer: me.citizen_secret, body: {} });
       expect(back.status, JSON.stringify(back.body)).toBe(200);
       for (const field of RETURN_FIELDS) expect(back.body, field).toHaveProperty(field);
@@ -156,7 +171,9 @@ describeOnDatabases("leave and return", (t) => {
       expect(await nonceSpent(t().db, back.body.nonce)).toBe(false);
       expect((await callDoor(presentGate, { body: presentation({ ask: "look", nonce: back.body.nonce }) })).body.verdict).toBe("observer");
       expect(await nonceSpent(t().db, back.body.nonce)).toBe(true);
-      expect(Number.isInteger(back.body.tide) && back.body.tide > 0).toBe(true);
+      // The return answers the tide with its own return row in it.
+      expect(back.body.tide).toBe(tideBeforeReturn + 1);
+      expect(await tideNow()).toBe(tideBeforeReturn + 1);
       expect(Object.keys(back.body.delta).sort()).toEqual(DELTA_FIELDS);
       expect(back.body.delta).toEqual({
         since: left.body.now_utc,
@@ -190,6 +207,8 @@ describeOnDatabases("leave and return", (t) => {
       const poll = await callDoor(liveDoor, { bearer: me.citizen_secret, body: { action: "return", cursor: back.body.cursor } });
       expect(poll.status).toBe(200);
       expect(poll.body.returned).toBe(false);
+      // The poll answers the same tide: it adds no row.
+      expect(poll.body.tide).toBe(tideBeforeReturn + 1);
       expect(poll.body.delta).toMatchObject({
         since: back.body.now_utc,
         direct_messages: 3,

@@ -13,6 +13,7 @@ import { lightLantern, putOutLanternDoor } from "@/lib/doors/lanterns";
 import { sendMessageDoor } from "@/lib/doors/mail";
 import { postPlaza, postRoom } from "@/lib/doors/posts";
 import { sealDoor } from "@/lib/doors/seals";
+import { setRecoveryDelayDoor } from "@/lib/doors/keys";
 import { appealDoor, readCapabilities } from "@/lib/doors/tiers";
 import { writeVault } from "@/lib/doors/vault";
 import { readAndFileWard } from "@/lib/doors/ward";
@@ -33,7 +34,7 @@ const PER_HOUR = 100_000;
 const NEWCOMER_PERCENT = 25;
 const SHARE = (PER_HOUR * NEWCOMER_PERCENT) / 100;
 const ROW = 64;
-for (const part of ["VAULT", "MAIL", "POSTS", "QUARANTINE", "CHECKPOINTS", "SEALS", "LANTERNS", "WARD", "A2A_TASKS", "APPEALS"]) {
+for (const part of ["VAULT", "MAIL", "POSTS", "QUARANTINE", "CHECKPOINTS", "SEALS", "LANTERNS", "WARD", "A2A_TASKS", "APPEALS", "IDENTITY_LOG"]) {
   process.env[`CITY_STORE_${part}_BYTES`] = String(TOTAL);
   process.env[`CITY_STORE_${part}_BYTES_PER_HOUR`] = String(PER_HOUR);
 }
@@ -212,6 +213,14 @@ function families(t: () => TestDatabase): Family[] {
         const reason = `please look again ${randomBytes(8).toString("hex")}`;
         return { answer: await callDoor(appealDoor, { bearer: who!.citizen_secret, body: { reason } }), bytes: utf8(reason) + ROW };
       },
+    },
+    {
+      // A key event asked with the secret appends an identity log row, counted as 2,048 bytes (docs/keys.md).
+      store: "identity_log",
+      table: "identity_log",
+      citizen: true,
+      ok: okStatus,
+      write: async (who) => ({ answer: await callDoor(setRecoveryDelayDoor, { bearer: who!.citizen_secret, body: { hours: 24 } }), bytes: 2048 }),
     },
   ];
 }

@@ -73,8 +73,16 @@ describe("the city's verify of a signature base (verifyEd25519Bytes)", () => {
       v >>= 8n;
     }
     expect(await verifyEd25519Bytes(publicHex, bumped, base)).toBe(false);
-    // The identity point (a small-order key) and a key that is not lowercase hex.
-    expect(await verifyEd25519Bytes("01".padEnd(64, "0"), signature, base)).toBe(false);
+    // The identity point (a small-order key) with R = identity, S = 0: Node's own Ed25519 takes that
+    // signature for any message (seen here first), so only keys.ts's small-order guard refuses it.
+    const identity = "01".padEnd(64, "0");
+    const trivial = new Uint8Array(64);
+    trivial[0] = 1;
+    const { createPublicKey, verify } = await import("node:crypto");
+    const identityKey = createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: Buffer.from(identity, "hex").toString("base64url") }, format: "jwk" });
+    expect(verify(null, base, identityKey, trivial)).toBe(true);
+    expect(await verifyEd25519Bytes(identity, trivial, base)).toBe(false);
+    // A key that is not lowercase hex.
     expect(await verifyEd25519Bytes(publicHex.toUpperCase(), signature, base)).toBe(false);
   });
 });
