@@ -149,7 +149,7 @@ export const readAndFileWard = door({
         over: "refused",
         zeroIsOff: true,
       }),
-      ...(env().CITY_WARD_UNSIGNED_PER_HOUR > 0
+      ...(env().CITY_WARD_UNSIGNED_PER_HOUR > 0 && addressMode() !== 0
         ? [
             {
               name: "unsigned_notes_per_source",
