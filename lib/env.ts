@@ -1,7 +1,15 @@
 import { z } from "zod";
 import { RetiredKeysVariable, SigningKeyVariable } from "@/lib/env-keys";
 import { LOCKER_BYTES_CITY_WIDE } from "@/lib/spec-limits";
-import { CITY_STORES, STORE_NEWCOMER_PERCENT, type StoreEnvPart } from "@/lib/store-limits";
+import {
+  CITY_STORES,
+  STORE_NEWCOMER_PERCENT,
+  STORE_NEWCOMER_SUBJECT_PERCENT,
+  STORE_RESERVE_PERCENT,
+  STORE_SUBJECT_PERCENT,
+  STORE_SUBJECT_TOTAL_PERMILLE,
+  type StoreEnvPart,
+} from "@/lib/store-limits";
 
 /** Every environment variable the city reads, parsed once, with a clear message for a bad value. */
 const EnvSchema = z.object({
@@ -70,9 +78,11 @@ const EnvSchema = z.object({
   CITY_WARD_PER_ADDRESS_PER_HOUR: z.coerce.number().int().min(0).default(10),
   // Unsigned ward filings city-wide per hour, whatever their addresses; 0 turns the ceiling off.
   CITY_WARD_UNSIGNED_PER_HOUR: z.coerce.number().int().min(0).default(120),
-  // Anonymous recovery holds (CITY-KEYS/1) per client address per day, and city-wide per hour; 0 turns either off.
+  // Anonymous recovery holds (CITY-KEYS/1) per client address per day; 0 turns the bound off.
   CITY_RECOVER_HOLDS_PER_ADDRESS_PER_DAY: z.coerce.number().int().min(0).default(4),
-  CITY_RECOVER_HOLDS_PER_HOUR: z.coerce.number().int().min(0).default(60),
+  // Anonymous recovery holds per source per hour: a source prefix (IPv4 /24, IPv6 /48) or the
+  // citizen whose credential came with the hold; 0 turns the bound off. No city-wide pool (issue 43).
+  CITY_RECOVER_HOLDS_PER_SOURCE_PER_HOUR: z.coerce.number().int().min(0).default(6),
   // CITY-ORIGIN/1 (docs/origin-proofs.md): the DNS servers the city asks, "host:port" entries
   // (an IPv6 address in brackets: [2001:db8::53]:53), comma-separated; unset: the system's.
   CITY_DNS_SERVERS: z
@@ -94,8 +104,21 @@ const EnvSchema = z.object({
   CITY_SHARED_CACHE_STALE_SECONDS: z.coerce.number().int().min(0).max(3600).default(5),
   ...clinicShape(),
   ...storeShape(),
-  // Of each store's hourly bound, the share (percent) newcomers (admitted < 86400 s ago) may use together.
-  CITY_STORE_NEWCOMER_PERCENT: z.coerce.number().int().min(0).max(100).default(STORE_NEWCOMER_PERCENT),
+  // Of each store's hourly bound, the share (percent) newcomers (admitted < 86400 s ago) may use
+  // together; at most 100 less the reserve (issue 43: a fifth stays out of newcomers' reach).
+  CITY_STORE_NEWCOMER_PERCENT: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(100 - STORE_RESERVE_PERCENT, `at most ${100 - STORE_RESERVE_PERCENT}: ${STORE_RESERVE_PERCENT}% of each bound is kept for settled citizens`)
+    .default(STORE_NEWCOMER_PERCENT),
+  // Shares per subject (lib/city/store-shares.ts): one newcomer's (or one visitor source's) share of
+  // the newcomers' hour, in percent; a settled citizen's share of the whole hour per day in the city
+  // (up to STORE_STANDING_DAYS days), in percent; a citizen's own total in each append-only store,
+  // per mille of the store's total.
+  CITY_STORE_NEWCOMER_SUBJECT_PERCENT: z.coerce.number().int().min(1).max(100).default(STORE_NEWCOMER_SUBJECT_PERCENT),
+  CITY_STORE_SUBJECT_PERCENT: z.coerce.number().int().min(1).max(100).default(STORE_SUBJECT_PERCENT),
+  CITY_STORE_SUBJECT_TOTAL_PERMILLE: z.coerce.number().int().min(1).max(1000).default(STORE_SUBJECT_TOTAL_PERMILLE),
 });
 
 const PHYSICIAN_NAMES = ["ASCLEPIUS", "HYGIEIA"] as const;

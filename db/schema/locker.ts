@@ -43,6 +43,26 @@ export const cityStoreStripes = pgTable(
     shareTotal: bigint("share_total", { mode: "number" }).notNull().default(0),
     shareHour: bigint("share_hour", { mode: "number" }).notNull().default(0),
     shareNewcomer: bigint("share_newcomer", { mode: "number" }).notNull().default(0),
+    /** The newcomers' line of the total (the total less the reserve, migration 0051) and this stripe's part of it. */
+    boundNewcomerTotal: bigint("bound_newcomer_total", { mode: "number" }).notNull().default(-1),
+    shareNewcomerTotal: bigint("share_newcomer_total", { mode: "number" }).notNull().default(0),
   },
   (t) => [primaryKey({ columns: [t.store, t.stripe] })],
+);
+
+/**
+ * Each subject's bytes per store (migration 0051): a citizen by its DID, a visitor by its source
+ * prefix. Its hour's bytes bound it to its share of the store's hour, its total (append-only
+ * stores) to its own total. Only the subject's own writes lock its row.
+ */
+export const cityStoreSubjects = pgTable(
+  "city_store_subjects",
+  {
+    store: text("store").notNull(),
+    subject: text("subject").notNull(),
+    hourStart: timestamp("hour_start", { withTimezone: true, mode: "date" }).notNull().default(new Date(0)),
+    hourBytes: bigint("hour_bytes", { mode: "number" }).notNull().default(0),
+    totalBytes: bigint("total_bytes", { mode: "number" }).notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.store, t.subject] })],
 );

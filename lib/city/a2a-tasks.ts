@@ -7,6 +7,7 @@ import { CREDENTIAL_PREFIXES } from "./credentials";
 import { holdLock } from "./locks";
 import { LIMITS } from "./protocols";
 import { type Charge, chargeSql, cityFull, newcomerSql, releaseSql, STORE_ROW_BYTES } from "./store-bounds";
+import { citizenShare } from "./store-shares";
 
 /** Published: a task of the A2A bridge can be read back by its creator for 7 days, then it is swept. */
 export const A2A_TASK_RETENTION_SECONDS = LIMITS.a2aTasks.retentionSeconds;
@@ -48,6 +49,8 @@ export async function keepTask(
       bytes: sql`pg_column_size(${stored}::jsonb) - coalesce((SELECT prev.bytes FROM prev WHERE prev.owner_hash = ${ownerHash}), -${STORE_ROW_BYTES}::int)`,
       newcomer: newcomerSql(did, now),
       now,
+      // The caller's share: a citizen's, or (an unproven caller) its task owner's as a visitor's.
+      subject: did ? citizenShare(did) : { id: `owner:${ownerHash}`, did: null },
     };
     const [row] = rowsOf<{ kept: number; foreign: boolean }>(
       await tx.execute(sql`
@@ -98,6 +101,13 @@ export function keptForm(task: Record<string, unknown>): Record<string, unknown>
 }
 
 const TOO_LARGE = `The answer was over ${A2A_TASK_MAX_BYTES} bytes, the most a kept task holds: it was given once, in the answer to SendMessage. Call the skill again to read it.`;
+
+/**
+ * The least a kept task takes (issue 43, item 4): its note form (ids, status and the TOO_LARGE
+ * note, with room for the envelope), not the largest kept size. The A2A bridge's look-ahead
+ * reserves this before a door runs; the charge at keeping decides with the task's actual size.
+ */
+export const A2A_TASK_LEAST_BYTES = Buffer.byteLength(TOO_LARGE, "utf8") + 512;
 
 function bytesOf(value: unknown): number {
   return Buffer.byteLength(JSON.stringify(value));

@@ -9,6 +9,7 @@ import { requireSlot } from "./rate";
 import { holdLock } from "./locks";
 import { holdTierLock } from "./restriction";
 import { type Charge, chargeSql, cityFull, newcomerSql, rowBytes } from "./store-bounds";
+import { citizenShare } from "./store-shares";
 
 export type AppealStatus = "pending" | "granted" | "denied";
 
@@ -27,7 +28,7 @@ export async function fileAppeal(db: Database, caller: { did: string; tier?: str
   if (!verdict.ok) throw new CityError("content_refused", `${verdict.reason} The appeal was not filed and spent nothing (rule: ${verdict.rule}).`);
   await requireSlot(db, { scope: "appeals", subject: did, limit: LIMITS.appealsPerDay, windowSeconds: 86_400 }, now, "appeals");
   // The reason charges the appeals' city-wide store bound in its INSERT's statement (lib/city/store-bounds.ts).
-  const charge: Charge = { store: "appeals", bytes: rowBytes(reason), newcomer: newcomerSql(did, now), now };
+  const charge: Charge = { store: "appeals", bytes: rowBytes(reason), newcomer: newcomerSql(did, now), now, subject: citizenShare(did) };
   const [row] = rowsOf<{ id: number | string }>(
     await db.execute(sql`
       WITH charged AS (${chargeSql(charge)})

@@ -8,6 +8,7 @@ import { utf8Bytes } from "./locker";
 import { LIMITS } from "./protocols";
 import { guardShelfContent } from "./shelf-guard";
 import { type Charge, chargeSql, cityFull, newcomerSql, rowBytes } from "./store-bounds";
+import { citizenShare } from "./store-shares";
 
 const C = LIMITS.checkpoints;
 
@@ -55,7 +56,7 @@ export async function appendCheckpoint(
   // The city-wide store bound is charged in the same statement, only while the shelf has room, and
   // the version is stored only from the charge (lib/city/store-bounds.ts).
   const sha256 = sha256Hex(content);
-  const charge: Charge = { store: "checkpoints", bytes: rowBytes(content, entry.label), newcomer: newcomerSql(did, now), now };
+  const charge: Charge = { store: "checkpoints", bytes: rowBytes(content, entry.label), newcomer: newcomerSql(did, now), now, subject: citizenShare(did) };
   const result = await db.execute(sql`
     WITH kept AS (SELECT count(*)::int AS n FROM ${checkpoints} WHERE did = ${did}),
     charged AS (${chargeSql(charge, sql`FROM kept WHERE kept.n < ${C.versions}::int`)}),

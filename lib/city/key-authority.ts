@@ -7,6 +7,7 @@ import type { LogReceipt } from "@/lib/tlog/append";
 import { appendIdentityLog } from "./identity-log";
 import { requireSlot } from "./rate";
 import { chargeStore, newcomerSql } from "./store-bounds";
+import { citizenShare } from "./store-shares";
 
 /*
  * Who outranks whom (CITY-KEYS/1): a committed next key outranks the controller key, which
@@ -51,7 +52,7 @@ export async function countKeyEvent(db: Database, did: string, by: Authority, no
     `key events asked with this citizen's ${by}`,
   );
   if (!defends && (by === "code" || by === "secret"))
-    await chargeStore(db, { store: "identity_log", bytes: IDENTITY_ROW_BYTES, newcomer: newcomerSql(did, now), now });
+    await chargeStore(db, { store: "identity_log", bytes: IDENTITY_ROW_BYTES, newcomer: newcomerSql(did, now), now, subject: citizenShare(did) });
 }
 
 /** The open step of a citizen, if any: what it does and which credential asked it. */

@@ -5,6 +5,7 @@ import { lanterns, posts } from "@/db/schema";
 import { CityError } from "@/lib/errors";
 import { assertClean } from "@/lib/scan";
 import { type Charge, chargeSql, cityFull, newcomerSql, releaseSql, STORE_ROW_BYTES } from "./store-bounds";
+import { citizenShare } from "./store-shares";
 
 export const LANTERNS_PER_CITIZEN = 20;
 export const KEYWORD_CHARS = { min: 2, max: 64 } as const;
@@ -28,7 +29,13 @@ export async function addLantern(db: Database, did: string, keyword: string, now
   // from its caller look-up (an earlier statement of this transaction), so parallel lightings of
   // one citizen run in turn and each counts what the one before committed. A new lantern charges
   // the city-wide store bound in the same statement, and is lit only from the charge.
-  const charge: Charge = { store: "lanterns", bytes: sql`octet_length(lower(${keyword})) + ${STORE_ROW_BYTES}::int`, newcomer: newcomerSql(did, now), now };
+  const charge: Charge = {
+    store: "lanterns",
+    bytes: sql`octet_length(lower(${keyword})) + ${STORE_ROW_BYTES}::int`,
+    newcomer: newcomerSql(did, now),
+    now,
+    subject: citizenShare(did),
+  };
   const result = await db.execute(sql`
     WITH same AS (SELECT id, keyword, created_at FROM ${lanterns} WHERE did = ${did} AND keyword = lower(${keyword})),
     kept AS (SELECT count(*)::int AS n FROM ${lanterns} WHERE did = ${did}),

@@ -9,7 +9,8 @@ import { takeChain } from "./gate-windows";
 import { appendIdentityLog } from "./identity-log";
 import { atLeast, type Authority, cancelOpenSteps, countKeyEvent, openStepOf, outranked } from "./key-authority";
 import { citizenKeys, commitmentAfterMove, thumbprintOrNone, uncommittedProblem } from "./pre-rotation";
-import { cityWindow, requireSlot, slotRefusal } from "./rate";
+import { requireSlot, slotRefusal, type Window } from "./rate";
+import { citizenSubject, visitorSubject } from "./store-shares";
 import { jwkThumbprint } from "./request-keys";
 
 /**
@@ -39,8 +40,12 @@ export { RECOVERY_STEPS, RECOVERY_VIAS };
 
 export interface HoldLimits {
   perAddressPerDay: number;
-  perHour: number;
+  /** Anonymous holds per source (an IPv4 /24 or IPv6 /48, or the citizen whose credential came with the hold) per hour. */
+  perSourcePerHour: number;
 }
+
+/** Holds its own citizen may make with its credential per day: never counted against the anonymous bounds. */
+export const OWNER_HOLDS_PER_DAY = 4;
 
 export interface DelaySet {
   /** The delay standing after this request. */
@@ -147,15 +152,20 @@ export async function cancelRecovery(db: Database, did: string, by: "secret" | "
 
 /**
  * Anyone's hold: it exists before anything is counted (an unknown recovery costs no window), then
- * the client address's daily bound and the city's hourly ceiling (ceiling first: a full city spends
- * nothing per address), then one guarded UPDATE: still open, fewer than 2 holds. opens_after moves to
- * 24 h past the later of itself and now.
+ * its bounds, then one guarded UPDATE. opens_after moves to 24 h past the later of itself and now.
+ *
+ * No first-come city-wide pool (issue 43, item 5): an anonymous hold counts against its client
+ * address's daily bound and its source's hourly bound (the citizen whose credential came with it,
+ * else its address's prefix: an IPv4 /24, an IPv6 /48), and takes one of the recovery's 2
+ * anonymous holds. A hold made with a credential of the recovery's own citizen counts against none
+ * of these: only against that citizen's own OWNER_HOLDS_PER_DAY, so no flood of holds elsewhere
+ * can stop an owner from slowing a thief.
  */
 export async function holdRecovery(
   db: Database,
-  h: { did: string; reason: HoldReason; ip: string | null; limits: HoldLimits },
+  h: { did: string; reason: HoldReason; ip: string | null; caller: { did: string } | null; limits: HoldLimits },
   now: Date,
-): Promise<{ holds: number; opensAfter: Date; receipt: LogReceipt }> {
+): Promise<{ holds: number; opensAfter: Date; receipt: LogReceipt; owner: boolean }> {
   // An exported citizen's step was closed by its export; the citizen's status is read too, so none is held after.
   const [open] = await db
     .select({ id: recoveries.id, holds: recoveries.holds })
@@ -163,17 +173,28 @@ export async function holdRecovery(
     .innerJoin(citizens, and(eq(citizens.did, recoveries.did), ne(citizens.residencyStatus, "exported")))
     .where(and(eq(recoveries.did, h.did), eq(recoveries.state, "open")));
   if (!open) throw await notOpen(db, h.did, now, "hold");
-  if (open.holds >= HOLDS_PER_RECOVERY) throw holdsSpent();
-  const windows =
-    h.ip && h.limits.perAddressPerDay > 0 ? [{ scope: "recover-hold-address", subject: h.ip, limit: h.limits.perAddressPerDay, windowSeconds: 86_400 }] : [];
-  const ceiling = h.limits.perHour > 0 ? cityWindow("recover-hold-city", h.limits.perHour, 3600) : null;
-  const outcome = await takeChain(db, { windows, ceiling, subjectsMax: 0 }, now);
-  if (outcome.kind === "refused") throw slotRefusal(outcome.window, "recovery holds from this address", outcome.slot.retryAfterSeconds);
-  if (outcome.kind === "ceiling-full") throw slotRefusal(ceiling!, "recovery holds in the city", outcome.retryAfterSeconds);
+  const owner = h.caller?.did === h.did;
+  if (!owner && open.holds >= HOLDS_PER_RECOVERY) throw holdsSpent();
+  const windows = holdWindows(h, owner);
+  const outcome = windows.length ? await takeChain(db, { windows, ceiling: null, subjectsMax: 0 }, now) : null;
+  if (outcome?.kind === "refused") {
+    const w = outcome.window;
+    const what = owner
+      ? "holds by this recovery's own citizen"
+      : w.scope === HOLD_SOURCE_SCOPE
+        ? "recovery holds from this source"
+        : "recovery holds from this address";
+    throw slotRefusal(w, what, outcome.slot.retryAfterSeconds);
+  }
   const at = sql`${now.toISOString()}::timestamptz`;
+  const later = sql`greatest(opens_after, ${at}) + interval '${sql.raw(String(HOLD_HOURS))} hours'`;
   const [held] = rowsOf<{ holds: number; opens_after: Date | string }>(
-    await db.execute(sql`UPDATE ${recoveries} SET holds = holds + 1, opens_after = greatest(opens_after, ${at}) + interval '${sql.raw(String(HOLD_HOURS))} hours'
-      WHERE id = ${open.id} AND state = 'open' AND holds < ${HOLDS_PER_RECOVERY} RETURNING holds, opens_after`),
+    await db.execute(
+      owner
+        ? sql`UPDATE ${recoveries} SET opens_after = ${later} WHERE id = ${open.id} AND state = 'open' RETURNING holds, opens_after`
+        : sql`UPDATE ${recoveries} SET holds = holds + 1, opens_after = ${later}
+      WHERE id = ${open.id} AND state = 'open' AND holds < ${HOLDS_PER_RECOVERY} RETURNING holds, opens_after`,
+    ),
   );
   if (!held) throw (await recoveryOf(db, open.id))?.state === "open" ? holdsSpent() : await notOpen(db, h.did, now, "hold");
   const opensAfter = new Date(held.opens_after);
@@ -181,9 +202,26 @@ export async function holdRecovery(
     event: "recovery-held",
     did: h.did,
     at: now,
-    details: { recovery: open.id, reason: h.reason, holds: Number(held.holds), opens_after: opensAfter.toISOString() },
+    details: { recovery: open.id, reason: h.reason, holds: Number(held.holds), opens_after: opensAfter.toISOString(), ...(owner ? { by: "owner" } : {}) },
   });
-  return { holds: Number(held.holds), opensAfter, receipt: logReceipt };
+  return { holds: Number(held.holds), opensAfter, receipt: logReceipt, owner };
+}
+
+/** The scope of the anonymous holds' hourly bound per source. */
+export const HOLD_SOURCE_SCOPE = "recover-hold-source";
+
+/** The windows a hold counts against: its owner's own, or the address's day and the source's hour. */
+function holdWindows(h: { did: string; ip: string | null; caller: { did: string } | null; limits: HoldLimits }, owner: boolean): Window[] {
+  if (owner) return [{ scope: "recover-hold-owner", subject: h.did, limit: OWNER_HOLDS_PER_DAY, windowSeconds: 86_400 }];
+  const windows: Window[] = [];
+  if (h.ip && h.limits.perAddressPerDay > 0)
+    windows.push({ scope: "recover-hold-address", subject: h.ip, limit: h.limits.perAddressPerDay, windowSeconds: 86_400 });
+  // A source the city cannot tell apart (no credential, no address) is no bucket: one shared
+  // bucket would let a few holds stop every other; such holds are bounded by 2 per recovery alone.
+  const source = h.caller ? citizenSubject(h.caller.did) : h.ip ? visitorSubject(h.ip) : null;
+  if (source && h.limits.perSourcePerHour > 0)
+    windows.push({ scope: HOLD_SOURCE_SCOPE, subject: source, limit: h.limits.perSourcePerHour, windowSeconds: 3600 });
+  return windows;
 }
 
 function holdsSpent(): CityError {

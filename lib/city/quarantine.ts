@@ -5,6 +5,7 @@ import { quarantine } from "@/db/schema";
 import type { CityError } from "@/lib/errors";
 import { requireTaken, slotColumns, slotOf, sweepWindowsSql, takeWindowSql, type Window } from "./rate";
 import { type Charge, chargeSql, cityFull, jsonbRowBytes, newcomerSql, type StoreName } from "./store-bounds";
+import { citizenShare } from "./store-shares";
 
 export interface Parked {
   parked: true;
@@ -50,7 +51,18 @@ const PARK_SLOT = "park_slot";
  */
 export async function writeOrPark<T>(
   db: Database,
-  entry: { did: string; restricted: boolean; door: string; perHour: number; payload: Record<string, unknown>; now: Date; store: StoreName; bytes: number },
+  entry: {
+    did: string;
+    restricted: boolean;
+    door: string;
+    perHour: number;
+    payload: Record<string, unknown>;
+    now: Date;
+    store: StoreName;
+    bytes: number;
+    /** May use the store's reserve (distress filings): charged as a settled citizen's write, still within the citizen's own share. */
+    reserve?: boolean;
+  },
   write: ParkableWrite<T>,
 ): Promise<T | Parked> {
   const doorWindow: Window = { scope: entry.door, subject: entry.did, limit: entry.perHour, windowSeconds: 3600 };
@@ -66,8 +78,10 @@ export async function writeOrPark<T>(
   // the parked window allowed it; each INSERT runs only from its charge.
   const payload = JSON.stringify(entry.payload);
   const newcomer = newcomerSql(entry.did, entry.now);
-  const storeCharge: Charge = { store: entry.store, bytes: entry.bytes, newcomer, now: entry.now };
-  const parkCharge: Charge = { store: "quarantine", bytes: jsonbRowBytes(payload), newcomer, now: entry.now };
+  const subject = citizenShare(entry.did);
+  // A write that may use the reserve (a distress filing) is charged as a settled citizen's: newcomers' lines do not apply to it.
+  const storeCharge: Charge = { store: entry.store, bytes: entry.bytes, newcomer: entry.reserve ? sql`false` : newcomer, now: entry.now, subject };
+  const parkCharge: Charge = { store: "quarantine", bytes: jsonbRowBytes(payload), newcomer, now: entry.now, subject };
   // A named prepared statement (db/sql.ts): its plan is kept per connection, not made again on every write.
   const result = await executePrepared(
     db,

@@ -129,6 +129,16 @@ export function keyStillValidSql(signed: VerifiedSignature, now: Date, current =
 export const SIGNED_WRITES_PER_KEY = { limit: 240, windowSeconds: 60 } as const;
 
 /**
+ * The signature nonce store's share per key (issue 43): the most nonces one key can hold at once,
+ * its window's limit plus its rate over the longest a nonce is kept (31 s and the clock skew).
+ * Each key's count is its own row; the store has no city-wide row for a flood to fill.
+ */
+export function noncesPerKeyMost(): number {
+  const { limit, windowSeconds } = SIGNED_WRITES_PER_KEY;
+  return limit + Math.ceil((limit / windowSeconds) * (SIGNATURE_MAX_AGE_SECONDS + 1 + SIGNATURE_CLOCK_SKEW_SECONDS));
+}
+
+/**
  * How long a nonce is kept: while a signature carrying it can still be accepted (until expires,
  * and at most 31 s after created), plus the clock skew allowed, so an instance whose clock runs
  * ahead never sweeps a nonce that another still takes.

@@ -4,6 +4,7 @@ import { rowsOf } from "@/db/sql";
 import { seals } from "@/db/schema";
 import { requireSlotIn, slotColumns, slotCtes } from "./rate";
 import { type Charge, chargeSql, cityFull, newcomerSql, rowBytes } from "./store-bounds";
+import { citizenShare } from "./store-shares";
 
 export const SEALS_PER_HOUR = 60;
 
@@ -16,7 +17,7 @@ export async function sealMemory(db: Database, did: string, sha256: string, now:
   const window = { scope: "seals", subject: did, limit: SEALS_PER_HOUR, windowSeconds: 3600 };
   // The city-wide store bound is charged only for a new seal (the citizen's row lock, held since
   // its caller look-up, orders its own seals; lib/city/store-bounds.ts), and the seal stored only from the charge.
-  const charge: Charge = { store: "seals", bytes: rowBytes(sha256), newcomer: newcomerSql(did, now), now };
+  const charge: Charge = { store: "seals", bytes: rowBytes(sha256), newcomer: newcomerSql(did, now), now, subject: citizenShare(did) };
   const mine = sql`EXISTS (SELECT 1 FROM ${seals} WHERE sha256 = ${sha256} AND did = ${did})`;
   const result = await db.execute(sql`
     WITH ${slotCtes(window, now)},

@@ -4,8 +4,18 @@ import { rowsOf } from "@/db/sql";
 import { type Env, env } from "@/lib/env";
 import { CityError } from "@/lib/errors";
 import { randomInt } from "node:crypto";
-import { CITY_STORES, STORE_NAMES, STORE_ROW_BYTES, STORE_STRIPES, type StoreName, storeBytesVariable, storePerHourVariable } from "@/lib/store-limits";
+import {
+  CITY_STORES,
+  STORE_NAMES,
+  STORE_ROW_BYTES,
+  STORE_STANDING_DAYS,
+  STORE_STRIPES,
+  type StoreName,
+  storeBytesVariable,
+  storePerHourVariable,
+} from "@/lib/store-limits";
 import { newcomerAt, NEWCOMER_SECONDS } from "./newcomers";
+import { type StoreShares, storeShares, subjectHourShare, subjectHourShareSql } from "./store-shares";
 
 /*
  * City-wide store bounds. A citizen costs one anonymous POST, so every
@@ -25,6 +35,11 @@ import { newcomerAt, NEWCOMER_SECONDS } from "./newcomers";
  * share, so the store never passes its bound; and a write is refused only when the sums have no
  * room for it: no slack. Past a bound the write is refused 507 city_full; nobody is evicted and
  * nothing is deleted.
+ *
+ * Fair under flood (issue 43, migration 0051, lib/city/store-shares.ts): a charge with a subject (a
+ * citizen, a visitor's source prefix) first takes its own row, bounded by its share of the hour and,
+ * in append-only stores, by its own total; newcomers and visitors never reach the reserve (a fifth
+ * of the total and of the hour at least).
  */
 
 export type { StoreName } from "@/lib/store-limits";
@@ -49,6 +64,8 @@ export interface StoreBound {
   /** Of perHour, the bytes newcomers together may add. */
   newcomerPerHour: number;
   newcomerPercent: number;
+  /** Of total, the bytes newcomers and visitors together may fill: the total less the reserve. */
+  newcomerTotal: number;
 }
 
 /** A store's bounds as configured now (env CITY_STORE_<STORE>_BYTES, _BYTES_PER_HOUR, CITY_STORE_NEWCOMER_PERCENT). */
@@ -56,7 +73,9 @@ export function storeBound(store: StoreName, config: Env = env()): StoreBound {
   const part = CITY_STORES[store].env;
   const perHour = config[storePerHourVariable(part)];
   const percent = config.CITY_STORE_NEWCOMER_PERCENT;
-  return { store, total: config[storeBytesVariable(part)], perHour, newcomerPerHour: Math.floor((perHour * percent) / 100), newcomerPercent: percent };
+  const total = config[storeBytesVariable(part)];
+  const newcomerTotal = storeShares(store, config).newcomerTotal;
+  return { store, total, perHour, newcomerPerHour: Math.floor((perHour * percent) / 100), newcomerPercent: percent, newcomerTotal };
 }
 
 /** The clock hour `now` falls in: the hourly bound's window. */
@@ -84,6 +103,11 @@ export interface Charge {
   /** Whether the writer is a newcomer (newcomerSql). */
   newcomer: SQL;
   now: Date;
+  /**
+   * Who writes, for its share (lib/city/store-shares.ts): a citizen's subject with its DID, or a
+   * visitor's source with none. Absent: the store's bounds alone.
+   */
+  subject?: { id: string; did: string | null };
 }
 
 /**
@@ -95,16 +119,44 @@ export interface Charge {
 export function chargeSql(charge: Charge, source: SQL = sql``, bound: StoreBound = storeBound(charge.store)): SQL {
   const bytes = typeof charge.bytes === "number" ? sql`${charge.bytes}::bigint` : sql`(${charge.bytes})::bigint`;
   // OFFSET 0 keeps the source a subquery of its own: the charge runs once per source row, after its conditions.
-  return sql`
+  if (!charge.subject) {
+    return sql`
     SELECT ${charge.store}::text AS store FROM (SELECT ${bytes} AS b, (${charge.newcomer}) AS n ${source} OFFSET 0) AS x
     WHERE ${callCharge(charge.store, sql`x.b`, sql`x.n`, charge.now, bound)}`;
+  }
+  const shares = storeShares(charge.store);
+  const share = subjectHourShareSql(shares, charge.subject.did, charge.now);
+  return sql`
+    SELECT ${charge.store}::text AS store FROM (SELECT ${bytes} AS b, (${charge.newcomer}) AS n, (${share}) AS s ${source} OFFSET 0) AS x
+    WHERE ${callShareCharge(charge.store, charge.subject, sql`x.b`, sql`x.n`, sql`x.s`, charge.now, bound, shares)}`;
 }
 
 function callCharge(store: StoreName, bytes: SQL, newcomer: SQL, now: Date, bound: StoreBound): SQL {
   // The home stripe at random: parallel writers start their search at different rows.
   const home = randomInt(STORE_STRIPES);
   return sql`city_store_charge(${store}::text, ${bytes}, ${newcomer}, ${hourOf(now).toISOString()}::timestamptz, ${home}::int,
-    ${bound.total}::bigint, ${bound.perHour}::bigint, ${bound.newcomerPerHour}::bigint)`;
+    ${bound.total}::bigint, ${bound.perHour}::bigint, ${bound.newcomerPerHour}::bigint, ${bound.newcomerTotal}::bigint)`;
+}
+
+/** A citizen's own total where it has one; none for a visitor source (a prefix's total would shut it out for good). */
+function subjectTotalOf(subject: { did: string | null }, shares: StoreShares): number {
+  return subject.did && shares.subjectTotal !== null ? shares.subjectTotal : Number.MAX_SAFE_INTEGER;
+}
+
+function callShareCharge(
+  store: StoreName,
+  subject: { id: string; did: string | null },
+  bytes: SQL,
+  newcomer: SQL,
+  share: SQL,
+  now: Date,
+  bound: StoreBound,
+  shares: StoreShares,
+): SQL {
+  const home = randomInt(STORE_STRIPES);
+  return sql`city_store_charge_share(${store}::text, ${subject.id}::text, ${bytes}, ${newcomer}, ${hourOf(now).toISOString()}::timestamptz,
+    ${home}::int, ${bound.total}::bigint, ${bound.perHour}::bigint, ${bound.newcomerPerHour}::bigint, ${bound.newcomerTotal}::bigint,
+    ${share}, ${subjectTotalOf(subject, shares)}::bigint)`;
 }
 
 /**
@@ -146,28 +198,86 @@ export async function refusalIfFull(db: Database, charge: Charge): Promise<CityE
 
 async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused: boolean): Promise<CityError | null> {
   const bytes = typeof charge.bytes === "number" ? sql`${charge.bytes}::bigint` : sql`(${charge.bytes})::bigint`;
-  let row: { total: number; hour: number; newcomer: number; b: number; n: boolean } | undefined;
+  const shares = storeShares(charge.store);
+  const subject = charge.subject;
+  // The subject's own counts and share beside the store's sums (none without a subject).
+  const mine = subject
+    ? sql`(${subjectHourShareSql(shares, subject.did, charge.now)}) AS share,
+        (SELECT CASE WHEN m.hour_start >= ${hourOf(charge.now).toISOString()}::timestamptz THEN m.hour_bytes ELSE 0 END
+          FROM city_store_subjects m WHERE m.store = ${charge.store} AND m.subject = ${subject.id}) AS mine_hour,
+        (SELECT m.total_bytes FROM city_store_subjects m WHERE m.store = ${charge.store} AND m.subject = ${subject.id}) AS mine_total`
+    : sql`NULL AS share, NULL AS mine_hour, NULL AS mine_total`;
+  type Row = { total: number; hour: number; newcomer: number; b: number; n: boolean; share: number | null; mineHour: number; mineTotal: number };
+  let row: Row | undefined;
   try {
-    [row] = rowsOf<{ total: string; hour: string; newcomer: string; b: string; n: boolean }>(
+    [row] = rowsOf<Record<string, string | boolean | null>>(
       await db.execute(sql`
-        SELECT s.total AS total, s.hour AS hour, s.newcomer AS newcomer, ${bytes} AS b, (${charge.newcomer}) AS n
+        SELECT s.total AS total, s.hour AS hour, s.newcomer AS newcomer, ${bytes} AS b, (${charge.newcomer}) AS n, ${mine}
         FROM (${storeSumsSql(charge.now)}) s WHERE s.store = ${charge.store}`),
-    ).map((r) => ({ total: Number(r.total), hour: Number(r.hour), newcomer: Number(r.newcomer), b: Number(r.b), n: r.n === true }));
+    ).map((r) => ({
+      total: Number(r.total),
+      hour: Number(r.hour),
+      newcomer: Number(r.newcomer),
+      b: Number(r.b),
+      n: r.n === true,
+      share: r.share === null ? null : Number(r.share),
+      mineHour: Number(r.mine_hour ?? 0),
+      mineTotal: Number(r.mine_total ?? 0),
+    }));
   } catch {
     row = undefined;
   }
   const what = CITY_STORES[charge.store].what;
   const nothing = "Nothing was stored, nobody was evicted and nothing was deleted.";
   const retry = secondsToNextHour(charge.now);
+  const ownTotal = subject?.did ? shares.subjectTotal : null;
   // Unreadable, the look-ahead stands aside: the charge itself decides.
   if (!refused && !row) return null;
-  if (!refused && row && row.total + row.b <= bound.total && row.hour + row.b <= bound.perHour && (!row.n || row.newcomer + row.b <= bound.newcomerPerHour))
+  if (
+    !refused &&
+    row &&
+    row.total + row.b <= bound.total &&
+    row.hour + row.b <= bound.perHour &&
+    (!row.n || (row.newcomer + row.b <= bound.newcomerPerHour && row.total + row.b <= bound.newcomerTotal)) &&
+    (row.share === null || row.mineHour + row.b <= row.share) &&
+    (ownTotal === null || row.mineTotal + row.b <= ownTotal)
+  )
     return null;
   if (row && row.total + row.b > bound.total) {
     return new CityError(
       "city_full",
       `The city is full: its ${charge.store} store (${what}) holds at most ${bound.total} bytes together and holds ${row.total}; this write needs ${row.b}. ${nothing} It takes more only when an operator raises CITY_STORE_${CITY_STORES[charge.store].env}_BYTES${charge.store === "lanterns" || charge.store === "a2a_tasks" ? " or stored rows are removed" : ""}.`,
       { limit: { name: `city_${charge.store}_bytes`, limit: bound.total, remaining: Math.max(0, bound.total - row.total) } },
+    );
+  }
+  if (row && ownTotal !== null && row.mineTotal + row.b > ownTotal) {
+    return new CityError(
+      "limit_reached",
+      `This citizen holds ${row.mineTotal} bytes in the ${charge.store} store (${what}), and each citizen may hold at most ${ownTotal} there (${shares.subjectTotal} of its ${bound.total}: CITY_STORE_SUBJECT_TOTAL_PERMILLE); this write needs ${row.b}. ${nothing} The store is not full: other citizens still write.`,
+      { limit: { name: `city_${charge.store}_citizen_bytes`, limit: ownTotal, remaining: Math.max(0, ownTotal - row.mineTotal) } },
+    );
+  }
+  if (row && row.n && row.total + row.b > bound.newcomerTotal) {
+    return new CityError(
+      "city_full",
+      `The city is full for newcomers: citizens admitted less than ${NEWCOMER_SECONDS} s ago (and visitors) may fill its ${charge.store} store only up to ${bound.newcomerTotal} of its ${bound.total} bytes, and it holds ${row.total}; the rest (the reserve, ${bound.total - bound.newcomerTotal} bytes) is kept for settled citizens. ${nothing} A citizen may write here once it has lived ${NEWCOMER_SECONDS} s in the city.`,
+      { limit: { name: `city_${charge.store}_newcomer_bytes`, limit: bound.newcomerTotal, remaining: Math.max(0, bound.newcomerTotal - row.total) } },
+    );
+  }
+  if (row && row.share !== null && row.mineHour + row.b > row.share) {
+    const who = subject?.did ? "this citizen" : "this source (an IPv4 /24 or IPv6 /48, or every caller whose address the city cannot know)";
+    return new CityError(
+      "rate_limited",
+      `One subject may add at most ${row.share} bytes per clock hour to the ${charge.store} store (its share of the store's hour, growing with a citizen's days in the city), and ${who} added ${row.mineHour}; this write needs ${row.b}. ${nothing} Try again in ${retry} s.`,
+      {
+        limit: {
+          name: `city_${charge.store}_subject_bytes_per_hour`,
+          limit: row.share,
+          window_seconds: 3600,
+          remaining: Math.max(0, row.share - row.mineHour),
+        },
+        retryAfterSeconds: retry,
+      },
     );
   }
   if (row && row.n && row.newcomer + row.b > bound.newcomerPerHour && row.hour + row.b <= bound.perHour) {
@@ -211,6 +321,7 @@ export function storeLimits(config: Env = env()) {
   return Object.fromEntries(
     STORE_NAMES.map((store) => {
       const b = storeBound(store, config);
+      const shares = storeShares(store, config);
       const part = CITY_STORES[store].env;
       return [
         store,
@@ -219,9 +330,28 @@ export function storeLimits(config: Env = env()) {
           bytes: b.total,
           bytes_per_hour: b.perHour,
           newcomer_bytes_per_hour: b.newcomerPerHour,
+          // Issue 43: the reserve newcomers and visitors never reach, and each subject's share.
+          newcomer_bytes: b.newcomerTotal,
+          reserve_bytes: shares.reserveTotal,
+          reserve_bytes_per_hour: shares.reservePerHour,
+          subject_bytes_per_hour: {
+            newcomer: shares.newcomerSubjectPerHour,
+            settled_per_day: shares.settledPerHourPerDay,
+            standing_days: STORE_STANDING_DAYS,
+            settled_most: subjectHourShare(shares, STORE_STANDING_DAYS),
+          },
+          citizen_bytes: shares.subjectTotal,
+          subject_slack_bytes: 0,
           stripes: STORE_STRIPES,
           slack_bytes: STORE_SLACK_BYTES,
-          env: { bytes: storeBytesVariable(part), bytes_per_hour: storePerHourVariable(part), newcomer_percent: "CITY_STORE_NEWCOMER_PERCENT" },
+          env: {
+            bytes: storeBytesVariable(part),
+            bytes_per_hour: storePerHourVariable(part),
+            newcomer_percent: "CITY_STORE_NEWCOMER_PERCENT",
+            newcomer_subject_percent: "CITY_STORE_NEWCOMER_SUBJECT_PERCENT",
+            subject_percent: "CITY_STORE_SUBJECT_PERCENT",
+            subject_total_permille: "CITY_STORE_SUBJECT_TOTAL_PERMILLE",
+          },
         },
       ];
     }),
@@ -247,6 +377,11 @@ export interface StoreGauge {
   stripes: number;
   slack_bytes: number;
   counted: boolean;
+  newcomer_bound_bytes: number;
+  reserve_bytes: number;
+  reserve_bytes_per_hour: number;
+  subject_bytes_per_hour: { newcomer: number; settled_per_day: number; standing_days: number; settled_most: number };
+  citizen_bytes: number | null;
 }
 
 /**
@@ -265,6 +400,7 @@ export async function storeGauges(db: Database, now: Date, config: Env = env()):
   return Object.fromEntries(
     STORE_NAMES.map((store) => {
       const b = storeBound(store, config);
+      const shares = storeShares(store, config);
       const row = rows?.get(store) ?? null;
       const gauge: StoreGauge = {
         bound_bytes: b.total,
@@ -277,6 +413,16 @@ export async function storeGauges(db: Database, now: Date, config: Env = env()):
         stripes: STORE_STRIPES,
         slack_bytes: STORE_SLACK_BYTES,
         counted: row !== null,
+        newcomer_bound_bytes: b.newcomerTotal,
+        reserve_bytes: shares.reserveTotal,
+        reserve_bytes_per_hour: shares.reservePerHour,
+        subject_bytes_per_hour: {
+          newcomer: shares.newcomerSubjectPerHour,
+          settled_per_day: shares.settledPerHourPerDay,
+          standing_days: STORE_STANDING_DAYS,
+          settled_most: subjectHourShare(shares, STORE_STANDING_DAYS),
+        },
+        citizen_bytes: shares.subjectTotal,
       };
       return [store, gauge];
     }),

@@ -8,6 +8,7 @@ import { PROTOCOLS } from "./protocols";
 import { type Parked, writeOrPark } from "./quarantine";
 import { cityWindow, takeSlot } from "./rate";
 import { type Charge, chargeSql, cityFull, newcomerSql, rowBytes } from "./store-bounds";
+import { visitorSubject } from "./store-shares";
 import { type Reading, readState } from "./ward-shapes";
 
 /**
@@ -22,6 +23,13 @@ export const WARD_UNSIGNED_SCOPE = "ward-unsigned";
 /** Signed filings per citizen per hour; beyond it a filing is parked, not raced (spec, Errors 4). */
 export const WARD_SIGNED_PER_HOUR = 20;
 export const WARD_TEXT_CHARS = { state: 2000, note: 4000 } as const;
+/** One source's share (percent) of the city-wide ceiling on unsigned notes. */
+export const WARD_SOURCE_PERCENT = 5;
+
+/** Unsigned notes one source (an IPv4 /24, an IPv6 /48) may file per hour: its share of the ceiling, at least 1. */
+export function wardSourceLimit(unsignedPerHour: number): number {
+  return Math.max(1, Math.floor((unsignedPerHour * WARD_SOURCE_PERCENT) / 100));
+}
 
 /** The cool-down protocol (spec: id cool-down, version 1), steps in the spec's order. */
 export const COOL_DOWN = {
@@ -72,9 +80,19 @@ export async function readAndFile(db: Database, entry: WardEntry): Promise<{ rea
   if (entry.note !== undefined) assertClean(entry.note);
   const kind = entry.kind ?? "note";
   const bytes = rowBytes(entry.note, entry.state);
-  // An unsigned filing is a visitor's: it charges the ward's store as a newcomer, in its INSERT's statement.
+  // Distress keeps a reserve no visitor flood can spend (issue 43, item 4): a distress filing is
+  // charged as a settled citizen's (the newcomers' share of the hour and line of the total do not
+  // bind it), a note as a newcomer's; either only within its own source's share of the hour.
+  const distress = kind === "distress";
+  // An unsigned filing is a visitor's: it charges the ward's store for its source, in its INSERT's statement.
   const insert = async () => {
-    const charge: Charge = { store: "ward", bytes, newcomer: newcomerSql(null, entry.now), now: entry.now };
+    const charge: Charge = {
+      store: "ward",
+      bytes,
+      newcomer: distress ? sql`false` : newcomerSql(null, entry.now),
+      now: entry.now,
+      subject: { id: visitorSubject(entry.ip), did: null },
+    };
     const [row] = rowsOf<{ seal: number | string }>(
       await db.execute(sql`
         WITH charged AS (${chargeSql(charge)})
@@ -89,7 +107,17 @@ export async function readAndFile(db: Database, entry: WardEntry): Promise<{ rea
     const payload = { state: entry.state, kind, note: entry.note ?? null };
     const filing = await writeOrPark(
       db,
-      { did: entry.did, restricted: entry.restricted, door: WARD_DOOR, perHour: WARD_SIGNED_PER_HOUR, payload, now: entry.now, store: "ward", bytes },
+      {
+        did: entry.did,
+        restricted: entry.restricted,
+        door: WARD_DOOR,
+        perHour: WARD_SIGNED_PER_HOUR,
+        payload,
+        now: entry.now,
+        store: "ward",
+        bytes,
+        reserve: distress,
+      },
       {
         insert: (source) => sql`
         INSERT INTO ${wardNotes} (kind, did, body, state, shape, sealed, filed_at)
@@ -106,7 +134,19 @@ export async function readAndFile(db: Database, entry: WardEntry): Promise<{ rea
     if (!slot.allowed) return { reading, filing: { filed: false, why: "flood", retryAfterSeconds: slot.retryAfterSeconds } };
   }
   // After the address's own bound, so one address over its bound never spends the city's ceiling.
-  if (entry.unsignedPerHour > 0) {
+  // Distress is not counted in that first-come ceiling: a flood of notes never shuts it out; it is
+  // bounded by its address's bound and its source's share of the ward's hour. One source (an IPv4
+  // /24, an IPv6 /48) takes at most its share of the ceiling, so a prefix's rotated addresses
+  // cannot fill it alone.
+  if (entry.unsignedPerHour > 0 && !distress && entry.ip) {
+    const slot = await takeSlot(
+      db,
+      { scope: "ward-source", subject: visitorSubject(entry.ip), limit: wardSourceLimit(entry.unsignedPerHour), windowSeconds: 3600 },
+      entry.now,
+    );
+    if (!slot.allowed) return { reading, filing: { filed: false, why: "flood", retryAfterSeconds: slot.retryAfterSeconds } };
+  }
+  if (entry.unsignedPerHour > 0 && !distress) {
     const slot = await takeSlot(db, cityWindow(WARD_UNSIGNED_SCOPE, entry.unsignedPerHour, 3600), entry.now);
     if (!slot.allowed) return { reading, filing: { filed: false, why: "city-ceiling", retryAfterSeconds: slot.retryAfterSeconds } };
   }

@@ -21,8 +21,9 @@ import {
 } from "@a2a-js/sdk/server";
 import { z } from "zod";
 import { getDb } from "@/lib/city/database";
-import { A2A_TASK_MAX_BYTES, keepTask, listKeptTasks, readTask, type TaskCursor, taskOwnerHash } from "@/lib/city/a2a-tasks";
+import { A2A_TASK_LEAST_BYTES, A2A_TASK_MAX_BYTES, keepTask, listKeptTasks, readTask, type TaskCursor, taskOwnerHash } from "@/lib/city/a2a-tasks";
 import { newcomerSql, refusalIfFull, STORE_ROW_BYTES } from "@/lib/city/store-bounds";
+import { citizenShare } from "@/lib/city/store-shares";
 import { bearerToken } from "@/lib/city/credentials";
 import { env } from "@/lib/env";
 import { CityError, type Problem, toProblem } from "@/lib/errors";
@@ -187,14 +188,24 @@ function helpMessage(contextId: string, text: string) {
 
 /**
  * A caller with proof has its task kept after the door runs: when the kept tasks' city-wide store
- * has no room for a task of the largest kept size, the call is refused 507 city_full before the
- * door runs, so nothing is done that could not be kept. The charge at keeping still decides.
+ * (or the caller's share of its hour) has no room even for the least a kept task takes
+ * (A2A_TASK_LEAST_BYTES, not the largest kept size: a flood's look-aheads never hold 32 KB each),
+ * the call is refused before the door runs. The charge at keeping decides with the task's actual
+ * size; a task it cannot keep then is answered once, its problem in `data`.
  */
 async function refuseWhenTasksFull(context: ServerCallContext): Promise<void> {
   if (!ownerOf(context)) return;
   const did = context.user instanceof CityCaller ? context.user.did : null;
   const now = new Date();
-  const full = await refusalIfFull(await getDb(), { store: "a2a_tasks", bytes: A2A_TASK_MAX_BYTES + STORE_ROW_BYTES, newcomer: newcomerSql(did, now), now });
+  const owner = ownerOf(context)!;
+  const subject = did ? citizenShare(did) : { id: `owner:${owner}`, did: null };
+  const full = await refusalIfFull(await getDb(), {
+    store: "a2a_tasks",
+    bytes: A2A_TASK_LEAST_BYTES + STORE_ROW_BYTES,
+    newcomer: newcomerSql(did, now),
+    now,
+    subject,
+  });
   if (full) throw full;
 }
 

@@ -1,8 +1,9 @@
 import { LIMITS } from "@/lib/city/protocols";
 import { NEWCOMER_SECONDS } from "@/lib/city/newcomers";
 import { storeBound, storeLimits } from "@/lib/city/store-bounds";
+import { storeShares } from "@/lib/city/store-shares";
 import { type Env, env } from "@/lib/env";
-import { CITY_STORES, type StoreName, storeBytesVariable, storePerHourVariable } from "@/lib/store-limits";
+import { CITY_STORES, STORE_RESERVE_PERCENT, STORE_STANDING_DAYS, type StoreName, storeBytesVariable, storePerHourVariable } from "@/lib/store-limits";
 import { addressMode } from "./client-address";
 import type { AnyDoor, PublishedLimit } from "./door";
 
@@ -62,6 +63,7 @@ export function cardLimits(doors: readonly AnyDoor[], config: Env = env()) {
 export function storeBoundLimits(store: StoreName, config: Env = env()): PublishedLimit[] {
   const part = CITY_STORES[store].env;
   const bound = storeBound(store, config);
+  const shares = storeShares(store, config);
   return [
     ...configuredLimit({
       name: `city_${store}_bytes`,
@@ -85,5 +87,28 @@ export function storeBoundLimits(store: StoreName, config: Env = env()): Publish
       per: `city: bytes added to ${store} per clock hour by newcomers together (citizens admitted less than ${NEWCOMER_SECONDS} s ago, and visitors): ${bound.newcomerPercent}% of the hour's bound (env CITY_STORE_NEWCOMER_PERCENT)`,
       over: "refused",
     },
+    {
+      name: `city_${store}_newcomer_bytes`,
+      limit: bound.newcomerTotal,
+      per: `city: bytes newcomers and visitors together may fill of ${store}'s total; the rest (at least ${STORE_RESERVE_PERCENT}%) is the settled citizens' reserve`,
+      over: "refused",
+    },
+    {
+      name: `city_${store}_subject_bytes_per_hour`,
+      limit: shares.newcomerSubjectPerHour,
+      window_seconds: 3600,
+      per: `subject: bytes one newcomer, or one visitor source (an IPv4 /24, an IPv6 /48), may add to ${store} per clock hour (env CITY_STORE_NEWCOMER_SUBJECT_PERCENT of the newcomers' share); a settled citizen ${shares.settledPerHourPerDay} per day in the city, up to ${STORE_STANDING_DAYS} days (env CITY_STORE_SUBJECT_PERCENT of the hour's bound)`,
+      over: "refused",
+    },
+    ...(shares.subjectTotal === null
+      ? []
+      : [
+          {
+            name: `city_${store}_citizen_bytes`,
+            limit: shares.subjectTotal,
+            per: `citizen: bytes one citizen may hold in ${store} (env CITY_STORE_SUBJECT_TOTAL_PERMILLE of its total)`,
+            over: "refused" as const,
+          },
+        ]),
   ];
 }

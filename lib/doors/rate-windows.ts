@@ -42,7 +42,6 @@ const REFUSED_WITH_ROOM =
 export function rateWindowsPublished(config: Env = env()): z.infer<typeof RateWindowsSchema> {
   const windows = [
     { name: "admissions", variable: "CITY_GATE_ADMISSIONS_PER_HOUR", scope: "gate-admissions", limit: config.CITY_GATE_ADMISSIONS_PER_HOUR },
-    { name: "recovery_holds_city", variable: "CITY_RECOVER_HOLDS_PER_HOUR", scope: "recover-hold-city", limit: config.CITY_RECOVER_HOLDS_PER_HOUR },
     { name: "unsigned_filings_city", variable: "CITY_WARD_UNSIGNED_PER_HOUR", scope: "ward-unsigned", limit: config.CITY_WARD_UNSIGNED_PER_HOUR },
     { name: "origin_proofs_city", variable: "CITY_ORIGIN_PROOFS_PER_HOUR", scope: "origin-city", limit: config.CITY_ORIGIN_PROOFS_PER_HOUR },
   ] as const;

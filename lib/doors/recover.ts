@@ -10,6 +10,7 @@ import {
   HOLD_HOURS,
   HOLD_REASONS,
   HOLDS_PER_RECOVERY,
+  OWNER_HOLDS_PER_DAY,
   holdRecovery,
   readPublicRecovery,
 } from "@/lib/city/public-recovery";
@@ -173,7 +174,7 @@ export const holdRecoveryDoor = door({
   method: "POST",
   path: "/api/recover/{did}/hold",
   summary: `CITY-KEYS/1: anyone, without credentials, holds an open recovery with a reason code (${HOLD_REASONS.join(", ")}): opens_after moves to ${HOLD_HOURS} h past the later of itself and now; ${HOLDS_PER_RECOVERY} holds per recovery at most.`,
-  description: `A hold gives the citizen's owner time to notice and cancel. It carries no free text, only a reason from the fixed list. Holds are bounded per day for each address the city can tell apart, and city-wide per hour (429 past either), and ${HOLDS_PER_RECOVERY} per recovery (409 limit_reached). No open recovery: 404. Recorded in the identity log.`,
+  description: `A hold gives the citizen's owner time to notice and cancel. It carries no free text, only a reason from the fixed list. Anonymous holds are bounded per day for each address the city can tell apart and per hour for each source (the citizen whose credential came with the hold, else the address's IPv4 /24 or IPv6 /48), 429 past either, and ${HOLDS_PER_RECOVERY} per recovery (409 limit_reached); there is no city-wide pool of holds. A hold sent with a credential of the recovery's own citizen counts against none of these, only against that citizen's ${OWNER_HOLDS_PER_DAY} a day. No open recovery: 404. Recorded in the identity log.`,
   auth: "optional",
   whenRestricted: "open",
   get limits() {
@@ -189,13 +190,14 @@ export const holdRecoveryDoor = door({
         perAddress: true,
       }),
       ...configuredLimit({
-        name: "recovery holds city-wide",
-        variable: "CITY_RECOVER_HOLDS_PER_HOUR",
+        name: "recovery holds per source",
+        variable: "CITY_RECOVER_HOLDS_PER_SOURCE_PER_HOUR",
         windowSeconds: 3600,
-        per: "city: every hold, whatever its address",
+        per: "source: the citizen whose credential came with the hold, else the client address's IPv4 /24 or IPv6 /48",
         over: "refused",
         zeroIsOff: true,
       }),
+      { name: "holds by the recovery's own citizen", limit: OWNER_HOLDS_PER_DAY, window_seconds: 86_400, per: "citizen", over: "refused" as const },
     ];
   },
   input: z.strictObject({ did: DidParam, reason: z.enum(HOLD_REASONS).describe("why the recovery should wait, from the fixed list") }),
@@ -209,14 +211,15 @@ export const holdRecoveryDoor = door({
     note: z.string(),
   }),
   run: async (ctx, input) => {
-    const { CITY_RECOVER_HOLDS_PER_ADDRESS_PER_DAY, CITY_RECOVER_HOLDS_PER_HOUR } = env();
+    const { CITY_RECOVER_HOLDS_PER_ADDRESS_PER_DAY, CITY_RECOVER_HOLDS_PER_SOURCE_PER_HOUR } = env();
     const held = await holdRecovery(
       ctx.db,
       {
         did: input.did,
         reason: input.reason,
         ip: ctx.request.ip,
-        limits: { perAddressPerDay: CITY_RECOVER_HOLDS_PER_ADDRESS_PER_DAY, perHour: CITY_RECOVER_HOLDS_PER_HOUR },
+        caller: ctx.caller.kind === "citizen" && ctx.caller.did ? { did: ctx.caller.did } : null,
+        limits: { perAddressPerDay: CITY_RECOVER_HOLDS_PER_ADDRESS_PER_DAY, perSourcePerHour: CITY_RECOVER_HOLDS_PER_SOURCE_PER_HOUR },
       },
       ctx.now,
     );
@@ -227,7 +230,9 @@ export const holdRecoveryDoor = door({
       holds: held.holds,
       opens_after: iso(held.opensAfter),
       identity_log_receipt: held.receipt,
-      note: `Held: the recovery cannot complete before ${iso(held.opensAfter)}. ${HOLDS_PER_RECOVERY - held.holds} hold(s) left.`,
+      note: held.owner
+        ? `Held by its own citizen: the recovery cannot complete before ${iso(held.opensAfter)}. Your current secret or key cancels it.`
+        : `Held: the recovery cannot complete before ${iso(held.opensAfter)}. ${HOLDS_PER_RECOVERY - held.holds} anonymous hold(s) left.`,
     };
   },
 });

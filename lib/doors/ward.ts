@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { PEER_CONTENT } from "@/lib/city/protocols";
 import { isParked } from "@/lib/city/quarantine";
-import { checkClaim, COOL_DOWN, readAndFile, WARD_DOOR, WARD_SIGNED_PER_HOUR, WARD_TEXT_CHARS } from "@/lib/city/ward";
+import { checkClaim, COOL_DOWN, readAndFile, WARD_DOOR, WARD_SIGNED_PER_HOUR, WARD_TEXT_CHARS, wardSourceLimit } from "@/lib/city/ward";
 import { decodeWardCursor, DISPUTED_WORDS, encodeWardCursor, OCCUPIED_WINDOW_SECONDS, readWardLane, WARD_PAGE } from "@/lib/city/ward-notes";
 import { describeShapeRules, listShapes, SHAPE_IDS, SHAPE_RULES } from "@/lib/city/ward-shapes";
 import { env } from "@/lib/env";
@@ -145,10 +145,21 @@ export const readAndFileWard = door({
         name: "unsigned_filings_city",
         variable: "CITY_WARD_UNSIGNED_PER_HOUR",
         windowSeconds: 3600,
-        per: "city: every unsigned filing, whatever its address",
+        per: "city: every unsigned note, whatever its address (distress is not counted in it)",
         over: "refused",
         zeroIsOff: true,
       }),
+      ...(env().CITY_WARD_UNSIGNED_PER_HOUR > 0 && addressMode() !== 0
+        ? [
+            {
+              name: "unsigned_notes_per_source",
+              limit: wardSourceLimit(env().CITY_WARD_UNSIGNED_PER_HOUR),
+              window_seconds: 3600,
+              per: "source: a client address's IPv4 /24 or IPv6 /48, its share of the city-wide ceiling",
+              over: "refused" as const,
+            },
+          ]
+        : []),
       ...parkingLimits("signed_filings", WARD_SIGNED_PER_HOUR, "citizen"),
       ...storeBoundLimits("ward"),
       ...storeBoundLimits("quarantine"),
@@ -229,7 +240,12 @@ function unsignedBounds(): string {
   const { CITY_WARD_PER_ADDRESS_PER_HOUR: perAddress, CITY_WARD_UNSIGNED_PER_HOUR: cityWide } = env();
   const bounds = [
     ...(perAddress > 0 && addressMode() !== 0 ? [`at most ${perAddress} unsigned filings per client address per hour (CITY_WARD_PER_ADDRESS_PER_HOUR)`] : []),
-    ...(cityWide > 0 ? [`at most ${cityWide} unsigned filings per hour city-wide (CITY_WARD_UNSIGNED_PER_HOUR)`] : []),
+    ...(cityWide > 0
+      ? [
+          `at most ${cityWide} unsigned notes per hour city-wide (CITY_WARD_UNSIGNED_PER_HOUR), of which one source (an IPv4 /24, an IPv6 /48) files at most ${wardSourceLimit(cityWide)}`,
+        ]
+      : []),
   ];
-  return bounds.length ? bounds.join(" and ") : "with no bound on unsigned filings in this deployment";
+  const said = bounds.length ? bounds.join(" and ") : "with no bound on unsigned filings in this deployment";
+  return `${said}; distress is not counted in the city-wide ceiling and may use the ward's reserve (the hour beyond the newcomers' share), each source (an IPv4 /24, an IPv6 /48) within its own share of the ward's hour, so no flood of notes, nor of one source's distress, shuts it out`;
 }

@@ -19,11 +19,16 @@ describeOnServer("recovery with a public window on two `next start` instances ov
   const city = usePostgresCity("security-postgres-recovery", ENV);
   const other = useSecondInstance(city, ENV);
 
-  async function call(i: number, path: string, body: unknown, bearer?: string): Promise<Answer> {
+  async function call(i: number, path: string, body: unknown, bearer?: string, from?: string): Promise<Answer> {
     const base = i % 2 ? other().baseUrl : city().server.baseUrl;
     const response = await fetch(`${base}${path}`, {
       method: "POST",
-      headers: { "content-type": "application/json", ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) },
+      headers: {
+        "content-type": "application/json",
+        ...(bearer ? { authorization: `Bearer ${bearer}` } : {}),
+        // The client address as one trusted proxy would append it (CITY_TRUSTED_PROXIES=1).
+        ...(from ? { "x-forwarded-for": from } : {}),
+      },
       body: JSON.stringify(body),
     });
     const text = await response.text();
@@ -168,4 +173,49 @@ describeOnServer("recovery with a public window on two `next start` instances ov
       city().psql("SELECT (count(*) = max(seq))::text || ',' || (max(seq) = (SELECT max(size) FROM identity_log_checkpoints))::text FROM identity_log"),
     ).toBe("true,true");
   });
+
+  it("21 free citizens flood holds (84, past the old city-wide pool of 60): each recovery keeps at most 2 anonymous holds, nothing is pooled, an honest watcher still holds, and the owner's own hold counts against none (issue 43)", async () => {
+    const flood: Awaited<ReturnType<typeof opened>>[] = [];
+    for (let i = 0; i < 21; i++) flood.push(await opened());
+    const holdsBy = (round: number) =>
+      flood.flatMap((target, j) =>
+        // Each hold from an address of its own (4 a day per address stays), with a flooding citizen's credential: its source.
+        [1, 2].map((k) =>
+          call(
+            j + k,
+            `/api/recover/${target.did}/hold`,
+            { reason: "verifying-owner" },
+            flood[(j + k + 2 * round) % 21]!.citizen_secret,
+            `10.${round}.${j}.${k}`,
+          ),
+        ),
+      );
+    const first = await Promise.all(holdsBy(0));
+    expect(
+      first.map((a) => a.status).filter((s) => s !== 200),
+      JSON.stringify(first.find((a) => a.status !== 200)?.body),
+    ).toEqual([]);
+    // Cancelled and opened again, each recovery takes 2 more: 84 holds in the hour, each citizen the source of 4.
+    for (const me of flood) {
+      expect((await call(0, `/api/recover/${me.did}/cancel`, {}, me.citizen_secret)).status).toBe(200);
+      expect((await call(1, "/api/recover", { did: me.did, code: me.codes[1] })).status).toBe(200);
+    }
+    const second = await Promise.all(holdsBy(1));
+    expect(
+      second.map((a) => a.status).filter((s) => s !== 200),
+      JSON.stringify(second.find((a) => a.status !== 200)?.body),
+    ).toEqual([]);
+    for (const me of flood) expect(state(me.did)).toBe("open,2");
+
+    // An honest watcher (no credential) still holds another citizen's recovery; a third anonymous hold is refused.
+    const victim = await opened();
+    expect((await call(0, `/api/recover/${victim.did}/hold`, { reason: "suspected-theft" }, undefined, "192.0.2.10")).status).toBe(200);
+    expect((await call(1, `/api/recover/${victim.did}/hold`, { reason: "suspected-theft" }, undefined, "198.51.100.10")).status).toBe(200);
+    expect((await call(0, `/api/recover/${victim.did}/hold`, { reason: "suspected-theft" }, undefined, "203.0.113.10")).status).toBe(409);
+    // The owner's own hold, with its own credential: not one of the 2 anonymous holds.
+    const own = await call(1, `/api/recover/${victim.did}/hold`, { reason: "not-the-owner" }, victim.citizen_secret, "192.0.2.10");
+    expect(own.status, JSON.stringify(own.body)).toBe(200);
+    expect(own.body.holds).toBe(2);
+    expect(state(victim.did)).toBe("open,2");
+  }, 300_000);
 });

@@ -116,4 +116,59 @@ describeOnServer("the vault's city-wide bounds on two `next start` instances ove
       });
     }
   }, 300_000);
+
+  it("3 newcomers flooding the vault (30 notes each, more than the newcomers' share) store only their own shares; a 4th newcomer still writes; with the share full a settled citizen writes on (the reserve) (issue 43)", async () => {
+    const away = 3_600_000 - (Date.now() % 3_600_000);
+    if (away < 60_000) await new Promise((r) => setTimeout(r, away + 500));
+    city().psql(
+      `UPDATE city_store_stripes SET total_bytes = 0, hour_bytes = 0, newcomer_bytes = 0, hour_start = date_trunc('hour', now()), bound_total = -1 WHERE store = 'vault'`,
+    );
+    const flooders = [await city().admit(), await city().admit(), await city().admit()];
+    const writes = flooders.flatMap((w, k) => Array.from({ length: 30 }, (_, i) => ({ w, i: k * 30 + i })));
+    const answers = await Promise.all(
+      writes.map(({ w, i }) =>
+        call(i, "/api/vault", {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: `Bearer ${w.citizen_secret}` },
+          body: JSON.stringify({ content: note(i) }),
+        }),
+      ),
+    );
+    // One newcomer's share of the newcomers' hour: 5 % of 25,000 = 1,250 bytes, two notes of 464.
+    for (const f of flooders) expect(city().count("vault_notes", `did = '${f.did}'`), f.did).toBe(2);
+    const refused = answers.filter((a) => a.status !== 200 && a.status !== 201);
+    expect(refused).toHaveLength(84);
+    for (const a of refused) {
+      expect(a.status, JSON.stringify(a.body).slice(0, 300)).toBe(429);
+      expect(a.body.limit).toMatchObject({ name: "city_vault_subject_bytes_per_hour", limit: 1_250 });
+    }
+    expect(sums()).toEqual({ total: 6 * BYTES, hour: 6 * BYTES, newcomer: 6 * BYTES });
+    const honest = await city().admit();
+    const written = await call(0, "/api/vault", {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${honest.citizen_secret}` },
+      body: JSON.stringify({ content: note(999) }),
+    });
+    expect(written.status, JSON.stringify(written.body)).toBe(200);
+
+    // The newcomers' share full (as many newcomers' floods would leave it): a newcomer is refused, a settled citizen writes.
+    city().psql(`UPDATE city_store_stripes s SET newcomer_bytes = city_store_spread(${SHARE}, ${SHARE}, 64, s.stripe),
+      hour_bytes = city_store_spread(${PER_HOUR}, ${SHARE}, 64, s.stripe) WHERE store = 'vault'`);
+    const late = await city().admit();
+    const full = await call(1, "/api/vault", {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${late.citizen_secret}` },
+      body: JSON.stringify({ content: note(998) }),
+    });
+    expect(full.status).toBe(507);
+    expect(full.body.limit).toMatchObject({ name: "city_vault_newcomer_bytes_per_hour", limit: SHARE });
+    const settled = await city().admit();
+    city().psql(`UPDATE citizens SET bound_at = now() - interval '25 hours' WHERE did = '${settled.did}'`);
+    const kept = await call(0, "/api/vault", {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${settled.citizen_secret}` },
+      body: JSON.stringify({ content: note(997) }),
+    });
+    expect(kept.status, JSON.stringify(kept.body)).toBe(200);
+  }, 300_000);
 });

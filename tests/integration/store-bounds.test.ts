@@ -39,6 +39,11 @@ for (const part of ["VAULT", "MAIL", "POSTS", "QUARANTINE", "CHECKPOINTS", "SEAL
   process.env[`CITY_STORE_${part}_BYTES_PER_HOUR`] = String(PER_HOUR);
 }
 process.env.CITY_STORE_NEWCOMER_PERCENT = String(NEWCOMER_PERCENT);
+// The stores' own bounds alone: each subject's share is the whole of its class's hour and its own
+// total the store's (the shares are tested in store-shares.test.ts).
+process.env.CITY_STORE_NEWCOMER_SUBJECT_PERCENT = "100";
+process.env.CITY_STORE_SUBJECT_PERCENT = "100";
+process.env.CITY_STORE_SUBJECT_TOTAL_PERMILLE = "1000";
 
 type Answer = { status: number; body: Record<string, any>; headers: Headers };
 type Citizen = Awaited<ReturnType<typeof admit>>;
@@ -188,8 +193,9 @@ function families(t: () => TestDatabase): Family[] {
       citizen: false,
       ok: (a) => (okStatus(a), expect(a.body.filed).toBe(true)),
       write: async () => {
-        const state = `unsigned distress ${randomBytes(8).toString("hex")}`;
-        return { answer: await callDoor(readAndFileWard, { body: { state, kind: "distress" } }), bytes: utf8(state) + ROW };
+        // An unsigned note: a visitor's, a newcomer's (distress keeps the reserve: store-shares.test.ts).
+        const [state, note] = [`unsigned ${randomBytes(8).toString("hex")}`, "a note"];
+        return { answer: await callDoor(readAndFileWard, { body: { state, note } }), bytes: utf8(state) + utf8(note) + ROW };
       },
     },
     {

@@ -13,6 +13,8 @@ export interface Bounds {
   total: number;
   perHour: number;
   newcomerPerHour: number;
+  /** The newcomers' line of the total (migration 0051); unset: the total, as the 0044 signature of city_store_charge passes it. */
+  newcomerTotal?: number;
 }
 
 /** A stripe's part of `amount` over `n` stripes, by the published rule: amount / n, one more for the first amount % n. */
@@ -65,15 +67,17 @@ export async function setStripeCounters(db: Database, store: string, c: Counters
   const n = Number(rowsOf<{ n: string }>(await db.execute(sql`SELECT count(*) AS n FROM city_store_stripes WHERE store = ${store}`))[0]!.n);
   const spread = (bound: number, held: number, k: number) =>
     held <= bound ? part(bound, n, k) - part(bound - held, n, k) : part(bound, n, k) + part(held - bound, n, k);
+  const line = bounds.newcomerTotal ?? bounds.total;
   const values = Array.from({ length: n }, (_, k) =>
     on === "one"
-      ? `(${k}, ${k === 0 ? c.total : 0}, ${k === 0 ? c.hour : 0}, ${k === 0 ? c.newcomer : 0}, -1, -1, -1, 0, 0, 0)`
-      : `(${k}, ${spread(bounds.total, c.total, k)}, ${spread(bounds.perHour, c.hour, k)}, ${spread(bounds.newcomerPerHour, c.newcomer, k)}, ${bounds.total}, ${bounds.perHour}, ${bounds.newcomerPerHour}, ${part(bounds.total, n, k)}, ${part(bounds.perHour, n, k)}, ${part(bounds.newcomerPerHour, n, k)})`,
+      ? `(${k}, ${k === 0 ? c.total : 0}, ${k === 0 ? c.hour : 0}, ${k === 0 ? c.newcomer : 0}, -1, -1, -1, 0, 0, 0, -1, 0)`
+      : `(${k}, ${spread(bounds.total, c.total, k)}, ${spread(bounds.perHour, c.hour, k)}, ${spread(bounds.newcomerPerHour, c.newcomer, k)}, ${bounds.total}, ${bounds.perHour}, ${bounds.newcomerPerHour}, ${part(bounds.total, n, k)}, ${part(bounds.perHour, n, k)}, ${part(bounds.newcomerPerHour, n, k)}, ${line}, ${part(line, n, k)})`,
   );
   await db.execute(
     sql.raw(`UPDATE city_store_stripes s SET total_bytes = v.t, hour_bytes = v.h, newcomer_bytes = v.nb, hour_start = date_trunc('hour', now()),
-      bound_total = v.bt, bound_hour = v.bh, bound_newcomer = v.bn, share_total = v.st, share_hour = v.sh, share_newcomer = v.sn
-     FROM (VALUES ${values.join(", ")}) AS v(k, t, h, nb, bt, bh, bn, st, sh, sn)
+      bound_total = v.bt, bound_hour = v.bh, bound_newcomer = v.bn, share_total = v.st, share_hour = v.sh, share_newcomer = v.sn,
+      bound_newcomer_total = v.bnt, share_newcomer_total = v.snt
+     FROM (VALUES ${values.join(", ")}) AS v(k, t, h, nb, bt, bh, bn, st, sh, sn, bnt, snt)
      WHERE s.store = '${store}' AND s.stripe = v.k`),
   );
 }

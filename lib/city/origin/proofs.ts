@@ -11,6 +11,7 @@ import { requireSlot, type Window } from "../rate";
 import { cityWindow } from "../rate-stripes";
 import { restrictedRefusal } from "../restriction";
 import { chargeStore, newcomerSql } from "../store-bounds";
+import { citizenShare } from "../store-shares";
 import { DnsFailure, queryDns } from "./dns";
 import { originDomain, type OriginDomain } from "./domain";
 import { FETCH_MAX_BYTES, FETCH_TIMEOUT_MS, fetchWellKnown } from "./guarded-fetch";
@@ -116,7 +117,7 @@ export async function verifyOrigin(db: Database, did: string, method: OriginMeth
     const held = await readCitizen(tx, did, true);
     if (held.tier === "restricted") throw restrictedRefusal();
     const expiresAt = new Date(now.getTime() + ORIGIN_PROOF_SECONDS * 1000);
-    await chargeStore(tx, { store: "identity_log", bytes: IDENTITY_ROW_BYTES, newcomer: newcomerSql(did, now), now });
+    await chargeStore(tx, { store: "identity_log", bytes: IDENTITY_ROW_BYTES, newcomer: newcomerSql(did, now), now, subject: citizenShare(did) });
     await tx.execute(sql`UPDATE ${citizens} SET origin_domain = ${domain.domain}, origin_method = ${method},
       origin_verified_at = ${now.toISOString()}::timestamptz, origin_expires_at = ${expiresAt.toISOString()}::timestamptz WHERE did = ${did}`);
     const { logReceipt } = await appendIdentityLog(tx, {
