@@ -152,7 +152,7 @@ export function chainFlood(outcome: ChainOutcome, chain: Chain, c: GateCircumsta
       return filtered(
         "flood",
         `The city admits at most ${ceiling.limit} new citizens and ward requests an hour, and that many came.${reserved} ` +
-          `Try again in ${outcome.retryAfterSeconds} s. Nothing was counted against your address, network or origin.`,
+          `Try again in ${outcome.retryAfterSeconds} s. Nothing was counted against your address or origin, nor your network's share.`,
         advice(c, outcome.retryAfterSeconds),
       );
     }

@@ -80,7 +80,7 @@ export async function offerNonce(db: Database, now: Date, quota: NonceQuota, sel
   const { ip, perAddressPerHour } = quota;
   const rate = addressRate(perAddressPerHour);
   const limited = perAddressPerHour > 0 && ip !== null;
-  const prefix = limited && (quota.perPrefixPerHour ?? 0) > 0 ? sourceOf(ip)?.prefix ?? null : null;
+  const prefix = limited && (quota.perPrefixPerHour ?? 0) > 0 ? (sourceOf(ip)?.prefix ?? null) : null;
   const prefixRate = addressRate(quota.perPrefixPerHour ?? 0);
   const ctes = limited
     ? sql`WITH ${quotaCte("quota", ip!, rate, at, sql``)},
@@ -141,7 +141,12 @@ export function quotaRefusal(refused: NonNullable<OfferedNonce["refused"]>, extr
     {
       ...extra,
       retryAfterSeconds,
-      limit: { name: refused.quota === "address" ? "gate nonces" : "gate nonces per network", limit: rate.limit, window_seconds: rate.windowSeconds, remaining: 0 },
+      limit: {
+        name: refused.quota === "address" ? "gate nonces" : "gate nonces per network",
+        limit: rate.limit,
+        window_seconds: rate.windowSeconds,
+        remaining: 0,
+      },
     },
   );
 }

@@ -28,6 +28,8 @@ import {
  *   its statement ran (then it answers Retry-After 1, and the next take finds the room); and a
  *   first take racing to store a window's stripes (the migration stores those of the city's own).
  * Stripes never expire (the sweep keeps them): at most RATE_STRIPES rows per city-wide window.
+ * A taker may be given a lower reach (withReach: a reserve): it then charges a stripe only below
+ * that stripe's share of the reach, on the same rows, so such takers together never pass the reach.
  */
 
 /** Stripes of a city-wide window at most (fewer when its limit is smaller: every stripe holds a slot). */

@@ -73,8 +73,7 @@ export function admissionShares(config: Env = env()): z.infer<typeof AdmissionSh
         ? "client addresses are unknown here (CITY_TRUSTED_PROXIES unset): no per-source share applies, only the ceiling, the reserve and the per-origin limit"
         : "the shares apply to the client address the trusted proxies saw",
     overflow: `at most CITY_GATE_SUBJECTS_MAX sources and origins are counted one by one; past it a new one is counted in one of ${OVERFLOW_BUCKETS} fixed overflow counts per window (by a hash of it), each ${OVERFLOW_FACTOR} times the window's limit: never refused for the table being full`,
-    note:
-      "Shares are sliding hourly windows (rate_windows). Each presentation that can admit (or files a ward request) is counted against its /24 or /48's share, for IPv6 its /64's share too, then the ceiling; a presentation without a proven key (no controller key signing the nonce) reaches only anonymous_reach of the ceiling: the reserve stays for keyed presentations whatever a keyless flood does.",
+    note: "Shares are sliding hourly windows (rate_windows). Each presentation that can admit (or files a ward request) is counted against its /24 or /48's share, for IPv6 its /64's share too, then the ceiling; a presentation without a proven key (no controller key signing the nonce) reaches only anonymous_reach of the ceiling: the reserve stays for keyed presentations whatever a keyless flood does.",
   };
 }
 

@@ -347,10 +347,7 @@ describeOnDatabases("the gate's secret scan", (t) => {
 describeOnDatabases("the gate's credentials, names and floods (issue 9)", (t) => {
   beforeAll(() => useDatabase(t().db));
   const citizenCount = async () => (await t().db.select({ n: count() }).from(citizens))[0]!.n;
-  const circumstances = (
-    limits: Partial<GateLimits>,
-    extra: Record<string, unknown> = {},
-  ) => ({
+  const circumstances = (limits: Partial<GateLimits>, extra: Record<string, unknown> = {}) => ({
     now: new Date(),
     ip: "198.51.100.7",
     callerDid: null,
