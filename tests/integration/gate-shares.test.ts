@@ -30,7 +30,7 @@ describeOnDatabases("the gate's shares per source, the reserve and the overflow 
     credentialRejected: false,
     limits: { perOriginPerHour: 100_000, perAddressPerHour: 0, admissionsPerHour: 0, ...limits },
     ...extra,
-  }, 120_000);
+  });
   const present = (p: Record<string, unknown>, circumstances: GateCircumstances): Promise<Verdict> =>
     t().db.transaction((tx) => presentAtGate(tx as never, p as never, circumstances));
   const admitted = (answers: Verdict[]) => answers.filter((a) => a.verdict === "admitted").length;
