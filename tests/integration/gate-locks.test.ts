@@ -19,7 +19,14 @@ import { admit, freshNonce, keyPair, presentation } from "../support/gate";
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
 process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
 
-type Limits = { perOriginPerHour: number; perAddressPerHour: number; admissionsPerHour: number; subjectsMax?: number };
+type Limits = {
+  perOriginPerHour: number;
+  perAddressPerHour: number;
+  admissionsPerHour: number;
+  subjectsMax?: number;
+  prefixSharePercent?: number;
+  hostSharePercent?: number;
+};
 
 describeOnDatabases(
   "the gate locks nothing before proof and stores nothing it refuses city-wide (issue 29, items 2 and 8)",
@@ -35,7 +42,8 @@ describeOnDatabases(
       callerDid: null as string | null,
       credential: null as "secret" | "session" | null,
       credentialRejected: false,
-      limits: { perOriginPerHour: 100_000, perAddressPerHour: 0, admissionsPerHour: 0, ...limits },
+      // Every presentation from one /24 here: the shares per network have their own tests (gate-shares.test.ts).
+      limits: { perOriginPerHour: 100_000, perAddressPerHour: 0, admissionsPerHour: 0, prefixSharePercent: 100, hostSharePercent: 100, ...limits },
       ...extra,
     });
 
