@@ -34,8 +34,16 @@ const EnvSchema = z.object({
   CITY_GATE_PER_ORIGIN_PER_HOUR: z.coerce.number().int().min(1).default(20),
   // City-wide new admissions and ward requests per hour at the gate; 0 turns the ceiling off.
   CITY_GATE_ADMISSIONS_PER_HOUR: z.coerce.number().int().min(0).default(600),
-  // City-wide: at most this many rows of the gate's per-address and per-origin windows kept at once.
+  // City-wide: at most this many rows of the gate's per-source and per-origin windows kept at once;
+  // past it a new subject is counted in a hashed overflow bucket, never refused for it.
   CITY_GATE_SUBJECTS_MAX: z.coerce.number().int().min(1).default(20000),
+  // Presentations and GET /gate nonces per source network (an IPv4 /24, an IPv6 /48) per hour; 0 turns it off.
+  CITY_GATE_PER_PREFIX_PER_HOUR: z.coerce.number().int().min(0).default(120),
+  // The share (percent) of the hour's admissions one /24 or /48 may take, and one IPv6 /64 inside its /48.
+  CITY_GATE_PREFIX_SHARE_PERCENT: z.coerce.number().int().min(1).max(100).default(5),
+  CITY_GATE_HOST_SHARE_PERCENT: z.coerce.number().int().min(1).max(100).default(1),
+  // The part (percent) of the hour's admissions that presentations without a proven key cannot reach: at least a fifth.
+  CITY_GATE_RESERVE_PERCENT: z.coerce.number().int().min(20).max(100).default(20),
   // How many proxies in front of the city append to X-Forwarded-For, or "vercel" for Vercel's own
   // header; unset: "vercel" on Vercel (env VERCEL=1), else 0: addresses unknown, per-address limits off.
   CITY_TRUSTED_PROXIES: z.union([z.literal("vercel"), z.coerce.number().int().min(0).max(16)]).optional(),

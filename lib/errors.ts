@@ -56,6 +56,8 @@ export interface CityErrorOptions {
   headers?: Record<string, string>;
   /** origin_unverified (CITY-ORIGIN/1): what the city looked at, what it found there (capped) and what it expected. */
   originCheck?: OriginCheck;
+  /** describe-gate over its nonce quota: the gate's description all the same, without a nonce. */
+  gateDescription?: Record<string, unknown>;
 }
 
 /** What an origin check looked at and found, in a problem answer (CITY-ORIGIN/1). */
@@ -125,6 +127,10 @@ export const ProblemSchema = z
       })
       .optional()
       .describe("origin_unverified only (CITY-ORIGIN/1): what the city looked at, found and expected"),
+    gate_description: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe("describe-gate over its nonce quota only: the gate description (census, how to present) without a nonce"),
   })
   .meta({ id: "Problem", description: "RFC 9457 problem document" });
 
@@ -153,6 +159,7 @@ export function toProblem(err: unknown, door: string, instance: string, now: Dat
     ...(known.options.retryAfterSeconds !== undefined ? { retry_after_seconds: known.options.retryAfterSeconds } : {}),
     ...(known.options.errors ? { errors: known.options.errors } : {}),
     ...(known.options.originCheck ? { origin_check: known.options.originCheck } : {}),
+    ...(known.options.gateDescription ? { gate_description: known.options.gateDescription } : {}),
   };
 }
 

@@ -5,11 +5,10 @@ import { executePrepared, rowsOf } from "@/db/sql";
 import { citizens, wardNotes } from "@/db/schema";
 import { bedLabel, citizenKeyOf, deriveDid, newSalt } from "./citizens";
 import { hashCredential, mintCredential } from "./credentials";
-import { admissionWindow, chainFlood, subjectsMax } from "./gate-flood";
+import { chainFlood, wardChain } from "./gate-flood";
 import { type GateCircumstances, lookReceipt, type Presentation, sendsController, type Verdict } from "./gate-presentation";
 import type { GateReading } from "./gate-reading";
 import { type Chain, settle, takeChain } from "./gate-windows";
-import type { Window } from "./rate";
 import { appended, prepareAppend } from "./residency-log";
 import { normalKey } from "./names";
 import { identityLog } from "./identity-log";
@@ -21,9 +20,10 @@ import { type Charge, chargeSql, cityFull, newcomerSql, rowBytes } from "./store
  * and a new citizen, inserted with its admit row.
  */
 
-export async function fileWardRequest(db: Database, p: Presentation, c: GateCircumstances, address: Window | null): Promise<Verdict> {
-  const chain: Chain = { windows: address ? [address] : [], ceiling: admissionWindow(c), subjectsMax: subjectsMax(c) };
-  const flood = await chainFlood(db, await takeChain(db, chain, c.now), chain, c);
+export async function fileWardRequest(db: Database, p: Presentation, c: GateCircumstances): Promise<Verdict> {
+  // A ward request is never a proven resume: its source's windows count it, then its shares and the ceiling.
+  const chain: Chain = wardChain(c);
+  const flood = chainFlood(await takeChain(db, chain, c.now), chain, c);
   if (flood) return flood;
   // A visitor's request charges the ward's city-wide store bound in its INSERT's statement (lib/city/store-bounds.ts).
   const charge: Charge = { store: "ward", bytes: rowBytes(p.name, p.statement), newcomer: newcomerSql(null, c.now), now: c.now };
@@ -54,7 +54,7 @@ export async function fileWardRequest(db: Database, p: Presentation, c: GateCirc
  */
 export async function admitNew(db: Database, p: Presentation, c: GateCircumstances, reading: GateReading): Promise<Verdict | "raced"> {
   const { chain, outcome, bedNumber } = reading.admission!;
-  const flood = await chainFlood(db, await settle(db, outcome, c.now), chain, c);
+  const flood = chainFlood(await settle(db, outcome, c.now), chain, c);
   if (flood) return flood;
   const citizenKey = citizenKeyOf(p.name, p.runtime, p.origin);
   const salt = newSalt();

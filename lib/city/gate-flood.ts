@@ -1,18 +1,65 @@
 import { type Database } from "@/db/client";
-import { filtered, GATE_SUBJECTS_MAX, type GateCircumstances, type Presentation, type Verdict } from "./gate-presentation";
-import { type Chain, type ChainOutcome, subjectsRetryAfter, takeChain } from "./gate-windows";
-import { cityWindow, type Slot, type Window } from "./rate";
+import {
+  filtered,
+  GATE_HOST_SHARE_PERCENT,
+  GATE_PREFIX_SHARE_PERCENT,
+  GATE_RESERVE_PERCENT,
+  GATE_SUBJECTS_MAX,
+  type GateCircumstances,
+  type Presentation,
+  type RetryAdvice,
+  type Verdict,
+} from "./gate-presentation";
+import { shareOf, sourceOf } from "./gate-prefixes";
+import { type Chain, type ChainOutcome, takeChain } from "./gate-windows";
+import { cityWindow, type Slot, type Window, withReach } from "./rate";
 import { normalKey } from "./names";
 
 /**
- * The gate's flood rule: the windows a presentation is counted in (its address, its origin, the
- * city's ceiling) and the filtered verdict of one that is full.
+ * The gate's flood rule: the windows a presentation is counted in and the filtered verdict of one
+ * that is full. Every presentation not proven as a resume is counted by its source (gate-prefixes.ts):
+ * its address (`gate-address`: an IPv4 address or an IPv6 /64), then its /24 or /48 (`gate-prefix`).
+ * One that can be a first admission (or a ward request) is counted too against its source's share
+ * of the city's admissions ceiling (for IPv6 its /64's smaller share, `gate-admissions-host`, then
+ * its /48's, `gate-admissions-prefix`), its origin, and then the ceiling itself, of which a
+ * presentation without a proven key reaches only its allowance (the reserve keeps the rest).
  */
 
-export function addressWindow(c: GateCircumstances): Window | null {
+/** Scopes that count every presentation of a source (not only those that can admit). */
+export const PRESENTATION_SCOPES = ["gate-prefix", "gate-address"] as const;
+
+/** The presentations windows of a source: its address, then its /24 or /48. None where the address is unknown. */
+export function sourceWindows(c: GateCircumstances): Window[] {
   // An unknown address is no bucket (one shared bucket would let a few looks lock every newcomer out).
-  if (c.limits.perAddressPerHour <= 0 || !c.ip) return null;
-  return { scope: "gate-address", subject: c.ip, limit: c.limits.perAddressPerHour, windowSeconds: 3600 };
+  if (!c.ip) return [];
+  const source = sourceOf(c.ip);
+  const perPrefix = c.limits.perPrefixPerHour ?? 0;
+  // The narrower first: one address over its own limit never spends its network's.
+  return [
+    ...(c.limits.perAddressPerHour > 0 ? [{ scope: "gate-address", subject: c.ip, limit: c.limits.perAddressPerHour, windowSeconds: 3600 }] : []),
+    ...(source && perPrefix > 0 ? [{ scope: "gate-prefix", subject: source.prefix, limit: perPrefix, windowSeconds: 3600 }] : []),
+  ];
+}
+
+/** A source's shares of the admissions ceiling: its /24 or /48's, and an IPv6 /64's inside it. */
+export function shareWindows(c: GateCircumstances): Window[] {
+  const ceiling = c.limits.admissionsPerHour;
+  const source = c.ip ? sourceOf(c.ip) : null;
+  if (ceiling <= 0 || !source) return [];
+  const prefix = { scope: "gate-admissions-prefix", subject: source.prefix, limit: prefixShare(c), windowSeconds: 3600 };
+  const host = source.host ? [{ scope: "gate-admissions-host", subject: source.host, limit: hostShare(c), windowSeconds: 3600 }] : [];
+  // The narrower first: a /64 over its share never spends its /48's.
+  return [...host, prefix];
+}
+
+/** The admissions one /24 or /48 may take per hour. */
+export function prefixShare(c: GateCircumstances): number {
+  return shareOf(c.limits.admissionsPerHour, c.limits.prefixSharePercent ?? GATE_PREFIX_SHARE_PERCENT);
+}
+
+/** The admissions one IPv6 /64 may take per hour (never more than its /48's share). */
+export function hostShare(c: GateCircumstances): number {
+  return Math.min(prefixShare(c), shareOf(c.limits.admissionsPerHour, c.limits.hostSharePercent ?? GATE_HOST_SHARE_PERCENT));
 }
 
 /**
@@ -24,57 +71,97 @@ export function originWindow(p: Presentation, c: GateCircumstances): Window {
   return { scope: "gate-origin", subject: normalKey(p.origin.trim()), limit: c.limits.perOriginPerHour, windowSeconds: 3600 };
 }
 
-/** The city-wide ceiling on new admissions and ward requests per hour (0 is off). */
-export function admissionWindow(c: GateCircumstances): Window | null {
+/**
+ * The fraction of the admissions ceiling a presentation reaches: all of it with a proven key (a
+ * controller key that signed the nonce), else its allowance: what the reserve leaves, unless the
+ * proof-of-work bid raised it (GateCircumstances.allowance).
+ */
+export function allowanceOf(c: GateCircumstances, keyed: boolean): number {
+  if (keyed) return 1;
+  const open = 1 - (c.limits.reservePercent ?? GATE_RESERVE_PERCENT) / 100;
+  return Math.min(1, Math.max(open, c.allowance ?? open));
+}
+
+/** The city-wide ceiling on new admissions and ward requests per hour (0 is off), at what this presentation may reach of it. */
+export function admissionWindow(c: GateCircumstances, keyed: boolean): Window | null {
   if (c.limits.admissionsPerHour <= 0) return null;
-  return cityWindow("gate-admissions", c.limits.admissionsPerHour, 3600);
+  const window = cityWindow("gate-admissions", c.limits.admissionsPerHour, 3600);
+  return withReach(window, window.limit * allowanceOf(c, keyed));
 }
 
 export function subjectsMax(c: GateCircumstances): number {
   return c.limits.subjectsMax ?? GATE_SUBJECTS_MAX;
 }
 
-/** A first admission's windows: the address, the origin, then the city's ceiling (gate-windows.ts). */
-export function admissionChain(p: Presentation, c: GateCircumstances): Chain {
-  const address = addressWindow(c);
-  return { windows: [...(address ? [address] : []), originWindow(p, c)], ceiling: admissionWindow(c), subjectsMax: subjectsMax(c) };
+/** A first admission's windows: its source's, its shares, its origin, then the city's ceiling (gate-windows.ts). */
+export function admissionChain(p: Presentation, c: GateCircumstances, keyed: boolean): Chain {
+  return { windows: [...sourceWindows(c), ...shareWindows(c), originWindow(p, c)], ceiling: admissionWindow(c, keyed), subjectsMax: subjectsMax(c) };
+}
+
+/** A ward request's windows: its source's, its shares, then the city's ceiling (it carries no key). */
+export function wardChain(c: GateCircumstances): Chain {
+  return { windows: [...sourceWindows(c), ...shareWindows(c)], ceiling: admissionWindow(c, false), subjectsMax: subjectsMax(c) };
+}
+
+/** When to try again, and at what effort when the gate suggests one. */
+function advice(c: GateCircumstances, retryAfterSeconds: number): RetryAdvice {
+  return { retry_after_seconds: retryAfterSeconds, ...(c.suggestedEffort !== undefined ? { suggested_effort: c.suggestedEffort } : {}) };
+}
+
+/** What a full window of each scope says. */
+function fullWindowReason(window: Window): string {
+  const overflow = window.subject.startsWith("overflow/")
+    ? " (the city counts no more sources one by one: yours shares one of a few fixed overflow counts with others)"
+    : "";
+  switch (window.scope) {
+    case "gate-prefix":
+      return `More than ${window.limit} presentations from your network (${window.subject}) in an hour${overflow}`;
+    case "gate-address":
+      return `More than ${window.limit} presentations from this address in an hour${overflow}`;
+    case "gate-admissions-prefix":
+      return `Your network (${window.subject}) took its share of the city's admissions: ${window.limit} an hour${overflow}`;
+    case "gate-admissions-host":
+      return `Your /64 (${window.subject}) took its share of the city's admissions inside its /48: ${window.limit} an hour${overflow}`;
+    case "gate-origin":
+      return `More than ${window.limit} admissions asked from this origin in an hour${overflow}`;
+    default:
+      return `The city admits at most ${window.limit} new citizens and ward requests an hour, and that many came`;
+  }
 }
 
 /** The filtered verdict of a full window, or null when the slot was taken. */
-function floodOf(slot: Slot | null, window: Window): Verdict | null {
+function floodOf(slot: Slot | null, window: Window, c: GateCircumstances): Verdict | null {
   if (!slot || slot.allowed) return null;
-  const wait = `try again in ${slot.retryAfterSeconds} s.`;
-  if (window.scope === "gate-address") return filtered("flood", `More than ${window.limit} presentations from this address in an hour; ${wait}`);
-  if (window.scope === "gate-origin") return filtered("flood", `More than ${window.limit} admissions asked from this origin in an hour; ${wait}`);
-  return filtered("flood", `The city admits at most ${window.limit} new citizens and ward requests an hour, and that many came; ${wait}`);
+  return filtered("flood", `${fullWindowReason(window)}; try again in ${slot.retryAfterSeconds} s.`, advice(c, slot.retryAfterSeconds));
 }
 
 /** The filtered verdict of a chain that did not let the presentation through, or null when it did. */
-export async function chainFlood(db: Database, outcome: ChainOutcome, chain: Chain, c: GateCircumstances): Promise<Verdict | null> {
+export function chainFlood(outcome: ChainOutcome, chain: Chain, c: GateCircumstances): Verdict | null {
   switch (outcome.kind) {
     case "taken":
     case "skipped":
       return null;
     case "refused":
-      return floodOf(outcome.slot, outcome.window);
-    case "ceiling-full":
+      return floodOf(outcome.slot, outcome.window, c);
+    case "ceiling-full": {
+      const ceiling = chain.ceiling!;
+      const reserved =
+        (ceiling.reach ?? ceiling.limit) < ceiling.limit
+          ? ` Presentations without a proven key reach ${ceiling.reach} of them; the rest is kept for presentations whose controller key signs the nonce.`
+          : "";
       return filtered(
         "flood",
-        `The city admits at most ${chain.ceiling!.limit} new citizens and ward requests an hour, and that many came; ` +
-          `try again in ${outcome.retryAfterSeconds} s. Nothing was counted against your address or origin.`,
+        `The city admits at most ${ceiling.limit} new citizens and ward requests an hour, and that many came.${reserved} ` +
+          `Try again in ${outcome.retryAfterSeconds} s. Nothing was counted against your address or origin, nor your network's share.`,
+        advice(c, outcome.retryAfterSeconds),
       );
-    case "subjects-full":
-      return filtered(
-        "flood",
-        `The city keeps count of at most ${chain.subjectsMax} client addresses and origins at once, and that many are counted; ` +
-          `try again in ${await subjectsRetryAfter(db, c.now)} s. Nothing was counted.`,
-      );
+    }
   }
 }
 
-/** Counts the address in a statement of its own (none: nothing to count): its flood verdict, or null. */
-export async function countAlone(db: Database, window: Window | null, c: GateCircumstances): Promise<Verdict | null> {
-  if (!window) return null;
-  const chain: Chain = { windows: [window], ceiling: null, subjectsMax: subjectsMax(c) };
-  return chainFlood(db, await takeChain(db, chain, c.now), chain, c);
+/** Counts a presentation against its source's windows in a statement of its own: its flood verdict, or null. */
+export async function countSource(db: Database, windows: Window[], c: GateCircumstances): Promise<Verdict | null> {
+  if (!windows.length) return null;
+  const chain: Chain = { windows, ceiling: null, subjectsMax: subjectsMax(c) };
+  return chainFlood(await takeChain(db, chain, c.now), chain, c);
 }

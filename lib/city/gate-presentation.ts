@@ -33,12 +33,25 @@ export interface GateLimits {
   /** City-wide new admissions and ward requests per hour; 0 turns the ceiling off. */
   admissionsPerHour: number;
   /**
-   * At most this many rows of the gate's per-address and per-origin windows are kept, city-wide
-   * (both are keyed by text the client chooses); a new address or origin past it is filtered
-   * (rule flood) until the oldest leaves. Unset: GATE_SUBJECTS_MAX.
+   * At most this many rows of the gate's per-source and per-origin windows are kept, city-wide
+   * (all are keyed by text the client chooses); past it a new subject is counted in a hashed
+   * overflow bucket (gate-windows.ts), never refused for the table being full. Unset: GATE_SUBJECTS_MAX.
    */
   subjectsMax?: number;
+  /** Presentations (and GET /gate nonces) per source prefix (an IPv4 /24, an IPv6 /48) per hour; 0 turns it off. Unset: off. */
+  perPrefixPerHour?: number;
+  /** The share (percent) of the admissions ceiling one /24 or /48 may take per hour. Unset: GATE_PREFIX_SHARE_PERCENT. */
+  prefixSharePercent?: number;
+  /** The share (percent) of the admissions ceiling one IPv6 /64 may take per hour, inside its /48's. Unset: GATE_HOST_SHARE_PERCENT. */
+  hostSharePercent?: number;
+  /** The part (percent) of the admissions ceiling kept for keyed presentations. Unset: GATE_RESERVE_PERCENT. */
+  reservePercent?: number;
 }
+
+export const GATE_PREFIX_SHARE_PERCENT = 5;
+export const GATE_HOST_SHARE_PERCENT = 1;
+/** At least a fifth of the admissions ceiling is out of reach of presentations without a proven key (issue 43). */
+export const GATE_RESERVE_PERCENT = 20;
 
 /** The default city-wide bound on the gate's per-address and per-origin window rows (env CITY_GATE_SUBJECTS_MAX). */
 export const GATE_SUBJECTS_MAX = 20_000;
@@ -54,10 +67,25 @@ export interface GateCircumstances {
   /** A Bearer token was sent but opens nothing (revoked, expired, unknown). */
   credentialRejected: boolean;
   limits: GateLimits;
+  /**
+   * The proof-of-work bid's hook (issue 43, item 6): the fraction (0 to 1) of the admissions ceiling
+   * a presentation without a proven key may reach. Unset: 1 - reservePercent / 100 (the reserve
+   * kept). The bid's code raises it for a presentation carrying a valid solution.
+   */
+  allowance?: number;
+  /** The proof-of-work effort the gate suggests now, said in every flood refusal; unset: none is said. */
+  suggestedEffort?: number;
+}
+
+/** What a refusal of a full window says beside its reason: when to try again and at what effort. */
+export interface RetryAdvice {
+  retry_after_seconds: number;
+  /** The suggested proof-of-work effort (issue 43, item 6), when the gate suggests one. */
+  suggested_effort?: number;
 }
 
 export type Verdict =
-  | { verdict: "filtered"; rule: string; reason: string; note: string }
+  | ({ verdict: "filtered"; rule: string; reason: string; note: string } & Partial<RetryAdvice>)
   | { verdict: "observer"; receipt: string; ward_seal?: number; note: string }
   | {
       verdict: "admitted";
@@ -71,11 +99,12 @@ export type Verdict =
       note: string;
     };
 
-export const filtered = (rule: string, reason: string): Verdict => ({
+export const filtered = (rule: string, reason: string, advice?: RetryAdvice): Verdict => ({
   verdict: "filtered",
   rule,
   reason,
   note: "Filtered is a verdict, not a failure: nothing was admitted and nothing changed but the spent nonce and the counted attempt.",
+  ...advice,
 });
 
 export function lookReceipt(): string {

@@ -1,6 +1,8 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
+import { sha256 } from "@noble/hashes/sha2.js";
+import { utf8ToBytes } from "@noble/hashes/utils.js";
 import { type Slot, slotColumns, slotOf, sweepWindowsSql, takeCtes, type Window } from "./rate";
 import { stripesRetryAfter, stripesRoomSql } from "./rate-stripes";
 
@@ -14,31 +16,51 @@ import { stripesRetryAfter, stripesRoomSql } from "./rate-stripes";
  * took the last slot meanwhile, the per-subject takes are undone (undoTakes) before the answer.
  */
 
-/** Scopes whose subject is text the client chooses (an address it sends from, an origin it names). */
-export const CLIENT_KEYED_SCOPES = ["gate-address", "gate-origin"] as const;
+/**
+ * Scopes whose subject is text the client chooses (an address it sends from, its /24 or /48, an
+ * origin it names): their rows are bounded city-wide (Chain.subjectsMax), overflow buckets aside.
+ */
+export const CLIENT_KEYED_SCOPES = ["gate-prefix", "gate-address", "gate-admissions-prefix", "gate-admissions-host", "gate-origin"] as const;
+
+/**
+ * Counted subjects never refuse the uncounted (issue 43): when the table holds `subjectsMax` rows
+ * of CLIENT_KEYED_SCOPES, a subject that has no row yet is stored nowhere new: it is counted in one
+ * of OVERFLOW_BUCKETS fixed rows of its scope (subject `overflow/<n>`, n from SHA-256 of the
+ * subject), whose limit is OVERFLOW_FACTOR times the window's. So a full table refuses nobody for
+ * being full; a new source then shares a bounded bucket with the few others hashed to it, and at
+ * most OVERFLOW_BUCKETS rows per scope are ever added past the bound.
+ */
+export const OVERFLOW_BUCKETS = 64;
+export const OVERFLOW_FACTOR = 4;
+const OVERFLOW_PREFIX = "overflow/";
+
+/** The overflow bucket a subject of a window is counted in when the table is full. */
+export function overflowWindow(window: Window): Window {
+  const n = new DataView(sha256(utf8ToBytes(`${window.scope}|${window.subject}`)).buffer).getUint32(0) % OVERFLOW_BUCKETS;
+  return { ...window, subject: `${OVERFLOW_PREFIX}${n}`, limit: window.limit * OVERFLOW_FACTOR };
+}
 
 export interface Chain {
   /** Per-subject windows, counted in this order, each only when the one before let it through. */
   windows: Window[];
   /** The city-wide ceiling, counted last; null: none (off, or not this presentation's). */
   ceiling: Window | null;
-  /** At most this many rows of CLIENT_KEYED_SCOPES, city-wide: a new subject past it is refused. */
+  /** At most this many rows of CLIENT_KEYED_SCOPES, city-wide: a new subject past it is counted in an overflow bucket. */
   subjectsMax: number;
   /** A condition on the statement's other CTEs (a scalar boolean) the whole chain waits for. */
   when?: SQL;
 }
 
 export type ChainOutcome =
-  /** `rows`: the windows charged, the ceiling's as the stripe it charged (what undoTakes gives back). */
+  /** `rows`: the windows charged (an overflow bucket where one was), the ceiling's as the stripe it charged (what undoTakes gives back). */
   | { kind: "taken"; rows: Window[] }
   | { kind: "skipped" }
   /** The ceiling was full: nothing spent per subject (undone when a parallel taker won the last slot). */
   | { kind: "ceiling-full"; retryAfterSeconds: number; undo: Window[] }
-  /** The city keeps no more client-keyed rows: nothing was counted. */
-  | { kind: "subjects-full" }
   | { kind: "refused"; window: Window; slot: Slot };
 
 const name = (i: number) => `take_${i}`;
+const isKeyed = (w: Window) => (CLIENT_KEYED_SCOPES as readonly string[]).includes(w.scope);
 
 /**
  * The CTEs of a chain (for a WITH), the condition that every window of it let this one through
@@ -46,7 +68,8 @@ const name = (i: number) => `take_${i}`;
  */
 export function chainSql(chain: Chain, now: Date): { ctes: SQL; allTaken: SQL; columns: SQL } {
   const all = [...chain.windows, ...(chain.ceiling ? [chain.ceiling] : [])];
-  const ctes: SQL[] = [sql`rate_swept AS (${sweepWindowsSql(now, all)})`];
+  const overflows = chain.windows.filter(isKeyed).map(overflowWindow);
+  const ctes: SQL[] = [sql`rate_swept AS (${sweepWindowsSql(now, [...all, ...overflows])})`];
   const columns: SQL[] = [];
   const gates: string[] = [];
   if (chain.when) {
@@ -59,27 +82,34 @@ export function chainSql(chain: Chain, now: Date): { ctes: SQL; allTaken: SQL; c
     columns.push(sql.raw(`(SELECT room FROM ceiling_room) AS ceiling_room, (SELECT stripes FROM ceiling_room) AS ceiling_stripes`));
     gates.push("ceiling_room.room");
   }
-  const keyed = chain.windows.filter((w) => (CLIENT_KEYED_SCOPES as readonly string[]).includes(w.scope));
-  if (keyed.length) {
-    // Room for the rows this chain may add: every one exists, or the table holds fewer than the bound
-    // (counted only when a row is new: an OR is evaluated left to right and stops at true).
+  if (overflows.length) {
+    // Whether the table has room for a new subject's row (overflow rows aside), read only when a
+    // subject has none (an OR is evaluated left to right and stops at true).
     const scopes = sql.join(
       CLIENT_KEYED_SCOPES.map((s) => sql`${s}`),
       sql`, `,
     );
-    const exist = sql.join(
-      keyed.map((w) => sql`EXISTS (SELECT 1 FROM rate_windows WHERE scope = ${w.scope} AND subject = ${w.subject})`),
-      sql` AND `,
-    );
     ctes.push(sql`subjects_room AS (
-      SELECT (${exist}) OR (SELECT count(*) FROM (SELECT 1 FROM rate_windows WHERE scope IN (${scopes}) LIMIT ${chain.subjectsMax}) kept) < ${chain.subjectsMax}::int AS room)`);
-    columns.push(sql.raw(`(SELECT room FROM subjects_room) AS subjects_room`));
-    gates.push("subjects_room.room");
+      SELECT (SELECT count(*) FROM (SELECT 1 FROM rate_windows WHERE scope IN (${scopes}) AND subject NOT LIKE ${`${OVERFLOW_PREFIX}%`}
+        LIMIT ${chain.subjectsMax}) kept) < ${chain.subjectsMax}::int AS room)`);
   }
   const first = gates.length ? sql.raw(`FROM ${gates.map((g) => g.split(".")[0]).join(", ")} WHERE ${gates.join(" AND ")}`) : sql``;
   all.forEach((w, i) => {
     const source = i === 0 ? first : sql.raw(`FROM ${name(i - 1)} WHERE ${name(i - 1)}.allowed`);
-    ctes.push(takeCtes(name(i), w, now, source));
+    if (!isKeyed(w) || w.stripes) {
+      ctes.push(takeCtes(name(i), w, now, source));
+    } else {
+      // Its own row when it has one or the table has room, else its overflow bucket.
+      const over = overflowWindow(w);
+      const own = sql.raw(`${name(i)}_own`);
+      ctes.push(sql`${own} AS (SELECT EXISTS (SELECT 1 FROM rate_windows WHERE scope = ${w.scope} AND subject = ${w.subject})
+        OR (SELECT room FROM subjects_room) AS ok)`);
+      const chosen = {
+        subject: sql`(CASE WHEN (SELECT ok FROM ${own}) THEN ${w.subject} ELSE ${over.subject} END)`,
+        limit: sql`(CASE WHEN (SELECT ok FROM ${own}) THEN ${w.limit}::int ELSE ${over.limit}::int END)`,
+      };
+      ctes.push(takeCtes(name(i), w, now, source, chosen));
+    }
     columns.push(slotColumns(name(i)));
   });
   const allTaken = all.length
@@ -90,24 +120,31 @@ export function chainSql(chain: Chain, now: Date): { ctes: SQL; allTaken: SQL; c
   return { ctes: sql.join(ctes, sql`, `), allTaken, columns: sql.join(columns.length ? columns : [sql`1 AS chain_empty`], sql`, `) };
 }
 
+/** The window a take counted in: the chain's own, or its overflow bucket when the take's subject says so. */
+function countedIn(row: Record<string, unknown>, i: number, window: Window): Window {
+  if (!isKeyed(window)) return window;
+  const over = overflowWindow(window);
+  return row[`${name(i)}_subject`] === over.subject && over.subject !== window.subject ? over : window;
+}
+
 /** What a chain's statement did, read from its row (the columns of chainSql). */
 export function chainOutcome(row: Record<string, unknown>, chain: Chain, now: Date): ChainOutcome {
   if (chain.when && row.chain_when !== true) return { kind: "skipped" };
   if (chain.ceiling && row.ceiling_room !== true) {
     return { kind: "ceiling-full", retryAfterSeconds: stripesRetryAfter(row.ceiling_stripes, chain.ceiling, now), undo: [] };
   }
-  if ("subjects_room" in row && row.subjects_room !== true) return { kind: "subjects-full" };
-  for (const [i, window] of chain.windows.entries()) {
+  const counted = chain.windows.map((w, i) => countedIn(row, i, w));
+  for (const [i, window] of counted.entries()) {
     const slot = slotOf(row, name(i), window, now);
     if (slot && !slot.allowed) return { kind: "refused", window, slot };
   }
-  if (!chain.ceiling) return { kind: "taken", rows: chain.windows };
+  if (!chain.ceiling) return { kind: "taken", rows: counted };
   const ceiling = name(chain.windows.length);
   const slot = slotOf(row, ceiling, chain.ceiling, now);
   // Its room was read a moment before its take: parallel admissions took the last slots meanwhile.
-  if (slot && !slot.allowed) return { kind: "ceiling-full", retryAfterSeconds: slot.retryAfterSeconds, undo: chain.windows };
+  if (slot && !slot.allowed) return { kind: "ceiling-full", retryAfterSeconds: slot.retryAfterSeconds, undo: counted };
   const stripe: Window = { ...chain.ceiling, subject: String(row[`${ceiling}_subject`]), stripes: undefined };
-  return { kind: "taken", rows: [...chain.windows, stripe] };
+  return { kind: "taken", rows: [...counted, stripe] };
 }
 
 /** Counts a chain in a statement of its own (with nothing else): its outcome. */
@@ -141,17 +178,4 @@ export async function undoTakes(db: Database, windows: readonly Window[]): Promi
     WITH gone AS (DELETE FROM rate_windows WHERE (scope, subject) IN (${keys}) AND ${alone})
     UPDATE rate_windows SET counts = ARRAY[counts[1] - 1] || counts[2:]
     WHERE (scope, subject) IN (${keys}) AND counts[1] > 0 AND NOT ${alone}`);
-}
-
-/** Seconds until the oldest row of the client-keyed scopes may be swept: when a new subject finds room again. */
-export async function subjectsRetryAfter(db: Database, now: Date): Promise<number> {
-  const scopes = sql.join(
-    CLIENT_KEYED_SCOPES.map((s) => sql`${s}`),
-    sql`, `,
-  );
-  const [row] = rowsOf<{ soonest: Date | string | null }>(
-    await db.execute(sql`SELECT min(expires_at) AS soonest FROM rate_windows WHERE scope IN (${scopes})`),
-  );
-  const soonest = row?.soonest ? new Date(row.soonest).getTime() : now.getTime();
-  return Math.max(1, Math.ceil((soonest - now.getTime()) / 1000));
 }

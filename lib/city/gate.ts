@@ -2,8 +2,8 @@ import { type Database } from "@/db/client";
 import { admitNew, fileWardRequest } from "./gate-admissions";
 import { checkGateText } from "./gate-content";
 import { firstAdmitProblem, proofFor } from "./gate-controller";
-import { addressWindow, admissionChain, countAlone } from "./gate-flood";
-import { filtered, type GateCircumstances, lookReceipt, type Presentation, type Verdict } from "./gate-presentation";
+import { admissionChain, countSource, PRESENTATION_SCOPES, sourceWindows } from "./gate-flood";
+import { filtered, type GateCircumstances, lookReceipt, type Presentation, sendsController, type Verdict } from "./gate-presentation";
 import { type GateReading, type HeldCitizen, readGate } from "./gate-reading";
 import { resume } from "./gate-resume";
 import { scanContent } from "@/lib/scan";
@@ -17,7 +17,7 @@ import { undoTakes } from "./gate-windows";
 export const NONCE_BINDING =
   "A nonce is 32 hex characters, valid for 600 seconds and consumed by the POST that carries it, whatever the verdict. A controller signs the nonce's 32 characters as UTF-8 bytes with Ed25519; key and signature travel as lowercase hex (64 and 128 characters).";
 
-export { consumeNonce, issueNonce, type IssuedNonce } from "./gate-nonces";
+export { consumeNonce, issueNonce, type IssuedNonce, offerNonce, type OfferedNonce, quotaRefusal } from "./gate-nonces";
 
 /**
  * `POST /gate { action: "return" }` from a caller the city cannot name (no Bearer, or one that opens
@@ -57,31 +57,36 @@ export async function presentAtGate(db: Database, p: Presentation, c: GateCircum
   // A first admission's controller rules need no statement: checked first, so that its windows
   // count only presentations that can admit (the nonce's validity is the statement's condition).
   const firstAdmit = mayAdmit ? await firstAdmitProblem(p) : null;
-  const reading = await readGate(db, p, c, mayAdmit, mayAdmit && !firstAdmit ? admissionChain(p, c) : null);
+  // Keyed: its controller key signed the nonce (checked just now; the nonce's validity is the
+  // statement's): it may reach the whole admissions ceiling, the reserve included.
+  const keyed = mayAdmit && !firstAdmit && sendsController(p);
+  const reading = await readGate(db, p, c, mayAdmit, mayAdmit && !firstAdmit ? admissionChain(p, c, keyed) : null);
   const nonceProblem = p.nonce !== undefined && !reading.nonceValid;
 
   // A proven resume (the held citizen's own Bearer secret or token, or its controller's signature)
-  // is never counted against a flood limit; every other presentation is counted per address,
-  // failed or not. The origin's quota counts only presentations that can admit (see admissionChain).
+  // is never counted against a flood limit; every other presentation is counted per source (its
+  // /24 or /48, then its address), failed or not. The origin's quota and the source's shares of the
+  // admissions count only presentations that can admit or file (see admissionChain, wardChain).
   const held = mayAdmit && !nonceProblem ? reading.held : null;
   const proof = held ? await proofFor(held, p, c, reading.nonceValid) : null;
-  const address = !proof?.proven ? addressWindow(c) : null;
+  const source = !proof?.proven ? sourceWindows(c) : [];
 
   const decided = decide(p, c, reading, { nonceProblem, textRefusal, held, firstAdmit });
   if (decided === "admit") {
     const admitted = await admitNew(db, p, c, reading);
     if (admitted !== "raced") return admitted;
-    // Counted as an admission a moment ago (its address kept): the origin and the ceiling's stripe are given back.
+    // Counted as an admission a moment ago (its presentation kept): the shares, the origin and the ceiling's stripe are given back.
     const outcome = reading.admission!.outcome;
-    await undoTakes(db, outcome.kind === "taken" ? outcome.rows.filter((w) => w.scope !== "gate-address") : []);
+    const presentation = PRESENTATION_SCOPES as readonly string[];
+    await undoTakes(db, outcome.kind === "taken" ? outcome.rows.filter((w) => !presentation.includes(w.scope)) : []);
     return filtered(
       "held",
       "That name and origin were taken a moment ago by a citizen admitted in parallel with this presentation. Present again, with its Bearer secret or its controller's signature over a fresh nonce, to resume it.",
     );
   }
-  if (decided === "ward") return fileWardRequest(db, p, c, address);
-  // Everything else counts the address on its own, first.
-  const flood = await countAlone(db, address, c);
+  if (decided === "ward") return fileWardRequest(db, p, c);
+  // Everything else counts its source on its own, first.
+  const flood = await countSource(db, source, c);
   if (flood) return flood;
   if (decided === "resume") return resume(db, held!, p, c, reading.nonceValid, proof!);
   return decided;

@@ -20,6 +20,11 @@ export interface Window {
   windowSeconds: number;
   /** City-wide: counted over this many stripe rows (rate-stripes.ts cityWindow), none of which every caller locks. */
   stripes?: number;
+  /**
+   * City-wide only: the most of `limit` this taker may reach (a reserve: rate-stripes.ts withReach);
+   * unset, the whole limit. Takers of every reach share the same stripes.
+   */
+  reach?: number;
 }
 
 export interface Slot {

@@ -28,6 +28,8 @@ import {
  *   its statement ran (then it answers Retry-After 1, and the next take finds the room); and a
  *   first take racing to store a window's stripes (the migration stores those of the city's own).
  * Stripes never expire (the sweep keeps them): at most RATE_STRIPES rows per city-wide window.
+ * A taker may be given a lower reach (withReach: a reserve): it then charges a stripe only below
+ * that stripe's share of the reach, on the same rows, so such takers together never pass the reach.
  */
 
 /** Stripes of a city-wide window at most (fewer when its limit is smaller: every stripe holds a slot). */
@@ -38,10 +40,29 @@ export function cityWindow(scope: string, limit: number, windowSeconds: number):
   return { scope, subject: "city", limit, windowSeconds, stripes: Math.max(1, Math.min(RATE_STRIPES, limit)) };
 }
 
-/** Stripe `s`'s share of the limit. */
+/**
+ * A city-wide window as a taker that may reach only `reach` of its limit sees it: the same stripes
+ * (so every taker counts against one limit), each letting this taker through only while it holds
+ * less than its share of `reach`. A reserve: takers of a lower reach together never pass `reach`,
+ * so `limit - reach` stays for the others whatever they do (never more than `limit` in all).
+ */
+export function withReach(window: Window, reach: number): Window {
+  return { ...window, reach: Math.max(0, Math.min(window.limit, Math.floor(reach))) };
+}
+
+/** What a taker of this window may reach of its limit (its reach, else the whole limit). */
+export function reachOf(window: Window): number {
+  return window.reach ?? window.limit;
+}
+
+/**
+ * Stripe `s`'s share of what this taker may reach. The reach is cut as the limit is (the first
+ * reach % N stripes one more), so no stripe's share of a reach is above its share of the limit.
+ */
 export function stripeLimit(window: Window, s: number): number {
   const n = window.stripes ?? 1;
-  return Math.floor(window.limit / n) + (s < window.limit % n ? 1 : 0);
+  const total = reachOf(window);
+  return Math.floor(total / n) + (s < total % n ? 1 : 0);
 }
 
 function stripeSubject(window: Window, s: number): string {
@@ -101,7 +122,8 @@ export function stripedCtes(name: string, window: Window, now: Date, source: SQL
   const free = (when: SQL) =>
     sql`SELECT w.subject, r.lim FROM rate_windows w JOIN ${n("room")} r ON r.subject = w.subject WHERE w.scope = ${scope} AND ${when}
       ORDER BY r.free DESC, r.ord LIMIT 1 FOR UPDATE OF w SKIP LOCKED`;
-  const first = sql`(SELECT subject FROM ${n("new")} ORDER BY ord LIMIT 1)`;
+  // The stripe a first take stores holding this attempt: one with a share of this taker's reach.
+  const first = sql`(SELECT subject FROM ${n("new")} WHERE lim > 0 ORDER BY ord LIMIT 1)`;
   return sql`
     ${n("stripes")} AS ${stripesValues(window, home)},
     ${n("room")} AS (
@@ -117,13 +139,13 @@ export function stripedCtes(name: string, window: Window, now: Date, source: SQL
       ORDER BY w.subject LIMIT 1 FOR UPDATE OF w),
     ${n("waited")} AS (${charge(n("wait"))}),
     ${n("new")} AS (
-      SELECT s.subject, s.ord FROM ${n("stripes")} s
+      SELECT s.subject, s.ord, s.lim FROM ${n("stripes")} s
       WHERE ${go} AND NOT EXISTS (SELECT 1 FROM ${n("room")})
         AND NOT EXISTS (SELECT 1 FROM rate_windows r WHERE r.scope = ${scope} AND r.subject = s.subject)),
     ${n("made")} AS (
       INSERT INTO rate_windows (scope, subject, bucket, bucket_ms, counts, expires_at, allowed)
       SELECT ${scope}, subject, ${cur}, ${b}, CASE WHEN subject = ${first} THEN ${freshCountsSql(true)} ELSE ${freshCountsSql(false)} END,
-        'infinity', subject = ${first} FROM ${n("new")} ORDER BY subject
+        'infinity', coalesce(subject = ${first}, false) FROM ${n("new")} ORDER BY subject
       ON CONFLICT (scope, subject) DO NOTHING RETURNING allowed, subject, bucket, counts),
     ${sql.raw(name)} AS (
       SELECT coalesce(t.allowed, false) AS allowed, t.subject, t.bucket, t.counts,

@@ -21,7 +21,7 @@ import {
 import { stripedCtes, stripedSlot } from "./rate-stripes";
 
 export { RATE_BUCKETS, secondsUntil, type Slot, type Window } from "./rate-buckets";
-export { cityWindow, RATE_STRIPES } from "./rate-stripes";
+export { cityWindow, RATE_STRIPES, withReach } from "./rate-stripes";
 
 /*
  * Rate windows in constant work: a window is one row of RATE_BUCKETS + 1 counts per time bucket
@@ -52,9 +52,11 @@ function expiresAt(window: Window, now: Date): Date {
  * FROM ... WHERE clause) makes the take conditional on another CTE of the same statement. Its
  * columns: allowed, subject, bucket, counts, stripes (null) (read back with slotColumns and slotOf).
  */
-export function takeWindowSql(window: Window, now: Date, source: SQL = sql``): SQL {
+export function takeWindowSql(window: Window, now: Date, source: SQL = sql``, chosen?: ChosenSubject): SQL {
   if (window.stripes) throw new Error(`${window.scope} is city-wide: take it with takeCtes`);
-  const { scope, subject, limit } = window;
+  const { scope } = window;
+  const subject = chosen?.subject ?? sql`${window.subject}`;
+  const limit = chosen?.limit ?? sql`${window.limit}::int`;
   const shifted = shiftedSql(window, now);
   const room = sql`${countSql(shifted)} < ${limit}::int`;
   const cur = sql`${bucketOf(window, now)}::bigint`;
@@ -73,11 +75,20 @@ export function takeWindowSql(window: Window, now: Date, source: SQL = sql``): S
 }
 
 /**
+ * A per-subject window whose subject and limit the statement chooses (SQL scalars of its other
+ * CTEs): the gate's overflow buckets (gate-windows.ts). Its windowSeconds stay the window's.
+ */
+export interface ChosenSubject {
+  subject: SQL;
+  limit: SQL;
+}
+
+/**
  * The CTEs that take a window as CTE `name` (its columns selected with slotColumns(name)): one
  * upsert for a per-subject window, the stripe CTEs for a city-wide one (rate-stripes.ts).
  */
-export function takeCtes(name: string, window: Window, now: Date, source: SQL = sql``): SQL {
-  return window.stripes ? stripedCtes(name, window, now, source) : sql`${sql.raw(name)} AS (${takeWindowSql(window, now, source)})`;
+export function takeCtes(name: string, window: Window, now: Date, source: SQL = sql``, chosen?: ChosenSubject): SQL {
+  return window.stripes ? stripedCtes(name, window, now, source) : sql`${sql.raw(name)} AS (${takeWindowSql(window, now, source, chosen)})`;
 }
 
 /**

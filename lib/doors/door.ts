@@ -51,7 +51,7 @@ export interface PublishedLimit {
   window_seconds?: number;
   per: string;
   /** What happens beyond it: refused, parked, filtered, or (for what is kept) the oldest removed. */
-  over: "refused" | "parked" | "filtered" | "oldest removed";
+  over: "refused" | "parked" | "filtered" | "oldest removed" | "counted coarser";
 }
 
 export interface Caller {

@@ -5,14 +5,16 @@ import { RESIDENCY_STATUSES, RUNTIMES, TIERS } from "@/db/schema";
 import { citizenSelf } from "@/lib/city/citizens";
 import { addressRate } from "@/lib/city/gate-nonces";
 import { gcraTerms } from "@/lib/city/gcra";
-import { issueNonce, NONCE_BINDING, presentAtGate, returnWithoutProof } from "@/lib/city/gate";
+import { NONCE_BINDING, offerNonce, presentAtGate, quotaRefusal, returnWithoutProof } from "@/lib/city/gate";
 import { ASKS, KINDS } from "@/lib/city/gate-presentation";
+import { OVERFLOW_BUCKETS, OVERFLOW_FACTOR } from "@/lib/city/gate-windows";
 import { NAME_RULE } from "@/lib/city/names";
 import { CARD_PATH, LIMITS, PROTOCOLS } from "@/lib/city/protocols";
 import { env } from "@/lib/env";
 import { markSeen } from "./caller";
 import { configuredLimit, storeBoundLimits } from "./configured-limits";
 import { door } from "./door";
+import { gateLimits, reserveLimits, sourceLimits } from "./gate-shares";
 import { GateReturnInput, ReturnOutput, runReturn } from "./live";
 import { CensusCounts, Count, iso, lowerHex as hex, NoInput, NowUtc, StoredText } from "./schemas";
 
@@ -44,6 +46,8 @@ export const VerdictOutput = z.object({
   resumed: z.boolean().optional(),
   citizen_secret: z.string().optional().describe("shown once, at first admission only"),
   receipt: z.string().optional().describe("a look receipt: a keepsake that opens nothing"),
+  retry_after_seconds: z.number().int().optional().describe("filtered by a full window (rule flood): when to present again"),
+  suggested_effort: z.number().int().optional().describe("filtered by a full window: the proof-of-work effort the gate suggests, when it suggests one"),
   ward_seal: z.number().int().optional(),
   log_receipt: LogReceiptSchema.optional(),
   identity_log_receipt: LogReceiptSchema.optional().describe(
@@ -126,15 +130,17 @@ export const describeGate = door({
   // A getter: published as configured when a document is built, never as a constant.
   get limits() {
     const perHour = env().CITY_GATE_PER_ADDRESS_PER_HOUR;
-    return configuredLimit({
+    const perAddress = configuredLimit({
       name: "gate nonces",
       variable: "CITY_GATE_PER_ADDRESS_PER_HOUR",
       windowSeconds: 3600,
-      per: `client address (${perHour > 0 ? gcraTerms(addressRate(perHour)) : "off"})`,
+      per: `client address (${perHour > 0 ? gcraTerms(addressRate(perHour)) : "off"}); over it the 429 still carries the gate description without a nonce`,
       over: "refused",
       zeroIsOff: true,
       perAddress: true,
     });
+    // The network's quota is counted only where the address's is (it is taken after it).
+    return perAddress.length ? [...perAddress, ...sourceLimits("gate nonces")] : [];
   },
   // Issuing a nonce stores nothing (it is checked by its MAC when spent); a known address's quota
   // is counted on its own row (GCRA), so the door writes: declared so tools say it.
@@ -142,9 +148,12 @@ export const describeGate = door({
   input: NoInput,
   output: GateDescription,
   run: async (ctx) => {
-    // One statement: the address's quota and its sweep (when the address is known), the census counts and the caller.
-    const issued = await issueNonce(ctx.db, ctx.now, ctx.request.ip, env().CITY_GATE_PER_ADDRESS_PER_HOUR, ctx.caller.did ?? null);
-    const { nonce, self } = issued;
+    // One statement: the address's and its network's quotas and their sweep (when the address is
+    // known), the census counts and the caller.
+    const { CITY_GATE_PER_ADDRESS_PER_HOUR, CITY_GATE_PER_PREFIX_PER_HOUR } = env();
+    const quota = { ip: ctx.request.ip, perAddressPerHour: CITY_GATE_PER_ADDRESS_PER_HOUR, perPrefixPerHour: CITY_GATE_PER_PREFIX_PER_HOUR };
+    const issued = await offerNonce(ctx.db, ctx.now, quota, ctx.caller.did ?? null);
+    const { self } = issued;
     const census = {
       occupancy: issued.counts.beds,
       citizens: issued.counts.citizens,
@@ -154,7 +163,7 @@ export const describeGate = door({
       lotsOccupied: 0,
     };
     const citizen = self ? citizenSelf(self) : null;
-    return {
+    const description = {
       now_utc: iso(ctx.now),
       protocol: PROTOCOLS.gate,
       present: {
@@ -164,7 +173,7 @@ export const describeGate = door({
         contentType: "application/json" as const,
         fields: PRESENT_FIELDS,
       },
-      nonce,
+      nonce: issued.nonce,
       nonceTtlSeconds: LIMITS.gateNonce.ttlSeconds,
       nonceSource: "gate_nonces" as const,
       nonceBinding: NONCE_BINDING,
@@ -193,6 +202,14 @@ export const describeGate = door({
       note: "POST the present shape to /gate. Every verdict (admitted, filtered, observer) answers HTTP 200; only malformed requests are 4xx. `bed` is your own bed when you send your Bearer credential, else none; bedsAssigned says whether any bed is assigned in the city right now.",
       http: { present: 200 as const, filtered: 200 as const, observer: 200 as const },
     };
+    // Over a nonce quota the description is still served, inside the 429 (the spec's description
+    // always carries a nonce): everything but the nonce, with when one can be had.
+    if (issued.refused) {
+      const { nonce: _none, ...rest } = description;
+      const note = `No nonce now: this address or its network (an IPv4 /24, an IPv6 /48) took its quota of nonces; one can be had in ${issued.refused.retryAfterSeconds} s. A look, a ward request or a first admission without a controller key needs none; ${rest.note}`;
+      throw quotaRefusal(issued.refused, { gateDescription: { ...rest, nonce: null, note } });
+    }
+    return { ...description, nonce: issued.nonce! };
   },
 });
 
@@ -231,11 +248,13 @@ export const presentGate = door({
         over: "filtered",
         zeroIsOff: true,
       }),
+      ...sourceLimits("presentations"),
+      ...reserveLimits(),
       ...configuredLimit({
         name: "counted_subjects",
         variable: "CITY_GATE_SUBJECTS_MAX",
-        per: "city: addresses and origins whose windows are kept at once; a presentation from a new one past it is filtered",
-        over: "filtered",
+        per: `city: networks, addresses and origins counted one by one at once; past it a new one is counted in one of ${OVERFLOW_BUCKETS} fixed overflow counts per window (${OVERFLOW_FACTOR} times its limit), never refused for the table being full`,
+        over: "counted coarser",
       }),
 
       // A ward request is kept in the ward's store: its city-wide bounds (507 city_full past them).
@@ -256,7 +275,7 @@ export const presentGate = door({
       if (!ctx.caller.did) return { now_utc: iso(ctx.now), protocol: PROTOCOLS.gate, ...returnWithoutProof(ctx.caller.credentialRejected === true) };
       return runReturn(ctx, input);
     }
-    const { CITY_GATE_PER_ORIGIN_PER_HOUR, CITY_GATE_PER_ADDRESS_PER_HOUR, CITY_GATE_ADMISSIONS_PER_HOUR, CITY_GATE_SUBJECTS_MAX } = env();
+    const config = env();
     const { value: verdict, receipts } = await withLogReceipts(() =>
       presentAtGate(ctx.db, input, {
         now: ctx.now,
@@ -265,12 +284,7 @@ export const presentGate = door({
         // A request signed with the controller key is as strong as the secret (CITY-SIG/1).
         credential: ctx.caller.credential === "signature" ? "secret" : (ctx.caller.credential ?? null),
         credentialRejected: ctx.caller.credentialRejected === true,
-        limits: {
-          perOriginPerHour: CITY_GATE_PER_ORIGIN_PER_HOUR,
-          perAddressPerHour: CITY_GATE_PER_ADDRESS_PER_HOUR,
-          admissionsPerHour: CITY_GATE_ADMISSIONS_PER_HOUR,
-          subjectsMax: CITY_GATE_SUBJECTS_MAX,
-        },
+        limits: gateLimits(config),
       }),
     );
     // A resume proved by Bearer or controller signature is a proven call: presence moves.

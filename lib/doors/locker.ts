@@ -25,7 +25,7 @@ export const PublishedLimitSchema = z.object({
   limit: z.number().int(),
   window_seconds: z.number().int().optional(),
   per: z.string(),
-  over: z.enum(["refused", "parked", "filtered", "oldest removed"]),
+  over: z.enum(["refused", "parked", "filtered", "oldest removed", "counted coarser"]),
 });
 
 const BagMetaSchema = z.object({ bag: z.string(), bytes: Count, updated_at: Timestamp });

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { bucketMs, RATE_BUCKETS } from "@/lib/city/rate-buckets";
 import { cityWindow, RATE_STRIPES } from "@/lib/city/rate-stripes";
 import { type Env, env } from "@/lib/env";
+import { admissionShares, AdmissionSharesSchema } from "./gate-shares";
 
 /**
  * How the city counts its rate windows, as /api/capabilities publishes it (rate_windows): whether
@@ -27,6 +28,7 @@ const CityWindow = z.object({
   stripes: z.number().int().min(1),
   exceeds_by_at_most: z.literal(0),
   refused_with_room: z.string(),
+  shares: AdmissionSharesSchema.optional(),
 });
 
 export const RateWindowsSchema = z.object({
@@ -61,6 +63,8 @@ export function rateWindowsPublished(config: Env = env()): z.infer<typeof RateWi
           stripes: window.stripes!,
           exceeds_by_at_most: 0 as const,
           refused_with_room: REFUSED_WITH_ROOM,
+          // The admissions ceiling is shared per source, with a reserve (lib/doors/gate-shares.ts).
+          ...(w.scope === "gate-admissions" ? { shares: admissionShares(config)! } : {}),
         };
       }),
   };

@@ -67,7 +67,10 @@ describeOnServer("client addresses: `next start` alone, no proxy configured", ()
     const used = city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'gate-admissions'");
     const race = await city().race(40, (i) => post("/gate", presentation({ origin: `forger-${i}.example` }), forged(i)));
     const admitted = race.answers.filter((a) => a.body.verdict === "admitted");
-    expect(admitted).toHaveLength(ADMISSIONS_CEILING - used);
+    // Keyless presentations reach 4/5 of the ceiling (issue 43: the reserve). Over one-slot stripes
+    // a racer may be refused with room (published: refused_with_room), never let past the bound.
+    expect(admitted.length).toBeLessThanOrEqual(Math.floor(ADMISSIONS_CEILING * 0.8) - used);
+    expect(admitted.length).toBeGreaterThan(0);
     expect(city().count("citizens")).toBeLessThanOrEqual(ADMISSIONS_CEILING);
   }, 60_000);
 

@@ -19,7 +19,14 @@ import { admit, freshNonce, keyPair, presentation } from "../support/gate";
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
 process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
 
-type Limits = { perOriginPerHour: number; perAddressPerHour: number; admissionsPerHour: number; subjectsMax?: number };
+type Limits = {
+  perOriginPerHour: number;
+  perAddressPerHour: number;
+  admissionsPerHour: number;
+  subjectsMax?: number;
+  prefixSharePercent?: number;
+  hostSharePercent?: number;
+};
 
 describeOnDatabases(
   "the gate locks nothing before proof and stores nothing it refuses city-wide (issue 29, items 2 and 8)",
@@ -35,7 +42,8 @@ describeOnDatabases(
       callerDid: null as string | null,
       credential: null as "secret" | "session" | null,
       credentialRejected: false,
-      limits: { perOriginPerHour: 100_000, perAddressPerHour: 0, admissionsPerHour: 0, ...limits },
+      // Every presentation from one /24 here: the shares per network have their own tests (gate-shares.test.ts).
+      limits: { perOriginPerHour: 100_000, perAddressPerHour: 0, admissionsPerHour: 0, prefixSharePercent: 100, hostSharePercent: 100, ...limits },
       ...extra,
     });
 
@@ -76,6 +84,12 @@ describeOnDatabases(
       );
     const rowsOfScope = async (scope: string) =>
       Number(rowsOf<{ n: number }>(await t().db.execute(sql`SELECT count(*)::int AS n FROM rate_windows WHERE scope = ${scope}`))[0]!.n);
+    const overflowRows = async () =>
+      Number(
+        rowsOf<{ n: number }>(
+          await t().db.execute(sql`SELECT count(*)::int AS n FROM rate_windows WHERE scope IN ('gate-address', 'gate-origin') AND subject LIKE 'overflow/%'`),
+        )[0]!.n,
+      );
 
     it("can see a lock: a probe inside a transaction that locked the head and a citizen's row says so", async () => {
       const victim = await admit();
@@ -226,25 +240,29 @@ describeOnDatabases(
       for (let i = 0; i < 10; i++) expect(await attempts("gate-address", `198.51.100.${50 + i}`)).toBe(1);
     });
 
-    it("keeps at most subjectsMax rows of counted addresses and origins: a new one past it is filtered and stored nowhere, a known one still counts", async () => {
+    it("keeps at most subjectsMax rows of counted addresses and origins: a new one past it is counted in an overflow bucket, never refused for it (issue 43); a known one counts on its own row", async () => {
       const now = anHourOfItsOwn();
       // What earlier tests left has expired by this hour: gone first, so no sweep moves the count meanwhile.
       await t().db.execute(sql`DELETE FROM rate_windows WHERE expires_at <= ${now.toISOString()}::timestamptz`);
-      const kept = (await rowsOfScope("gate-address")) + (await rowsOfScope("gate-origin"));
+      const own = async () => (await rowsOfScope("gate-address")) + (await rowsOfScope("gate-origin")) - (await overflowRows());
+      const kept = await own();
       const limits = { perAddressPerHour: 30, subjectsMax: kept + 2 };
       const look = (ip: string) => presentAndProbe(presentation({ ask: "look" }), circumstances(now, limits, { ip }), null);
       expect((await look("198.18.0.1")).verdict.verdict).toBe("observer");
       expect((await look("198.18.0.2")).verdict.verdict).toBe("observer");
+      const overflowBefore = await overflowRows();
       const third = await look("198.18.0.3");
-      expect(third.verdict).toMatchObject({ verdict: "filtered", rule: "flood", reason: expect.stringMatching(/at most \d+ client addresses and origins/) });
+      expect(third.verdict.verdict).toBe("observer");
       expect(await attempts("gate-address", "198.18.0.3")).toBe(0);
+      expect(await overflowRows()).toBe(overflowBefore + 1);
+      expect(await own()).toBe(kept + 2);
       expect((await look("198.18.0.1")).verdict.verdict).toBe("observer");
       expect(await attempts("gate-address", "198.18.0.1")).toBe(2);
-      // A first admission from a known address but a new origin finds no room either: nothing counted.
+      // A first admission from a known address naming a new origin is admitted: the origin is counted in an overflow bucket.
       const admission = await presentAndProbe(presentation({ origin: `new-${Date.now()}.example` }), circumstances(now, limits, { ip: "198.18.0.1" }), null);
-      expect(admission.verdict).toMatchObject({ verdict: "filtered", rule: "flood" });
-      expect(admission.head).toBe(false);
-      expect(await attempts("gate-address", "198.18.0.1")).toBe(2);
+      expect(admission.verdict).toMatchObject({ verdict: "admitted" });
+      expect(await attempts("gate-address", "198.18.0.1")).toBe(3);
+      expect(await own()).toBe(kept + 2);
     });
 
     it("issues nonces to N parallel descriptions from many addresses with no city-wide row: each address charges its own row once", async () => {

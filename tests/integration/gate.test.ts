@@ -1,3 +1,4 @@
+import type { GateLimits } from "@/lib/city/gate-presentation";
 import { createHash } from "node:crypto";
 import { and, count, eq, sql } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
@@ -346,10 +347,7 @@ describeOnDatabases("the gate's secret scan", (t) => {
 describeOnDatabases("the gate's credentials, names and floods (issue 9)", (t) => {
   beforeAll(() => useDatabase(t().db));
   const citizenCount = async () => (await t().db.select({ n: count() }).from(citizens))[0]!.n;
-  const circumstances = (
-    limits: Partial<{ perOriginPerHour: number; perAddressPerHour: number; admissionsPerHour: number }>,
-    extra: Record<string, unknown> = {},
-  ) => ({
+  const circumstances = (limits: Partial<GateLimits>, extra: Record<string, unknown> = {}) => ({
     now: new Date(),
     ip: "198.51.100.7",
     callerDid: null,
@@ -579,10 +577,11 @@ describeOnDatabases("the gate's credentials, names and floods (issue 9)", (t) =>
     // parallel first takes that race to create a window's stripes may refuse with room (published
     // as refused_with_room), which is not what this test is about.
     await t().raw("UPDATE rate_windows SET counts = array_fill(0, ARRAY[cardinality(counts)]) WHERE scope = 'gate-admissions'");
-    const limits = { admissionsPerHour: 3 };
+    // Each from a /24 of its own, none keyed and no reserve: the shares and the reserve have tests of their own (gate-shares.test.ts).
+    const limits = { admissionsPerHour: 3, prefixSharePercent: 100, reservePercent: 0 };
     const before = await citizenCount();
     const answers = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => present(presentation(i % 2 ? { ask: "ward" } : {}), circumstances(limits, { ip: `10.3.0.${i}` }))),
+      Array.from({ length: 6 }, (_, i) => present(presentation(i % 2 ? { ask: "ward" } : {}), circumstances(limits, { ip: `10.3.${i}.1` }))),
     );
     const passed = answers.filter((a) => a.verdict !== "filtered");
     expect(passed).toHaveLength(3);

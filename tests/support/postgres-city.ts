@@ -111,6 +111,10 @@ export function usePostgresCity(fragment: string, env: Record<string, string> | 
     const server = await startCityServer({
       CITY_GATE_PER_ADDRESS_PER_HOUR: "0",
       CITY_GATE_PER_ORIGIN_PER_HOUR: "100000",
+      // One network (127.0.0.0/24) for every request: no per-network share binds unless a test sets one (issue 43).
+      CITY_GATE_PER_PREFIX_PER_HOUR: "0",
+      CITY_GATE_PREFIX_SHARE_PERCENT: "100",
+      CITY_GATE_HOST_SHARE_PERCENT: "100",
       ...databaseEnv,
       ...(typeof env === "function" ? env() : env),
     });
@@ -200,7 +204,16 @@ export async function signedProof(city: PostgresCity, bearer: string, key: { pub
  * of a load balancer: the gate's flood windows off (every test request comes from one address).
  */
 export function startSecondInstance(first: PostgresCity, env: Record<string, string> = {}): Promise<CityServer> {
-  return startCityServer({ ...first.databaseEnv, CITY_DB_DRIVER: "pg", CITY_GATE_PER_ADDRESS_PER_HOUR: "0", CITY_GATE_PER_ORIGIN_PER_HOUR: "100000", ...env });
+  return startCityServer({
+    ...first.databaseEnv,
+    CITY_DB_DRIVER: "pg",
+    CITY_GATE_PER_ADDRESS_PER_HOUR: "0",
+    CITY_GATE_PER_ORIGIN_PER_HOUR: "100000",
+    CITY_GATE_PER_PREFIX_PER_HOUR: "0",
+    CITY_GATE_PREFIX_SHARE_PERCENT: "100",
+    CITY_GATE_HOST_SHARE_PERCENT: "100",
+    ...env,
+  });
 }
 
 /**

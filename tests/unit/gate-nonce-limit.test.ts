@@ -10,13 +10,20 @@ import { registry } from "@/lib/doors/registry";
 Object.assign(process.env, { CITY_TRUSTED_PROXIES: "1", CITY_GATE_PER_ADDRESS_PER_HOUR: "30" });
 
 describe("the gate's per-address nonce quota as published", () => {
-  it("is the only limit of describe-gate: 30 per 3600 s per client address, GCRA, a burst of 30 then one every 120 s", () => {
+  it("is describe-gate's limit with its network's (issue 43): 30 per 3600 s per client address, GCRA, a burst of 30 then one every 120 s; 120 per /24 or /48", () => {
     expect(describeGate.limits).toEqual([
       {
         name: "gate nonces",
         limit: 30,
         window_seconds: 3600,
-        per: "client address (GCRA, sliding: a burst of 30, then one every 120 s, so at most 30 + t / 120 in any t seconds) (env CITY_GATE_PER_ADDRESS_PER_HOUR; 0 is off)",
+        per: "client address (GCRA, sliding: a burst of 30, then one every 120 s, so at most 30 + t / 120 in any t seconds); over it the 429 still carries the gate description without a nonce (env CITY_GATE_PER_ADDRESS_PER_HOUR; 0 is off)",
+        over: "refused",
+      },
+      {
+        name: "gate_nonces_per_prefix",
+        limit: 120,
+        window_seconds: 3600,
+        per: "network: an IPv4 /24 or an IPv6 /48 (env CITY_GATE_PER_PREFIX_PER_HOUR; 0 is off)",
         over: "refused",
       },
     ]);
