@@ -26,6 +26,7 @@ type Limits = {
   subjectsMax?: number;
   prefixSharePercent?: number;
   hostSharePercent?: number;
+  reservePercent?: number;
 };
 
 describeOnDatabases(
@@ -42,8 +43,16 @@ describeOnDatabases(
       callerDid: null as string | null,
       credential: null as "secret" | "session" | null,
       credentialRejected: false,
-      // Every presentation from one /24 here: the shares per network have their own tests (gate-shares.test.ts).
-      limits: { perOriginPerHour: 100_000, perAddressPerHour: 0, admissionsPerHour: 0, prefixSharePercent: 100, hostSharePercent: 100, ...limits },
+      // Every presentation from one /24 here and none keyed: the shares and the reserve have their own tests (gate-shares.test.ts).
+      limits: {
+        perOriginPerHour: 100_000,
+        perAddressPerHour: 0,
+        admissionsPerHour: 0,
+        prefixSharePercent: 100,
+        hostSharePercent: 100,
+        reservePercent: 0,
+        ...limits,
+      },
       ...extra,
     });
 
