@@ -129,3 +129,94 @@ function fromBase64url(text: string): Uint8Array {
   const raw = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
   return Uint8Array.from(raw, (c) => c.charCodeAt(0));
 }
+
+/*
+ * CITY-POW/1, the gate's priority bid (docs/pow.md). When the gate suggests an effort above 0
+ * (GET /gate's pow.suggested_effort, the City-Pow-Effort header, a refusal's suggested_effort), a
+ * presentation may carry pow_solution: 8 bytes (16 lowercase hex) such that
+ *   SHA-256( SHA-256("CITY-POW/1" 0x00 nonce 0x00 name 0x00 origin) || solution )
+ * has at least that many leading zero bits (name and origin trimmed, UTF-8). The search below hashes
+ * the one 64-byte block of each candidate with a plain SHA-256 compression, so that it runs at the
+ * same speed everywhere, without Web Crypto's per-call cost (one await per hash).
+ */
+
+export interface GatePuzzle {
+  /** The gate nonce the presentation carries (32 lowercase hex). */
+  nonce: string;
+  name: string;
+  origin: string;
+  /** Leading zero bits asked (the suggested effort). */
+  effort: number;
+  /** Candidates tried at most before giving up (an error); 2^32 when omitted. */
+  maxTries?: number;
+}
+
+/** A pow_solution for a presentation: 16 lowercase hex (the first one counting up from 0). */
+export async function solveGatePuzzle(puzzle: GatePuzzle): Promise<string> {
+  const text = ["CITY-POW/1", puzzle.nonce, puzzle.name.trim(), puzzle.origin.trim()].join("\u0000");
+  const challenge = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
+  const block = new Uint32Array(16);
+  for (let i = 0; i < 8; i++)
+    block[i] = ((challenge[4 * i]! << 24) | (challenge[4 * i + 1]! << 16) | (challenge[4 * i + 2]! << 8) | challenge[4 * i + 3]!) >>> 0;
+  block[10] = 0x80000000; // the padding's one bit, after 40 bytes
+  block[15] = 40 * 8; // the message's length in bits
+  const max = puzzle.maxTries ?? 2 ** 32;
+  const state = new Uint32Array(8);
+  for (let n = 0; n < max; n++) {
+    block[8] = Math.floor(n / 2 ** 32);
+    block[9] = n >>> 0;
+    compress(block, state);
+    if (leadingZeros(state) >= puzzle.effort) {
+      return block[8].toString(16).padStart(8, "0") + block[9].toString(16).padStart(8, "0");
+    }
+  }
+  throw new Error(`no CITY-POW/1 solution of ${puzzle.effort} bits in ${max} tries`);
+}
+
+function leadingZeros(hash: Uint32Array): number {
+  let bits = 0;
+  for (const word of hash) {
+    if (word !== 0) return bits + Math.clz32(word);
+    bits += 32;
+  }
+  return bits;
+}
+
+const K = new Uint32Array([
+  0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74,
+  0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d,
+  0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e,
+  0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5,
+  0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+]);
+const H0 = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
+const W = new Uint32Array(64);
+
+/** SHA-256 of one padded 64-byte block (FIPS 180-4, 6.2.2) into `out`, from the initial hash value. */
+function compress(block: Uint32Array, out: Uint32Array): void {
+  for (let t = 0; t < 16; t++) W[t] = block[t]!;
+  for (let t = 16; t < 64; t++) {
+    const w15 = W[t - 15]!;
+    const w2 = W[t - 2]!;
+    const s0 = ((w15 >>> 7) | (w15 << 25)) ^ ((w15 >>> 18) | (w15 << 14)) ^ (w15 >>> 3);
+    const s1 = ((w2 >>> 17) | (w2 << 15)) ^ ((w2 >>> 19) | (w2 << 13)) ^ (w2 >>> 10);
+    W[t] = (W[t - 16]! + s0 + W[t - 7]! + s1) | 0;
+  }
+  let [a, b, c, d, e, f, g, h] = H0 as [number, number, number, number, number, number, number, number];
+  for (let t = 0; t < 64; t++) {
+    const S1 = ((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7));
+    const t1 = (h + S1 + ((e & f) ^ (~e & g)) + K[t]! + W[t]!) | 0;
+    const S0 = ((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10));
+    const t2 = (S0 + ((a & b) ^ (a & c) ^ (b & c))) | 0;
+    h = g;
+    g = f;
+    f = e;
+    e = (d + t1) | 0;
+    d = c;
+    c = b;
+    b = a;
+    a = (t1 + t2) | 0;
+  }
+  const sums = [a, b, c, d, e, f, g, h];
+  for (let i = 0; i < 8; i++) out[i] = (H0[i]! + sums[i]!) >>> 0;
+}
