@@ -28,6 +28,10 @@ describeOnServer("the built server publishes the limits in force", () => {
       ["city_ward_bytes", 268_435_456],
       ["city_ward_bytes_per_hour", 8_388_608],
       ["city_ward_newcomer_bytes_per_hour", 838_860],
+      // Issue 43: what newcomers and visitors may fill of the total (the reserve keeps a fifth), one source's share of the hour, one citizen's own total.
+      ["city_ward_newcomer_bytes", 214_748_364],
+      ["city_ward_subject_bytes_per_hour", 41_943],
+      ["city_ward_citizen_bytes", 268_435],
     ]);
     expect(openapi.body.paths["/api/vault"].post["x-city-limits"]).toContainEqual(
       expect.objectContaining({ name: "city_vault_bytes", limit: 7_777_777, over: "refused" }),
