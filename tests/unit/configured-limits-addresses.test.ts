@@ -32,10 +32,14 @@ describe("published limits where client addresses are unknown", () => {
     expect(limitsOf("present-at-gate").map((l) => l.name)).toEqual([
       "presentations",
       "admissions",
+      "admissions_without_key",
       "counted_subjects",
       "city_ward_bytes",
       "city_ward_bytes_per_hour",
       "city_ward_newcomer_bytes_per_hour",
+      "city_ward_newcomer_bytes",
+      "city_ward_subject_bytes_per_hour",
+      "city_ward_citizen_bytes",
     ]);
     expect(limitsOf("seek-hospital").map((l) => l.name)).toContain("unsigned_filings_city");
     expect(buildLlmsTxt(registry, BASE)).not.toMatch(/per client address/);
