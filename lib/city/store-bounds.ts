@@ -332,15 +332,7 @@ export function storeLimits(config: Env = env()) {
           newcomer_bytes_per_hour: b.newcomerPerHour,
           // Issue 43: the reserve newcomers and visitors never reach, and each subject's share.
           newcomer_bytes: b.newcomerTotal,
-          reserve_bytes: shares.reserveTotal,
-          reserve_bytes_per_hour: shares.reservePerHour,
-          subject_bytes_per_hour: {
-            newcomer: shares.newcomerSubjectPerHour,
-            settled_per_day: shares.settledPerHourPerDay,
-            standing_days: STORE_STANDING_DAYS,
-            settled_most: subjectHourShare(shares, STORE_STANDING_DAYS),
-          },
-          citizen_bytes: shares.subjectTotal,
+          ...publishedShares(shares),
           subject_slack_bytes: 0,
           stripes: STORE_STRIPES,
           slack_bytes: STORE_SLACK_BYTES,
@@ -414,17 +406,24 @@ export async function storeGauges(db: Database, now: Date, config: Env = env()):
         slack_bytes: STORE_SLACK_BYTES,
         counted: row !== null,
         newcomer_bound_bytes: b.newcomerTotal,
-        reserve_bytes: shares.reserveTotal,
-        reserve_bytes_per_hour: shares.reservePerHour,
-        subject_bytes_per_hour: {
-          newcomer: shares.newcomerSubjectPerHour,
-          settled_per_day: shares.settledPerHourPerDay,
-          standing_days: STORE_STANDING_DAYS,
-          settled_most: subjectHourShare(shares, STORE_STANDING_DAYS),
-        },
-        citizen_bytes: shares.subjectTotal,
+        ...publishedShares(shares),
       };
       return [store, gauge];
     }),
   ) as Record<StoreName, StoreGauge>;
+}
+
+/** A store's reserve and per-subject shares as the capabilities and the gauges publish them (one shape for both). */
+function publishedShares(shares: StoreShares) {
+  return {
+    reserve_bytes: shares.reserveTotal,
+    reserve_bytes_per_hour: shares.reservePerHour,
+    subject_bytes_per_hour: {
+      newcomer: shares.newcomerSubjectPerHour,
+      settled_per_day: shares.settledPerHourPerDay,
+      standing_days: STORE_STANDING_DAYS,
+      settled_most: subjectHourShare(shares, STORE_STANDING_DAYS),
+    },
+    citizen_bytes: shares.subjectTotal,
+  };
 }
