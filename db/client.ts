@@ -2,6 +2,7 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { env } from "@/lib/env";
+import { withPreparedStatements } from "./pglite-prepared";
 import { queryCounter } from "./query-count";
 import * as schema from "./schema";
 
@@ -29,7 +30,7 @@ export async function openPglite(dataDir: string, options: { loadDataDir?: Blob 
   const { pg_trgm } = await import("@electric-sql/pglite/contrib/pg_trgm");
   if (!dataDir.startsWith("memory://")) mkdirSync(dataDir, { recursive: true });
   const client = await PGlite.create(dataDir, { ...options, extensions: { pg_trgm } });
-  const db = drizzle({ client, schema, logger: drizzleLogger() }) as unknown as Database;
+  const db = drizzle({ client: withPreparedStatements(client), schema, logger: drizzleLogger() }) as unknown as Database;
   return { db, driver: "pglite", close: () => client.close() };
 }
 

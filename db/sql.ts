@@ -3,6 +3,7 @@ import type { SQL } from "drizzle-orm";
 import type { PgDialect, PgSession } from "drizzle-orm/pg-core";
 import { env } from "@/lib/env";
 import type { Database } from "./client";
+import { markPrepared } from "./pglite-prepared";
 
 /** Rows of a raw `db.execute` result: PGlite, pg and the Neon pool all answer `{ rows }`. */
 export function rowsOf<T>(result: unknown): T[] {
@@ -17,7 +18,8 @@ export function rowsOf<T>(result: unknown): T[] {
  * 1.5 times the polls a second, at 1,000 and at 100,000 citizens (BENCHMARKS.md). The name is a
  * hash of the text, so one name is always one text, and a connection keeps one statement per
  * shape of the caller's SQL: the statement's values must be parameters, never spliced in. Drizzle's own path (its
- * logger counts it), on every driver; PGlite, in this process, ignores the name. A pooler in
+ * logger counts it), on every driver; on PGlite the name is honoured by db/pglite-prepared.ts (PGlite's
+ * own query has no names), where the gate's reading took 32-42 ms to plan each time. A pooler in
  * transaction mode must support protocol-level prepared statements (PgBouncer 1.21 and later with
  * max_prepared_statements, as Neon's); CITY_PREPARED_STATEMENTS=0 sends the statement unnamed.
  */
@@ -25,7 +27,9 @@ export function executePrepared(db: Database, statement: SQL): Promise<unknown> 
   if (env().CITY_PREPARED_STATEMENTS === "0") return db.execute(statement);
   const { session, dialect } = db as unknown as { session: PgSession; dialect: PgDialect };
   const query = dialect.sqlToQuery(statement);
-  return session.prepareQuery(query, undefined, statementName(query.sql), false).execute();
+  const name = statementName(query.sql);
+  markPrepared(query.sql, name);
+  return session.prepareQuery(query, undefined, name, false).execute();
 }
 
 /** The name of a statement's text: a hash, so one name is always one text on a connection. */

@@ -13,8 +13,7 @@ process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
 describeOnDatabases("the poll with CITY_PREPARED_STATEMENTS=0", (t) => {
   beforeAll(() => useDatabase(t().db));
 
-  it("sends the poll unnamed: the connection keeps no prepared statement, and the poll answers as ever", async (ctx) => {
-    if (t().driver === "pglite") return ctx.skip("PGlite runs in this process: nothing is sent, and it ignores the name");
+  it("sends the poll unnamed: the connection keeps no prepared statement, and the poll answers as ever", async () => {
     const me = await admit();
     // Three one after another, then three at once (so the pool holds more than one connection).
     for (let i = 0; i < 3; i++) {

@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import type { TestProject } from "vitest/node";
 import { upgradeDatabase } from "@/lib/city/upgrade";
-import { openPg, openPglite } from "@/db/client";
+import { type OpenDatabase, openPg, openPglite } from "@/db/client";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -30,6 +30,7 @@ export default async function migrateTemplatesOnce(project: TestProject): Promis
     const serverFolder = path.join(folder, "pglite");
     const pglite = await openPglite(serverFolder);
     await upgradeDatabase(pglite);
+    await slimForCopies(pglite);
     await pglite.close();
     project.provide("pgliteServerTemplate", serverFolder);
     // The shared server is started by the next global setup, in this process (next-server.ts).
@@ -37,6 +38,7 @@ export default async function migrateTemplatesOnce(project: TestProject): Promis
   } else {
     const pglite = await openPglite("memory://");
     await upgradeDatabase(pglite);
+    await slimForCopies(pglite);
     const dump = await (pglite.db as unknown as { $client: { dumpDataDir: (c: "none") => Promise<Blob> } }).$client.dumpDataDir("none");
     const dumpFile = path.join(folder, "pglite.tar");
     writeFileSync(dumpFile, Buffer.from(await dump.arrayBuffer()));
@@ -67,4 +69,24 @@ export default async function migrateTemplatesOnce(project: TestProject): Promis
     await dropTemplate();
     rmSync(folder, { recursive: true, force: true });
   };
+}
+
+/**
+ * A migrated PGlite made cheap to copy, since every suite (and every `next start`) loads one: its
+ * two template databases dropped (PGlite never creates a database; 15 of its 43 MB), a buffer pool
+ * of 16 MB instead of 128 (a test city is a few MB; the pool is allocated and zeroed at each start),
+ * and a checkpoint, so a copy starts without replaying the migrations' WAL. Measured per load on
+ * this machine: 0.90 CPU-s before, 0.45 after (with readTemplate's bytes handed over without a Blob).
+ */
+async function slimForCopies(pglite: OpenDatabase): Promise<void> {
+  const { sql } = await import("drizzle-orm");
+  for (const statement of [
+    "ALTER DATABASE template0 IS_TEMPLATE false",
+    "DROP DATABASE template0",
+    "ALTER DATABASE template1 IS_TEMPLATE false",
+    "DROP DATABASE template1",
+    "ALTER SYSTEM SET shared_buffers = '16MB'",
+    "CHECKPOINT",
+  ])
+    await pglite.db.execute(sql.raw(statement));
 }
