@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { allowanceOf, hostShare, prefixShare } from "@/lib/city/gate-flood";
+import { hostShare, prefixShare } from "@/lib/city/gate-flood";
+import { anonymousReach } from "@/lib/city/gate-pow";
 import type { GateCircumstances, GateLimits } from "@/lib/city/gate-presentation";
 import { sourcesToFill } from "@/lib/city/gate-prefixes";
 import { OVERFLOW_BUCKETS, OVERFLOW_FACTOR } from "@/lib/city/gate-windows";
@@ -57,7 +58,7 @@ export function admissionShares(config: Env = env()): z.infer<typeof AdmissionSh
   const ceiling = config.CITY_GATE_ADMISSIONS_PER_HOUR;
   if (ceiling <= 0) return null;
   const c = limitsOnly(config);
-  const reach = Math.floor(ceiling * allowanceOf(c, false));
+  const reach = anonymousReach(c.limits);
   const perPrefix = prefixShare(c);
   return {
     per_prefix: perPrefix,
