@@ -137,7 +137,12 @@ function countedIn(row: Record<string, unknown>, i: number, window: Window): Win
 export function chainOutcome(row: Record<string, unknown>, chain: Chain, now: Date): ChainOutcome {
   if (chain.when && row.chain_when !== true) return { kind: "skipped" };
   if (chain.ceiling && row.ceiling_room !== true) {
-    return { kind: "ceiling-full", retryAfterSeconds: stripesRetryAfter(row.ceiling_stripes, chain.ceiling, now), undo: [], stripes: row.ceiling_stripes ?? null };
+    return {
+      kind: "ceiling-full",
+      retryAfterSeconds: stripesRetryAfter(row.ceiling_stripes, chain.ceiling, now),
+      undo: [],
+      stripes: row.ceiling_stripes ?? null,
+    };
   }
   const counted = chain.windows.map((w, i) => countedIn(row, i, w));
   for (const [i, window] of counted.entries()) {
@@ -148,7 +153,8 @@ export function chainOutcome(row: Record<string, unknown>, chain: Chain, now: Da
   const ceiling = name(chain.windows.length);
   const slot = slotOf(row, ceiling, chain.ceiling, now);
   // Its room was read a moment before its take: parallel admissions took the last slots meanwhile.
-  if (slot && !slot.allowed) return { kind: "ceiling-full", retryAfterSeconds: slot.retryAfterSeconds, undo: counted, stripes: row[`${ceiling}_stripes`] ?? null };
+  if (slot && !slot.allowed)
+    return { kind: "ceiling-full", retryAfterSeconds: slot.retryAfterSeconds, undo: counted, stripes: row[`${ceiling}_stripes`] ?? null };
   const stripe: Window = { ...chain.ceiling, subject: String(row[`${ceiling}_subject`]), stripes: undefined };
   return { kind: "taken", rows: [...counted, stripe] };
 }

@@ -80,8 +80,7 @@ describeOnDatabases("the gate's shares per source, the reserve and the overflow 
     for (let i = 0; passed < 6 && i < 6; i++) if ((await present(presentation(), c(limits, `10.${50 + i}.0.1`))).verdict === "admitted") passed++;
     expect(passed).toBe(6);
     // Past the open share keyless bids (here requests signed with a bound key, which need no work) take 2 more, and no more.
-    for (let i = 0; i < 4; i++)
-      if ((await present(presentation(), c(limits, `10.${60 + i}.0.1`, { signedByBoundKey: true }))).verdict === "admitted") passed++;
+    for (let i = 0; i < 4; i++) if ((await present(presentation(), c(limits, `10.${60 + i}.0.1`, { signedByBoundKey: true }))).verdict === "admitted") passed++;
     expect(passed).toBe(8);
     const refused = (await present(presentation(), c(limits, "10.99.0.1"))) as { reason: string };
     expect(refused.reason).toMatch(/Presentations without a proven key reach 8 of them/);
