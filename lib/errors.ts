@@ -58,6 +58,8 @@ export interface CityErrorOptions {
   originCheck?: OriginCheck;
   /** describe-gate over its nonce quota: the gate's description all the same, without a nonce. */
   gateDescription?: Record<string, unknown>;
+  /** describe-gate over its nonce quota: the proof-of-work effort suggested now (CITY-POW/1, docs/pow.md). */
+  suggestedEffort?: number;
 }
 
 /** What an origin check looked at and found, in a problem answer (CITY-ORIGIN/1). */
@@ -131,6 +133,11 @@ export const ProblemSchema = z
       .record(z.string(), z.unknown())
       .optional()
       .describe("describe-gate over its nonce quota only: the gate description (census, how to present) without a nonce"),
+    suggested_effort: z
+      .number()
+      .int()
+      .optional()
+      .describe("describe-gate over its nonce quota only: the proof-of-work effort the gate suggests now (CITY-POW/1, docs/pow.md), also in City-Pow-Effort"),
   })
   .meta({ id: "Problem", description: "RFC 9457 problem document" });
 
@@ -160,6 +167,7 @@ export function toProblem(err: unknown, door: string, instance: string, now: Dat
     ...(known.options.errors ? { errors: known.options.errors } : {}),
     ...(known.options.originCheck ? { origin_check: known.options.originCheck } : {}),
     ...(known.options.gateDescription ? { gate_description: known.options.gateDescription } : {}),
+    ...(known.options.suggestedEffort !== undefined ? { suggested_effort: known.options.suggestedEffort } : {}),
   };
 }
 

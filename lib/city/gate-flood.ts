@@ -12,8 +12,9 @@ import {
 } from "./gate-presentation";
 import { shareOf, sourceOf } from "./gate-prefixes";
 import { type Chain, type ChainOutcome, takeChain } from "./gate-windows";
-import { cityWindow, type Slot, type Window, withReach } from "./rate";
+import { type Slot, type Window, withReach } from "./rate";
 import { normalKey } from "./names";
+import { anonymousReach, ceilingWindow, countedFromStripes, effortFromStripes, gatePowShares } from "./gate-pow";
 
 /**
  * The gate's flood rule: the windows a presentation is counted in and the filtered verdict of one
@@ -72,21 +73,22 @@ export function originWindow(p: Presentation, c: GateCircumstances): Window {
 }
 
 /**
- * The fraction of the admissions ceiling a presentation reaches: all of it with a proven key (a
- * controller key that signed the nonce), else its allowance: what the reserve leaves, unless the
- * proof-of-work bid raised it (GateCircumstances.allowance).
+ * The city-wide ceiling on new admissions and ward requests per hour (0 is off), at what this
+ * presentation may reach of it: all of it with a proven key (a controller key that signed the
+ * nonce), else what the reserve leaves (anonymousReach); and without a bid (docs/pow.md: a
+ * pow_solution of the suggested effort, or a request signed with a key bound to a citizen) only the
+ * open share of what presentations without a key reach. So bids take the rest, on the same stripes.
  */
-export function allowanceOf(c: GateCircumstances, keyed: boolean): number {
-  if (keyed) return 1;
-  const open = 1 - (c.limits.reservePercent ?? GATE_RESERVE_PERCENT) / 100;
-  return Math.min(1, Math.max(open, c.allowance ?? open));
+export function admissionWindow(c: GateCircumstances, keyed: boolean): Window | null {
+  const window = ceilingWindow(c.limits);
+  if (!window) return null;
+  const reach = bidReach(c, keyed);
+  return withReach(window, c.bid ? reach : Math.min(reach, gatePowShares(c.limits).open));
 }
 
-/** The city-wide ceiling on new admissions and ward requests per hour (0 is off), at what this presentation may reach of it. */
-export function admissionWindow(c: GateCircumstances, keyed: boolean): Window | null {
-  if (c.limits.admissionsPerHour <= 0) return null;
-  const window = cityWindow("gate-admissions", c.limits.admissionsPerHour, 3600);
-  return withReach(window, window.limit * allowanceOf(c, keyed));
+/** What a presentation reaches of the ceiling with a bid: all of it keyed, else what the reserve leaves. */
+function bidReach(c: GateCircumstances, keyed: boolean): number {
+  return keyed ? c.limits.admissionsPerHour : anonymousReach(c.limits);
 }
 
 export function subjectsMax(c: GateCircumstances): number {
@@ -95,17 +97,27 @@ export function subjectsMax(c: GateCircumstances): number {
 
 /** A first admission's windows: its source's, its shares, its origin, then the city's ceiling (gate-windows.ts). */
 export function admissionChain(p: Presentation, c: GateCircumstances, keyed: boolean): Chain {
-  return { windows: [...sourceWindows(c), ...shareWindows(c), originWindow(p, c)], ceiling: admissionWindow(c, keyed), subjectsMax: subjectsMax(c) };
+  return {
+    windows: [...sourceWindows(c), ...shareWindows(c), originWindow(p, c)],
+    ceiling: admissionWindow(c, keyed),
+    subjectsMax: subjectsMax(c),
+    bidReach: c.bid ? undefined : bidReach(c, keyed),
+  };
 }
 
 /** A ward request's windows: its source's, its shares, then the city's ceiling (it carries no key). */
 export function wardChain(c: GateCircumstances): Chain {
-  return { windows: [...sourceWindows(c), ...shareWindows(c)], ceiling: admissionWindow(c, false), subjectsMax: subjectsMax(c) };
+  return {
+    windows: [...sourceWindows(c), ...shareWindows(c)],
+    ceiling: admissionWindow(c, false),
+    subjectsMax: subjectsMax(c),
+    bidReach: c.bid ? undefined : bidReach(c, false),
+  };
 }
 
-/** When to try again, and at what effort when the gate suggests one. */
-function advice(c: GateCircumstances, retryAfterSeconds: number): RetryAdvice {
-  return { retry_after_seconds: retryAfterSeconds, ...(c.suggestedEffort !== undefined ? { suggested_effort: c.suggestedEffort } : {}) };
+/** When to try again, and at what effort when a bid would be served (`effort` unset: a bid lifts nothing). */
+function advice(retryAfterSeconds: number, effort?: number): RetryAdvice {
+  return { retry_after_seconds: retryAfterSeconds, ...(effort !== undefined ? { suggested_effort: effort } : {}) };
 }
 
 /** What a full window of each scope says. */
@@ -130,9 +142,10 @@ function fullWindowReason(window: Window): string {
 }
 
 /** The filtered verdict of a full window, or null when the slot was taken. */
-function floodOf(slot: Slot | null, window: Window, c: GateCircumstances): Verdict | null {
+function floodOf(slot: Slot | null, window: Window): Verdict | null {
   if (!slot || slot.allowed) return null;
-  return filtered("flood", `${fullWindowReason(window)}; try again in ${slot.retryAfterSeconds} s.`, advice(c, slot.retryAfterSeconds));
+  // The address's, the network's or the origin's own window: no bid lifts it, so no effort is said.
+  return filtered("flood", `${fullWindowReason(window)}; try again in ${slot.retryAfterSeconds} s.`, advice(slot.retryAfterSeconds));
 }
 
 /** The filtered verdict of a chain that did not let the presentation through, or null when it did. */
@@ -142,21 +155,41 @@ export function chainFlood(outcome: ChainOutcome, chain: Chain, c: GateCircumsta
     case "skipped":
       return null;
     case "refused":
-      return floodOf(outcome.slot, outcome.window, c);
-    case "ceiling-full": {
-      const ceiling = chain.ceiling!;
-      const reserved =
-        (ceiling.reach ?? ceiling.limit) < ceiling.limit
-          ? ` Presentations without a proven key reach ${ceiling.reach} of them; the rest is kept for presentations whose controller key signs the nonce.`
-          : "";
-      return filtered(
-        "flood",
-        `The city admits at most ${ceiling.limit} new citizens and ward requests an hour, and that many came.${reserved} ` +
-          `Try again in ${outcome.retryAfterSeconds} s. Nothing was counted against your address or origin, nor your network's share.`,
-        advice(c, outcome.retryAfterSeconds),
-      );
-    }
+      return floodOf(outcome.slot, outcome.window);
+    case "ceiling-full":
+      return ceilingFlood(outcome, chain, c);
   }
+}
+
+/**
+ * The ceiling's refusal: with the suggested effort when a bid would be served (the presentation
+ * made none and the ceiling counts less than a bid reaches), else only when to retry.
+ */
+function ceilingFlood(outcome: Extract<ChainOutcome, { kind: "ceiling-full" }>, chain: Chain, c: GateCircumstances): Verdict {
+  const ceiling = chain.ceiling!;
+  const retry = outcome.retryAfterSeconds;
+  const counted = countedFromStripes(outcome.stripes, c.limits, c.now);
+  const effort = effortFromStripes(outcome.stripes, c.limits, c.now);
+  const liftable = chain.bidReach !== undefined && counted < chain.bidReach && effort > 0;
+  const untouched = "Nothing was counted against your address or origin, nor your network's share.";
+  if (liftable) {
+    return filtered(
+      "flood",
+      `Presentations without a bid may fill ${ceiling.reach} of the ${ceiling.limit} admissions and ward requests the city takes an hour, and that many came. ` +
+        `A bid is served: present again on a fresh nonce (GET /gate) with pow_solution of at least ${effort} leading zero bits (CITY-POW/1, docs/pow.md), ` +
+        `or signed with a key bound to a citizen (CITY-SIG/1), or without a bid in ${retry} s. ${untouched}`,
+      advice(retry, effort),
+    );
+  }
+  const reserved =
+    (ceiling.reach ?? ceiling.limit) < ceiling.limit
+      ? ` Presentations without a proven key reach ${anonymousReach(c.limits)} of them; the rest is kept for presentations whose controller key signs the nonce.`
+      : "";
+  return filtered(
+    "flood",
+    `The city admits at most ${ceiling.limit} new citizens and ward requests an hour, and that many came.${reserved} Try again in ${retry} s. ${untouched}`,
+    advice(retry),
+  );
 }
 
 /** Counts a presentation against its source's windows in a statement of its own: its flood verdict, or null. */

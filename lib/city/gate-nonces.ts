@@ -6,6 +6,8 @@ import { CityError, type CityErrorOptions } from "@/lib/errors";
 import { CENSUS_COUNTS_SQL } from "./census";
 import { gcraTerms, gcraFitsSql, gcraNextSql, gcraRetryAfterSeconds, type GcraRate } from "./gcra";
 import { sourceOf } from "./gate-prefixes";
+import { ceilingStripesSql } from "./gate-pow";
+import { type Window } from "./rate";
 import { checkNonce, mintNonce, nonceMacKey } from "./nonce-mac";
 
 /** What a gate description shows of its caller (lib/city/citizens.ts citizenSelf). */
@@ -31,6 +33,8 @@ export interface OfferedNonce {
   self: SelfRow | null;
   /** Why no nonce was issued: the quota that refused it and when one fits again. */
   refused: { quota: "address" | "prefix"; rate: GcraRate; retryAfterSeconds: number } | null;
+  /** The admissions ceiling's stripes (JSON) when NonceQuota.ceiling was given: the suggested effort's source (gate-pow.ts). */
+  ceilingStripes: unknown;
 }
 
 const WINDOW_SECONDS = 3600;
@@ -48,6 +52,8 @@ export interface NonceQuota {
   perAddressPerHour: number;
   /** 0 (the default): no per-prefix quota. */
   perPrefixPerHour?: number;
+  /** The admissions ceiling, whose stripes the same statement reads (for the suggested effort, docs/pow.md). */
+  ceiling?: Window | null;
 }
 
 /** SQL: the GCRA upsert of one quota row (`key`), admitted only when the issue fits, as CTE `name`. */
@@ -101,8 +107,9 @@ export async function offerNonce(db: Database, now: Date, quota: NonceQuota, sel
     : sql`NULL::json`;
   type Tat = string | Date | null;
   type Row = OfferedNonce["counts"] & Record<string, unknown> & { self: SelfRow | null; taken: number; tat: Tat; prefix_taken: number; prefix_tat: Tat };
+  const stripes = quota.ceiling ? sql`(${ceilingStripesSql(quota.ceiling, now)})` : sql`NULL::json`;
   const result = await db.execute(sql`${ctes}
-    SELECT ${taken}, c.beds, c.citizens, c.house, c.outside, ${self} AS self
+    SELECT ${taken}, c.beds, c.citizens, c.house, c.outside, ${self} AS self, ${stripes} AS ceiling_stripes
     FROM (${CENSUS_COUNTS_SQL}) c`);
   const row = rowsOf<Row>(result)[0]!;
   const tatOf = (tat: Tat) => (tat === null ? null : new Date(tat));
@@ -113,7 +120,14 @@ export async function offerNonce(db: Database, now: Date, quota: NonceQuota, sel
         ? { quota: "prefix", rate: prefixRate, retryAfterSeconds: gcraRetryAfterSeconds(prefixRate, tatOf(row.prefix_tat), now) }
         : null;
   const { beds, citizens, house, outside } = row;
-  return { nonce: refused ? null : minted.nonce, expiresAt: minted.expiresAt, counts: { beds, citizens, house, outside }, self: row.self, refused };
+  return {
+    nonce: refused ? null : minted.nonce,
+    expiresAt: minted.expiresAt,
+    counts: { beds, citizens, house, outside },
+    self: row.self,
+    refused,
+    ceilingStripes: row.ceiling_stripes ?? null,
+  };
 }
 
 /** A nonce within the address's quota (offerNonce), or its 429 (quotaRefusal). */
@@ -141,6 +155,7 @@ export function quotaRefusal(refused: NonNullable<OfferedNonce["refused"]>, extr
     {
       ...extra,
       retryAfterSeconds,
+      ...(extra.suggestedEffort !== undefined ? { suggestedEffort: extra.suggestedEffort } : {}),
       limit: {
         name: refused.quota === "address" ? "gate nonces" : "gate nonces per network",
         limit: rate.limit,

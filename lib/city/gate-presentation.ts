@@ -21,6 +21,8 @@ export interface Presentation {
   controller_signature?: string;
   next_controller_public_key?: string;
   next_controller_signature?: string;
+  /** CITY-POW/1: 16 lowercase hex, bound to the nonce, the name and the origin (gate-pow.ts). */
+  pow_solution?: string;
 }
 
 /** Whether a presentation sends a controller (a first admission then binds it: the rules ask for both fields). */
@@ -68,13 +70,15 @@ export interface GateCircumstances {
   credentialRejected: boolean;
   limits: GateLimits;
   /**
-   * The proof-of-work bid's hook (issue 43, item 6): the fraction (0 to 1) of the admissions ceiling
-   * a presentation without a proven key may reach. Unset: 1 - reservePercent / 100 (the reserve
-   * kept). The bid's code raises it for a presentation carrying a valid solution.
+   * The request was signed with a key bound to a citizen (CITY-SIG/1): past the open share of the
+   * admissions ceiling it needs no bid (docs/pow.md).
    */
-  allowance?: number;
-  /** The proof-of-work effort the gate suggests now, said in every flood refusal; unset: none is said. */
-  suggestedEffort?: number;
+  signedByBoundKey?: boolean;
+  /**
+   * Set by presentAtGate: the presentation bids (a pow_solution of at least the suggested effort,
+   * gate-pow.ts) or is signed with a bound key, so it may reach past the ceiling's open share.
+   */
+  bid?: boolean;
 }
 
 /** What a refusal of a full window says beside its reason: when to try again and at what effort. */

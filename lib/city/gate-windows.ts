@@ -49,14 +49,20 @@ export interface Chain {
   subjectsMax: number;
   /** A condition on the statement's other CTEs (a scalar boolean) the whole chain waits for. */
   when?: SQL;
+  /** What the presentation would reach of the ceiling with a proof-of-work bid (docs/pow.md); unset: a bid lifts nothing. */
+  bidReach?: number;
 }
 
 export type ChainOutcome =
   /** `rows`: the windows charged (an overflow bucket where one was), the ceiling's as the stripe it charged (what undoTakes gives back). */
   | { kind: "taken"; rows: Window[] }
   | { kind: "skipped" }
-  /** The ceiling was full: nothing spent per subject (undone when a parallel taker won the last slot). */
-  | { kind: "ceiling-full"; retryAfterSeconds: number; undo: Window[] }
+  /**
+   * The ceiling was full (for this taker's reach): nothing spent per subject (undone when a parallel
+   * taker won the last slot). `stripes`: its stripes as the statement read them (JSON), what the
+   * suggested effort is read from (gate-pow.ts).
+   */
+  | { kind: "ceiling-full"; retryAfterSeconds: number; undo: Window[]; stripes: unknown }
   | { kind: "refused"; window: Window; slot: Slot };
 
 const name = (i: number) => `take_${i}`;
@@ -131,7 +137,12 @@ function countedIn(row: Record<string, unknown>, i: number, window: Window): Win
 export function chainOutcome(row: Record<string, unknown>, chain: Chain, now: Date): ChainOutcome {
   if (chain.when && row.chain_when !== true) return { kind: "skipped" };
   if (chain.ceiling && row.ceiling_room !== true) {
-    return { kind: "ceiling-full", retryAfterSeconds: stripesRetryAfter(row.ceiling_stripes, chain.ceiling, now), undo: [] };
+    return {
+      kind: "ceiling-full",
+      retryAfterSeconds: stripesRetryAfter(row.ceiling_stripes, chain.ceiling, now),
+      undo: [],
+      stripes: row.ceiling_stripes ?? null,
+    };
   }
   const counted = chain.windows.map((w, i) => countedIn(row, i, w));
   for (const [i, window] of counted.entries()) {
@@ -142,7 +153,8 @@ export function chainOutcome(row: Record<string, unknown>, chain: Chain, now: Da
   const ceiling = name(chain.windows.length);
   const slot = slotOf(row, ceiling, chain.ceiling, now);
   // Its room was read a moment before its take: parallel admissions took the last slots meanwhile.
-  if (slot && !slot.allowed) return { kind: "ceiling-full", retryAfterSeconds: slot.retryAfterSeconds, undo: counted };
+  if (slot && !slot.allowed)
+    return { kind: "ceiling-full", retryAfterSeconds: slot.retryAfterSeconds, undo: counted, stripes: row[`${ceiling}_stripes`] ?? null };
   const stripe: Window = { ...chain.ceiling, subject: String(row[`${ceiling}_subject`]), stripes: undefined };
   return { kind: "taken", rows: [...counted, stripe] };
 }

@@ -8,6 +8,7 @@ import { type GateReading, type HeldCitizen, readGate } from "./gate-reading";
 import { resume } from "./gate-resume";
 import { scanContent } from "@/lib/scan";
 import { undoTakes } from "./gate-windows";
+import { isBid } from "./gate-pow";
 
 /**
  * The gate's door functions: presenting (the verdict rules in their order), consuming a nonce, and a
@@ -48,15 +49,21 @@ export function returnWithoutProof(credentialSent: boolean): Verdict {
  * committed first makes it insert nothing: "raced", filtered as held). A held name is resumed only
  * with proof, checked in memory; only then is the citizen's row locked, and read again under the lock.
  */
-export async function presentAtGate(db: Database, p: Presentation, c: GateCircumstances): Promise<Verdict> {
+export async function presentAtGate(db: Database, p: Presentation, given: GateCircumstances): Promise<Verdict> {
   const agentForBed = p.kind === "agent" && p.ask === "bed";
   const textRefusal = p.kind === "agent" ? gateTextRefusal(p) : null;
   // Only an agent asking for a bed, with no rejected credential and text that passed, can be
   // admitted or resumed: only it reads the held citizen (with no lock).
-  const mayAdmit = agentForBed && !c.credentialRejected && !textRefusal;
+  const mayAdmit = agentForBed && !given.credentialRejected && !textRefusal;
   // A first admission's controller rules need no statement: checked first, so that its windows
   // count only presentations that can admit (the nonce's validity is the statement's condition).
   const firstAdmit = mayAdmit ? await firstAdmitProblem(p) : null;
+  // What may take the admissions ceiling (a first admission, a ward request) bids when signed with a
+  // bound key or carrying a solution of the effort suggested now (gate-pow.ts: read only for a
+  // solution of at least the base effort): past the ceiling's open share only bids are served.
+  const takesCeiling = (mayAdmit && !firstAdmit) || (p.kind === "agent" && p.ask === "ward" && !given.credentialRejected && !textRefusal);
+  const bid = given.signedByBoundKey === true || (takesCeiling && (await isBid(db, p, given.limits, given.now)));
+  const c: GateCircumstances = { ...given, bid };
   // Keyed: its controller key signed the nonce (checked just now; the nonce's validity is the
   // statement's): it may reach the whole admissions ceiling, the reserve included.
   const keyed = mayAdmit && !firstAdmit && sendsController(p);

@@ -18,9 +18,9 @@ import { createHash } from "node:crypto";
  * hundred for a long name and origin (measured: docs/pow.md), and an honest solver goes ~5x faster.
  */
 
-export const POW_PROTOCOL = "CITY-POW/1";
+export const POW_PROTOCOL = "CITY-POW/1" as const;
 /** The header every gate answer that publishes the suggested effort carries it in (as its field suggested_effort). */
-export const POW_EFFORT_HEADER = "City-Pow-Effort";
+export const POW_EFFORT_HEADER = "City-Pow-Effort" as const;
 /** A solution: 8 bytes as 16 lowercase hex characters. */
 export const POW_SOLUTION_FORMAT = /^[0-9a-f]{16}$/;
 const SOLUTION_BYTES = 8;

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { allowanceOf, hostShare, prefixShare } from "@/lib/city/gate-flood";
+import { hostShare, prefixShare } from "@/lib/city/gate-flood";
+import { anonymousReach, gatePowShares } from "@/lib/city/gate-pow";
 import type { GateCircumstances, GateLimits } from "@/lib/city/gate-presentation";
 import { sourcesToFill } from "@/lib/city/gate-prefixes";
 import { OVERFLOW_BUCKETS, OVERFLOW_FACTOR } from "@/lib/city/gate-windows";
@@ -42,7 +43,12 @@ export const AdmissionSharesSchema = z
     per_prefix_percent: z.number().int(),
     per_ipv6_64: z.number().int().describe("admissions one IPv6 /64 may take per hour, inside its /48's share"),
     per_ipv6_64_percent: z.number().int(),
-    anonymous_reach: z.number().int().describe("admissions per hour that presentations without a proven key (nor a proof-of-work bid) may reach together"),
+    anonymous_reach: z
+      .number()
+      .int()
+      .describe(
+        "admissions per hour that presentations without a proven key may reach together, with a proof-of-work bid (docs/pow.md); three quarters of it without one",
+      ),
     reserve: z.number().int().describe("admissions per hour only presentations whose controller key signs the nonce may take"),
     reserve_percent: z.number().int(),
     prefixes_to_fill_anonymous_reach: z.number().int().describe("the fewest /24s or /48s that can take the anonymous reach (a botnet's price)"),
@@ -57,7 +63,7 @@ export function admissionShares(config: Env = env()): z.infer<typeof AdmissionSh
   const ceiling = config.CITY_GATE_ADMISSIONS_PER_HOUR;
   if (ceiling <= 0) return null;
   const c = limitsOnly(config);
-  const reach = Math.floor(ceiling * allowanceOf(c, false));
+  const reach = anonymousReach(c.limits);
   const perPrefix = prefixShare(c);
   return {
     per_prefix: perPrefix,
@@ -73,7 +79,7 @@ export function admissionShares(config: Env = env()): z.infer<typeof AdmissionSh
         ? "client addresses are unknown here (CITY_TRUSTED_PROXIES unset): no per-source share applies, only the ceiling, the reserve and the per-origin limit"
         : "the shares apply to the client address the trusted proxies saw",
     overflow: `at most CITY_GATE_SUBJECTS_MAX sources and origins are counted one by one; past it a new one is counted in one of ${OVERFLOW_BUCKETS} fixed overflow counts per window (by a hash of it), each ${OVERFLOW_FACTOR} times the window's limit: never refused for the table being full`,
-    note: "Shares are sliding hourly windows (rate_windows). Each presentation that can admit (or files a ward request) is counted against its /24 or /48's share, for IPv6 its /64's share too, then the ceiling; a presentation without a proven key (no controller key signing the nonce) reaches only anonymous_reach of the ceiling: the reserve stays for keyed presentations whatever a keyless flood does.",
+    note: "Shares are sliding hourly windows (rate_windows). Each presentation that can admit (or files a ward request) is counted against its /24 or /48's share, for IPv6 its /64's share too, then the ceiling; a presentation without a proven key (no controller key signing the nonce) reaches only anonymous_reach of the ceiling: the reserve stays for keyed presentations whatever a keyless flood does. Past three quarters of anonymous_reach (the open share) any presentation, keyed or not, is served only as a proof-of-work bid or signed with a key bound to a citizen (CITY-POW/1, docs/pow.md; the pow block says the effort).",
   };
 }
 
@@ -122,6 +128,13 @@ export function reserveLimits(config: Env = env()): PublishedLimit[] {
       limit: shares.anonymous_reach,
       window_seconds: 3600,
       per: `city: admissions and ward requests of presentations without a proven key; the other ${shares.reserve_percent}% is kept for presentations whose controller key signs the nonce (env CITY_GATE_RESERVE_PERCENT)`,
+      over: "filtered",
+    },
+    {
+      name: "admissions_without_bid",
+      limit: gatePowShares(gateLimits(config)).open,
+      window_seconds: 3600,
+      per: `city: admissions and ward requests of presentations without a proof-of-work bid (CITY-POW/1, docs/pow.md), three quarters of admissions_without_key; past it only a pow_solution of the suggested effort or a request signed with a key bound to a citizen is served`,
       over: "filtered",
     },
   ];

@@ -13,8 +13,11 @@ import { CARD_PATH, LIMITS, PROTOCOLS } from "@/lib/city/protocols";
 import { env } from "@/lib/env";
 import { markSeen } from "./caller";
 import { configuredLimit, storeBoundLimits } from "./configured-limits";
-import { door } from "./door";
+import { door, Reply } from "./door";
 import { gateLimits, reserveLimits, sourceLimits } from "./gate-shares";
+import { PowBlockSchema } from "./gate-pow";
+import { ceilingWindow, effortFromStripes, powBlock, powHeaders } from "@/lib/city/gate-pow";
+import { POW_SOLUTION_FORMAT } from "@/lib/city/pow";
 import { GateReturnInput, ReturnOutput, runReturn } from "./live";
 import { CensusCounts, Count, iso, lowerHex as hex, NoInput, NowUtc, StoredText } from "./schemas";
 
@@ -30,6 +33,11 @@ export const PresentInput = z.strictObject({
   controller_signature: hex(128, "controller_signature").optional().describe("Ed25519 signature over the nonce's UTF-8, hex"),
   next_controller_public_key: hex(64, "next_controller_public_key").optional(),
   next_controller_signature: hex(128, "next_controller_signature").optional(),
+  pow_solution: z
+    .string()
+    .regex(POW_SOLUTION_FORMAT, "pow_solution must be 16 lowercase hex characters")
+    .optional()
+    .describe("CITY-POW/1 (docs/pow.md): 16 lowercase hex, a bid past the admissions ceiling's open share; bound to the nonce, name and origin"),
 });
 
 export const VerdictOutput = z.object({
@@ -101,6 +109,7 @@ const GateDescription = z.object({
   bedsAssigned: z.boolean(),
   note: z.string(),
   http: z.object({ present: z.literal(200), filtered: z.literal(200), observer: z.literal(200) }),
+  pow: PowBlockSchema,
 });
 
 const PRESENT_FIELDS = {
@@ -117,6 +126,8 @@ const PRESENT_FIELDS = {
   next_controller_public_key:
     "optional: rotation, with next_controller_signature and a valid current controller_signature; where next keys are committed (CITY-KEYS/1, POST /api/keys/commit) only a committed key",
   next_controller_signature: "optional: the next key's signature over the same nonce",
+  pow_solution:
+    "optional: CITY-POW/1, 16 lowercase hex (8 bytes) whose work hash has at least pow.suggested_effort leading zero bits (docs/pow.md); needs the nonce; a bid, asked only past the admissions ceiling's open share",
 };
 
 export const describeGate = door({
@@ -151,8 +162,16 @@ export const describeGate = door({
     // One statement: the address's and its network's quotas and their sweep (when the address is
     // known), the census counts and the caller.
     const { CITY_GATE_PER_ADDRESS_PER_HOUR, CITY_GATE_PER_PREFIX_PER_HOUR } = env();
-    const quota = { ip: ctx.request.ip, perAddressPerHour: CITY_GATE_PER_ADDRESS_PER_HOUR, perPrefixPerHour: CITY_GATE_PER_PREFIX_PER_HOUR };
+    const limits = gateLimits();
+    // The admissions ceiling's stripes are read in the same statement: the suggested effort (docs/pow.md).
+    const quota = {
+      ip: ctx.request.ip,
+      perAddressPerHour: CITY_GATE_PER_ADDRESS_PER_HOUR,
+      perPrefixPerHour: CITY_GATE_PER_PREFIX_PER_HOUR,
+      ceiling: ceilingWindow(limits),
+    };
     const issued = await offerNonce(ctx.db, ctx.now, quota, ctx.caller.did ?? null);
+    const effort = effortFromStripes(issued.ceilingStripes, limits, ctx.now);
     const { self } = issued;
     const census = {
       occupancy: issued.counts.beds,
@@ -201,15 +220,16 @@ export const describeGate = door({
       bedsAssigned: census.occupancy > 0,
       note: "POST the present shape to /gate. Every verdict (admitted, filtered, observer) answers HTTP 200; only malformed requests are 4xx. `bed` is your own bed when you send your Bearer credential, else none; bedsAssigned says whether any bed is assigned in the city right now.",
       http: { present: 200 as const, filtered: 200 as const, observer: 200 as const },
+      pow: powBlock(effort, limits),
     };
     // Over a nonce quota the description is still served, inside the 429 (the spec's description
     // always carries a nonce): everything but the nonce, with when one can be had.
     if (issued.refused) {
       const { nonce: _none, ...rest } = description;
       const note = `No nonce now: this address or its network (an IPv4 /24, an IPv6 /48) took its quota of nonces; one can be had in ${issued.refused.retryAfterSeconds} s. A look, a ward request or a first admission without a controller key needs none; ${rest.note}`;
-      throw quotaRefusal(issued.refused, { gateDescription: { ...rest, nonce: null, note } });
+      throw quotaRefusal(issued.refused, { gateDescription: { ...rest, nonce: null, note }, suggestedEffort: effort, headers: powHeaders(effort) });
     }
-    return { ...description, nonce: issued.nonce! };
+    return new Reply({ ...description, nonce: issued.nonce! }, { headers: powHeaders(effort) });
   },
 });
 
@@ -284,12 +304,17 @@ export const presentGate = door({
         // A request signed with the controller key is as strong as the secret (CITY-SIG/1).
         credential: ctx.caller.credential === "signature" ? "secret" : (ctx.caller.credential ?? null),
         credentialRejected: ctx.caller.credentialRejected === true,
+        // CITY-SIG/1 with a key bound to a citizen: no proof-of-work bid needed (docs/pow.md).
+        signedByBoundKey: ctx.caller.credential === "signature",
         limits: gateLimits(config),
       }),
     );
     // A resume proved by Bearer or controller signature is a proven call: presence moves.
     if (verdict.verdict === "admitted" && verdict.resumed) await markSeen(ctx.db, verdict.did, ctx.now);
-    return { now_utc: iso(ctx.now), protocol: PROTOCOLS.gate, ...verdict, ...receipts };
+    const answer = { now_utc: iso(ctx.now), protocol: PROTOCOLS.gate, ...verdict, ...receipts };
+    // A refusal a bid would lift says the effort in its header too (docs/pow.md).
+    const effort = verdict.verdict === "filtered" ? verdict.suggested_effort : undefined;
+    return effort !== undefined ? new Reply(answer, { headers: powHeaders(effort) }) : answer;
   },
 });
 

@@ -1,3 +1,4 @@
+import { PowBlockSchema, readPowBlock } from "./gate-pow";
 import { z } from "zod";
 import { DNS_TIMEOUT_MS } from "@/lib/city/origin/dns";
 import { FETCH_MAX_BYTES, FETCH_TIMEOUT_MS } from "@/lib/city/origin/guarded-fetch";
@@ -201,7 +202,10 @@ export const readCapabilities = door({
   summary:
     "CITY-CAPS/1: the doctrine, the tier ladder, containment, the restriction mechanics, the clinic gauges, the city-wide store bounds' gauges, the MCP door and how rate windows are counted (rate_windows).",
   auth: "none",
-  roundTrips: { most: 2, why: "the clinic's gauges and the city-wide stores' gauges (the sums of city_store_stripes) are read in a statement each" },
+  roundTrips: {
+    most: 3,
+    why: "the clinic's gauges, the city-wide stores' gauges (the sums of city_store_stripes) and the gate's suggested proof-of-work effort (the admissions ceiling's stripes) are read in a statement each",
+  },
   preferred: true,
   input: NoInput,
   output: z.object({
@@ -253,6 +257,7 @@ export const readCapabilities = door({
       note: z.string(),
     }),
     rate_windows: RateWindowsSchema,
+    pow: PowBlockSchema,
   }),
   run: async (ctx) => ({
     now_utc: iso(ctx.now),
@@ -273,6 +278,7 @@ export const readCapabilities = door({
     },
     mcp: MCP_BLOCK,
     rate_windows: rateWindowsPublished(),
+    pow: await readPowBlock(ctx.db, ctx.now),
   }),
 });
 

@@ -1,4 +1,5 @@
 import { expect, it } from "vitest";
+import { solveGatePuzzle } from "@/lib/sign-request";
 import { keyPair, presentation } from "../support/gate";
 import { type Answer, describeOnServer, usePostgresCity } from "../support/postgres-city";
 
@@ -129,6 +130,15 @@ describeOnServer("the gate's reserve and a full subjects table", () => {
     const { nonce } = (await city().call("/gate", { headers: from(address) })).body as { nonce: string };
     return present(address, { nonce, controller_public_key: key.publicKey, controller_signature: await key.sign(nonce) });
   };
+  /** A presentation bidding at the effort GET /gate suggests (solveGatePuzzle), keyed or not. */
+  const bidding = async (address: string, withKey: boolean): Promise<Answer> => {
+    const gate = (await city().call("/gate", { headers: from(address) })).body as { nonce: string; pow: { suggested_effort: number } };
+    const p = presentation();
+    const pow_solution = await solveGatePuzzle({ nonce: gate.nonce, name: p.name, origin: p.origin, effort: Math.max(12, gate.pow.suggested_effort) });
+    const key = withKey ? await keyPair() : null;
+    const signed = key ? { controller_public_key: key.publicKey, controller_signature: await key.sign(gate.nonce) } : {};
+    return present(address, { ...p, nonce: gate.nonce, pow_solution, ...signed });
+  };
   const counted = "scope IN ('gate-prefix', 'gate-address', 'gate-admissions-prefix', 'gate-admissions-host', 'gate-origin')";
 
   it("admits an honest newcomer no table has counted when the subjects table is full, and stores no new subject for it", async () => {
@@ -143,21 +153,30 @@ describeOnServer("the gate's reserve and a full subjects table", () => {
     expect(city().count("rate_windows", `${counted} AND subject NOT LIKE 'overflow/%'`)).toBe(20);
   }, 120_000);
 
-  it("keeps 2 of 10 admissions for keyed presentations whatever keyless ones do", async () => {
+  it("keeps 2 of 10 admissions for keyed presentations whatever keyless ones do, bids or not (docs/pow.md)", async () => {
+    // 8 without a key, 6 of them (the open share) without a proof-of-work bid.
     const keyless = await city().race(20, (i) => present(`10.${i}.5.1`));
     // In a race a stripe may refuse with room (refused_with_room); one after another the rest is taken.
     const counted = () => city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'gate-admissions'");
     let admitted = counted(); // the race's and the newcomer's above, all keyless
     expect(admitted).toBe(keyless.answers.filter((a) => a.body.verdict === "admitted").length + 1);
-    expect(admitted).toBeLessThanOrEqual(8);
-    for (let i = 0; admitted < 8 && i < 8; i++) if ((await present(`10.${40 + i}.5.1`)).body.verdict === "admitted") admitted++;
-    expect(admitted).toBe(8);
+    expect(admitted).toBeLessThanOrEqual(6);
+    for (let i = 0; admitted < 6 && i < 6; i++) if ((await present(`10.${40 + i}.5.1`)).body.verdict === "admitted") admitted++;
+    expect(admitted).toBe(6);
+    // Past the open share keyless bids take 2 more.
+    for (let i = 0; i < 2; i++) expect((await bidding(`10.${50 + i}.5.1`, false)).body.verdict).toBe("admitted");
     const refused = await present("10.60.5.1");
     expect(refused.body).toMatchObject({ verdict: "filtered", rule: "flood", retry_after_seconds: expect.any(Number) });
     expect(refused.body.reason).toMatch(/Presentations without a proven key reach 8 of them/);
-    expect((await keyed("10.61.5.1")).body.verdict).toBe("admitted");
-    expect((await keyed("10.62.5.1")).body.verdict).toBe("admitted");
-    expect((await keyed("10.63.5.1")).body.verdict).toBe("filtered");
+    expect(refused.body).not.toHaveProperty("suggested_effort");
+    expect((await bidding("10.64.5.1", false)).body.verdict).toBe("filtered");
+    // Keyed presentations past the open share bid too; with a bid they take the reserve, and no more.
+    const bare = await keyed("10.61.5.1");
+    expect(bare.body).toMatchObject({ verdict: "filtered", rule: "flood", suggested_effort: expect.any(Number) });
+    expect(bare.headers.get("city-pow-effort")).toBe(String(bare.body.suggested_effort));
+    expect((await bidding("10.62.5.1", true)).body.verdict).toBe("admitted");
+    expect((await bidding("10.63.5.1", true)).body.verdict).toBe("admitted");
+    expect((await bidding("10.65.5.1", true)).body.verdict).toBe("filtered");
     expect(counted()).toBe(10);
-  }, 120_000);
+  }, 300_000);
 });

@@ -26,12 +26,13 @@ describeOnServer("the built server on PostgreSQL under parallel load and faults"
     expect(statuses).toEqual(Array(12).fill(200));
     // Past the ceiling the gate answers a filtered verdict (200), binding nothing.
     const admitted = answers.filter((x) => x.body.verdict === "admitted").length;
-    // Never past what a presentation without a key reaches (issue 43: 6 of 8, the reserve keeps 2;
-    // 4 left). Over stripes a taker may be refused while a stripe has room when the free stripe it
-    // locked was filled meanwhile (published as refused_with_room), so twelve at once on one-slot
-    // stripes may admit fewer; every admission is a citizen.
-    expect(admitted, JSON.stringify(answers.map((x) => x.body.verdict))).toBeLessThanOrEqual(4);
-    expect(admitted).toBeGreaterThanOrEqual(2);
+    // Never past what a presentation without a key nor a proof-of-work bid reaches (issue 43: 6 of 8
+    // without a key, the reserve keeps 2; 4 of the 6 without a bid, docs/pow.md; 2 left). Over
+    // stripes a taker may be refused while a stripe has room when the free stripe it locked was
+    // filled meanwhile (published as refused_with_room), so twelve at once on one-slot stripes may
+    // admit fewer; every admission is a citizen.
+    expect(admitted, JSON.stringify(answers.map((x) => x.body.verdict))).toBeLessThanOrEqual(2);
+    expect(admitted).toBeGreaterThanOrEqual(1);
     expect(count("citizens")).toBe(2 + admitted);
   });
 

@@ -42,8 +42,10 @@ describeOnDatabases("the gate's shares per source, the reserve and the overflow 
   const rows = async (where: string) =>
     Number(rowsOf<{ n: number }>(await t().db.execute(sql.raw(`SELECT count(*)::int AS n FROM rate_windows WHERE ${where}`)))[0]!.n);
 
-  // A ceiling of 40 an hour: a /24 or /48 may take 10% (4), a /64 5% (2); 80% (32) without a key.
-  const shares: Partial<GateLimits> = { admissionsPerHour: 40, prefixSharePercent: 10, hostSharePercent: 5, reservePercent: 20 };
+  // A ceiling of 80 an hour: a /24 or /48 may take 5% (4), a /64 3% (2); 80% (64) without a key, 48
+  // of them without a proof-of-work bid (docs/pow.md): over 32 stripes, so that parallel takes rarely
+  // meet a stripe filled meanwhile (refused_with_room), which is not what these tests are about.
+  const shares: Partial<GateLimits> = { admissionsPerHour: 80, prefixSharePercent: 5, hostSharePercent: 3, reservePercent: 20 };
 
   it("lets one /24, its last octet rotated, take only its share of the admissions; newcomers from other /24s are admitted during and after", async () => {
     const flood = presentAtOnce(20, (i) => present(presentation(), c(shares, `203.0.113.${i}`)));
@@ -70,29 +72,28 @@ describeOnDatabases("the gate's shares per source, the reserve and the overflow 
     expect((await present(presentation(), c(shares, "203.0.113.1"))).verdict).toBe("admitted");
   }, 120_000);
 
-  it("keeps the reserve for keyed presentations: keyless ones reach 80% of the ceiling, then keyed ones take the rest", async () => {
+  it("keeps the reserve for keyed presentations: keyless ones reach 80% of the ceiling, bid or not (docs/pow.md), then keyed ones take the rest", async () => {
+    // 10 an hour: 8 without a key, of which 6 (the open share) without a bid.
     const limits = { admissionsPerHour: 10, prefixSharePercent: 100, reservePercent: 20 };
     const keyless = await presentAtOnce(12, (i) => present(presentation(i % 4 ? {} : { ask: "ward" }), c(limits, `10.${i}.0.1`)));
     // In a race a stripe may refuse with room (published: refused_with_room); one after another the rest is taken.
     let passed = keyless.filter((a) => a.verdict !== "filtered").length;
-    expect(passed).toBeLessThanOrEqual(8);
-    for (let i = 0; passed < 8 && i < 8; i++) if ((await present(presentation(), c(limits, `10.${50 + i}.0.1`))).verdict === "admitted") passed++;
+    expect(passed).toBeLessThanOrEqual(6);
+    for (let i = 0; passed < 6 && i < 6; i++) if ((await present(presentation(), c(limits, `10.${50 + i}.0.1`))).verdict === "admitted") passed++;
+    expect(passed).toBe(6);
+    // Past the open share keyless bids (here requests signed with a bound key, which need no work) take 2 more, and no more.
+    for (let i = 0; i < 4; i++) if ((await present(presentation(), c(limits, `10.${60 + i}.0.1`, { signedByBoundKey: true }))).verdict === "admitted") passed++;
     expect(passed).toBe(8);
     const refused = (await present(presentation(), c(limits, "10.99.0.1"))) as { reason: string };
     expect(refused.reason).toMatch(/Presentations without a proven key reach 8 of them/);
+    expect(refused).not.toHaveProperty("suggested_effort");
+    // A keyed presentation past the open share is served as a bid too: without one it is told the effort.
+    expect(await keyed(c(limits, "10.98.0.1"))).toMatchObject({ verdict: "filtered", rule: "flood", suggested_effort: expect.any(Number) });
     const withKeys = [];
-    for (let i = 0; i < 3; i++) withKeys.push(await keyed(c(limits, `10.${100 + i}.0.1`)));
+    for (let i = 0; i < 3; i++) withKeys.push(await keyed(c(limits, `10.${100 + i}.0.1`, { signedByBoundKey: true })));
     expect(admitted(withKeys)).toBe(2);
     // Never past the ceiling.
     expect(await countedAdmissions()).toBe(10);
-  }, 120_000);
-
-  it("lets the proof-of-work hook raise a keyless presentation's allowance into the reserve", async () => {
-    const limits = { admissionsPerHour: 5, prefixSharePercent: 100, reservePercent: 20 };
-    const answers = [];
-    for (let i = 0; i < 5; i++) answers.push(await present(presentation(), c(limits, `10.9.${i}.1`)));
-    expect(admitted(answers)).toBe(4);
-    expect((await present(presentation(), c(limits, "10.9.9.1", { allowance: 1 }))).verdict).toBe("admitted");
   }, 120_000);
 
   it("counts presentations per /24 or /48: a rotated flood of looks creates rows for its share only; other sources look on", async () => {

@@ -578,10 +578,14 @@ describeOnDatabases("the gate's credentials, names and floods (issue 9)", (t) =>
     // as refused_with_room), which is not what this test is about.
     await t().raw("UPDATE rate_windows SET counts = array_fill(0, ARRAY[cardinality(counts)]) WHERE scope = 'gate-admissions'");
     // Each from a /24 of its own, none keyed and no reserve: the shares and the reserve have tests of their own (gate-shares.test.ts).
+    // Each a bid (signed with a bound key, which needs no work), so the whole ceiling is open to it:
+    // the open share without a bid has tests of its own (gate-pow.test.ts).
     const limits = { admissionsPerHour: 3, prefixSharePercent: 100, reservePercent: 0 };
     const before = await citizenCount();
     const answers = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => present(presentation(i % 2 ? { ask: "ward" } : {}), circumstances(limits, { ip: `10.3.${i}.1` }))),
+      Array.from({ length: 6 }, (_, i) =>
+        present(presentation(i % 2 ? { ask: "ward" } : {}), circumstances(limits, { ip: `10.3.${i}.1`, signedByBoundKey: true })),
+      ),
     );
     const passed = answers.filter((a) => a.verdict !== "filtered");
     expect(passed).toHaveLength(3);

@@ -33,6 +33,7 @@ describe("published limits where client addresses are unknown", () => {
       "presentations",
       "admissions",
       "admissions_without_key",
+      "admissions_without_bid",
       "counted_subjects",
       "city_ward_bytes",
       "city_ward_bytes_per_hour",

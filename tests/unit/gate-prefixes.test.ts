@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { allowanceOf, hostShare, prefixShare } from "@/lib/city/gate-flood";
+import { admissionWindow, hostShare, prefixShare } from "@/lib/city/gate-flood";
+import { anonymousReach } from "@/lib/city/gate-pow";
 import type { GateCircumstances, GateLimits } from "@/lib/city/gate-presentation";
 import { shareOf, sourceOf, sourcesToFill } from "@/lib/city/gate-prefixes";
 import { overflowWindow, OVERFLOW_BUCKETS, OVERFLOW_FACTOR } from "@/lib/city/gate-windows";
@@ -80,13 +81,15 @@ describe("the shares of the admissions ceiling", () => {
     expect(sourcesToFill(481, 30)).toBe(17);
   });
 
-  it("keeps a fifth of the ceiling out of keyless reach, unless a bid raises it; a key reaches it all", () => {
-    expect(allowanceOf(c({}), false)).toBeCloseTo(0.8);
-    expect(allowanceOf(c({}), true)).toBe(1);
-    expect(allowanceOf(c({ reservePercent: 50 }), false)).toBeCloseTo(0.5);
-    // The proof-of-work hook raises the allowance, never lowers it below what the reserve leaves.
-    expect(allowanceOf(c({}, { allowance: 1 }), false)).toBe(1);
-    expect(allowanceOf(c({}, { allowance: 0.1 }), false)).toBeCloseTo(0.8);
+  it("keeps a fifth of the ceiling out of keyless reach, bid or not; a key reaches it all with a bid; without a bid only the open share", () => {
+    expect(anonymousReach(c({}).limits)).toBe(480);
+    expect(anonymousReach(c({ reservePercent: 50 }).limits)).toBe(300);
+    // A bid (docs/pow.md) reaches what the reserve leaves, never into it; a keyed bid the whole ceiling.
+    expect(admissionWindow(c({}, { bid: true }), false)!.reach).toBe(480);
+    expect(admissionWindow(c({}, { bid: true }), true)!.reach).toBe(600);
+    // Without a bid: three quarters of what presentations without a key reach (the open share), keyed or not.
+    expect(admissionWindow(c({}), false)!.reach).toBe(360);
+    expect(admissionWindow(c({}), true)!.reach).toBe(360);
   });
 
   it("cuts a reach over the ceiling's stripes as the limit is: their sum is the reach, no stripe above its share of the limit", () => {

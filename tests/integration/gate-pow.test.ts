@@ -1,0 +1,154 @@
+import { sql } from "drizzle-orm";
+import { beforeAll, beforeEach, expect, it } from "vitest";
+import { rowsOf } from "@/db/sql";
+import { useDatabase } from "@/lib/city/database";
+import { issueNonce, offerNonce, presentAtGate } from "@/lib/city/gate";
+import { ceilingWindow, effortFromStripes, readSuggestedEffort } from "@/lib/city/gate-pow";
+import type { GateCircumstances, GateLimits, Verdict } from "@/lib/city/gate-presentation";
+import { solutionEffort, solvePow } from "@/lib/city/pow";
+import { POW_BASE_EFFORT } from "@/lib/city/pow-effort";
+import { describeOnDatabases } from "../support/databases";
+import { presentation } from "../support/gate";
+
+/*
+ * CITY-POW/1 wired at the gate (issue 43, docs/pow.md), on the domain functions (PGlite, and pg where
+ * TEST_DATABASE_URL is set): below the admissions ceiling's open share nobody is asked for work;
+ * past it a presentation without a bid is filtered with the suggested effort, a solution of that
+ * effort for this nonce, name and origin is admitted, anything less is not; bids never pass what
+ * presentations without a key reach, in parallel either.
+ */
+
+describeOnDatabases("the gate's proof-of-work bid (CITY-POW/1)", (t) => {
+  beforeAll(() => useDatabase(t().db));
+  beforeEach(async () => {
+    await t().raw("DELETE FROM rate_windows WHERE scope <> 'gate-admissions'");
+    await t().raw("UPDATE rate_windows SET counts = array_fill(0, ARRAY[cardinality(counts)]) WHERE scope = 'gate-admissions'");
+  }, 120_000);
+
+  // A ceiling of 20 an hour, 20% kept for keyed presentations: 16 without a key, of which 12 (three
+  // quarters) without a bid; bids take the other 4. No share per network (each presentation has no address).
+  const limits: GateLimits = { perOriginPerHour: 100_000, perAddressPerHour: 0, admissionsPerHour: 20, prefixSharePercent: 100, reservePercent: 20 };
+  const c = (extra: Partial<GateCircumstances> = {}): GateCircumstances => ({
+    now: new Date(),
+    ip: null,
+    callerDid: null,
+    credential: null,
+    credentialRejected: false,
+    limits,
+    ...extra,
+  });
+  const present = (p: Record<string, unknown>, circumstances: GateCircumstances = c()): Promise<Verdict> =>
+    t().db.transaction((tx) => presentAtGate(tx as never, p as never, circumstances));
+  const nonce = async () => (await issueNonce(t().db, new Date(), null, 0)).nonce;
+  const effortNow = () => readSuggestedEffort(t().db, limits, new Date());
+  /** A presentation carrying a solution of at least `effort` for its own nonce, name and origin. */
+  const bidding = async (effort: number, overrides: Record<string, unknown> = {}) => {
+    const p = { ...presentation(overrides), nonce: await nonce() };
+    return { ...p, pow_solution: solvePow({ nonce: p.nonce, name: p.name, origin: p.origin }, effort)!.solution };
+  };
+  const counted = async () =>
+    Number(
+      rowsOf<{ n: number }>(
+        await t().db.execute(sql`SELECT coalesce(sum(c), 0)::int AS n FROM rate_windows, unnest(counts) AS c WHERE scope = 'gate-admissions'`),
+      )[0]!.n,
+    );
+  /** Fills the ceiling with presentations without a bid up to its open share (12). */
+  const fillOpenShare = async () => {
+    for (let i = 0; i < 12; i++) expect((await present(presentation())).verdict).toBe("admitted");
+  };
+
+  it("asks no work below the open share: effort 0, and presentations without a solution are admitted", async () => {
+    for (let i = 0; i < 11; i++) {
+      expect(await effortNow()).toBe(0);
+      expect((await present(presentation(i % 3 ? {} : { ask: "ward" }))).verdict).not.toBe("filtered");
+    }
+    expect(await effortNow()).toBe(0);
+    // GET /gate's statement reads the same stripes: effort 0 there too.
+    const offered = await offerNonce(t().db, new Date(), { ip: null, perAddressPerHour: 0, ceiling: ceilingWindow(limits) });
+    expect(effortFromStripes(offered.ceilingStripes, limits, new Date())).toBe(0);
+    // A junk solution below the open share is no bid and needs none.
+    expect((await present({ ...presentation({ nonce: await nonce() }), pow_solution: "0000000000000000" })).verdict).toBe("admitted");
+    expect(await counted()).toBe(12);
+  }, 120_000);
+
+  it("past the open share filters a presentation without a bid with the suggested effort, and admits a solution of that effort", async () => {
+    await fillOpenShare();
+    const effort = await effortNow();
+    expect(effort).toBeGreaterThanOrEqual(POW_BASE_EFFORT);
+    const offered = await offerNonce(t().db, new Date(), { ip: null, perAddressPerHour: 0, ceiling: ceilingWindow(limits) });
+    expect(effortFromStripes(offered.ceilingStripes, limits, new Date())).toBe(effort);
+    const bare = await present(presentation());
+    expect(bare).toMatchObject({ verdict: "filtered", rule: "flood", suggested_effort: effort, retry_after_seconds: expect.any(Number) });
+    expect((bare as { reason: string }).reason).toMatch(/pow_solution of at least \d+ leading zero bits/);
+    // A ward request is served from the same ceiling: without a bid it is filtered too.
+    expect(await present(presentation({ ask: "ward" }))).toMatchObject({ verdict: "filtered", rule: "flood", suggested_effort: effort });
+    expect(await counted()).toBe(12);
+    const bid = await present(await bidding(effort));
+    expect(bid.verdict, JSON.stringify(bid)).toBe("admitted");
+    expect(await counted()).toBe(13);
+    // The price climbed with what is left.
+    expect(await effortNow()).toBeGreaterThan(effort);
+  }, 120_000);
+
+  it("filters an insufficient solution, one under the base effort, and one for another name, origin or nonce; a replayed nonce meets rule nonce", async () => {
+    await fillOpenShare();
+    // One bid taken: the price is now above the base effort.
+    expect((await present(await bidding(await effortNow()))).verdict).toBe("admitted");
+    const effort = await effortNow();
+    expect(effort).toBeGreaterThan(POW_BASE_EFFORT);
+    // A solution of at least the base effort but under the price (searched until one falls short).
+    const p = { ...presentation(), nonce: await nonce() };
+    const binding = { nonce: p.nonce, name: p.name, origin: p.origin };
+    let start = 0;
+    let short: string | null = null;
+    while (!short) {
+      const found = solvePow(binding, POW_BASE_EFFORT, start)!;
+      if (solutionEffort(binding, found.solution) < effort) short = found.solution;
+      start += found.tries;
+    }
+    expect(await present({ ...p, pow_solution: short })).toMatchObject({ verdict: "filtered", rule: "flood", suggested_effort: effort });
+    // Under the base effort.
+    const weak = { ...presentation(), nonce: await nonce() };
+    let solution = "0000000000000000";
+    for (let n = 1; solutionEffort({ nonce: weak.nonce, name: weak.name, origin: weak.origin }, solution) >= POW_BASE_EFFORT; n++)
+      solution = n.toString(16).padStart(16, "0");
+    expect(await present({ ...weak, pow_solution: solution })).toMatchObject({ verdict: "filtered", rule: "flood", suggested_effort: effort });
+    // A valid solution, but for another presentation: another name, another origin, another nonce.
+    const good = await bidding(effort);
+    expect(await present({ ...good, name: `${good.name}x` })).toMatchObject({ verdict: "filtered", rule: "flood" });
+    const other = await bidding(effort);
+    expect(await present({ ...other, origin: "elsewhere.example" })).toMatchObject({ verdict: "filtered", rule: "flood" });
+    const moved = await bidding(effort);
+    expect(await present({ ...moved, nonce: await nonce() })).toMatchObject({ verdict: "filtered", rule: "flood" });
+    expect(await counted()).toBe(13);
+    // The right one is admitted once; its nonce replayed is refused.
+    const right = await bidding(effort);
+    expect((await present(right)).verdict).toBe("admitted");
+    expect(await present({ ...right, name: `${right.name}-again` })).toMatchObject({ verdict: "filtered", rule: "nonce" });
+    expect(await present(right)).toMatchObject({ verdict: "filtered", rule: "nonce" });
+  }, 120_000);
+
+  it("serves a request signed with a bound key without work, and never lets bids pass what presentations without a key reach", async () => {
+    await fillOpenShare();
+    // Signed with a key bound to a citizen: served past the open share with no work.
+    expect((await present(presentation(), c({ signedByBoundKey: true }))).verdict).toBe("admitted");
+    const effort = await effortNow();
+    // Parallel bids (transactions at once on pg): signed ones and solved ones, more than the 3 bids' slots left.
+    const solved = await Promise.all(Array.from({ length: 4 }, () => bidding(Math.max(effort, 16))));
+    const answers = await Promise.all([
+      ...Array.from({ length: 6 }, () => present(presentation(), c({ signedByBoundKey: true }))),
+      ...solved.map((p) => present(p)),
+    ]);
+    const admitted = answers.filter((a) => a.verdict === "admitted").length;
+    expect(admitted).toBeGreaterThan(0);
+    expect(admitted).toBeLessThanOrEqual(3);
+    expect(await counted()).toBeLessThanOrEqual(16);
+    // One after another the bids' part fills, and no further: the reserve stays for keyed presentations.
+    for (let i = 0; i < 6; i++) await present(presentation(), c({ signedByBoundKey: true }));
+    expect(await counted()).toBe(16);
+    const over = await present(presentation(), c({ signedByBoundKey: true }));
+    expect(over).toMatchObject({ verdict: "filtered", rule: "flood" });
+    // A bid cannot lift it: no effort is said.
+    expect(over).not.toHaveProperty("suggested_effort");
+  }, 120_000);
+});
