@@ -77,9 +77,12 @@ describeOnDatabases(
       expect(row!.salt).toMatch(/^[0-9a-f]{64}$/);
       expect(body.did).toBe(independentDid);
       expect(row!.secretHash).toBe(createHash("sha256").update(body.citizen_secret, "utf8").digest("hex"));
-      expect(await logCount()).toBe(before + 1);
-      const [log] = await t().db.select().from(residencyLog).where(eq(residencyLog.did, body.did));
-      expect(log).toMatchObject({ event: "admit" });
+      // Entries earlier tests left pending may be integrated with this one (the log integrates in
+      // batches): the log grew by at least this admission, and holds exactly one row of it.
+      expect(await logCount()).toBeGreaterThanOrEqual(before + 1);
+      const logged = await t().db.select().from(residencyLog).where(eq(residencyLog.did, body.did));
+      expect(logged).toHaveLength(1);
+      expect(logged[0]).toMatchObject({ event: "admit" });
       // The secret is nowhere in the database in clear.
       const dump = await t().db.execute(
         sql`SELECT string_agg(t::text, '') AS all FROM (SELECT row_to_json(c)::text AS t FROM citizens c UNION ALL SELECT row_to_json(l)::text FROM residency_log l) x`,
