@@ -202,6 +202,7 @@ describeOnDatabases("capabilities (CITY-CAPS/1)", (t) => {
       "log_integration",
       "mcp",
       "rate_windows",
+      "pow",
     ]);
     // How windows count (issue 42): steps of a twelfth, and each city-wide ceiling as configured, over stripes, never exceeded.
     expect(body.rate_windows.steps_per_window).toBe(12);
