@@ -56,7 +56,7 @@ export const AdmissionSharesSchema = z
     overflow: z.string(),
     note: z.string(),
   })
-  .describe("how the admissions ceiling is shared among sources, and the reserve (issue 43)");
+  .describe("how the admissions ceiling is shared among sources, and the reserve");
 
 /** The admissions ceiling's shares as configured now, or null when the ceiling is off. */
 export function admissionShares(config: Env = env()): z.infer<typeof AdmissionSharesSchema> | null {
