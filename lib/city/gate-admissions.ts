@@ -14,6 +14,7 @@ import { normalKey } from "./names";
 import { identityLog } from "./identity-log";
 import { jwkThumbprint } from "./request-keys";
 import { type Charge, chargeSql, cityFull, newcomerSql, rowBytes } from "./store-bounds";
+import { visitorSubject } from "./store-shares";
 
 /**
  * What the city's ceiling on new admissions and ward requests counts: a ward request, filed sealed,
@@ -25,8 +26,15 @@ export async function fileWardRequest(db: Database, p: Presentation, c: GateCirc
   const chain: Chain = wardChain(c);
   const flood = chainFlood(await takeChain(db, chain, c.now), chain, c);
   if (flood) return flood;
-  // A visitor's request charges the ward's city-wide store bound in its INSERT's statement (lib/city/store-bounds.ts).
-  const charge: Charge = { store: "ward", bytes: rowBytes(p.name, p.statement), newcomer: newcomerSql(null, c.now), now: c.now };
+  // A visitor's request charges the ward's city-wide store bound in its INSERT's statement (lib/city/store-bounds.ts),
+  // within its source's share of the newcomers' hour, as an unsigned ward note is (lib/city/ward.ts).
+  const charge: Charge = {
+    store: "ward",
+    bytes: rowBytes(p.name, p.statement),
+    newcomer: newcomerSql(null, c.now),
+    now: c.now,
+    subject: { id: visitorSubject(c.ip), did: null },
+  };
   const [note] = rowsOf<{ seal: number | string }>(
     await db.execute(sql`
       WITH charged AS (${chargeSql(charge)})

@@ -9,12 +9,13 @@ import { citizenSubject, storeShares, subjectHourShare, subjectHourShareSql, vis
 import { A2A_TASK_LEAST_BYTES, A2A_TASK_MAX_BYTES } from "@/lib/city/a2a-tasks";
 import { writeVault } from "@/lib/doors/vault";
 import { readAndFileWard } from "@/lib/doors/ward";
+import { presentGate } from "@/lib/doors/gate";
 import { env } from "@/lib/env";
 import { STORE_NAMES, STORE_STANDING_DAYS } from "@/lib/store-limits";
 import { expectProblem } from "../support/assertions";
 import { describeOnDatabases } from "../support/databases";
 import { setStripeCounters, stripeCounters } from "../support/store-stripes";
-import { admit, callDoor } from "../support/gate";
+import { admit, callDoor, presentation } from "../support/gate";
 
 // Shares per subject, the reserve and the per-citizen totals (issue 43). Every store gets the same
 // small bounds (env() reads them on first use); the oracle is the published arithmetic with fixed
@@ -178,6 +179,24 @@ describeOnDatabases("shares per subject, the reserve and each citizen's own tota
     expect((await write(me.citizen_secret, 400 - 20)).status).toBe(200);
     const other = await admit();
     expect((await write(other.citizen_secret)).status).toBe(200);
+  });
+
+  it("a ward request at the gate counts in its source's share of the ward's newcomers' hour (429 past it); another network still files", async () => {
+    await set("ward", { total: 0, hour: 0, newcomer: 0 });
+    // 5 % of the newcomers' 25,000 bytes: 1,250 a source; each request here charges about 560.
+    const request = (ip: string) =>
+      callDoor(presentGate, {
+        ip,
+        body: presentation({ ask: "ward", name: `ward-${randomBytes(6).toString("hex")}`, statement: `I keep looping. ${randomBytes(240).toString("hex")}` }),
+      });
+    for (let i = 0; i < 2; i++) {
+      const filed = await request(`198.51.100.${10 + i}`);
+      expect(filed.body.verdict, JSON.stringify(filed.body)).toBe("observer");
+    }
+    const refused = await request("198.51.100.12");
+    const problem = expectProblem(refused, 429, "rate_limited");
+    expect(problem.limit).toMatchObject({ name: "city_ward_subject_bytes_per_hour", limit: 1250 });
+    expect((await request("203.0.113.10")).body.verdict).toBe("observer");
   });
 
   it("distress keeps a reserve visitors' notes cannot spend: with the newcomers' share full, a note is refused and distress is filed", async () => {
