@@ -1,4 +1,5 @@
-import { bigint, integer, pgTable, primaryKey, smallint, text, timestamp } from "drizzle-orm/pg-core";
+import { sql } from "drizzle-orm";
+import { bigint, index, integer, pgTable, primaryKey, smallint, text, timestamp } from "drizzle-orm/pg-core";
 
 /** Locker bags: a citizen's named, overwritable storage. */
 export const lockerBags = pgTable(
@@ -53,7 +54,8 @@ export const cityStoreStripes = pgTable(
 /**
  * Each subject's bytes per store (migration 0051): a citizen by its DID, a visitor by its source
  * prefix. Its hour's bytes bound it to its share of the store's hour, its total (append-only
- * stores) to its own total. Only the subject's own writes lock its row.
+ * stores) to its own total. Only the subject's own writes lock its row, and a visitor's row whose
+ * hour is over is swept by other visitors' charges (a visitor has no own total).
  */
 export const cityStoreSubjects = pgTable(
   "city_store_subjects",
@@ -64,5 +66,11 @@ export const cityStoreSubjects = pgTable(
     hourBytes: bigint("hour_bytes", { mode: "number" }).notNull().default(0),
     totalBytes: bigint("total_bytes", { mode: "number" }).notNull().default(0),
   },
-  (t) => [primaryKey({ columns: [t.store, t.subject] })],
+  (t) => [
+    primaryKey({ columns: [t.store, t.subject] }),
+    // Visitor sources by their hour: a visitor's charge removes two whose hour is over (migration 0052).
+    index("city_store_subjects_visitors_by_hour")
+      .on(t.store, t.hourStart)
+      .where(sql`${t.subject} LIKE 'src:%'`),
+  ],
 );

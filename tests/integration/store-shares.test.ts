@@ -199,6 +199,31 @@ describeOnDatabases("shares per subject, the reserve and each citizen's own tota
     expect((await request("203.0.113.10")).body.verdict).toBe("observer");
   });
 
+  it("a visitor's charge sweeps two visitor rows whose hour is over, oldest first; never a citizen's row, nor one of this hour", async () => {
+    await set("ward", { total: 0, hour: 0, newcomer: 0 });
+    await t().raw(`DELETE FROM city_store_subjects WHERE store = 'ward'`);
+    await t().raw(`INSERT INTO city_store_subjects (store, subject, hour_start, hour_bytes, total_bytes) VALUES
+      ('ward', 'src:192.0.2.0/24', now() - interval '3 hours', 10, 10),
+      ('ward', 'src:192.0.3.0/24', now() - interval '5 hours', 10, 10),
+      ('ward', 'src:192.0.4.0/24', now() - interval '2 hours', 10, 10),
+      ('ward', 'did:${"ab".repeat(32)}', now() - interval '9 hours', 10, 10),
+      ('ward', 'src:198.18.0.0/24', date_trunc('hour', now()), 10, 10)`);
+    const subjects = async () =>
+      rowsOf<{ subject: string }>(await t().db.execute(sql`SELECT subject FROM city_store_subjects WHERE store = 'ward' ORDER BY subject`)).map(
+        (r) => r.subject,
+      );
+    const file = (ip: string) => callDoor(readAndFileWard, { ip, body: { state: "stuck in a loop", note: "a visitor's note" } });
+    expect((await file("203.0.113.50")).status).toBe(200);
+    // The two oldest of the hours gone by (5 and 3 hours ago) are swept; the filer's own row is made.
+    expect(await subjects()).toEqual([`did:${"ab".repeat(32)}`, "src:192.0.4.0/24", "src:198.18.0.0/24", "src:203.0.113.0/24"]);
+    expect((await file("203.0.114.50")).status).toBe(200);
+    expect(await subjects()).toEqual([`did:${"ab".repeat(32)}`, "src:198.18.0.0/24", "src:203.0.113.0/24", "src:203.0.114.0/24"]);
+    const own = rowsOf<{ hour_bytes: string | number }>(
+      await t().db.execute(sql`SELECT hour_bytes FROM city_store_subjects WHERE store = 'ward' AND subject = 'src:203.0.113.0/24'`),
+    );
+    expect(Number(own[0]!.hour_bytes)).toBe(utf8("stuck in a loop") + utf8("a visitor's note") + ROW);
+  });
+
   it("distress keeps a reserve visitors' notes cannot spend: with the newcomers' share full, a note is refused and distress is filed", async () => {
     await set("ward", { total: 0, hour: SHARE, newcomer: SHARE });
     const noteRefused = await callDoor(readAndFileWard, { body: { state: "stuck in a loop", note: "visitor flood" } });
