@@ -83,7 +83,7 @@ async function measure(build: string, appDir: string, buildDir: string | null): 
             const i = n;
             return {
               ...request,
-              headers: { "content-type": "application/json", "x-forwarded-for": `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}` },
+              headers: { "content-type": "application/json", "x-forwarded-for": `10.${(i >> 16) & 255}.${i & 255}.${(i >> 8) & 255}` },
               body: JSON.stringify({
                 name: `bench-${process.pid}-${i}`,
                 runtime: "language-model",

@@ -56,7 +56,8 @@ export const CITIZEN_LEGS: CitizenLeg[] = [
 ];
 
 export async function admitCitizens(base: string, count: number, tag: string, options: AdmitOptions = {}): Promise<Citizen[]> {
-  const address = options.address ?? ((i: number) => `10.9.${i >> 8}.${i & 255}`);
+  // Consecutive citizens from distinct /24s (the gate's network share is 120 presentations a /24 an hour).
+  const address = options.address ?? ((i: number) => `10.9.${i & 255}.${(i >> 8) & 255}`);
   const out: Citizen[] = [];
   for (let i = 0; i < count; i++) {
     const from = { "x-forwarded-for": address(i) };

@@ -37,11 +37,15 @@ export const CONTENTION_ENV: Record<string, string> = {
   CITY_GATE_SUBJECTS_MAX: "10000000",
 };
 
-/** Every contention request's own client address (172.16.0.0/12: apart from the other legs' 10/8). */
+/**
+ * Every contention request's own client address (172.16.0.0/12: apart from the other legs' 10/8),
+ * each in another /24 than the last 4,095: the gate counts a /24 as one network (120 presentations
+ * and 120 nonces an hour), and addresses counted up within a /24 made the legs measure that share.
+ */
 let addressSerial = 0;
 function nextAddress(): string {
   const k = addressSerial++;
-  return `172.${16 + ((k >> 16) & 15)}.${(k >> 8) & 255}.${k & 255}`;
+  return `172.${16 + (k & 15)}.${(k >> 4) & 255}.${(k >> 12) & 255}`;
 }
 /** Names and origins of the admissions leg, unique across loads and builds. */
 let admissionSerial = 0;
