@@ -24,13 +24,13 @@ export const MIGRATIONS_FOLDER = path.join(process.cwd(), "db", "migrations");
 
 /** PGlite in a folder (or `memory://`): the embedded default, nothing to install. */
 export async function openPglite(dataDir: string, options: { loadDataDir?: Blob } = {}): Promise<OpenDatabase> {
-  const { PGlite } = await import("@electric-sql/pglite");
+  const { PGlite, protocol, parse } = await import("@electric-sql/pglite");
   const { drizzle } = await import("drizzle-orm/pglite");
   // pg_trgm backs the directory search's substring index (migration 0018 creates the extension).
   const { pg_trgm } = await import("@electric-sql/pglite/contrib/pg_trgm");
   if (!dataDir.startsWith("memory://")) mkdirSync(dataDir, { recursive: true });
   const client = await PGlite.create(dataDir, { ...options, extensions: { pg_trgm } });
-  const db = drizzle({ client: withPreparedStatements(client), schema, logger: drizzleLogger() }) as unknown as Database;
+  const db = drizzle({ client: withPreparedStatements(client, { protocol, parse }), schema, logger: drizzleLogger() }) as unknown as Database;
   return { db, driver: "pglite", close: () => client.close() };
 }
 

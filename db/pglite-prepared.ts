@@ -1,4 +1,4 @@
-import type { PGlite, QueryOptions, Results, Transaction } from "@electric-sql/pglite";
+import type { PGlite, QueryOptions, Results, Transaction, parse, protocol } from "@electric-sql/pglite";
 
 /*
  * Named prepared statements on PGlite, as node-postgres and the Neon driver send them (db/sql.ts,
@@ -25,18 +25,24 @@ const parsed = new WeakMap<PGlite, Map<string, number[]>>();
 
 type Query = (text: string, params?: unknown[], options?: QueryOptions) => Promise<Results>;
 
+/** PGlite's wire-protocol helpers, from the module openPglite has already loaded. */
+export interface Wire {
+  protocol: typeof protocol;
+  parse: typeof parse;
+}
+
 /**
  * The PGlite client drizzle is given: the instance itself for everything but `query` (a marked
  * statement goes prepared) and `transaction` (its transaction's `query` likewise, inside the
  * transaction's own lock).
  */
-export function withPreparedStatements(pglite: PGlite): PGlite {
+export function withPreparedStatements(pglite: PGlite, wire: Wire): PGlite {
   return new Proxy(pglite, {
     get(target, property) {
-      if (property === "query") return routed(target, target.query.bind(target), false);
+      if (property === "query") return routed(target, wire, target.query.bind(target), false);
       if (property === "transaction")
         return <T>(callback: (tx: Transaction) => Promise<T>) =>
-          target.transaction((tx) => callback(Object.assign(Object.create(tx) as Transaction, { query: routed(target, tx.query.bind(tx), true) })));
+          target.transaction((tx) => callback(Object.assign(Object.create(tx) as Transaction, { query: routed(target, wire, tx.query.bind(tx), true) })));
       const value = Reflect.get(target, property, target) as unknown;
       // PGlite's methods use private fields: they are called on the instance, never on the proxy.
       return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
@@ -44,11 +50,11 @@ export function withPreparedStatements(pglite: PGlite): PGlite {
   });
 }
 
-function routed(pglite: PGlite, plain: Query, inTransaction: boolean): Query {
+function routed(pglite: PGlite, wire: Wire, plain: Query, inTransaction: boolean): Query {
   return (text, params, options) => {
     const name = preparedNames.get(text);
     if (!name) return plain(text, params, options);
-    const run = () => pglite._runExclusiveQuery(() => executeNamed(pglite, name, text, params ?? [], options));
+    const run = () => pglite._runExclusiveQuery(() => executeNamed(pglite, wire, name, text, params ?? [], options));
     if (inTransaction) return run();
     // Outside a transaction it waits for any transaction to end and is written through to a data
     // folder after, as PGlite's own `query` does.
@@ -60,12 +66,18 @@ function routed(pglite: PGlite, plain: Query, inTransaction: boolean): Query {
   };
 }
 
-async function executeNamed(pglite: PGlite, name: string, text: string, params: unknown[], options?: QueryOptions): Promise<Results> {
-  const { protocol, parse } = await import("@electric-sql/pglite");
+async function executeNamed(
+  pglite: PGlite,
+  { protocol, parse }: Wire,
+  name: string,
+  text: string,
+  params: unknown[],
+  options?: QueryOptions,
+): Promise<Results> {
   const { serialize } = protocol;
   const send = async (message: Uint8Array) => (await pglite.execProtocol(message, { syncToFs: false })).messages;
-  const statements = parsed.get(pglite) ?? new Map<string, number[]>();
-  parsed.set(pglite, statements);
+  let statements = parsed.get(pglite);
+  if (!statements) parsed.set(pglite, (statements = new Map<string, number[]>()));
   const messages = [];
   try {
     let types = statements.get(text);

@@ -14,7 +14,7 @@ import { normalKey } from "./names";
 import { identityLog } from "./identity-log";
 import { jwkThumbprint } from "./request-keys";
 import { type Charge, chargeSql, cityFull, newcomerSql, rowBytes } from "./store-bounds";
-import { visitorSubject } from "./store-shares";
+import { visitorShare } from "./store-shares";
 
 /**
  * What the city's ceiling on new admissions and ward requests counts: a ward request, filed sealed,
@@ -33,7 +33,7 @@ export async function fileWardRequest(db: Database, p: Presentation, c: GateCirc
     bytes: rowBytes(p.name, p.statement),
     newcomer: newcomerSql(null, c.now),
     now: c.now,
-    subject: { id: visitorSubject(c.ip), did: null },
+    subject: visitorShare(c.ip),
   };
   const [note] = rowsOf<{ seal: number | string }>(
     await db.execute(sql`

@@ -14,7 +14,7 @@ import { shareOf, sourceOf } from "./gate-prefixes";
 import { type Chain, type ChainOutcome, takeChain } from "./gate-windows";
 import { type Slot, type Window, withReach } from "./rate";
 import { normalKey } from "./names";
-import { anonymousReach, ceilingWindow, countedFromStripes, effortFromStripes, gatePowShares } from "./gate-pow";
+import { anonymousReach, ceilingPressure, ceilingWindow, gatePowShares } from "./gate-pow";
 
 /**
  * The gate's flood rule: the windows a presentation is counted in and the filtered verdict of one
@@ -168,8 +168,7 @@ export function chainFlood(outcome: ChainOutcome, chain: Chain, c: GateCircumsta
 function ceilingFlood(outcome: Extract<ChainOutcome, { kind: "ceiling-full" }>, chain: Chain, c: GateCircumstances): Verdict {
   const ceiling = chain.ceiling!;
   const retry = outcome.retryAfterSeconds;
-  const counted = countedFromStripes(outcome.stripes, c.limits, c.now);
-  const effort = effortFromStripes(outcome.stripes, c.limits, c.now);
+  const { counted, effort } = ceilingPressure(outcome.stripes, c.limits, c.now);
   const liftable = chain.bidReach !== undefined && counted < chain.bidReach && effort > 0;
   const untouched = "Nothing was counted against your address or origin, nor your network's share.";
   if (liftable) {

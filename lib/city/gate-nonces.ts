@@ -155,7 +155,6 @@ export function quotaRefusal(refused: NonNullable<OfferedNonce["refused"]>, extr
     {
       ...extra,
       retryAfterSeconds,
-      ...(extra.suggestedEffort !== undefined ? { suggestedEffort: extra.suggestedEffort } : {}),
       limit: {
         name: refused.quota === "address" ? "gate nonces" : "gate nonces per network",
         limit: rate.limit,

@@ -35,17 +35,20 @@ export function ceilingStripesSql(window: Window, now: Date): SQL {
   return sql`SELECT stripes FROM (${stripesRoomSql(window, now)}) ceiling_read`;
 }
 
-/** The suggested effort from the ceiling's stripes (their JSON as read); 0 when the ceiling is off. */
-export function effortFromStripes(json: unknown, limits: GateLimits, now: Date): number {
+/**
+ * What the ceiling's stripes (their JSON as read) say now: the admissions it counts and the effort
+ * suggested, from one pass over its steps; both 0 when the ceiling is off.
+ */
+export function ceilingPressure(json: unknown, limits: GateLimits, now: Date): { counted: number; effort: number } {
   const window = ceilingWindow(limits);
-  if (!window) return 0;
-  return suggestedEffort(stepTotals(json, window, now), gatePowShares(limits));
+  if (!window) return { counted: 0, effort: 0 };
+  const steps = stepTotals(json, window, now);
+  return { counted: steps.reduce((a, b) => a + b, 0), effort: suggestedEffort(steps, gatePowShares(limits)) };
 }
 
-/** The admissions the ceiling counts now, from its stripes' JSON. */
-export function countedFromStripes(json: unknown, limits: GateLimits, now: Date): number {
-  const window = ceilingWindow(limits);
-  return window ? stepTotals(json, window, now).reduce((a, b) => a + b, 0) : 0;
+/** The suggested effort from the ceiling's stripes (their JSON as read); 0 when the ceiling is off. */
+export function effortFromStripes(json: unknown, limits: GateLimits, now: Date): number {
+  return ceilingPressure(json, limits, now).effort;
 }
 
 /** Reads the suggested effort now (one statement that writes nothing; none when the ceiling is off). */

@@ -103,3 +103,8 @@ export function citizenSubject(did: string): string {
 export function citizenShare(did: string): { id: string; did: string } {
   return { id: citizenSubject(did), did };
 }
+
+/** A visitor's charge subject, for Charge.subject: its source prefix (visitorSubject). */
+export function visitorShare(ip: string | null): { id: string; did: null } {
+  return { id: visitorSubject(ip), did: null };
+}

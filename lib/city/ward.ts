@@ -8,7 +8,7 @@ import { PROTOCOLS } from "./protocols";
 import { type Parked, writeOrPark } from "./quarantine";
 import { cityWindow, takeSlot } from "./rate";
 import { type Charge, chargeSql, cityFull, newcomerSql, rowBytes } from "./store-bounds";
-import { visitorSubject } from "./store-shares";
+import { visitorShare, visitorSubject } from "./store-shares";
 import { type Reading, readState } from "./ward-shapes";
 
 /**
@@ -91,7 +91,7 @@ export async function readAndFile(db: Database, entry: WardEntry): Promise<{ rea
       bytes,
       newcomer: distress ? sql`false` : newcomerSql(null, entry.now),
       now: entry.now,
-      subject: { id: visitorSubject(entry.ip), did: null },
+      subject: visitorShare(entry.ip),
     };
     const [row] = rowsOf<{ seal: number | string }>(
       await db.execute(sql`
