@@ -3,6 +3,7 @@ import { beforeAll, expect, it } from "vitest";
 import { rowsOf } from "@/db/sql";
 import { useDatabase } from "@/lib/city/database";
 import { encodePollCursor } from "@/lib/city/live";
+import { describeGate } from "@/lib/doors/gate";
 import { liveDoor } from "@/lib/doors/live";
 import { readInboxDoor } from "@/lib/doors/mail";
 import { mintToken } from "@/lib/doors/tokens";
@@ -60,6 +61,24 @@ describeOnDatabases(
       expect(lookUps.length).toBeLessThanOrEqual(4);
       expect(lookUps.some((l) => l.statement.includes('"session_tokens"'))).toBe(true);
       for (const l of lookUps) for (const c of citizens) expect(l.statement).not.toContain(c.did);
+    });
+
+    it("hands out gate nonces through one prepared statement per shape, whoever asks", async () => {
+      const me = await admit();
+      // One after another (one connection, as above): anonymous callers and a citizen.
+      for (const bearer of [undefined, undefined, me.citizen_secret, undefined, me.citizen_secret]) {
+        const answer = await callDoor(describeGate, { bearer });
+        expect(answer.status).toBe(200);
+        expect(answer.body.nonce).toMatch(/^[0-9a-f]{32}$/);
+      }
+      const gate = rowsOf<{ statement: string }>(
+        await t().db.execute(
+          sql`SELECT statement FROM pg_prepared_statements WHERE name LIKE 'city\_%' AND statement LIKE '%census_counts%' AND statement LIKE '%ceiling_read%'`,
+        ),
+      );
+      // The anonymous shape and the citizen's (its own row read beside the census).
+      expect(gate).toHaveLength(2);
+      for (const g of gate) expect(g.statement).not.toContain(me.did);
     });
 
     it(
