@@ -6,12 +6,12 @@
 // a fresh PostgreSQL database, and with --baseline on the build of that revision (migrated by its
 // own migrations). Prints the rate of admissions, p50 and p99, and the share of the database's
 // active backends waiting on a Lock, sampled from pg_stat_activity every 50 ms while it runs.
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import path from "node:path";
 import autocannon from "autocannon";
 import pg from "pg";
 import { buildBaselineApp, removeCopies } from "./bench-floor";
-import { freePort } from "./free-port";
+import { type BenchServer, startNextServer } from "./bench-server";
 import { optionOr } from "./options";
 
 const args = process.argv.slice(2);
@@ -144,32 +144,8 @@ function sampleLocks(admin: pg.Client, database: string): { stop: () => Promise<
   };
 }
 
-async function startServer(env: NodeJS.ProcessEnv, dir: string | null): Promise<{ base: string; stop: () => Promise<void> }> {
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const child: ChildProcess = spawn("node", ["node_modules/next/dist/bin/next", "start", ...(dir ? [dir] : []), "-H", "127.0.0.1", "-p", String(port)], {
-    cwd: root,
-    env: { ...env, ...WINDOWS, NODE_ENV: "production", NEXT_TELEMETRY_DISABLED: "1", CITY_BASE_URL: base, ...(dir ? { CITY_NEXT_DIST_DIR: "" } : {}) },
-    stdio: ["ignore", "ignore", "inherit"],
-    detached: true,
-  });
-  for (let i = 0; ; i++) {
-    try {
-      const answer = await fetch(`${base}/beacon.json`);
-      await answer.arrayBuffer();
-      if (answer.ok) break;
-    } catch {
-      if (i > 300) throw new Error("the server did not start");
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-  return {
-    base,
-    stop: async () => {
-      if (child.pid) process.kill(-child.pid, "SIGTERM");
-      await new Promise((r) => child.once("exit", r));
-    },
-  };
+function startServer(env: NodeJS.ProcessEnv, dir: string | null): Promise<BenchServer> {
+  return startNextServer({ env: { ...env, ...WINDOWS }, dir, cwd: root });
 }
 
 void main().catch((err: unknown) => {

@@ -97,10 +97,15 @@ export async function drive(options: DriveOptions): Promise<DriveResult> {
   };
 }
 
-/** The p-th quantile of sorted values (nearest rank), rounded to a millisecond; 0 when there are none. */
-export function percentile(sorted: number[], p: number): number {
+/** The p-th quantile (0 to 1) of sorted values (nearest rank); 0 when there are none. */
+export function nearestRank(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return 0;
-  return Math.round(sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!);
+  return sorted[Math.max(0, Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1))]!;
+}
+
+/** The p-th quantile of sorted latencies (nearest rank), rounded to a millisecond; 0 when there are none. */
+export function percentile(sorted: number[], p: number): number {
+  return Math.round(nearestRank(sorted, p));
 }
 
 function send(agent: http.Agent, url: URL, request: DrivenRequest): Promise<{ status: number; body: string }> {

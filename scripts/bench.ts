@@ -11,7 +11,7 @@
 // waiting on a Lock: scripts/bench-contention.ts). The smoke run (small city, PGlite
 // only, a fixed number of requests per door instead of seconds at full load, so it costs CI little
 // CPU) fails on any 5xx or an empty table: CI runs it.
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -35,7 +35,7 @@ import { openLockSampler } from "./bench-locks";
 import { runMixedLoad, runOpenLoad } from "./bench-mixed";
 import { seedCity } from "./bench-seed";
 import { optionOr } from "./options";
-import { freePort } from "./free-port";
+import { type BenchServer, startNextServer } from "./bench-server";
 
 // The log's origin is kept in the database with its tree (lib/city/residency-log/identity.ts): the seed appends
 // in this process and the server runs on a port chosen later, so both name one fixed origin.
@@ -519,18 +519,14 @@ async function countRows(db: import("@/db/client").Database): Promise<Record<str
 }
 
 /** `next start` of the app's build, or of the build in `dir` (the floor's). */
-async function startServer(db: string, extra: Record<string, string>, dir?: string): Promise<{ base: string; pid: number; stop: () => Promise<void> }> {
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const where = dir ? [dir] : [];
+async function startServer(_db: string, extra: Record<string, string>, dir?: string): Promise<BenchServer> {
   // BENCH_CPU_PROF=<folder>: the server writes a V8 CPU profile there when it stops (BENCHMARKS.md: where the poll's time goes).
   const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const child: ChildProcess = spawn("node", [...profile, "node_modules/next/dist/bin/next", "start", ...where, "-H", "127.0.0.1", "-p", String(port)], {
+  return startNextServer({
+    dir: dir ?? null,
+    nodeArgs: profile,
     env: {
       ...process.env,
-      NODE_ENV: "production",
-      NEXT_TELEMETRY_DISABLED: "1",
-      CITY_BASE_URL: base,
       CITY_LOG_ORIGIN: BENCH_LOG_ORIGIN,
       CITY_IDENTITY_LOG_ORIGIN: BENCH_IDENTITY_LOG_ORIGIN,
       CITY_COUNT_QUERIES: "1",
@@ -541,32 +537,8 @@ async function startServer(db: string, extra: Record<string, string>, dir?: stri
       CITY_TRUSTED_PROXIES: "1",
       DATABASE_URL: "",
       ...extra,
-      // The floor's copy is built into its own `.next`.
-      ...(dir ? { CITY_NEXT_DIST_DIR: "" } : {}),
     },
-    stdio: ["ignore", "ignore", "inherit"],
-    detached: true,
   });
-  for (let i = 0; i < 300; i++) {
-    try {
-      const answer = await fetch(`${base}/beacon.json`);
-      await answer.arrayBuffer();
-      if (answer.ok) break;
-    } catch {
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    if (i === 299) throw new Error(`the ${db} server did not start`);
-  }
-  return {
-    base,
-    pid: child.pid!,
-    stop: async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((r) => child.once("exit", r));
-      process.kill(-child.pid!, "SIGTERM");
-      await exited;
-    },
-  };
 }
 
 main().catch((err: unknown) => {
