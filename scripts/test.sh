@@ -117,7 +117,7 @@ DOMAIN_IN_SERVED=(tests/integration/hostile.test.ts tests/integration/log-witnes
 domain_lane() {
   local excluded=()
   for file in "${DOMAIN_IN_SERVED[@]}"; do excluded+=(--exclude "$file"); done
-  step domain "vitest domain (node $(node -v))" npx vitest run --project domain "${excluded[@]}"
+  step domain "vitest domain (node $(node -v))" npx vitest run --project domain --project domain-shared "${excluded[@]}"
 }
 
 http_lane() {
@@ -147,7 +147,7 @@ served_lane() {
     step served "deploy-check" bash scripts/deploy-check.sh
   fi
   step served "mcp-conformance" bash scripts/mcp-conformance.sh
-  step served "vitest domain: ${DOMAIN_IN_SERVED[*]##*/}" npx vitest run --project domain "${DOMAIN_IN_SERVED[@]}"
+  step served "vitest domain: ${DOMAIN_IN_SERVED[*]##*/}" npx vitest run --project domain --project domain-shared "${DOMAIN_IN_SERVED[@]}"
 }
 
 # The build, then what needs it in two lanes of its own.
