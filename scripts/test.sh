@@ -43,7 +43,8 @@ print_failures() {
 }
 
 # Each lane's slowest test files (vitest's run-summary reporter, tests/support/run-summary.ts;
-# playwright's reportSlowTests), so that the long pole of the next run is known.
+# playwright's, tests/support/playwright-slowest.ts: `slowest files: (playwright) ...`), so that the
+# long pole of the next run is known.
 print_slowest() {
   local log lane
   echo
@@ -51,8 +52,7 @@ print_slowest() {
   for log in "$LOGS"/*.log; do
     lane="$(basename "$log" .log)"
     sed 's/\x1b\[[0-9;]*m//g' "$log" | awk -v lane="$lane" '
-      /^slowest files: / { sub(/^slowest files: /, ""); printf "  %-8s %s\n", lane, $0 }
-      /Slow test file: / { sub(/^.*Slow test file: /, ""); printf "  %-8s (playwright) %s\n", lane, $0 }'
+      /^slowest files: / { sub(/^slowest files: /, ""); printf "  %-8s %s\n", lane, $0 }'
   done
 }
 
