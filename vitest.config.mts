@@ -12,7 +12,7 @@ const alias = { "@": root };
 // without isolation: each worker thread imports the city's modules once and its files reuse them
 // (importing them cost about 1.5 CPU-s a file). Its setup file (tests/support/shared-setup.ts)
 // gives each file the environment the worker started with and a freshly parsed env().
-// `--project 'domain*'` runs both.
+// `--project domain --project domain-shared` runs both (npm test, npm run test:domain).
 const keepsModuleState = /vi\.(mock|doMock|unmock|stubEnv|stubGlobal|resetModules|useFakeTimers|spyOn)|process\.env|forgetEnv|globalThis/;
 const domainFiles = ["tests/unit", "tests/integration"].flatMap((folder) =>
   readdirSync(path.join(root, folder), { recursive: true, encoding: "utf8" })
@@ -21,7 +21,8 @@ const domainFiles = ["tests/unit", "tests/integration"].flatMap((folder) =>
 );
 // A support module that sets process.env when it loads (tests/support/gate.ts) would set it only
 // for the first file of a worker that imports it: its importers, direct or not, stay isolated too.
-const writesEnv = /process\.env[^;]*(\?\?=|[^=!<>]=[^=])/;
+// (An assignment to one variable: not a comparison, not an arrow after a read.)
+const writesEnv = /process\.env(\.\w+|\[[^\]\n]+\])\s*(\?\?=|\|\|=|=(?![=>]))/;
 const localImports = (file: string) =>
   [...readFileSync(file, "utf8").matchAll(/from "(\.{1,2}\/[^"]+)"/g)]
     .map((m) => path.resolve(path.dirname(file), `${m[1]}.ts`))
