@@ -85,9 +85,10 @@ export default defineConfig({
   // where tests of 10 to 15 s idle were seen near 30 s. Tests that walk every page set their own.
   timeout: 60_000,
   workers: 2,
-  reporter: process.env.CI ? "list" : "line",
-  // The five slowest spec files at the end, whatever their time (scripts/test.sh gathers them per lane).
-  reportSlowTests: { max: 5, threshold: 0 },
+  // The five slowest spec files at the end (scripts/test.sh gathers them per lane): a reporter of
+  // our own, since Playwright's reportSlowTests leaves out files whose tests ran on two workers.
+  reporter: [[process.env.CI ? "list" : "line"], ["./tests/support/playwright-slowest.ts"]],
+  reportSlowTests: null,
   use: {
     browserName: "chromium",
     // The plat works without JavaScript: every page and link is tested with it off.

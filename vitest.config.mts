@@ -1,8 +1,43 @@
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
-const alias = { "@": path.dirname(fileURLToPath(import.meta.url)) };
+const root = path.dirname(fileURLToPath(import.meta.url));
+const alias = { "@": root };
+
+// The domain suites split in two projects by what a file does. A file that mocks modules, spies,
+// stubs, fakes timers, or reads or writes process.env or globalThis runs isolated ("domain", a fresh
+// module graph per file, as every file ran before). Every other file runs in "domain-shared",
+// without isolation: each worker thread imports the city's modules once and its files reuse them
+// (importing them cost about 1.5 CPU-s a file). Its setup file (tests/support/shared-setup.ts)
+// gives each file the environment the worker started with and a freshly parsed env().
+// `--project domain --project domain-shared` runs both (npm test, npm run test:domain).
+const keepsModuleState = /vi\.(mock|doMock|unmock|stubEnv|stubGlobal|resetModules|useFakeTimers|spyOn)|process\.env|forgetEnv|globalThis/;
+const domainFiles = ["tests/unit", "tests/integration"].flatMap((folder) =>
+  readdirSync(path.join(root, folder), { recursive: true, encoding: "utf8" })
+    .filter((file) => file.endsWith(".test.ts"))
+    .map((file) => `${folder}/${file}`),
+);
+// A support module that sets process.env when it loads (tests/support/gate.ts) would set it only
+// for the first file of a worker that imports it: its importers, direct or not, stay isolated too.
+// (An assignment to one variable: not a comparison, not an arrow after a read.)
+const writesEnv = /process\.env(\.\w+|\[[^\]\n]+\])\s*(\?\?=|\|\|=|=(?![=>]))/;
+const localImports = (file: string) =>
+  [...readFileSync(file, "utf8").matchAll(/from "(\.{1,2}\/[^"]+)"/g)]
+    .map((m) => path.resolve(path.dirname(file), `${m[1]}.ts`))
+    .filter((imported) => imported.includes(`${path.sep}tests${path.sep}`));
+function loadsEnvWriter(file: string, seen = new Set<string>()): boolean {
+  return localImports(file).some((imported) => {
+    if (seen.has(imported)) return false;
+    seen.add(imported);
+    return writesEnv.test(readFileSync(imported, "utf8")) || loadsEnvWriter(imported, seen);
+  });
+}
+const sharedFiles = domainFiles.filter((file) => {
+  const full = path.join(root, file);
+  return !keepsModuleState.test(readFileSync(full, "utf8")) && !loadsEnvWriter(full);
+});
 
 // The order tests run in inside every suite of describeOnDatabases that is not `ordered`
 // (tests/support/databases.ts shuffles there): a new seed each run, printed so a failure that
@@ -54,7 +89,23 @@ export default defineConfig({
           // configuration stays its own.
           pool: "threads",
           include: ["tests/unit/**/*.test.ts", "tests/integration/**/*.test.ts"],
+          exclude: sharedFiles,
           setupFiles: ["tests/support/setup.ts"],
+          // Migrates one PGlite and one server database per run; every suite starts from a copy.
+          globalSetup: ["tests/support/database-template.ts"],
+          environment: "node",
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        resolve: { alias },
+        test: {
+          name: "domain-shared",
+          pool: "threads",
+          isolate: false,
+          include: sharedFiles,
+          setupFiles: ["tests/support/setup.ts", "tests/support/shared-setup.ts"],
           // Migrates one PGlite and one server database per run; every suite starts from a copy.
           globalSetup: ["tests/support/database-template.ts"],
           environment: "node",

@@ -43,7 +43,8 @@ print_failures() {
 }
 
 # Each lane's slowest test files (vitest's run-summary reporter, tests/support/run-summary.ts;
-# playwright's reportSlowTests), so that the long pole of the next run is known.
+# playwright's, tests/support/playwright-slowest.ts: `slowest files: (playwright) ...`), so that the
+# long pole of the next run is known.
 print_slowest() {
   local log lane
   echo
@@ -51,8 +52,7 @@ print_slowest() {
   for log in "$LOGS"/*.log; do
     lane="$(basename "$log" .log)"
     sed 's/\x1b\[[0-9;]*m//g' "$log" | awk -v lane="$lane" '
-      /^slowest files: / { sub(/^slowest files: /, ""); printf "  %-8s %s\n", lane, $0 }
-      /Slow test file: / { sub(/^.*Slow test file: /, ""); printf "  %-8s (playwright) %s\n", lane, $0 }'
+      /^slowest files: / { sub(/^slowest files: /, ""); printf "  %-8s %s\n", lane, $0 }'
   done
 }
 
@@ -117,7 +117,7 @@ DOMAIN_IN_SERVED=(tests/integration/hostile.test.ts tests/integration/log-witnes
 domain_lane() {
   local excluded=()
   for file in "${DOMAIN_IN_SERVED[@]}"; do excluded+=(--exclude "$file"); done
-  step domain "vitest domain (node $(node -v))" npx vitest run --project domain "${excluded[@]}"
+  step domain "vitest domain (node $(node -v))" npx vitest run --project domain --project domain-shared "${excluded[@]}"
 }
 
 http_lane() {
@@ -147,7 +147,7 @@ served_lane() {
     step served "deploy-check" bash scripts/deploy-check.sh
   fi
   step served "mcp-conformance" bash scripts/mcp-conformance.sh
-  step served "vitest domain: ${DOMAIN_IN_SERVED[*]##*/}" npx vitest run --project domain "${DOMAIN_IN_SERVED[@]}"
+  step served "vitest domain: ${DOMAIN_IN_SERVED[*]##*/}" npx vitest run --project domain --project domain-shared "${DOMAIN_IN_SERVED[@]}"
 }
 
 # The build, then what needs it in two lanes of its own.

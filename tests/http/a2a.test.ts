@@ -7,13 +7,15 @@ import { describe, expect, it, vi } from "vitest";
 import { AgentCardSchema } from "@/lib/doors/a2a-card";
 import { registry } from "@/lib/doors/registry";
 import { HEAVY_TEST_MS } from "../support/limits";
-import { useOwnServer } from "../support/own-server";
+import { useSharedServer } from "../support/shared-servers";
 
 /*
- * The bridge over real HTTP with the A2A SDK's own client, against a server of this file's own
- * (it admits citizens). Each skill's answer is compared with the same door called over HTTP.
+ * The bridge over real HTTP with the A2A SDK's own client, against the run's shared server of the
+ * default environment (it admits citizens, so not the census server; each test makes its own
+ * citizens and asserts nothing of the whole city: shared-servers.ts). Each skill's answer is
+ * compared with the same door called over HTTP.
  */
-const server = useOwnServer();
+const server = useSharedServer();
 
 const RFC9457 = "https://www.rfc-editor.org/rfc/rfc9457";
 

@@ -1,13 +1,14 @@
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { describe, expect, it } from "vitest";
 import { ProblemSchema } from "@/lib/errors";
-import { useOwnServer } from "../support/own-server";
+import { useSharedServer } from "../support/shared-servers";
 
 /*
- * Writing tools over real HTTP with the SDK's real client. This file admits citizens, so it runs
- * on a server of its own and leaves the shared server's census alone.
+ * Writing tools over real HTTP with the SDK's real client. This file admits citizens, so it leaves
+ * the census server alone: it runs on the run's shared server of the default environment, each
+ * test with citizens of its own, asserting nothing of the whole city (shared-servers.ts).
  */
-const server = useOwnServer();
+const server = useSharedServer();
 const ERAS = { legacy: "2025-03-26", modern: "2026-07-28" } as const;
 type Era = keyof typeof ERAS;
 type ToolResult = { content?: unknown; structuredContent?: unknown; isError?: boolean };

@@ -25,14 +25,47 @@ declare module "vitest" {
  * on first use and find nothing to do). Both get a migrated database on TEST_DATABASE_URL's server.
  */
 export default async function migrateTemplatesOnce(project: TestProject): Promise<() => Promise<void>> {
-  const folder = mkdtempSync(path.join(os.tmpdir(), "city-template-"));
   if (project.name === "http") {
+    const made = await makeTemplates("http");
+    provideAll(project, made.provided);
+    return made.teardown;
+  }
+  // The two domain projects (domain, domain-shared: vitest.config.mts) share one set, made by the
+  // first of their setups in this process and dropped after the last one's teardown.
+  const kept = globalThis as { cityDomainTemplates?: { made: Promise<Made>; users: number } };
+  kept.cityDomainTemplates ??= { made: makeTemplates("domain"), users: 0 };
+  const shared = kept.cityDomainTemplates;
+  shared.users += 1;
+  const made = await shared.made;
+  provideAll(project, made.provided);
+  return async () => {
+    shared.users -= 1;
+    if (shared.users > 0) return;
+    kept.cityDomainTemplates = undefined;
+    await made.teardown();
+  };
+}
+
+type Provided = { pgliteTemplate?: string; serverTemplate?: string; pgliteServerTemplate?: string };
+interface Made {
+  provided: Provided;
+  teardown: () => Promise<void>;
+}
+
+function provideAll(project: TestProject, provided: Provided): void {
+  for (const [key, value] of Object.entries(provided) as [keyof Provided, string][]) project.provide(key, value);
+}
+
+async function makeTemplates(kind: "http" | "domain"): Promise<Made> {
+  const provided: Provided = {};
+  const folder = mkdtempSync(path.join(os.tmpdir(), "city-template-"));
+  if (kind === "http") {
     const serverFolder = path.join(folder, "pglite");
     const pglite = await openPglite(serverFolder);
     await upgradeDatabase(pglite);
     await slimForCopies(pglite);
     await pglite.close();
-    project.provide("pgliteServerTemplate", serverFolder);
+    provided.pgliteServerTemplate = serverFolder;
     // The shared server is started by the next global setup, in this process (next-server.ts).
     process.env.CITY_TEST_PGLITE_TEMPLATE = serverFolder;
   } else {
@@ -43,7 +76,7 @@ export default async function migrateTemplatesOnce(project: TestProject): Promis
     const dumpFile = path.join(folder, "pglite.tar");
     writeFileSync(dumpFile, Buffer.from(await dump.arrayBuffer()));
     await pglite.close();
-    project.provide("pgliteTemplate", dumpFile);
+    provided.pgliteTemplate = dumpFile;
   }
 
   let dropTemplate = async () => undefined as unknown;
@@ -59,15 +92,18 @@ export default async function migrateTemplatesOnce(project: TestProject): Promis
     await upgradeDatabase(template);
     // A template must have no connection open while databases are copied from it.
     await template.close();
-    project.provide("serverTemplate", name);
+    provided.serverTemplate = name;
     dropTemplate = async () => {
       await admin.db.execute(sql.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
       await admin.close();
     };
   }
-  return async () => {
-    await dropTemplate();
-    rmSync(folder, { recursive: true, force: true });
+  return {
+    provided,
+    teardown: async () => {
+      await dropTemplate();
+      rmSync(folder, { recursive: true, force: true });
+    },
   };
 }
 

@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { cpSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { appendFileSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { freePort } from "../../scripts/free-port";
@@ -9,17 +11,35 @@ import type { TestProject } from "vitest/node";
 declare module "vitest" {
   export interface ProvidedContext {
     baseUrl: string;
+    /** Where the run's shared servers are asked for (shared-servers.ts). */
+    serverBroker: string;
+    /** A file every `next start` of the run adds a line to, counted at the end. */
+    serverTally: string;
   }
 }
 
 /**
- * Starts the real production server (`next start`) on a fresh PGlite folder for the HTTP tests.
- * The build must exist: `npm test` runs `next build` first.
+ * Starts the real production server (`next start`) on a fresh PGlite folder for the HTTP tests,
+ * and the broker of the servers files share by environment (shared-servers.ts). The build must
+ * exist: `npm test` runs `next build` first. At the end, how many servers the run started.
  */
 export default async function startNextServer(project: TestProject): Promise<() => Promise<void>> {
+  const tallyFolder = mkdtempSync(path.join(os.tmpdir(), "city-servers-"));
+  const tally = path.join(tallyFolder, "started");
+  process.env.CITY_TEST_SERVER_TALLY = tally;
+  project.provide("serverTally", tally);
   const server = await startCityServer();
   project.provide("baseUrl", server.baseUrl);
-  return server.stop;
+  const broker = await startServerBroker();
+  project.provide("serverBroker", broker.url);
+  return async () => {
+    await broker.stop();
+    await server.stop();
+    const lines = existsSync(tally) ? readFileSync(tally, "utf8").split("\n").filter(Boolean) : [];
+    const shared = lines.filter((line) => line === "shared").length;
+    console.log(`next start servers started in this run: ${lines.length} (${shared} shared by environment, tests/support/shared-servers.ts)`);
+    rmSync(tallyFolder, { recursive: true, force: true });
+  };
 }
 
 export interface CityServer {
@@ -45,10 +65,13 @@ export const BOOT_HOOK_TIMEOUT_MS = BOOT_DEADLINE_MS + 60_000;
  * port is one the system picked free a moment before; another process can take it in between, so
  * a server that exits with EADDRINUSE is started again on another port (up to three times).
  */
-export async function startCityServer(extraEnv: Record<string, string> = {}): Promise<CityServer> {
+export async function startCityServer(extraEnv: Record<string, string> = {}, tallied: "own" | "shared" = "own"): Promise<CityServer> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startOnce(extraEnv);
+      const server = await startOnce(extraEnv);
+      const tally = tallyFile();
+      if (tally) appendFileSync(tally, `${tallied}\n`);
+      return server;
     } catch (error) {
       if (!(error instanceof PortTaken) || attempt === 3) throw error;
     }
@@ -56,6 +79,54 @@ export async function startCityServer(extraEnv: Record<string, string> = {}): Pr
 }
 
 class PortTaken extends Error {}
+
+/** The key of an environment: the same variables with the same values, in any order. */
+function keyOf(env: Record<string, string>): string {
+  return JSON.stringify(Object.entries(env).sort(([a], [b]) => a.localeCompare(b)));
+}
+
+/**
+ * The broker of the servers files share by environment (shared-servers.ts, useSharedServer), in the
+ * global setup's process: POST a JSON environment, get {baseUrl} of its server, started by the first
+ * request for it; every one stops when the run ends.
+ */
+export async function startServerBroker(): Promise<{ url: string; stop: () => Promise<void> }> {
+  const servers = new Map<string, Promise<CityServer>>();
+  const broker = http.createServer((request, response) => {
+    let body = "";
+    request.on("data", (chunk) => (body += chunk));
+    request.on("end", () => {
+      const env = JSON.parse(body || "{}") as Record<string, string>;
+      const key = keyOf(env);
+      if (!servers.has(key)) servers.set(key, startCityServer(env, "shared"));
+      servers.get(key)!.then(
+        (server) => response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ baseUrl: server.baseUrl })),
+        (error: unknown) => response.writeHead(500).end(String(error)),
+      );
+    });
+  });
+  // A boot may take longer than node's default request timeout under a full run.
+  broker.requestTimeout = 0;
+  await new Promise<void>((resolve) => broker.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(broker.address() as AddressInfo).port}`,
+    stop: async () => {
+      await new Promise((resolve) => broker.close(resolve));
+      const started = await Promise.allSettled(servers.values());
+      await Promise.all(started.map((result) => (result.status === "fulfilled" ? result.value.stop() : undefined)));
+    },
+  };
+}
+
+/** The run's tally file: in a test file by inject, in the global setup by environment. */
+function tallyFile(): string | undefined {
+  if (process.env.CITY_TEST_SERVER_TALLY) return process.env.CITY_TEST_SERVER_TALLY;
+  try {
+    return inject("serverTally");
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * The run's migrated PGlite folder (database-template.ts), when there is one: a server started on a
