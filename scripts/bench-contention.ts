@@ -99,8 +99,13 @@ const stored = (status: number) => status === 200 || status === 201;
 
 /** The legs, over pools of `group` citizens at once (48; fewer in the smoke run). */
 export function contentionLegs(group: number): ContentionLeg[] {
-  const vault = new CitizenPool("ctn-vault", false, group);
-  const signed = new CitizenPool("ctn-signed", true, group);
+  // Each build's citizens are its own, admitted through its own gate: a baseline of another schema
+  // runs on a database of its own, where this build's citizens do not exist.
+  const pools = new Map<string, { vault: CitizenPool; signed: CitizenPool }>();
+  const poolsOf = (base: string) => {
+    if (!pools.has(base)) pools.set(base, { vault: new CitizenPool("ctn-vault", false, group), signed: new CitizenPool("ctn-signed", true, group) });
+    return pools.get(base)!;
+  };
   return [
     {
       label: "contention: GET /gate",
@@ -108,9 +113,9 @@ export function contentionLegs(group: number): ContentionLeg[] {
     },
     {
       label: `contention: POST /api/vault (${group} citizens, Bearer)`,
-      reserve: (base, requests) => vault.reserve(base, requests),
-      request: (_base, n) => {
-        const citizen = vault.take();
+      reserve: (base, requests) => poolsOf(base).vault.reserve(base, requests),
+      request: (base, n) => {
+        const citizen = poolsOf(base).vault.take();
         if (!citizen) return null;
         const headers = { ...json, authorization: `Bearer ${citizen.secret}`, "x-forwarded-for": nextAddress() };
         return { method: "POST", path: "/api/vault", headers, body: JSON.stringify({ content: `a contention note ${n}` }) };
@@ -135,9 +140,9 @@ export function contentionLegs(group: number): ContentionLeg[] {
     },
     {
       label: `contention: POST /api/vault (${group} citizens, signed)`,
-      reserve: (base, requests) => signed.reserve(base, requests),
+      reserve: (base, requests) => poolsOf(base).signed.reserve(base, requests),
       request: async (base, n) => {
-        const citizen = signed.take();
+        const citizen = poolsOf(base).signed.take();
         if (!citizen) return null;
         const body = JSON.stringify({ content: `a signed contention note ${n}` });
         // Signed for the server it goes to (its @authority), a fresh nonce each; no Bearer beside it.
@@ -149,8 +154,8 @@ export function contentionLegs(group: number): ContentionLeg[] {
     {
       // The control: a read that locks nothing (its share should be near 0 whatever the build).
       label: `contention: GET /api/vault (read-only control, ${group} citizens)`,
-      reserve: (base) => vault.reserve(base, vault.citizens.length ? 0 : 1),
-      request: (_base, n) => ({ method: "GET", path: "/api/vault?limit=20", headers: { authorization: `Bearer ${vault.reader(n).secret}` } }),
+      reserve: (base) => poolsOf(base).vault.reserve(base, poolsOf(base).vault.citizens.length ? 0 : 1),
+      request: (base, n) => ({ method: "GET", path: "/api/vault?limit=20", headers: { authorization: `Bearer ${poolsOf(base).vault.reader(n).secret}` } }),
     },
   ];
 }
@@ -168,6 +173,8 @@ export interface ContentionBuild {
   rev: string;
   base: string;
   cpu: CpuSources;
+  /** The lock sampler of this build's own database, when it has one (a baseline of another schema). */
+  sampler?: LockSampler | null;
 }
 
 export interface ContentionRow {
@@ -207,9 +214,10 @@ export async function runContention(run: ContentionRun): Promise<ContentionRow[]
           drive({ base: build.base, inFlight, stop, next: (n) => leg.request(build.base, n), accepted: leg.accepted });
         if ("seconds" in run.stop) await load({ seconds: 1 }); // warm-up, not counted
         const before = await readCpu(build.cpu);
-        await run.sampler?.start();
+        const sampler = build.sampler ?? run.sampler;
+        await sampler?.start();
         const result = await load(run.stop);
-        const locks = (await run.sampler?.stop()) ?? null;
+        const locks = (await sampler?.stop()) ?? null;
         const cpu = await cpuSince(before, build.cpu, result.answered);
         fastest = Math.max(fastest, result.rate);
         const row = { db: run.db, leg: leg.label, rev: build.rev, inFlight, result, locks, cpu };

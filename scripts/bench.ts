@@ -12,7 +12,7 @@
 // only, a fixed number of requests per door instead of seconds at full load, so it costs CI little
 // CPU) fails on any 5xx or an empty table: CI runs it.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import autocannon from "autocannon";
@@ -24,6 +24,7 @@ import {
   CITIZENS_AT_ONCE,
   CONTENTION_ENV,
   CONTENTION_LOADS,
+  type ContentionBuild,
   type ContentionRow,
   contentionLegs,
   contentionSettings,
@@ -232,7 +233,10 @@ async function measureDatabase(
     }
     // The citizen legs write outside that account: on a server started again after the count.
     const again = await startServer(db, city.env);
-    const baseline = baselineDir ? await startServer(db, city.env, baselineDir) : null;
+    // The citizen legs use one set of citizens on both builds: only a baseline of this schema can serve them.
+    const baseline = baselineDir && sameSchema(baselineDir) ? await startServer(db, city.env, baselineDir) : null;
+    if (baselineDir && !baseline)
+      console.log(`the baseline's schema is not this checkout's: its GET /gate and citizen legs are not measured, only its contention legs`);
     try {
       // No citizen leg, open loop nor cache leg wanted (--only contention): no citizens to admit.
       const needCitizens = CITIZEN_LEGS.some((l) => wanted(l.label)) || report !== null || sharedCache;
@@ -296,12 +300,16 @@ async function measureContention(db: string, city: PreparedCity, baselineDir: st
   console.log(`\n${contentionSettings(group)}`);
   const env = { ...city.env, ...CONTENTION_ENV };
   const current = await startServer(db, env);
-  const baseline = baselineDir ? await startServer(db, env, baselineDir) : null;
+  // A baseline of another schema gets a database of its own, migrated by its own migrations.
+  const own = baselineDir && !sameSchema(baselineDir) && city.database ? await baselineDatabase(city.database, baselineDir) : null;
+  const baseline = baselineDir ? await startServer(db, own ? { ...env, DATABASE_URL: own.url } : env, baselineDir) : null;
   const sampler = city.database ? await openLockSampler(serverUrl, city.database) : null;
   try {
     const cpuOf = (server: { pid: number }): CpuSources => ({ serverGroup: server.pid, backends: city.backends });
-    const builds = [{ rev: "", base: current.base, cpu: cpuOf(current) }];
-    if (baseline) builds.push({ rev: baselineRev, base: baseline.base, cpu: cpuOf(baseline) });
+    const builds: ContentionBuild[] = [{ rev: "", base: current.base, cpu: cpuOf(current) }];
+    if (baseline && own)
+      builds.push({ rev: baselineRev, base: baseline.base, cpu: { serverGroup: baseline.pid, backends: own.backends }, sampler: own.sampler });
+    else if (baseline) builds.push({ rev: baselineRev, base: baseline.base, cpu: cpuOf(baseline) });
     const rows = await runContention({
       db,
       builds,
@@ -317,7 +325,50 @@ async function measureContention(db: string, city: PreparedCity, baselineDir: st
     await sampler?.close();
     await current.stop();
     await baseline?.stop();
+    await own?.dispose();
   }
+}
+
+/** Whether a baseline's migrations are this checkout's: then it can share this run's database. */
+function sameSchema(baselineDir: string): boolean {
+  const journal = (root: string) => readFileSync(path.join(root, "db/migrations/meta/_journal.json"), "utf8");
+  return journal(baselineDir) === journal(process.cwd());
+}
+
+/**
+ * A database for the baseline's contention legs, beside this run's (pg), migrated by the
+ * baseline's own migrations: a baseline of another schema cannot serve this checkout's tables
+ * (its statements name columns they no longer have, or miss ones they need).
+ */
+async function baselineDatabase(database: string, baselineDir: string) {
+  const { openPg } = await import("@/db/client");
+  const { sql } = await import("drizzle-orm");
+  const { rowsOf } = await import("@/db/sql");
+  const name = `${database}_baseline`;
+  const admin = await openPg(serverUrl);
+  await admin.db.execute(sql.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+  await admin.db.execute(sql.raw(`CREATE DATABASE ${name}`));
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  const migrated = spawnSync(path.join(process.cwd(), "node_modules/.bin/tsx"), ["scripts/migrate.ts"], {
+    cwd: baselineDir,
+    env: { ...process.env, DATABASE_URL: url.toString(), CITY_DB_DRIVER: "pg" },
+    stdio: "inherit",
+  });
+  if (migrated.status !== 0) throw new Error(`migrating the baseline's database failed`);
+  console.log(`the baseline's schema is not this checkout's: its contention legs run on ${name}, migrated by its own migrations`);
+  return {
+    url: url.toString(),
+    sampler: await openLockSampler(serverUrl, name),
+    backends: async () =>
+      rowsOf<{ pid: number }>(await admin.db.execute(sql`SELECT pid FROM pg_stat_activity WHERE datname = ${name} AND backend_type = 'client backend'`)).map(
+        (r) => Number(r.pid),
+      ),
+    dispose: async () => {
+      await admin.db.execute(sql.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+      await admin.close();
+    },
+  };
 }
 
 /** The ratios of one database's rows: req/s to the static file's and to GET /gate's, CPU per request to GET /gate's. */
