@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
 import { citizens } from "@/db/schema";
-import { env } from "@/lib/env";
+import { type Env, env } from "@/lib/env";
 import { CityError, type OriginCheck } from "@/lib/errors";
 import type { LogReceipt } from "@/lib/tlog/append";
 import { appendIdentityLog } from "../identity-log";
@@ -31,12 +31,14 @@ export { type OriginMethod, type OriginProof, ORIGIN_PROOF_SECONDS, originProofO
 
 export const ORIGIN_TRIES = { perCitizen: 10, perDomain: 30, windowSeconds: 3600 } as const;
 
-/** The percent of the city's tries an hour one source (an IPv4 /24, an IPv6 /48) may take (issue 43, item 1). */
-export const ORIGIN_SOURCE_SHARE_PERCENT = 10;
-
-/** The tries one source may take an hour: its share of CITY_ORIGIN_PROOFS_PER_HOUR (30 of the default 300). */
-export function originSourceShare(cityPerHour: number = env().CITY_ORIGIN_PROOFS_PER_HOUR): number {
-  return shareOf(cityPerHour, ORIGIN_SOURCE_SHARE_PERCENT);
+/**
+ * The tries one source (an IPv4 /24, an IPv6 /48) may take an hour: its share
+ * (CITY_ORIGIN_SOURCE_SHARE_PERCENT, 10) of CITY_ORIGIN_PROOFS_PER_HOUR, 30 of the default 300
+ * (issue 43, item 1). Null when the share is the whole hour: the city's own window bounds it then.
+ */
+export function originSourceShare(config: Env = env()): number | null {
+  const share = shareOf(config.CITY_ORIGIN_PROOFS_PER_HOUR, config.CITY_ORIGIN_SOURCE_SHARE_PERCENT);
+  return share < config.CITY_ORIGIN_PROOFS_PER_HOUR ? share : null;
 }
 
 export function insecureOriginProofs(): boolean {
@@ -51,14 +53,16 @@ export function insecureOriginProofs(): boolean {
 export function originWindows(did: string, domain: string, ip: string | null = null): { window: Window; name: string }[] {
   const hour = ORIGIN_TRIES.windowSeconds;
   // An unknown address is no bucket (one shared bucket would let a few tries lock every citizen out).
-  const source = ip
-    ? [
-        {
-          window: { scope: "origin-source", subject: visitorSubject(ip), limit: originSourceShare(), windowSeconds: hour },
-          name: "origin proof tries from your network (its IPv4 /24 or IPv6 /48)",
-        },
-      ]
-    : [];
+  const share = originSourceShare();
+  const source =
+    ip && share !== null
+      ? [
+          {
+            window: { scope: "origin-source", subject: visitorSubject(ip), limit: share, windowSeconds: hour },
+            name: "origin proof tries from your network (its IPv4 /24 or IPv6 /48)",
+          },
+        ]
+      : [];
   return [
     { window: { scope: "origin-citizen", subject: did, limit: ORIGIN_TRIES.perCitizen, windowSeconds: hour }, name: "origin proof tries by this citizen" },
     { window: { scope: "origin-domain", subject: domain, limit: ORIGIN_TRIES.perDomain, windowSeconds: hour }, name: `origin proof tries for ${domain}` },
