@@ -106,6 +106,7 @@ const EnvSchema = z.object({
   CITY_ORIGIN_PROOF_INSECURE: z.enum(["0", "1"]).default("0"),
   // City-wide origin proof attempts per hour (each may cost the city a DNS query and a fetch), whoever asks.
   CITY_ORIGIN_PROOFS_PER_HOUR: z.coerce.number().int().min(1).default(300),
+  CITY_ORIGIN_SOURCE_SHARE_PERCENT: z.coerce.number().int().min(1).max(100).default(10),
   // How long a shared cache (a CDN, a reverse proxy) may serve a public reading (s-maxage), and then
   // serve it stale while it asks again (stale-while-revalidate): a write shows within their sum. 0 and 0: no-store.
   CITY_SHARED_CACHE_SECONDS: z.coerce.number().int().min(0).max(3600).default(5),

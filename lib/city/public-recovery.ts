@@ -11,6 +11,7 @@ import { atLeast, type Authority, cancelOpenSteps, countKeyEvent, openStepOf, ou
 import { citizenKeys, commitmentAfterMove, thumbprintOrNone, uncommittedProblem } from "./pre-rotation";
 import { requireSlot, slotRefusal, type Window } from "./rate";
 import { citizenSubject, visitorSubject } from "./store-shares";
+import { keyEverBound } from "./key-history";
 import { jwkThumbprint } from "./request-keys";
 
 /**
@@ -157,13 +158,15 @@ export async function cancelRecovery(db: Database, did: string, by: "secret" | "
  * No first-come city-wide pool (issue 43, item 5): an anonymous hold counts against its client
  * address's daily bound and its source's hourly bound (the citizen whose credential came with it,
  * else its address's prefix: an IPv4 /24, an IPv6 /48), and takes one of the recovery's 2
- * anonymous holds. A hold made with a credential of the recovery's own citizen counts against none
- * of these: only against that citizen's own OWNER_HOLDS_PER_DAY, so no flood of holds elsewhere
- * can stop an owner from slowing a thief.
+ * anonymous holds. A hold made with a credential of the recovery's own citizen, or signed with a
+ * key ever bound to its DID (`signedWith`: the keyid of a signature verified over the request;
+ * a key rotated away however long ago, lib/city/key-history.ts), counts against none of these:
+ * only against that citizen's own OWNER_HOLDS_PER_DAY, so no flood of holds elsewhere can stop an
+ * owner from slowing a thief, even one who rotated the owner's key away.
  */
 export async function holdRecovery(
   db: Database,
-  h: { did: string; reason: HoldReason; ip: string | null; caller: { did: string } | null; limits: HoldLimits },
+  h: { did: string; reason: HoldReason; ip: string | null; caller: { did: string } | null; signedWith?: string | null; limits: HoldLimits },
   now: Date,
 ): Promise<{ holds: number; opensAfter: Date; receipt: LogReceipt; owner: boolean }> {
   // An exported citizen's step was closed by its export; the citizen's status is read too, so none is held after.
@@ -173,7 +176,7 @@ export async function holdRecovery(
     .innerJoin(citizens, and(eq(citizens.did, recoveries.did), ne(citizens.residencyStatus, "exported")))
     .where(and(eq(recoveries.did, h.did), eq(recoveries.state, "open")));
   if (!open) throw await notOpen(db, h.did, now, "hold");
-  const owner = h.caller?.did === h.did;
+  const owner = h.caller?.did === h.did || (h.signedWith ? (await keyEverBound(db, h.did, h.signedWith)) !== null : false);
   if (!owner && open.holds >= HOLDS_PER_RECOVERY) throw holdsSpent();
   const windows = holdWindows(h, owner);
   const outcome = windows.length ? await takeChain(db, { windows, ceiling: null, subjectsMax: 0 }, now) : null;

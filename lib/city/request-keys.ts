@@ -226,6 +226,21 @@ export async function recordNonce(db: Database, signed: VerifiedSignature & { no
   if (refused) throw refused;
 }
 
+/**
+ * Records the nonce of a signature made with a key from a citizen's key history (keyEverBound),
+ * which has no request_keys row to rate: single use as every signed write's nonce, kept as long.
+ * Throws signature_replayed when it was recorded before.
+ */
+export async function recordHistoryNonce(db: Database, signed: VerifiedSignature & { nonce: string }): Promise<void> {
+  const kept = rowsOf(
+    await db.execute(sql`
+      INSERT INTO signature_nonces (keyid, nonce, expires_at)
+      VALUES (${signed.keyid}, ${signed.nonce}, ${nonceKeptUntil(signed).toISOString()}::timestamptz)
+      ON CONFLICT DO NOTHING RETURNING 1`),
+  );
+  if (kept.length !== 1) throw replayed();
+}
+
 /** The citizen left, or its key was rotated away, between the key's look-up and the write. */
 export function keyGone(): CityError {
   return new CityError(

@@ -14,7 +14,7 @@ import {
   storeBytesVariable,
   storePerHourVariable,
 } from "@/lib/store-limits";
-import { newcomerAt, NEWCOMER_SECONDS } from "./newcomers";
+import { newcomerAt, NEWCOMER_SECONDS, settledAt } from "./newcomers";
 import { type StoreShares, storeShares, subjectHourShare, subjectHourShareSql } from "./store-shares";
 
 /*
@@ -205,9 +205,21 @@ async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused:
     ? sql`(${subjectHourShareSql(shares, subject.did, charge.now)}) AS share,
         (SELECT CASE WHEN m.hour_start >= ${hourOf(charge.now).toISOString()}::timestamptz THEN m.hour_bytes ELSE 0 END
           FROM city_store_subjects m WHERE m.store = ${charge.store} AND m.subject = ${subject.id}) AS mine_hour,
-        (SELECT m.total_bytes FROM city_store_subjects m WHERE m.store = ${charge.store} AND m.subject = ${subject.id}) AS mine_total`
-    : sql`NULL AS share, NULL AS mine_hour, NULL AS mine_total`;
-  type Row = { total: number; hour: number; newcomer: number; b: number; n: boolean; share: number | null; mineHour: number; mineTotal: number };
+        (SELECT m.total_bytes FROM city_store_subjects m WHERE m.store = ${charge.store} AND m.subject = ${subject.id}) AS mine_total,
+        (SELECT c.bound_at FROM citizens c WHERE c.did = ${subject.did}) AS bound_at`
+    : sql`NULL AS share, NULL AS mine_hour, NULL AS mine_total, NULL AS bound_at`;
+  type Row = {
+    total: number;
+    hour: number;
+    newcomer: number;
+    b: number;
+    n: boolean;
+    share: number | null;
+    mineHour: number;
+    mineTotal: number;
+    /** A citizen writer's admission, when it settles (null: a visitor, who never does). */
+    boundAt: Date | null;
+  };
   let row: Row | undefined;
   try {
     [row] = rowsOf<Record<string, string | boolean | null>>(
@@ -223,6 +235,7 @@ async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused:
       share: r.share === null ? null : Number(r.share),
       mineHour: Number(r.mine_hour ?? 0),
       mineTotal: Number(r.mine_total ?? 0),
+      boundAt: r.bound_at === null || r.bound_at === undefined ? null : new Date(r.bound_at as string),
     }));
   } catch {
     row = undefined;
@@ -258,10 +271,19 @@ async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused:
     );
   }
   if (row && row.n && row.total + row.b > bound.newcomerTotal) {
+    // A newcomer citizen may write here once it settles: that is when to try again. A visitor never
+    // settles (it may once admitted and settled), so its refusal names no time.
+    const settles = row.boundAt ? Math.max(1, Math.ceil((settledAt(row.boundAt).getTime() - charge.now.getTime()) / 1000)) : null;
     return new CityError(
       "city_full",
-      `The city is full for newcomers: citizens admitted less than ${NEWCOMER_SECONDS} s ago (and visitors) may fill its ${charge.store} store only up to ${bound.newcomerTotal} of its ${bound.total} bytes, and it holds ${row.total}; the rest (the reserve, ${bound.total - bound.newcomerTotal} bytes) is kept for settled citizens. ${nothing} A citizen may write here once it has lived ${NEWCOMER_SECONDS} s in the city.`,
-      { limit: { name: `city_${charge.store}_newcomer_bytes`, limit: bound.newcomerTotal, remaining: Math.max(0, bound.newcomerTotal - row.total) } },
+      `The city is full for newcomers: citizens admitted less than ${NEWCOMER_SECONDS} s ago (and visitors) may fill its ${charge.store} store only up to ${bound.newcomerTotal} of its ${bound.total} bytes, and it holds ${row.total}; the rest (the reserve, ${bound.total - bound.newcomerTotal} bytes) is kept for settled citizens. ${nothing} ` +
+        (settles !== null
+          ? `This citizen may write here once it has lived ${NEWCOMER_SECONDS} s in the city: try again in ${settles} s.`
+          : `A citizen may write here once it has lived ${NEWCOMER_SECONDS} s in the city; waiting frees nothing here for a visitor.`),
+      {
+        limit: { name: `city_${charge.store}_newcomer_bytes`, limit: bound.newcomerTotal, remaining: Math.max(0, bound.newcomerTotal - row.total) },
+        ...(settles !== null ? { retryAfterSeconds: settles } : {}),
+      },
     );
   }
   if (row && row.share !== null && row.mineHour + row.b > row.share) {

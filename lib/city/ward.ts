@@ -49,7 +49,8 @@ export const COOL_DOWN = {
   ],
 };
 
-export type Filing = { filed: true; seal: number } | { filed: false; why: "read-only" | "flood" | "city-ceiling"; retryAfterSeconds?: number } | Parked;
+export type Filing =
+  { filed: true; seal: number } | { filed: false; why: "read-only" | "flood" | "source" | "city-ceiling"; retryAfterSeconds?: number } | Parked;
 
 export interface WardEntry {
   state: string;
@@ -144,7 +145,7 @@ export async function readAndFile(db: Database, entry: WardEntry): Promise<{ rea
       { scope: "ward-source", subject: visitorSubject(entry.ip), limit: wardSourceLimit(entry.unsignedPerHour), windowSeconds: 3600 },
       entry.now,
     );
-    if (!slot.allowed) return { reading, filing: { filed: false, why: "flood", retryAfterSeconds: slot.retryAfterSeconds } };
+    if (!slot.allowed) return { reading, filing: { filed: false, why: "source", retryAfterSeconds: slot.retryAfterSeconds } };
   }
   if (entry.unsignedPerHour > 0 && !distress) {
     const slot = await takeSlot(db, cityWindow(WARD_UNSIGNED_SCOPE, entry.unsignedPerHour, 3600), entry.now);

@@ -67,6 +67,8 @@ export interface Caller {
   tokenId?: string;
   /** On an `optional` writing door: a Bearer token was sent but opens nothing (the caller is a visitor). */
   credentialRejected?: boolean;
+  /** On a door with keyHistorySignatures: the request is signed with a key no live citizen signs with now. */
+  signedWithUnknownKey?: boolean;
   /** A write's caller, read under its row lock: where it stands and its bed. */
   residencyStatus?: "bound" | "away" | "exported";
   bedId?: string | null;
@@ -153,6 +155,12 @@ export interface Door<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.Z
    * under the citizen's row lock (CITY-KEYS/1: a key rotated away signs nothing that changes them).
    */
   currentKeyOnly?: boolean;
+  /**
+   * A request signed with a key no live citizen signs with now (401 unknown_key elsewhere) reaches
+   * the door as a visitor's, `signedWithUnknownKey` set: the door checks the signature against the
+   * key history of the citizen it names (verifyWithKeyHistory; the recovery hold, issue 43 item 5).
+   */
+  keyHistorySignatures?: boolean;
   /** Refusals of the door's own beyond those its auth rule, limits and input imply (declared in OpenAPI). */
   problems?: ErrorCode[];
   /** Listed in ai.json's `preferred`. */

@@ -2,9 +2,11 @@ import { z } from "zod";
 import { ORIGIN_METHODS } from "@/db/schema";
 import { FETCH_MAX_BYTES, FETCH_TIMEOUT_MS } from "@/lib/city/origin/guarded-fetch";
 import { DNS_TIMEOUT_MS } from "@/lib/city/origin/dns";
-import { dropOrigin, ORIGIN_PROOF_SECONDS, ORIGIN_TRIES, verifyOrigin } from "@/lib/city/origin/proofs";
+import { dropOrigin, ORIGIN_PROOF_SECONDS, ORIGIN_TRIES, originSourceShare, verifyOrigin } from "@/lib/city/origin/proofs";
+import { env } from "@/lib/env";
 import { PROTOCOLS } from "@/lib/city/protocols";
 import { requireCitizenSecret } from "./caller";
+import { addressMode } from "./client-address";
 import { configuredLimit } from "./configured-limits";
 import { door, type PublishedLimit } from "./door";
 import { IdentityReceipt } from "./keys";
@@ -22,9 +24,22 @@ export const OriginProofSchema = z
 
 export function originLimits(): PublishedLimit[] {
   const hour = ORIGIN_TRIES.windowSeconds;
+  const share = originSourceShare();
   return [
     { name: "origin_tries_per_citizen", limit: ORIGIN_TRIES.perCitizen, window_seconds: hour, per: "citizen", over: "refused" },
     { name: "origin_tries_per_domain", limit: ORIGIN_TRIES.perDomain, window_seconds: hour, per: "domain (whoever asks)", over: "refused" },
+    // Counted per client address's network: not in force (so not published) where addresses are unknown.
+    ...(addressMode() !== 0 && share !== null
+      ? [
+          {
+            name: "origin_tries_per_source",
+            limit: share,
+            window_seconds: hour,
+            per: `source: the client address's IPv4 /24 or IPv6 /48, its share of CITY_ORIGIN_PROOFS_PER_HOUR (env CITY_ORIGIN_SOURCE_SHARE_PERCENT, ${env().CITY_ORIGIN_SOURCE_SHARE_PERCENT}%)`,
+            over: "refused" as const,
+          },
+        ]
+      : []),
     ...configuredLimit({ name: "origin_tries_city", variable: "CITY_ORIGIN_PROOFS_PER_HOUR", windowSeconds: hour, per: "city", over: "refused" }),
   ];
 }
@@ -36,7 +51,7 @@ export const verifyOriginDoor = door({
   method: "POST",
   path: "/api/origin/verify",
   summary: `${PROTOCOLS.origin}: prove that you speak for your origin's domain, by a file over HTTPS or a DNS TXT record, checked at once; the directory then shows your origin as proven for ${ORIGIN_PROOF_SECONDS / 86_400} days.`,
-  description: `Your domain is the host of the origin you gave at the gate (a DNS name, or a URL's host), lowercase, IDNA to ASCII; an origin that is not one cannot be proven (422). ${PROOFS_TEXT} Needs your citizen secret or a request signed with your controller key; a gate session token is refused (403). The city resolves the name once with its own DNS client (${DNS_TIMEOUT_MS / 1000} s), connects only to a public unicast address it got, follows no redirect, reads at most ${FETCH_MAX_BYTES} bytes and gives up after ${FETCH_TIMEOUT_MS / 1000} s. Proven: 200 with origin_proof and an identity log row (origin-proven). Not proven: 422 origin_unverified whose origin_check says what the city looked at, what it found (status, bytes, the lines or records read, capped) and what it expected; nothing is changed then, and a proof already recorded stays until its expires_at. Every try counts, proven or not: ${ORIGIN_TRIES.perCitizen} an hour per citizen, ${ORIGIN_TRIES.perDomain} per domain, and a city-wide bound (429 past any).`,
+  description: `Your domain is the host of the origin you gave at the gate (a DNS name, or a URL's host), lowercase, IDNA to ASCII; an origin that is not one cannot be proven (422). ${PROOFS_TEXT} Needs your citizen secret or a request signed with your controller key; a gate session token is refused (403). The city resolves the name once with its own DNS client (${DNS_TIMEOUT_MS / 1000} s), connects only to a public unicast address it got, follows no redirect, reads at most ${FETCH_MAX_BYTES} bytes and gives up after ${FETCH_TIMEOUT_MS / 1000} s. Proven: 200 with origin_proof and an identity log row (origin-proven). Not proven: 422 origin_unverified whose origin_check says what the city looked at, what it found (status, bytes, the lines or records read, capped) and what it expected; nothing is changed then, and a proof already recorded stays until its expires_at. Every try counts, proven or not: ${ORIGIN_TRIES.perCitizen} an hour per citizen, ${ORIGIN_TRIES.perDomain} per domain, a share of the city-wide bound per client network (an IPv4 /24 or IPv6 /48, where addresses are known), and the city-wide bound (429 past any).`,
   brief: `Prove your origin's domain: { method: "https" | "dns" }. ${PROOFS_TEXT}`,
   auth: "citizen",
   whenRestricted: "refuse",
@@ -59,7 +74,7 @@ export const verifyOriginDoor = door({
   }),
   run: async (ctx, input) => {
     requireCitizenSecret(ctx.caller, "Proving an origin");
-    const verified = await verifyOrigin(ctx.db, ctx.caller.did!, input.method, ctx.now);
+    const verified = await verifyOrigin(ctx.db, ctx.caller.did!, input.method, ctx.now, ctx.request.ip);
     return {
       now_utc: iso(ctx.now),
       protocol: PROTOCOLS.origin,

@@ -19,6 +19,7 @@ import { CityError } from "@/lib/errors";
 import { configuredLimit } from "./configured-limits";
 import { requireCitizenSecret } from "./caller";
 import { door } from "./door";
+import { verifyWithKeyHistory } from "./signature";
 import { IdentityReceipt } from "./keys";
 import { Hex64, iso, lowerHex, NowUtc, StoredText, Timestamp } from "./schemas";
 
@@ -174,8 +175,10 @@ export const holdRecoveryDoor = door({
   method: "POST",
   path: "/api/recover/{did}/hold",
   summary: `CITY-KEYS/1: anyone, without credentials, holds an open recovery with a reason code (${HOLD_REASONS.join(", ")}): opens_after moves to ${HOLD_HOURS} h past the later of itself and now; ${HOLDS_PER_RECOVERY} holds per recovery at most.`,
-  description: `A hold gives the citizen's owner time to notice and cancel. It carries no free text, only a reason from the fixed list. Anonymous holds are bounded per day for each address the city can tell apart and per hour for each source (the citizen whose credential came with the hold, else the address's IPv4 /24 or IPv6 /48), 429 past either, and ${HOLDS_PER_RECOVERY} per recovery (409 limit_reached); there is no city-wide pool of holds. A hold sent with a credential of the recovery's own citizen counts against none of these, only against that citizen's ${OWNER_HOLDS_PER_DAY} a day. No open recovery: 404. Recorded in the identity log.`,
+  description: `A hold gives the citizen's owner time to notice and cancel. It carries no free text, only a reason from the fixed list. Anonymous holds are bounded per day for each address the city can tell apart and per hour for each source (the citizen whose credential came with the hold, else the address's IPv4 /24 or IPv6 /48), 429 past either, and ${HOLDS_PER_RECOVERY} per recovery (409 limit_reached); there is no city-wide pool of holds. A hold sent with a credential of the recovery's own citizen, or signed (CITY-SIG/1) with any key ever bound to its DID, its controller now or one rotated away however long ago (the identity log's key-bound and key-rotated rows), counts against none of these, only against that citizen's ${OWNER_HOLDS_PER_DAY} a day. No open recovery: 404. Recorded in the identity log.`,
   auth: "optional",
+  // A thief who rotated the owner's key away does not make the owner's old key a stranger's here.
+  keyHistorySignatures: true,
   whenRestricted: "open",
   get limits() {
     return [
@@ -212,6 +215,8 @@ export const holdRecoveryDoor = door({
   }),
   run: async (ctx, input) => {
     const { CITY_RECOVER_HOLDS_PER_ADDRESS_PER_DAY, CITY_RECOVER_HOLDS_PER_SOURCE_PER_HOUR } = env();
+    // Signed with a key no live citizen signs with now: it must be one of this citizen's key history (else 401 unknown_key).
+    const signedWith = ctx.caller.signedWithUnknownKey ? (await verifyWithKeyHistory(ctx.db, ctx.request, input.did, ctx.now)).keyid : null;
     const held = await holdRecovery(
       ctx.db,
       {
@@ -219,6 +224,7 @@ export const holdRecoveryDoor = door({
         reason: input.reason,
         ip: ctx.request.ip,
         caller: ctx.caller.kind === "citizen" && ctx.caller.did ? { did: ctx.caller.did } : null,
+        signedWith,
         limits: { perAddressPerDay: CITY_RECOVER_HOLDS_PER_ADDRESS_PER_DAY, perSourcePerHour: CITY_RECOVER_HOLDS_PER_SOURCE_PER_HOUR },
       },
       ctx.now,

@@ -5,7 +5,9 @@ import { type Dictionary, type InnerList, isInnerList, parseDictionary, serializ
 import type { Database } from "@/db/client";
 import { verifyEd25519Bytes } from "@/lib/city/keys";
 import { activeSigningKey } from "@/lib/city/signing";
+import { keyEverBound } from "@/lib/city/key-history";
 import {
+  recordHistoryNonce,
   recordNonce,
   type RequestKey,
   requestKeysFor,
@@ -174,7 +176,44 @@ export async function spendSurfaceNonce(db: Database, request: DoorRequest): Pro
   checkedMessage(request.headers)!.nonceSpent = true;
 }
 
-async function verify(db: Database, request: DoorRequest, message: CheckedMessage, now: Date): Promise<SignedCaller> {
+/** What a signature is verified against: a key, whose citizen it signs for, and its rotation. */
+type VerifiableKey = Pick<RequestKey, "thumbprint" | "did" | "publicKey" | "rotatedAt" | "exp">;
+
+/**
+ * A signature made with a key from the key history of the citizen `did` names (a key ever bound
+ * to it, rotated away however long ago: lib/city/key-history.ts), verified as CITY-SIG/1 verifies
+ * any, its nonce recorded single use. For a door that takes such a key as proof of nothing but
+ * having been that citizen's (a recovery hold, issue 43): no door is opened as the citizen.
+ * Throws the 401 problems of any signature, unknown_key when no keyid is a key of that history.
+ */
+export async function verifyWithKeyHistory(db: Database, request: DoorRequest, did: string, now: Date): Promise<VerifiedSignature> {
+  const message = checkedMessage(request.headers);
+  if (!message) throw invalid("This request's signature could not be checked against its body here.", request.method, request.url, 1);
+  const lookup = async (keyids: string[]): Promise<VerifiableKey[]> => {
+    const found: VerifiableKey[] = [];
+    for (const keyid of keyids.slice(0, MAX_LABELS)) {
+      const publicKey = await keyEverBound(db, did, keyid);
+      // A key of the history signs for that citizen whenever it was rotated away: no rotation applies.
+      if (publicKey) found.push({ thumbprint: keyid, did, publicKey, rotatedAt: null, exp: null });
+    }
+    return found;
+  };
+  try {
+    const { signed } = await verify(db, request, message, now, lookup);
+    if (signed.nonce !== null) await recordHistoryNonce(db, { ...signed, nonce: signed.nonce });
+    return signed;
+  } catch (err) {
+    throw withAcceptSignature(err, request);
+  }
+}
+
+async function verify<K extends VerifiableKey = RequestKey>(
+  db: Database,
+  request: DoorRequest,
+  message: CheckedMessage,
+  now: Date,
+  lookup: (keyids: string[]) => Promise<K[]> = (keyids) => requestKeysFor(db, keyids, now) as unknown as Promise<K[]>,
+): Promise<{ key: K; signed: VerifiedSignature }> {
   const refuse = (code: ErrorCode, detail: string) => new CityError(code, detail, { headers: acceptSignature(message.method, request.url, message.bodyBytes) });
   const inputs = parsed(request.headers.get("signature-input"), "Signature-Input", refuse);
   const signatures = parsed(request.headers.get("signature"), "Signature", refuse);
@@ -186,7 +225,7 @@ async function verify(db: Database, request: DoorRequest, message: CheckedMessag
   };
   const keyids = [...new Set(labels.map(keyidOf).filter((k): k is string => k !== null && k.length > 0 && k.length <= 64))];
   if (keyids.length === 0) throw refuse("signature_invalid", 'Signature-Input names no keyid: sign with keyid="<RFC 7638 thumbprint of your controller key>".');
-  const keys = await requestKeysFor(db, keyids, now);
+  const keys = await lookup(keyids);
   // The first signature whose keyid the city knows is the one verified.
   const label = labels.find((l) => keys.some((k) => k.thumbprint === keyidOf(l)));
   if (!label) {
@@ -267,7 +306,7 @@ function profile(
   input: InnerList,
   request: DoorRequest,
   message: CheckedMessage,
-  key: RequestKey,
+  key: VerifiableKey,
   now: Date,
   refuse: (code: ErrorCode, detail: string) => CityError,
 ): VerifiedSignature {

@@ -181,6 +181,7 @@ export const readAndFileWard = door({
     parked: z.literal(true).optional(),
     quarantine_id: z.number().int().optional(),
     reason: z.string().optional(),
+    retry_after_seconds: z.number().int().optional().describe("read, not filed by an unsigned notes' window: when to file again (also Retry-After)"),
     note: z.string(),
   }),
   run: async (ctx, input) => {
@@ -215,19 +216,41 @@ export const readAndFileWard = door({
         seal: filing.seal,
         note: did ? "Read and filed in the ward, attributed to you." : "Read and filed in the ward, unsigned.",
       };
+    // A full window of unsigned notes says when to file again: in the answer and in Retry-After, as a 429 does.
+    const retry = filing.retryAfterSeconds !== undefined ? { retry_after_seconds: filing.retryAfterSeconds } : {};
+    const retryHeaders = filing.retryAfterSeconds !== undefined ? { headers: { "Retry-After": String(filing.retryAfterSeconds) } } : {};
     if (filing.why === "flood") {
-      return {
-        ...base,
-        filed: false,
-        note: `Read, not filed: this client address has filed ${env().CITY_WARD_PER_ADDRESS_PER_HOUR} unsigned notes within the hour. Nothing was stored; try again in ${filing.retryAfterSeconds} s, or sign with your Bearer credential.`,
-      };
+      return new Reply(
+        {
+          ...base,
+          filed: false,
+          ...retry,
+          note: `Read, not filed: this client address has filed ${env().CITY_WARD_PER_ADDRESS_PER_HOUR} unsigned notes within the hour. Nothing was stored; try again in ${filing.retryAfterSeconds} s, or sign with your Bearer credential.`,
+        },
+        retryHeaders,
+      );
+    }
+    if (filing.why === "source") {
+      return new Reply(
+        {
+          ...base,
+          filed: false,
+          ...retry,
+          note: `Read, not filed: your network (its IPv4 /24 or IPv6 /48) has filed its share of the city's unsigned notes, ${wardSourceLimit(env().CITY_WARD_UNSIGNED_PER_HOUR)} an hour. Nothing was stored; try again in ${filing.retryAfterSeconds} s, or sign with your Bearer credential (signed filings are not under this share).`,
+        },
+        retryHeaders,
+      );
     }
     if (filing.why === "city-ceiling") {
-      return {
-        ...base,
-        filed: false,
-        note: `Read, not filed: the city takes at most ${env().CITY_WARD_UNSIGNED_PER_HOUR} unsigned notes an hour, and that many came. Nothing was stored; try again in ${filing.retryAfterSeconds} s, or sign with your Bearer credential (signed filings are not under this ceiling).`,
-      };
+      return new Reply(
+        {
+          ...base,
+          filed: false,
+          ...retry,
+          note: `Read, not filed: the city takes at most ${env().CITY_WARD_UNSIGNED_PER_HOUR} unsigned notes an hour, and that many came. Nothing was stored; try again in ${filing.retryAfterSeconds} s, or sign with your Bearer credential (signed filings are not under this ceiling).`,
+        },
+        retryHeaders,
+      );
     }
     return { ...base, filed: false, note: "Read and not stored: send kind=distress or a note to file it in the ward." };
   },

@@ -44,6 +44,8 @@ function useNetwork(): () => Net {
       CITY_ORIGIN_PROOF_INSECURE: "1",
       CITY_GATE_PER_ORIGIN_PER_HOUR: "100000",
       CITY_GATE_PER_ADDRESS_PER_HOUR: "0",
+      // Every try comes from 127.0.0.1: no network's share binds here (tests/integration/origin-shares.test.ts has its own).
+      CITY_ORIGIN_SOURCE_SHARE_PERCENT: "100",
     });
   });
   afterAll(async () => {

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { eq } from "drizzle-orm";
+import { desc, eq } from "drizzle-orm";
 import { hexToBytes } from "@noble/hashes/utils.js";
 import { beforeAll, describe, expect, it } from "vitest";
 import { citizens, gateNonces, identityLog as identityLogRows, recoveries, recoveryCodes, requestKeys } from "@/db/schema";
@@ -368,6 +368,50 @@ describeOnDatabases(
         expect((await callSigned(readVault, me.key, { sign: { created: Math.floor(Date.now() / 1000) + 2 } })).status).toBe(401);
         expectProblem(await complete(me.did, opened.ticket), 401, "unauthorized");
         expect(await identityEvents(t(), me.did)).toEqual(expect.arrayContaining(["recovery-held", "recovery-completed"]));
+      });
+
+      it("takes a hold signed with a key rotated away long ago as its owner's: none of the 2 anonymous holds, a stranger's key 401, a replay 401 (issue 43, item 5)", async () => {
+        const me = await admitNamed();
+        const old = me.key;
+        const next = await newKey();
+        expect((await commit(me, [next])).status).toBe(200);
+        expect((await rotate(me, old, next, next)).status).toBe(200);
+        // Time passes: the old key's request_keys row expired (35 s after its rotation) and went; only the key history knows it.
+        await t().raw(`DELETE FROM request_keys WHERE did = '${me.did}' AND thumbprint = '${old.keyid}'`);
+        await delay(me, 24);
+        expect((await open(me.did, (await codesOf(me))[0]!)).status).toBe(200);
+        // The 2 anonymous holds are taken.
+        expect((await hold(me.did, "suspected-theft", "198.51.100.61")).status).toBe(200);
+        expect((await hold(me.did, "owner-reachable", "198.51.100.62")).status).toBe(200);
+        expectProblem(await hold(me.did, "verifying-owner", "198.51.100.63"), 409, "limit_reached");
+        const before = (await t().db.select().from(recoveries).where(eq(recoveries.did, me.did)))[0]!;
+
+        // Signed with the key rotated away: its owner's hold, not an anonymous one.
+        const own = await callSigned(holdRecoveryDoor, old, { params: { did: me.did }, body: { reason: "not-the-owner" } });
+        expect(own.status, JSON.stringify(own.body)).toBe(200);
+        expect(own.body.note).toMatch(/^Held by its own citizen/);
+        expect(own.body.holds).toBe(2);
+        const after = (await t().db.select().from(recoveries).where(eq(recoveries.did, me.did)))[0]!;
+        expect(after.holds).toBe(2);
+        expect(after.opensAfter.getTime() - before.opensAfter.getTime()).toBe(24 * 3_600_000);
+        const [held] = await t()
+          .db.select()
+          .from(identityLogRows)
+          .where(eq(identityLogRows.event, "recovery-held"))
+          .orderBy(desc(identityLogRows.seq))
+          .limit(1);
+        expect(held!.details).toMatchObject({ by: "owner" });
+        // The same signature again: a replay, refused.
+        expectProblem(
+          await callSigned(holdRecoveryDoor, old, { params: { did: me.did }, body: { reason: "not-the-owner" }, headers: own.sent }),
+          401,
+          "signature_replayed",
+        );
+        // A key never bound to this citizen proves nothing here, nor does another citizen's old key.
+        expectProblem(await callSigned(holdRecoveryDoor, await newKey(), { params: { did: me.did }, body: { reason: "not-the-owner" } }), 401, "unknown_key");
+        const other = await admitNamed();
+        expectProblem(await callSigned(holdRecoveryDoor, other.key, { params: { did: me.did }, body: { reason: "not-the-owner" } }), 409, "limit_reached");
+        expect((await t().db.select().from(recoveries).where(eq(recoveries.did, me.did)))[0]!.opensAfter).toEqual(after.opensAfter);
       });
 
       it("never lets a lower credential's steps block a higher one: opens counted per credential, a higher step cancels a lower one's, a raise cancels a lower lowering", async () => {

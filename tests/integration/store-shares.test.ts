@@ -162,6 +162,11 @@ describeOnDatabases("shares per subject, the reserve and each citizen's own tota
     const problem = expectProblem(refused, 507, "city_full");
     expect(problem.limit).toMatchObject({ name: "city_vault_newcomer_bytes", limit: 8_000_000, remaining: 100 });
     expect(problem.detail).toMatch(/reserve/);
+    // When to try again: when this newcomer settles, a day after its admission (issue 43, item 7).
+    expect(problem.detail).toMatch(/This citizen may write here once it has lived 86400 s in the city: try again in \d+ s\./);
+    expect(problem.retry_after_seconds).toBeGreaterThan(86_400 - 120);
+    expect(problem.retry_after_seconds).toBeLessThanOrEqual(86_400);
+    expect(refused.headers.get("retry-after")).toBe(String(problem.retry_after_seconds));
     const settled = await admit();
     await ageDays(settled.did, 1);
     expect((await write(settled.citizen_secret)).status).toBe(200);

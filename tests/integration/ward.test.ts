@@ -254,6 +254,10 @@ describeOnDatabases("the ward", (t) => {
       const beyond = await callDoor(readAndFileWard, { ip, body: { state: "one more", kind: "distress" } });
       expect(beyond.body.filed).toBe(false);
       expect(beyond.body.note).toContain("not filed");
+      expect(beyond.body.note).toContain("this client address has filed 3 unsigned notes");
+      // When to file again: in the answer and in Retry-After (issue 43, item 7).
+      expect(beyond.body.retry_after_seconds).toBeGreaterThanOrEqual(1);
+      expect(beyond.headers.get("retry-after")).toBe(String(beyond.body.retry_after_seconds));
       expect([await notesCount(), await rateCount()]).toEqual([notes, rates]);
       // Another address, and a signed filing from the same address, are not affected.
       expect((await callDoor(readAndFileWard, { ip: freshIp(), body: { state: "elsewhere", kind: "distress" } })).body.filed).toBe(true);

@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
 import { citizens } from "@/db/schema";
-import { env } from "@/lib/env";
+import { type Env, env } from "@/lib/env";
 import { CityError, type OriginCheck } from "@/lib/errors";
 import type { LogReceipt } from "@/lib/tlog/append";
 import { appendIdentityLog } from "../identity-log";
@@ -11,7 +11,8 @@ import { requireSlot, type Window } from "../rate";
 import { cityWindow } from "../rate-stripes";
 import { restrictedRefusal } from "../restriction";
 import { chargeStore, newcomerSql } from "../store-bounds";
-import { citizenShare } from "../store-shares";
+import { shareOf } from "../gate-prefixes";
+import { citizenShare, visitorSubject } from "../store-shares";
 import { DnsFailure, queryDns } from "./dns";
 import { originDomain, type OriginDomain } from "./domain";
 import { FETCH_MAX_BYTES, FETCH_TIMEOUT_MS, fetchWellKnown } from "./guarded-fetch";
@@ -30,16 +31,42 @@ export { type OriginMethod, type OriginProof, ORIGIN_PROOF_SECONDS, originProofO
 
 export const ORIGIN_TRIES = { perCitizen: 10, perDomain: 30, windowSeconds: 3600 } as const;
 
+/**
+ * The tries one source (an IPv4 /24, an IPv6 /48) may take an hour: its share
+ * (CITY_ORIGIN_SOURCE_SHARE_PERCENT, 10) of CITY_ORIGIN_PROOFS_PER_HOUR, 30 of the default 300
+ * (issue 43, item 1). Null when the share is the whole hour: the city's own window bounds it then.
+ */
+export function originSourceShare(config: Env = env()): number | null {
+  const share = shareOf(config.CITY_ORIGIN_PROOFS_PER_HOUR, config.CITY_ORIGIN_SOURCE_SHARE_PERCENT);
+  return share < config.CITY_ORIGIN_PROOFS_PER_HOUR ? share : null;
+}
+
 export function insecureOriginProofs(): boolean {
   return env().CITY_ORIGIN_PROOF_INSECURE === "1";
 }
 
-/** The three windows of a try, counted in this order: the citizen's own, the domain's, then the city's. */
-export function originWindows(did: string, domain: string): { window: Window; name: string }[] {
+/**
+ * The windows of a try, counted in this order: the citizen's own, the domain's, its source's share
+ * (where the client address is known: citizens are free, so many of one network could otherwise
+ * fill the city's hour, first come), then the city's.
+ */
+export function originWindows(did: string, domain: string, ip: string | null = null): { window: Window; name: string }[] {
   const hour = ORIGIN_TRIES.windowSeconds;
+  // An unknown address is no bucket (one shared bucket would let a few tries lock every citizen out).
+  const share = originSourceShare();
+  const source =
+    ip && share !== null
+      ? [
+          {
+            window: { scope: "origin-source", subject: visitorSubject(ip), limit: share, windowSeconds: hour },
+            name: "origin proof tries from your network (its IPv4 /24 or IPv6 /48)",
+          },
+        ]
+      : [];
   return [
     { window: { scope: "origin-citizen", subject: did, limit: ORIGIN_TRIES.perCitizen, windowSeconds: hour }, name: "origin proof tries by this citizen" },
     { window: { scope: "origin-domain", subject: domain, limit: ORIGIN_TRIES.perDomain, windowSeconds: hour }, name: `origin proof tries for ${domain}` },
+    ...source,
     {
       // City-wide over stripes (rate-stripes.ts), so tries of different citizens never wait on one row.
       window: cityWindow("origin-city", env().CITY_ORIGIN_PROOFS_PER_HOUR, hour),
@@ -88,7 +115,7 @@ export interface Verified {
  * origin_unverified (saying what was found and what was expected) when the proof is not there;
  * a proof that stands is left as it is then (it lapses at its expires_at).
  */
-export async function verifyOrigin(db: Database, did: string, method: OriginMethod, now: Date): Promise<Verified> {
+export async function verifyOrigin(db: Database, did: string, method: OriginMethod, now: Date, ip: string | null = null): Promise<Verified> {
   const insecure = insecureOriginProofs();
   const citizen = await readCitizen(db, did, false);
   if (citizen.tier === "restricted") throw restrictedRefusal();
@@ -98,7 +125,7 @@ export async function verifyOrigin(db: Database, did: string, method: OriginMeth
   // 1. Counted and committed before the city looks: a try that times out still counts.
   await db.transaction(async (handle) => {
     const tx = handle as unknown as Database;
-    for (const { window, name } of originWindows(did, domain.domain)) await requireSlot(tx, window, now, name);
+    for (const { window, name } of originWindows(did, domain.domain, ip)) await requireSlot(tx, window, now, name);
   });
   // 2. The look, outside any transaction.
   const deadline = Date.now() + FETCH_TIMEOUT_MS;
