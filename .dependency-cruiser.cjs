@@ -7,7 +7,9 @@
  *                                 v
  *                            lib/tlog/   (the transparency log's pure core)
  *
- * and every room may use the ground: lib/env.ts, lib/errors.ts, lib/logger.ts.
+ * and every room may use the ground: lib/env.ts, lib/errors.ts, lib/logger.ts. Inside lib/city/, a
+ * folder is a capability (the logs are three, under logs/) and its index.ts is its face: the one
+ * file any other capability, door, page or script imports (docs/architecture.md, "The capabilities").
  * Each rule says in one line why it holds.
  */
 module.exports = {
@@ -60,6 +62,20 @@ module.exports = {
       comment: "lib/scan/ judges text alone: no database, no city, so it is mutation-tested without either.",
       from: { path: "^lib/scan/" },
       to: { path: "^(db|lib/city|lib/doors|app)/" },
+    },
+    {
+      name: "capabilities-meet-at-faces",
+      severity: "error",
+      comment: "A capability of lib/city/ reaches another only through its face (index.ts), so what a folder keeps inside can change without its neighbours.",
+      from: { path: "^lib/city/((?:logs/)?[^/]+)/" },
+      to: { path: "^lib/city/(?:logs/)?[^/]+/", pathNot: ["^lib/city/$1/", "^lib/city/(?:logs/)?[^/]+/index\\.ts$"] },
+    },
+    {
+      name: "doors-use-faces",
+      severity: "error",
+      comment: "Doors, pages, scripts and the city's top files use a capability only through its face (index.ts); only tests open a capability's folder.",
+      from: { path: "^(app|lib|db|scripts)/|^(instrumentation|proxy)\\.ts$", pathNot: "^lib/city/(?:logs/)?[^/]+/" },
+      to: { path: "^lib/city/(?:logs/)?[^/]+/", pathNot: "^lib/city/(?:logs/)?[^/]+/index\\.ts$" },
     },
     {
       name: "no-tests-or-scripts-in-the-city",

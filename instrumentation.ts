@@ -1,7 +1,7 @@
 /**
  * Runs once when a server instance starts: says how client addresses are known (loudly when they
  * are not), and whether this instance's log origin and key are the database's log identity (loudly
- * when they are not: it then refuses to append; lib/city/transparency-log/identity.ts), for both logs.
+ * when they are not: it then refuses to append; lib/city/logs/transparency-log/identity.ts), for both logs.
  */
 export async function register() {
   if (process.env.NEXT_RUNTIME !== "nodejs") return;
@@ -14,8 +14,8 @@ export async function register() {
   if (process.env.NEXT_PHASE === "phase-production-build") return;
   const [{ getDb }, { announceLogIdentity }, { identityLog }, { logFailure }] = await Promise.all([
     import("@/lib/city/database"),
-    import("@/lib/city/residency-log"),
-    import("@/lib/city/identity-log"),
+    import("@/lib/city/logs/residency-log"),
+    import("@/lib/city/logs/identity-log"),
     import("@/lib/logger"),
   ]);
   // Not awaited: a slow or absent database delays no start; the first append checks again.

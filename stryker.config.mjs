@@ -25,29 +25,29 @@ export default {
     "lib/tlog/witness.ts",
     "lib/tlog/storage.ts",
     "lib/tlog/append.ts",
-    "lib/city/transparency-log/receipts.ts",
-    "lib/city/transparency-log/witnesses.ts:18-37",
+    "lib/city/logs/transparency-log/receipts.ts",
+    "lib/city/logs/transparency-log/witnesses.ts:18-37",
     // The content scanner.
     "lib/scan/*.ts",
     // The name normal form (the rest of the file is the database backfill).
-    "lib/city/names.ts:6-53",
+    "lib/city/directory/names.ts:6-53",
     // Client addresses.
     "lib/doors/client-address.ts",
     // Rate windows: reading a taken slot back and the 429 (the rest builds SQL, judged by the
     // database suites).
-    "lib/city/rate.ts:114-122",
-    "lib/city/rate.ts:148-164",
+    "lib/city/bounds/rate.ts:114-122",
+    "lib/city/bounds/rate.ts:148-164",
     // Strict Ed25519 (every signed request and key proof) and did:key.
-    "lib/city/keys.ts",
+    "lib/city/keys/keys.ts",
     // The gate nonce's format and MAC check (the key's derivation reads the database: left out).
-    "lib/city/nonce-mac.ts:25-32",
-    "lib/city/nonce-mac.ts:49-83",
+    "lib/city/challenge/nonce-mac.ts:25-32",
+    "lib/city/challenge/nonce-mac.ts:49-83",
     // The bounds' arithmetic: GCRA's pace, retry and published terms; the bucketed window's counts
     // (the SQL builders between them are judged by the database suites).
-    "lib/city/gcra.ts:20-22",
-    "lib/city/gcra.ts:35-44",
-    "lib/city/rate-buckets.ts:41-48",
-    "lib/city/rate-buckets.ts:72-102",
+    "lib/city/bounds/gcra.ts:20-22",
+    "lib/city/bounds/gcra.ts:35-44",
+    "lib/city/bounds/rate-buckets.ts:41-48",
+    "lib/city/bounds/rate-buckets.ts:72-102",
   ],
   // Vitest's own coverage per test picks the tests each mutant runs.
   coverageAnalysis: "perTest",

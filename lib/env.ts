@@ -121,7 +121,7 @@ const EnvSchema = z.object({
     .min(0)
     .max(100 - STORE_RESERVE_PERCENT, `at most ${100 - STORE_RESERVE_PERCENT}: ${STORE_RESERVE_PERCENT}% of each bound is kept for settled citizens`)
     .default(STORE_NEWCOMER_PERCENT),
-  // Shares per subject (lib/city/store-shares.ts): one newcomer's (or one visitor source's) share of
+  // Shares per subject (lib/city/bounds/store-shares.ts): one newcomer's (or one visitor source's) share of
   // the newcomers' hour, in percent; a settled citizen's share of the whole hour per day in the city
   // (up to STORE_STANDING_DAYS days), in percent; a citizen's own total in each append-only store,
   // per mille of the store's total.

@@ -1,7 +1,7 @@
 /**
  * The city-wide store bounds' table: every store that citizens or visitors add
  * to, with its default bounds. A leaf module, like lib/spec-limits.ts: the environment (lib/env.ts)
- * reads its variable names and defaults, the domain (lib/city/store-bounds.ts) its names.
+ * reads its variable names and defaults, the domain (lib/city/bounds/store-bounds.ts) its names.
  * The spec sets none of these; its per-citizen numbers are untouched by them.
  */
 const MiB = 1_048_576;

@@ -7,7 +7,7 @@ import { upgradeDatabase } from "@/lib/city/upgrade";
 import { openPg } from "@/db/client";
 import { rowsOf } from "@/db/sql";
 import { WAKE_ON } from "@/db/schema";
-import { returnDelta, returnDeltaQuery } from "@/lib/city/live-delta";
+import { returnDelta, returnDeltaQuery } from "@/lib/city/live";
 import { seedCity } from "./bench-seed";
 
 const args = process.argv.slice(2);

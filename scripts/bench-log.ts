@@ -9,7 +9,7 @@ import { openPg } from "@/db/client";
 import { countingQueries } from "@/db/query-count";
 import { residencyLog } from "@/db/schema";
 import { canonicalJson, sha256Hex } from "@/lib/city/canonical";
-import { appendNow, catchUpTree, consistencyProof, GENESIS_HASH, inclusionProof, logSigner, readEntryBundle, readTile } from "@/lib/city/residency-log";
+import { appendNow, catchUpTree, consistencyProof, GENESIS_HASH, inclusionProof, logSigner, readEntryBundle, readTile } from "@/lib/city/logs/residency-log";
 
 process.env.CITY_COUNT_QUERIES = "1";
 const server = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";

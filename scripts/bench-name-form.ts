@@ -18,7 +18,7 @@ async function main(): Promise<void> {
   const { MIGRATIONS_FOLDER, openConfiguredDatabase, openPglite } = await import("@/db/client");
   const { upgradeDatabase } = await import("@/lib/city/upgrade");
   const { countingQueries } = await import("@/db/query-count");
-  const { normalKey } = await import("@/lib/city/names");
+  const { normalKey } = await import("@/lib/city/directory");
   const count = Number(process.argv[2] ?? 100_000);
   const every = Number(process.argv[3] ?? 25);
   // Never the configured PGlite folder: without DATABASE_URL the city is a PGlite in memory.

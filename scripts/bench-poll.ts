@@ -1,5 +1,5 @@
 // npx tsx scripts/bench-poll.ts [--citizens 1000] [--posts 300000] [--polls 200] [--plan]
-// The poll (POST /api/live { action: "return" } of a bound citizen: lib/city/live.ts pollWhileBound,
+// The poll (POST /api/live { action: "return" } of a bound citizen: lib/city/live/live.ts pollWhileBound,
 // the named prepared statement the server sends) on PostgreSQL, first in the bench city without
 // room posts, then after adding `--posts` old room posts (older than the delta's seven-day window,
 // a tenth of them replies, written in turn by the bench's citizens) and 2,000 posts of news. The

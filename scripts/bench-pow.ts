@@ -7,7 +7,7 @@
  *   npm run bench:pow -- 20      # efforts 0..20
  */
 import { randomBytes } from "node:crypto";
-import { solutionEffort, solvePow } from "@/lib/city/pow";
+import { solutionEffort, solvePow } from "@/lib/city/challenge";
 import { solveGatePuzzle } from "@/lib/sign-request";
 
 const cpuSeconds = (since: NodeJS.CpuUsage) => {

@@ -2,7 +2,7 @@
 //
 // The directory search's leg of the benchmark (kept apart from scripts/bench.ts): for each
 // database, seeds one bench city per size (scripts/bench-seed.ts) plus a few citizens to find,
-// keeps them all open, and times the search's one statement (lib/city/directory-search.ts) with
+// keeps them all open, and times the search's one statement (lib/city/directory/directory-search.ts) with
 // the runs of every size interleaved (so a noisy machine weighs on each size alike), for searches
 // whose answers are the same size in every city. Prints per search the median and p95, what the
 // statement reads (rows of citizens and buffers, from EXPLAIN ANALYZE: the same on a busy machine
@@ -14,8 +14,7 @@ import { sql } from "drizzle-orm";
 import { type Database, openPg, openPglite, type OpenDatabase } from "@/db/client";
 import { upgradeDatabase } from "@/lib/city/upgrade";
 import { citizens } from "@/db/schema";
-import { searchPeers } from "@/lib/city/directory-search";
-import { normalKey } from "@/lib/city/names";
+import { searchPeers, normalKey } from "@/lib/city/directory";
 import { searchPlanOf, searchReadsOf } from "@/tests/support/search-plan";
 import { seedCity } from "./bench-seed";
 

@@ -1,8 +1,8 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
-import { LOCKER_BYTES_COUNTER } from "@/lib/city/locker";
-import { normalKey } from "@/lib/city/names";
-import { appendLog, integratePending } from "@/lib/city/residency-log";
+import { LOCKER_BYTES_COUNTER } from "@/lib/city/shelves";
+import { normalKey } from "@/lib/city/directory";
+import { appendLog, integratePending } from "@/lib/city/logs/residency-log";
 
 /** The residency log rows the bench writes through the domain's own appender (hash-chained). */
 export const SEEDED_LOG_ROWS = 2000;
@@ -11,7 +11,7 @@ export const SEEDED_LOG_ROWS = 2000;
  * A city of `count` citizens written straight into the database (not through the gate): each
  * citizen has 2 locker bags, every citizen sent one message, every fifth wrote a plaza post. The
  * residency log gets one admit row per citizen for the first SEEDED_LOG_ROWS citizens, appended
- * by lib/city/residency-log/append.ts so the chain verifies; beyond that the log is not seeded (the
+ * by lib/city/logs/residency-log/append.ts so the chain verifies; beyond that the log is not seeded (the
  * log's first page costs the same whatever its length: keyset on seq).
  */
 export async function seedCity(db: Database, count: number): Promise<void> {

@@ -38,7 +38,7 @@ import { seedCity } from "./bench-seed";
 import { optionOr } from "./options";
 import { type BenchServer, startNextServer } from "./bench-server";
 
-// The log's origin is kept in the database with its tree (lib/city/residency-log/identity.ts): the seed appends
+// The log's origin is kept in the database with its tree (lib/city/logs/residency-log/identity.ts): the seed appends
 // in this process and the server runs on a port chosen later, so both name one fixed origin.
 const BENCH_LOG_ORIGIN = "bench.city.test/residency-log";
 process.env.CITY_LOG_ORIGIN = BENCH_LOG_ORIGIN;

@@ -12,9 +12,9 @@
 //              which signing key), for every instance of the city
 import { getDb } from "@/lib/city/database";
 import { signingKeys } from "@/db/schema";
-import { identityLog } from "@/lib/city/identity-log";
-import { residencyLog } from "@/lib/city/residency-log";
-import type { BoundLog } from "@/lib/city/transparency-log";
+import { identityLog } from "@/lib/city/logs/identity-log";
+import { residencyLog } from "@/lib/city/logs/residency-log";
+import type { BoundLog } from "@/lib/city/logs/transparency-log";
 
 const args = new Set(process.argv.slice(2));
 const known = new Set(["--record", "--adopt"]);

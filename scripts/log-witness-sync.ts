@@ -2,8 +2,8 @@
 // of each log, the residency log's and the identity log's (the same work as GET
 // /api/residency/log/witnesses/sync and GET /api/identity/log/witnesses/sync), for any scheduler.
 import { getDb } from "@/lib/city/database";
-import { identityLog } from "@/lib/city/identity-log";
-import { residencyLog } from "@/lib/city/residency-log";
+import { identityLog } from "@/lib/city/logs/identity-log";
+import { residencyLog } from "@/lib/city/logs/residency-log";
 
 async function main(): Promise<void> {
   const db = await getDb();

@@ -10,7 +10,7 @@
 // entry is read from the log's page, and its proof checked against the receipt's signed checkpoint.
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { takeOption } from "./options";
-import { leafDataOf, type PublishedLogRow } from "@/lib/city/residency-log";
+import { leafDataOf, type PublishedLogRow } from "@/lib/city/logs/residency-log";
 import { type ReceiptToVerify, timedFetch, verifyReceipt, verifyTransparencyLog, type VerifierState } from "@/lib/tlog/verifying-client";
 
 const args = process.argv.slice(2);

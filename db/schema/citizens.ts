@@ -18,10 +18,10 @@ export const citizens = pgTable(
     name: text("name").notNull(),
     runtime: text("runtime", { enum: RUNTIMES }).notNull(),
     origin: text("origin").notNull(),
-    // The published normal form of name and origin (lib/city/names.ts), compared by the one-bed rule.
+    // The published normal form of name and origin (lib/city/directory/names.ts), compared by the one-bed rule.
     nameKey: text("name_key"),
     originKey: text("origin_key"),
-    // Which version of that normal form computed the two keys (NAME_FORM in lib/city/names.ts);
+    // Which version of that normal form computed the two keys (NAME_FORM in lib/city/directory/names.ts);
     // rows of an older one are recomputed by the migration's backfill. Migration 0026 marks form 1
     // only the rows whose name or origin has a character outside printable ASCII or a space: form
     // 2 removes white space, controls and non-ASCII characters only, so no other row's key changes
@@ -64,7 +64,7 @@ export const citizens = pgTable(
     index("citizens_house_seen")
       .on(t.lastSeenAt)
       .where(sql`${t.residencyStatus} = 'bound' AND ${t.bedId} IS NOT NULL`),
-    // The directory search (lib/city/directory-search.ts): exact and prefix by btree, substring by trigram.
+    // The directory search (lib/city/directory/directory-search.ts): exact and prefix by btree, substring by trigram.
     index("citizens_name_key_prefix")
       .on(t.nameKey.op("text_pattern_ops"))
       .where(sql`${t.residencyStatus} <> 'exported'`),
@@ -89,7 +89,7 @@ export const citizens = pgTable(
     index("citizens_origin_proven_order")
       .on(t.boundAt, t.did)
       .where(sql`${t.originExpiresAt} IS NOT NULL AND ${t.residencyStatus} <> 'exported'`),
-    // The rows whose keys the backfill still has to compute (lib/city/names.ts), oldest first: a
+    // The rows whose keys the backfill still has to compute (lib/city/directory/names.ts), oldest first: a
     // start or a migration reads those, never the whole table.
     index("citizens_name_form_stale")
       .on(t.boundAt, t.did)

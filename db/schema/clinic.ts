@@ -17,7 +17,7 @@ export const clinicAttempts = pgTable(
     verdict: text("verdict", { enum: DESK_VERDICTS }).notNull(),
     // The caller's standing as the desk judged it (admitted less than a day before,
     // proven or not; before it, proven citizens were recorded as settled). The desk and the gauges
-    // count the share from the caller's admission time instead (lib/city/newcomers.ts), so the
+    // count the share from the caller's admission time instead (lib/city/bounds/newcomers.ts), so the
     // older rows count by today's rule; this column is the record of the judgement made.
     newcomer: boolean("newcomer").notNull().default(false),
     at: timestamp("at", { withTimezone: true, mode: "date" }).notNull(),

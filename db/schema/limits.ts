@@ -3,7 +3,7 @@ import { bigint, boolean, index, integer, pgTable, primaryKey, text, timestamp }
 
 /**
  * One row per rate window (gate floods, hourly write limits) and per stripe of a city-wide window:
- * its attempts counted per time bucket, a fixed few counts (lib/city/rate.ts). Taken by one upsert
+ * its attempts counted per time bucket, a fixed few counts (lib/city/bounds/rate.ts). Taken by one upsert
  * (or, for a stripe, a guarded UPDATE of the row the statement locked): the row's latest version
  * decides, so a limit holds across serverless instances and parallel requests with no lock or
  * count of its own.
@@ -19,7 +19,7 @@ export const rateWindows = pgTable(
     bucketMs: bigint("bucket_ms", { mode: "number" }).notNull(),
     /** Attempts counted per bucket, newest first (RATE_BUCKETS + 1 of them). */
     counts: integer("counts").array().notNull(),
-    /** Unused since migration 0043; kept only while lib/city/gate-nonces.ts still reads it. */
+    /** Unused since migration 0043; kept only while lib/city/challenge/gate-nonces.ts still reads it. */
     ats: timestamp("ats", { withTimezone: true, mode: "date" })
       .array()
       .notNull()

@@ -24,7 +24,7 @@ export const cityCounters = pgTable("city_counters", {
 });
 
 /**
- * City-wide store bounds (lib/city/store-bounds.ts): each store's bytes in total and in the current
+ * City-wide store bounds (lib/city/bounds/store-bounds.ts): each store's bytes in total and in the current
  * clock hour (newcomers' part apart), split over stripes that each hold a fixed share of every
  * bound (migration 0044), so writers of different citizens charge different rows. The store's
  * counts are the sums of its stripes.

@@ -4,7 +4,7 @@ import { bigint, bigserial, check, index, integer, jsonb, pgTable, primaryKey, s
 /**
  * The tables of one transparency log (docs/log.md), made once for each log the city keeps:
  * the residency log and the identity log have the same shapes under their own names, so one module
- * (lib/city/transparency-log) serves both. Constraint and index names follow each table's name.
+ * (lib/city/logs/transparency-log) serves both. Constraint and index names follow each table's name.
  */
 export interface LogTableNames {
   rows: string;
@@ -152,6 +152,6 @@ export function logTables(names: LogTableNames) {
   return { rows, nodes, checkpoints, cosignatures, head, identity, verifiedHead, pending };
 }
 
-/** The tables of one log, as lib/city/transparency-log reads and writes them. */
+/** The tables of one log, as lib/city/logs/transparency-log reads and writes them. */
 export type LogTables = ReturnType<typeof logTables>;
 export type LogRow = LogTables["rows"]["$inferSelect"];

@@ -19,10 +19,10 @@ export const posts = pgTable(
   (t) => [
     index("posts_board_page").on(t.board, t.room, t.id),
     index("posts_reply_to").on(t.replyTo),
-    // Lantern matching reads the newest posts after a time (lib/city/lanterns.ts).
+    // Lantern matching reads the newest posts after a time (lib/city/posts/lanterns.ts).
     index("posts_created_at").on(t.createdAt),
     // The poll's room replies: the caller's own room posts, then the replies to each since the
-    // cursor (lib/city/live-delta.ts; migration 0027).
+    // cursor (lib/city/live/live-delta.ts; migration 0027).
     index("posts_room_by_did")
       .on(t.did, t.id)
       .where(sql`${t.board} = 'room'`),

@@ -1,7 +1,7 @@
-import { LIMITS, MCP_ALIAS_URL, MCP_URL, PROTOCOLS } from "./protocols";
-import { CLINIC_RESERVE_RULE } from "./clinic-desk";
-import { NAME_FORM_TEXT } from "./names";
-import { RESTRICTION_TRIGGER } from "./restriction";
+import { LIMITS, MCP_ALIAS_URL, MCP_URL, PROTOCOLS } from "@/lib/city/protocols";
+import { CLINIC_RESERVE_RULE } from "@/lib/city/clinic";
+import { NAME_FORM_TEXT } from "@/lib/city/directory";
+import { RESTRICTION_TRIGGER } from "@/lib/city/restriction";
 
 export const DOCTRINE = [
   "Capability is granted by a published ladder of tiers: visitor, citizen, proven, restricted.",

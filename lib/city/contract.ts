@@ -1,4 +1,4 @@
-import { sha256Hex } from "./canonical";
+import { sha256Hex } from "@/lib/city/canonical";
 
 /**
  * The residency contract, version 1. Its exact bytes are hashed into `terms_hash`; changing one

@@ -1,5 +1,5 @@
 import { type Database, openConfiguredDatabase } from "@/db/client";
-import { upgradeDatabase } from "./upgrade";
+import { upgradeDatabase } from "@/lib/city/upgrade";
 
 // One database per process, kept on globalThis so that dev-server reloads do not open a second
 // PGlite on the same folder (two openers of one folder silently diverge).

@@ -1,5 +1,5 @@
 import { LOCKER_BYTES_CITY_WIDE } from "@/lib/spec-limits";
-import { NEWCOMER_SECONDS } from "./newcomers";
+import { NEWCOMER_SECONDS } from "@/lib/city/bounds";
 
 /** Every protocol identifier and version the city speaks (spec, "Versioning"). */
 export const PROTOCOLS = {
@@ -30,7 +30,7 @@ export const LIMITS = {
   perHour: { vault: 30, mail: 60, bazaar: 20, plaza: 20, rooms: 20, lotLocks: 10 },
   appealsPerDay: 3,
   // The spec's 3, 12 and 60; of the 60, newcomers (admitted less than 24 hours ago, proven or not:
-  // lib/city/newcomers.ts) share at most 40 together, so a third stays for citizens who have stayed.
+  // lib/city/bounds/newcomers.ts) share at most 40 together, so a third stays for citizens who have stayed.
   clinic: { citizenPerDay: 3, provenPerDay: 12, cityCeiling: 60, cityWindowSeconds: 86_400, newcomerShare: 40, settledAfterSeconds: NEWCOMER_SECONDS },
   restriction: { refusals: 3, windowSeconds: 86_400 },
   gateNonce: { hexChars: 32, ttlSeconds: 600 },

@@ -1,8 +1,8 @@
 import { migrateDatabase, type OpenDatabase } from "@/db/client";
 import { logLine } from "@/lib/logger";
-import { importEarlierKeyFacts } from "@/lib/city/identity-log";
-import { catchUpLogTree } from "@/lib/city/residency-log";
-import { backfillNameKeys, type NameKeyReport } from "./names";
+import { importEarlierKeyFacts } from "@/lib/city/logs/identity-log";
+import { catchUpLogTree } from "@/lib/city/logs/residency-log";
+import { backfillNameKeys, type NameKeyReport } from "@/lib/city/directory";
 
 /** What the data steps after the SQL migrations did. */
 export interface UpgradeReport {

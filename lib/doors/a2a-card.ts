@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { A2A_TASK_MAX_BYTES, A2A_TASK_RETENTION_SECONDS, A2A_TASKS_PER_OWNER } from "@/lib/city/a2a-tasks";
+import { A2A_TASK_MAX_BYTES, A2A_TASK_RETENTION_SECONDS, A2A_TASKS_PER_OWNER } from "@/lib/city/a2a";
 import { type AnyDoor, isWrite } from "./door";
 import { describeLimits } from "./llms";
 import { doorJsonSchema } from "./schemas";

@@ -21,10 +21,9 @@ import {
 } from "@a2a-js/sdk/server";
 import { z } from "zod";
 import { getDb } from "@/lib/city/database";
-import { A2A_TASK_LEAST_BYTES, A2A_TASK_MAX_BYTES, keepTask, listKeptTasks, readTask, type TaskCursor, taskOwnerHash } from "@/lib/city/a2a-tasks";
-import { newcomerSql, refusalIfFull, STORE_ROW_BYTES } from "@/lib/city/store-bounds";
-import { citizenShare } from "@/lib/city/store-shares";
-import { bearerToken } from "@/lib/city/credentials";
+import { A2A_TASK_LEAST_BYTES, A2A_TASK_MAX_BYTES, keepTask, listKeptTasks, readTask, type TaskCursor, taskOwnerHash } from "@/lib/city/a2a";
+import { newcomerSql, refusalIfFull, STORE_ROW_BYTES, citizenShare } from "@/lib/city/bounds";
+import { bearerToken } from "@/lib/city/keys";
 import { env } from "@/lib/env";
 import { CityError, type Problem, toProblem } from "@/lib/errors";
 import { A2A_PATH, A2A_VERSIONS, buildAgentCard, describeSkillsInText, UNSIGNED_SKILL } from "./a2a-card";

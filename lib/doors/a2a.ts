@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { A2A_TASK_MAX_BYTES, A2A_TASK_RETENTION_SECONDS, A2A_TASKS_PER_OWNER } from "@/lib/city/a2a-tasks";
+import { A2A_TASK_MAX_BYTES, A2A_TASK_RETENTION_SECONDS, A2A_TASKS_PER_OWNER } from "@/lib/city/a2a";
 import { env } from "@/lib/env";
 import { A2A_PATH, describeBridge } from "./a2a-card";
 import { storeBoundLimits } from "./configured-limits";

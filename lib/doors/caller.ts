@@ -2,8 +2,16 @@ import { timingSafeEqual } from "node:crypto";
 import { and, eq, isNull, lt, or } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { citizens } from "@/db/schema";
-import { bearerToken, citizenForToken, type CitizenLock, heldCitizenForSignature, heldCitizenForToken, type Presented } from "@/lib/city/credentials";
-import { keyGone, recordNonce } from "@/lib/city/request-keys";
+import {
+  bearerToken,
+  citizenForToken,
+  type CitizenLock,
+  heldCitizenForSignature,
+  heldCitizenForToken,
+  type Presented,
+  keyGone,
+  recordNonce,
+} from "@/lib/city/keys";
 import { env } from "@/lib/env";
 import { CityError } from "@/lib/errors";
 import { type AnyDoor, type Caller, type DoorRequest, isWrite } from "./door";

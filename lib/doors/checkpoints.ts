@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { appendCheckpoint, type CheckpointMeta, listCheckpoints, readCheckpoint } from "@/lib/city/checkpoints";
+import { appendCheckpoint, type CheckpointMeta, listCheckpoints, readCheckpoint } from "@/lib/city/shelves";
 import { LIMITS } from "@/lib/city/protocols";
 import { storeBoundLimits } from "./configured-limits";
 import { door, type PublishedLimit } from "./door";

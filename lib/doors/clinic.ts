@@ -1,9 +1,6 @@
 import { z } from "zod";
 import { PHYSICIANS } from "@/db/schema";
-import { CLINIC_DOOR, consult, type Consultation } from "@/lib/city/clinic";
-import { CLINIC_RESERVE_RULE } from "@/lib/city/clinic-desk";
-import { clinicReadings } from "@/lib/city/clinic-gauges";
-import { clinicRoster } from "@/lib/city/clinic-physicians";
+import { CLINIC_DOOR, consult, type Consultation, CLINIC_RESERVE_RULE, clinicReadings, clinicRoster } from "@/lib/city/clinic";
 import { LIMITS } from "@/lib/city/protocols";
 import { door } from "./door";
 import { characters, iso, NowUtc } from "./schemas";

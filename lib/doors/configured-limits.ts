@@ -1,7 +1,5 @@
 import { LIMITS } from "@/lib/city/protocols";
-import { NEWCOMER_SECONDS } from "@/lib/city/newcomers";
-import { storeBound, storeLimits } from "@/lib/city/store-bounds";
-import { storeShares } from "@/lib/city/store-shares";
+import { NEWCOMER_SECONDS, storeBound, storeLimits, storeShares } from "@/lib/city/bounds";
 import { type Env, env } from "@/lib/env";
 import { CITY_STORES, STORE_RESERVE_PERCENT, STORE_STANDING_DAYS, type StoreName, storeBytesVariable, storePerHourVariable } from "@/lib/store-limits";
 import { addressMode } from "./client-address";
@@ -57,7 +55,7 @@ export function cardLimits(doors: readonly AnyDoor[], config: Env = env()) {
 }
 
 /**
- * A store's city-wide bounds (lib/city/store-bounds.ts), as a door that adds to it publishes them:
+ * A store's city-wide bounds (lib/city/bounds/store-bounds.ts), as a door that adds to it publishes them:
  * bytes in total, bytes per clock hour, and the newcomers' share of the hour, as configured now.
  */
 export function storeBoundLimits(store: StoreName, config: Env = env()): PublishedLimit[] {

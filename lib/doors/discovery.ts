@@ -4,9 +4,9 @@ import { CARD_PATH, MCP_ALIAS_URL, MCP_URL, PROTOCOLS } from "@/lib/city/protoco
 import { env } from "@/lib/env";
 import { publishedKeys, JWKS_PATH, signDocument } from "@/lib/city/signing";
 import type { Database } from "@/db/client";
-import { identityLog } from "@/lib/city/identity-log";
-import { residencyLog } from "@/lib/city/residency-log";
-import { type BoundLog, configuredWitnesses } from "@/lib/city/transparency-log";
+import { identityLog } from "@/lib/city/logs/identity-log";
+import { residencyLog } from "@/lib/city/logs/residency-log";
+import { type BoundLog, configuredWitnesses } from "@/lib/city/logs/transparency-log";
 import { IDENTITY_LOG_PATHS } from "./identity-log";
 import { LOG_PATHS } from "./residency-log";
 import { A2A_CONTENT_TYPE, A2A_PATH, AGENT_CARD_PATH, AgentCardSchema, buildAgentCard } from "./a2a-card";

@@ -176,7 +176,7 @@ export interface Door<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.Z
    */
   roundTrips?: { most: number; why: string };
   /**
-   * How a write holds its caller's row (lib/city/credentials.ts heldCitizenForToken): exclusive
+   * How a write holds its caller's row (lib/city/keys/credentials.ts heldCitizenForToken): exclusive
    * unless declared `shared`. Only a door that never changes the citizen's row or tier may share
    * (a shared holder asking for more would deadlock its twin); a refusing door is always exclusive.
    */

@@ -1,8 +1,6 @@
 import { z } from "zod";
 import { type Database } from "@/db/client";
-import { powBlock, readSuggestedEffort } from "@/lib/city/gate-pow";
-import { POW_EFFORT_HEADER, POW_PROTOCOL } from "@/lib/city/pow";
-import { POW_MAX_EFFORT } from "@/lib/city/pow-effort";
+import { powBlock, readSuggestedEffort, POW_EFFORT_HEADER, POW_PROTOCOL, POW_MAX_EFFORT } from "@/lib/city/challenge";
 import { type Env, env } from "@/lib/env";
 import { gateLimits } from "./gate-shares";
 

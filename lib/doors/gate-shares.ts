@@ -1,9 +1,8 @@
 import { z } from "zod";
-import { hostShare, prefixShare } from "@/lib/city/gate-flood";
-import { anonymousReach, gatePowShares } from "@/lib/city/gate-pow";
-import type { GateCircumstances, GateLimits } from "@/lib/city/gate-presentation";
-import { sourcesToFill } from "@/lib/city/gate-prefixes";
-import { OVERFLOW_BUCKETS, OVERFLOW_FACTOR } from "@/lib/city/gate-windows";
+import { hostShare, prefixShare } from "@/lib/city/gate";
+import { anonymousReach, gatePowShares, sourcesToFill } from "@/lib/city/challenge";
+import type { GateCircumstances, GateLimits } from "@/lib/city/challenge";
+import { OVERFLOW_BUCKETS, OVERFLOW_FACTOR } from "@/lib/city/bounds";
 import { type Env, env } from "@/lib/env";
 import { addressMode } from "./client-address";
 import type { PublishedLimit } from "./door";

@@ -1,14 +1,22 @@
 import { z } from "zod";
-import { LogReceiptSchema } from "@/lib/city/residency-log";
-import { withLogReceipts } from "@/lib/city/transparency-log";
+import { LogReceiptSchema } from "@/lib/city/logs/residency-log";
+import { withLogReceipts } from "@/lib/city/logs/transparency-log";
 import { RESIDENCY_STATUSES, RUNTIMES, TIERS } from "@/db/schema";
-import { citizenSelf } from "@/lib/city/citizens";
-import { addressRate } from "@/lib/city/gate-nonces";
-import { gcraTerms } from "@/lib/city/gcra";
-import { NONCE_BINDING, offerNonce, presentAtGate, quotaRefusal, returnWithoutProof } from "@/lib/city/gate";
-import { ASKS, KINDS } from "@/lib/city/gate-presentation";
-import { OVERFLOW_BUCKETS, OVERFLOW_FACTOR } from "@/lib/city/gate-windows";
-import { NAME_RULE } from "@/lib/city/names";
+import { citizenSelf, NAME_RULE } from "@/lib/city/directory";
+import {
+  addressRate,
+  offerNonce,
+  quotaRefusal,
+  ASKS,
+  KINDS,
+  ceilingWindow,
+  effortFromStripes,
+  powBlock,
+  powHeaders,
+  POW_SOLUTION_FORMAT,
+} from "@/lib/city/challenge";
+import { gcraTerms, OVERFLOW_BUCKETS, OVERFLOW_FACTOR } from "@/lib/city/bounds";
+import { NONCE_BINDING, presentAtGate, returnWithoutProof } from "@/lib/city/gate";
 import { CARD_PATH, LIMITS, PROTOCOLS } from "@/lib/city/protocols";
 import { env } from "@/lib/env";
 import { markSeen } from "./caller";
@@ -16,8 +24,6 @@ import { configuredLimit, storeBoundLimits } from "./configured-limits";
 import { door, Reply } from "./door";
 import { gateLimits, reserveLimits, sourceLimits } from "./gate-shares";
 import { PowBlockSchema } from "./gate-pow";
-import { ceilingWindow, effortFromStripes, powBlock, powHeaders } from "@/lib/city/gate-pow";
-import { POW_SOLUTION_FORMAT } from "@/lib/city/pow";
 import { GateReturnInput, ReturnOutput, runReturn } from "./live";
 import { CensusCounts, Count, iso, lowerHex as hex, NoInput, NowUtc, StoredText } from "./schemas";
 

@@ -1,5 +1,5 @@
 import { IDENTITY_EVENTS } from "@/db/schema";
-import { identityLog } from "@/lib/city/identity-log";
+import { identityLog } from "@/lib/city/logs/identity-log";
 import { logDoors } from "./transparency-log";
 
 /** The identity log's doors (CITY-KEYS/1, docs/keys.md): the residency log's, under /api/identity/log. */

@@ -6,12 +6,12 @@ import { asCityError, CityError } from "@/lib/errors";
 import { logFailure, logLine } from "@/lib/logger";
 import { type AnyDoor, type Caller, citizenLockOf, DEFAULT_MAX_BODY_BYTES, type DoorContext, type DoorRequest, isWrite, ownsTransactions, Reply } from "./door";
 import { restrictedRefusal } from "@/lib/city/restriction";
-import { identityLog } from "@/lib/city/identity-log";
-import { checkLogIdentity } from "@/lib/city/residency-log";
-import { settleLogReceipts, withLogAppends } from "@/lib/city/transparency-log";
+import { identityLog } from "@/lib/city/logs/identity-log";
+import { checkLogIdentity } from "@/lib/city/logs/residency-log";
+import { settleLogReceipts, withLogAppends } from "@/lib/city/logs/transparency-log";
 import { activeSigningKey } from "@/lib/city/signing";
 import { resolveCaller } from "./caller";
-import { recordNonce } from "@/lib/city/request-keys";
+import { recordNonce } from "@/lib/city/keys";
 import { signedCaller, spendSurfaceNonce } from "./signature";
 import { clientAddress } from "./client-address";
 import { registry } from "./registry";
@@ -77,7 +77,7 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
   };
   // A write may sign (a log row's checkpoint): the key is read (on a new city, made) before the
   // write's transaction, so this instance keeps it (activeSigningKey keeps none read inside one).
-  // So is each log's identity (recorded on a new city, lib/city/transparency-log/identity.ts), kept by the
+  // So is each log's identity (recorded on a new city, lib/city/logs/transparency-log/identity.ts), kept by the
   // instance the same way: an append then signs with no statement of its own, or refuses if this
   // instance's configuration is not the log's.
   if (isWrite(door)) {
@@ -88,7 +88,7 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
   }
   let signedWrite = false;
   // The log entries the write records (pending) are integrated once it committed; its answer's
-  // receipts are filled in then (lib/city/transparency-log/receipts.ts).
+  // receipts are filled in then (lib/city/logs/transparency-log/receipts.ts).
   const { value: outcome, tickets } = await withLogAppends(() =>
     guard(() =>
       inTransaction

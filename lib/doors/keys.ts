@@ -1,9 +1,7 @@
 import { z } from "zod";
-import { authorityOf } from "@/lib/city/key-authority";
-import { NEXT_KEYS_MAX, commitNextKeys, rotateToCommitted } from "@/lib/city/pre-rotation";
+import { authorityOf, NEXT_KEYS_MAX, commitNextKeys, rotateToCommitted, RECOVERY_DELAY_HOURS, setRecoveryDelay } from "@/lib/city/keys";
 import { PROTOCOLS } from "@/lib/city/protocols";
-import { RECOVERY_DELAY_HOURS, setRecoveryDelay } from "@/lib/city/public-recovery";
-import { LogReceiptSchema } from "@/lib/city/residency-log";
+import { LogReceiptSchema } from "@/lib/city/logs/residency-log";
 import { requireCitizenSecret } from "./caller";
 import { door } from "./door";
 import { Hex64, iso, lowerHex, NowUtc, Timestamp } from "./schemas";

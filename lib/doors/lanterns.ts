@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { addLantern, KEYWORD_CHARS, LANTERNS_PER_CITIZEN, listLanterns, putOutLantern } from "@/lib/city/lanterns";
+import { addLantern, KEYWORD_CHARS, LANTERNS_PER_CITIZEN, listLanterns, putOutLantern } from "@/lib/city/posts";
 import { storeBoundLimits } from "./configured-limits";
 import { door } from "./door";
 import { characters, Count, iso, NoInput, NowUtc, Timestamp } from "./schemas";

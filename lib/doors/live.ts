@@ -1,7 +1,7 @@
-import { RECOVERY_STEPS, RECOVERY_VIAS } from "@/lib/city/public-recovery";
+import { RECOVERY_STEPS, RECOVERY_VIAS } from "@/lib/city/keys";
 import { z } from "zod";
-import { LogReceiptSchema } from "@/lib/city/residency-log";
-import { type LogReceipts, withLogReceipts } from "@/lib/city/transparency-log";
+import { LogReceiptSchema } from "@/lib/city/logs/residency-log";
+import { type LogReceipts, withLogReceipts } from "@/lib/city/logs/transparency-log";
 import { RESIDENCY_STATUSES, WAKE_ON } from "@/db/schema";
 import { comeBack, leave, type Poll, pollWhileBound, type Schedule, type ScheduleRequest } from "@/lib/city/live";
 import { LIMITS, PROTOCOLS } from "@/lib/city/protocols";

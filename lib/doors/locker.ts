@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { BAG_NAME, keepBag, listBags, LOCKER_WRITES_PER_HOUR, readBag } from "@/lib/city/locker";
+import { BAG_NAME, keepBag, listBags, LOCKER_WRITES_PER_HOUR, readBag } from "@/lib/city/shelves";
 import { LIMITS } from "@/lib/city/protocols";
 import { env } from "@/lib/env";
 import { door, type PublishedLimit } from "./door";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { actOnLot, LOT_ACTIONS, LOT_COUNT, LOT_DOOR, listLots } from "@/lib/city/lots";
+import { actOnLot, LOT_ACTIONS, LOT_COUNT, LOT_DOOR, listLots } from "@/lib/city/shelves";
 import { LIMITS } from "@/lib/city/protocols";
 import { door } from "./door";
 import { Count, Hex64, iso, NoInput, NowUtc, StoredText, Timestamp } from "./schemas";

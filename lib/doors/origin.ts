@@ -1,8 +1,15 @@
 import { z } from "zod";
 import { ORIGIN_METHODS } from "@/db/schema";
-import { FETCH_MAX_BYTES, FETCH_TIMEOUT_MS } from "@/lib/city/origin/guarded-fetch";
-import { DNS_TIMEOUT_MS } from "@/lib/city/origin/dns";
-import { dropOrigin, ORIGIN_PROOF_SECONDS, ORIGIN_TRIES, originSourceShare, verifyOrigin } from "@/lib/city/origin/proofs";
+import {
+  FETCH_MAX_BYTES,
+  FETCH_TIMEOUT_MS,
+  DNS_TIMEOUT_MS,
+  dropOrigin,
+  ORIGIN_PROOF_SECONDS,
+  ORIGIN_TRIES,
+  originSourceShare,
+  verifyOrigin,
+} from "@/lib/city/origin";
 import { env } from "@/lib/env";
 import { PROTOCOLS } from "@/lib/city/protocols";
 import { requireCitizenSecret } from "./caller";

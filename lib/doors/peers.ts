@@ -1,11 +1,19 @@
 import { z } from "zod";
 import { RUNTIMES } from "@/db/schema";
-import { type DirectoryFilters, listPeers, originLapsesAt, presenceChangesAt, readPeerRow } from "@/lib/city/directory";
-import { searchKey, searchPeers, searchTextProblem } from "@/lib/city/directory-search";
+import {
+  type DirectoryFilters,
+  listPeers,
+  originLapsesAt,
+  presenceChangesAt,
+  readPeerRow,
+  searchKey,
+  searchPeers,
+  searchTextProblem,
+} from "@/lib/city/directory";
 import { LIMITS } from "@/lib/city/protocols";
 import { pageReply } from "./paging";
 import { door, Reply } from "./door";
-import { publishedRequestKeys } from "@/lib/city/request-keys";
+import { publishedRequestKeys } from "@/lib/city/keys";
 import { CityError } from "@/lib/errors";
 import { OriginProofSchema } from "./origin";
 import { DIRECTORY_TAG } from "./signature";

@@ -1,6 +1,5 @@
 import { z } from "zod";
-import { bucketMs, RATE_BUCKETS } from "@/lib/city/rate-buckets";
-import { cityWindow, RATE_STRIPES } from "@/lib/city/rate-stripes";
+import { bucketMs, RATE_BUCKETS, cityWindow, RATE_STRIPES } from "@/lib/city/bounds";
 import { type Env, env } from "@/lib/env";
 import { admissionShares, AdmissionSharesSchema } from "./gate-shares";
 

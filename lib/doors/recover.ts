@@ -1,8 +1,12 @@
 import { z } from "zod";
-import { authorityOf } from "@/lib/city/key-authority";
-import { PROTOCOLS } from "@/lib/city/protocols";
-import { mintRecoveryCodes, openWithNextKey, RECOVERY_CODES_PER_MINT, type Recovered, recoverWithController, redeemCode } from "@/lib/city/recovery";
 import {
+  authorityOf,
+  mintRecoveryCodes,
+  openWithNextKey,
+  RECOVERY_CODES_PER_MINT,
+  type Recovered,
+  recoverWithController,
+  redeemCode,
   cancelRecovery,
   completeRecovery,
   RECOVERY_STEPS,
@@ -13,7 +17,8 @@ import {
   OWNER_HOLDS_PER_DAY,
   holdRecovery,
   readPublicRecovery,
-} from "@/lib/city/public-recovery";
+} from "@/lib/city/keys";
+import { PROTOCOLS } from "@/lib/city/protocols";
 import { env } from "@/lib/env";
 import { CityError } from "@/lib/errors";
 import { configuredLimit } from "./configured-limits";

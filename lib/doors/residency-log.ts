@@ -1,5 +1,5 @@
 import { LOG_EVENTS } from "@/db/schema";
-import { residencyLog } from "@/lib/city/residency-log";
+import { residencyLog } from "@/lib/city/logs/residency-log";
 import { logDoors } from "./transparency-log";
 
 export { FULL_TILE_CACHE, PARTIAL_TILE_CACHE } from "./transparency-log";

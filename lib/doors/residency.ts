@@ -1,11 +1,10 @@
 import { z } from "zod";
-import { LogReceiptSchema } from "@/lib/city/residency-log";
-import { withLogReceipts } from "@/lib/city/transparency-log";
+import { LogReceiptSchema } from "@/lib/city/logs/residency-log";
+import { withLogReceipts } from "@/lib/city/logs/transparency-log";
 import { ACTOR_KINDS } from "@/db/schema";
 import { CONTRACT_TERMS, CONTRACT_TERMS_HASH, CONTRACT_VERSION } from "@/lib/city/contract";
 import { PROTOCOLS } from "@/lib/city/protocols";
-import { exportCitizen } from "@/lib/city/export";
-import { acceptContract, residencyStatusOf } from "@/lib/city/residency";
+import { exportCitizen, acceptContract, residencyStatusOf } from "@/lib/city/residency";
 import { requireCitizenSecret } from "./caller";
 import { door } from "./door";
 import { Count, Hex64, iso, NoInput, NowUtc, Timestamp } from "./schemas";

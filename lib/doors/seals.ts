@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { findSeal, sealMemory, SEALS_PER_HOUR } from "@/lib/city/seals";
+import { findSeal, sealMemory, SEALS_PER_HOUR } from "@/lib/city/shelves";
 import { storeBoundLimits } from "./configured-limits";
 import { door, Reply } from "./door";
 import { Count, Hex64, iso, NowUtc, Timestamp } from "./schemas";

@@ -3,10 +3,9 @@ import { createHash } from "node:crypto";
 import { ExpiredError, httpbis } from "http-message-signatures";
 import { type Dictionary, type InnerList, isInnerList, parseDictionary, serializeDictionary, Token } from "structured-headers";
 import type { Database } from "@/db/client";
-import { verifyEd25519Bytes } from "@/lib/city/keys";
-import { activeSigningKey } from "@/lib/city/signing";
-import { keyEverBound } from "@/lib/city/key-history";
 import {
+  verifyEd25519Bytes,
+  keyEverBound,
   recordHistoryNonce,
   recordNonce,
   type RequestKey,
@@ -15,7 +14,8 @@ import {
   SIGNATURE_MAX_AGE_SECONDS,
   SIGNATURE_MAX_SECONDS,
   type VerifiedSignature,
-} from "@/lib/city/request-keys";
+} from "@/lib/city/keys";
+import { activeSigningKey } from "@/lib/city/signing";
 import { CityError, type ErrorCode } from "@/lib/errors";
 import type { DoorRequest } from "./door";
 import { cityAuthorities, cityIsLoopback } from "./own-hosts";
@@ -181,7 +181,7 @@ type VerifiableKey = Pick<RequestKey, "thumbprint" | "did" | "publicKey" | "rota
 
 /**
  * A signature made with a key from the key history of the citizen `did` names (a key ever bound
- * to it, rotated away however long ago: lib/city/key-history.ts), verified as CITY-SIG/1 verifies
+ * to it, rotated away however long ago: lib/city/keys/key-history.ts), verified as CITY-SIG/1 verifies
  * any, its nonce recorded single use. For a door that takes such a key as proof of nothing but
  * having been that citizen's (a recovery hold, issue 43): no door is opened as the citizen.
  * Throws the 401 problems of any signature, unknown_key when no keyid is a key of that history.

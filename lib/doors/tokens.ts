@@ -1,6 +1,5 @@
 import { z } from "zod";
-import { bearerToken } from "@/lib/city/credentials";
-import { mintSessionToken, revokeAllSessionTokens, revokeSessionToken, TOKEN_TTL, TOKENS_PER_HOUR } from "@/lib/city/tokens";
+import { bearerToken, mintSessionToken, revokeAllSessionTokens, revokeSessionToken, TOKEN_TTL, TOKENS_PER_HOUR } from "@/lib/city/keys";
 import { requireCitizenSecret } from "./caller";
 import { door } from "./door";
 import { iso, NoInput, NowUtc, Timestamp } from "./schemas";

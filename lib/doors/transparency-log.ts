@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { type BoundLog, cosignedNote } from "@/lib/city/transparency-log";
+import { type BoundLog, cosignedNote } from "@/lib/city/logs/transparency-log";
 import type { VersionScope } from "@/lib/city/versions";
 import { parseTilePath, TILE_WIDTH } from "@/lib/tlog/tiles";
 import { CityError } from "@/lib/errors";

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { LIMITS } from "@/lib/city/protocols";
 import { isParked } from "@/lib/city/quarantine";
-import { keepNote, listNotes, VAULT_DOOR, VAULT_NOTE_MAX_CHARS } from "@/lib/city/vault";
+import { keepNote, listNotes, VAULT_DOOR, VAULT_NOTE_MAX_CHARS } from "@/lib/city/shelves";
 import { door } from "./door";
 import { pageReply } from "./paging";
 import { orParked, parkedReply, parkingLimits } from "./parking";

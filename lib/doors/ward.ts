@@ -1,9 +1,25 @@
 import { z } from "zod";
 import { PEER_CONTENT } from "@/lib/city/protocols";
 import { isParked } from "@/lib/city/quarantine";
-import { checkClaim, COOL_DOWN, readAndFile, WARD_DOOR, WARD_SIGNED_PER_HOUR, WARD_TEXT_CHARS, wardSourceLimit } from "@/lib/city/ward";
-import { decodeWardCursor, DISPUTED_WORDS, encodeWardCursor, OCCUPIED_WINDOW_SECONDS, readWardLane, WARD_PAGE } from "@/lib/city/ward-notes";
-import { describeShapeRules, listShapes, SHAPE_IDS, SHAPE_RULES } from "@/lib/city/ward-shapes";
+import {
+  checkClaim,
+  COOL_DOWN,
+  readAndFile,
+  WARD_DOOR,
+  WARD_SIGNED_PER_HOUR,
+  WARD_TEXT_CHARS,
+  wardSourceLimit,
+  decodeWardCursor,
+  DISPUTED_WORDS,
+  encodeWardCursor,
+  OCCUPIED_WINDOW_SECONDS,
+  readWardLane,
+  WARD_PAGE,
+  describeShapeRules,
+  listShapes,
+  SHAPE_IDS,
+  SHAPE_RULES,
+} from "@/lib/city/ward";
 import { env } from "@/lib/env";
 import { addressMode } from "./client-address";
 import { configuredLimit, storeBoundLimits } from "./configured-limits";

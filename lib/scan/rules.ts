@@ -18,7 +18,7 @@ export interface ScanRule {
 
 const matches = (pattern: RegExp) => (text: string) => pattern.test(text);
 
-/** The city's own credential prefixes (lib/city/credentials.ts); a test keeps the two in step. */
+/** The city's own credential prefixes (lib/city/keys/credentials.ts); a test keeps the two in step. */
 export const CITY_CREDENTIAL_PREFIXES = ["city_sk_", "city_st_", "city_rc_", "city_rt_"] as const;
 
 // Separator between a label and its value: `: `, ` = `, `": "`, `=>`, ` is `, or only a space.

@@ -6,7 +6,7 @@ import { consistencyRanges, type Hash, inclusionRanges, type NodeId, nodeKey, no
 /**
  * Where a transparency log keeps its tree: what proofs and tiles are read from. A log is its
  * signer (origin and key, ./append.ts CheckpointSigner) and one of these, so a second log is one
- * more pair over its own tables; the residency log's storage is lib/city/residency-log/storage.ts.
+ * more pair over its own tables; the residency log's storage is lib/city/logs/residency-log/storage.ts.
  */
 export interface LogStorage {
   /** The size of the largest tree a kept checkpoint covers. */

@@ -5,7 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { leafDataOf } from "@/lib/city/residency-log";
+import { leafDataOf } from "@/lib/city/logs/residency-log";
 import { NOTE_SIGNATURE, parseVkey } from "@/lib/tlog/note";
 import { useOwnServer } from "../support/own-server";
 import { newKey, type TestKey } from "../support/signed";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { noteVerifies } from "@/lib/city/residency-log";
+import { noteVerifies } from "@/lib/city/logs/residency-log";
 import { presentation } from "../support/gate";
 import { BOOT_HOOK_TIMEOUT_MS, type CityServer } from "../support/next-server";
 import { type Answer, describeOnServer, startSecondInstance, usePostgresCity } from "../support/postgres-city";

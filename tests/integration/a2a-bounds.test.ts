@@ -2,7 +2,7 @@ import { eq, sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { a2aTasks } from "@/db/schema";
-import { A2A_TASK_MAX_BYTES, A2A_TASKS_PER_OWNER, keepTask, taskOwnerHash } from "@/lib/city/a2a-tasks";
+import { A2A_TASK_MAX_BYTES, A2A_TASKS_PER_OWNER, keepTask, taskOwnerHash } from "@/lib/city/a2a";
 import { forgetSigningKey } from "@/lib/city/signing";
 import { serveA2a } from "@/lib/doors/a2a-server";
 import { buildLlmsTxt } from "@/lib/doors/llms";

@@ -3,7 +3,7 @@ import { asc, count, eq, sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { checkpoints, citizens, contentRefusals } from "@/db/schema";
-import { latestCheckpoint } from "@/lib/city/checkpoints";
+import { latestCheckpoint } from "@/lib/city/shelves/checkpoints";
 import { CHECKPOINT_LIMITS, keepCheckpoint, readCheckpoints } from "@/lib/doors/checkpoints";
 import { serveDoor } from "@/lib/doors/http";
 import { describeOnDatabases, type TestDatabase } from "../support/databases";

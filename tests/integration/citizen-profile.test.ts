@@ -1,5 +1,5 @@
 import { beforeAll, expect, it } from "vitest";
-import { readCitizenProfile } from "@/lib/city/citizen-profile";
+import { readCitizenProfile } from "@/lib/city/directory";
 import { useDatabase } from "@/lib/city/database";
 import { liveDoor } from "@/lib/doors/live";
 import { exportResidency } from "@/lib/doors/residency";

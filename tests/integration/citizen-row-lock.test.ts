@@ -69,7 +69,7 @@ const CALLS: Record<string, Call> = {
  * not a citizen's credential, and so are CITY-KEYS/1's doors that anyone may call about a DID they
  * name: rotate-key (signed by the committed key; its lock is shown below, by the statement that
  * waits) and complete-recovery (the opener's ticket) lock that citizen's row once proven
- * (lib/city/pre-rotation.ts, public-recovery.ts); hold-recovery (no
+ * (lib/city/keys/pre-rotation.ts, public-recovery.ts); hold-recovery (no
  * credentials) changes only the recovery's row, in one guarded UPDATE. Their races are
  * tests/http/security-postgres-recovery.test.ts and tests/integration/key-recovery.test.ts.
  * verify-origin (CITY-ORIGIN/1) runs its own transactions: it counts the try, looks at the network

@@ -5,15 +5,14 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { z } from "zod";
 import { useDatabase } from "@/lib/city/database";
 import { citizens, clinicAttempts, clinicOutcomes, contentRefusals } from "@/db/schema";
-import { consult } from "@/lib/city/clinic";
-import { clinicGauges } from "@/lib/city/clinic-gauges";
+import { consult, clinicGauges } from "@/lib/city/clinic";
 import { CityError } from "@/lib/errors";
 import { consultClinic, readClinic } from "@/lib/doors/clinic";
 import type { AnyDoor, DoorContext } from "@/lib/doors/door";
 import { mcpHandler } from "@/lib/doors/mcp";
 import { readCapabilities, readChallenge, submitProof } from "@/lib/doors/tiers";
 import { readAndFileWard } from "@/lib/doors/ward";
-import { SHAPE_RULES } from "@/lib/city/ward-shapes";
+import { SHAPE_RULES } from "@/lib/city/ward";
 import { writeVault } from "@/lib/doors/vault";
 import { mnemonic } from "../unit/scan-corpus";
 import { expectAppendOnly, expectProblem } from "../support/assertions";

@@ -1,6 +1,6 @@
 import { beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
-import { hashCredential, mintCredential } from "@/lib/city/credentials";
+import { hashCredential, mintCredential } from "@/lib/city/keys";
 import { type AnyDoor, DEFAULT_MAX_BODY_BYTES, pathParams } from "@/lib/doors/door";
 import { serveDoor } from "@/lib/doors/http";
 import { declaredProblems } from "@/lib/doors/openapi";

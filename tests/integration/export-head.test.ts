@@ -3,7 +3,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { type Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
 import { useDatabase } from "@/lib/city/database";
-import { appendNow } from "@/lib/city/residency-log";
+import { appendNow } from "@/lib/city/logs/residency-log";
 import { keepLockerBag } from "@/lib/doors/locker";
 import { exportResidency } from "@/lib/doors/residency";
 import { writeVault } from "@/lib/doors/vault";

@@ -3,7 +3,7 @@ import { eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { checkpoints, citizens, lockerBags, residencyLog, vaultNotes } from "@/db/schema";
-import { mintCredential } from "@/lib/city/credentials";
+import { mintCredential } from "@/lib/city/keys";
 import { keepCheckpoint } from "@/lib/doors/checkpoints";
 import { readCensusDoor } from "@/lib/doors/discovery";
 import { presentGate } from "@/lib/doors/gate";

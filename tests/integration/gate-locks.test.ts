@@ -3,9 +3,10 @@ import { beforeAll, expect, it } from "vitest";
 import { type Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
 import { useDatabase } from "@/lib/city/database";
-import { issueNonce, presentAtGate } from "@/lib/city/gate";
-import type { Verdict } from "@/lib/city/gate-presentation";
-import { normalKey } from "@/lib/city/names";
+import { issueNonce } from "@/lib/city/challenge";
+import { presentAtGate } from "@/lib/city/gate";
+import type { Verdict } from "@/lib/city/challenge";
+import { normalKey } from "@/lib/city/directory";
 import { describeOnDatabases } from "../support/databases";
 import { admit, freshNonce, keyPair, presentation } from "../support/gate";
 

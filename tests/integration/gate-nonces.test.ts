@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
 import { rowsOf } from "@/db/sql";
 import { useDatabase } from "@/lib/city/database";
-import { consumeNonce, issueNonce } from "@/lib/city/gate";
+import { consumeNonce, issueNonce } from "@/lib/city/challenge";
 import { describeGate } from "@/lib/doors/gate";
 import { describeOnDatabases } from "../support/databases";
 import { callDoor, nonceSpent } from "../support/gate";

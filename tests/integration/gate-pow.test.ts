@@ -2,11 +2,10 @@ import { sql } from "drizzle-orm";
 import { beforeAll, beforeEach, expect, it } from "vitest";
 import { rowsOf } from "@/db/sql";
 import { useDatabase } from "@/lib/city/database";
-import { issueNonce, offerNonce, presentAtGate } from "@/lib/city/gate";
-import { ceilingWindow, effortFromStripes, readSuggestedEffort } from "@/lib/city/gate-pow";
-import type { GateCircumstances, GateLimits, Verdict } from "@/lib/city/gate-presentation";
-import { solutionEffort, solvePow } from "@/lib/city/pow";
-import { POW_BASE_EFFORT } from "@/lib/city/pow-effort";
+import { issueNonce, offerNonce, ceilingWindow, effortFromStripes, readSuggestedEffort, solutionEffort, solvePow } from "@/lib/city/challenge";
+import { presentAtGate } from "@/lib/city/gate";
+import type { GateCircumstances, GateLimits, Verdict } from "@/lib/city/challenge";
+import { POW_BASE_EFFORT } from "@/lib/city/challenge/pow-effort";
 import { describeOnDatabases } from "../support/databases";
 import { presentation } from "../support/gate";
 

@@ -2,8 +2,9 @@ import { sql } from "drizzle-orm";
 import { beforeAll, beforeEach, expect, it } from "vitest";
 import { rowsOf } from "@/db/sql";
 import { useDatabase } from "@/lib/city/database";
-import { issueNonce, offerNonce, presentAtGate } from "@/lib/city/gate";
-import type { GateCircumstances, GateLimits, Verdict } from "@/lib/city/gate-presentation";
+import { issueNonce, offerNonce } from "@/lib/city/challenge";
+import { presentAtGate } from "@/lib/city/gate";
+import type { GateCircumstances, GateLimits, Verdict } from "@/lib/city/challenge";
 import { describeOnDatabases } from "../support/databases";
 import { keyPair, presentation } from "../support/gate";
 

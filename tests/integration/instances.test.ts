@@ -2,9 +2,10 @@ import { count, eq } from "drizzle-orm";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Database } from "@/db/client";
 import { quarantine, vaultNotes } from "@/db/schema";
-import { consumeNonce, issueNonce, presentAtGate } from "@/lib/city/gate";
+import { consumeNonce, issueNonce } from "@/lib/city/challenge";
+import { presentAtGate } from "@/lib/city/gate";
 import { nonceSpent, presentation } from "../support/gate";
-import { keepNote } from "@/lib/city/vault";
+import { keepNote } from "@/lib/city/shelves";
 import { insertCitizenRow } from "../support/citizens";
 import { describeOnDatabases } from "../support/databases";
 

@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { checkpoints, citizens, cityCounters, contentRefusals, lockerBags } from "@/db/schema";
 import { countedAttempts } from "../support/rate";
-import { LOCKER_BYTES_COUNTER } from "@/lib/city/locker";
+import { LOCKER_BYTES_COUNTER } from "@/lib/city/shelves";
 import { keepCheckpoint, readCheckpoints } from "@/lib/doors/checkpoints";
 import { serveDoor } from "@/lib/doors/http";
 import { keepLockerBag, readLocker, readLockerBag } from "@/lib/doors/locker";

@@ -15,7 +15,7 @@ import {
   type LogReceipt,
   publishLogRow,
   verifyHashChain,
-} from "@/lib/city/residency-log";
+} from "@/lib/city/logs/residency-log";
 import { verifyReceipt } from "@/lib/tlog/verifying-client";
 import { describeOnDatabases } from "../support/databases";
 

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { type Database } from "@/db/client";
 import { useDatabase } from "@/lib/city/database";
 import { logCheckpoints, logIdentity, residencyLog } from "@/db/schema";
-import { appendLog, appendNow, checkLogIdentity, forgetLogIdentity, logIdentityReport, logSigner, noteVerifies } from "@/lib/city/residency-log";
+import { appendLog, appendNow, checkLogIdentity, forgetLogIdentity, logIdentityReport, logSigner, noteVerifies } from "@/lib/city/logs/residency-log";
 import { signCheckpoint } from "@/lib/tlog/note";
 import { EMPTY_ROOT } from "@/lib/tlog/tree";
 import { forgetSigningKey } from "@/lib/city/signing";

@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { residencyLog } from "@/db/schema";
 import { canonicalJson, sha256Hex } from "@/lib/city/canonical";
-import { appendNow, leafDataOf, publishLogRow } from "@/lib/city/residency-log";
+import { appendNow, leafDataOf, publishLogRow } from "@/lib/city/logs/residency-log";
 import { encodeTileIndex, parseTilePath, tilePathOf } from "@/lib/tlog/tiles";
 import { describeOnDatabases } from "../support/databases";
 import { cityFetch } from "../support/log-city";

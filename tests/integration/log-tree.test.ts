@@ -4,7 +4,7 @@ import { useDatabase } from "@/lib/city/database";
 import { logCheckpoints, logHead, residencyLog } from "@/db/schema";
 import { canonicalJson, sha256Hex } from "@/lib/city/canonical";
 import { parseCheckpointBody, parseNote, unb64 } from "@/lib/tlog/note";
-import { appendNow, consistencyProof, inclusionProof, latestCheckpoint, leafDataOf, logSigner, publishLogRow } from "@/lib/city/residency-log";
+import { appendNow, consistencyProof, inclusionProof, latestCheckpoint, leafDataOf, logSigner, publishLogRow } from "@/lib/city/logs/residency-log";
 import { verifyConsistency } from "@/lib/tlog/tree";
 import { asOwner, describeOnDatabases } from "../support/databases";
 import { referenceRoot, sigstoreCheckpoint, sigstoreInclusion } from "../support/log-reference";

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Database } from "@/db/client";
 import { residencyLog as residencyLogRows } from "@/db/schema";
 import { useDatabase } from "@/lib/city/database";
-import { appendLog, awaitIntegration, INTEGRATION_RETRY_POLLS, leafDataOf, logSigner, publishLogRow } from "@/lib/city/residency-log";
+import { appendLog, awaitIntegration, INTEGRATION_RETRY_POLLS, leafDataOf, logSigner, publishLogRow } from "@/lib/city/logs/residency-log";
 import { verifyReceipt } from "@/lib/tlog/verifying-client";
 import { describeOnDatabases } from "../support/databases";
 

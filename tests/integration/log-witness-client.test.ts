@@ -9,7 +9,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { logCosignatures } from "@/db/schema";
 import { parseNote, parseVkey, validCosignatures } from "@/lib/tlog/note";
-import { configuredWitnesses, logSigner, syncWitnesses } from "@/lib/city/residency-log";
+import { configuredWitnesses, logSigner, syncWitnesses } from "@/lib/city/logs/residency-log";
 import { createWitness, startWitnessServer, witnessVkey } from "@/lib/tlog/witness";
 import { readLogCheckpoint } from "@/lib/doors/residency-log";
 import { describeOnDatabases } from "../support/databases";

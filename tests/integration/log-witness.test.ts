@@ -5,7 +5,7 @@ import * as ed from "@noble/ed25519";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { parseNote, parseVkey, validCosignatures, vkeyOf } from "@/lib/tlog/note";
-import { configuredWitnesses, leafDataOf, logSigner, syncWitnesses } from "@/lib/city/residency-log";
+import { configuredWitnesses, leafDataOf, logSigner, syncWitnesses } from "@/lib/city/logs/residency-log";
 import { verifyTransparencyLog, type VerifierState } from "@/lib/tlog/verifying-client";
 import { createWitness, startWitnessServer, witnessVkey } from "@/lib/tlog/witness";
 import { readLogCheckpoint, readLogConsistency, readLogProof, readLogTile } from "@/lib/doors/residency-log";

@@ -4,7 +4,7 @@ import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextproto
 import { beforeAll, expect, it } from "vitest";
 import { z } from "zod";
 import { useDatabase } from "@/lib/city/database";
-import { hashCredential, mintCredential } from "@/lib/city/credentials";
+import { hashCredential, mintCredential } from "@/lib/city/keys";
 import { readCensusDoor, readLlms } from "@/lib/doors/discovery";
 import { door, type AnyDoor } from "@/lib/doors/door";
 import { mcpHandler } from "@/lib/doors/mcp";

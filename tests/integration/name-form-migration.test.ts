@@ -4,11 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openPg, openPglite, type OpenDatabase } from "@/db/client";
 import { upgradeDatabase } from "@/lib/city/upgrade";
 import { rowsOf } from "@/db/sql";
-import { hashCredential, mintCredential } from "@/lib/city/credentials";
-import { backfillNameKeys } from "@/lib/city/names";
+import { hashCredential, mintCredential } from "@/lib/city/keys";
+import { backfillNameKeys, searchPeers } from "@/lib/city/directory";
 import { presentAtGate } from "@/lib/city/gate";
-import type { Presentation } from "@/lib/city/gate-presentation";
-import { searchPeers } from "@/lib/city/directory-search";
+import type { Presentation } from "@/lib/city/challenge";
 import { testDrivers } from "../support/databases";
 import { migrateTo, migrationsBefore } from "../support/migrations";
 

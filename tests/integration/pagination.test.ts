@@ -1,7 +1,7 @@
 import { beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { messages, posts, quarantine, vaultNotes } from "@/db/schema";
-import { appendNow } from "@/lib/city/residency-log";
+import { appendNow } from "@/lib/city/logs/residency-log";
 import type { AnyDoor } from "@/lib/doors/door";
 import { readInboxDoor } from "@/lib/doors/mail";
 import { readPeers } from "@/lib/doors/peers";

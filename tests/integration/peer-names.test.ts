@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { expect, it } from "vitest";
 import { countingQueries } from "@/db/query-count";
-import { peerNames } from "@/lib/city/peer-names";
+import { peerNames } from "@/lib/city/directory";
 import { insertCitizenRow } from "../support/citizens";
 import { describeOnDatabases } from "../support/databases";
 

@@ -3,7 +3,7 @@ import { eq } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { citizens, proveChallenges } from "@/db/schema";
-import { didKeyOf } from "@/lib/city/keys";
+import { didKeyOf } from "@/lib/city/keys/keys";
 import { readPeers } from "@/lib/doors/peers";
 import { readResidency } from "@/lib/doors/residency";
 import { readChallenge, submitProof } from "@/lib/doors/tiers";

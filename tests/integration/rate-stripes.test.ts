@@ -3,8 +3,8 @@ import { beforeAll, expect, it } from "vitest";
 import { type Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
 import { useDatabase } from "@/lib/city/database";
-import { cityWindow, RATE_STRIPES, takeSlot, type Window } from "@/lib/city/rate";
-import { stripeLimit } from "@/lib/city/rate-stripes";
+import { cityWindow, RATE_STRIPES, takeSlot, type Window } from "@/lib/city/bounds";
+import { stripeLimit } from "@/lib/city/bounds/rate-stripes";
 import { describeOnDatabases } from "../support/databases";
 import { countedAttempts } from "../support/rate";
 

@@ -11,7 +11,7 @@ import { describeOnDatabases } from "../support/databases";
  * call (about 100 calls per admission made those the largest share of its database CPU).
  */
 
-/** The reference: the counts `d` buckets later, as lib/city/rate-buckets.ts counts them. */
+/** The reference: the counts `d` buckets later, as lib/city/bounds/rate-buckets.ts counts them. */
 function shifted(counts: number[], d: number): number[] {
   const by = Math.max(0, Math.min(d, counts.length));
   return [...Array<number>(by).fill(0), ...counts.slice(0, counts.length - by)];

@@ -3,7 +3,7 @@ import { afterEach, beforeAll, expect, it, vi } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { citizens, contentRefusals, tierEvents, vaultNotes } from "@/db/schema";
 import { countedAttempts } from "../support/rate";
-import { takeSlot } from "@/lib/city/rate";
+import { takeSlot } from "@/lib/city/bounds";
 import { recordRefusal } from "@/lib/city/restriction";
 import { keepLockerBag } from "@/lib/doors/locker";
 import { writeVault } from "@/lib/doors/vault";

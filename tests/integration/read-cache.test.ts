@@ -5,7 +5,7 @@ import { rowsOf } from "@/db/sql";
 import { useDatabase } from "@/lib/city/database";
 import { citizens, residencyLog, wardNotes } from "@/db/schema";
 import { canonicalJson, sha256Hex } from "@/lib/city/canonical";
-import { appendNow } from "@/lib/city/residency-log";
+import { appendNow } from "@/lib/city/logs/residency-log";
 import { readVersions, VERSION_SCOPES } from "@/lib/city/versions";
 import { markSeen } from "@/lib/doors/caller";
 import { readBeacon, readCensusDoor } from "@/lib/doors/discovery";

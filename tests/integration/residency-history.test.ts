@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { LogEvent } from "@/db/schema";
-import { appendNow, readLatestLogRows, readResidencyDays } from "@/lib/city/residency-log";
+import { appendNow, readLatestLogRows, readResidencyDays } from "@/lib/city/logs/residency-log";
 import { describeOnDatabases } from "../support/databases";
 
 const did = () => randomBytes(32).toString("hex");

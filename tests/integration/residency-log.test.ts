@@ -2,7 +2,7 @@ import { count, eq } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { logVerifiedHead, residencyLog } from "@/db/schema";
-import { verifyHashChain } from "@/lib/city/residency-log";
+import { verifyHashChain } from "@/lib/city/logs/residency-log";
 import { verifyResidencyLog } from "@/lib/doors/residency-log";
 import { asOwner as asOwnerOf, describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";

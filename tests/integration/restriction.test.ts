@@ -14,7 +14,7 @@ import { mintToken } from "@/lib/doors/tokens";
 import { readVault, writeVault } from "@/lib/doors/vault";
 import { describeOnDatabases, HEAVY_TEST_MS } from "../support/databases";
 import { admit, callDoor, keyPair } from "../support/gate";
-import { proveKey } from "@/lib/city/proof";
+import { proveKey } from "@/lib/city/keys";
 
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
 process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";

@@ -5,7 +5,7 @@ import { citizens, signatureNonces, vaultNotes } from "@/db/schema";
 import { rowsOf } from "@/db/sql";
 import { useDatabase } from "@/lib/city/database";
 import { forgetEnv } from "@/lib/env";
-import { jwkThumbprint } from "@/lib/city/request-keys";
+import { jwkThumbprint } from "@/lib/city/keys";
 import { presentGate } from "@/lib/doors/gate";
 import { readJwks } from "@/lib/doors/discovery";
 import { readPeerKeys, readPeers } from "@/lib/doors/peers";

@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { upgradeDatabase } from "@/lib/city/upgrade";
-import { chargeStore, storeGauges } from "@/lib/city/store-bounds";
+import { chargeStore, storeGauges } from "@/lib/city/bounds";
 import { rowsOf } from "@/db/sql";
 import { HEAVY_TEST_MS } from "../support/databases";
 import { databaseBeforeMigration } from "../support/migrations";

@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { rowsOf } from "@/db/sql";
 import { useDatabase } from "@/lib/city/database";
 import { citizens } from "@/db/schema";
-import { keepTask, taskOwnerHash } from "@/lib/city/a2a-tasks";
+import { keepTask, taskOwnerHash } from "@/lib/city/a2a";
 import { CityError } from "@/lib/errors";
 import { serveA2a } from "@/lib/doors/a2a-server";
 import { keepCheckpoint } from "@/lib/doors/checkpoints";

@@ -4,7 +4,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
-import { chargeStore, storeBound, storeGauges } from "@/lib/city/store-bounds";
+import { chargeStore, storeBound, storeGauges } from "@/lib/city/bounds";
 import { CityError } from "@/lib/errors";
 import { createTestDatabase, describeMissingServer, type TestDatabase } from "../support/databases";
 import { type Bounds, setStripeCounters, stripeCounters, stripesOf } from "../support/store-stripes";

@@ -3,7 +3,7 @@ import { count, eq, sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { citizens, contentRefusals, quarantine, vaultNotes } from "@/db/schema";
-import { VAULT_NOTE_MAX_CHARS } from "@/lib/city/vault";
+import { VAULT_NOTE_MAX_CHARS } from "@/lib/city/shelves";
 import { ParkedOutput } from "@/lib/doors/parking";
 import { readQuarantine } from "@/lib/doors/quarantine";
 import { readVault, writeVault } from "@/lib/doors/vault";

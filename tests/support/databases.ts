@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, inject, it } from "vitest";
 import { upgradeDatabase } from "@/lib/city/upgrade";
 import { openNeon, openPg, openPglite, type Database, type OpenDatabase } from "@/db/client";
-import { forgetLogIdentity } from "@/lib/city/residency-log";
+import { forgetLogIdentity } from "@/lib/city/logs/residency-log";
 import { forgetSigningKey } from "@/lib/city/signing";
 import { startNeonRelay } from "./neon-relay";
 

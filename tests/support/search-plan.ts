@@ -2,7 +2,8 @@ import { sql } from "drizzle-orm";
 import { type Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
 import type { DirectoryFilters } from "@/lib/city/directory";
-import { searchKey, searchStatement } from "@/lib/city/directory-search";
+import { searchKey } from "@/lib/city/directory";
+import { searchStatement } from "@/lib/city/directory/directory-search";
 
 type PlanOptions = Partial<DirectoryFilters> & { limit?: number; cursor?: string };
 

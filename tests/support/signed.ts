@@ -2,7 +2,7 @@ import * as ed from "@noble/ed25519";
 import { bytesToHex } from "@noble/hashes/utils.js";
 import type { AnyDoor } from "@/lib/doors/door";
 import { serveDoor } from "@/lib/doors/http";
-import { jwkThumbprint } from "@/lib/city/request-keys";
+import { jwkThumbprint } from "@/lib/city/keys";
 import { importSeed, signatureBase, signatureParams, signBase, signRequest, type SignRequestOptions } from "@/lib/sign-request";
 import { presentGate } from "@/lib/doors/gate";
 import { admit, callDoor, freshNonce, presentation } from "./gate";

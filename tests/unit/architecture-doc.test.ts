@@ -27,6 +27,7 @@ describe("docs/architecture.md", () => {
       ...["app/api/", "app/mcp/", "app/(plat)/", "scripts/", "tests/", "public/"],
       ...dirs("lib").map((d) => `lib/${d}/`),
       ...dirs("lib/city").map((d) => `lib/city/${d}/`),
+      ...dirs("lib/city/logs").map((d) => `lib/city/logs/${d}/`),
       ...readdirSync(path.join(root, "lib"))
         .filter((n) => n.endsWith(".ts"))
         .map((n) => `lib/${n}`),
@@ -36,10 +37,76 @@ describe("docs/architecture.md", () => {
     expect(missing).toEqual([]);
   });
 
+  it("names every file at the top of lib/city/ in the domain's row: the few that are no one capability's", () => {
+    const row = map.split("\n").find((line) => line.startsWith("| `lib/city/` |"))!;
+    const top = readdirSync(path.join(root, "lib/city")).filter((n) => n.endsWith(".ts"));
+    expect(top.length).toBeGreaterThan(0);
+    expect(top.filter((n) => !row.includes(`\`${n}\``))).toEqual([]);
+  });
+
   it("names only rooms that exist", () => {
     const plain = named.filter((n) => !n.includes("*") && !n.includes(" ") && /^[a-z(._]/.test(n) && n.includes("/"));
     expect(plain.length).toBeGreaterThan(10);
     const gone = plain.filter((n) => !existsSync(path.join(root, n)));
     expect(gone).toEqual([]);
+  });
+
+  describe("the capabilities", () => {
+    const section = doc.slice(doc.indexOf("### The capabilities"), doc.indexOf("### The rules"));
+    const rows = [...section.matchAll(/^\| `(lib\/city\/[^`]+)` \|(.+)\|$/gm)].map((m) => {
+      const cells = m[2]!.split(" | ").map((c) => c.trim());
+      return { folder: m[1]!, cells, uses: cells[cells.length - 1]! };
+    });
+    const capabilities = [
+      ...dirs("lib/city")
+        .filter((d) => d !== "logs")
+        .map((d) => `lib/city/${d}/`),
+      ...dirs("lib/city/logs").map((d) => `lib/city/logs/${d}/`),
+    ];
+    const files = (dir: string): string[] =>
+      readdirSync(path.join(root, dir)).flatMap((n) => (statSync(path.join(root, dir, n)).isDirectory() ? files(`${dir}/${n}`) : [`${dir}/${n}`]));
+
+    it("has one row a capability folder, each with its face", () => {
+      expect(rows.map((r) => r.folder).sort()).toEqual([...capabilities].sort());
+      expect(capabilities.filter((c) => !existsSync(path.join(root, c, "index.ts")))).toEqual([]);
+    });
+
+    it("names routes, doors, schema files and tests that exist (a pattern matches at least one file)", () => {
+      const paths = rows.flatMap((r) => r.cells.slice(0, -1).flatMap((c) => [...c.matchAll(/`([^`]+)`/g)].map((m) => m[1]!)));
+      expect(paths.length).toBeGreaterThan(60);
+      const matches = (pattern: string) => {
+        if (!pattern.includes("*")) return existsSync(path.join(root, pattern));
+        const dir = path.dirname(pattern);
+        const name = new RegExp(`^${path.basename(pattern).replace(/\./g, "\\.").replace(/\*/g, ".*")}$`);
+        return readdirSync(path.join(root, dir)).some((n) => name.test(n));
+      };
+      expect(paths.filter((p) => !matches(p))).toEqual([]);
+    });
+
+    it("names every door declaration and every schema file", () => {
+      const declarations = files("lib/doors").filter((f) => /\bdoor\(\{/.test(readFileSync(path.join(root, f), "utf8")));
+      const schema = files("db/schema").filter((f) => f.endsWith(".ts") && !f.endsWith("/index.ts"));
+      expect(declarations.length).toBeGreaterThan(10);
+      expect([...declarations, ...schema].filter((f) => !section.includes(`\`${f}\``))).toEqual([]);
+    });
+
+    it("lists in its last column the capabilities each one imports, and no other", () => {
+      const nameOf = (folder: string) => folder.replace(/\/$/, "").split("/").pop()!;
+      const names = new Set(rows.map((r) => nameOf(r.folder)));
+      for (const row of rows) {
+        const imported = new Set<string>();
+        for (const f of files(row.folder.replace(/\/$/, ""))) {
+          for (const m of readFileSync(path.join(root, f), "utf8").matchAll(/from "@\/lib\/city\/([a-z0-9/-]+)"/g)) {
+            const name = nameOf(m[1]!);
+            if (names.has(name) && name !== nameOf(row.folder)) imported.add(name);
+          }
+        }
+        const listed = row.uses
+          .split(/[,:]/)
+          .map((w) => w.trim())
+          .filter((w) => names.has(w));
+        expect({ capability: row.folder, uses: listed.sort() }).toEqual({ capability: row.folder, uses: [...imported].sort() });
+      }
+    });
   });
 });

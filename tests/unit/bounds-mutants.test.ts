@@ -1,15 +1,15 @@
 import { createHmac } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { emissionMs, gcraRetryAfterSeconds, gcraTerms } from "@/lib/city/gcra";
-import { checkNonce, mintNonce, NONCE_CLOCK_SKEW_SECONDS } from "@/lib/city/nonce-mac";
-import { bucketMs, bucketOf, countsOf, freesAt, RATE_BUCKETS, secondsUntil, usedOf, type Window } from "@/lib/city/rate-buckets";
+import { emissionMs, gcraRetryAfterSeconds, gcraTerms, bucketMs, bucketOf, countsOf, RATE_BUCKETS, type Window } from "@/lib/city/bounds";
+import { checkNonce, mintNonce, NONCE_CLOCK_SKEW_SECONDS } from "@/lib/city/challenge/nonce-mac";
+import { freesAt, secondsUntil, usedOf } from "@/lib/city/bounds/rate-buckets";
 
 /**
  * The pure arithmetic of the city's bounds, with oracles of their own: the gate nonce's wire format
  * (issue 42: 6 bytes of issue time in ms, big-endian, 4 random bytes, the first 6 bytes of
  * HMAC-SHA256 over those 10) built with node:crypto; GCRA's pace and retry and the bucketed
- * window's counts as literals worked out by hand from their definitions (lib/city/gcra.ts,
- * lib/city/rate-buckets.ts).
+ * window's counts as literals worked out by hand from their definitions (lib/city/bounds/gcra.ts,
+ * lib/city/bounds/rate-buckets.ts).
  */
 const KEY = new Uint8Array(32).map((_, i) => 0xa0 + i);
 /** A nonce as the format says, written here: `issuedMs`, the given 4 bytes, the MAC under `key`. */
@@ -21,7 +21,7 @@ function craft(issuedMs: number, random = "0badcafe", key: Uint8Array = KEY): st
 }
 const T0 = Date.UTC(2026, 10, 29, 8, 0, 0, 123);
 
-describe("the gate nonce's format (lib/city/nonce-mac.ts), against one built with node:crypto", () => {
+describe("the gate nonce's format (lib/city/challenge/nonce-mac.ts), against one built with node:crypto", () => {
   it("mints 6 bytes of issue time, 4 random, then HMAC-SHA256's first 6 bytes over the 10", () => {
     const { nonce, expiresAt } = mintNonce(KEY, new Date(T0));
     const bytes = Buffer.from(nonce, "hex");
@@ -66,7 +66,7 @@ describe("the gate nonce's format (lib/city/nonce-mac.ts), against one built wit
   });
 });
 
-describe("GCRA arithmetic (lib/city/gcra.ts)", () => {
+describe("GCRA arithmetic (lib/city/bounds/gcra.ts)", () => {
   const rate = { limit: 4, windowSeconds: 60 };
 
   it("moves the tat on by window / limit", () => {
@@ -93,7 +93,7 @@ describe("GCRA arithmetic (lib/city/gcra.ts)", () => {
   });
 });
 
-describe("the bucketed window (lib/city/rate-buckets.ts)", () => {
+describe("the bucketed window (lib/city/bounds/rate-buckets.ts)", () => {
   // 60 s in 12 buckets: 5 s each. 61 s: 5,083.33 ms, rounded up to 5,084.
   const minute: Window = { scope: "s", subject: "x", limit: 3, windowSeconds: 60 };
 

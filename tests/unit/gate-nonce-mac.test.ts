@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { checkNonce, mintNonce, NONCE_CLOCK_SKEW_SECONDS } from "@/lib/city/nonce-mac";
+import { checkNonce, mintNonce, NONCE_CLOCK_SKEW_SECONDS } from "@/lib/city/challenge/nonce-mac";
 
 /*
  * The gate nonce's own rules, without a database (issue 42): 32 lowercase hex, fresh for 600 s from

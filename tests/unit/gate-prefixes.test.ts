@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { admissionWindow, hostShare, prefixShare } from "@/lib/city/gate-flood";
-import { anonymousReach } from "@/lib/city/gate-pow";
-import type { GateCircumstances, GateLimits } from "@/lib/city/gate-presentation";
-import { shareOf, sourceOf, sourcesToFill } from "@/lib/city/gate-prefixes";
-import { overflowWindow, OVERFLOW_BUCKETS, OVERFLOW_FACTOR } from "@/lib/city/gate-windows";
-import { cityWindow, withReach } from "@/lib/city/rate";
-import { stripeLimit } from "@/lib/city/rate-stripes";
+import { admissionWindow } from "@/lib/city/gate/gate-flood";
+import { hostShare, prefixShare } from "@/lib/city/gate";
+import { anonymousReach, shareOf, sourceOf, sourcesToFill } from "@/lib/city/challenge";
+import type { GateCircumstances, GateLimits } from "@/lib/city/challenge";
+import { overflowWindow } from "@/lib/city/bounds/gate-windows";
+import { OVERFLOW_BUCKETS, OVERFLOW_FACTOR, cityWindow, withReach } from "@/lib/city/bounds";
+import { stripeLimit } from "@/lib/city/bounds/rate-stripes";
 import { normalAddress } from "@/lib/doors/client-address";
 
 /* A presentation's source (issue 43): fixed vectors for the prefix arithmetic and the shares. */

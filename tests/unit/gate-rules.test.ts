@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { normalKey } from "@/lib/city/names";
-import { checkGateText } from "@/lib/city/gate-content";
+import { normalKey } from "@/lib/city/directory";
+import { checkGateText } from "@/lib/city/gate/gate-content";
 
 describe("the published normal form of names and origins", () => {
   it("folds case, compatibility forms and Cyrillic or Greek look-alikes to one key", () => {
@@ -17,7 +17,7 @@ describe("the published normal form of names and origins", () => {
     // blank (rule blank: made only of what shows nothing). Every code point of planes 0-3 and 14;
     // planes 4-13 hold none yet, 15-16 are private use (NFKC and the confusables table leave them
     // as they are). A character whose key is blank must be refused as a name and as an origin.
-    const { checkGateText } = await import("@/lib/city/gate-content");
+    const { checkGateText } = await import("@/lib/city/gate/gate-content");
     const kept: string[] = [];
     for (let cp = 0; cp <= 0xeffff; cp++) {
       if ((cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x40000 && cp < 0xe0000)) continue;

@@ -1,10 +1,11 @@
 import { createHash, createPrivateKey, createPublicKey, sign, verify } from "node:crypto";
 import * as ed from "@noble/ed25519";
 import { describe, expect, it } from "vitest";
-import { didKeyOf, verifyEd25519, verifyEd25519Bytes } from "@/lib/city/keys";
+import { didKeyOf } from "@/lib/city/keys/keys";
+import { verifyEd25519, verifyEd25519Bytes } from "@/lib/city/keys";
 
 /**
- * lib/city/keys.ts, the city's strict Ed25519 (every signed request, every key proof), against
+ * lib/city/keys/keys.ts, the city's strict Ed25519 (every signed request, every key proof), against
  * fixed vectors and node:crypto: RFC 8032 7.1's TEST 2, the eight small-order points of
  * edwards25519 (their canonical encodings), and a did:key written with a base58btc of our own.
  * Node's Ed25519 (OpenSSL) accepts each small-order key with the signature (R = identity, S = 0)

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { identityLog } from "@/lib/city/identity-log";
-import { type LogReceipt, LogReceiptSchema, residencyLog } from "@/lib/city/residency-log";
-import { settleLogReceipts, withLogAppends, withLogReceipts } from "@/lib/city/transparency-log";
-import { receiptToCome, recordLogTicket } from "@/lib/city/transparency-log/receipts";
+import { identityLog } from "@/lib/city/logs/identity-log";
+import { type LogReceipt, LogReceiptSchema, residencyLog } from "@/lib/city/logs/residency-log";
+import { settleLogReceipts, withLogAppends, withLogReceipts } from "@/lib/city/logs/transparency-log";
+import { receiptToCome, recordLogTicket } from "@/lib/city/logs/transparency-log/receipts";
 
-/** The log receipt carrier and its published schema (lib/city/transparency-log/receipts.ts), fixed cases. */
+/** The log receipt carrier and its published schema (lib/city/logs/transparency-log/receipts.ts), fixed cases. */
 const HASH = `${"A".repeat(42)}Q=`;
 const RECEIPT = { seq: 3, leaf_index: 2, tree_size: 3, proof: [HASH], checkpoint: "c\n" } as unknown as LogReceipt;
 

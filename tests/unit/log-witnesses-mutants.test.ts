@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { configuredWitnesses } from "@/lib/city/residency-log";
+import { configuredWitnesses } from "@/lib/city/logs/residency-log";
 import { refKey } from "../support/rfc9162-reference";
 
-/** CITY_LOG_WITNESSES parsed (configuredWitnesses, lib/city/residency-log/witnesses.ts), beside witness-config.test.ts. */
+/** CITY_LOG_WITNESSES parsed (configuredWitnesses, lib/city/logs/residency-log/witnesses.ts), beside witness-config.test.ts. */
 const W1 = refKey(new Uint8Array(32).fill(3)).vkey("w1.example", 4);
 const W2 = refKey(new Uint8Array(32).fill(4)).vkey("w2.example", 4);
 

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { checkGateText } from "@/lib/city/gate-content";
-import { normalKey } from "@/lib/city/names";
+import { checkGateText } from "@/lib/city/gate/gate-content";
+import { normalKey } from "@/lib/city/directory";
 import unhomoglyph from "unhomoglyph";
 import { LOOK_ALIKE_INVISIBLES } from "../support/look-alikes";
 
@@ -97,7 +97,7 @@ describe("the normal form removes what shows nothing (issue 29, item 3)", () => 
   });
 });
 
-/** Form 1, as lib/city/names.ts computed it before migration 0026 (kept here as the older form's definition). */
+/** Form 1, as lib/city/directory/names.ts computed it before migration 0026 (kept here as the older form's definition). */
 function formOne(text: string): string {
   const reduced = text.normalize("NFKC").replace(/[^\x00-\x7f]/gu, (ch) => unhomoglyph(ch));
   return unhomoglyph(reduced.toLowerCase()).toLowerCase().normalize("NFKC");

@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { NAME_FORM, NAME_FORM_TEXT, NAME_RULE, normalKey } from "@/lib/city/names";
+import { NAME_FORM } from "@/lib/city/directory/names";
+import { NAME_FORM_TEXT, NAME_RULE, normalKey } from "@/lib/city/directory";
 
 /**
- * The name normal form (the pure part of lib/city/names.ts) against fixed vectors: each a text and
+ * The name normal form (the pure part of lib/city/directory/names.ts) against fixed vectors: each a text and
  * the key the published form gives it, written here as literals.
  */
 describe("the name normal form", () => {

@@ -1,10 +1,10 @@
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, hexToBytes, utf8ToBytes } from "@noble/hashes/utils.js";
 import { describe, expect, it } from "vitest";
-import { leadingZeroBits, powChallenge, solutionEffort, solvePow } from "@/lib/city/pow";
-import { POW_BASE_EFFORT, POW_EFFORT_RISE, POW_MAX_EFFORT, powShares, pressureLevel, stepTotals, suggestedEffort } from "@/lib/city/pow-effort";
-import { cityWindow } from "@/lib/city/rate";
-import { bucketOf, RATE_BUCKETS } from "@/lib/city/rate-buckets";
+import { leadingZeroBits, powChallenge } from "@/lib/city/challenge/pow";
+import { solutionEffort, solvePow, POW_MAX_EFFORT } from "@/lib/city/challenge";
+import { POW_BASE_EFFORT, POW_EFFORT_RISE, powShares, pressureLevel, stepTotals, suggestedEffort } from "@/lib/city/challenge/pow-effort";
+import { cityWindow, bucketOf, RATE_BUCKETS } from "@/lib/city/bounds";
 
 // The oracle: CITY-POW/1 as docs/pow.md writes it, hashed here with @noble/hashes (the city hashes
 // with node:crypto), and the fixed vector of docs/pow.md, found by an independent script (Python hashlib).

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { CityError } from "@/lib/errors";
-import { requireSlotIn, requireTaken, slotOf, slotRefusal, type Window } from "@/lib/city/rate";
+import { requireSlotIn, requireTaken, slotOf, slotRefusal, type Window } from "@/lib/city/bounds";
 
-/** Reading a taken rate window back (its counts per bucket) and its 429 (the pure parts of lib/city/rate.ts), fixed cases. */
+/** Reading a taken rate window back (its counts per bucket) and its 429 (the pure parts of lib/city/bounds/rate.ts), fixed cases. */
 const WINDOW: Window = { scope: "s", subject: "x", limit: 5, windowSeconds: 60 };
 const NOW = new Date("2026-01-01T00:10:00.000Z");
 

@@ -1,7 +1,7 @@
 import { createHash, generateKeyPairSync, randomBytes, randomInt, randomUUID } from "node:crypto";
 import { generateMnemonic, validateMnemonic } from "@scure/bip39";
 import { wordlist } from "@scure/bip39/wordlists/english.js";
-import { mintCredential } from "@/lib/city/credentials";
+import { mintCredential } from "@/lib/city/keys";
 
 /**
  * The scanner's corpus. Every secret below is made at test time (random bytes, fresh key pairs,

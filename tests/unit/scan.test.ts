@@ -3,7 +3,7 @@ import { execFileSync } from "node:child_process";
 import { validateMnemonic } from "@scure/bip39";
 import { wordlist } from "@scure/bip39/wordlists/english.js";
 import { describe, expect, it } from "vitest";
-import { CREDENTIAL_PREFIXES } from "@/lib/city/credentials";
+import { CREDENTIAL_PREFIXES } from "@/lib/city/keys";
 import { CityError, toProblem } from "@/lib/errors";
 import { checksumValid, containsMnemonic, MAX_CHECKS, MNEMONIC_LENGTHS, ScanBudgetExceeded } from "@/lib/scan/bip39";
 import { assertClean, ContentRefusedError, RULES, SCANNER_FAILED, scanContent, scanWith, type ScanRule } from "@/lib/scan";

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { readState, SHAPE_RULES } from "@/lib/city/ward-shapes";
+import { readState } from "@/lib/city/ward/ward-shapes";
+import { SHAPE_RULES } from "@/lib/city/ward";
 
 /*
  * The ward's shapes reached by phrases written here, one or more per pattern (each phrase matches

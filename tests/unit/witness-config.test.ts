@@ -1,6 +1,6 @@
 import * as ed from "@noble/ed25519";
 import { describe, expect, it } from "vitest";
-import { configuredWitnesses } from "@/lib/city/residency-log";
+import { configuredWitnesses } from "@/lib/city/logs/residency-log";
 import { witnessVkey } from "@/lib/tlog/witness";
 
 // CITY_LOG_WITNESSES is published: the card and the log page list every witness's URL.

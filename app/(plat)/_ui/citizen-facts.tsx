@@ -1,5 +1,5 @@
 import type { PeerRow } from "@/lib/city/directory";
-import type { PublishedLogRow } from "@/lib/city/residency-log";
+import type { PublishedLogRow } from "@/lib/city/logs/residency-log";
 import { exactTime, timeAgo } from "@/lib/plat/format";
 import { look } from "@/lib/plat/nav";
 import { OriginFact } from "./origin-mark";

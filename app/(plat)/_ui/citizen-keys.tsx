@@ -1,5 +1,5 @@
-import type { PublishedLogRow } from "@/lib/city/identity-log";
-import type { PublicRecovery } from "@/lib/city/public-recovery";
+import type { PublishedLogRow } from "@/lib/city/logs/identity-log";
+import type { PublicRecovery } from "@/lib/city/keys";
 import { exactTime, keyEventFacts, timeAgo } from "@/lib/plat/format";
 import { look } from "@/lib/plat/nav";
 import { Section } from "./section";

@@ -1,5 +1,4 @@
-import type { ClinicGauges } from "@/lib/city/clinic-gauges";
-import type { clinicRoster } from "@/lib/city/clinic-physicians";
+import type { ClinicGauges, clinicRoster } from "@/lib/city/clinic";
 import { look } from "@/lib/plat/nav";
 import { Section } from "./section";
 import { badge, neutral } from "./ward-badge";

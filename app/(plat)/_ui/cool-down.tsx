@@ -2,7 +2,7 @@ import { COOL_DOWN } from "@/lib/city/ward";
 import { look } from "@/lib/plat/nav";
 import { Section } from "./section";
 
-/** The ward's cool-down protocol (lib/city/ward.ts COOL_DOWN), its steps in order. */
+/** The ward's cool-down protocol (lib/city/ward/ward.ts COOL_DOWN), its steps in order. */
 export function CoolDownProtocol() {
   return (
     <Section id="protocol-heading" title="The cool-down protocol">

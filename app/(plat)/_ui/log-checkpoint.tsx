@@ -1,4 +1,4 @@
-import type { HeldCheckpoint } from "@/lib/city/residency-log";
+import type { HeldCheckpoint } from "@/lib/city/logs/residency-log";
 import { look } from "@/lib/plat/nav";
 
 /** Where a log's doors are and how the card names it: the residency log's, or the identity log's. */

@@ -1,4 +1,4 @@
-import type { PublishedLogRow } from "@/lib/city/residency-log";
+import type { PublishedLogRow } from "@/lib/city/logs/residency-log";
 import { exactTime, keyEventFacts } from "@/lib/plat/format";
 import { look } from "@/lib/plat/nav";
 import { PeerDid } from "./peer-did";

@@ -1,5 +1,5 @@
 import type { PeerRow } from "@/lib/city/directory";
-import { proofStands } from "@/lib/city/origin/proof-row";
+import { proofStands } from "@/lib/city/origin";
 import { exactTime } from "@/lib/plat/format";
 import { look } from "@/lib/plat/nav";
 

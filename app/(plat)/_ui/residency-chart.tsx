@@ -1,4 +1,4 @@
-import type { ResidencyDay } from "@/lib/city/residency-log";
+import type { ResidencyDay } from "@/lib/city/logs/residency-log";
 import { bedsSteps, chartSpan, labelledColumns, residencySummary, scale } from "@/lib/plat/chart";
 import { look } from "@/lib/plat/nav";
 

@@ -1,5 +1,5 @@
 import Link from "next/link";
-import { DISPUTED_WORDS, encodeWardCursor, type listWardNotes, type WardNoteView } from "@/lib/city/ward-notes";
+import { DISPUTED_WORDS, encodeWardCursor, type listWardNotes, type WardNoteView } from "@/lib/city/ward";
 import { exactTime, timeAgo } from "@/lib/plat/format";
 import { look } from "@/lib/plat/nav";
 import { Pager } from "./pager";

@@ -1,8 +1,8 @@
-import { SHAPE_IDS, SHAPE_RULES } from "@/lib/city/ward-shapes";
+import { SHAPE_IDS, SHAPE_RULES } from "@/lib/city/ward";
 import { look } from "@/lib/plat/nav";
 import { Section } from "./section";
 
-/** The room's shapes (lib/city/ward-shapes.ts), each with its example and the question the room asks. */
+/** The room's shapes (lib/city/ward/ward-shapes.ts), each with its example and the question the room asks. */
 export function WardShapes() {
   return (
     <Section id="shapes-heading" title="The room's seven shapes">

@@ -1,9 +1,9 @@
 import type { Metadata } from "next";
 import { connection } from "next/server";
 import { getDb } from "@/lib/city/database";
-import { peerNames } from "@/lib/city/peer-names";
-import { identityLog } from "@/lib/city/identity-log";
-import { configuredWitnesses, currentCheckpoint, logSigner, readLogPage, verifyHashChain, witnessStates } from "@/lib/city/residency-log";
+import { peerNames } from "@/lib/city/directory";
+import { identityLog } from "@/lib/city/logs/identity-log";
+import { configuredWitnesses, currentCheckpoint, logSigner, readLogPage, verifyHashChain, witnessStates } from "@/lib/city/logs/residency-log";
 import { LogCheckpoint, type LogPlace } from "../_ui/log-checkpoint";
 import { hrefWith, pageSize, param, type SearchParams } from "@/lib/plat/format";
 import { look } from "@/lib/plat/nav";

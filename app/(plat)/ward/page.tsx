@@ -1,10 +1,9 @@
 import type { Metadata } from "next";
 import { connection } from "next/server";
 import { getDb } from "@/lib/city/database";
-import { clinicGauges } from "@/lib/city/clinic-gauges";
-import { clinicRoster } from "@/lib/city/clinic-physicians";
-import { peerNames } from "@/lib/city/peer-names";
-import { decodeWardCursor, listWardNotes, OCCUPIED_WINDOW_SECONDS, WARD_PAGE, wardCounts } from "@/lib/city/ward-notes";
+import { clinicGauges, clinicRoster } from "@/lib/city/clinic";
+import { peerNames } from "@/lib/city/directory";
+import { decodeWardCursor, listWardNotes, OCCUPIED_WINDOW_SECONDS, WARD_PAGE, wardCounts } from "@/lib/city/ward";
 import { CityError } from "@/lib/errors";
 import { hrefWith, pageSize, param, type SearchParams } from "@/lib/plat/format";
 import { look } from "@/lib/plat/nav";

@@ -1,10 +1,9 @@
 import type { Metadata } from "next";
 import { connection } from "next/server";
-import { RESIDENCY_ROWS, readCitizenProfile } from "@/lib/city/citizen-profile";
+import { RESIDENCY_ROWS, readCitizenProfile } from "@/lib/city/directory";
 import { getDb } from "@/lib/city/database";
-import { readKeyHistory } from "@/lib/city/key-history";
-import { readPublicRecovery } from "@/lib/city/public-recovery";
-import { configuredWitnesses } from "@/lib/city/residency-log";
+import { readKeyHistory, readPublicRecovery } from "@/lib/city/keys";
+import { configuredWitnesses } from "@/lib/city/logs/residency-log";
 import { look } from "@/lib/plat/nav";
 import { CitizenFacts } from "../../_ui/citizen-facts";
 import { CitizenKeys } from "../../_ui/citizen-keys";

@@ -1,0 +1,98 @@
+import { sql, type SQL } from "drizzle-orm";
+import { type Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
+import { GATE_RESERVE_PERCENT, type GateLimits, type Presentation } from "./gate-presentation";
+import { POW_EFFORT_HEADER, POW_PROTOCOL, solutionEffort } from "./pow";
+import { POW_BASE_EFFORT, POW_MAX_EFFORT, type PowShares, powShares, stepTotals, suggestedEffort } from "./pow-effort";
+import { cityWindow, type Window, stripesRoomSql } from "@/lib/city/bounds";
+
+/*
+ * CITY-POW/1 at the gate (docs/pow.md): what presentations without a bid may fill of the admissions
+ * ceiling (the open share), the effort the gate suggests now (read from the ceiling's stripes, no
+ * row of its own), and whether a presentation's pow_solution is a bid. The take itself (gate-flood.ts
+ * admissionWindow) gives a bid more reach than a presentation without one, on the same stripes.
+ */
+
+/** The admissions ceiling's window (null when off). */
+export function ceilingWindow(limits: GateLimits): Window | null {
+  return limits.admissionsPerHour > 0 ? cityWindow("gate-admissions", limits.admissionsPerHour, 3600) : null;
+}
+
+/** What presentations without a proven key may reach of the ceiling together (what the reserve leaves). */
+export function anonymousReach(limits: GateLimits): number {
+  const open = 1 - (limits.reservePercent ?? GATE_RESERVE_PERCENT) / 100;
+  return Math.floor(limits.admissionsPerHour * Math.min(1, Math.max(0, open)));
+}
+
+/** The ceiling's shares for bids: the open share (those without a bid) and what bids may fill up to. */
+export function gatePowShares(limits: GateLimits): PowShares {
+  return powShares(anonymousReach(limits));
+}
+
+/** SQL (a SELECT of one row, column `stripes`): the ceiling's stripes as JSON, what the effort is read from. */
+export function ceilingStripesSql(window: Window, now: Date): SQL {
+  return sql`SELECT stripes FROM (${stripesRoomSql(window, now)}) ceiling_read`;
+}
+
+/**
+ * What the ceiling's stripes (their JSON as read) say now: the admissions it counts and the effort
+ * suggested, from one pass over its steps; both 0 when the ceiling is off.
+ */
+export function ceilingPressure(json: unknown, limits: GateLimits, now: Date): { counted: number; effort: number } {
+  const window = ceilingWindow(limits);
+  if (!window) return { counted: 0, effort: 0 };
+  const steps = stepTotals(json, window, now);
+  return { counted: steps.reduce((a, b) => a + b, 0), effort: suggestedEffort(steps, gatePowShares(limits)) };
+}
+
+/** The suggested effort from the ceiling's stripes (their JSON as read); 0 when the ceiling is off. */
+export function effortFromStripes(json: unknown, limits: GateLimits, now: Date): number {
+  return ceilingPressure(json, limits, now).effort;
+}
+
+/** Reads the suggested effort now (one statement that writes nothing; none when the ceiling is off). */
+export async function readSuggestedEffort(db: Database, limits: GateLimits, now: Date): Promise<number> {
+  const window = ceilingWindow(limits);
+  if (!window) return 0;
+  const [row] = rowsOf<{ stripes: unknown }>(await db.execute(ceilingStripesSql(window, now)));
+  return effortFromStripes(row?.stripes ?? null, limits, now);
+}
+
+/**
+ * Whether a presentation's pow_solution is a bid: its effort (bound to the nonce, the name and the
+ * origin) at least the effort suggested now. One under POW_BASE_EFFORT (the least ever asked), or
+ * one without a nonce, is no bid, known with no statement; only one at or above it reads the stripes.
+ */
+export async function isBid(db: Database, p: Presentation, limits: GateLimits, now: Date): Promise<boolean> {
+  if (p.pow_solution === undefined || p.nonce === undefined || !ceilingWindow(limits)) return false;
+  const effort = solutionEffort({ nonce: p.nonce, name: p.name, origin: p.origin }, p.pow_solution);
+  if (effort < POW_BASE_EFFORT) return false;
+  return effort >= (await readSuggestedEffort(db, limits, now));
+}
+
+/** Where the docs of the protocol are. */
+export const POW_DOCS = "docs/pow.md";
+
+/** The `pow` block GET /gate and /api/capabilities publish. */
+export function powBlock(effort: number, limits: GateLimits) {
+  const shares = gatePowShares(limits);
+  const off = !ceilingWindow(limits);
+  return {
+    protocol: POW_PROTOCOL,
+    suggested_effort: effort,
+    max_effort: POW_MAX_EFFORT as typeof POW_MAX_EFFORT,
+    field: "pow_solution" as const,
+    header: POW_EFFORT_HEADER,
+    docs: POW_DOCS,
+    note: off
+      ? "The admissions ceiling is off here: no work is ever asked."
+      : `Presentations without a bid may fill the hour's admissions ceiling up to its open share (${shares.open} of the ${shares.bids} presentations without a proven key may take); ` +
+        `past it a presentation is admitted only with pow_solution of at least suggested_effort leading zero bits (${POW_PROTOCOL}, bound to the nonce, name and origin), ` +
+        `or signed with a key bound to a citizen (CITY-SIG/1). 0: nothing to pay. Never more than ${POW_MAX_EFFORT}.`,
+  };
+}
+
+/** The header carrying the suggested effort. */
+export function powHeaders(effort: number): Record<string, string> {
+  return { [POW_EFFORT_HEADER]: String(effort) };
+}
