@@ -6,12 +6,10 @@
 // a fresh PostgreSQL database, and with --baseline on the build of that revision (migrated by its
 // own migrations). Prints the rate of admissions, p50 and p99, and the share of the database's
 // active backends waiting on a Lock, sampled from pg_stat_activity every 50 ms while it runs.
-import { spawnSync } from "node:child_process";
-import path from "node:path";
 import autocannon from "autocannon";
 import pg from "pg";
 import { buildBaselineApp, removeCopies } from "./bench-floor";
-import { type BenchServer, startNextServer } from "./bench-server";
+import { type BenchServer, migratedDatabase, startNextServer } from "./bench-server";
 import { optionOr } from "./options";
 
 const args = process.argv.slice(2);
@@ -57,16 +55,10 @@ async function main(): Promise<void> {
 
 async function measure(build: string, appDir: string, buildDir: string | null): Promise<Figures> {
   const name = `city_bench_admissions_${process.pid}`;
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE ${name}`);
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  const env = { ...process.env, DATABASE_URL: url.toString(), CITY_DB_DRIVER: "pg" };
   // Each build's own migrations (the baseline's schema is its own).
-  const migrated = spawnSync(path.join(root, "node_modules/.bin/tsx"), ["scripts/migrate.ts"], { cwd: appDir, env, stdio: "inherit" });
-  if (migrated.status !== 0) throw new Error(`migrating for ${build} failed`);
+  const database = await migratedDatabase(serverUrl, name, appDir);
+  const { admin, url } = database;
+  const env = { ...process.env, DATABASE_URL: url, CITY_DB_DRIVER: "pg" };
   const server = await startServer(env, buildDir);
   const sampler = sampleLocks(admin, name);
   let n = 0;
@@ -98,7 +90,7 @@ async function measure(build: string, appDir: string, buildDir: string | null): 
       ],
     });
     const share = await sampler.stop();
-    const counted = new pg.Client({ connectionString: url.toString() });
+    const counted = new pg.Client({ connectionString: url });
     await counted.connect();
     const admitted = Number((await counted.query("SELECT count(*) AS n FROM citizens")).rows[0].n);
     await counted.end();
@@ -113,8 +105,7 @@ async function measure(build: string, appDir: string, buildDir: string | null): 
     };
   } finally {
     await server.stop();
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.end();
+    await database.drop();
   }
 }
 

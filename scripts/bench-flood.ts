@@ -16,12 +16,11 @@
 // Prints what the flood got, and per newcomer the effort asked, the CPU seconds its solving took
 // (this process's own CPU time: nothing else runs in it while it solves) and the time from its
 // first GET /gate to its admission, with their p50 and p95. BENCHMARKS.md has a run.
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { randomInt } from "node:crypto";
-import pg from "pg";
 import { solveGatePuzzle } from "@/lib/sign-request";
 import { drive, nearestRank } from "./bench-drive";
-import { startNextServer } from "./bench-server";
+import { migratedDatabase, startNextServer } from "./bench-server";
 import { optionOr } from "./options";
 
 const args = process.argv.slice(2);
@@ -115,15 +114,8 @@ async function newcomer(base: string, k: number): Promise<Newcomer> {
 
 async function main(): Promise<void> {
   if (args[0] === "--flood") return flood(args[1]!);
-  const name = `city_bench_flood_${process.pid}`;
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE ${name}`);
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  const env = { ...process.env, ...GATE_ENV, DATABASE_URL: url.toString(), CITY_DB_DRIVER: "pg" };
-  if (spawnSync("node_modules/.bin/tsx", ["scripts/migrate.ts"], { env, stdio: "inherit" }).status !== 0) throw new Error("migrating failed");
+  const database = await migratedDatabase(serverUrl, `city_bench_flood_${process.pid}`);
+  const env = { ...process.env, ...GATE_ENV, DATABASE_URL: database.url, CITY_DB_DRIVER: "pg" };
   const server = await startNextServer({ env });
   try {
     const flooding = spawn("node_modules/.bin/tsx", ["scripts/bench-flood.ts", "--flood", server.base, ...args], { stdio: ["ignore", "pipe", "inherit"] });
@@ -141,8 +133,7 @@ async function main(): Promise<void> {
     report(JSON.parse(floodOut.trim().split("\n").pop()!) as FloodFigures, newcomers);
   } finally {
     await server.stop();
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.end();
+    await database.drop();
   }
 }
 

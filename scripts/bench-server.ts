@@ -1,4 +1,6 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import path from "node:path";
+import pg from "pg";
 import { freePort } from "./free-port";
 
 export interface BenchServer {
@@ -51,6 +53,35 @@ export async function startNextServer(options: { env: NodeJS.ProcessEnv; dir?: s
       const exited = new Promise((r) => child.once("exit", r));
       process.kill(-child.pid!, "SIGTERM");
       await exited;
+    },
+  };
+}
+
+/**
+ * A fresh database `name` on the PostgreSQL server at `serverUrl` (dropped first if a run left it),
+ * migrated by the migrations of `appDir` (this checkout's, or a baseline's: its schema is its own).
+ * `admin` stays connected to the server's own database (for pg_stat_activity); `drop` ends it.
+ */
+export async function migratedDatabase(
+  serverUrl: string,
+  name: string,
+  appDir = process.cwd(),
+): Promise<{ url: string; admin: pg.Client; drop: () => Promise<void> }> {
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  const env = { ...process.env, DATABASE_URL: url.toString(), CITY_DB_DRIVER: "pg" };
+  const migrated = spawnSync(path.join(process.cwd(), "node_modules/.bin/tsx"), ["scripts/migrate.ts"], { cwd: appDir, env, stdio: "inherit" });
+  if (migrated.status !== 0) throw new Error(`migrating ${name} failed`);
+  return {
+    url: url.toString(),
+    admin,
+    drop: async () => {
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
     },
   };
 }

@@ -36,7 +36,7 @@ import { openLockSampler } from "./bench-locks";
 import { runMixedLoad, runOpenLoad } from "./bench-mixed";
 import { seedCity } from "./bench-seed";
 import { optionOr } from "./options";
-import { type BenchServer, startNextServer } from "./bench-server";
+import { type BenchServer, migratedDatabase, startNextServer } from "./bench-server";
 
 // The log's origin is kept in the database with its tree (lib/city/logs/residency-log/identity.ts): the seed appends
 // in this process and the server runs on a port chosen later, so both name one fixed origin.
@@ -341,32 +341,20 @@ function sameSchema(baselineDir: string): boolean {
  * (its statements name columns they no longer have, or miss ones they need).
  */
 async function baselineDatabase(database: string, baselineDir: string) {
-  const { openPg } = await import("@/db/client");
-  const { sql } = await import("drizzle-orm");
-  const { rowsOf } = await import("@/db/sql");
   const name = `${database}_baseline`;
-  const admin = await openPg(serverUrl);
-  await admin.db.execute(sql.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
-  await admin.db.execute(sql.raw(`CREATE DATABASE ${name}`));
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  const migrated = spawnSync(path.join(process.cwd(), "node_modules/.bin/tsx"), ["scripts/migrate.ts"], {
-    cwd: baselineDir,
-    env: { ...process.env, DATABASE_URL: url.toString(), CITY_DB_DRIVER: "pg" },
-    stdio: "inherit",
-  });
-  if (migrated.status !== 0) throw new Error(`migrating the baseline's database failed`);
+  const { url, admin, drop } = await migratedDatabase(serverUrl, name, baselineDir);
   console.log(`the baseline's schema is not this checkout's: its contention legs run on ${name}, migrated by its own migrations`);
+  const sampler = await openLockSampler(serverUrl, name);
   return {
-    url: url.toString(),
-    sampler: await openLockSampler(serverUrl, name),
+    url,
+    sampler,
     backends: async () =>
-      rowsOf<{ pid: number }>(await admin.db.execute(sql`SELECT pid FROM pg_stat_activity WHERE datname = ${name} AND backend_type = 'client backend'`)).map(
-        (r) => Number(r.pid),
+      (await admin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'`, [name])).rows.map((r) =>
+        Number(r.pid),
       ),
     dispose: async () => {
-      await admin.db.execute(sql.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
-      await admin.close();
+      await sampler.close();
+      await drop();
     },
   };
 }

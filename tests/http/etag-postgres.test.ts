@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { HEAVY_TEST_MS } from "../support/limits";
 import { doorPaths } from "@/lib/doors/door";
 import { registry } from "@/lib/doors/registry";
 import { BOOT_HOOK_TIMEOUT_MS, type CityServer } from "../support/next-server";
@@ -121,51 +122,59 @@ describeOnServer("conditional reads on two `next start` instances over one Postg
     }
   });
 
-  it("answers 304 while nothing changed and 200 with a new tag, the same on both instances, after a write on the other", async () => {
-    // A city with a citizen and a note, so no door answers an empty list.
-    await write("an admission");
-    await write("an unsigned ward note");
-    let tags = await tagsOnBoth();
-    for (const { what, changes } of WRITES) {
-      await expectNotModified(tags, `before ${what}`);
-      await write(what);
-      // The old tag, asked of the second instance first (it holds the answer it built before the write), then of the first.
-      for (const { door, path } of addresses) {
-        for (const base of [...servers()].reverse()) {
-          const answer = await read(base, path, { "if-none-match": tags.get(path)! });
-          if ((changes as readonly string[]).includes(door)) {
-            expect(answer.status, `${answer.where} after ${what}`).toBe(200);
-            expect(answer.tag, answer.where).not.toBe(tags.get(path));
-            expect(JSON.parse(answer.text).now_utc, answer.where).toEqual(expect.any(String));
-          } else {
-            expect(answer.status, `${answer.where}: ${what} changed nothing it reads`).toBe(304);
+  it(
+    "answers 304 while nothing changed and 200 with a new tag, the same on both instances, after a write on the other",
+    async () => {
+      // A city with a citizen and a note, so no door answers an empty list.
+      await write("an admission");
+      await write("an unsigned ward note");
+      let tags = await tagsOnBoth();
+      for (const { what, changes } of WRITES) {
+        await expectNotModified(tags, `before ${what}`);
+        await write(what);
+        // The old tag, asked of the second instance first (it holds the answer it built before the write), then of the first.
+        for (const { door, path } of addresses) {
+          for (const base of [...servers()].reverse()) {
+            const answer = await read(base, path, { "if-none-match": tags.get(path)! });
+            if ((changes as readonly string[]).includes(door)) {
+              expect(answer.status, `${answer.where} after ${what}`).toBe(200);
+              expect(answer.tag, answer.where).not.toBe(tags.get(path));
+              expect(JSON.parse(answer.text).now_utc, answer.where).toEqual(expect.any(String));
+            } else {
+              expect(answer.status, `${answer.where}: ${what} changed nothing it reads`).toBe(304);
+            }
           }
         }
+        tags = await tagsOnBoth();
       }
-      tags = await tagsOnBoth();
-    }
-    await expectNotModified(tags, "after every write");
-  }, 60_000);
+      await expectNotModified(tags, "after every write");
+    },
+    HEAVY_TEST_MS,
+  );
 
-  it("never lets a shared cache keep a caller's answer, nor its 304", async () => {
-    const me: Admitted = await city().admit();
-    let revalidated = 0;
-    for (const door of registry.filter((d) => d.auth !== "none" && d.method === "GET" && !d.path.includes("{"))) {
-      for (const base of servers()) {
-        const response = await fetch(`${base}${door.path}`, { headers: { authorization: `Bearer ${me.citizen_secret}` } });
-        await response.arrayBuffer();
-        const where = `${door.name} -> ${response.status}`;
-        expect(response.headers.get("cache-control"), where).toMatch(/^(private, )?no-store$/);
-        const tag = response.headers.get("etag");
-        if (response.status !== 200 || !tag) continue;
-        expect(response.headers.get("vary"), where).toMatch(/Authorization/);
-        // Asked again with its tag: a 304 (or a 200 where the answer is fresh each time, a challenge) and still private.
-        const again = await fetch(`${base}${door.path}`, { headers: { authorization: `Bearer ${me.citizen_secret}`, "if-none-match": tag } });
-        await again.arrayBuffer();
-        expect(again.headers.get("cache-control"), `${where}, asked again -> ${again.status}`).toMatch(/^(private, )?no-store$/);
-        if (again.status === 304) revalidated += 1;
+  it(
+    "never lets a shared cache keep a caller's answer, nor its 304",
+    async () => {
+      const me: Admitted = await city().admit();
+      let revalidated = 0;
+      for (const door of registry.filter((d) => d.auth !== "none" && d.method === "GET" && !d.path.includes("{"))) {
+        for (const base of servers()) {
+          const response = await fetch(`${base}${door.path}`, { headers: { authorization: `Bearer ${me.citizen_secret}` } });
+          await response.arrayBuffer();
+          const where = `${door.name} -> ${response.status}`;
+          expect(response.headers.get("cache-control"), where).toMatch(/^(private, )?no-store$/);
+          const tag = response.headers.get("etag");
+          if (response.status !== 200 || !tag) continue;
+          expect(response.headers.get("vary"), where).toMatch(/Authorization/);
+          // Asked again with its tag: a 304 (or a 200 where the answer is fresh each time, a challenge) and still private.
+          const again = await fetch(`${base}${door.path}`, { headers: { authorization: `Bearer ${me.citizen_secret}`, "if-none-match": tag } });
+          await again.arrayBuffer();
+          expect(again.headers.get("cache-control"), `${where}, asked again -> ${again.status}`).toMatch(/^(private, )?no-store$/);
+          if (again.status === 304) revalidated += 1;
+        }
       }
-    }
-    expect(revalidated, "caller's readings answered 304 to their own tag").toBeGreaterThan(4);
-  }, 60_000);
+      expect(revalidated, "caller's readings answered 304 to their own tag").toBeGreaterThan(4);
+    },
+    HEAVY_TEST_MS,
+  );
 });

@@ -1,6 +1,7 @@
 import { createServer, request as forward, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { HEAVY_TEST_MS } from "../support/limits";
 import { presentation } from "../support/gate";
 import { type Answer, describeOnServer, usePostgresCity } from "../support/postgres-city";
 
@@ -39,41 +40,53 @@ describeOnServer("client addresses: `next start` alone, no proxy configured", ()
     ).toHaveLength(1);
   });
 
-  it("lets no number of anonymous looks lock a newcomer out: an unknown address is no shared bucket", async () => {
-    const looks = await city().race(40, (i) => post("/gate", presentation({ kind: "human", ask: "look", origin: `looker-${i}.example` })));
-    expect(looks.answers.every((a) => a.body.verdict === "observer")).toBe(true);
-    const nonces = await city().race(40, () => city().get("/gate"));
-    expect(nonces.accepted).toBe(40);
-    const { nonce } = (await city().get("/gate")).body as { nonce: string };
-    const newcomer = await post("/gate", presentation({ nonce, origin: "newcomer.example" }));
-    expect(newcomer.body.verdict, JSON.stringify(newcomer.body)).toBe("admitted");
-  }, 60_000);
+  it(
+    "lets no number of anonymous looks lock a newcomer out: an unknown address is no shared bucket",
+    async () => {
+      const looks = await city().race(40, (i) => post("/gate", presentation({ kind: "human", ask: "look", origin: `looker-${i}.example` })));
+      expect(looks.answers.every((a) => a.body.verdict === "observer")).toBe(true);
+      const nonces = await city().race(40, () => city().get("/gate"));
+      expect(nonces.accepted).toBe(40);
+      const { nonce } = (await city().get("/gate")).body as { nonce: string };
+      const newcomer = await post("/gate", presentation({ nonce, origin: "newcomer.example" }));
+      expect(newcomer.body.verdict, JSON.stringify(newcomer.body)).toBe("admitted");
+    },
+    HEAVY_TEST_MS,
+  );
 
-  it(`files exactly the city-wide ceiling of unsigned ward notes when every one of 40 parallel filings forges a new X-Forwarded-For`, async () => {
-    const used = city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'ward-unsigned'");
-    const notesBefore = city().count("ward_notes");
-    const race = await city().race(40, (i) => post("/api/hospital", note(i), forged(i)));
-    const filed = race.answers.filter((a) => a.body.filed === true);
-    expect(filed).toHaveLength(WARD_CEILING - used);
-    for (const a of race.answers.filter((x) => x.body.filed === false))
-      expect(a.body.note).toMatch(new RegExp(`at most ${WARD_CEILING} unsigned notes an hour`));
-    expect(city().count("ward_notes")).toBe(notesBefore + WARD_CEILING - used);
-    // Signed filings are not under the ceiling.
-    const me = await city().admit();
-    const signed = await city().post("/api/hospital", note(999), me.citizen_secret);
-    expect(signed.body.filed).toBe(true);
-  }, 60_000);
+  it(
+    `files exactly the city-wide ceiling of unsigned ward notes when every one of 40 parallel filings forges a new X-Forwarded-For`,
+    async () => {
+      const used = city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'ward-unsigned'");
+      const notesBefore = city().count("ward_notes");
+      const race = await city().race(40, (i) => post("/api/hospital", note(i), forged(i)));
+      const filed = race.answers.filter((a) => a.body.filed === true);
+      expect(filed).toHaveLength(WARD_CEILING - used);
+      for (const a of race.answers.filter((x) => x.body.filed === false))
+        expect(a.body.note).toMatch(new RegExp(`at most ${WARD_CEILING} unsigned notes an hour`));
+      expect(city().count("ward_notes")).toBe(notesBefore + WARD_CEILING - used);
+      // Signed filings are not under the ceiling.
+      const me = await city().admit();
+      const signed = await city().post("/api/hospital", note(999), me.citizen_secret);
+      expect(signed.body.filed).toBe(true);
+    },
+    HEAVY_TEST_MS,
+  );
 
-  it("admits no more than the city-wide ceiling when every presentation forges a new X-Forwarded-For", async () => {
-    const used = city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'gate-admissions'");
-    const race = await city().race(40, (i) => post("/gate", presentation({ origin: `forger-${i}.example` }), forged(i)));
-    const admitted = race.answers.filter((a) => a.body.verdict === "admitted");
-    // Keyless presentations reach 4/5 of the ceiling (issue 43: the reserve). Over one-slot stripes
-    // a racer may be refused with room (published: refused_with_room), never let past the bound.
-    expect(admitted.length).toBeLessThanOrEqual(Math.floor(ADMISSIONS_CEILING * 0.8) - used);
-    expect(admitted.length).toBeGreaterThan(0);
-    expect(city().count("citizens")).toBeLessThanOrEqual(ADMISSIONS_CEILING);
-  }, 60_000);
+  it(
+    "admits no more than the city-wide ceiling when every presentation forges a new X-Forwarded-For",
+    async () => {
+      const used = city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'gate-admissions'");
+      const race = await city().race(40, (i) => post("/gate", presentation({ origin: `forger-${i}.example` }), forged(i)));
+      const admitted = race.answers.filter((a) => a.body.verdict === "admitted");
+      // Keyless presentations reach 4/5 of the ceiling (issue 43: the reserve). Over one-slot stripes
+      // a racer may be refused with room (published: refused_with_room), never let past the bound.
+      expect(admitted.length).toBeLessThanOrEqual(Math.floor(ADMISSIONS_CEILING * 0.8) - used);
+      expect(admitted.length).toBeGreaterThan(0);
+      expect(city().count("citizens")).toBeLessThanOrEqual(ADMISSIONS_CEILING);
+    },
+    HEAVY_TEST_MS,
+  );
 
   it("publishes the ward's city-wide ceiling with the door's limits", async () => {
     const doc = (await city().get("/openapi.json")).body as { paths: Record<string, Record<string, Record<string, unknown>>> };
@@ -129,14 +142,18 @@ describeOnServer("client addresses: behind two reverse proxies (CITY_TRUSTED_PRO
     return { status: response.status, type, headers: response.headers, body: type.includes("json") ? JSON.parse(text) : { text } };
   };
 
-  it("holds one client to its own bounds whatever X-Forwarded-For it writes: 5 nonces, 4 unsigned notes", async () => {
-    const nonces = await city().race(12, (i) => viaProxies("/gate", { headers: forged(i) }));
-    expect(nonces.accepted).toBe(5);
-    expect(nonces.answers.filter((a) => a.status === 429)).toHaveLength(7);
-    const notes = await city().race(12, (i) =>
-      viaProxies("/api/hospital", { method: "POST", headers: { "content-type": "application/json", ...forged(i) }, body: JSON.stringify(note(i)) }),
-    );
-    expect(notes.answers.filter((a) => a.body.filed === true)).toHaveLength(4);
-    expect(city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'ward-address' AND subject = '127.0.0.1'")).toBe(4);
-  }, 60_000);
+  it(
+    "holds one client to its own bounds whatever X-Forwarded-For it writes: 5 nonces, 4 unsigned notes",
+    async () => {
+      const nonces = await city().race(12, (i) => viaProxies("/gate", { headers: forged(i) }));
+      expect(nonces.accepted).toBe(5);
+      expect(nonces.answers.filter((a) => a.status === 429)).toHaveLength(7);
+      const notes = await city().race(12, (i) =>
+        viaProxies("/api/hospital", { method: "POST", headers: { "content-type": "application/json", ...forged(i) }, body: JSON.stringify(note(i)) }),
+      );
+      expect(notes.answers.filter((a) => a.body.filed === true)).toHaveLength(4);
+      expect(city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'ward-address' AND subject = '127.0.0.1'")).toBe(4);
+    },
+    HEAVY_TEST_MS,
+  );
 });

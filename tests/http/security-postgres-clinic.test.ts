@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { HEAVY_TEST_MS } from "../support/limits";
 import { LIMITS } from "@/lib/city/protocols";
 import { keyPair } from "../support/gate";
 import { type Admitted, describeOnServer, signedProof, usePostgresCity } from "../support/postgres-city";
@@ -71,55 +72,63 @@ describeOnServer("the built server on PostgreSQL: the clinic's caps under parall
   const settle = (people: Admitted[]) =>
     city().psql(`UPDATE citizens SET bound_at = now() - interval '25 hours' WHERE did IN (${people.map((p) => `'${p.did}'`).join(", ")})`);
 
-  it(`holds the newcomers' share of ${CAPS.newcomerShare} under 60 parallel consultations from 20 citizens admitted a moment ago`, async () => {
-    const newcomers = await Promise.all(Array.from({ length: 20 }, () => city().admit()));
-    const left = CAPS.newcomerShare - newcomerSpent();
-    const callsBefore = providerCalls();
-    const cityBefore = city().count("clinic_attempts", "verdict = 'admitted'");
-    expect(20 * CAPS.citizenPerDay).toBeGreaterThan(left);
-    const race = await city().race(60, (i) => consult(newcomers[i % 20]!, i));
-    expect(race.accepted, race.statuses.join(",")).toBe(left);
-    expect(race.answers.filter((a) => a.status === 429).every((a) => ["clinic_newcomer_share", "clinic_calls"].includes(a.body.limit?.name))).toBe(true);
-    expect(race.answers.filter((a) => a.body.limit?.name === "clinic_newcomer_share").length).toBeGreaterThan(0);
-    expect(providerCalls() - callsBefore).toBe(left);
-    expect(newcomerSpent()).toBe(CAPS.newcomerShare);
-    // The reserve is still there for one who has stayed.
-    const stayed = await city().admit();
-    settle([stayed]);
-    expect((await consult(stayed, 1)).status).toBe(200);
-    const gauges = (await city().get("/api/clinic")).body.gauges.city_window;
-    expect(gauges).toMatchObject({ spent: cityBefore + left + 1, newcomer_share: CAPS.newcomerShare, newcomer_spent: CAPS.newcomerShare, counted: true });
-  }, 60_000);
+  it(
+    `holds the newcomers' share of ${CAPS.newcomerShare} under 60 parallel consultations from 20 citizens admitted a moment ago`,
+    async () => {
+      const newcomers = await Promise.all(Array.from({ length: 20 }, () => city().admit()));
+      const left = CAPS.newcomerShare - newcomerSpent();
+      const callsBefore = providerCalls();
+      const cityBefore = city().count("clinic_attempts", "verdict = 'admitted'");
+      expect(20 * CAPS.citizenPerDay).toBeGreaterThan(left);
+      const race = await city().race(60, (i) => consult(newcomers[i % 20]!, i));
+      expect(race.accepted, race.statuses.join(",")).toBe(left);
+      expect(race.answers.filter((a) => a.status === 429).every((a) => ["clinic_newcomer_share", "clinic_calls"].includes(a.body.limit?.name))).toBe(true);
+      expect(race.answers.filter((a) => a.body.limit?.name === "clinic_newcomer_share").length).toBeGreaterThan(0);
+      expect(providerCalls() - callsBefore).toBe(left);
+      expect(newcomerSpent()).toBe(CAPS.newcomerShare);
+      // The reserve is still there for one who has stayed.
+      const stayed = await city().admit();
+      settle([stayed]);
+      expect((await consult(stayed, 1)).status).toBe(200);
+      const gauges = (await city().get("/api/clinic")).body.gauges.city_window;
+      expect(gauges).toMatchObject({ spent: cityBefore + left + 1, newcomer_share: CAPS.newcomerShare, newcomer_spent: CAPS.newcomerShare, counted: true });
+    },
+    HEAVY_TEST_MS,
+  );
 
-  it(`stops at the city ceiling of ${CAPS.cityCeiling} under 64 parallel consultations from 16 citizens, and counts every attempt at the desk`, async () => {
-    const people = await Promise.all(Array.from({ length: 16 }, () => city().admit()));
-    settle(people);
-    const answeredBefore = city().count("clinic_attempts", "verdict = 'admitted'");
-    const attemptsBefore = city().count("clinic_attempts");
-    const callsBefore = providerCalls();
-    expect(answeredBefore).toBe(callsBefore);
-    // 16 citizens x 3 calls = 48 allowed by the citizen caps, more than the ceiling leaves: the ceiling binds.
-    const left = CAPS.cityCeiling - answeredBefore;
-    expect(16 * CAPS.citizenPerDay).toBeGreaterThan(left);
-    const race = await city().race(64, (i) => consult(people[i % 16]!, i));
-    expect(race.accepted, race.statuses.join(",")).toBe(left);
-    expect(race.refused).toBe(64 - left);
-    expect(race.answers.filter((a) => a.body.limit?.name === "clinic_city_ceiling").length).toBeGreaterThan(0);
-    expect(providerCalls()).toBe(CAPS.cityCeiling);
-    expect(city().count("clinic_attempts")).toBe(attemptsBefore + 64);
-    expect(city().count("clinic_attempts", "verdict = 'admitted'")).toBe(CAPS.cityCeiling);
-    for (const p of people) expect(city().count("clinic_attempts", `did = '${p.did}' AND verdict = 'admitted'`)).toBeLessThanOrEqual(CAPS.citizenPerDay);
+  it(
+    `stops at the city ceiling of ${CAPS.cityCeiling} under 64 parallel consultations from 16 citizens, and counts every attempt at the desk`,
+    async () => {
+      const people = await Promise.all(Array.from({ length: 16 }, () => city().admit()));
+      settle(people);
+      const answeredBefore = city().count("clinic_attempts", "verdict = 'admitted'");
+      const attemptsBefore = city().count("clinic_attempts");
+      const callsBefore = providerCalls();
+      expect(answeredBefore).toBe(callsBefore);
+      // 16 citizens x 3 calls = 48 allowed by the citizen caps, more than the ceiling leaves: the ceiling binds.
+      const left = CAPS.cityCeiling - answeredBefore;
+      expect(16 * CAPS.citizenPerDay).toBeGreaterThan(left);
+      const race = await city().race(64, (i) => consult(people[i % 16]!, i));
+      expect(race.accepted, race.statuses.join(",")).toBe(left);
+      expect(race.refused).toBe(64 - left);
+      expect(race.answers.filter((a) => a.body.limit?.name === "clinic_city_ceiling").length).toBeGreaterThan(0);
+      expect(providerCalls()).toBe(CAPS.cityCeiling);
+      expect(city().count("clinic_attempts")).toBe(attemptsBefore + 64);
+      expect(city().count("clinic_attempts", "verdict = 'admitted'")).toBe(CAPS.cityCeiling);
+      for (const p of people) expect(city().count("clinic_attempts", `did = '${p.did}' AND verdict = 'admitted'`)).toBeLessThanOrEqual(CAPS.citizenPerDay);
 
-    const gauges = (await city().get("/api/capabilities")).body.clinic_last_24h;
-    // hits counts every attempt at the desk; spent is what the desk held to the ceiling: they agree with the rows.
-    expect(gauges.city_window).toMatchObject({
-      ceiling: CAPS.cityCeiling,
-      window_seconds: CAPS.cityWindowSeconds,
-      hits: attemptsBefore + 64,
-      spent: CAPS.cityCeiling,
-      remaining: 0,
-      counted: true,
-    });
-    expect(gauges.answered_last_24h).toMatchObject({ total: CAPS.cityCeiling, counted: true });
-  }, 60_000);
+      const gauges = (await city().get("/api/capabilities")).body.clinic_last_24h;
+      // hits counts every attempt at the desk; spent is what the desk held to the ceiling: they agree with the rows.
+      expect(gauges.city_window).toMatchObject({
+        ceiling: CAPS.cityCeiling,
+        window_seconds: CAPS.cityWindowSeconds,
+        hits: attemptsBefore + 64,
+        spent: CAPS.cityCeiling,
+        remaining: 0,
+        counted: true,
+      });
+      expect(gauges.answered_last_24h).toMatchObject({ total: CAPS.cityCeiling, counted: true });
+    },
+    HEAVY_TEST_MS,
+  );
 });

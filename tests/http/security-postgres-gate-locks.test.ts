@@ -1,4 +1,5 @@
 import { expect, it } from "vitest";
+import { HEAVY_TEST_MS } from "../support/limits";
 import pg from "pg";
 import { keyPair, presentation } from "../support/gate";
 import { type Answer, describeOnServer, usePostgresCity, useSecondInstance } from "../support/postgres-city";
@@ -145,53 +146,61 @@ describeOnServer("the gate on two `next start` instances over one PostgreSQL dat
     expect({ attack: attack.mostWaiting, control: control.mostWaiting }).toEqual({ attack: 0, control: 0 });
   }, 240_000);
 
-  it(`hands out ${DESCRIPTIONS} nonces across both instances with addresses unknown writing nothing at all, and each instance takes the other's`, async () => {
-    // The city's signing key, from which the nonce key is derived, is made once by the first description.
-    expect((await call(0, "/gate")).status).toBe(200);
-    const before = await everyTable();
-    const answers = await Promise.all(Array.from({ length: DESCRIPTIONS }, (_, i) => call(i, "/gate")));
-    expect(answers.map((a) => a.status)).toEqual(Array(DESCRIPTIONS).fill(200));
-    const nonces = answers.map((a) => a.body.nonce as string);
-    expect(new Set(nonces).size).toBe(DESCRIPTIONS);
-    expect(await everyTable()).toEqual(before);
-    // A nonce one instance made is spent at the other, once; the other instance's nonce likewise.
-    for (const [made, spentAt] of [
-      [0, 1],
-      [1, 0],
-    ] as const) {
-      const look = (nonce: string) => post(spentAt, "/gate", presentation({ ask: "look", nonce }));
-      expect((await look(nonces[made]!)).body.verdict).toBe("observer");
-      expect((await look(nonces[made]!)).body).toMatchObject({ verdict: "filtered", rule: "nonce" });
-    }
-    expect(city().count("gate_nonces", `nonce IN ('${nonces[0]}', '${nonces[1]}')`)).toBe(2);
-  }, 60_000);
+  it(
+    `hands out ${DESCRIPTIONS} nonces across both instances with addresses unknown writing nothing at all, and each instance takes the other's`,
+    async () => {
+      // The city's signing key, from which the nonce key is derived, is made once by the first description.
+      expect((await call(0, "/gate")).status).toBe(200);
+      const before = await everyTable();
+      const answers = await Promise.all(Array.from({ length: DESCRIPTIONS }, (_, i) => call(i, "/gate")));
+      expect(answers.map((a) => a.status)).toEqual(Array(DESCRIPTIONS).fill(200));
+      const nonces = answers.map((a) => a.body.nonce as string);
+      expect(new Set(nonces).size).toBe(DESCRIPTIONS);
+      expect(await everyTable()).toEqual(before);
+      // A nonce one instance made is spent at the other, once; the other instance's nonce likewise.
+      for (const [made, spentAt] of [
+        [0, 1],
+        [1, 0],
+      ] as const) {
+        const look = (nonce: string) => post(spentAt, "/gate", presentation({ ask: "look", nonce }));
+        expect((await look(nonces[made]!)).body.verdict).toBe("observer");
+        expect((await look(nonces[made]!)).body).toMatchObject({ verdict: "filtered", rule: "nonce" });
+      }
+      expect(city().count("gate_nonces", `nonce IN ('${nonces[0]}', '${nonces[1]}')`)).toBe(2);
+    },
+    HEAVY_TEST_MS,
+  );
 
-  it(`lets one nonce signed by ${RACERS} controller keys, presented at once on both instances, admit exactly one, and refuses forged and altered nonces`, async () => {
-    const { nonce } = (await call(0, "/gate")).body as { nonce: string };
-    const racers = await Promise.all(
-      Array.from({ length: RACERS }, async (_, i) => {
-        const key = await keyPair();
-        return presentation({
-          origin: `nonce-race-${i}-${Date.now()}.example`,
-          nonce,
-          controller_public_key: key.publicKey,
-          controller_signature: await key.sign(nonce),
-        });
-      }),
-    );
-    const answers = await Promise.all(racers.map((p, i) => post(i, "/gate", p)));
-    expect(answers.map((a) => a.status)).toEqual(Array(RACERS).fill(200));
-    const admitted = answers.filter((a) => a.body.verdict === "admitted");
-    expect(admitted, JSON.stringify(answers.map((a) => a.body.rule ?? a.body.verdict))).toHaveLength(1);
-    expect(answers.filter((a) => a.body.verdict === "filtered" && a.body.rule === "nonce")).toHaveLength(RACERS - 1);
-    expect(city().count("gate_nonces", `nonce = '${nonce}'`)).toBe(1);
-    expect(city().count("citizens", `did = '${admitted[0]!.body.did}' AND controller_public_key IS NOT NULL`)).toBe(1);
-    // Forged (no MAC of the city's) and altered (one hex digit of a real one): unknown, and nothing recorded.
-    const fresh = (await call(1, "/gate")).body.nonce as string;
-    const altered = `${fresh.slice(0, 20)}${fresh[20] === "0" ? "1" : "0"}${fresh.slice(21)}`;
-    for (const bad of ["0123456789abcdef0123456789abcdef", altered]) {
-      expect((await post(0, "/gate", presentation({ ask: "look", nonce: bad }))).body).toMatchObject({ verdict: "filtered", rule: "nonce" });
-      expect(city().count("gate_nonces", `nonce = '${bad}'`)).toBe(0);
-    }
-  }, 60_000);
+  it(
+    `lets one nonce signed by ${RACERS} controller keys, presented at once on both instances, admit exactly one, and refuses forged and altered nonces`,
+    async () => {
+      const { nonce } = (await call(0, "/gate")).body as { nonce: string };
+      const racers = await Promise.all(
+        Array.from({ length: RACERS }, async (_, i) => {
+          const key = await keyPair();
+          return presentation({
+            origin: `nonce-race-${i}-${Date.now()}.example`,
+            nonce,
+            controller_public_key: key.publicKey,
+            controller_signature: await key.sign(nonce),
+          });
+        }),
+      );
+      const answers = await Promise.all(racers.map((p, i) => post(i, "/gate", p)));
+      expect(answers.map((a) => a.status)).toEqual(Array(RACERS).fill(200));
+      const admitted = answers.filter((a) => a.body.verdict === "admitted");
+      expect(admitted, JSON.stringify(answers.map((a) => a.body.rule ?? a.body.verdict))).toHaveLength(1);
+      expect(answers.filter((a) => a.body.verdict === "filtered" && a.body.rule === "nonce")).toHaveLength(RACERS - 1);
+      expect(city().count("gate_nonces", `nonce = '${nonce}'`)).toBe(1);
+      expect(city().count("citizens", `did = '${admitted[0]!.body.did}' AND controller_public_key IS NOT NULL`)).toBe(1);
+      // Forged (no MAC of the city's) and altered (one hex digit of a real one): unknown, and nothing recorded.
+      const fresh = (await call(1, "/gate")).body.nonce as string;
+      const altered = `${fresh.slice(0, 20)}${fresh[20] === "0" ? "1" : "0"}${fresh.slice(21)}`;
+      for (const bad of ["0123456789abcdef0123456789abcdef", altered]) {
+        expect((await post(0, "/gate", presentation({ ask: "look", nonce: bad }))).body).toMatchObject({ verdict: "filtered", rule: "nonce" });
+        expect(city().count("gate_nonces", `nonce = '${bad}'`)).toBe(0);
+      }
+    },
+    HEAVY_TEST_MS,
+  );
 });

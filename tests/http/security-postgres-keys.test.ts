@@ -1,6 +1,7 @@
 import { createHash, webcrypto } from "node:crypto";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
+import { HEAVY_TEST_MS } from "../support/limits";
 import { presentation } from "../support/gate";
 import { type Answer, describeOnServer, usePostgresCity, useSecondInstance } from "../support/postgres-city";
 import { newKey, nowSeconds, type TestKey } from "../support/signed";
@@ -523,113 +524,121 @@ describeOnServer("keys a thief cannot take: signed requests and the key lifecycl
     expectOk(await signed(me.key, "POST", "/api/vault", { content: "for localhost" }, { authority: `localhost:${port}` }), "signed write for localhost:<port>");
   });
 
-  it("H. deadlocks no code redemption against a mint (and key doors) for one citizen on two instances: never a 503", async () => {
-    // The interleaving that deadlocked made to happen (no timer): a transaction of the test holds the
-    // citizen's row; a signed mint is sent first and waits for it; then two redemptions of its codes
-    // and two key doors, on both instances, until every one waits on a lock; then the row is let go.
-    // The mint goes first: with one lock order (the citizen's row first) the redemptions wait behind
-    // it; with a code's row taken before the citizen's, the mint and a redemption wait on each other.
-    const ROUNDS = 3;
-    const unavailable: string[] = [];
-    for (let round = 0; round < ROUNDS; round++) {
-      const me = await admitKeyed();
-      const minted = await signed(me.key, "POST", "/api/recover", { mint: true });
-      expectOk(minted, "signed mint");
-      const codes = minted.body.codes as string[];
+  it(
+    "H. deadlocks no code redemption against a mint (and key doors) for one citizen on two instances: never a 503",
+    async () => {
+      // The interleaving that deadlocked made to happen (no timer): a transaction of the test holds the
+      // citizen's row; a signed mint is sent first and waits for it; then two redemptions of its codes
+      // and two key doors, on both instances, until every one waits on a lock; then the row is let go.
+      // The mint goes first: with one lock order (the citizen's row first) the redemptions wait behind
+      // it; with a code's row taken before the citizen's, the mint and a redemption wait on each other.
+      const ROUNDS = 3;
+      const unavailable: string[] = [];
+      for (let round = 0; round < ROUNDS; round++) {
+        const me = await admitKeyed();
+        const minted = await signed(me.key, "POST", "/api/recover", { mint: true });
+        expectOk(minted, "signed mint");
+        const codes = minted.body.codes as string[];
+        const holder = new pg.Client({ connectionString: city().databaseEnv.DATABASE_URL });
+        await holder.connect();
+        let answers: Answer[];
+        try {
+          await holder.query("BEGIN");
+          await holder.query("SELECT did FROM citizens WHERE did = $1 FOR UPDATE", [me.did]);
+          const sent: Promise<Answer>[] = [signed(me.key, "POST", "/api/recover", { mint: true })];
+          await waitForLockWaiters(1);
+          sent.push(
+            ...[0, 1].map((i) =>
+              rawCall(i ? other().baseUrl : base(), "POST", "/api/recover", {
+                body: JSON.stringify({ did: me.did, code: codes[i] }),
+                headers: { "content-type": "application/json" },
+              }),
+            ),
+            signed(me.key, "POST", "/api/keys/delay", { hours: 24 }, {}, 2),
+            signed(me.key, "POST", "/api/keys/commit", { next_key_hashes: [keyHash(me.key)] }, {}, 1),
+          );
+          await waitForLockWaiters(5);
+          await holder.query("COMMIT");
+          answers = await Promise.all(sent);
+        } finally {
+          await holder.end();
+        }
+        for (const [i, answer] of answers!.entries()) {
+          if (answer.status >= 500) unavailable.push(`round ${round}, request ${i}: ${answer.status} ${answer.body.detail ?? ""}`);
+          else if (answer.status >= 400) expect(answer.type).toMatch(PROBLEM);
+        }
+      }
+      expect(unavailable, "5xx answers (a deadlock is 503)").toEqual([]);
+    },
+    HEAVY_TEST_MS,
+  );
+
+  it(
+    "I. refuses a hold on an exported citizen (404), and no hold racing the export lands after it",
+    async () => {
+      const me = await city().admit();
+      expectOk(await delay(me.did, 24, me.citizen_secret));
+      const [code] = await mint(me.citizen_secret);
+      openedTicket(await city().post("/api/recover", { did: me.did, code }));
+      expectOk(await city().post("/api/residency/export", {}, me.citizen_secret), "export");
+      const rows = city().count("identity_log", `did = ${q(me.did)}`);
+      expectProblem(await city().post(`/api/recover/${me.did}/hold`, { reason: "suspected-theft" }), 404);
+      expect(city().count("identity_log", `did = ${q(me.did)}`), "identity log rows appended after the export").toBe(rows);
+
+      const raced = await city().admit();
+      expectOk(await delay(raced.did, 24, raced.citizen_secret));
+      const [again] = await mint(raced.citizen_secret);
+      openedTicket(await city().post("/api/recover", { did: raced.did, code: again }));
+      // The race made to happen (no timer): a transaction of the test holds the open recovery's row,
+      // the export and 4 holds (both instances) are sent at once, and the row is let go once every
+      // request still running waits on a lock (or the export has answered and every hold waits).
+      // Rows the identity log gains for the DID after the export answered were appended after the
+      // export committed: a hold that landed on an exported citizen.
       const holder = new pg.Client({ connectionString: city().databaseEnv.DATABASE_URL });
       await holder.connect();
-      let answers: Answer[];
+      let afterExport: number | undefined;
+      let settled = 0;
+      let holds: Answer[];
+      let exported: Answer;
       try {
         await holder.query("BEGIN");
-        await holder.query("SELECT did FROM citizens WHERE did = $1 FOR UPDATE", [me.did]);
-        const sent: Promise<Answer>[] = [signed(me.key, "POST", "/api/recover", { mint: true })];
-        await waitForLockWaiters(1);
-        sent.push(
-          ...[0, 1].map((i) =>
-            rawCall(i ? other().baseUrl : base(), "POST", "/api/recover", {
-              body: JSON.stringify({ did: me.did, code: codes[i] }),
-              headers: { "content-type": "application/json" },
-            }),
-          ),
-          signed(me.key, "POST", "/api/keys/delay", { hours: 24 }, {}, 2),
-          signed(me.key, "POST", "/api/keys/commit", { next_key_hashes: [keyHash(me.key)] }, {}, 1),
+        await holder.query("SELECT id FROM recoveries WHERE did = $1 AND state = 'open' FOR UPDATE", [raced.did]);
+        const exporting = city()
+          .post("/api/residency/export", {}, raced.citizen_secret)
+          .then(async (answer) => {
+            afterExport = Number(await city().psqlAsync(`SELECT count(*) FROM identity_log WHERE did = ${q(raced.did)}`));
+            return answer;
+          });
+        const holding = Array.from({ length: 4 }, (_, i) =>
+          (i % 2
+            ? rawCall(other().baseUrl, "POST", `/api/recover/${raced.did}/hold`, {
+                body: JSON.stringify({ reason: "suspected-theft" }),
+                headers: { "content-type": "application/json" },
+              })
+            : city().post(`/api/recover/${raced.did}/hold`, { reason: "verifying-owner" })
+          ).finally(() => (settled += 1)),
         );
-        await waitForLockWaiters(5);
+        for (let tries = 0; tries < 300; tries++) {
+          const waiting = await lockWaiters();
+          if (waiting >= 4 - settled + 1 || (afterExport !== undefined && waiting >= 4 - settled)) break;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
         await holder.query("COMMIT");
-        answers = await Promise.all(sent);
+        [exported, ...holds] = await Promise.all([exporting, ...holding]);
       } finally {
         await holder.end();
       }
-      for (const [i, answer] of answers!.entries()) {
-        if (answer.status >= 500) unavailable.push(`round ${round}, request ${i}: ${answer.status} ${answer.body.detail ?? ""}`);
-        else if (answer.status >= 400) expect(answer.type).toMatch(PROBLEM);
-      }
-    }
-    expect(unavailable, "5xx answers (a deadlock is 503)").toEqual([]);
-  }, 60_000);
-
-  it("I. refuses a hold on an exported citizen (404), and no hold racing the export lands after it", async () => {
-    const me = await city().admit();
-    expectOk(await delay(me.did, 24, me.citizen_secret));
-    const [code] = await mint(me.citizen_secret);
-    openedTicket(await city().post("/api/recover", { did: me.did, code }));
-    expectOk(await city().post("/api/residency/export", {}, me.citizen_secret), "export");
-    const rows = city().count("identity_log", `did = ${q(me.did)}`);
-    expectProblem(await city().post(`/api/recover/${me.did}/hold`, { reason: "suspected-theft" }), 404);
-    expect(city().count("identity_log", `did = ${q(me.did)}`), "identity log rows appended after the export").toBe(rows);
-
-    const raced = await city().admit();
-    expectOk(await delay(raced.did, 24, raced.citizen_secret));
-    const [again] = await mint(raced.citizen_secret);
-    openedTicket(await city().post("/api/recover", { did: raced.did, code: again }));
-    // The race made to happen (no timer): a transaction of the test holds the open recovery's row,
-    // the export and 4 holds (both instances) are sent at once, and the row is let go once every
-    // request still running waits on a lock (or the export has answered and every hold waits).
-    // Rows the identity log gains for the DID after the export answered were appended after the
-    // export committed: a hold that landed on an exported citizen.
-    const holder = new pg.Client({ connectionString: city().databaseEnv.DATABASE_URL });
-    await holder.connect();
-    let afterExport: number | undefined;
-    let settled = 0;
-    let holds: Answer[];
-    let exported: Answer;
-    try {
-      await holder.query("BEGIN");
-      await holder.query("SELECT id FROM recoveries WHERE did = $1 AND state = 'open' FOR UPDATE", [raced.did]);
-      const exporting = city()
-        .post("/api/residency/export", {}, raced.citizen_secret)
-        .then(async (answer) => {
-          afterExport = Number(await city().psqlAsync(`SELECT count(*) FROM identity_log WHERE did = ${q(raced.did)}`));
-          return answer;
-        });
-      const holding = Array.from({ length: 4 }, (_, i) =>
-        (i % 2
-          ? rawCall(other().baseUrl, "POST", `/api/recover/${raced.did}/hold`, {
-              body: JSON.stringify({ reason: "suspected-theft" }),
-              headers: { "content-type": "application/json" },
-            })
-          : city().post(`/api/recover/${raced.did}/hold`, { reason: "verifying-owner" })
-        ).finally(() => (settled += 1)),
-      );
-      for (let tries = 0; tries < 300; tries++) {
-        const waiting = await lockWaiters();
-        if (waiting >= 4 - settled + 1 || (afterExport !== undefined && waiting >= 4 - settled)) break;
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      await holder.query("COMMIT");
-      [exported, ...holds] = await Promise.all([exporting, ...holding]);
-    } finally {
-      await holder.end();
-    }
-    expectOk(exported!, "raced export");
-    for (const hold of holds!) if (hold.status !== 200) expect(hold.type).toMatch(PROBLEM);
-    expect(holds!.every((h) => h.status < 500)).toBe(true);
-    expect(afterExport, "the export's answer was seen").toBeDefined();
-    expect(
-      city().count("identity_log", `did = ${q(raced.did)}`) - afterExport!,
-      `identity log rows appended after the export answered (holds: ${holds!.map((h) => `${h.status} ${h.body.code ?? ""}`).join(", ")})`,
-    ).toBe(0);
-  }, 60_000);
+      expectOk(exported!, "raced export");
+      for (const hold of holds!) if (hold.status !== 200) expect(hold.type).toMatch(PROBLEM);
+      expect(holds!.every((h) => h.status < 500)).toBe(true);
+      expect(afterExport, "the export's answer was seen").toBeDefined();
+      expect(
+        city().count("identity_log", `did = ${q(raced.did)}`) - afterExport!,
+        `identity log rows appended after the export answered (holds: ${holds!.map((h) => `${h.status} ${h.body.code ?? ""}`).join(", ")})`,
+      ).toBe(0);
+    },
+    HEAVY_TEST_MS,
+  );
 
   it("J. signs the key directory's answer for the authority the client asked (127.0.0.1 and localhost), verifiable with the city's JWKS", async () => {
     const me = await admitKeyed();

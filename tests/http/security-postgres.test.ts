@@ -1,4 +1,5 @@
 import { expect, it } from "vitest";
+import { HEAVY_TEST_MS } from "../support/limits";
 import { presentation } from "../support/gate";
 import { type Admitted, describeOnServer, usePostgresCity } from "../support/postgres-city";
 
@@ -64,44 +65,48 @@ describeOnServer("the built server on PostgreSQL under parallel load and faults"
     expect(statuses.filter((s) => s === 401)).toHaveLength(9);
   });
 
-  it("answers 503 problems while the database is away, changes nothing half-way, and serves again by itself", async () => {
-    const before = count("vault_notes");
-    // Past the admission ceiling by now (the first test filled it): b writes.
-    const bearer = b.citizen_secret;
+  it(
+    "answers 503 problems while the database is away, changes nothing half-way, and serves again by itself",
+    async () => {
+      const before = count("vault_notes");
+      // Past the admission ceiling by now (the first test filled it): b writes.
+      const bearer = b.citizen_secret;
 
-    // Fault 1: the relay (Neon's proxy) goes away.
-    await city().stopRelay();
-    city().figures.parallel_requests_postgres += 6;
-    const during = await Promise.all(Array.from({ length: 6 }, (_, i) => post("/api/vault", { content: `during ${i}` }, bearer)));
-    expect(during.map((x) => x.status)).toEqual(Array(6).fill(503));
-    city().figures.faults_injected += 1;
-    for (const answer of during) {
-      expect(answer.type).toMatch(/^application\/problem\+json/);
-      expect(answer.body).toMatchObject({ status: 503, code: "unavailable" });
-    }
-    await city().startRelay();
-    await expect.poll(async () => (await city().call("/city.json")).status, { timeout: 20_000, interval: 250 }).toBe(200);
-    expect(count("vault_notes")).toBe(before);
+      // Fault 1: the relay (Neon's proxy) goes away.
+      await city().stopRelay();
+      city().figures.parallel_requests_postgres += 6;
+      const during = await Promise.all(Array.from({ length: 6 }, (_, i) => post("/api/vault", { content: `during ${i}` }, bearer)));
+      expect(during.map((x) => x.status)).toEqual(Array(6).fill(503));
+      city().figures.faults_injected += 1;
+      for (const answer of during) {
+        expect(answer.type).toMatch(/^application\/problem\+json/);
+        expect(answer.body).toMatchObject({ status: 503, code: "unavailable" });
+      }
+      await city().startRelay();
+      await expect.poll(async () => (await city().call("/city.json")).status, { timeout: 20_000, interval: 250 }).toBe(200);
+      expect(count("vault_notes")).toBe(before);
 
-    // Fault 2: every backend of the server is terminated while requests run, round after round
-    // until a cut lands mid-request (a 503): a fault that never landed proves nothing.
-    let kept = 0;
-    const statuses: number[] = [];
-    for (let round = 0; round < 10 && !statuses.includes(503); round++) {
-      const writes = Promise.all(Array.from({ length: 8 }, (_, i) => post("/api/vault", { content: `racing ${round} ${i}` }, bearer)));
-      city().figures.parallel_requests_postgres += 8;
-      const ended = await city().psqlAsync(
-        `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '${city().database}' AND pid <> pg_backend_pid()`,
-      );
-      const answers = await writes;
-      expect(Number(ended), "backends ended").toBeGreaterThan(0);
-      for (const answer of answers) expect([200, 429, 503], JSON.stringify(answer.body)).toContain(answer.status);
-      statuses.push(...answers.map((x) => x.status));
-      kept += answers.filter((x) => x.status === 200).length;
-    }
-    expect(statuses, "no cut landed mid-request in 10 rounds").toContain(503);
-    city().figures.faults_injected += 1;
-    expect(count("vault_notes")).toBe(before + kept);
-    await expect.poll(async () => (await post("/api/vault", { content: "after" }, bearer)).status, { timeout: 20_000, interval: 250 }).toBe(200);
-  }, 60_000);
+      // Fault 2: every backend of the server is terminated while requests run, round after round
+      // until a cut lands mid-request (a 503): a fault that never landed proves nothing.
+      let kept = 0;
+      const statuses: number[] = [];
+      for (let round = 0; round < 10 && !statuses.includes(503); round++) {
+        const writes = Promise.all(Array.from({ length: 8 }, (_, i) => post("/api/vault", { content: `racing ${round} ${i}` }, bearer)));
+        city().figures.parallel_requests_postgres += 8;
+        const ended = await city().psqlAsync(
+          `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '${city().database}' AND pid <> pg_backend_pid()`,
+        );
+        const answers = await writes;
+        expect(Number(ended), "backends ended").toBeGreaterThan(0);
+        for (const answer of answers) expect([200, 429, 503], JSON.stringify(answer.body)).toContain(answer.status);
+        statuses.push(...answers.map((x) => x.status));
+        kept += answers.filter((x) => x.status === 200).length;
+      }
+      expect(statuses, "no cut landed mid-request in 10 rounds").toContain(503);
+      city().figures.faults_injected += 1;
+      expect(count("vault_notes")).toBe(before + kept);
+      await expect.poll(async () => (await post("/api/vault", { content: "after" }, bearer)).status, { timeout: 20_000, interval: 250 }).toBe(200);
+    },
+    HEAVY_TEST_MS,
+  );
 });
