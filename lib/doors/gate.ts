@@ -318,14 +318,10 @@ export const presentGate = door({
     // A resume proved by Bearer or controller signature is a proven call: presence moves.
     if (verdict.verdict === "admitted" && verdict.resumed) await markSeen(ctx.db, verdict.did, ctx.now);
     const answer = { now_utc: iso(ctx.now), protocol: PROTOCOLS.gate, ...verdict, ...receipts };
-    // A full window says when to present again in Retry-After too, as every 429 does, and a refusal
-    // a bid would lift says the effort in its header too (docs/pow.md).
-    const filtered = verdict.verdict === "filtered" ? verdict : null;
-    const headers = {
-      ...(filtered?.retry_after_seconds !== undefined ? { "Retry-After": String(filtered.retry_after_seconds) } : {}),
-      ...(filtered?.suggested_effort !== undefined ? powHeaders(filtered.suggested_effort) : {}),
-    };
-    return Object.keys(headers).length ? new Reply(answer, { headers }) : answer;
+    // A refusal a bid would lift says the effort in its header too (docs/pow.md); a full window's
+    // retry_after_seconds goes to Retry-After as in every answer (invoke.ts answerHeaders).
+    const effort = verdict.verdict === "filtered" ? verdict.suggested_effort : undefined;
+    return effort !== undefined ? new Reply(answer, { headers: powHeaders(effort) }) : answer;
   },
 });
 

@@ -111,7 +111,17 @@ export async function invokeDoor(door: AnyDoor, rawInput: unknown, request: Door
   );
   const settled = await guard(() => settleLogReceipts(db, tickets, outcome instanceof KeptRefusal ? null : outcome.body, now));
   if (outcome instanceof KeptRefusal) throw outcome.error;
-  return { status: outcome.reply.init.status ?? 200, headers: outcome.reply.init.headers ?? {}, body: settled, changesAt };
+  return { status: outcome.reply.init.status ?? 200, headers: answerHeaders(outcome.reply.init.headers, outcome.body), body: settled, changesAt };
+}
+
+/**
+ * A door's headers, and Retry-After when its answer says when to try again (`retry_after_seconds`:
+ * a gate verdict filtered by a full window, a ward note read but not filed), as every problem that
+ * carries it does (http.ts problemResponse): one rule for every answer, not one per door.
+ */
+function answerHeaders(headers: Record<string, string> = {}, body: unknown): Record<string, string> {
+  const retry = (body as { retry_after_seconds?: unknown } | null)?.retry_after_seconds;
+  return typeof retry === "number" ? { "Retry-After": String(retry), ...headers } : headers;
 }
 
 /**

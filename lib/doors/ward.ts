@@ -232,45 +232,27 @@ export const readAndFileWard = door({
         seal: filing.seal,
         note: did ? "Read and filed in the ward, attributed to you." : "Read and filed in the ward, unsigned.",
       };
-    // A full window of unsigned notes says when to file again: in the answer and in Retry-After, as a 429 does.
-    const retry = filing.retryAfterSeconds !== undefined ? { retry_after_seconds: filing.retryAfterSeconds } : {};
-    const retryHeaders = filing.retryAfterSeconds !== undefined ? { headers: { "Retry-After": String(filing.retryAfterSeconds) } } : {};
-    if (filing.why === "flood") {
-      return new Reply(
-        {
-          ...base,
-          filed: false,
-          ...retry,
-          note: `Read, not filed: this client address has filed ${env().CITY_WARD_PER_ADDRESS_PER_HOUR} unsigned notes within the hour. Nothing was stored; try again in ${filing.retryAfterSeconds} s, or sign with your Bearer credential.`,
-        },
-        retryHeaders,
-      );
-    }
-    if (filing.why === "source") {
-      return new Reply(
-        {
-          ...base,
-          filed: false,
-          ...retry,
-          note: `Read, not filed: your network (its IPv4 /24 or IPv6 /48) has filed its share of the city's unsigned notes, ${wardSourceLimit(env().CITY_WARD_UNSIGNED_PER_HOUR)} an hour. Nothing was stored; try again in ${filing.retryAfterSeconds} s, or sign with your Bearer credential (signed filings are not under this share).`,
-        },
-        retryHeaders,
-      );
-    }
-    if (filing.why === "city-ceiling") {
-      return new Reply(
-        {
-          ...base,
-          filed: false,
-          ...retry,
-          note: `Read, not filed: the city takes at most ${env().CITY_WARD_UNSIGNED_PER_HOUR} unsigned notes an hour, and that many came. Nothing was stored; try again in ${filing.retryAfterSeconds} s, or sign with your Bearer credential (signed filings are not under this ceiling).`,
-        },
-        retryHeaders,
-      );
+    if (filing.why !== "read-only") {
+      // A full window of unsigned notes says when to file again: in the answer, and so in Retry-After
+      // (invoke.ts answerHeaders), as a 429 does.
+      const retry = filing.retryAfterSeconds !== undefined ? { retry_after_seconds: filing.retryAfterSeconds } : {};
+      return { ...base, filed: false, ...retry, note: notFiled(filing.why, filing.retryAfterSeconds) };
     }
     return { ...base, filed: false, note: "Read and not stored: send kind=distress or a note to file it in the ward." };
   },
 });
+
+/** Why an unsigned note was read and not filed: the window it met, and when to file again. */
+function notFiled(why: "flood" | "source" | "city-ceiling", retryAfterSeconds: number | undefined): string {
+  const { CITY_WARD_PER_ADDRESS_PER_HOUR, CITY_WARD_UNSIGNED_PER_HOUR } = env();
+  const met = {
+    flood: `this client address has filed ${CITY_WARD_PER_ADDRESS_PER_HOUR} unsigned notes within the hour`,
+    source: `your network (its IPv4 /24 or IPv6 /48) has filed its share of the city's unsigned notes, ${wardSourceLimit(CITY_WARD_UNSIGNED_PER_HOUR)} an hour`,
+    "city-ceiling": `the city takes at most ${CITY_WARD_UNSIGNED_PER_HOUR} unsigned notes an hour, and that many came`,
+  }[why];
+  const unbound = { flood: "", source: " (signed filings are not under this share)", "city-ceiling": " (signed filings are not under this ceiling)" }[why];
+  return `Read, not filed: ${met}. Nothing was stored; try again in ${retryAfterSeconds} s, or sign with your Bearer credential${unbound}.`;
+}
 
 export const wardDoors = [readWard, readAndFileWard];
 
