@@ -16,6 +16,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import autocannon from "autocannon";
+import type pg from "pg";
 import { runCacheLeg } from "./bench-cache";
 import { type CpuPerRequest, type CpuSources, cpuSince, readCpu } from "./bench-cpu";
 import { buildBaselineApp, buildFloorApp, FLOOR_PATH, removeCopies } from "./bench-floor";
@@ -348,10 +349,7 @@ async function baselineDatabase(database: string, baselineDir: string) {
   return {
     url,
     sampler,
-    backends: async () =>
-      (await admin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'`, [name])).rows.map((r) =>
-        Number(r.pid),
-      ),
+    backends: () => backendsOf(admin, name),
     dispose: async () => {
       await sampler.close();
       await drop();
@@ -516,34 +514,29 @@ async function prepareDatabase(db: string): Promise<PreparedCity> {
     };
   }
   const name = `city_bench_${process.pid}`;
-  const admin = await openPg(serverUrl);
-  const { sql } = await import("drizzle-orm");
-  const { rowsOf } = await import("@/db/sql");
-  await admin.db.execute(sql.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
-  await admin.db.execute(sql.raw(`CREATE DATABASE ${name}`));
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  const open = await openPg(url.toString());
-  await upgradeDatabase(open);
+  const database = await migratedDatabase(serverUrl, name);
+  const open = await openPg(database.url);
   const started = Date.now();
   await seedCity(open.db, citizens);
   console.log(`seeded pg with ${citizens} citizens in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   const before = await countRows(open.db);
   return {
-    env: { DATABASE_URL: url.toString(), CITY_DB_DRIVER: "pg" },
+    env: { DATABASE_URL: database.url, CITY_DB_DRIVER: "pg" },
     database: name,
     before,
     count: () => countRows(open.db),
-    backends: async () =>
-      rowsOf<{ pid: number }>(await admin.db.execute(sql`SELECT pid FROM pg_stat_activity WHERE datname = ${name} AND backend_type = 'client backend'`)).map(
-        (r) => Number(r.pid),
-      ),
+    backends: () => backendsOf(database.admin, name),
     dispose: async () => {
       await open.close();
-      await admin.db.execute(sql.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
-      await admin.close();
+      await database.drop();
     },
   };
+}
+
+/** The pids of the client backends connected to a database now, read over a connection to the server's own. */
+async function backendsOf(admin: pg.Client, database: string): Promise<number[]> {
+  const { rows } = await admin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'`, [database]);
+  return rows.map((r) => Number(r.pid));
 }
 
 async function countRows(db: import("@/db/client").Database): Promise<Record<string, number>> {
