@@ -20,6 +20,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export NEXT_TELEMETRY_DISABLED=1
+# Node 22 and newer keep the bytecode of every module they compile here and reuse it (Node 20
+# ignores it): each of the run's ~40 `next start` servers, on Node 22 or 24 in CI, compiles Next's
+# server bundle anew otherwise (measured: about 1.5-2.5 CPU-s less per start). Keyed by each file's
+# content and Node's version, so a stale entry is never used; it goes with node_modules.
+export NODE_COMPILE_CACHE="${NODE_COMPILE_CACHE:-$PWD/node_modules/.cache/node-compile}"
 BUILD_NODE="${CITY_TEST_NODE:-$(command -v node)}"
 
 LOGS="$(mktemp -d "${TMPDIR:-/tmp}/city-test.XXXXXX")"
