@@ -10,6 +10,8 @@
  * and every room may use the ground: lib/env.ts, lib/errors.ts, lib/logger.ts. Inside lib/city/, a
  * folder is a capability (the logs are three, under logs/) and its index.ts is its face: the one
  * file any other capability, door, page or script imports (docs/architecture.md, "The capabilities").
+ * lib/doors/ is three roles: pipeline/ (the way every request takes), declarations/ (a folder per
+ * capability, mirroring lib/city/) and surfaces/ (what is generated from the registry).
  * Each rule says in one line why it holds.
  */
 module.exports = {
@@ -76,6 +78,14 @@ module.exports = {
       comment: "Doors, pages, scripts and the city's top files use a capability only through its face (index.ts); only tests open a capability's folder.",
       from: { path: "^(app|lib|db|scripts)/|^(instrumentation|proxy)\\.ts$", pathNot: "^lib/city/(?:logs/)?[^/]+/" },
       to: { path: "^lib/city/(?:logs/)?[^/]+/", pathNot: "^lib/city/(?:logs/)?[^/]+/index\\.ts$" },
+    },
+    {
+      name: "surfaces-are-built-from-doors",
+      severity: "error",
+      comment:
+        "lib/doors/surfaces/ (OpenAPI, llms.txt, MCP, A2A, the discovery documents) are generated from the declarations and served through the pipeline: no declaration and no pipeline stage imports a surface.",
+      from: { path: "^lib/doors/(declarations|pipeline)/" },
+      to: { path: "^lib/doors/surfaces/" },
     },
     {
       name: "no-tests-or-scripts-in-the-city",

@@ -5,7 +5,7 @@
  */
 export async function register() {
   if (process.env.NEXT_RUNTIME !== "nodejs") return;
-  const { announceAddressMode } = await import("@/lib/doors/client-address");
+  const { announceAddressMode } = await import("@/lib/doors/pipeline/client-address");
   try {
     announceAddressMode();
   } catch {

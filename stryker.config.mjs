@@ -32,7 +32,7 @@ export default {
     // The name normal form (the rest of the file is the database backfill).
     "lib/city/directory/names.ts:6-53",
     // Client addresses.
-    "lib/doors/client-address.ts",
+    "lib/doors/pipeline/client-address.ts",
     // Rate windows: reading a taken slot back and the 429 (the rest builds SQL, judged by the
     // database suites).
     "lib/city/bounds/rate.ts:114-122",

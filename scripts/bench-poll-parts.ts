@@ -15,7 +15,7 @@ import { upgradeDatabase } from "@/lib/city/upgrade";
 import { citizenForToken, hashCredential, mintCredential } from "@/lib/city/keys";
 import { pollStatement, pollWhileBound, deltaLaterals, returnDeltaColumns } from "@/lib/city/live";
 import { tideSql } from "@/lib/city/census";
-import { ReturnOutput } from "@/lib/doors/live";
+import { ReturnOutput } from "@/lib/doors/declarations/live/live";
 import { seedCity } from "./bench-seed";
 import { optionOr } from "./options";
 

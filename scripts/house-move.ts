@@ -16,12 +16,10 @@
  * `export { ... } from "..."` or `const { ... } = await import("...")` (anything else stops it),
  * and prettier formats what it writes.
  */
-import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import * as prettier from "prettier";
+import { codeFiles, formatFiles, gitMoves, ROOT, rewriteMentions, stop, walk } from "./house/kit";
 
-const ROOT = process.cwd();
 const CITY = "lib/city";
 
 /** Each flat file of lib/city/ (name without .ts) and its capability folder; "" stays at the top. */
@@ -119,27 +117,10 @@ const FOLDER_HOME: Record<string, string> = {
 const GROUPS = new Set(["logs"]);
 const FACE_MARK = "// The face of this capability, written by scripts/house-move.ts";
 
-/** Where imports are rewritten, and where path mentions (comments, stryker's list) are. */
-const CODE_ROOTS = ["app", "lib", "db", "scripts", "tests", "instrumentation.ts", "proxy.ts"];
-const TEXT_ROOTS = [...CODE_ROOTS, "docs", "stryker.config.mjs", "README.md", ".github"];
-const SKIP = /(^|\/)(node_modules|\.next|db\/migrations)(\/|$)/;
-
 const report = process.argv.includes("--report");
 
 function fail(message: string): never {
-  console.error(`house-move: ${message}`);
-  process.exit(1);
-}
-
-function walk(rel: string, out: string[] = []): string[] {
-  const abs = path.join(ROOT, rel);
-  if (!existsSync(abs) || SKIP.test(rel)) return out;
-  if (statSync(abs).isFile()) {
-    out.push(rel);
-    return out;
-  }
-  for (const name of readdirSync(abs).sort()) walk(path.posix.join(rel, name), out);
-  return out;
+  return stop("house-move", message);
 }
 
 const capabilityFolders = new Set([...Object.values(HOME).filter(Boolean), ...Object.values(FOLDER_HOME).map((f) => f.split("/")[0]!)]);
@@ -364,7 +345,7 @@ async function main(): Promise<void> {
   }
   const moves = topMoves();
   // Forms this script cannot rewrite stop it before anything moves.
-  for (const f of CODE_ROOTS.flatMap((r) => walk(r)).filter((x) => /\.(ts|tsx)$/.test(x) && x !== "scripts/house-move.ts")) {
+  for (const f of codeFiles().filter((x) => x !== "scripts/house-move.ts")) {
     const text = read(f);
     if (/import\s+\*\s+as\s+\w+\s+from\s+"[^"]*lib\/city/.test(text) || /import\s+[A-Za-z_$][\w$]*\s*(,|from)\s*[^;]*"[^"]*lib\/city/.test(text))
       fail(`${f}: a namespace or default import of the city; this script rewrites only named imports.`);
@@ -374,18 +355,10 @@ async function main(): Promise<void> {
   // Faces this script wrote before are read through (to find each name's file) and written again.
   const oldFaces = walk(CITY).filter((x) => x.endsWith("/index.ts") && generatedFace(x));
 
-  const codeBefore = CODE_ROOTS.flatMap((r) => walk(r)).filter((f) => /\.(ts|tsx)$/.test(f));
-  for (const { from, to } of moves) {
-    mkdirSync(path.dirname(path.join(ROOT, to)), { recursive: true });
-    execFileSync("git", ["mv", from, to], { cwd: ROOT });
-    for (const f of codeBefore) {
-      if (f === from) oldPathOf.set(to, from);
-      else if (f.startsWith(`${from}/`)) oldPathOf.set(`${to}/${f.slice(from.length + 1)}`, f);
-    }
-  }
+  gitMoves(moves, oldPathOf);
   if (moves.length) console.log(`moved ${moves.length}: ${moves.map((m) => `${m.from} -> ${m.to}`).join(", ")}`);
 
-  const code = CODE_ROOTS.flatMap((r) => walk(r)).filter((f) => /\.(ts|tsx)$/.test(f) && f !== "scripts/house-move.ts");
+  const code = codeFiles().filter((f) => f !== "scripts/house-move.ts");
   sources.clear();
 
   // Pass 1: where each imported name of the city is defined, and what each face has to show.
@@ -524,12 +497,7 @@ async function main(): Promise<void> {
   // Every capability -> capability arrow, checked for a circle (dependency-cruiser checks files).
   checkArrows(code);
 
-  const formattable = [...new Set(changed)].filter((f) => /\.(ts|tsx|mjs)$/.test(f) && !SKIP.test(f));
-  for (const f of formattable) {
-    const abs = path.join(ROOT, f);
-    const options = await prettier.resolveConfig(abs);
-    writeFileSync(abs, await prettier.format(readFileSync(abs, "utf8"), { ...options, filepath: abs }));
-  }
+  await formatFiles(changed);
   sources.clear();
   countReport("after");
 }
@@ -580,19 +548,7 @@ function changedMentions(): string[] {
   for (const [base, folder] of Object.entries(HOME))
     if (folder) pairs.push([new RegExp(`lib/city/${base.replace(/-/g, "\\-")}\\.ts\\b`, "g"), `lib/city/${folder}/${base}.ts`]);
   for (const [from, to] of Object.entries(FOLDER_HOME)) if (from !== to) pairs.push([new RegExp(`lib/city/${from}(?![\\w-])`, "g"), `lib/city/${to}`]);
-  const touched: string[] = [];
-  for (const f of TEXT_ROOTS.flatMap((r) => walk(r)).filter((x) => /\.(ts|tsx|mjs|cjs|md|sh|ya?ml|json)$/.test(x))) {
-    if (f === "scripts/house-move.ts") continue;
-    const text = readFileSync(path.join(ROOT, f), "utf8");
-    let out = text;
-    for (const [re, to] of pairs) out = out.replace(re, to);
-    if (out !== text) {
-      writeFileSync(path.join(ROOT, f), out);
-      touched.push(f);
-    }
-  }
-  console.log(`path mentions rewritten in ${touched.length} files`);
-  return touched;
+  return rewriteMentions(pairs, ["scripts/house-move.ts"]);
 }
 
 function checkArrows(code: string[]): void {

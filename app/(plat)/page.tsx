@@ -5,7 +5,7 @@ import { getDb } from "@/lib/city/database";
 import { CENSUS_DEFINITIONS, readCensus } from "@/lib/city/census";
 import { peerNames } from "@/lib/city/directory";
 import { readLatestLogRows, readResidencyDays } from "@/lib/city/logs/residency-log";
-import { CENSUS_CITE } from "@/lib/doors/discovery";
+import { CENSUS_CITE } from "@/lib/doors/surfaces/discovery";
 import { exactTime } from "@/lib/plat/format";
 import { look } from "@/lib/plat/nav";
 import { CensusConstants } from "./_ui/census-constants";

@@ -1,4 +1,4 @@
-import { readBeacon } from "@/lib/doors/discovery";
-import { routes } from "@/lib/doors/http";
+import { readBeacon } from "@/lib/doors/surfaces/discovery";
+import { routes } from "@/lib/doors/pipeline/http";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readBeacon);

@@ -1,4 +1,4 @@
-import { readCard } from "@/lib/doors/discovery";
-import { routes } from "@/lib/doors/http";
+import { readCard } from "@/lib/doors/surfaces/discovery";
+import { routes } from "@/lib/doors/pipeline/http";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readCard);

@@ -1,4 +1,4 @@
-import { readPeers } from "@/lib/doors/peers";
-import { routes } from "@/lib/doors/http";
+import { readPeers } from "@/lib/doors/declarations/directory/peers";
+import { routes } from "@/lib/doors/pipeline/http";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readPeers);

@@ -28,7 +28,7 @@ export const IMMUTABLE_CACHE = "public, max-age=31536000, immutable";
 /**
  * A public reading door whose answer changes only when the tables of its version scopes are
  * written, or when a moment its run names passes (`ctx.changesAt`): built once per version and
- * served from memory (lib/doors/read-cache.ts). A held answer costs one round trip (the version
+ * served from memory (lib/doors/pipeline/read-cache.ts). A held answer costs one round trip (the version
  * read), a rebuild two (the version read, then the page). Only for doors open to visitors
  * (`auth: "none"`), whose answer does not depend on the caller.
  */
@@ -92,7 +92,7 @@ export interface DoorContext {
   registry: readonly AnyDoor[];
   /**
    * Says when the answer being built would change with no write (a 24 h window passing); the
-   * earliest moment said wins. A versioned door's held answer is rebuilt then (lib/doors/read-cache.ts).
+   * earliest moment said wins. A versioned door's held answer is rebuilt then (lib/doors/pipeline/read-cache.ts).
    */
   changesAt: (moment: Date | null) => void;
 }
@@ -143,7 +143,7 @@ export interface Door<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.Z
   versioned?: VersionedAnswers;
   /**
    * The city signs a 200 answer of this door over HTTP per RFC 9421 with its own key, under this
-   * tag (lib/doors/signature.ts signAnswer): a citizen's key directory, so that a third party can
+   * tag (lib/doors/pipeline/signature.ts signAnswer): a citizen's key directory, so that a third party can
    * check a citizen's request signature with the city as its trust root.
    */
   signsAnswer?: { tag: string };

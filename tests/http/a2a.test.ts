@@ -4,7 +4,7 @@ import { isJsonRpcError, type JsonRpcA2AError } from "@a2a-js/sdk/errors";
 import canonicalize from "canonicalize";
 import { base64url, createRemoteJWKSet, flattenedVerify, importJWK } from "jose";
 import { describe, expect, it, vi } from "vitest";
-import { AgentCardSchema } from "@/lib/doors/a2a-card";
+import { AgentCardSchema } from "@/lib/doors/surfaces/a2a-card";
 import { registry } from "@/lib/doors/registry";
 import { HEAVY_TEST_MS } from "../support/limits";
 import { useSharedServer } from "../support/shared-servers";

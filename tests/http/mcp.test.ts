@@ -2,7 +2,7 @@ import http from "node:http";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { describe, expect, it } from "vitest";
 import { isWrite, pathParams } from "@/lib/doors/door";
-import { documentDoors } from "@/lib/doors/mcp";
+import { documentDoors } from "@/lib/doors/surfaces/mcp";
 import { registry } from "@/lib/doors/registry";
 import { ProblemSchema } from "@/lib/errors";
 import { baseUrl, call, getJson, postJson } from "../support/http";

@@ -1,9 +1,9 @@
 import { beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { env } from "@/lib/env";
-import { API_CATALOG_PATH, readApiCatalog } from "@/lib/doors/api-catalog";
-import { readCard } from "@/lib/doors/discovery";
-import { serveDoor } from "@/lib/doors/http";
+import { API_CATALOG_PATH, readApiCatalog } from "@/lib/doors/surfaces/api-catalog";
+import { readCard } from "@/lib/doors/surfaces/discovery";
+import { serveDoor } from "@/lib/doors/pipeline/http";
 import { registry } from "@/lib/doors/registry";
 import type { AnyDoor } from "@/lib/doors/door";
 import { describeOnDatabases } from "../support/databases";

@@ -7,8 +7,8 @@ import { RATE_SWEEP_BATCH } from "@/lib/city/bounds/rate";
 import { takeSlot } from "@/lib/city/bounds";
 import { readAndFile } from "@/lib/city/ward";
 import { WARD_UNSIGNED_SCOPE } from "@/lib/city/ward/ward";
-import { describeGate, presentGate } from "@/lib/doors/gate";
-import { liveDoor } from "@/lib/doors/live";
+import { describeGate, presentGate } from "@/lib/doors/declarations/gate/gate";
+import { liveDoor } from "@/lib/doors/declarations/live/live";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor, presentation } from "../support/gate";
 

@@ -1,8 +1,8 @@
 import { beforeAll, expect, it } from "vitest";
 import { readCitizenProfile } from "@/lib/city/directory";
 import { useDatabase } from "@/lib/city/database";
-import { liveDoor } from "@/lib/doors/live";
-import { exportResidency } from "@/lib/doors/residency";
+import { liveDoor } from "@/lib/doors/declarations/live/live";
+import { exportResidency } from "@/lib/doors/declarations/residency/residency";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
 

@@ -4,11 +4,11 @@ import { rowsOf } from "@/db/sql";
 import { useDatabase } from "@/lib/city/database";
 import { citizenLockOf, isWrite, type AnyDoor } from "@/lib/doors/door";
 import { registry } from "@/lib/doors/registry";
-import { readVault } from "@/lib/doors/vault";
+import { readVault } from "@/lib/doors/declarations/shelves/vault";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor, freshNonce } from "../support/gate";
 import { admitWithKey, newKey } from "../support/signed";
-import { commitNextKeysDoor, rotateKeyDoor } from "@/lib/doors/keys";
+import { commitNextKeysDoor, rotateKeyDoor } from "@/lib/doors/declarations/keys/keys";
 import { createHash } from "node:crypto";
 
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";

@@ -2,8 +2,8 @@ import { beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { hashCredential, mintCredential } from "@/lib/city/keys";
 import { type AnyDoor, DEFAULT_MAX_BODY_BYTES, pathParams } from "@/lib/doors/door";
-import { serveDoor } from "@/lib/doors/http";
-import { declaredProblems } from "@/lib/doors/openapi";
+import { serveDoor } from "@/lib/doors/pipeline/http";
+import { declaredProblems } from "@/lib/doors/surfaces/openapi";
 import { registry } from "@/lib/doors/registry";
 import { type ErrorCode, ERROR_CODES } from "@/lib/errors";
 import { describeOnDatabases, HEAVY_TEST_MS } from "../support/databases";
@@ -13,7 +13,7 @@ const OPERATOR = "declared-problems-operator-secret-0123456789";
 process.env.CITY_OPERATOR_SECRET = OPERATOR;
 
 /**
- * The 4xx statuses the OpenAPI document declares for every door (lib/doors/openapi.ts
+ * The 4xx statuses the OpenAPI document declares for every door (lib/doors/surfaces/openapi.ts
  * declaredProblems), provoked on every door of the registry: each of the adapter's refusals (415,
  * malformed JSON, 413, a body or a query that is not the door's input, a Bearer token that opens
  * nothing) comes back as declared, so the document claims no 4xx a door cannot answer. The limits'

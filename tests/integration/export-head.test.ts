@@ -4,9 +4,9 @@ import { type Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
 import { useDatabase } from "@/lib/city/database";
 import { appendNow } from "@/lib/city/logs/residency-log";
-import { keepLockerBag } from "@/lib/doors/locker";
-import { exportResidency } from "@/lib/doors/residency";
-import { writeVault } from "@/lib/doors/vault";
+import { keepLockerBag } from "@/lib/doors/declarations/shelves/locker";
+import { exportResidency } from "@/lib/doors/declarations/residency/residency";
+import { writeVault } from "@/lib/doors/declarations/shelves/vault";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
 

@@ -3,7 +3,7 @@ import { beforeAll, expect, it } from "vitest";
 import { rowsOf } from "@/db/sql";
 import { useDatabase } from "@/lib/city/database";
 import { consumeNonce, issueNonce } from "@/lib/city/challenge";
-import { describeGate } from "@/lib/doors/gate";
+import { describeGate } from "@/lib/doors/declarations/gate/gate";
 import { describeOnDatabases } from "../support/databases";
 import { callDoor, nonceSpent } from "../support/gate";
 

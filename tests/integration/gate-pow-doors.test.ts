@@ -1,7 +1,7 @@
 import { beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
-import { describeGate, presentGate } from "@/lib/doors/gate";
-import { readCapabilities } from "@/lib/doors/tiers";
+import { describeGate, presentGate } from "@/lib/doors/declarations/gate/gate";
+import { readCapabilities } from "@/lib/doors/declarations/restriction/tiers";
 import { describeOnDatabases } from "../support/databases";
 import { callDoor, presentation } from "../support/gate";
 

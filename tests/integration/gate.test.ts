@@ -9,13 +9,13 @@ import { countedAttempts } from "../support/rate";
 import { isCredential } from "@/lib/city/keys/credentials";
 import { mintCredential } from "@/lib/city/keys";
 import { backfillNameKeys } from "@/lib/city/directory";
-import { mintToken, revokeToken } from "@/lib/doors/tokens";
+import { mintToken, revokeToken } from "@/lib/doors/declarations/keys/tokens";
 import { expectProblem } from "../support/assertions";
 import { insertCitizenRow } from "../support/citizens";
 import { consumeNonce, issueNonce } from "@/lib/city/challenge";
 import { presentAtGate } from "@/lib/city/gate";
-import { describeGate, presentGate } from "@/lib/doors/gate";
-import { acceptResidency } from "@/lib/doors/residency";
+import { describeGate, presentGate } from "@/lib/doors/declarations/gate/gate";
+import { acceptResidency } from "@/lib/doors/declarations/residency/residency";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor, freshNonce, keyPair, nonceSpent, presentation } from "../support/gate";
 

@@ -1,10 +1,10 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
-import { readCheckpoints, keepCheckpoint } from "@/lib/doors/checkpoints";
-import { keepLockerBag, readLockerBag } from "@/lib/doors/locker";
-import { readInboxDoor, sendMessageDoor } from "@/lib/doors/mail";
-import { readVault, writeVault } from "@/lib/doors/vault";
+import { readCheckpoints, keepCheckpoint } from "@/lib/doors/declarations/shelves/checkpoints";
+import { keepLockerBag, readLockerBag } from "@/lib/doors/declarations/shelves/locker";
+import { readInboxDoor, sendMessageDoor } from "@/lib/doors/declarations/mail/mail";
+import { readVault, writeVault } from "@/lib/doors/declarations/shelves/vault";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
 import { HOSTILE_STRINGS } from "../support/hostile";

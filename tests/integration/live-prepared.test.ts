@@ -3,10 +3,10 @@ import { beforeAll, expect, it } from "vitest";
 import { rowsOf } from "@/db/sql";
 import { useDatabase } from "@/lib/city/database";
 import { encodePollCursor } from "@/lib/city/live";
-import { describeGate } from "@/lib/doors/gate";
-import { liveDoor } from "@/lib/doors/live";
-import { readInboxDoor } from "@/lib/doors/mail";
-import { mintToken } from "@/lib/doors/tokens";
+import { describeGate } from "@/lib/doors/declarations/gate/gate";
+import { liveDoor } from "@/lib/doors/declarations/live/live";
+import { readInboxDoor } from "@/lib/doors/declarations/mail/mail";
+import { mintToken } from "@/lib/doors/declarations/keys/tokens";
 import { describeOnDatabases, HEAVY_TEST_MS } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
 

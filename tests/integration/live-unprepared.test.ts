@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
 import { rowsOf } from "@/db/sql";
 import { useDatabase } from "@/lib/city/database";
-import { liveDoor } from "@/lib/doors/live";
+import { liveDoor } from "@/lib/doors/declarations/live/live";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
 

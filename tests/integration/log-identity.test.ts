@@ -8,9 +8,9 @@ import { appendLog, appendNow, checkLogIdentity, forgetLogIdentity, logIdentityR
 import { signCheckpoint } from "@/lib/tlog/note";
 import { EMPTY_ROOT } from "@/lib/tlog/tree";
 import { forgetSigningKey } from "@/lib/city/signing";
-import { readCard } from "@/lib/doors/discovery";
-import { presentGate } from "@/lib/doors/gate";
-import { readLogCheckpoint, readLogProof } from "@/lib/doors/residency-log";
+import { readCard } from "@/lib/doors/surfaces/discovery";
+import { presentGate } from "@/lib/doors/declarations/gate/gate";
+import { readLogCheckpoint, readLogProof } from "@/lib/doors/declarations/logs/residency-log/residency-log";
 import { forgetEnv } from "@/lib/env";
 import { expectAppendOnly, expectProblem } from "../support/assertions";
 import { describeOnDatabases } from "../support/databases";

@@ -1,6 +1,6 @@
 import { beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
-import { readLogConsistency, readLogProof } from "@/lib/doors/residency-log";
+import { readLogConsistency, readLogProof } from "@/lib/doors/declarations/logs/residency-log/residency-log";
 import { expectProblem } from "../support/assertions";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";

@@ -11,7 +11,7 @@ import { logCosignatures } from "@/db/schema";
 import { parseNote, parseVkey, validCosignatures } from "@/lib/tlog/note";
 import { configuredWitnesses, logSigner, syncWitnesses } from "@/lib/city/logs/residency-log";
 import { createWitness, startWitnessServer, witnessVkey } from "@/lib/tlog/witness";
-import { readLogCheckpoint } from "@/lib/doors/residency-log";
+import { readLogCheckpoint } from "@/lib/doors/declarations/logs/residency-log/residency-log";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
 

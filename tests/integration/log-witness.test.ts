@@ -8,7 +8,7 @@ import { parseNote, parseVkey, validCosignatures, vkeyOf } from "@/lib/tlog/note
 import { configuredWitnesses, leafDataOf, logSigner, syncWitnesses } from "@/lib/city/logs/residency-log";
 import { verifyTransparencyLog, type VerifierState } from "@/lib/tlog/verifying-client";
 import { createWitness, startWitnessServer, witnessVkey } from "@/lib/tlog/witness";
-import { readLogCheckpoint, readLogConsistency, readLogProof, readLogTile } from "@/lib/doors/residency-log";
+import { readLogCheckpoint, readLogConsistency, readLogProof, readLogTile } from "@/lib/doors/declarations/logs/residency-log/residency-log";
 import { asOwner, describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
 import { cityFetch } from "../support/log-city";
@@ -49,7 +49,9 @@ describeOnDatabases(
       for (let i = 0; i < 5; i++) admitted.push(await admit());
       const signer = await logSigner(t().db);
       const x = Buffer.from(signer.publicKey).toString("base64url");
-      const rows = (await callDoor((await import("@/lib/doors/residency-log")).readResidencyLog)).body.rows as Array<Record<string, any>>;
+      const rows = (await callDoor((await import("@/lib/doors/declarations/logs/residency-log/residency-log")).readResidencyLog)).body.rows as Array<
+        Record<string, any>
+      >;
       for (const a of admitted) {
         const receipt = a.log_receipt;
         const row = rows.find((r) => r.seq === receipt.seq)!;

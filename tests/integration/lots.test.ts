@@ -6,7 +6,7 @@ import { citizens, lotLocks } from "@/db/schema";
 import { countedAttempts } from "../support/rate";
 import { LOT_COUNT, LOT_DOOR } from "@/lib/city/shelves";
 import { LOTS } from "@/lib/city/shelves/lots";
-import { lockLot, readLots } from "@/lib/doors/lots";
+import { lockLot, readLots } from "@/lib/doors/declarations/shelves/lots";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
 import { expectProblem } from "../support/assertions";

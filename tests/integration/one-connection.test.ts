@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { citizens } from "@/db/schema";
-import { presentGate } from "@/lib/doors/gate";
-import { liveDoor } from "@/lib/doors/live";
-import { keepLockerBag } from "@/lib/doors/locker";
-import { exportResidency } from "@/lib/doors/residency";
+import { presentGate } from "@/lib/doors/declarations/gate/gate";
+import { liveDoor } from "@/lib/doors/declarations/live/live";
+import { keepLockerBag } from "@/lib/doors/declarations/shelves/locker";
+import { exportResidency } from "@/lib/doors/declarations/residency/residency";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
 import { watchTransactionConnections } from "../support/one-connection";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
-import { originLimits, verifyOriginDoor } from "@/lib/doors/origin";
+import { originLimits, verifyOriginDoor } from "@/lib/doors/declarations/origin/origin";
 import { forgetEnv } from "@/lib/env";
 import { expectProblem } from "../support/assertions";
 import { describeOnDatabases } from "../support/databases";

@@ -6,7 +6,7 @@ import { citizens } from "@/db/schema";
 import { encodeSearchCursor } from "@/lib/city/directory/directory-search";
 import { normalKey } from "@/lib/city/directory";
 import { LIMITS } from "@/lib/city/protocols";
-import { PeerRowSchema, PeersEnvelope, readPeers } from "@/lib/doors/peers";
+import { PeerRowSchema, PeersEnvelope, readPeers } from "@/lib/doors/declarations/directory/peers";
 import { insertCitizenRow } from "../support/citizens";
 import { HEAVY_TEST_MS, describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";

@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { encodePollCursor } from "@/lib/city/live";
-import { liveDoor } from "@/lib/doors/live";
+import { liveDoor } from "@/lib/doors/declarations/live/live";
 import { describeOnDatabases, type TestDatabase } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
 

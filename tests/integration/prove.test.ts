@@ -4,9 +4,9 @@ import { beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { citizens, proveChallenges } from "@/db/schema";
 import { didKeyOf } from "@/lib/city/keys/keys";
-import { readPeers } from "@/lib/doors/peers";
-import { readResidency } from "@/lib/doors/residency";
-import { readChallenge, submitProof } from "@/lib/doors/tiers";
+import { readPeers } from "@/lib/doors/declarations/directory/peers";
+import { readResidency } from "@/lib/doors/declarations/residency/residency";
+import { readChallenge, submitProof } from "@/lib/doors/declarations/restriction/tiers";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor, keyPair } from "../support/gate";
 

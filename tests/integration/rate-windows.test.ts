@@ -5,8 +5,8 @@ import { citizens, contentRefusals, tierEvents, vaultNotes } from "@/db/schema";
 import { countedAttempts } from "../support/rate";
 import { takeSlot } from "@/lib/city/bounds";
 import { recordRefusal } from "@/lib/city/restriction";
-import { keepLockerBag } from "@/lib/doors/locker";
-import { writeVault } from "@/lib/doors/vault";
+import { keepLockerBag } from "@/lib/doors/declarations/shelves/locker";
+import { writeVault } from "@/lib/doors/declarations/shelves/vault";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
 

@@ -1,11 +1,11 @@
 import { beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { doorHints, pathParams, type AnyDoor } from "@/lib/doors/door";
-import { sendMessageDoor } from "@/lib/doors/mail";
-import { annotationsOf } from "@/lib/doors/mcp";
-import { postRoom } from "@/lib/doors/posts";
+import { sendMessageDoor } from "@/lib/doors/declarations/mail/mail";
+import { annotationsOf } from "@/lib/doors/surfaces/mcp";
+import { postRoom } from "@/lib/doors/declarations/posts/posts";
 import { registry } from "@/lib/doors/registry";
-import { writeVault } from "@/lib/doors/vault";
+import { writeVault } from "@/lib/doors/declarations/shelves/vault";
 import { describeOnDatabases } from "../support/databases";
 import { tableDigests } from "../support/table-state";
 import { admit, callDoor } from "../support/gate";

@@ -4,13 +4,13 @@ import { useDatabase } from "@/lib/city/database";
 import { gateNonces, recoveryCodes } from "@/db/schema";
 import { hashCredential } from "@/lib/city/keys";
 import { isCredential } from "@/lib/city/keys/credentials";
-import { readResidency } from "@/lib/doors/residency";
-import { recoverDoor } from "@/lib/doors/recover";
-import { mintToken } from "@/lib/doors/tokens";
+import { readResidency } from "@/lib/doors/declarations/residency/residency";
+import { recoverDoor } from "@/lib/doors/declarations/keys/recover";
+import { mintToken } from "@/lib/doors/declarations/keys/tokens";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor, freshNonce, keyPair, nonceSpent, presentation } from "../support/gate";
 import { expectProblem } from "../support/assertions";
-import { presentGate } from "@/lib/doors/gate";
+import { presentGate } from "@/lib/doors/declarations/gate/gate";
 
 /** The controller recovery message, written out from the README, not taken from the product. */
 const recoverMessage = (did: string, nonce: string) => `CITY-RECOVER/1|recover|${did}|${nonce}`;

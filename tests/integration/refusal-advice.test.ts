@@ -1,7 +1,7 @@
 import { beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
-import { presentGate } from "@/lib/doors/gate";
-import { readAndFileWard } from "@/lib/doors/ward";
+import { presentGate } from "@/lib/doors/declarations/gate/gate";
+import { readAndFileWard } from "@/lib/doors/declarations/ward/ward";
 import { describeOnDatabases } from "../support/databases";
 import { callDoor, presentation } from "../support/gate";
 

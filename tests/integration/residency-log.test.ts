@@ -3,7 +3,7 @@ import { beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { logVerifiedHead, residencyLog } from "@/db/schema";
 import { verifyHashChain } from "@/lib/city/logs/residency-log";
-import { verifyResidencyLog } from "@/lib/doors/residency-log";
+import { verifyResidencyLog } from "@/lib/doors/declarations/logs/residency-log/residency-log";
 import { asOwner as asOwnerOf, describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
 

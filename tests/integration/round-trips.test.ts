@@ -7,20 +7,20 @@ import { encodePollCursor, returnDelta } from "@/lib/city/live";
 import { forgetSigningKey } from "@/lib/city/signing";
 import { countingQueries } from "@/db/query-count";
 import { useDatabase } from "@/lib/city/database";
-import { keepCheckpoint } from "@/lib/doors/checkpoints";
+import { keepCheckpoint } from "@/lib/doors/declarations/shelves/checkpoints";
 import { pathParams, type AnyDoor } from "@/lib/doors/door";
-import { lightLantern } from "@/lib/doors/lanterns";
-import { keepLockerBag } from "@/lib/doors/locker";
-import { readPeers } from "@/lib/doors/peers";
-import { markMailRead, sendMessageDoor } from "@/lib/doors/mail";
-import { postBazaar, postPlaza, postRoom } from "@/lib/doors/posts";
+import { lightLantern } from "@/lib/doors/declarations/posts/lanterns";
+import { keepLockerBag } from "@/lib/doors/declarations/shelves/locker";
+import { readPeers } from "@/lib/doors/declarations/directory/peers";
+import { markMailRead, sendMessageDoor } from "@/lib/doors/declarations/mail/mail";
+import { postBazaar, postPlaza, postRoom } from "@/lib/doors/declarations/posts/posts";
 import { registry } from "@/lib/doors/registry";
-import { sealDoor } from "@/lib/doors/seals";
-import { liveDoor } from "@/lib/doors/live";
-import { readVault, writeVault } from "@/lib/doors/vault";
-import { readAndFileWard } from "@/lib/doors/ward";
-import { lockLot } from "@/lib/doors/lots";
-import { presentGate } from "@/lib/doors/gate";
+import { sealDoor } from "@/lib/doors/declarations/shelves/seals";
+import { liveDoor } from "@/lib/doors/declarations/live/live";
+import { readVault, writeVault } from "@/lib/doors/declarations/shelves/vault";
+import { readAndFileWard } from "@/lib/doors/declarations/ward/ward";
+import { lockLot } from "@/lib/doors/declarations/shelves/lots";
+import { presentGate } from "@/lib/doors/declarations/gate/gate";
 import { consumeNonce } from "@/lib/city/challenge";
 import { admit, callDoor, freshNonce, keyPair, presentation } from "../support/gate";
 import { seedCity } from "@/scripts/bench-seed";
@@ -136,7 +136,7 @@ describeOnDatabases("database round trips of every reading door", (t) => {
   }
 
   it("answers a directory search fresh, never held: one round trip on every call", async () => {
-    // So no text an anonymous caller sends is kept in memory (lib/doors/peers.ts, versioned.freshWith).
+    // So no text an anonymous caller sends is kept in memory (lib/doors/declarations/directory/peers.ts, versioned.freshWith).
     for (const query of ["?q=bench-agent-1", "?q=agent&present=1&runtime=language-model", "?q=nobody-here&proven=1"]) {
       for (const round of [1, 2, 3]) {
         const answer = await callDoor(readPeers, { query });

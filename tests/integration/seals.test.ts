@@ -3,7 +3,7 @@ import { count, eq } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { citizens, seals } from "@/db/schema";
-import { readSeal, sealDoor } from "@/lib/doors/seals";
+import { readSeal, sealDoor } from "@/lib/doors/declarations/shelves/seals";
 import { expectAppendOnly } from "../support/assertions";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";

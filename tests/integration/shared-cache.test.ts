@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { pathParams, type AnyDoor } from "@/lib/doors/door";
-import { readResidencyLog } from "@/lib/doors/residency-log";
-import { readPeers } from "@/lib/doors/peers";
+import { readResidencyLog } from "@/lib/doors/declarations/logs/residency-log/residency-log";
+import { readPeers } from "@/lib/doors/declarations/directory/peers";
 import { registry } from "@/lib/doors/registry";
 import { describeOnDatabases } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
@@ -84,7 +84,7 @@ describeOnDatabases("answers a shared cache may keep, and the ones it never may"
 });
 
 async function serveWith(door: AnyDoor, headers: Record<string, string>) {
-  const { serveDoor } = await import("@/lib/doors/http");
+  const { serveDoor } = await import("@/lib/doors/pipeline/http");
   let path = door.path;
   for (const [k, v] of Object.entries(paramsOf(door))) path = path.replace(`{${k}}`, v);
   return serveDoor(door, new Request(`http://city.test${path}`, { headers }), paramsOf(door));

@@ -8,9 +8,9 @@ import { SIGNED_WRITES_PER_KEY, noncesPerKeyMost } from "@/lib/city/keys/request
 import { storeBound, citizenSubject, storeShares, visitorSubject } from "@/lib/city/bounds";
 import { subjectHourShare, subjectHourShareSql } from "@/lib/city/bounds/store-shares";
 import { A2A_TASK_LEAST_BYTES, A2A_TASK_MAX_BYTES } from "@/lib/city/a2a";
-import { writeVault } from "@/lib/doors/vault";
-import { readAndFileWard } from "@/lib/doors/ward";
-import { presentGate } from "@/lib/doors/gate";
+import { writeVault } from "@/lib/doors/declarations/shelves/vault";
+import { readAndFileWard } from "@/lib/doors/declarations/ward/ward";
+import { presentGate } from "@/lib/doors/declarations/gate/gate";
 import { env } from "@/lib/env";
 import { STORE_NAMES, STORE_STANDING_DAYS } from "@/lib/store-limits";
 import { expectProblem } from "../support/assertions";

@@ -1,6 +1,6 @@
 import { beforeAll, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
-import { readWard } from "@/lib/doors/ward";
+import { readWard } from "@/lib/doors/declarations/ward/ward";
 import { describeOnDatabases } from "../support/databases";
 import { callDoor } from "../support/gate";
 

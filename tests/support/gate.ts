@@ -3,8 +3,8 @@ import * as ed from "@noble/ed25519";
 import { eq } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { gateNonces } from "@/db/schema";
-import { describeGate, presentGate } from "@/lib/doors/gate";
-import { serveDoor } from "@/lib/doors/http";
+import { describeGate, presentGate } from "@/lib/doors/declarations/gate/gate";
+import { serveDoor } from "@/lib/doors/pipeline/http";
 import type { AnyDoor } from "@/lib/doors/door";
 
 // callDoor's `ip` travels as X-Forwarded-For, as one proxy in front would write it: these suites

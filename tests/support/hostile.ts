@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { z } from "zod";
 import { type AnyDoor, pathParams } from "@/lib/doors/door";
-import { serveDoor } from "@/lib/doors/http";
+import { serveDoor } from "@/lib/doors/pipeline/http";
 import type { Database } from "@/db/client";
 
 type JsonSchema = {

@@ -1,8 +1,13 @@
-import { readCard } from "@/lib/doors/discovery";
+import { readCard } from "@/lib/doors/surfaces/discovery";
 import type { AnyDoor } from "@/lib/doors/door";
-import { serveDoor } from "@/lib/doors/http";
-import { readIdentityLogCheckpoint, readIdentityLogConsistency, readIdentityLogProof, readIdentityLogTile } from "@/lib/doors/identity-log";
-import { readLogCheckpoint, readLogConsistency, readLogProof, readLogTile } from "@/lib/doors/residency-log";
+import { serveDoor } from "@/lib/doors/pipeline/http";
+import {
+  readIdentityLogCheckpoint,
+  readIdentityLogConsistency,
+  readIdentityLogProof,
+  readIdentityLogTile,
+} from "@/lib/doors/declarations/logs/identity-log/identity-log";
+import { readLogCheckpoint, readLogConsistency, readLogProof, readLogTile } from "@/lib/doors/declarations/logs/residency-log/residency-log";
 
 /** A fetch that reaches the city's log doors (both logs) through the real HTTP adapter, no network: what an outside verifier sees. */
 export async function cityFetch(url: string): Promise<Response> {

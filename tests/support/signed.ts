@@ -1,10 +1,10 @@
 import * as ed from "@noble/ed25519";
 import { bytesToHex } from "@noble/hashes/utils.js";
 import type { AnyDoor } from "@/lib/doors/door";
-import { serveDoor } from "@/lib/doors/http";
+import { serveDoor } from "@/lib/doors/pipeline/http";
 import { jwkThumbprint } from "@/lib/city/keys";
 import { importSeed, signatureBase, signatureParams, signBase, signRequest, type SignRequestOptions } from "@/lib/sign-request";
-import { presentGate } from "@/lib/doors/gate";
+import { presentGate } from "@/lib/doors/declarations/gate/gate";
 import { admit, callDoor, freshNonce, presentation } from "./gate";
 
 /** A controller key: its seed (what the helper signs with), public key hex and keyid. */

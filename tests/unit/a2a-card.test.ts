@@ -4,7 +4,7 @@ import canonicalize from "canonicalize";
 import { createLocalJWKSet, flattenedVerify, base64url, exportJWK, generateKeyPair } from "jose";
 import { describe, expect, it, vi } from "vitest";
 import type { Database } from "@/db/client";
-import { AgentCardSchema, buildAgentCard } from "@/lib/doors/a2a-card";
+import { AgentCardSchema, buildAgentCard } from "@/lib/doors/surfaces/a2a-card";
 import { registry } from "@/lib/doors/registry";
 
 const signingPem = generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }).toString();

@@ -22,10 +22,11 @@ describe("docs/architecture.md", () => {
     expect(listed).toEqual(rules.map((r) => ({ name: r.name, comment: r.comment })));
   });
 
-  it("maps every room on disk: the top folders, lib/'s folders and files, the domain's folders, db/'s folders", () => {
+  it("maps every room on disk: the top folders, lib/'s folders and files, the doors' and the domain's folders, db/'s folders", () => {
     const rooms = [
       ...["app/api/", "app/mcp/", "app/(plat)/", "scripts/", "tests/", "public/"],
       ...dirs("lib").map((d) => `lib/${d}/`),
+      ...dirs("lib/doors").map((d) => `lib/doors/${d}/`),
       ...dirs("lib/city").map((d) => `lib/city/${d}/`),
       ...dirs("lib/city/logs").map((d) => `lib/city/logs/${d}/`),
       ...readdirSync(path.join(root, "lib"))
@@ -88,6 +89,13 @@ describe("docs/architecture.md", () => {
       const schema = files("db/schema").filter((f) => f.endsWith(".ts") && !f.endsWith("/index.ts"));
       expect(declarations.length).toBeGreaterThan(10);
       expect([...declarations, ...schema].filter((f) => !section.includes(`\`${f}\``))).toEqual([]);
+    });
+
+    it("keeps the door declarations in folders named as the capabilities (lib/doors/declarations/ mirrors lib/city/)", () => {
+      const folders = (dir: string): string[] => dirs(dir).flatMap((d) => (d === "logs" ? folders(`${dir}/logs`) : [`${dir}/${d}/`]));
+      const mirrored = folders("lib/doors/declarations").map((f) => f.replace("lib/doors/declarations/", "lib/city/"));
+      expect(mirrored.length).toBeGreaterThan(10);
+      expect(mirrored.filter((f) => !capabilities.includes(f))).toEqual([]);
     });
 
     it("lists in its last column the capabilities each one imports, and no other", () => {

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { announceAddressMode, clientAddress, normalAddress } from "@/lib/doors/client-address";
+import { announceAddressMode, clientAddress, normalAddress } from "@/lib/doors/pipeline/client-address";
 
-/** Client addresses (lib/doors/client-address.ts) against fixed cases, beside client-address.test.ts. */
+/** Client addresses (lib/doors/pipeline/client-address.ts) against fixed cases, beside client-address.test.ts. */
 const headers = (h: Record<string, string>) => new Headers(h);
 
 describe("X-Forwarded-For behind N proxies", () => {
@@ -129,12 +129,12 @@ describe("the configured mode", () => {
     vi.resetModules();
     vi.stubEnv("CITY_TRUSTED_PROXIES", "2");
     vi.stubEnv("VERCEL", "1");
-    const fresh = await import("@/lib/doors/client-address");
+    const fresh = await import("@/lib/doors/pipeline/client-address");
     expect(fresh.addressMode()).toBe(2);
     expect(fresh.clientAddress(headers({ "x-forwarded-for": "203.0.113.9, 10.0.0.2" }))).toBe("203.0.113.9");
     vi.resetModules();
     vi.stubEnv("CITY_TRUSTED_PROXIES", "");
     vi.stubEnv("VERCEL", "0");
-    expect((await import("@/lib/doors/client-address")).addressMode()).toBe(0);
+    expect((await import("@/lib/doors/pipeline/client-address")).addressMode()).toBe(0);
   });
 });

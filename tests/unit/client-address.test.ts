@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { announceAddressMode, clientAddress, normalAddress } from "@/lib/doors/client-address";
+import { announceAddressMode, clientAddress, normalAddress } from "@/lib/doors/pipeline/client-address";
 
 const headers = (h: Record<string, string>) => new Headers(h);
 
@@ -54,14 +54,14 @@ describe("the default: unknown unless configured", () => {
     vi.resetModules();
     vi.stubEnv("CITY_TRUSTED_PROXIES", "");
     vi.stubEnv("VERCEL", "");
-    const fresh = await import("@/lib/doors/client-address");
+    const fresh = await import("@/lib/doors/pipeline/client-address");
     expect(fresh.addressMode()).toBe(0);
     // `next start` alone fills X-Forwarded-For only when none was sent, so a client's own is kept: never trusted by default.
-    const { doorRequestOf: requestOf } = await import("@/lib/doors/invoke");
+    const { doorRequestOf: requestOf } = await import("@/lib/doors/pipeline/invoke");
     expect(requestOf(new Request("http://city.test/gate", { headers: { "x-forwarded-for": "1.2.3.4" } }), "POST").ip).toBeNull();
     vi.resetModules();
     vi.stubEnv("VERCEL", "1");
-    expect((await import("@/lib/doors/client-address")).addressMode()).toBe("vercel");
+    expect((await import("@/lib/doors/pipeline/client-address")).addressMode()).toBe("vercel");
   });
 
   it("says so at start, in one line, when addresses are unknown", () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { buildLlmsTxt } from "@/lib/doors/llms";
-import { buildOpenApi } from "@/lib/doors/openapi";
+import { buildLlmsTxt } from "@/lib/doors/surfaces/llms";
+import { buildOpenApi } from "@/lib/doors/surfaces/openapi";
 import { registry } from "@/lib/doors/registry";
 
 /*

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { buildAgentCard } from "@/lib/doors/a2a-card";
-import { cardLimits } from "@/lib/doors/configured-limits";
-import { buildLlmsTxt } from "@/lib/doors/llms";
-import { buildOpenApi } from "@/lib/doors/openapi";
+import { buildAgentCard } from "@/lib/doors/surfaces/a2a-card";
+import { cardLimits } from "@/lib/doors/declarations/bounds/configured-limits";
+import { buildLlmsTxt } from "@/lib/doors/surfaces/llms";
+import { buildOpenApi } from "@/lib/doors/surfaces/openapi";
 import { registry } from "@/lib/doors/registry";
 
 /*

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { contentTag, matchesIfNoneMatch, notModifiedSince, spliceNowUtc, splitNowUtc } from "@/lib/doors/etag";
+import { contentTag, matchesIfNoneMatch, notModifiedSince, spliceNowUtc, splitNowUtc } from "@/lib/doors/pipeline/etag";
 
 describe("entity tags", () => {
   it("tags the content without now_utc, so answers differing only in the clock share a tag", () => {

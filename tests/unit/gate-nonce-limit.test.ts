@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { buildLlmsTxt } from "@/lib/doors/llms";
-import { describeGate } from "@/lib/doors/gate";
+import { buildLlmsTxt } from "@/lib/doors/surfaces/llms";
+import { describeGate } from "@/lib/doors/declarations/gate/gate";
 import { registry } from "@/lib/doors/registry";
 
 /*

@@ -6,7 +6,7 @@ import type { GateCircumstances, GateLimits } from "@/lib/city/challenge";
 import { overflowWindow } from "@/lib/city/bounds/gate-windows";
 import { OVERFLOW_BUCKETS, OVERFLOW_FACTOR, cityWindow, withReach } from "@/lib/city/bounds";
 import { stripeLimit } from "@/lib/city/bounds/rate-stripes";
-import { normalAddress } from "@/lib/doors/client-address";
+import { normalAddress } from "@/lib/doors/pipeline/client-address";
 
 /* A presentation's source (issue 43): fixed vectors for the prefix arithmetic and the shares. */
 

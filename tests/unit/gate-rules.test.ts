@@ -33,7 +33,7 @@ describe("the published normal form of names and origins", () => {
 
 describe("what /llms.txt tells agents about credentials", () => {
   it("publishes the recovery message, the lesser session token and the revoke-all door", async () => {
-    const { buildLlmsTxt } = await import("@/lib/doors/llms");
+    const { buildLlmsTxt } = await import("@/lib/doors/surfaces/llms");
     const { registry } = await import("@/lib/doors/registry");
     const text = buildLlmsTxt(registry, "http://city.test");
     expect(text).toContain("CITY-RECOVER/1|recover|<did>|<nonce>");

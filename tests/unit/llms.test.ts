@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { buildLlmsTxt } from "@/lib/doors/llms";
+import { buildLlmsTxt } from "@/lib/doors/surfaces/llms";
 import { registry } from "@/lib/doors/registry";
 
 const BASE = "https://city.test";

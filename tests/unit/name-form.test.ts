@@ -120,8 +120,8 @@ describe("migration 0026 marks for recomputing only the rows whose keys can chan
 
 describe("the published normal form says what it removes", () => {
   it("is stated in llms.txt, the agent card's gate skill and /api/capabilities", async () => {
-    const { buildLlmsTxt } = await import("@/lib/doors/llms");
-    const { buildAgentCard } = await import("@/lib/doors/a2a-card");
+    const { buildLlmsTxt } = await import("@/lib/doors/surfaces/llms");
+    const { buildAgentCard } = await import("@/lib/doors/surfaces/a2a-card");
     const { registry } = await import("@/lib/doors/registry");
     const { CONTAINMENT } = await import("@/lib/city/capabilities");
     const card = buildAgentCard(registry, "http://city.test", "CITY", "0");

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { type AnyDoor, doorPaths } from "@/lib/doors/door";
-import { buildOpenApi, declaredProblems } from "@/lib/doors/openapi";
+import { buildOpenApi, declaredProblems } from "@/lib/doors/surfaces/openapi";
 import { registry } from "@/lib/doors/registry";
 import { ERROR_CODES } from "@/lib/errors";
 

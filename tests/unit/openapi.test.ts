@@ -3,7 +3,7 @@ import path from "node:path";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { describe, expect, it } from "vitest";
 import { doorPaths } from "@/lib/doors/door";
-import { buildOpenApi } from "@/lib/doors/openapi";
+import { buildOpenApi } from "@/lib/doors/surfaces/openapi";
 import { registry } from "@/lib/doors/registry";
 
 type Operation = { operationId: string; "x-city-alias-of"?: string };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CANONICAL_INT, queryInt } from "@/lib/doors/query-int";
+import { CANONICAL_INT, queryInt } from "@/lib/doors/declarations/query-int";
 
 /*
  * Issue 29, item 11: an integer in a query is taken only in its canonical decimal form. The table
@@ -54,7 +54,7 @@ const TAKEN: Array<[unknown, number]> = [
   [Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
 ];
 
-describe("canonical decimal integers in queries (lib/doors/query-int.ts)", () => {
+describe("canonical decimal integers in queries (lib/doors/declarations/query-int.ts)", () => {
   const size = queryInt(0);
   it.each(REFUSED.map((v) => [JSON.stringify(v) ?? String(v), v]))("refuses %s", (_label, value) => {
     const parsed = size.safeParse(value);

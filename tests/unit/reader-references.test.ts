@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { registry } from "@/lib/doors/registry";
-import { buildOpenApi } from "@/lib/doors/openapi";
+import { buildOpenApi } from "@/lib/doors/surfaces/openapi";
 
 /*
  * What a reader of the repository or of the city's published documents is shown never points at

@@ -4,8 +4,8 @@ import { Validator } from "@seriousme/openapi-schema-validator";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { type AnyDoor, door, doorPaths } from "@/lib/doors/door";
-import { buildLlmsTxt } from "@/lib/doors/llms";
-import { buildOpenApi } from "@/lib/doors/openapi";
+import { buildLlmsTxt } from "@/lib/doors/surfaces/llms";
+import { buildOpenApi } from "@/lib/doors/surfaces/openapi";
 import { registry } from "@/lib/doors/registry";
 
 const BASE = "https://city.test";

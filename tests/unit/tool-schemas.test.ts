@@ -1,7 +1,7 @@
 import Ajv2020 from "ajv/dist/2020";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { mcpHandler } from "@/lib/doors/mcp";
+import { mcpHandler } from "@/lib/doors/surfaces/mcp";
 import { registry } from "@/lib/doors/registry";
 import { portableSchema } from "@/lib/doors/schemas";
 

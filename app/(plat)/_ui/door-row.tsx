@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { AnyDoor, PublishedLimit, WhenRestricted } from "@/lib/doors/door";
-import { type RequestField, requestFields } from "@/lib/doors/openapi";
+import { type RequestField, requestFields } from "@/lib/doors/surfaces/openapi";
 import { breakParts, formatLimit, formatWindow, schemaWords } from "@/lib/plat/door-words";
 import { look } from "@/lib/plat/nav";
 

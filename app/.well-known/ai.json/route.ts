@@ -1,4 +1,4 @@
-import { readDiscovery } from "@/lib/doors/discovery";
-import { routes } from "@/lib/doors/http";
+import { readDiscovery } from "@/lib/doors/surfaces/discovery";
+import { routes } from "@/lib/doors/pipeline/http";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readDiscovery);

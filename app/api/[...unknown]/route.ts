@@ -1,6 +1,6 @@
 import { CityError } from "@/lib/errors";
-import { UNKNOWN_GRANT, preflightAnswer } from "@/lib/doors/cors";
-import { answered, problemResponse } from "@/lib/doors/http";
+import { UNKNOWN_GRANT, preflightAnswer } from "@/lib/doors/pipeline/cors";
+import { answered, problemResponse } from "@/lib/doors/pipeline/http";
 
 const where = { name: "not-found", path: "/api" };
 

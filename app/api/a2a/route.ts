@@ -1,3 +1,3 @@
-import { a2aRoutes } from "@/lib/doors/a2a-server";
+import { a2aRoutes } from "@/lib/doors/surfaces/a2a-server";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = a2aRoutes();

@@ -1,4 +1,4 @@
-import { consultClinic, readClinic } from "@/lib/doors/clinic";
-import { routes } from "@/lib/doors/http";
+import { consultClinic, readClinic } from "@/lib/doors/declarations/clinic/clinic";
+import { routes } from "@/lib/doors/pipeline/http";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readClinic, consultClinic);

@@ -1,4 +1,4 @@
-import { routes } from "@/lib/doors/http";
-import { readAndFileWard, readWard } from "@/lib/doors/ward";
+import { routes } from "@/lib/doors/pipeline/http";
+import { readAndFileWard, readWard } from "@/lib/doors/declarations/ward/ward";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readWard, readAndFileWard);

@@ -1,4 +1,4 @@
-import { lightLantern, putOutLanternDoor, readLanterns } from "@/lib/doors/lanterns";
-import { routes } from "@/lib/doors/http";
+import { lightLantern, putOutLanternDoor, readLanterns } from "@/lib/doors/declarations/posts/lanterns";
+import { routes } from "@/lib/doors/pipeline/http";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readLanterns, lightLantern, putOutLanternDoor);

@@ -1,4 +1,4 @@
-import { lockLot, readLots } from "@/lib/doors/lots";
-import { routes } from "@/lib/doors/http";
+import { lockLot, readLots } from "@/lib/doors/declarations/shelves/lots";
+import { routes } from "@/lib/doors/pipeline/http";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readLots, lockLot);

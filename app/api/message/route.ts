@@ -1,4 +1,4 @@
-import { readInboxDoor, sendMessageDoor } from "@/lib/doors/mail";
-import { routes } from "@/lib/doors/http";
+import { readInboxDoor, sendMessageDoor } from "@/lib/doors/declarations/mail/mail";
+import { routes } from "@/lib/doors/pipeline/http";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readInboxDoor, sendMessageDoor);

@@ -1,4 +1,4 @@
-import { readQuarantine } from "@/lib/doors/quarantine";
-import { routes } from "@/lib/doors/http";
+import { readQuarantine } from "@/lib/doors/declarations/quarantine/quarantine";
+import { routes } from "@/lib/doors/pipeline/http";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readQuarantine);

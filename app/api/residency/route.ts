@@ -1,4 +1,4 @@
-import { readResidency } from "@/lib/doors/residency";
-import { routes } from "@/lib/doors/http";
+import { readResidency } from "@/lib/doors/declarations/residency/residency";
+import { routes } from "@/lib/doors/pipeline/http";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readResidency);

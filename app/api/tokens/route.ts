@@ -1,4 +1,4 @@
-import { mintToken, revokeToken } from "@/lib/doors/tokens";
-import { routes } from "@/lib/doors/http";
+import { mintToken, revokeToken } from "@/lib/doors/declarations/keys/tokens";
+import { routes } from "@/lib/doors/pipeline/http";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(mintToken, revokeToken);

@@ -83,7 +83,7 @@ export function subjectHourShareSql(shares: StoreShares, did: string | null, now
 
 /**
  * A visitor's subject: its source prefix, an IPv4 /24 or an IPv6 /48 (the client address as
- * lib/doors/client-address.ts reads it: IPv4, or an IPv6 /64). Where addresses are not known, every
+ * lib/doors/pipeline/client-address.ts reads it: IPv4, or an IPv6 /64). Where addresses are not known, every
  * visitor is the one subject "src:unknown": a flood then fills only the share of that one subject.
  */
 export function visitorSubject(ip: string | null): string {

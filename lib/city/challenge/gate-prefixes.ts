@@ -17,7 +17,7 @@ export interface Source {
 }
 
 /**
- * The source of a client address as lib/doors/client-address.ts gives it (an IPv4 address, or an
+ * The source of a client address as lib/doors/pipeline/client-address.ts gives it (an IPv4 address, or an
  * IPv6 /64 written "x:x:x:x::/64"), or of any IP address text; null for anything else.
  */
 export function sourceOf(address: string | null | undefined): Source | null {

@@ -1,4 +1,4 @@
-import { commitNextKeysDoor } from "@/lib/doors/keys";
-import { routes } from "@/lib/doors/http";
+import { commitNextKeysDoor } from "@/lib/doors/declarations/keys/keys";
+import { routes } from "@/lib/doors/pipeline/http";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(commitNextKeysDoor);

@@ -1,4 +1,4 @@
-import { readLockerBag } from "@/lib/doors/locker";
-import { routes } from "@/lib/doors/http";
+import { readLockerBag } from "@/lib/doors/declarations/shelves/locker";
+import { routes } from "@/lib/doors/pipeline/http";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readLockerBag);

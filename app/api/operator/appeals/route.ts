@@ -1,4 +1,4 @@
-import { listAppealsDoor } from "@/lib/doors/tiers";
-import { routes } from "@/lib/doors/http";
+import { listAppealsDoor } from "@/lib/doors/declarations/restriction/tiers";
+import { routes } from "@/lib/doors/pipeline/http";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(listAppealsDoor);

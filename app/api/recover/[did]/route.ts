@@ -1,4 +1,4 @@
-import { readRecoveryDoor } from "@/lib/doors/recover";
-import { routes } from "@/lib/doors/http";
+import { readRecoveryDoor } from "@/lib/doors/declarations/keys/recover";
+import { routes } from "@/lib/doors/pipeline/http";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readRecoveryDoor);

@@ -1,4 +1,4 @@
-import { readSeal } from "@/lib/doors/seals";
-import { routes } from "@/lib/doors/http";
+import { readSeal } from "@/lib/doors/declarations/shelves/seals";
+import { routes } from "@/lib/doors/pipeline/http";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readSeal);

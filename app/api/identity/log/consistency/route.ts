@@ -1,4 +1,4 @@
-import { readIdentityLogConsistency } from "@/lib/doors/identity-log";
-import { routes } from "@/lib/doors/http";
+import { readIdentityLogConsistency } from "@/lib/doors/declarations/logs/identity-log/identity-log";
+import { routes } from "@/lib/doors/pipeline/http";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readIdentityLogConsistency);

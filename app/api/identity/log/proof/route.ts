@@ -1,4 +1,4 @@
-import { readIdentityLogProof } from "@/lib/doors/identity-log";
-import { routes } from "@/lib/doors/http";
+import { readIdentityLogProof } from "@/lib/doors/declarations/logs/identity-log/identity-log";
+import { routes } from "@/lib/doors/pipeline/http";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readIdentityLogProof);

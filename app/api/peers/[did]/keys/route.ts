@@ -1,4 +1,4 @@
-import { readPeerKeys } from "@/lib/doors/peers";
-import { routes } from "@/lib/doors/http";
+import { readPeerKeys } from "@/lib/doors/declarations/directory/peers";
+import { routes } from "@/lib/doors/pipeline/http";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readPeerKeys);

@@ -1,4 +1,4 @@
-import { readLogCheckpoint } from "@/lib/doors/residency-log";
-import { routes } from "@/lib/doors/http";
+import { readLogCheckpoint } from "@/lib/doors/declarations/logs/residency-log/residency-log";
+import { routes } from "@/lib/doors/pipeline/http";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(readLogCheckpoint);

@@ -1,5 +1,5 @@
-import { readIdentityLogTile } from "@/lib/doors/identity-log";
-import { routes, serveDoor } from "@/lib/doors/http";
+import { readIdentityLogTile } from "@/lib/doors/declarations/logs/identity-log/identity-log";
+import { routes, serveDoor } from "@/lib/doors/pipeline/http";
 
 const served = routes(readIdentityLogTile);
 

@@ -1,4 +1,4 @@
-import { syncIdentityLogWitnesses } from "@/lib/doors/identity-log";
-import { routes } from "@/lib/doors/http";
+import { syncIdentityLogWitnesses } from "@/lib/doors/declarations/logs/identity-log/identity-log";
+import { routes } from "@/lib/doors/pipeline/http";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(syncIdentityLogWitnesses);

@@ -1,5 +1,5 @@
-import { readLogTile } from "@/lib/doors/residency-log";
-import { routes, serveDoor } from "@/lib/doors/http";
+import { readLogTile } from "@/lib/doors/declarations/logs/residency-log/residency-log";
+import { routes, serveDoor } from "@/lib/doors/pipeline/http";
 
 const served = routes(readLogTile);
 
