@@ -21,7 +21,8 @@ import { referenceKeyId, referenceRoot, sigstoreCheckpoint, sigstoreInclusion } 
 
 const server = useOwnServer();
 const run = promisify(execFile);
-const root = path.resolve(__dirname, "..", "..");
+// The repository's root, where vitest runs (not found from this file's folder, so the file can move).
+const root = process.cwd();
 const state = path.join(mkdtempSync(path.join(os.tmpdir(), "city-verify-log-")), "state.json");
 
 /** Admits a citizen through the real gate; with `controller`, binding that key (signed over the gate's nonce) at admission. */
