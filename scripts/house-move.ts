@@ -538,7 +538,9 @@ async function main(): Promise<void> {
   checkArrows(code);
 
   // The tests, into the rooms of what they test.
-  changed.push(...moveTests(), ...testMentions());
+  const { written: testsWritten, newOf } = moveTests();
+  // What the city's passes wrote is formatted below at its new place.
+  changed.splice(0, changed.length, ...changed.map((f) => newOf.get(f) ?? f), ...testsWritten, ...testMentions());
 
   const formattable = [...new Set(changed)].filter((f) => /\.(ts|tsx|mts|mjs)$/.test(f) && !SKIP.test(f));
   for (const f of formattable) {
@@ -925,9 +927,9 @@ const TEST_FILES_BEFORE = new Set<string>();
  * Moves the tests (git mv) and writes every specifier that named a moved file, or that a moved
  * file wrote relative to its old folder, again: a relative specifier stays relative
  * (`../support/x` from tests/keys/http/ is `../../support/x`), an `@/` one stays `@/`. Returns
- * the files written.
+ * the files written and where each moved file went.
  */
-function moveTests(): string[] {
+function moveTests(): { written: string[]; newOf: Map<string, string> } {
   const moves = testMoves();
   const files = [...CODE_ROOTS, ...ROOT_CONFIGS].flatMap((r) => walk(r)).filter((f) => /\.(ts|tsx|mts|mjs|cjs)$/.test(f));
   for (const f of files) TEST_FILES_BEFORE.add(f);
@@ -967,12 +969,15 @@ function moveTests(): string[] {
     }
   }
   console.log(`test specifiers rewritten in ${written.length} files`);
-  return written;
+  return { written, newOf };
 }
 
 /** Mentions of a test's path in the kinds layout (documents, comments, scripts' lists) sent to its room. */
 function testMentions(): string[] {
-  const pairs = Object.keys(TEST_HOME).map((old): [RegExp, string] => [new RegExp(`tests/${old.replace(/[.-]/g, "\\$&")}(?![\\w.-])`, "g"), testTarget(old)]);
+  const pairs = Object.keys(TEST_HOME).map((old): [RegExp, string] => [
+    new RegExp(`tests/${old.replace(/[.-]/g, "\\$&")}(?![\\w-]|\\.\\w)`, "g"),
+    testTarget(old),
+  ]);
   const tracked = execFileSync("git", ["ls-files"], { cwd: ROOT, encoding: "utf8" })
     .split("\n")
     .filter((f) => f && !SKIP.test(f) && f !== "scripts/house-move.ts" && f !== "package-lock.json" && existsSync(path.join(ROOT, f)));
