@@ -25,7 +25,7 @@
  * and prettier formats what it writes.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import * as prettier from "prettier";
 
@@ -918,10 +918,13 @@ function specifierFile(was: string, spec: string): string | null {
   if (spec.startsWith("@/")) mod = spec.slice(2);
   else if (spec.startsWith("./") || spec.startsWith("../")) mod = path.posix.normalize(path.posix.join(path.posix.dirname(was), spec));
   else return null;
-  for (const candidate of [mod, `${mod}.ts`, `${mod}.tsx`, `${mod}/index.ts`]) if (TEST_FILES_BEFORE.has(candidate)) return candidate;
+  for (const candidate of [mod, `${mod}.ts`, `${mod}.tsx`, `${mod}/index.ts`])
+    if (TEST_FILES_BEFORE.has(candidate) || TEST_ROWS.has(candidate)) return candidate;
   return null;
 }
 const TEST_FILES_BEFORE = new Set<string>();
+/** Every row's old path and new one: a file written against the kinds layout (another branch's) still finds what it named. */
+const TEST_ROWS = new Map(Object.keys(TEST_HOME).map((old) => [`tests/${old}`, testTarget(old)]));
 
 /**
  * Moves the tests (git mv) and writes every specifier that named a moved file, or that a moved
@@ -935,9 +938,12 @@ function moveTests(): { written: string[]; newOf: Map<string, string> } {
   for (const f of files) TEST_FILES_BEFORE.add(f);
   const newOf = new Map(moves.map((m) => [m.from, m.to]));
   const oldOf = new Map(moves.map((m) => [m.to, m.from]));
+  const tracked = new Set(execFileSync("git", ["ls-files", "tests"], { cwd: ROOT, encoding: "utf8" }).split("\n"));
   for (const { from, to } of moves) {
     mkdirSync(path.dirname(path.join(ROOT, to)), { recursive: true });
-    execFileSync("git", ["mv", from, to], { cwd: ROOT });
+    // A file not yet added to git (a developer's new test) is moved as it is.
+    if (tracked.has(from)) execFileSync("git", ["mv", from, to], { cwd: ROOT });
+    else renameSync(path.join(ROOT, from), path.join(ROOT, to));
   }
   for (const kind of TEST_KINDS) {
     const dir = path.join(ROOT, "tests", kind);
@@ -951,8 +957,8 @@ function moveTests(): { written: string[]; newOf: Map<string, string> } {
     const text = readFileSync(path.join(ROOT, f), "utf8");
     const out = text.replace(SPECIFIER, (whole, head: string, spec: string) => {
       const target = specifierFile(was, spec);
-      if (!target || (was === f && !newOf.has(target))) return whole;
-      const now = newOf.get(target) ?? target;
+      if (!target || (was === f && !TEST_ROWS.has(target))) return whole;
+      const now = TEST_ROWS.get(target) ?? target;
       const keepExt = /\.(ts|tsx|mts|mjs|cjs|json)$/.test(spec);
       const bare = keepExt ? now : now.replace(/(\/index)?\.tsx?$/, "");
       let next: string;
