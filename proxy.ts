@@ -19,7 +19,7 @@ export function proxy(request: NextRequest) {
 /*
  * Everything but the doors and files: the plat's pages and the 404 page of any unknown address.
  * Excluded: /api/*, /_next/*, /.well-known/*, /schemas/*, the top-level doors, and every file name
- * with an extension (the JSON and text doors, public/ files). tests/http/headers.test.ts checks
+ * with an extension (the JSON and text doors, public/ files). tests/doors/http/headers.test.ts checks
  * every registry door against it; a new top-level door without an extension is added here.
  */
 export const config = {

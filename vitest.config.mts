@@ -14,18 +14,23 @@ const alias = { "@": root };
 // gives each file the environment the worker started with and a freshly parsed env().
 // `--project domain --project domain-shared` runs both (npm test, npm run test:domain).
 const keepsModuleState = /vi\.(mock|doMock|unmock|stubEnv|stubGlobal|resetModules|useFakeTimers|spyOn)|process\.env|forgetEnv|globalThis/;
-const domainFiles = ["tests/unit", "tests/integration"].flatMap((folder) =>
-  readdirSync(path.join(root, folder), { recursive: true, encoding: "utf8" })
-    .filter((file) => file.endsWith(".test.ts"))
-    .map((file) => `${folder}/${file}`),
-);
+// tests/ has a folder per room of the code (docs/architecture.md): a capability's domain tests in
+// tests/<capability>/, its tests against a real `next start` in tests/<capability>/http/. So the
+// kind is the path's last folder and each project is one pattern: "http" takes every http/ folder,
+// the domain projects everything else (tests/e2e/ holds Playwright's .spec.ts files, never these).
+const HTTP_TESTS = "tests/**/http/**/*.test.ts";
+const isHttpTest = (file: string) => file.split("/").includes("http");
+const domainFiles = readdirSync(path.join(root, "tests"), { recursive: true, encoding: "utf8" })
+  .map((file) => `tests/${file.split(path.sep).join("/")}`)
+  .filter((file) => file.endsWith(".test.ts") && !isHttpTest(file));
 // A support module that sets process.env when it loads (tests/support/gate.ts) would set it only
 // for the first file of a worker that imports it: its importers, direct or not, stay isolated too.
 // (An assignment to one variable: not a comparison, not an arrow after a read.)
 const writesEnv = /process\.env(\.\w+|\[[^\]\n]+\])\s*(\?\?=|\|\|=|=(?![=>]))/;
+// Relative specifiers (`../../support/gate`) and the alias's (`@/tests/support/gate`) alike.
 const localImports = (file: string) =>
-  [...readFileSync(file, "utf8").matchAll(/from "(\.{1,2}\/[^"]+)"/g)]
-    .map((m) => path.resolve(path.dirname(file), `${m[1]}.ts`))
+  [...readFileSync(file, "utf8").matchAll(/from "(\.{1,2}\/[^"]+|@\/tests\/[^"]+)"/g)]
+    .map((m) => (m[1]!.startsWith("@/") ? path.join(root, `${m[1]!.slice(2)}.ts`) : path.resolve(path.dirname(file), `${m[1]}.ts`)))
     .filter((imported) => imported.includes(`${path.sep}tests${path.sep}`));
 function loadsEnvWriter(file: string, seen = new Set<string>()): boolean {
   return localImports(file).some((imported) => {
@@ -88,8 +93,8 @@ export default defineConfig({
           // 313 CPU-s in forks. Each thread has its own copy of process.env, so a suite's
           // configuration stays its own.
           pool: "threads",
-          include: ["tests/unit/**/*.test.ts", "tests/integration/**/*.test.ts"],
-          exclude: sharedFiles,
+          include: ["tests/**/*.test.ts"],
+          exclude: [HTTP_TESTS, ...sharedFiles],
           setupFiles: ["tests/support/setup.ts"],
           // Migrates one PGlite and one server database per run; every suite starts from a copy.
           globalSetup: ["tests/support/database-template.ts"],
@@ -118,7 +123,7 @@ export default defineConfig({
         test: {
           name: "http",
           pool: "threads",
-          include: ["tests/http/**/*.test.ts"],
+          include: [HTTP_TESTS],
           // No pooled sockets: each request its own connection (see the file).
           setupFiles: ["tests/support/http-setup.ts"],
           globalSetup: ["tests/support/database-template.ts", "tests/support/next-server.ts"],

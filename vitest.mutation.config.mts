@@ -13,15 +13,15 @@ export default defineConfig({
   resolve: { alias },
   test: {
     include: [
-      "tests/unit/*-mutants.test.ts",
-      "tests/unit/client-address.test.ts",
-      "tests/unit/name-form.test.ts",
-      "tests/unit/witness-config.test.ts",
-      "tests/unit/gate-rules.test.ts",
-      "tests/unit/scan.test.ts",
-      "tests/unit/tlog-vectors.test.ts",
-      "tests/unit/gate-nonce-mac.test.ts",
-      "tests/unit/sign-request.test.ts",
+      "tests/**/*-mutants.test.ts",
+      "tests/doors/client-address.test.ts",
+      "tests/directory/name-form.test.ts",
+      "tests/logs/transparency-log/witness-config.test.ts",
+      "tests/gate/gate-rules.test.ts",
+      "tests/scan/scan.test.ts",
+      "tests/tlog/tlog-vectors.test.ts",
+      "tests/challenge/gate-nonce-mac.test.ts",
+      "tests/ground/sign-request.test.ts",
     ],
     // scan.test.ts's "speed" tests time the scanner against a wall-clock budget: a loaded machine
     // would kill a mutant that is not wrong, so they are left to the ordinary run.

@@ -11,7 +11,7 @@
  * credential per request. Every signed request other than GET and HEAD carries a fresh nonce.
  *
  * This file builds the signature base by hand, apart from the library the city verifies with, and
- * is checked against RFC 9421's own Ed25519 example (tests/unit/sign-request.test.ts).
+ * is checked against RFC 9421's own Ed25519 example (tests/ground/sign-request.test.ts).
  */
 
 export interface SignRequestOptions {

@@ -4,21 +4,30 @@
  * (index.ts) and sends every import from another capability through that capability's face.
  *
  *   npx tsx scripts/house-move.ts            move, rewrite, write the faces, format
- *   npx tsx scripts/house-move.ts --report   only count: files per folder, imports across capabilities
+ *   npx tsx scripts/house-move.ts --report   only count: files per folder, imports across capabilities, tests per room
+ *
+ * Then it moves each test of the kinds layout (tests/unit/, tests/integration/, tests/http/) into
+ * the room of what it tests (TEST_HOME below): tests/<capability>/ as lib/city/ names them, an
+ * HTTP test in tests/<capability>/http/, and rooms of their own for what is no one capability's
+ * (the request pipeline, the surfaces, db/, lib/tlog/, ...). It rewrites every specifier that named
+ * a moved file, or that a moved file wrote relative to its old folder (`../support/x` stays
+ * relative, `@/tests/...` stays `@/`), and every mention of a moved test's path.
  *
  * Re-runnable: it is written to be run again on main after other branches merged. A file at the
- * top of lib/city/ that is not in HOME below stops it (exit 1, naming the file) before anything
- * moves: give the new file its capability here and run it again. A second run on a moved tree
- * changes nothing.
+ * top of lib/city/ that is not in HOME below, or a file still in tests/unit/, tests/integration/
+ * or tests/http/ that is not in TEST_HOME, stops it (exit 1, naming the file) before anything
+ * moves: give the new file its capability or room here and run it again. A second run on a moved
+ * tree changes nothing.
  *
  * Imports are rewritten from their module specifiers with regular expressions rather than a
  * TypeScript AST: every import of the city is a plain `import { ... } from "..."`,
  * `export { ... } from "..."` or `const { ... } = await import("...")` (anything else stops it),
  * and prettier formats what it writes.
  */
-import { existsSync, readdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { codeFiles, formatFiles, gitMoves, ROOT, rewriteMentions, stop, walk } from "./house/kit";
+import { CODE_ROOTS, codeFiles, formatFiles, gitMoves, ROOT, rewriteMentions, SKIP, stop, walk } from "./house/kit";
 
 const CITY = "lib/city";
 
@@ -116,6 +125,9 @@ const FOLDER_HOME: Record<string, string> = {
 /** Folders that only group capabilities: not a capability, no face. */
 const GROUPS = new Set(["logs"]);
 const FACE_MARK = "// The face of this capability, written by scripts/house-move.ts";
+
+/** The configurations at the top that import or name tests. */
+const ROOT_CONFIGS = ["vitest.config.mts", "vitest.mutation.config.mts", "playwright.config.ts", "stryker.config.mjs", ".dependency-cruiser.cjs"];
 
 const report = process.argv.includes("--report");
 
@@ -341,9 +353,12 @@ function countReport(title: string): void {
 async function main(): Promise<void> {
   if (report) {
     countReport("now");
+    testReport();
     return;
   }
   const moves = topMoves();
+  // The tests' table is checked before anything moves too (the tests move last, below).
+  testMoves();
   // Forms this script cannot rewrite stop it before anything moves.
   for (const f of codeFiles().filter((x) => x !== "scripts/house-move.ts")) {
     const text = read(f);
@@ -497,9 +512,15 @@ async function main(): Promise<void> {
   // Every capability -> capability arrow, checked for a circle (dependency-cruiser checks files).
   checkArrows(code);
 
+  // The tests, into the rooms of what they test.
+  const { written: testsWritten, newOf } = moveTests();
+  // What the city's passes wrote is formatted below at its new place.
+  changed.splice(0, changed.length, ...changed.map((f) => newOf.get(f) ?? f), ...testsWritten, ...testMentions());
+
   await formatFiles(changed);
   sources.clear();
   countReport("after");
+  testReport();
 }
 
 /** One import statement a module of the city: names that now come from one face are imported once. */
@@ -573,6 +594,387 @@ function checkArrows(code: string[]): void {
     state.set(u, "done");
   };
   for (const u of arrows.keys()) visit(u, []);
+}
+
+// ---- the tests (issue 46, item 3): each test file in the room of what it tests ----
+
+/**
+ * The rooms of tests/ that are not a capability of lib/city/ (those are the capabilities' own
+ * names, logs/<log> included). Each is named in docs/architecture.md's code map.
+ */
+const TEST_ROOMS = new Set([
+  "city", // the top of lib/city/: the census and its tide, the signing key
+  "db", // db/: drivers, prepared statements, migrations, one connection per transaction, outages
+  "doors", // the request pipeline every door goes through: caller, cache, tags, addresses, refusals
+  "surfaces", // what is built from the registry: OpenAPI, llms.txt, MCP, discovery, published limits
+  "tlog", // lib/tlog/: the log's pure core
+  "scan", // lib/scan/
+  "plat", // lib/plat/ and the pages' rules
+  "ground", // lib/'s top files: env, errors, logger, sign-request
+  "docs", // documents kept true by a test
+  "scripts", // operator and developer commands, the test run's figures
+  "support", // shared helpers of the tests (no tests)
+]);
+/** The folders of the kinds layout: a file in one of them must have its row in TEST_HOME. */
+const TEST_KINDS = ["unit", "integration", "http"];
+
+/**
+ * Each file of the kinds layout (its path under tests/) and its room. A test of tests/http/
+ * (a real `next start`, vitest project "http") goes to its room's http/ folder, so the project
+ * is still told by the path (tests/<room>/http/); every other file goes to the room itself.
+ */
+const TEST_HOME: Record<string, string> = {
+  // a2a
+  "unit/a2a-card.test.ts": "a2a",
+  "integration/a2a-bounds.test.ts": "a2a",
+  "integration/a2a.test.ts": "a2a",
+  "http/a2a.test.ts": "a2a",
+  // bounds
+  "unit/bounds-mutants.test.ts": "bounds",
+  "unit/rate-mutants.test.ts": "bounds",
+  "integration/bounded-sweeps.test.ts": "bounds",
+  "integration/rate-stripes.test.ts": "bounds",
+  "integration/rate-window-functions.test.ts": "bounds",
+  "integration/rate-windows.test.ts": "bounds",
+  "integration/store-bounds-migration.test.ts": "bounds",
+  "integration/store-bounds.test.ts": "bounds",
+  "integration/store-shares.test.ts": "bounds",
+  "integration/store-stripes.test.ts": "bounds",
+  "http/security-postgres-stores.test.ts": "bounds",
+  "http/security-postgres-windows.test.ts": "bounds",
+  // challenge
+  "unit/gate-nonce-limit.test.ts": "challenge",
+  "unit/gate-nonce-mac.test.ts": "challenge",
+  "unit/gate-prefixes.test.ts": "challenge",
+  "unit/pow.test.ts": "challenge",
+  "integration/gate-nonces.test.ts": "challenge",
+  "integration/gate-pow-doors.test.ts": "challenge",
+  "integration/gate-pow.test.ts": "challenge",
+  "integration/gate-shares.test.ts": "challenge",
+  "http/gate-pow-signed.test.ts": "challenge",
+  "http/gate-pow.test.ts": "challenge",
+  "http/security-postgres-gate-shares.test.ts": "challenge",
+  // clinic
+  "integration/clinic.test.ts": "clinic",
+  "http/security-postgres-clinic-export.test.ts": "clinic",
+  "http/security-postgres-clinic.test.ts": "clinic",
+  // directory
+  "unit/name-form.test.ts": "directory",
+  "unit/names-mutants.test.ts": "directory",
+  "integration/citizen-profile.test.ts": "directory",
+  "integration/name-form-migration.test.ts": "directory",
+  "integration/name-look-alikes.test.ts": "directory",
+  "integration/peer-names.test.ts": "directory",
+  "integration/peer-search.test.ts": "directory",
+  "integration/peers.test.ts": "directory",
+  // gate
+  "unit/gate-rules.test.ts": "gate",
+  "integration/gate-locks.test.ts": "gate",
+  "integration/gate.test.ts": "gate",
+  "integration/instances.test.ts": "gate",
+  "http/gate.test.ts": "gate",
+  "http/security-postgres-gate-locks.test.ts": "gate",
+  // keys
+  "unit/keys-mutants.test.ts": "keys",
+  "integration/key-paths.test.ts": "keys",
+  "integration/key-recovery.test.ts": "keys",
+  "integration/prove.test.ts": "keys",
+  "integration/recovery.test.ts": "keys",
+  "integration/signed-requests.test.ts": "keys",
+  "integration/tokens.test.ts": "keys",
+  "http/security-postgres-keys.test.ts": "keys",
+  "http/security-postgres-recovery.test.ts": "keys",
+  // live
+  "integration/live-prepared.test.ts": "live",
+  "integration/live-unprepared.test.ts": "live",
+  "integration/live.test.ts": "live",
+  "integration/poll-plan.test.ts": "live",
+  "integration/poll-window.test.ts": "live",
+  // mail
+  "integration/mail.test.ts": "mail",
+  // origin
+  "unit/origin-addresses.test.ts": "origin",
+  "integration/origin-fetch.test.ts": "origin",
+  "integration/origin-shares.test.ts": "origin",
+  "http/origin.test.ts": "origin",
+  // posts
+  "integration/lanterns.test.ts": "posts",
+  "integration/posts.test.ts": "posts",
+  // quarantine
+  "integration/quarantine.test.ts": "quarantine",
+  // residency
+  "integration/export-head.test.ts": "residency",
+  "integration/export.test.ts": "residency",
+  "integration/residency.test.ts": "residency",
+  "http/security-postgres-export.test.ts": "residency",
+  // restriction
+  "integration/appeals.test.ts": "restriction",
+  "integration/restriction.test.ts": "restriction",
+  // shelves
+  "integration/checkpoints.test.ts": "shelves",
+  "integration/locker.test.ts": "shelves",
+  "integration/lots.test.ts": "shelves",
+  "integration/seals.test.ts": "shelves",
+  "integration/vault.test.ts": "shelves",
+  // ward
+  "unit/ward-shapes.test.ts": "ward",
+  "integration/ward-texts.test.ts": "ward",
+  "integration/ward.test.ts": "ward",
+  // the logs
+  "unit/log-receipts-mutants.test.ts": "logs/transparency-log",
+  "unit/log-witnesses-mutants.test.ts": "logs/transparency-log",
+  "unit/witness-config.test.ts": "logs/transparency-log",
+  "integration/log-batches.test.ts": "logs/transparency-log",
+  "integration/log-identity.test.ts": "logs/transparency-log",
+  "integration/log-tiles-wide.test.ts": "logs/transparency-log",
+  "integration/log-tree.test.ts": "logs/transparency-log",
+  "integration/log-waiters.test.ts": "logs/transparency-log",
+  "integration/log-witness-client.test.ts": "logs/transparency-log",
+  "integration/log-witness.test.ts": "logs/transparency-log",
+  "http/log-verify.test.ts": "logs/transparency-log",
+  "http/security-postgres-log-batches.test.ts": "logs/transparency-log",
+  "http/security-postgres-log-identity.test.ts": "logs/transparency-log",
+  "integration/log-query-int.test.ts": "logs/residency-log",
+  "integration/residency-history.test.ts": "logs/residency-log",
+  "integration/residency-log.test.ts": "logs/residency-log",
+  "integration/identity-log-append.test.ts": "logs/identity-log",
+  "integration/identity-log-import.test.ts": "logs/identity-log",
+  // the top of lib/city/
+  "integration/census-counts.test.ts": "city",
+  "integration/signing.test.ts": "city",
+  "integration/tide.test.ts": "city",
+  // db/
+  "unit/db-driver.test.ts": "db",
+  "integration/database.test.ts": "db",
+  "integration/one-connection.test.ts": "db",
+  "integration/pglite-prepared.test.ts": "db",
+  "http/security-postgres.test.ts": "db",
+  // the request pipeline
+  "unit/client-address-mutants.test.ts": "doors",
+  "unit/client-address.test.ts": "doors",
+  "unit/etag.test.ts": "doors",
+  "unit/query-int.test.ts": "doors",
+  "integration/auth.test.ts": "doors",
+  "integration/citizen-row-lock.test.ts": "doors",
+  "integration/declared-problems.test.ts": "doors",
+  "integration/doors.test.ts": "doors",
+  "integration/faults.test.ts": "doors",
+  "integration/hostile-roundtrip.test.ts": "doors",
+  "integration/hostile.test.ts": "doors",
+  "integration/irreversible-and-stored.test.ts": "doors",
+  "integration/pagination.test.ts": "doors",
+  "integration/read-cache.test.ts": "doors",
+  "integration/reads.test.ts": "doors",
+  "integration/refusal-advice.test.ts": "doors",
+  "integration/round-trips.test.ts": "doors",
+  "integration/shared-cache.test.ts": "doors",
+  "integration/stored-text.test.ts": "doors",
+  "http/etag-postgres.test.ts": "doors",
+  "http/headers.test.ts": "doors",
+  "http/security-postgres-addresses.test.ts": "doors",
+  "http/security.test.ts": "doors",
+  // the surfaces
+  "unit/configured-limits-addresses.test.ts": "surfaces",
+  "unit/configured-limits.test.ts": "surfaces",
+  "unit/limits.test.ts": "surfaces",
+  "unit/llms.test.ts": "surfaces",
+  "unit/openapi-lint.test.ts": "surfaces",
+  "unit/openapi.test.ts": "surfaces",
+  "unit/reader-references.test.ts": "surfaces",
+  "unit/registry.test.ts": "surfaces",
+  "unit/tool-schemas.test.ts": "surfaces",
+  "integration/api-catalog.test.ts": "surfaces",
+  "integration/constant-documents.test.ts": "surfaces",
+  "integration/mcp.test.ts": "surfaces",
+  "integration/signed-surfaces.test.ts": "surfaces",
+  "http/discovery.test.ts": "surfaces",
+  "http/mcp-refusals.test.ts": "surfaces",
+  "http/mcp-writes.test.ts": "surfaces",
+  "http/mcp.test.ts": "surfaces",
+  "http/published-limits.test.ts": "surfaces",
+  // lib/tlog/
+  "unit/log-note-keyid.test.ts": "tlog",
+  "unit/log-note-mutants.test.ts": "tlog",
+  "unit/log-tiles-mutants.test.ts": "tlog",
+  "unit/log-tree-mutants.test.ts": "tlog",
+  "unit/log-verifier-mutants.test.ts": "tlog",
+  "unit/log-witness-fork.test.ts": "tlog",
+  "unit/log-witness-server-mutants.test.ts": "tlog",
+  "unit/tlog-append-mutants.test.ts": "tlog",
+  "unit/tlog-storage-mutants.test.ts": "tlog",
+  "unit/tlog-vectors.test.ts": "tlog",
+  // lib/scan/ (its corpus is read by the clinic's, the doors' and the bounds' tests too: support)
+  "unit/scan-mutants.test.ts": "scan",
+  "unit/scan.test.ts": "scan",
+  "unit/scan-corpus.ts": "support",
+  // lib/plat/
+  "unit/csp.test.ts": "plat",
+  "unit/plat-chart.test.ts": "plat",
+  "unit/plat-door-words.test.ts": "plat",
+  "unit/plat-nav.test.ts": "plat",
+  // lib/'s top files
+  "unit/access-log.test.ts": "ground",
+  "unit/env.test.ts": "ground",
+  "unit/errors.test.ts": "ground",
+  "unit/sign-request-pow.test.ts": "ground",
+  "unit/sign-request.test.ts": "ground",
+  // documents
+  "unit/architecture-doc.test.ts": "docs",
+  "unit/configuration-doc.test.ts": "docs",
+  // scripts and the test run
+  "unit/bench-contention.test.ts": "scripts",
+  "unit/figures.test.ts": "scripts",
+  "unit/ignored-state.test.ts": "scripts",
+  "integration/bench-lock-sampler.test.ts": "scripts",
+};
+
+/** Where a file of the kinds layout goes: tests/<room>/<name>, or tests/<room>/http/<name> for an HTTP test. */
+function testTarget(old: string): string {
+  const [kind, ...rest] = old.split("/");
+  const room = TEST_HOME[old]!;
+  const name = rest.join("/");
+  return kind === "http" && room !== "support" ? `tests/${room}/http/${name}` : `tests/${room}/${name}`;
+}
+
+/** The test moves still to make, after checking every file of the kinds folders has its row. */
+function testMoves(): Array<{ from: string; to: string }> {
+  const capabilityRooms = new Set([...capabilityFolders].filter((c) => !GROUPS.has(c)));
+  for (const [from, to] of Object.entries(FOLDER_HOME)) if (to.includes("/")) (capabilityRooms.delete(from), capabilityRooms.add(to));
+  const targets = new Map<string, string>();
+  for (const old of Object.keys(TEST_HOME)) {
+    const room = TEST_HOME[old]!;
+    if (!TEST_KINDS.includes(old.split("/")[0]!)) fail(`TEST_HOME row "${old}" is not a file of ${TEST_KINDS.map((k) => `tests/${k}/`).join(", ")}.`);
+    if (!capabilityRooms.has(room) && !TEST_ROOMS.has(room))
+      fail(`TEST_HOME row "${old}": "${room}" is neither a capability of lib/city/ nor one of TEST_ROOMS.`);
+    if (room === "support" && old.endsWith(".test.ts")) fail(`TEST_HOME row "${old}": tests/support/ holds no tests.`);
+    const to = testTarget(old);
+    if (targets.has(to)) fail(`TEST_HOME rows "${targets.get(to)}" and "${old}" both go to ${to}.`);
+    targets.set(to, old);
+  }
+  const moves: Array<{ from: string; to: string }> = [];
+  for (const kind of TEST_KINDS) {
+    for (const file of walk(`tests/${kind}`)) {
+      const old = file.slice("tests/".length);
+      if (!(old in TEST_HOME)) fail(`${file} is a file of the kinds layout that scripts/house-move.ts does not know: add it to TEST_HOME with its room.`);
+      const to = testTarget(old);
+      if (existsSync(path.join(ROOT, to))) fail(`${file} and ${to} both exist: keep one.`);
+      // A file that finds others from its own folder would find the wrong ones after the move.
+      if (/\b__dirname\b|import\.meta\.(dirname|filename)|new URL\(\s*"\.{1,2}\//.test(readFileSync(path.join(ROOT, file), "utf8")))
+        fail(`${file} finds files from its own folder (__dirname, import.meta): make that independent of where it is, then run again.`);
+      moves.push({ from: file, to });
+    }
+  }
+  return moves;
+}
+
+/** Every place a specifier is written: import and export from, import(), vi.mock(), require(). */
+const SPECIFIER = /(\bfrom\s*|\bimport\s*\(\s*|^import\s+|\bvi\.(?:do)?mock\(\s*|\brequire\(\s*)"([^"]+)"/gm;
+
+/** The file a specifier means, written in `importer` that was at `was` when it was written; null if it is not a file of the repository. */
+function specifierFile(was: string, spec: string): string | null {
+  let mod: string;
+  if (spec.startsWith("@/")) mod = spec.slice(2);
+  else if (spec.startsWith("./") || spec.startsWith("../")) mod = path.posix.normalize(path.posix.join(path.posix.dirname(was), spec));
+  else return null;
+  for (const candidate of [mod, `${mod}.ts`, `${mod}.tsx`, `${mod}/index.ts`])
+    if (TEST_FILES_BEFORE.has(candidate) || TEST_ROWS.has(candidate)) return candidate;
+  return null;
+}
+const TEST_FILES_BEFORE = new Set<string>();
+/** Every row's old path and new one: a file written against the kinds layout (another branch's) still finds what it named. */
+const TEST_ROWS = new Map(Object.keys(TEST_HOME).map((old) => [`tests/${old}`, testTarget(old)]));
+
+/**
+ * Moves the tests (git mv) and writes every specifier that named a moved file, or that a moved
+ * file wrote relative to its old folder, again: a relative specifier stays relative
+ * (`../support/x` from tests/keys/http/ is `../../support/x`), an `@/` one stays `@/`. Returns
+ * the files written and where each moved file went.
+ */
+function moveTests(): { written: string[]; newOf: Map<string, string> } {
+  const moves = testMoves();
+  const files = [...CODE_ROOTS, ...ROOT_CONFIGS].flatMap((r) => walk(r)).filter((f) => /\.(ts|tsx|mts|mjs|cjs)$/.test(f));
+  for (const f of files) TEST_FILES_BEFORE.add(f);
+  const newOf = new Map(moves.map((m) => [m.from, m.to]));
+  const oldOf = new Map(moves.map((m) => [m.to, m.from]));
+  const tracked = new Set(execFileSync("git", ["ls-files", "tests"], { cwd: ROOT, encoding: "utf8" }).split("\n"));
+  for (const { from, to } of moves) {
+    mkdirSync(path.dirname(path.join(ROOT, to)), { recursive: true });
+    // A file not yet added to git (a developer's new test) is moved as it is.
+    if (tracked.has(from)) execFileSync("git", ["mv", from, to], { cwd: ROOT });
+    else renameSync(path.join(ROOT, from), path.join(ROOT, to));
+  }
+  for (const kind of TEST_KINDS) {
+    const dir = path.join(ROOT, "tests", kind);
+    if (existsSync(dir) && walk(`tests/${kind}`).length === 0) rmSync(dir, { recursive: true });
+  }
+  if (moves.length) console.log(`tests moved: ${moves.length}`);
+
+  const written: string[] = [];
+  for (const f of files.map((x) => newOf.get(x) ?? x)) {
+    const was = oldOf.get(f) ?? f;
+    const text = readFileSync(path.join(ROOT, f), "utf8");
+    const out = text.replace(SPECIFIER, (whole, head: string, spec: string) => {
+      const target = specifierFile(was, spec);
+      if (!target || (was === f && !TEST_ROWS.has(target))) return whole;
+      const now = TEST_ROWS.get(target) ?? target;
+      const keepExt = /\.(ts|tsx|mts|mjs|cjs|json)$/.test(spec);
+      const bare = keepExt ? now : now.replace(/(\/index)?\.tsx?$/, "");
+      let next: string;
+      if (spec.startsWith("@/")) next = `@/${bare}`;
+      else {
+        next = path.posix.relative(path.posix.dirname(f), bare);
+        if (!next.startsWith(".")) next = `./${next}`;
+      }
+      return next === spec ? whole : `${head}"${next}"`;
+    });
+    if (out !== text) {
+      writeFileSync(path.join(ROOT, f), out);
+      written.push(f);
+    }
+  }
+  console.log(`test specifiers rewritten in ${written.length} files`);
+  return { written, newOf };
+}
+
+/** Mentions of a test's path in the kinds layout (documents, comments, scripts' lists) sent to its room. */
+function testMentions(): string[] {
+  const pairs = Object.keys(TEST_HOME).map((old): [RegExp, string] => [
+    new RegExp(`tests/${old.replace(/[.-]/g, "\\$&")}(?![\\w-]|\\.\\w)`, "g"),
+    testTarget(old),
+  ]);
+  const tracked = execFileSync("git", ["ls-files"], { cwd: ROOT, encoding: "utf8" })
+    .split("\n")
+    .filter((f) => f && !SKIP.test(f) && f !== "scripts/house-move.ts" && f !== "package-lock.json" && existsSync(path.join(ROOT, f)));
+  const touched: string[] = [];
+  const left: string[] = [];
+  const oldFolder = new RegExp(`tests/(${TEST_KINDS.join("|")})/`);
+  for (const f of tracked.filter((x) => /\.(ts|tsx|mts|mjs|cjs|md|sh|ya?ml|json)$/.test(x) || x.startsWith(".ci/"))) {
+    const text = readFileSync(path.join(ROOT, f), "utf8");
+    let out = text;
+    for (const [re, to] of pairs) out = out.replace(re, to);
+    if (out !== text) {
+      writeFileSync(path.join(ROOT, f), out);
+      touched.push(f);
+    }
+    out.split("\n").forEach((line, i) => {
+      if (oldFolder.test(line)) left.push(`${f}:${i + 1}`);
+    });
+  }
+  console.log(`test path mentions rewritten in ${touched.length} files`);
+  // A glob (tests/unit/*-mutants.test.ts) or a folder named in prose is for a person to write again.
+  if (left.length) console.log(`mentions of the kinds folders left (globs and prose, by hand):\n  ${left.join("\n  ")}`);
+  return touched;
+}
+
+/** Test files per room, for --report. */
+function testReport(): void {
+  const perRoom = new Map<string, number>();
+  for (const f of walk("tests").filter((x) => /\.(test|spec)\.ts$/.test(x))) {
+    const room = path.posix.dirname(f.slice("tests/".length)).replace(/\/http$/, "");
+    perRoom.set(room, (perRoom.get(room) ?? 0) + 1);
+  }
+  console.log("test files per folder of tests/ (HTTP tests counted with their room):");
+  for (const [room, n] of [...perRoom].sort()) console.log(`  ${String(n).padStart(3)}  tests/${room}/`);
 }
 
 void main();

@@ -117,7 +117,7 @@ wait_lanes() {
 # spend most of their time on one worker, hostile.test.ts on CPU (57 s there) and
 # log-witness-client.test.ts waiting out witnesses' time budgets (33 s there), which the served
 # lane has room for once the browser tests are done.
-DOMAIN_IN_SERVED=(tests/integration/hostile.test.ts tests/integration/log-witness-client.test.ts)
+DOMAIN_IN_SERVED=(tests/doors/hostile.test.ts tests/logs/transparency-log/log-witness-client.test.ts)
 
 domain_lane() {
   local excluded=()
@@ -134,7 +134,7 @@ http_lane() {
 # (discovery) and the gate, admission to answers (gate). They run on the one build (a build is the
 # same JavaScript whatever Node made it; a second build took two cores from every other lane and
 # doubled the browser tests' time), each `next start` spawned by the Node that runs vitest.
-NODE24_HTTP=(tests/http/discovery.test.ts tests/http/gate.test.ts)
+NODE24_HTTP=(tests/surfaces/http/discovery.test.ts tests/gate/http/gate.test.ts)
 
 http_lane_node24() {
   step http "vitest http: ${NODE24_HTTP[*]##*/} (node $("$CITY_TEST_NODE24" -v))" "$CITY_TEST_NODE24" node_modules/vitest/vitest.mjs run --project http "${NODE24_HTTP[@]}"

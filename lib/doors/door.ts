@@ -172,7 +172,7 @@ export interface Door<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.Z
   /**
    * A reading door allowed more than one database round trip says how many at most and why. Every
    * other GET door makes at most one, the caller's credential look-up aside
-   * (tests/integration/round-trips.test.ts, generated from the registry).
+   * (tests/doors/round-trips.test.ts, generated from the registry).
    */
   roundTrips?: { most: number; why: string };
   /**

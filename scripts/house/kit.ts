@@ -72,7 +72,7 @@ export function rewriteMentions(pairs: Array<[RegExp, string]>, skip: string[]):
 
 /** prettier over the code files a move wrote (documents are left as they were written). */
 export async function formatFiles(files: string[]): Promise<void> {
-  for (const f of [...new Set(files)].filter((x) => /\.(ts|tsx|mjs)$/.test(x) && !SKIP.test(x))) {
+  for (const f of [...new Set(files)].filter((x) => /\.(ts|tsx|mts|mjs)$/.test(x) && !SKIP.test(x))) {
     const abs = path.join(ROOT, f);
     const options = await prettier.resolveConfig(abs);
     writeFileSync(abs, await prettier.format(readFileSync(abs, "utf8"), { ...options, filepath: abs }));

@@ -35,7 +35,7 @@ export function sigstoreInclusion(leafData: Buffer, index: number, size: number,
 
 /**
  * A C2SP signed-note key ID written from the spec, with node's SHA-256 (not lib's keyIdOf): the
- * first 4 bytes of SHA-256(name || "\n" || type || public key). tests/unit/log-note-keyid.test.ts
+ * first 4 bytes of SHA-256(name || "\n" || type || public key). tests/tlog/log-note-keyid.test.ts
  * checks it against golang.org/x/mod/sumdb/note's vectors.
  */
 export function referenceKeyId(name: string, type: number, publicKey: Uint8Array): Buffer {

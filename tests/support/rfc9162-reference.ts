@@ -1,7 +1,7 @@
 import { createHash, createPrivateKey, createPublicKey, sign } from "node:crypto";
 
 /**
- * Independent references for the mutation tests of the log (tests/unit/log-*-mutants.test.ts):
+ * Independent references for the mutation tests of the log (tests/tlog/*-mutants.test.ts, tests/logs/transparency-log/*-mutants.test.ts):
  * RFC 9162's recursive definitions of MTH, PATH and PROOF, and C2SP note signing, written with
  * node:crypto alone. Nothing here imports lib/: the code judged is never its own oracle.
  */

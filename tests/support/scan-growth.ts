@@ -1,5 +1,5 @@
 /**
- * Run alone as a child process by tests/unit/scan.test.ts: prints, as one JSON object, how the
+ * Run alone as a child process by tests/scan/scan.test.ts: prints, as one JSON object, how the
  * content scanner's CPU time grows from a sixteenth of each text to the whole of it (about 16 when
  * the scan is linear, 256 when a pattern backtracks quadratically).
  *
@@ -8,7 +8,7 @@
  * look 75 times slower on a busy run. Other processes on the machine add nothing to it.
  */
 import { scanContent } from "@/lib/scan";
-import { prose } from "@/tests/unit/scan-corpus";
+import { prose } from "@/tests/support/scan-corpus";
 
 const KIB = 1024;
 const SIZE = 256 * KIB;

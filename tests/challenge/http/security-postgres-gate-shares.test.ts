@@ -1,0 +1,182 @@
+import { expect, it } from "vitest";
+import { solveGatePuzzle } from "@/lib/sign-request";
+import { keyPair, presentation } from "../../support/gate";
+import { type Answer, describeOnServer, usePostgresCity } from "../../support/postgres-city";
+
+/*
+ * Fair under flood (issue 43), the gate's part, through `next start` on PostgreSQL behind one
+ * trusted proxy (X-Forwarded-For carries each client's address): a flood from one /24 (its last
+ * octet rotated) and from one /48 (its /64s rotated) on the admissions ceiling, the presentations
+ * and the nonces takes only its share, while honest newcomers from other networks are admitted
+ * during and after; a full subjects table refuses nobody; the reserve stays for keyed presentations.
+ */
+
+const from = (address: string) => ({ "x-forwarded-for": address });
+
+describeOnServer("the gate's shares per source under a flood from one network", () => {
+  // 400 admissions an hour: a /24 or /48 takes 2% (8), a /64 1% (4); 60 presentations and nonces per network.
+  const city = usePostgresCity("gate-shares", {
+    CITY_TRUSTED_PROXIES: "1",
+    VERCEL: "",
+    CITY_GATE_ADMISSIONS_PER_HOUR: "400",
+    CITY_GATE_PREFIX_SHARE_PERCENT: "2",
+    CITY_GATE_HOST_SHARE_PERCENT: "1",
+    CITY_GATE_PER_PREFIX_PER_HOUR: "60",
+    CITY_GATE_PER_ADDRESS_PER_HOUR: "30",
+    CITY_GATE_PER_ORIGIN_PER_HOUR: "1000",
+  });
+  const present = (address: string, overrides: Record<string, unknown> = {}): Promise<Answer> =>
+    city().call("/gate", {
+      method: "POST",
+      headers: { "content-type": "application/json", ...from(address) },
+      body: JSON.stringify(presentation(overrides)),
+    });
+  const admittedOf = (answers: Answer[]) => answers.filter((a) => a.body.verdict === "admitted").length;
+
+  it("admits 8 of 40 from one /24 with its last octet rotated, and every honest newcomer from other /24s during and after", async () => {
+    const race = await city().race(48, (i) => (i < 40 ? present(`203.0.113.${i + 1}`) : present(`198.51.${i}.7`)));
+    const flood = race.answers.slice(0, 40);
+    expect(admittedOf(flood)).toBe(8);
+    for (const refused of flood.filter((a) => a.body.verdict !== "admitted")) {
+      expect(refused.body).toMatchObject({ verdict: "filtered", rule: "flood", retry_after_seconds: expect.any(Number) });
+      expect(refused.body.reason).toMatch(/^Your network \(203\.0\.113\.0\/24\) took its share of the city's admissions: 8 an hour; try again in \d+ s\.$/);
+    }
+    expect(admittedOf(race.answers.slice(40)), JSON.stringify(race.answers.slice(40).map((a) => a.body))).toBe(8);
+    // After: the flood stays at its share, a newcomer from elsewhere is admitted.
+    expect((await present("203.0.113.200")).body.verdict).toBe("filtered");
+    expect((await present("192.0.2.44")).body.verdict).toBe("admitted");
+    expect(city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'gate-admissions-prefix' AND subject = '203.0.113.0/24'")).toBe(8);
+  }, 120_000);
+
+  it("admits 8 of 40 from one /48 with its /64s rotated, at most 4 from one /64, and honest newcomers from other /48s", async () => {
+    const oneHost = await city().race(10, (i) => present(`2001:db8:7:1::${i + 1}`));
+    expect(admittedOf(oneHost.answers)).toBe(4);
+    const race = await city().race(46, (i) => (i < 40 ? present(`2001:db8:7:${(i + 2).toString(16)}::1`) : present(`2001:db8:${(100 + i).toString(16)}::5`)));
+    expect(admittedOf(race.answers.slice(0, 40))).toBe(4);
+    expect(admittedOf(race.answers.slice(40))).toBe(6);
+    expect((await present("2001:db8:7:ff::1")).body.verdict).toBe("filtered");
+    expect((await present("2001:db8:900::1")).body.verdict).toBe("admitted");
+  }, 120_000);
+
+  it("lets one /24 make 60 presentations an hour however it rotates its addresses; other networks look on", async () => {
+    const race = await city().race(80, (i) => (i < 75 ? present(`198.18.1.${i + 1}`, { ask: "look" }) : present(`198.18.${i}.1`, { ask: "look" })));
+    expect(race.answers.slice(0, 75).filter((a) => a.body.verdict === "observer")).toHaveLength(60);
+    const refused = race.answers.slice(0, 75).find((a) => a.body.verdict === "filtered")!;
+    expect(refused.body.reason).toMatch(/^More than 60 presentations from your network \(198\.18\.1\.0\/24\) in an hour/);
+    expect(race.answers.slice(75).every((a) => a.body.verdict === "observer")).toBe(true);
+  }, 120_000);
+
+  it("gives one /24 60 nonces however it rotates, and past them serves the gate's description without a nonce in the 429", async () => {
+    const race = await city().race(70, (i) => city().call("/gate", { headers: from(`198.18.2.${i + 1}`) }));
+    expect(race.accepted).toBe(60);
+    const over = race.answers.filter((a) => a.status === 429);
+    expect(over).toHaveLength(10);
+    for (const a of over) {
+      expect(Number(a.headers.get("retry-after"))).toBeGreaterThan(0);
+      expect(a.body).toMatchObject({ code: "rate_limited", retry_after_seconds: expect.any(Number), limit: { name: "gate nonces per network", limit: 60 } });
+      expect(a.body.gate_description).toMatchObject({
+        protocol: "CITY-GATE/1",
+        nonce: null,
+        present: { method: "POST", path: "/gate" },
+        census: { citizens: expect.any(Number), cite: "/city.json" },
+        note: expect.stringMatching(/^No nonce now: .* one can be had in \d+ s\./),
+      });
+    }
+    const elsewhere = await city().call("/gate", { headers: from("198.18.3.1") });
+    expect(elsewhere.status).toBe(200);
+    expect(elsewhere.body.nonce).toMatch(/^[0-9a-f]{32}$/);
+  }, 120_000);
+
+  it("publishes the shares and the reserve in /api/capabilities beside the ceiling", async () => {
+    const caps = await city().get("/api/capabilities");
+    const admissions = (caps.body.rate_windows.city_wide as Record<string, any>[]).find((w) => w.name === "admissions")!;
+    expect(admissions).toMatchObject({
+      limit: 400,
+      shares: {
+        per_prefix: 8,
+        per_prefix_percent: 2,
+        per_ipv6_64: 4,
+        anonymous_reach: 320,
+        reserve: 80,
+        reserve_percent: 20,
+        prefixes_to_fill_anonymous_reach: 40,
+      },
+    });
+  });
+});
+
+describeOnServer("the gate's reserve and a full subjects table", () => {
+  // 10 admissions an hour, no share per network (100%): 8 without a key, 2 kept for keyed presentations.
+  const city = usePostgresCity("gate-reserve", {
+    CITY_TRUSTED_PROXIES: "1",
+    VERCEL: "",
+    CITY_GATE_ADMISSIONS_PER_HOUR: "10",
+    CITY_GATE_PREFIX_SHARE_PERCENT: "100",
+    CITY_GATE_HOST_SHARE_PERCENT: "100",
+    CITY_GATE_SUBJECTS_MAX: "20",
+    // The harness turns the per-network presentations window off (its requests share 127.0.0.0/24); here each look counts its address and its /24.
+    CITY_GATE_PER_PREFIX_PER_HOUR: "120",
+    CITY_GATE_PER_ADDRESS_PER_HOUR: "30",
+    CITY_GATE_PER_ORIGIN_PER_HOUR: "1000",
+  });
+  const present = async (address: string, overrides: Record<string, unknown> = {}): Promise<Answer> =>
+    city().call("/gate", {
+      method: "POST",
+      headers: { "content-type": "application/json", ...from(address) },
+      body: JSON.stringify(presentation(overrides)),
+    });
+  const keyed = async (address: string): Promise<Answer> => {
+    const key = await keyPair();
+    const { nonce } = (await city().call("/gate", { headers: from(address) })).body as { nonce: string };
+    return present(address, { nonce, controller_public_key: key.publicKey, controller_signature: await key.sign(nonce) });
+  };
+  /** A presentation bidding at the effort GET /gate suggests (solveGatePuzzle), keyed or not. */
+  const bidding = async (address: string, withKey: boolean): Promise<Answer> => {
+    const gate = (await city().call("/gate", { headers: from(address) })).body as { nonce: string; pow: { suggested_effort: number } };
+    const p = presentation();
+    const pow_solution = await solveGatePuzzle({ nonce: gate.nonce, name: p.name, origin: p.origin, effort: Math.max(12, gate.pow.suggested_effort) });
+    const key = withKey ? await keyPair() : null;
+    const signed = key ? { controller_public_key: key.publicKey, controller_signature: await key.sign(gate.nonce) } : {};
+    return present(address, { ...p, nonce: gate.nonce, pow_solution, ...signed });
+  };
+  const counted = "scope IN ('gate-prefix', 'gate-address', 'gate-admissions-prefix', 'gate-admissions-host', 'gate-origin')";
+
+  it("admits an honest newcomer no table has counted when the subjects table is full, and stores no new subject for it", async () => {
+    for (let i = 0; i < 12; i++) expect((await present(`10.77.${i}.1`, { ask: "look" })).body.verdict).toBe("observer");
+    expect(city().count("rate_windows", `${counted} AND subject NOT LIKE 'overflow/%'`)).toBe(20);
+    const newcomer = await present("192.0.2.99", { origin: "never-counted.example" });
+    expect(newcomer.body.verdict, JSON.stringify(newcomer.body)).toBe("admitted");
+    expect(city().count("rate_windows", `${counted} AND subject NOT LIKE 'overflow/%'`)).toBe(20);
+    expect(city().count("rate_windows", `${counted} AND subject LIKE 'overflow/%'`)).toBeGreaterThan(0);
+    const looks = await city().race(20, (i) => present(`10.78.${i}.1`, { ask: "look" }));
+    expect(looks.answers.every((a) => a.body.verdict === "observer")).toBe(true);
+    expect(city().count("rate_windows", `${counted} AND subject NOT LIKE 'overflow/%'`)).toBe(20);
+  }, 120_000);
+
+  it("keeps 2 of 10 admissions for keyed presentations whatever keyless ones do, bids or not (docs/pow.md)", async () => {
+    // 8 without a key, 6 of them (the open share) without a proof-of-work bid.
+    const keyless = await city().race(20, (i) => present(`10.${i}.5.1`));
+    // In a race a stripe may refuse with room (refused_with_room); one after another the rest is taken.
+    const counted = () => city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'gate-admissions'");
+    let admitted = counted(); // the race's and the newcomer's above, all keyless
+    expect(admitted).toBe(keyless.answers.filter((a) => a.body.verdict === "admitted").length + 1);
+    expect(admitted).toBeLessThanOrEqual(6);
+    for (let i = 0; admitted < 6 && i < 6; i++) if ((await present(`10.${40 + i}.5.1`)).body.verdict === "admitted") admitted++;
+    expect(admitted).toBe(6);
+    // Past the open share keyless bids take 2 more.
+    for (let i = 0; i < 2; i++) expect((await bidding(`10.${50 + i}.5.1`, false)).body.verdict).toBe("admitted");
+    const refused = await present("10.60.5.1");
+    expect(refused.body).toMatchObject({ verdict: "filtered", rule: "flood", retry_after_seconds: expect.any(Number) });
+    expect(refused.body.reason).toMatch(/Presentations without a proven key reach 8 of them/);
+    expect(refused.body).not.toHaveProperty("suggested_effort");
+    expect((await bidding("10.64.5.1", false)).body.verdict).toBe("filtered");
+    // Keyed presentations past the open share bid too; with a bid they take the reserve, and no more.
+    const bare = await keyed("10.61.5.1");
+    expect(bare.body).toMatchObject({ verdict: "filtered", rule: "flood", suggested_effort: expect.any(Number) });
+    expect(bare.headers.get("city-pow-effort")).toBe(String(bare.body.suggested_effort));
+    expect((await bidding("10.62.5.1", true)).body.verdict).toBe("admitted");
+    expect((await bidding("10.63.5.1", true)).body.verdict).toBe("admitted");
+    expect((await bidding("10.65.5.1", true)).body.verdict).toBe("filtered");
+    expect(counted()).toBe(10);
+  }, 300_000);
+});

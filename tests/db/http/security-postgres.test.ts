@@ -1,0 +1,112 @@
+import { expect, it } from "vitest";
+import { HEAVY_TEST_MS } from "../../support/limits";
+import { presentation } from "../../support/gate";
+import { type Admitted, describeOnServer, usePostgresCity } from "../../support/postgres-city";
+
+/*
+ * The built server on PostgreSQL through the Neon driver (the production path; a local relay
+ * stands in for Neon's WebSocket proxy): parallel requests at the admission ceiling, the vault
+ * window, the checkpoint count, the locker bags and a recovery code, with exact counts, then the
+ * database taken away mid-run and given back. Runs when TEST_DATABASE_URL is set (in CI it must). The other
+ * limits race in security-postgres-windows.test.ts and security-postgres-clinic.test.ts.
+ */
+
+describeOnServer("the built server on PostgreSQL under parallel load and faults", () => {
+  // Admissions are bounded city-wide at 8 an hour here, so the admission race has a limit to meet.
+  const city = usePostgresCity("security-postgres", { CITY_GATE_ADMISSIONS_PER_HOUR: "8" });
+  const count = (table: string, where?: string) => city().count(table, where);
+  const post = (path: string, body: unknown, bearer?: string) => city().post(path, body, bearer);
+
+  let a: Admitted;
+  let b: Admitted;
+
+  it("admits exactly up to the city-wide admission ceiling when twelve present at once", async () => {
+    a = await city().admit();
+    b = await city().admit();
+    const { answers, statuses } = await city().race(12, () => post("/gate", presentation()));
+    expect(statuses).toEqual(Array(12).fill(200));
+    // Past the ceiling the gate answers a filtered verdict (200), binding nothing.
+    const admitted = answers.filter((x) => x.body.verdict === "admitted").length;
+    // Never past what a presentation without a key nor a proof-of-work bid reaches (issue 43: 6 of 8
+    // without a key, the reserve keeps 2; 4 of the 6 without a bid, docs/pow.md; 2 left). Over
+    // stripes a taker may be refused while a stripe has room when the free stripe it locked was
+    // filled meanwhile (published as refused_with_room), so twelve at once on one-slot stripes may
+    // admit fewer; every admission is a citizen.
+    expect(admitted, JSON.stringify(answers.map((x) => x.body.verdict))).toBeLessThanOrEqual(2);
+    expect(admitted).toBeGreaterThanOrEqual(1);
+    expect(count("citizens")).toBe(2 + admitted);
+  });
+
+  it("keeps exactly 30 of 40 parallel vault notes (30 an hour) and parks the other 10", async () => {
+    const { accepted, statuses } = await city().race(40, (i) => post("/api/vault", { content: `note ${i}` }, a.citizen_secret));
+    expect(accepted).toBe(30);
+    expect(statuses.filter((s) => s === 202)).toHaveLength(10);
+    expect(count("vault_notes", `did = '${a.did}'`)).toBe(30);
+    expect(count("quarantine", `did = '${a.did}'`)).toBe(10);
+  });
+
+  it("keeps exactly 12 of 20 parallel checkpoint versions, numbered 1 to 12", async () => {
+    const { accepted, statuses } = await city().race(20, (i) => post("/api/checkpoint", { content: `version ${i}` }, b.citizen_secret));
+    expect(accepted).toBe(12);
+    expect(statuses.filter((s) => s === 409)).toHaveLength(8);
+    expect(city().psql(`SELECT string_agg(version::text, ',' ORDER BY version) FROM checkpoints WHERE did = '${b.did}'`)).toBe("1,2,3,4,5,6,7,8,9,10,11,12");
+  });
+
+  it("keeps exactly 16 of 24 parallel new locker bags", async () => {
+    const { accepted } = await city().race(24, (i) => post("/api/locker", { bag: `bag-${i}`, content: "x" }, b.citizen_secret));
+    expect(accepted).toBe(16);
+    expect(count("locker_bags", `did = '${b.did}'`)).toBe(16);
+  });
+
+  it("redeems one recovery code once when it is sent ten times at once", async () => {
+    const codes = (await post("/api/recover", { mint: true }, a.citizen_secret)).body.codes as string[];
+    const { accepted, statuses } = await city().race(10, () => post("/api/recover", { did: a.did, code: codes[0] }));
+    expect(accepted).toBe(1);
+    expect(statuses.filter((s) => s === 401)).toHaveLength(9);
+  });
+
+  it(
+    "answers 503 problems while the database is away, changes nothing half-way, and serves again by itself",
+    async () => {
+      const before = count("vault_notes");
+      // Past the admission ceiling by now (the first test filled it): b writes.
+      const bearer = b.citizen_secret;
+
+      // Fault 1: the relay (Neon's proxy) goes away.
+      await city().stopRelay();
+      city().figures.parallel_requests_postgres += 6;
+      const during = await Promise.all(Array.from({ length: 6 }, (_, i) => post("/api/vault", { content: `during ${i}` }, bearer)));
+      expect(during.map((x) => x.status)).toEqual(Array(6).fill(503));
+      city().figures.faults_injected += 1;
+      for (const answer of during) {
+        expect(answer.type).toMatch(/^application\/problem\+json/);
+        expect(answer.body).toMatchObject({ status: 503, code: "unavailable" });
+      }
+      await city().startRelay();
+      await expect.poll(async () => (await city().call("/city.json")).status, { timeout: 20_000, interval: 250 }).toBe(200);
+      expect(count("vault_notes")).toBe(before);
+
+      // Fault 2: every backend of the server is terminated while requests run, round after round
+      // until a cut lands mid-request (a 503): a fault that never landed proves nothing.
+      let kept = 0;
+      const statuses: number[] = [];
+      for (let round = 0; round < 10 && !statuses.includes(503); round++) {
+        const writes = Promise.all(Array.from({ length: 8 }, (_, i) => post("/api/vault", { content: `racing ${round} ${i}` }, bearer)));
+        city().figures.parallel_requests_postgres += 8;
+        const ended = await city().psqlAsync(
+          `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '${city().database}' AND pid <> pg_backend_pid()`,
+        );
+        const answers = await writes;
+        expect(Number(ended), "backends ended").toBeGreaterThan(0);
+        for (const answer of answers) expect([200, 429, 503], JSON.stringify(answer.body)).toContain(answer.status);
+        statuses.push(...answers.map((x) => x.status));
+        kept += answers.filter((x) => x.status === 200).length;
+      }
+      expect(statuses, "no cut landed mid-request in 10 rounds").toContain(503);
+      city().figures.faults_injected += 1;
+      expect(count("vault_notes")).toBe(before + kept);
+      await expect.poll(async () => (await post("/api/vault", { content: "after" }, bearer)).status, { timeout: 20_000, interval: 250 }).toBe(200);
+    },
+    HEAVY_TEST_MS,
+  );
+});
