@@ -641,6 +641,7 @@ const TEST_HOME: Record<string, string> = {
   "integration/store-shares.test.ts": "bounds",
   "integration/store-stripes.test.ts": "bounds",
   "http/security-postgres-stores.test.ts": "bounds",
+  "http/security-postgres-floods.test.ts": "bounds",
   "http/security-postgres-windows.test.ts": "bounds",
   // challenge
   "unit/gate-nonce-limit.test.ts": "challenge",
