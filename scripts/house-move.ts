@@ -27,7 +27,7 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { CODE_ROOTS, codeFiles, formatFiles, gitMoves, ROOT, rewriteMentions, SKIP, stop, walk } from "./house/kit";
+import { CODE_ROOTS, codeFiles, formatFiles, gitMoves, ROOT, rewriteFiles, rewriteMentions, SKIP, stop, walk } from "./house/kit";
 
 const CITY = "lib/city";
 
@@ -946,21 +946,14 @@ function testMentions(): string[] {
   const tracked = execFileSync("git", ["ls-files"], { cwd: ROOT, encoding: "utf8" })
     .split("\n")
     .filter((f) => f && !SKIP.test(f) && f !== "scripts/house-move.ts" && f !== "package-lock.json" && existsSync(path.join(ROOT, f)));
-  const touched: string[] = [];
-  const left: string[] = [];
   const oldFolder = new RegExp(`tests/(${TEST_KINDS.join("|")})/`);
-  for (const f of tracked.filter((x) => /\.(ts|tsx|mts|mjs|cjs|md|sh|ya?ml|json)$/.test(x) || x.startsWith(".ci/"))) {
-    const text = readFileSync(path.join(ROOT, f), "utf8");
-    let out = text;
-    for (const [re, to] of pairs) out = out.replace(re, to);
-    if (out !== text) {
-      writeFileSync(path.join(ROOT, f), out);
-      touched.push(f);
-    }
-    out.split("\n").forEach((line, i) => {
-      if (oldFolder.test(line)) left.push(`${f}:${i + 1}`);
-    });
-  }
+  const files = tracked.filter((x) => /\.(ts|tsx|mts|mjs|cjs|md|sh|ya?ml|json)$/.test(x) || x.startsWith(".ci/"));
+  const touched = rewriteFiles(files, pairs);
+  const left = files.flatMap((f) =>
+    readFileSync(path.join(ROOT, f), "utf8")
+      .split("\n")
+      .flatMap((line, i) => (oldFolder.test(line) ? [`${f}:${i + 1}`] : [])),
+  );
   console.log(`test path mentions rewritten in ${touched.length} files`);
   // A glob (tests/unit/*-mutants.test.ts) or a folder named in prose is for a person to write again.
   if (left.length) console.log(`mentions of the kinds folders left (globs and prose, by hand):\n  ${left.join("\n  ")}`);

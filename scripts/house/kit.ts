@@ -53,11 +53,10 @@ export function gitMoves(moves: Array<{ from: string; to: string }>, oldPathOf: 
   }
 }
 
-/** Rewrites path mentions (old -> new) in every text file but `skip`; returns the files it changed. */
-export function rewriteMentions(pairs: Array<[RegExp, string]>, skip: string[]): string[] {
+/** Rewrites path mentions (old -> new) in `files`; returns the files it changed. */
+export function rewriteFiles(files: string[], pairs: Array<[RegExp, string]>): string[] {
   const touched: string[] = [];
-  for (const f of TEXT_ROOTS.flatMap((r) => walk(r)).filter((x) => /\.(ts|tsx|mjs|cjs|md|sh|ya?ml|json)$/.test(x))) {
-    if (skip.includes(f)) continue;
+  for (const f of files) {
     const text = readFileSync(path.join(ROOT, f), "utf8");
     let out = text;
     for (const [re, to] of pairs) out = out.replace(re, to);
@@ -66,6 +65,13 @@ export function rewriteMentions(pairs: Array<[RegExp, string]>, skip: string[]):
       touched.push(f);
     }
   }
+  return touched;
+}
+
+/** Rewrites path mentions (old -> new) in every text file but `skip`; returns the files it changed. */
+export function rewriteMentions(pairs: Array<[RegExp, string]>, skip: string[]): string[] {
+  const files = TEXT_ROOTS.flatMap((r) => walk(r)).filter((x) => /\.(ts|tsx|mjs|cjs|md|sh|ya?ml|json)$/.test(x) && !skip.includes(x));
+  const touched = rewriteFiles(files, pairs);
   console.log(`path mentions rewritten in ${touched.length} files`);
   return touched;
 }
