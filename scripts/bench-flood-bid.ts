@@ -41,6 +41,8 @@ export interface BidFloodFigures {
   filtered: Record<string, number>;
   /** GET /gate answers with no nonce (a nonce quota's 429). */
   noNonce: number;
+  /** Requests that got no answer (a connection closed under them). */
+  transportErrors: number;
   solutions: number;
   solveCpuSeconds: number;
   /** Of the solving, what the bids that were admitted took. */
@@ -67,6 +69,7 @@ export async function biddingFlood(o: BidFloodOptions): Promise<BidFloodFigures>
     wonAtEffort: {},
     filtered: {},
     noNonce: 0,
+    transportErrors: 0,
     solutions: 0,
     solveCpuSeconds: 0,
     wonCpuSeconds: 0,
@@ -83,71 +86,75 @@ export async function biddingFlood(o: BidFloodOptions): Promise<BidFloodFigures>
     while (f.timeline.length <= i) f.timeline.push({ maxEffort: -1, minEffort: Infinity, presentations: 0, admittedWithoutBid: 0, admittedBids: 0 });
     return f.timeline[i]!;
   };
-  const deadline = Date.now() + o.seconds * 1000;
+  const deadline = o.legStart + o.seconds * 1000;
   // Until when the flood presents without solving: the keyless reach was full at its last refusal.
   let fullUntil = 0;
   let n = 0;
 
   const worker = async () => {
     while (Date.now() < deadline) {
-      const k = n++;
-      const from = { "x-forwarded-for": `21.${(k % o.prefixes) >> 8}.${(k % o.prefixes) & 255}.${1 + Math.floor(Math.random() * 254)}` };
-      const name = `bidder-${process.pid}-${k}`;
-      const origin = `bidder-${process.pid}-${k}.example`;
-      const { nonce, effort } = await gateNonce(o.base, from);
-      if (!nonce) {
-        f.noNonce++;
-        await new Promise((r) => setTimeout(r, 100));
-        continue;
+      try {
+        await attempt();
+      } catch {
+        // A connection the loaded server closed under a request: counted, and the worker goes on.
+        f.transportErrors++;
       }
-      const seen = stepNow();
-      seen.maxEffort = Math.max(seen.maxEffort, effort);
-      seen.minEffort = Math.min(seen.minEffort, effort);
-      if (effort > 0) f.firstEffortAt ??= sinceStart();
-      if (effort >= 22) f.firstMaxEffortAt ??= sinceStart();
-      const extra: Record<string, string> = { nonce };
-      let cpu = 0;
-      if (effort > 0 && Date.now() >= fullUntil) {
-        const solved = await solve(nonce, name, origin, effort);
-        extra.pow_solution = solved.solution;
-        cpu = solved.cpuSeconds;
-        f.solutions++;
-        f.solveCpuSeconds += cpu;
-      }
-      const verdict = await readVerdict(
-        await fetch(`${o.base}/gate`, {
-          method: "POST",
-          headers: { "content-type": "application/json", ...from },
-          body: presentationBody(name, origin, extra),
-        }),
-      );
-      const step = stepNow();
-      f.presentations++;
-      step.presentations++;
-      if (extra.pow_solution) f.bids++;
-      if (verdict.admitted && extra.pow_solution) {
-        f.admittedBids++;
-        step.admittedBids++;
-        f.wonCpuSeconds += cpu;
-        f.wonAtEffort[effort] = (f.wonAtEffort[effort] ?? 0) + 1;
-      } else if (verdict.admitted) {
-        f.admittedWithoutBid++;
-        step.admittedWithoutBid++;
-      } else {
-        const rule = verdict.ceilingFull
-          ? "flood (ceiling, no bid lifts it)"
-          : verdict.suggestedEffort !== undefined
-            ? "flood (a bid is served)"
-            : verdict.rule;
-        f.filtered[rule] = (f.filtered[rule] ?? 0) + 1;
-      }
-      if (verdict.ceilingFull) {
-        if (extra.pow_solution) f.firstFullAt ??= sinceStart();
-        fullUntil = Date.now() + PROBE_EVERY_MS;
-      } else if (verdict.suggestedEffort !== undefined) fullUntil = 0;
-      // While full, each worker presents once a second (with a nonce of its own: a presentation spends it either way).
-      if (Date.now() < fullUntil) await new Promise((r) => setTimeout(r, Math.max(0, fullUntil - Date.now())));
     }
+  };
+  const attempt = async () => {
+    const k = n++;
+    const from = { "x-forwarded-for": `21.${(k % o.prefixes) >> 8}.${(k % o.prefixes) & 255}.${1 + Math.floor(Math.random() * 254)}` };
+    const name = `bidder-${process.pid}-${k}`;
+    const origin = `bidder-${process.pid}-${k}.example`;
+    const { nonce, effort } = await gateNonce(o.base, from);
+    if (!nonce) {
+      f.noNonce++;
+      await new Promise((r) => setTimeout(r, 100));
+      return;
+    }
+    const seen = stepNow();
+    seen.maxEffort = Math.max(seen.maxEffort, effort);
+    seen.minEffort = Math.min(seen.minEffort, effort);
+    if (effort > 0) f.firstEffortAt ??= sinceStart();
+    if (effort >= 22) f.firstMaxEffortAt ??= sinceStart();
+    const extra: Record<string, string> = { nonce };
+    let cpu = 0;
+    if (effort > 0 && Date.now() >= fullUntil) {
+      const solved = await solve(nonce, name, origin, effort);
+      extra.pow_solution = solved.solution;
+      cpu = solved.cpuSeconds;
+      f.solutions++;
+      f.solveCpuSeconds += cpu;
+    }
+    const verdict = await readVerdict(
+      await fetch(`${o.base}/gate`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...from },
+        body: presentationBody(name, origin, extra),
+      }),
+    );
+    const step = stepNow();
+    f.presentations++;
+    step.presentations++;
+    if (extra.pow_solution) f.bids++;
+    if (verdict.admitted && extra.pow_solution) {
+      f.admittedBids++;
+      step.admittedBids++;
+      f.wonCpuSeconds += cpu;
+      f.wonAtEffort[effort] = (f.wonAtEffort[effort] ?? 0) + 1;
+    } else if (verdict.admitted) {
+      f.admittedWithoutBid++;
+      step.admittedWithoutBid++;
+    } else {
+      const rule = verdict.ceilingFull ? "flood (ceiling, no bid lifts it)" : verdict.suggestedEffort !== undefined ? "flood (a bid is served)" : verdict.rule;
+      f.filtered[rule] = (f.filtered[rule] ?? 0) + 1;
+    }
+    if (verdict.ceilingFull) {
+      if (extra.pow_solution) f.firstFullAt ??= sinceStart();
+      fullUntil = Date.now() + PROBE_EVERY_MS;
+    } else if (verdict.suggestedEffort !== undefined) fullUntil = 0;
+    // While full, each worker presents once a second (with a nonce of its own: a presentation spends it either way).
+    if (Date.now() < fullUntil) await new Promise((r) => setTimeout(r, Math.max(0, fullUntil - Date.now())));
   };
   const started = Date.now();
   await Promise.all(Array.from({ length: o.inFlight }, worker));
@@ -186,6 +193,7 @@ export function mergeFloods(all: BidFloodFigures[]): BidFloodFigures {
     wonAtEffort: merged((f) => f.wonAtEffort),
     filtered: merged((f) => f.filtered),
     noNonce: sum((f) => f.noNonce),
+    transportErrors: sum((f) => f.transportErrors),
     solutions: sum((f) => f.solutions),
     solveCpuSeconds: sum((f) => f.solveCpuSeconds),
     wonCpuSeconds: sum((f) => f.wonCpuSeconds),
@@ -229,11 +237,11 @@ export function reportBid(f: BidFloodFigures, newcomers: Newcomer[], c: BidLegCo
       `load average ${c.load.map((l) => l.toFixed(2)).join(" / ")} at the start, ${c.loadAfter.map((l) => l.toFixed(2)).join(" / ")} at the end`,
   );
   console.log(
-    "| flood presentations | of them bids | admitted without a bid | admitted bids | filtered, by rule | GET /gate without a nonce | solutions | CPU s solving: all / admitted bids | flood process CPU s |",
+    "| flood presentations | of them bids | admitted without a bid | admitted bids | filtered, by rule | GET /gate without a nonce | no answer | solutions | CPU s solving: all / admitted bids | flood process CPU s |",
   );
-  console.log("|---:|---:|---:|---:|---|---:|---:|---|---:|");
+  console.log("|---:|---:|---:|---:|---|---:|---:|---:|---|---:|");
   console.log(
-    `| ${f.presentations} | ${f.bids} | ${f.admittedWithoutBid} | ${f.admittedBids} | ${rules || "none"} | ${f.noNonce} | ${f.solutions} | ${f.solveCpuSeconds.toFixed(1)} / ${f.wonCpuSeconds.toFixed(1)} | ${f.processCpuSeconds.toFixed(1)} |`,
+    `| ${f.presentations} | ${f.bids} | ${f.admittedWithoutBid} | ${f.admittedBids} | ${rules || "none"} | ${f.noNonce} | ${f.transportErrors} | ${f.solutions} | ${f.solveCpuSeconds.toFixed(1)} / ${f.wonCpuSeconds.toFixed(1)} | ${f.processCpuSeconds.toFixed(1)} |`,
   );
   console.log(`admitted bids by effort solved: ${won || "none"}`);
   console.log(`server CPU s during the leg (next start's process group): ${c.serverCpuSeconds?.toFixed(1) ?? "-"}`);

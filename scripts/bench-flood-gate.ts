@@ -63,7 +63,11 @@ export function cpuSecondsSince(since: NodeJS.CpuUsage): number {
 export async function solve(nonce: string, name: string, origin: string, effort: number): Promise<{ solution: string; cpuSeconds: number }> {
   const before = process.cpuUsage();
   const solution = await solveGatePuzzle({ nonce, name, origin, effort });
-  return { solution, cpuSeconds: cpuSecondsSince(before) };
+  const cpuSeconds = cpuSecondsSince(before);
+  // Let the event loop read what came while the search held it (a keep-alive connection the server
+  // closed meanwhile), so that the presentation is not sent on a socket already closed.
+  await new Promise((r) => setImmediate(r));
+  return { solution, cpuSeconds };
 }
 
 /** A fresh controller key's public half and its signature over a gate nonce, as an agent binds one at admission. */
@@ -123,34 +127,52 @@ export async function newcomer(
   };
   while (out.tries < MAX_TRIES) {
     out.tries++;
-    const { nonce, effort, status } = await gateNonce(base, from);
-    if (!nonce) {
-      out.outcome = `GET /gate ${status}`;
-      break;
-    }
-    out.efforts.push(effort);
-    const extra: Record<string, string> = { nonce, ...(options.kind === "keyless" ? {} : await controllerFields(nonce)) };
-    if (effort > 0 && options.kind !== "signed") {
-      const solved = await solve(nonce, name, origin, effort);
-      extra.pow_solution = solved.solution;
-      out.cpuSeconds += solved.cpuSeconds;
-    }
-    const text = presentationBody(name, origin, extra);
-    const signature = options.kind === "signed" ? await signRequest({ method: "POST", url: `${base}/gate`, body: text, privateKey: options.sponsorSeed! }) : {};
-    const verdict = await readVerdict(
-      await fetch(`${base}/gate`, { method: "POST", headers: { "content-type": "application/json", ...from, ...signature }, body: text }),
-    );
-    if (verdict.admitted) {
-      out.admitted = true;
-      out.outcome = "admitted";
-      out.secondsToAdmission = (performance.now() - started) / 1000;
-      break;
-    }
-    if (verdict.suggestedEffort === undefined) {
-      out.outcome = verdict.ceilingFull ? "full" : verdict.rule;
-      if (verdict.retryAfterSeconds !== undefined) out.retryAfterSeconds = verdict.retryAfterSeconds;
-      break;
+    try {
+      if (await present(base, name, origin, from, options, out, started)) break;
+    } catch {
+      // A connection the loaded server closed under a request: that try is spent, the newcomer tries again.
+      out.outcome = "no answer";
     }
   }
   return out;
+}
+
+/** One try of a newcomer: whether it ended its tries (admitted, or refused with no effort that lifts it). */
+async function present(
+  base: string,
+  name: string,
+  origin: string,
+  from: Record<string, string>,
+  options: { kind: NewcomerKind; sponsorSeed?: Uint8Array },
+  out: Newcomer,
+  started: number,
+): Promise<boolean> {
+  const { nonce, effort, status } = await gateNonce(base, from);
+  if (!nonce) {
+    out.outcome = `GET /gate ${status}`;
+    return true;
+  }
+  out.efforts.push(effort);
+  const extra: Record<string, string> = { nonce, ...(options.kind === "keyless" ? {} : await controllerFields(nonce)) };
+  if (effort > 0 && options.kind !== "signed") {
+    const solved = await solve(nonce, name, origin, effort);
+    extra.pow_solution = solved.solution;
+    out.cpuSeconds += solved.cpuSeconds;
+  }
+  const text = presentationBody(name, origin, extra);
+  const signature = options.kind === "signed" ? await signRequest({ method: "POST", url: `${base}/gate`, body: text, privateKey: options.sponsorSeed! }) : {};
+  const verdict = await readVerdict(
+    await fetch(`${base}/gate`, { method: "POST", headers: { "content-type": "application/json", ...from, ...signature }, body: text }),
+  );
+  if (verdict.admitted) {
+    out.admitted = true;
+    out.outcome = "admitted";
+    out.secondsToAdmission = (performance.now() - started) / 1000;
+    return true;
+  }
+  out.outcome = "outbid";
+  if (verdict.suggestedEffort !== undefined) return false;
+  out.outcome = verdict.ceilingFull ? "full" : verdict.rule;
+  if (verdict.retryAfterSeconds !== undefined) out.retryAfterSeconds = verdict.retryAfterSeconds;
+  return true;
 }

@@ -105,8 +105,9 @@ function spawnFlood(base: string, mode: Leg, legStart: number): Promise<unknown>
   });
   let out = "";
   child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
-  return new Promise((resolve, reject) =>
-    child.once("exit", (code) => (code === 0 ? resolve(JSON.parse(out.trim().split("\n").pop()!)) : reject(new Error(`a flood process exited ${code}`)))),
+  // Resolves either way (an error as its value), so a flood that died never leaves the server running: runLeg throws it after.
+  return new Promise((resolve) =>
+    child.once("exit", (code) => (code === 0 ? resolve(JSON.parse(out.trim().split("\n").pop()!)) : resolve(new Error(`a flood process exited ${code}`)))),
   );
 }
 
@@ -148,6 +149,8 @@ async function runLeg(leg: Leg): Promise<void> {
       await new Promise((r) => setTimeout(r, Math.max(0, next - performance.now())));
     }
     const figures = await Promise.all(floods);
+    const died = figures.find((f) => f instanceof Error);
+    if (died) throw died;
     const serverAfter = await readCpu({ serverGroup: server.pid });
     const context = { load, loadAfter: loadavg(), serverCpuSeconds: serverCpu && serverAfter ? (serverAfter.server - serverCpu.server) / 1000 : null };
     if (leg === "plain") reportPlain(figures[0] as FloodFigures, newcomers, context);
