@@ -91,6 +91,14 @@ export async function biddingFlood(o: BidFloodOptions): Promise<BidFloodFigures>
   let fullUntil = 0;
   let n = 0;
 
+  // One search at a time (the process could run no more at once): the helper awaits a digest before
+  // its search, and another worker's search run in that await would be counted in both CPU windows.
+  let solving: Promise<unknown> = Promise.resolve();
+  const solveInTurn = (nonce: string, name: string, origin: string, effort: number) => {
+    const next = solving.then(() => solve(nonce, name, origin, effort));
+    solving = next.catch(() => undefined);
+    return next;
+  };
   const worker = async () => {
     while (Date.now() < deadline) {
       try {
@@ -120,7 +128,7 @@ export async function biddingFlood(o: BidFloodOptions): Promise<BidFloodFigures>
     const extra: Record<string, string> = { nonce };
     let cpu = 0;
     if (effort > 0 && Date.now() >= fullUntil) {
-      const solved = await solve(nonce, name, origin, effort);
+      const solved = await solveInTurn(nonce, name, origin, effort);
       extra.pow_solution = solved.solution;
       cpu = solved.cpuSeconds;
       f.solutions++;
