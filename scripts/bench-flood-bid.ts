@@ -301,6 +301,14 @@ export function reportBid(f: BidFloodFigures, newcomers: Newcomer[], c: BidLegCo
         )} | ${range(of.flatMap((n) => (n.retryAfterSeconds === undefined ? [] : [n.retryAfterSeconds])))} |`,
     );
   }
+  const closing = newcomers.filter((n) => n.at >= c.seconds);
+  const told = (n: Newcomer) =>
+    n.admitted
+      ? `admitted in ${n.secondsToAdmission.toFixed(1)} s`
+      : `${n.outcome}${n.retryAfterSeconds !== undefined ? `, Retry-After ${n.retryAfterSeconds} s` : ""}`;
+  console.log(
+    `after the leg's ${c.seconds} s: ${closing.map((n) => `${n.kind} at ${n.at.toFixed(0)} s: effort ${n.efforts.join(", ")}, ${n.cpuSeconds.toFixed(2)} CPU s, ${told(n)}`).join("; ") || "no newcomer"}`,
+  );
   const keyless = newcomers.filter((n) => n.kind === "keyless");
   const lastAdmitted = keyless.filter((n) => n.admitted).at(-1);
   const shutOut = lastAdmitted ? keyless.filter((n) => n.at > lastAdmitted.at) : keyless;

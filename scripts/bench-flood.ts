@@ -19,6 +19,7 @@
 //   the README and docs/pow.md tell a client (scripts/bench-flood-gate.ts newcomer): GET /gate,
 //   solve at the suggested effort when there is one, present; present again on a fresh nonce when a
 //   refusal names an effort (at most 5 tries), and stop when it names none (it would wait Retry-After).
+//   The bid leg ends with one newcomer of each kind more, when the flood has had its time.
 //
 // CPU is accounted by process: the flood's solving and whole CPU in its own process(es), the
 // newcomers' solving in this one (nothing else runs in it while it solves: the search is
@@ -131,7 +132,10 @@ function kindOf(leg: Leg, k: number): NewcomerKind {
 async function runLeg(leg: Leg): Promise<void> {
   const database = await migratedDatabase(serverUrl, `city_bench_flood_${leg}_${process.pid}`);
   const env = { ...process.env, ...GATE_ENV, DATABASE_URL: database.url, CITY_DB_DRIVER: "pg" };
-  const server = await startNextServer({ env });
+  const server = await startNextServer({ env }).catch(async (err: unknown) => {
+    await database.drop();
+    throw err;
+  });
   try {
     const sponsorSeed = leg === "bid" ? await admitSponsor(server.base) : undefined;
     const load = loadavg();
@@ -147,6 +151,11 @@ async function runLeg(leg: Leg): Promise<void> {
       const address = `${kind === "keyless" ? 30 : 31}.${k >> 8}.${k & 255}.7`;
       newcomers.push(await newcomer(server.base, k, { kind, address, legStart, ...(sponsorSeed ? { sponsorSeed } : {}) }));
       await new Promise((r) => setTimeout(r, Math.max(0, next - performance.now())));
+    }
+    // The bid leg ends with one newcomer of each kind, the keyless reach full: who still gets in.
+    for (const [i, kind] of (leg === "bid" ? (["keyless", "keyed", "signed"] as const) : []).entries()) {
+      const k = newcomers.length + i;
+      newcomers.push(await newcomer(server.base, k, { kind, address: `32.${k >> 8}.${k & 255}.7`, legStart, ...(sponsorSeed ? { sponsorSeed } : {}) }));
     }
     const figures = await Promise.all(floods);
     const died = figures.find((f) => f instanceof Error);
