@@ -8,7 +8,7 @@
  * until a refusal names an effort again. The solving is synchronous, so the process solves one bid at a time.
  */
 import { nearestRank } from "./bench-drive";
-import { cpuSecondsSince, gateNonce, MAX_TRIES, type Newcomer, presentationBody, readVerdict, solve } from "./bench-flood-gate";
+import { cpuSecondsSince, gateNonce, MAX_TRIES, type Newcomer, postGate, presentationBody, readVerdict, solve } from "./bench-flood-gate";
 
 export interface BidFloodOptions {
   base: string;
@@ -134,13 +134,7 @@ export async function biddingFlood(o: BidFloodOptions): Promise<BidFloodFigures>
       f.solutions++;
       f.solveCpuSeconds += cpu;
     }
-    const verdict = await readVerdict(
-      await fetch(`${o.base}/gate`, {
-        method: "POST",
-        headers: { "content-type": "application/json", ...from },
-        body: presentationBody(name, origin, extra),
-      }),
-    );
+    const verdict = await readVerdict(await postGate(o.base, from, presentationBody(name, origin, extra)));
     const step = stepNow();
     f.presentations++;
     step.presentations++;

@@ -3,6 +3,7 @@
  * nonce, a verdict read, and one honest newcomer presenting as docs/pow.md tells a client to
  * (keyless, with a fresh controller key of its own, or signed with a citizen's bound key).
  */
+import http from "node:http";
 import { importSeed, signRequest, solveGatePuzzle } from "@/lib/sign-request";
 
 /** Presentations an honest newcomer makes at most before it gives up. */
@@ -44,6 +45,34 @@ export async function readVerdict(answer: Response): Promise<GateVerdict> {
     ...(json.retry_after_seconds !== undefined ? { retryAfterSeconds: json.retry_after_seconds } : {}),
     ceilingFull: !admitted && json.rule === "flood" && json.suggested_effort === undefined && CEILING_FULL.test(json.reason ?? ""),
   };
+}
+
+/**
+ * POST /gate on a connection of its own: a pooled keep-alive one may have been closed by the server
+ * while a long search held the event loop, and the presentation would get no answer ("other side closed").
+ */
+export function postGate(base: string, headers: Record<string, string>, body: string): Promise<Response> {
+  const url = new URL(base);
+  return new Promise((resolve, reject) => {
+    const request = http.request(
+      {
+        host: url.hostname,
+        port: Number(url.port),
+        method: "POST",
+        path: "/gate",
+        headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)), connection: "close", ...headers },
+        agent: false,
+      },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on("data", (chunk: Buffer) => chunks.push(chunk));
+        response.on("end", () => resolve(new Response(Buffer.concat(chunks), { status: response.statusCode ?? 0 })));
+        response.on("error", reject);
+      },
+    );
+    request.on("error", reject);
+    request.end(body);
+  });
 }
 
 /** GET /gate from `from`: the nonce (null when none was given) and the effort suggested with it. */
@@ -161,9 +190,7 @@ async function present(
   }
   const text = presentationBody(name, origin, extra);
   const signature = options.kind === "signed" ? await signRequest({ method: "POST", url: `${base}/gate`, body: text, privateKey: options.sponsorSeed! }) : {};
-  const verdict = await readVerdict(
-    await fetch(`${base}/gate`, { method: "POST", headers: { "content-type": "application/json", ...from, ...signature }, body: text }),
-  );
+  const verdict = await readVerdict(await postGate(base, { ...from, ...signature }, text));
   if (verdict.admitted) {
     out.admitted = true;
     out.outcome = "admitted";
