@@ -18,7 +18,7 @@ import path from "node:path";
 import autocannon from "autocannon";
 import type pg from "pg";
 import { runCacheLeg } from "./bench-cache";
-import { type CpuPerRequest, type CpuSources, cpuSince, readCpu } from "./bench-cpu";
+import { backendsOf, type CpuPerRequest, type CpuSources, cpuSince, readCpu } from "./bench-cpu";
 import { buildBaselineApp, buildFloorApp, FLOOR_PATH, removeCopies } from "./bench-floor";
 import { admitCitizens, bringBack, CITIZEN_LEGS, type CitizenLeg, legRequest } from "./bench-citizens";
 import {
@@ -531,12 +531,6 @@ async function prepareDatabase(db: string): Promise<PreparedCity> {
       await database.drop();
     },
   };
-}
-
-/** The pids of the client backends connected to a database now, read over a connection to the server's own. */
-async function backendsOf(admin: pg.Client, database: string): Promise<number[]> {
-  const { rows } = await admin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'`, [database]);
-  return rows.map((r) => Number(r.pid));
 }
 
 async function countRows(db: import("@/db/client").Database): Promise<Record<string, number>> {
