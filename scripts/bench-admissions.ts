@@ -1,5 +1,5 @@
 // npm run bench:admissions [-- --seconds 20] [--connections 32] [--baseline <git rev>] [--runs 1] [--warmup 3]
-//                           [--cpu-prof <folder>]
+//                           [--cpu-prof <folder>] [--keep-baseline] [--reuse-baseline]
 // Admissions under load (issue 42): POST /gate asking for a bed, every request a new name, origin
 // and client address (X-Forwarded-For through one trusted proxy), with the gate's windows on: the
 // address's and the origin's, and the city-wide ceiling (high enough never to refuse, so every
@@ -11,12 +11,13 @@
 // backends waiting on a Lock (pg_stat_activity every 50 ms), and the CPU per admission of the
 // server's process group and of the database's backends (/proc: CPU time, steady on a shared
 // machine where the rate is not), then per build the min and median of the CPU. --cpu-prof writes
-// a V8 CPU profile of each server into that folder when it stops (node --cpu-prof).
+// a V8 CPU profile of each server into that folder when it stops (node --cpu-prof). --keep-baseline
+// keeps the baseline's built copy; --reuse-baseline measures a kept copy of the same revision again.
 import { loadavg } from "node:os";
 import path from "node:path";
 import autocannon from "autocannon";
 import pg from "pg";
-import { buildBaselineApp, removeCopies } from "./bench-floor";
+import { baselineApp, removeCopies } from "./bench-floor";
 import { backendsOf, cpuBetween, type CpuPerRequest, type CpuSources, readCpu } from "./bench-cpu";
 import { type LockSampler, openLockSampler } from "./bench-locks";
 import { type BenchServer, migratedDatabase, startNextServer } from "./bench-server";
@@ -67,7 +68,7 @@ let requestSerial = 0;
 
 async function main(): Promise<void> {
   const figures: Figures[] = [];
-  const baselineDir = baselineRev ? buildBaselineApp(root, baselineRev) : null;
+  const baselineDir = baselineRev ? baselineApp(root, baselineRev, args.includes("--reuse-baseline")) : null;
   const setups: Setup[] = [];
   try {
     setups.push(await setUp("this checkout", root, null, "this"));
@@ -81,7 +82,7 @@ async function main(): Promise<void> {
       }
   } finally {
     for (const setup of setups) await setup.dispose();
-    if (baselineDir) removeCopies(root);
+    if (baselineDir && !args.includes("--keep-baseline")) removeCopies(root);
   }
   console.log(`\nPOST /gate (ask bed), ${connections} in flight, ${seconds} s a run, pg; load average ${loadAverage()}`);
   console.log("| build | run | admitted/s | p50 ms | p99 ms | non-2xx | active backends waiting on a Lock | CPU ms per admission (server + PostgreSQL) |");
