@@ -4,6 +4,7 @@ import type { PgDialect, PgSession } from "drizzle-orm/pg-core";
 import { env } from "@/lib/env";
 import type { Database } from "./client";
 import { markPrepared } from "./pglite-prepared";
+import { StatementTexts } from "./statement-shapes";
 
 /** Rows of a raw `db.execute` result: PGlite, pg and the Neon pool all answer `{ rows }`. */
 export function rowsOf<T>(result: unknown): T[] {
@@ -26,11 +27,17 @@ export function rowsOf<T>(result: unknown): T[] {
 export function executePrepared(db: Database, statement: SQL): Promise<unknown> {
   if (env().CITY_PREPARED_STATEMENTS === "0") return db.execute(statement);
   const { session, dialect } = db as unknown as { session: PgSession; dialect: PgDialect };
-  const query = dialect.sqlToQuery(statement);
-  const name = statementName(query.sql);
-  markPrepared(query.sql, name);
+  const { query, name, reused } = preparedTexts.textOf(statement, (s) => dialect.sqlToQuery(s), statementName);
+  if (!reused) markPrepared(query.sql, name);
   return session.prepareQuery(query, undefined, name, false).execute();
 }
+
+/**
+ * The prepared statements' texts, built once per shape (./statement-shapes.ts): a statement sent
+ * on every request is built by drizzle once, then only its values are gathered (the gate's
+ * admission: ~15 kB and ~450 parameters, issue 42).
+ */
+export const preparedTexts = new StatementTexts();
 
 /** The name of a statement's text: a hash, so one name is always one text on a connection. */
 function statementName(text: string): string {

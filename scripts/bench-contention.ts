@@ -103,7 +103,10 @@ export function contentionLegs(group: number): ContentionLeg[] {
   // runs on a database of its own, where this build's citizens do not exist.
   const pools = new Map<string, { vault: CitizenPool; signed: CitizenPool }>();
   const poolsOf = (base: string) => {
-    if (!pools.has(base)) pools.set(base, { vault: new CitizenPool("ctn-vault", false, group), signed: new CitizenPool("ctn-signed", true, group) });
+    // Each build's names its own (b0, b1): a baseline of the same schema shares this build's database, where one name is one citizen.
+    const build = `b${pools.size}-`;
+    if (!pools.has(base))
+      pools.set(base, { vault: new CitizenPool(`ctn-vault-${build}`, false, group), signed: new CitizenPool(`ctn-signed-${build}`, true, group) });
     return pools.get(base)!;
   };
   return [

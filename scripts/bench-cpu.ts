@@ -7,6 +7,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
+import type pg from "pg";
 
 const TICKS_PER_SECOND = (() => {
   const out = spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" });
@@ -71,7 +72,11 @@ export interface CpuPerRequest {
  * one that ended meanwhile is lost (the pool keeps its connections while the load runs).
  */
 export async function cpuSince(before: CpuSnapshot | null, sources: CpuSources, requests: number): Promise<CpuPerRequest | null> {
-  const after = await readCpu(sources);
+  return cpuBetween(before, await readCpu(sources), requests);
+}
+
+/** CPU ms per request between two snapshots taken with readCpu (see cpuSince). */
+export function cpuBetween(before: CpuSnapshot | null, after: CpuSnapshot | null, requests: number): CpuPerRequest | null {
   if (!before || !after || requests <= 0) return null;
   let database: number | null = null;
   if (after.backends) {
@@ -79,4 +84,10 @@ export async function cpuSince(before: CpuSnapshot | null, sources: CpuSources, 
     for (const [pid, ms] of after.backends) database += ms - (before.backends?.get(pid) ?? 0);
   }
   return { server: (after.server - before.server) / requests, database: database === null ? null : database / requests };
+}
+
+/** The pids of the client backends connected to a database now, read over a connection to the server's own. */
+export async function backendsOf(admin: pg.Client, database: string): Promise<number[]> {
+  const { rows } = await admin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'`, [database]);
+  return rows.map((r) => Number(r.pid));
 }

@@ -7,7 +7,7 @@
  * smoke run does not).
  */
 import { spawnSync } from "node:child_process";
-import { cpSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
 export const FLOOR_PATH = "/bench-floor";
@@ -60,7 +60,25 @@ export function buildBaselineApp(root: string, rev: string): string {
   rmSync(path.join(dir, "package-lock.json"), { force: true });
   console.log(`building the baseline ${rev} in ${BASELINE_DIR}/`);
   buildIn(root, dir, "the baseline's");
+  writeFileSync(path.join(dir, REV_FILE), rev);
   return dir;
+}
+
+/** Beside a baseline's build: the revision it was built from. */
+const REV_FILE = ".bench-rev";
+
+/**
+ * The baseline's built copy: with `reuse` (--reuse-baseline) the copy a previous run built from the
+ * same revision and kept (--keep-baseline), when it is there; else a new build.
+ */
+export function baselineApp(root: string, rev: string, reuse: boolean): string {
+  const dir = path.join(root, BASELINE_DIR);
+  const builtRev = path.join(dir, REV_FILE);
+  if (reuse && existsSync(path.join(dir, ".next")) && existsSync(builtRev) && readFileSync(builtRev, "utf8") === rev) {
+    console.log(`reusing the baseline ${rev} built in ${BASELINE_DIR}/`);
+    return dir;
+  }
+  return buildBaselineApp(root, rev);
 }
 
 /** `next build` of a copy inside the checkout (its imports resolve the checkout's node_modules). */

@@ -18,8 +18,8 @@ import path from "node:path";
 import autocannon from "autocannon";
 import type pg from "pg";
 import { runCacheLeg } from "./bench-cache";
-import { type CpuPerRequest, type CpuSources, cpuSince, readCpu } from "./bench-cpu";
-import { buildBaselineApp, buildFloorApp, FLOOR_PATH, removeCopies } from "./bench-floor";
+import { backendsOf, type CpuPerRequest, type CpuSources, cpuSince, readCpu } from "./bench-cpu";
+import { baselineApp, buildFloorApp, FLOOR_PATH, removeCopies } from "./bench-floor";
 import { admitCitizens, bringBack, CITIZEN_LEGS, type CitizenLeg, legRequest } from "./bench-citizens";
 import {
   CITIZENS_AT_ONCE,
@@ -62,6 +62,8 @@ texts (the static file, the floor and GET /gate are always measured; no mixed or
 --baseline <rev>: also build the app at that git revision and measure GET /gate, each citizen leg
 and each contention leg on it right after this checkout's, in the same run and on the same
 database; the contention legs get a ratio table (this build to the baseline's).
+--keep-baseline: keep the baseline's built copy (.next-bench-baseline/) after the run;
+--reuse-baseline: measure a kept copy of the same revision instead of building it again.
 --loads 1,8,32: the requests in flight of each contention leg (pg only; closed loop, --seconds each
 after a 1 s warm-up). The legs: GET /gate; POST /api/vault by ${CITIZENS_AT_ONCE} citizens at once with their
 Bearer; POST /gate admissions (ask bed); the same vault write signed with each citizen's controller
@@ -152,7 +154,7 @@ async function main(): Promise<void> {
   const perDoor = smoke ? `${SMOKE_REQUESTS} requests per door at 4 connections` : `${seconds} s per door at ${connections} connections`;
   console.log(`bench: ${citizens} citizens, ${perDoor}, mixed ${agents} agents for ${mixedSeconds} s`);
   const floorDir = withFloor ? buildFloorApp(process.cwd()) : null;
-  const baselineDir = baselineRev ? buildBaselineApp(process.cwd(), baselineRev) : null;
+  const baselineDir = baselineRev ? baselineApp(process.cwd(), baselineRev, flag("reuse-baseline")) : null;
   const rows: Row[] = [];
   const contention: ContentionRow[] = [];
   const mixed: string[] = [];
@@ -175,7 +177,7 @@ async function main(): Promise<void> {
       relateToStaticAndGate(rows.filter((r) => r.db === db && r.baseline));
     }
   } finally {
-    if (floorDir || baselineDir) removeCopies(process.cwd());
+    if (floorDir || (baselineDir && !flag("keep-baseline"))) removeCopies(process.cwd());
   }
   console.log(
     `\n| db | path | req/s | ratio to static | ratio to GET /gate | p50 ms | p99 ms | errors | non-2xx | bytes/req | db round trips | server CPU ms/req | PostgreSQL CPU ms/req | CPU ms/req | CPU to GET /gate |`,
@@ -531,12 +533,6 @@ async function prepareDatabase(db: string): Promise<PreparedCity> {
       await database.drop();
     },
   };
-}
-
-/** The pids of the client backends connected to a database now, read over a connection to the server's own. */
-async function backendsOf(admin: pg.Client, database: string): Promise<number[]> {
-  const { rows } = await admin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'`, [database]);
-  return rows.map((r) => Number(r.pid));
 }
 
 async function countRows(db: import("@/db/client").Database): Promise<Record<string, number>> {

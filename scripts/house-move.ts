@@ -749,6 +749,7 @@ const TEST_HOME: Record<string, string> = {
   "integration/database.test.ts": "db",
   "integration/one-connection.test.ts": "db",
   "integration/pglite-prepared.test.ts": "db",
+  "unit/statement-shapes.test.ts": "db",
   "http/security-postgres.test.ts": "db",
   // the request pipeline
   "unit/client-address-mutants.test.ts": "doors",

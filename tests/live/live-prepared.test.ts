@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
-import { rowsOf } from "@/db/sql";
+import { preparedTexts, rowsOf } from "@/db/sql";
 import { useDatabase } from "@/lib/city/database";
 import { encodePollCursor } from "@/lib/city/live";
 import { describeGate } from "@/lib/doors/declarations/gate/gate";
@@ -9,6 +9,7 @@ import { readInboxDoor } from "@/lib/doors/declarations/mail/mail";
 import { mintToken } from "@/lib/doors/declarations/keys/tokens";
 import { describeOnDatabases, HEAVY_TEST_MS } from "../support/databases";
 import { admit, callDoor } from "../support/gate";
+import { admitWithKey } from "../support/signed";
 
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
 process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
@@ -79,6 +80,23 @@ describeOnDatabases(
       // The anonymous shape and the citizen's (its own row read beside the census).
       expect(gate).toHaveLength(2);
       for (const g of gate) expect(g.statement).not.toContain(me.did);
+    });
+
+    it("admits through its statements' texts kept per shape: drizzle builds none of them again, and no prepared text names a citizen", async () => {
+      // The admission's statements (the first, ~15 kB: the nonce, the held name, the windows and
+      // the bed; the second: the citizen and its log entries), sent prepared with their texts kept
+      // per shape (db/statement-shapes.ts). Anonymous, then with a nonce and a controller key:
+      // every shape sent once before the count starts.
+      const warm = [await admit(), await admitWithKey()];
+      const builtBefore = preparedTexts.built;
+      const admitted = [];
+      for (let i = 0; i < 3; i++) admitted.push(await admit(), await admitWithKey());
+      expect(preparedTexts.built - builtBefore, "statements drizzle built whole during the second round of admissions").toBe(0);
+      const texts = rowsOf<{ statement: string }>(
+        await t().db.execute(sql`SELECT statement FROM pg_prepared_statements WHERE name LIKE 'city\_%' AND statement LIKE '%rate_swept%'`),
+      );
+      expect(texts.length).toBeGreaterThan(0);
+      for (const text of texts) for (const c of [...warm, ...admitted]) expect(text.statement).not.toContain(c.did);
     });
 
     it(
