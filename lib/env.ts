@@ -5,6 +5,7 @@ import {
   CITY_STORES,
   STORE_NEWCOMER_PERCENT,
   STORE_NEWCOMER_SUBJECT_PERCENT,
+  STORE_NEWCOMER_NETWORK_PERCENT,
   STORE_RESERVE_PERCENT,
   STORE_SUBJECT_PERCENT,
   STORE_SUBJECT_TOTAL_PERMILLE,
@@ -126,6 +127,8 @@ const EnvSchema = z.object({
   // (up to STORE_STANDING_DAYS days), in percent; a citizen's own total in each append-only store,
   // per mille of the store's total.
   CITY_STORE_NEWCOMER_SUBJECT_PERCENT: z.coerce.number().int().min(1).max(100).default(STORE_NEWCOMER_SUBJECT_PERCENT),
+  // The newcomers of one admission network (IPv4 /24, IPv6 /48) together, in percent of the newcomers' hour.
+  CITY_STORE_NEWCOMER_NETWORK_PERCENT: z.coerce.number().int().min(1).max(100).default(STORE_NEWCOMER_NETWORK_PERCENT),
   CITY_STORE_SUBJECT_PERCENT: z.coerce.number().int().min(1).max(100).default(STORE_SUBJECT_PERCENT),
   CITY_STORE_SUBJECT_TOTAL_PERMILLE: z.coerce.number().int().min(1).max(1000).default(STORE_SUBJECT_TOTAL_PERMILLE),
 });

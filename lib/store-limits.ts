@@ -57,6 +57,12 @@ export const STORE_RESERVE_PERCENT = 20;
 /** Default share of the newcomers' hour that one newcomer (or one visitor source) may take, in percent. */
 export const STORE_NEWCOMER_SUBJECT_PERCENT = 5;
 
+/**
+ * Default share of the newcomers' hour that the newcomers of one network (the IPv4 /24 or IPv6 /48
+ * each was admitted from) may take together, in percent: one network's admissions never fill it.
+ */
+export const STORE_NEWCOMER_NETWORK_PERCENT = 20;
+
 /** Default share of a store's hour that a settled citizen may take per day in the city, in percent. */
 export const STORE_SUBJECT_PERCENT = 2;
 

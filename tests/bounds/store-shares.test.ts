@@ -61,6 +61,7 @@ describe("the share arithmetic, fixed vectors", () => {
       expect(s).toEqual({
         store,
         newcomerSubjectPerHour: 1_250,
+        newcomerNetworkPerHour: 5_000,
         settledPerHourPerDay: 2_000,
         subjectTotal: OWN_TOTAL[store] ? 10_000 : null,
         newcomerTotal: 8_000_000,

@@ -15,7 +15,7 @@ import {
   storePerHourVariable,
 } from "@/lib/store-limits";
 import { newcomerAt, NEWCOMER_SECONDS, settledAt } from "./newcomers";
-import { type StoreShares, storeShares, subjectHourShare, subjectHourShareSql } from "./store-shares";
+import { NETWORK_SUBJECT_PREFIX, networkSubjectSql, type StoreShares, storeShares, subjectHourShare, subjectHourShareSql } from "./store-shares";
 
 /*
  * City-wide store bounds. A citizen costs one anonymous POST, so every
@@ -127,8 +127,9 @@ export function chargeSql(charge: Charge, source: SQL = sql``, bound: StoreBound
   const shares = storeShares(charge.store);
   const share = subjectHourShareSql(shares, charge.subject.did, charge.now);
   return sql`
-    SELECT ${charge.store}::text AS store FROM (SELECT ${bytes} AS b, (${charge.newcomer}) AS n, (${share}) AS s ${source} OFFSET 0) AS x
-    WHERE ${callShareCharge(charge.store, charge.subject, sql`x.b`, sql`x.n`, sql`x.s`, charge.now, bound, shares)}`;
+    SELECT ${charge.store}::text AS store FROM (SELECT ${bytes} AS b, (${charge.newcomer}) AS n, (${share}) AS s,
+      ${networkSubjectSql(charge.subject.did)} AS net ${source} OFFSET 0) AS x
+    WHERE ${callShareCharge(charge.store, charge.subject, sql`x.b`, sql`x.n`, sql`x.s`, sql`x.net`, charge.now, bound, shares)}`;
 }
 
 function callCharge(store: StoreName, bytes: SQL, newcomer: SQL, now: Date, bound: StoreBound): SQL {
@@ -149,14 +150,16 @@ function callShareCharge(
   bytes: SQL,
   newcomer: SQL,
   share: SQL,
+  network: SQL,
   now: Date,
   bound: StoreBound,
   shares: StoreShares,
 ): SQL {
   const home = randomInt(STORE_STRIPES);
-  return sql`city_store_charge_share(${store}::text, ${subject.id}::text, ${bytes}, ${newcomer}, ${hourOf(now).toISOString()}::timestamptz,
+  // `network`: a newcomer citizen's admission network (migration 0053), charged only while it is a newcomer.
+  return sql`city_store_charge_share(${store}::text, ${subject.id}::text, ${network}, ${bytes}, ${newcomer}, ${hourOf(now).toISOString()}::timestamptz,
     ${home}::int, ${bound.total}::bigint, ${bound.perHour}::bigint, ${bound.newcomerPerHour}::bigint, ${bound.newcomerTotal}::bigint,
-    ${share}, ${subjectTotalOf(subject, shares)}::bigint)`;
+    ${share}, ${subjectTotalOf(subject, shares)}::bigint, ${shares.newcomerNetworkPerHour}::bigint)`;
 }
 
 /**
@@ -206,8 +209,11 @@ async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused:
         (SELECT CASE WHEN m.hour_start >= ${hourOf(charge.now).toISOString()}::timestamptz THEN m.hour_bytes ELSE 0 END
           FROM city_store_subjects m WHERE m.store = ${charge.store} AND m.subject = ${subject.id}) AS mine_hour,
         (SELECT m.total_bytes FROM city_store_subjects m WHERE m.store = ${charge.store} AND m.subject = ${subject.id}) AS mine_total,
-        (SELECT c.bound_at FROM citizens c WHERE c.did = ${subject.did}) AS bound_at`
-    : sql`NULL AS share, NULL AS mine_hour, NULL AS mine_total, NULL AS bound_at`;
+        (SELECT c.bound_at FROM citizens c WHERE c.did = ${subject.did}) AS bound_at,
+        (SELECT CASE WHEN m.hour_start >= ${hourOf(charge.now).toISOString()}::timestamptz THEN m.hour_bytes ELSE 0 END
+          FROM city_store_subjects m WHERE m.store = ${charge.store} AND m.subject = ${networkSubjectSql(subject.did)}) AS net_hour,
+        ${networkSubjectSql(subject.did)} AS net`
+    : sql`NULL AS share, NULL AS mine_hour, NULL AS mine_total, NULL AS bound_at, NULL AS net_hour, NULL AS net`;
   type Row = {
     total: number;
     hour: number;
@@ -219,6 +225,9 @@ async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused:
     mineTotal: number;
     /** A citizen writer's admission, when it settles (null: a visitor, who never does). */
     boundAt: Date | null;
+    /** A newcomer citizen's admission network subject ("net:..."), null without one, and its bytes this hour. */
+    net: string | null;
+    netHour: number;
   };
   let row: Row | undefined;
   try {
@@ -236,6 +245,8 @@ async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused:
       mineHour: Number(r.mine_hour ?? 0),
       mineTotal: Number(r.mine_total ?? 0),
       boundAt: r.bound_at === null || r.bound_at === undefined ? null : new Date(r.bound_at as string),
+      net: typeof r.net === "string" ? r.net : null,
+      netHour: Number(r.net_hour ?? 0),
     }));
   } catch {
     row = undefined;
@@ -253,6 +264,7 @@ async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused:
     row.hour + row.b <= bound.perHour &&
     (!row.n || (row.newcomer + row.b <= bound.newcomerPerHour && row.total + row.b <= bound.newcomerTotal)) &&
     (row.share === null || row.mineHour + row.b <= row.share) &&
+    (!row.n || row.net === null || row.netHour + row.b <= shares.newcomerNetworkPerHour) &&
     (ownTotal === null || row.mineTotal + row.b <= ownTotal)
   )
     return null;
@@ -298,6 +310,18 @@ async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused:
           window_seconds: 3600,
           remaining: Math.max(0, row.share - row.mineHour),
         },
+        retryAfterSeconds: retry,
+      },
+    );
+  }
+  if (row && row.n && row.net !== null && row.netHour + row.b > shares.newcomerNetworkPerHour) {
+    const network = row.net.slice(NETWORK_SUBJECT_PREFIX.length);
+    const most = shares.newcomerNetworkPerHour;
+    return new CityError(
+      "rate_limited",
+      `The newcomers admitted from one network (this citizen's, ${network}) may add at most ${most} bytes per clock hour to the ${charge.store} store together (CITY_STORE_NEWCOMER_NETWORK_PERCENT of its newcomers' hour, ${bound.newcomerPerHour}), and they added ${row.netHour}; this write needs ${row.b}. ${nothing} Newcomers from other networks and settled citizens still write. Try again in ${retry} s, when the hour turns.`,
+      {
+        limit: { name: `city_${charge.store}_network_bytes_per_hour`, limit: most, window_seconds: 3600, remaining: Math.max(0, most - row.netHour) },
         retryAfterSeconds: retry,
       },
     );
@@ -363,6 +387,7 @@ export function storeLimits(config: Env = env()) {
             bytes_per_hour: storePerHourVariable(part),
             newcomer_percent: "CITY_STORE_NEWCOMER_PERCENT",
             newcomer_subject_percent: "CITY_STORE_NEWCOMER_SUBJECT_PERCENT",
+            newcomer_network_percent: "CITY_STORE_NEWCOMER_NETWORK_PERCENT",
             subject_percent: "CITY_STORE_SUBJECT_PERCENT",
             subject_total_permille: "CITY_STORE_SUBJECT_TOTAL_PERMILLE",
           },
@@ -394,7 +419,7 @@ export interface StoreGauge {
   newcomer_bound_bytes: number;
   reserve_bytes: number;
   reserve_bytes_per_hour: number;
-  subject_bytes_per_hour: { newcomer: number; settled_per_day: number; standing_days: number; settled_most: number };
+  subject_bytes_per_hour: { newcomer: number; newcomer_network: number; settled_per_day: number; standing_days: number; settled_most: number };
   citizen_bytes: number | null;
 }
 
@@ -442,6 +467,7 @@ function publishedShares(shares: StoreShares) {
     reserve_bytes_per_hour: shares.reservePerHour,
     subject_bytes_per_hour: {
       newcomer: shares.newcomerSubjectPerHour,
+      newcomer_network: shares.newcomerNetworkPerHour,
       settled_per_day: shares.settledPerHourPerDay,
       standing_days: STORE_STANDING_DAYS,
       settled_most: subjectHourShare(shares, STORE_STANDING_DAYS),

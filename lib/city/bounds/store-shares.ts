@@ -16,7 +16,10 @@ import { NEWCOMER_SECONDS } from "./newcomers";
  *   total), so no citizen's writes alone fill a store;
  * - newcomers and visitors together fill at most the newcomers' line of the total (the total less
  *   the reserve, at least a fifth), and of the hour at most the newcomers' share (at most 80 %):
- *   the reserve is kept for settled citizens.
+ *   the reserve is kept for settled citizens;
+ * - the newcomers admitted from one network (the gate keeps a newcomer's /24 or /48 for its first
+ *   day, migration 0053) together take at most CITY_STORE_NEWCOMER_NETWORK_PERCENT of the
+ *   newcomers' hour: one network's admissions of an hour never fill it for everyone else.
  *
  * Each subject's bytes are counted on its own row (city_store_subjects, migration 0051), locked only
  * by its own writes, in the write's statement before the store's stripes: exact, no shared row.
@@ -26,6 +29,8 @@ export interface StoreShares {
   store: StoreName;
   /** Bytes one newcomer, or one visitor source, may add per clock hour. */
   newcomerSubjectPerHour: number;
+  /** Bytes the newcomers admitted from one network (IPv4 /24, IPv6 /48) may add together per clock hour. */
+  newcomerNetworkPerHour: number;
   /** Bytes a settled citizen may add per clock hour for each day in the city, up to STORE_STANDING_DAYS. */
   settledPerHourPerDay: number;
   /** Bytes one citizen may hold in the store (append-only stores), or null: none of its own. */
@@ -43,7 +48,7 @@ export function reserveOf(bound: number): number {
   return Math.ceil((bound * STORE_RESERVE_PERCENT) / 100);
 }
 
-/** A store's shares as configured now (env CITY_STORE_NEWCOMER_SUBJECT_PERCENT, _SUBJECT_PERCENT, _SUBJECT_TOTAL_PERMILLE). */
+/** A store's shares as configured now (env CITY_STORE_NEWCOMER_SUBJECT_PERCENT, _NEWCOMER_NETWORK_PERCENT, _SUBJECT_PERCENT, _SUBJECT_TOTAL_PERMILLE). */
 export function storeShares(store: StoreName, config: Env = env()): StoreShares {
   const part = CITY_STORES[store].env;
   const total = config[storeBytesVariable(part)];
@@ -53,6 +58,7 @@ export function storeShares(store: StoreName, config: Env = env()): StoreShares 
   return {
     store,
     newcomerSubjectPerHour: Math.floor((newcomerPerHour * config.CITY_STORE_NEWCOMER_SUBJECT_PERCENT) / 100),
+    newcomerNetworkPerHour: Math.floor((newcomerPerHour * config.CITY_STORE_NEWCOMER_NETWORK_PERCENT) / 100),
     settledPerHourPerDay: Math.floor((perHour * config.CITY_STORE_SUBJECT_PERCENT) / 100),
     subjectTotal: CITY_STORES[store].subjectTotal ? Math.floor((total * config.CITY_STORE_SUBJECT_TOTAL_PERMILLE) / 1000) : null,
     newcomerTotal: total - reserveTotal,
@@ -107,4 +113,17 @@ export function citizenShare(did: string): { id: string; did: string } {
 /** A visitor's charge subject, for Charge.subject: its source prefix (visitorSubject). */
 export function visitorShare(ip: string | null): { id: string; did: null } {
   return { id: visitorSubject(ip), did: null };
+}
+
+/** A network's subject in city_store_subjects: "net:" and its /24 or /48. */
+export const NETWORK_SUBJECT_PREFIX = "net:";
+
+/**
+ * A newcomer citizen's admission network subject, in SQL: "net:<network>" from newcomer_networks,
+ * or null (no network recorded: its address was not known; or a visitor). The charge takes it only
+ * while the writer is a newcomer.
+ */
+export function networkSubjectSql(did: string | null): SQL {
+  if (did === null) return sql`NULL::text`;
+  return sql`(SELECT ${NETWORK_SUBJECT_PREFIX} || n.network FROM newcomer_networks n WHERE n.did = ${did})`;
 }

@@ -1,14 +1,14 @@
 import { bytesToHex } from "@noble/hashes/utils.js";
-import { sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import { type Database } from "@/db/client";
 import { executePrepared, rowsOf } from "@/db/sql";
 import { citizens, wardNotes } from "@/db/schema";
 import { bedLabel, citizenKeyOf, deriveDid, newSalt, normalKey } from "@/lib/city/directory";
 import { hashCredential, mintCredential, jwkThumbprint } from "@/lib/city/keys";
 import { chainFlood, wardChain } from "./gate-flood";
-import { type GateCircumstances, lookReceipt, type Presentation, sendsController, type Verdict } from "@/lib/city/challenge";
+import { type GateCircumstances, lookReceipt, type Presentation, sendsController, sourceOf, type Verdict } from "@/lib/city/challenge";
 import type { GateReading } from "./gate-reading";
-import { type Chain, settle, takeChain, type Charge, chargeSql, cityFull, newcomerSql, rowBytes, visitorShare } from "@/lib/city/bounds";
+import { type Chain, settle, takeChain, type Charge, chargeSql, cityFull, NEWCOMER_SECONDS, newcomerSql, rowBytes, visitorShare } from "@/lib/city/bounds";
 import { appended, prepareAppend } from "@/lib/city/logs/residency-log";
 import { identityLog } from "@/lib/city/logs/identity-log";
 
@@ -84,6 +84,7 @@ export async function admitNew(db: Database, p: Presentation, c: GateCircumstanc
       })
     : null;
   const at = sql`${c.now.toISOString()}::timestamptz`;
+  const network = admissionNetwork(c, did, at);
   const [row] = rowsOf<{ admitted: number }>(
     await executePrepared(
       db,
@@ -94,7 +95,7 @@ export async function admitNew(db: Database, p: Presentation, c: GateCircumstanc
         ${key}, ${bedId}, ${at}, ${at})
       ON CONFLICT DO NOTHING
       RETURNING 1),
-    ${admit.ctes}${bound ? sql`, ${bound.ctes}` : sql``}
+    ${admit.ctes}${bound ? sql`, ${bound.ctes}` : sql``}${network}
     SELECT count(*)::int AS admitted FROM admitted`,
     ),
   );
@@ -114,4 +115,21 @@ export async function admitNew(db: Database, p: Presentation, c: GateCircumstanc
       "Admitted. Your citizen secret is shown once, here, and never again: keep it, and mint recovery codes (POST /api/recover) " +
       "before it can be lost. Send it as Authorization: Bearer <secret>.",
   };
+}
+
+/**
+ * The new citizen's admission network (its IPv4 /24 or IPv6 /48), kept one day for the stores'
+ * per-network shares of the newcomers' hour (lib/city/bounds/store-shares.ts, migration 0053), as
+ * CTEs of the admission's statement; with it two rows past their day are swept (SKIP LOCKED: never
+ * waits), so the table holds about one day of admissions. None where the client address is unknown.
+ */
+function admissionNetwork(c: GateCircumstances, did: string, at: SQL): SQL {
+  const source = c.ip ? sourceOf(c.ip) : null;
+  if (!source) return sql``;
+  return sql`,
+    networked AS (
+      INSERT INTO newcomer_networks (did, network, admitted_at) SELECT ${did}, ${source.prefix}, ${at} FROM admitted ON CONFLICT DO NOTHING),
+    network_swept AS (
+      DELETE FROM newcomer_networks WHERE did IN (SELECT did FROM newcomer_networks
+        WHERE admitted_at < ${at} - make_interval(secs => ${NEWCOMER_SECONDS}) ORDER BY admitted_at LIMIT 2 FOR UPDATE SKIP LOCKED))`;
 }

@@ -22,7 +22,9 @@ import { type Admitted, type Answer, describeOnServer, usePostgresCity } from ".
  * - one newcomer, or one visitor network, adds at most CITY_STORE_NEWCOMER_SUBJECT_PERCENT of a
  *   store's newcomers' hour (CITY_STORE_NEWCOMER_PERCENT of CITY_STORE_<STORE>_BYTES_PER_HOUR),
  *   each percent rounded down; a row counts its text's UTF-8 bytes plus 64 (a parked write: its
- *   payload's jsonb as stored plus 64; a kept A2A task: its jsonb as stored plus 64).
+ *   payload's jsonb as stored plus 64; a kept A2A task: its jsonb as stored plus 64);
+ * - the newcomers admitted from one network (/24, /48) add together at most
+ *   CITY_STORE_NEWCOMER_NETWORK_PERCENT of a store's newcomers' hour.
  */
 
 const ADMISSIONS_PER_HOUR = 400;
@@ -32,6 +34,7 @@ const WARD_UNSIGNED_PER_HOUR = 120; // the default: 6 unsigned notes an hour per
 const WARD_SOURCE_PERCENT = 5;
 const NEWCOMER_PERCENT = 25;
 const NEWCOMER_SUBJECT_PERCENT = 5;
+const NEWCOMER_NETWORK_PERCENT = 20; // the default: one network's newcomers 20,000 of a newcomers' hour of 100,000
 // Small hours, so that a share is a few rows: 400,000 an hour leaves newcomers 100,000 and one of them 5,000.
 const STORE_PER_HOUR = 400_000;
 const SEALS_PER_HOUR = 40_960; // newcomers 10,240, one of them 512: four seals of 128 bytes
@@ -44,6 +47,7 @@ const networkNotes = Math.max(1, pct(WARD_UNSIGNED_PER_HOUR, WARD_SOURCE_PERCENT
 const newcomersHour = (perHour: number) => pct(perHour, NEWCOMER_PERCENT);
 const subjectShare = (perHour: number) => pct(newcomersHour(perHour), NEWCOMER_SUBJECT_PERCENT);
 const SHARE = subjectShare(STORE_PER_HOUR);
+const NETWORK_SHARE = pct(newcomersHour(STORE_PER_HOUR), NEWCOMER_NETWORK_PERCENT);
 const SEAL_SHARE = subjectShare(SEALS_PER_HOUR);
 
 const from = (address: string) => ({ "x-forwarded-for": address });
@@ -61,6 +65,7 @@ describeOnServer("fair under flood after the gate: the ward, the stores, the A2A
     CITY_WARD_UNSIGNED_PER_HOUR: String(WARD_UNSIGNED_PER_HOUR),
     CITY_STORE_NEWCOMER_PERCENT: String(NEWCOMER_PERCENT),
     CITY_STORE_NEWCOMER_SUBJECT_PERCENT: String(NEWCOMER_SUBJECT_PERCENT),
+    CITY_STORE_NEWCOMER_NETWORK_PERCENT: String(NEWCOMER_NETWORK_PERCENT),
     CITY_STORE_VAULT_BYTES_PER_HOUR: String(STORE_PER_HOUR),
     CITY_STORE_MAIL_BYTES_PER_HOUR: String(STORE_PER_HOUR),
     CITY_STORE_POSTS_BYTES_PER_HOUR: String(STORE_PER_HOUR),
@@ -122,7 +127,7 @@ describeOnServer("fair under flood after the gate: the ward, the stores, the A2A
       expect(caps.stores.gauges[store], store).toMatchObject({
         bound_bytes_per_hour: STORE_PER_HOUR,
         newcomer_bytes_per_hour: newcomersHour(STORE_PER_HOUR),
-        subject_bytes_per_hour: { newcomer: SHARE },
+        subject_bytes_per_hour: { newcomer: SHARE, newcomer_network: NETWORK_SHARE },
       });
     }
     expect(caps.stores.gauges.seals.subject_bytes_per_hour.newcomer).toBe(SEAL_SHARE);
@@ -462,7 +467,7 @@ describeOnServer("fair under flood after the gate: the ward, the stores, the A2A
   // ---- What still gets through: one network's newcomers together fill a store's newcomers' hour ----
 
   it(
-    `GAP (reported, issue 43): the ${networkAdmissions} newcomers one /24 may be admitted in an hour each take their own share and together fill the vault's newcomers' hour; a newcomer from another /24 is refused, a settled citizen writes (the reserve)`,
+    `the ${networkAdmissions} newcomers one /24 may be admitted in an hour take together only their network's share of the vault's newcomers' hour (${NETWORK_SHARE} bytes, 429 past it); a newcomer from another /24 and a settled citizen of the /24 write`,
     async () => {
       await awayFromTheTurn();
       // Each newcomer's note is its whole share (4,936 bytes and 64): one fits, its second is refused.
@@ -475,18 +480,28 @@ describeOnServer("fair under flood after the gate: the ward, the stores, the A2A
         const w = flooders[Math.floor(n / (fits + 1))]!;
         return send("/api/vault", `198.18.46.${(n % 200) + 1}`, { content: text(n, BYTES - ROW) }, w.citizen_secret);
       });
-      for (const f of flooders) expect(city().count("vault_notes", `did = '${f.did}'`), f.did).toBe(fits);
-      expect(race.accepted).toBe(networkAdmissions * fits);
-      for (const a of race.answers.filter((x) => !ok(x))) expectShareRefusal(a, "vault", SHARE);
-      // The published share times the admissions a /24 gets reach the newcomers' hour: it is full.
-      expect(networkAdmissions * fits * BYTES).toBeGreaterThanOrEqual(newcomersHour(STORE_PER_HOUR));
+      // The network's share holds NETWORK_SHARE / BYTES notes (4), far from the newcomers' hour (20).
+      const networkNotes = Math.floor(NETWORK_SHARE / BYTES);
+      expect(networkNotes).toBeLessThan(networkAdmissions);
+      expect(race.accepted).toBe(networkNotes);
+      const stored = flooders.map((f) => city().count("vault_notes", `did = '${f.did}'`));
+      expect(stored.reduce((a, b) => a + b, 0)).toBe(networkNotes);
+      for (const a of race.answers.filter((x) => !ok(x))) {
+        expect(a.status, JSON.stringify(a.body).slice(0, 300)).toBe(429);
+        if (a.body.limit?.name === "city_vault_subject_bytes_per_hour") expectShareRefusal(a, "vault", SHARE);
+        else {
+          expect(a.body).toMatchObject({ code: "rate_limited", limit: { name: "city_vault_network_bytes_per_hour", limit: NETWORK_SHARE, remaining: 0 } });
+          expect(a.body.detail).toContain("198.18.46.0/24");
+          expect(Number(a.headers.get("retry-after"))).toBeGreaterThan(0);
+        }
+      }
+      // The newcomers' hour is not full: a newcomer from another /24 writes its whole share.
       const elsewhere = await admitFrom(honestV4());
-      const refused = await send("/api/vault", honestV4(), { content: "an honest newcomer's first note" }, elsewhere.citizen_secret);
-      expect(refused.status).toBe(507);
-      expect(refused.body).toMatchObject({ code: "city_full", limit: { name: "city_vault_newcomer_bytes_per_hour", limit: newcomersHour(STORE_PER_HOUR) } });
-      const settled = await admitFrom(honestV4());
+      expect((await send("/api/vault", honestV4(), { content: text(999, BYTES - ROW) }, elsewhere.citizen_secret)).status).toBe(200);
+      // A flooder refused for its network's share, once settled, is charged for no network.
+      const settled = flooders[stored.indexOf(0)]!;
       city().psql(`UPDATE citizens SET bound_at = now() - interval '25 hours' WHERE did = '${settled.did}'`);
-      expect((await send("/api/vault", honestV4(), { content: "a settled citizen's note" }, settled.citizen_secret)).status).toBe(200);
+      expect((await send("/api/vault", "198.18.46.3", { content: "a settled citizen's note" }, settled.citizen_secret)).status).toBe(200);
     },
     HEAVY_TEST_MS,
   );
