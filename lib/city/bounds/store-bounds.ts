@@ -203,16 +203,19 @@ async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused:
   const bytes = typeof charge.bytes === "number" ? sql`${charge.bytes}::bigint` : sql`(${charge.bytes})::bigint`;
   const shares = storeShares(charge.store);
   const subject = charge.subject;
+  // A subject's bytes in this clock hour (0 once its row's hour is over).
+  const hourBytes = (id: SQL) =>
+    sql`(SELECT CASE WHEN m.hour_start >= ${hourOf(charge.now).toISOString()}::timestamptz THEN m.hour_bytes ELSE 0 END
+      FROM city_store_subjects m WHERE m.store = ${charge.store} AND m.subject = ${id})`;
+  const network = subject ? networkSubjectSql(subject.did) : sql`NULL::text`;
   // The subject's own counts and share beside the store's sums (none without a subject).
   const mine = subject
     ? sql`(${subjectHourShareSql(shares, subject.did, charge.now)}) AS share,
-        (SELECT CASE WHEN m.hour_start >= ${hourOf(charge.now).toISOString()}::timestamptz THEN m.hour_bytes ELSE 0 END
-          FROM city_store_subjects m WHERE m.store = ${charge.store} AND m.subject = ${subject.id}) AS mine_hour,
+        ${hourBytes(sql`${subject.id}`)} AS mine_hour,
         (SELECT m.total_bytes FROM city_store_subjects m WHERE m.store = ${charge.store} AND m.subject = ${subject.id}) AS mine_total,
         (SELECT c.bound_at FROM citizens c WHERE c.did = ${subject.did}) AS bound_at,
-        (SELECT CASE WHEN m.hour_start >= ${hourOf(charge.now).toISOString()}::timestamptz THEN m.hour_bytes ELSE 0 END
-          FROM city_store_subjects m WHERE m.store = ${charge.store} AND m.subject = ${networkSubjectSql(subject.did)}) AS net_hour,
-        ${networkSubjectSql(subject.did)} AS net`
+        ${hourBytes(network)} AS net_hour,
+        ${network} AS net`
     : sql`NULL AS share, NULL AS mine_hour, NULL AS mine_total, NULL AS bound_at, NULL AS net_hour, NULL AS net`;
   type Row = {
     total: number;
