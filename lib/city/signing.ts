@@ -42,7 +42,7 @@ export function activeSigningKey(db: Database): Promise<SigningKey> {
   if (keyCache.__citySigningKey) return keyCache.__citySigningKey;
   // Inside a transaction the key's row may yet roll back with it (the city's first signature,
   // made while appending): used there, never kept, or this instance would go on signing with a
-  // key the city never stored. Writes read it before their transaction (invokeDoor), so it is kept.
+  // key the city never stored. Writes read it before their transaction (lib/doors/pipeline/way.ts), so it is kept.
   if (is(db, PgTransaction) && !env().CITY_SIGNING_KEY) return readOrCreateSigningKey(db);
   keyCache.__citySigningKey = readOrCreateSigningKey(db).catch((err: unknown) => {
     keyCache.__citySigningKey = undefined;

@@ -126,7 +126,7 @@ describeOnDatabases(
 
 describe("an unreachable Neon proxy", () => {
   it("is an outage (503), as the driver rejects with the WebSocket's error or close event", async () => {
-    const { isDatabaseUnreachable } = await import("@/lib/doors/pipeline/invoke");
+    const { isDatabaseUnreachable } = await import("@/lib/doors/pipeline/database-guard");
     const event = { type: "error", target: {}, message: "" };
     expect(isDatabaseUnreachable(new Error("query failed", { cause: event }))).toBe(true);
     // A pool's connect (a write's first step) rejects with the event itself, unwrapped.

@@ -57,7 +57,7 @@ const PARK_SLOT = "park_slot";
  * One statement (one round trip): the door's window is taken, then either the write runs or the
  * parked window is taken and the write parked, each data-modifying CTE gated on the one before.
  * `restricted` is the tier the door read with its caller, under the citizen's row lock that every
- * restriction takes exclusively (lib/doors/pipeline/invoke.ts), so it cannot change before the write commits.
+ * restriction takes exclusively (lib/doors/pipeline/stages/caller.ts), so it cannot change before the write commits.
  * A refusal thrown after it (the parked cap, an unmet need) rolls the whole statement back with
  * the door's transaction.
  */

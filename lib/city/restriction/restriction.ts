@@ -9,7 +9,7 @@ import { LIMITS } from "@/lib/city/protocols";
  * takes), held until the transaction ends. Every tier change takes it exclusive; a write that must
  * not race a restriction takes it too (shared when it never changes a tier, exclusive when it
  * might: a shared holder asking for exclusive would deadlock its twin). A citizen's write door
- * already holds it from its caller look-up (lib/doors/pipeline/invoke.ts), so this costs no wait there.
+ * already holds it from its caller look-up (lib/doors/pipeline/stages/caller.ts), so this costs no wait there.
  */
 export async function holdTierLock(db: Database, did: string, mode: "exclusive" | "shared" = "exclusive"): Promise<void> {
   await db

@@ -1,10 +1,10 @@
 import { type Database } from "@/db/client";
-import { getDb } from "@/lib/city/database";
 import { signDocument } from "@/lib/city/signing";
 import { env } from "@/lib/env";
 import type { AnyDoor } from "@/lib/doors/door";
+import type { ConstantDocument, DoorAnswer, MemoryKeeper } from "./context";
 import { contentTag, spliceNowUtc, splitNowUtc } from "./etag";
-import { type DoorAnswer, doorRequestOf, invokeDoor } from "./invoke";
+import { getDb } from "@/lib/city/database";
 
 /**
  * A constant document (a public GET door declared `cache: "static"`: ai.json, the discovery
@@ -17,33 +17,38 @@ import { type DoorAnswer, doorRequestOf, invokeDoor } from "./invoke";
  * the configuration, the signing key) is read by then and fixed for the instance's life, so the
  * content cannot have changed since; another instance's time may differ, never its content.
  */
-export interface ConstantDocument {
-  status: number;
-  headers: Record<string, string>;
-  tag: string;
-  /** When this instance built the document, as an HTTP date (whole seconds, RFC 9110 5.6.7); none for a versioned read. */
-  lastModified?: string;
-  /** The answer's text at `now`. */
-  textAt: (now: Date) => Promise<string>;
-}
-
 const built = new WeakMap<Database, Map<string, Promise<ConstantDocument>>>();
 
 export function isConstantDocument(door: AnyDoor, request: Request): boolean {
   return door.cache === "static" && door.auth === "none" && door.method === "GET" && new URL(request.url).search === "";
 }
 
-export async function constantDocument(door: AnyDoor, request: Request): Promise<ConstantDocument> {
+/**
+ * The door's document as this instance holds it (built, or being built by another request), or
+ * the keeper with which this request builds it: the door runs once per instance and database.
+ */
+export async function heldDocument(door: AnyDoor): Promise<{ held: Promise<ConstantDocument> } | { keeper: MemoryKeeper }> {
   const db = await getDb();
   let documents = built.get(db);
   if (!documents) built.set(db, (documents = new Map()));
-  let entry = documents.get(door.name);
-  if (!entry) {
-    entry = invokeDoor(door, {}, doorRequestOf(request, "GET")).then((answer) => documentOf(door, answer, new Date().toUTCString()));
-    documents.set(door.name, entry);
-    entry.catch(() => documents.delete(door.name));
-  }
-  return entry;
+  const entry = documents.get(door.name);
+  if (entry) return { held: entry };
+  const store = documents;
+  let settle!: { resolve: (document: ConstantDocument) => void; reject: (err: unknown) => void };
+  const building = new Promise<ConstantDocument>((resolve, reject) => (settle = { resolve, reject }));
+  // Nobody else may be waiting: an unhandled rejection of the shared promise is not this request's error.
+  building.catch(() => store.delete(door.name));
+  store.set(door.name, building);
+  return {
+    keeper: {
+      keep: (answer) => {
+        const document = documentOf(door, answer, new Date().toUTCString());
+        settle.resolve(document);
+        return document;
+      },
+      fail: (err) => settle.reject(err),
+    },
+  };
 }
 
 function documentOf(door: AnyDoor, answer: DoorAnswer, lastModified: string): ConstantDocument {

@@ -1,44 +1,18 @@
 import { countingQueries } from "@/db/query-count";
 import { env } from "@/lib/env";
 import { CityError, toProblem } from "@/lib/errors";
-import { type ConstantDocument, constantDocument, isConstantDocument } from "./constant-documents";
-import { type AnyDoor, DEFAULT_MAX_BODY_BYTES } from "@/lib/doors/door";
+import type { AnyDoor } from "@/lib/doors/door";
 import { logAnswer, newRequestId } from "@/lib/logger";
+import { type RequestContext, requestContext } from "./context";
 import { type CorsGrant, corsHeaders, doorGrant, preflightAnswer, preflightMethod } from "./cors";
-import { contentTag, matchesIfNoneMatch, notModified, notModifiedSince } from "./etag";
-import { bodyTooLarge, type DoorAnswer, doorRequestOf, invokeDoor, logUnexpected } from "./invoke";
-import { isVersionedRead, versionedAnswer } from "./read-cache";
-import { checkSignedBody, signAnswer } from "./signature";
-import { getDb } from "@/lib/city/database";
+import { doorRequestOf, logUnexpected } from "./invoke";
+import { runWay } from "./way";
 
 type RouteContext = { params: Promise<Record<string, string | string[] | undefined>> };
 type RouteHandler = ((request: Request, context: RouteContext) => Promise<Response>) & { door?: AnyDoor };
 
 const HANDLED_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
 type RouteMethod = (typeof HANDLED_METHODS)[number] | "OPTIONS";
-
-const CACHE_HEADERS = {
-  static: "public, max-age=60, stale-while-revalidate=600",
-  live: "no-store",
-  private: "private, no-store",
-} as const;
-
-/**
- * A public reading a shared cache may serve for a few seconds: browsers and agents revalidate by
- * ETag every time (max-age=0), a CDN or proxy keeps it s-maxage seconds and may then serve it stale
- * for stale-while-revalidate seconds while it asks again. Both 0: not kept at all.
- */
-function sharedCacheControl(): string {
-  const { CITY_SHARED_CACHE_SECONDS: fresh, CITY_SHARED_CACHE_STALE_SECONDS: stale } = env();
-  if (fresh === 0 && stale === 0) return CACHE_HEADERS.live;
-  return `public, max-age=0, s-maxage=${fresh}, stale-while-revalidate=${stale}`;
-}
-
-function cacheControlOf(door: AnyDoor): string {
-  if (door.auth !== "none") return CACHE_HEADERS.private;
-  const policy = door.cache ?? "live";
-  return policy === "shared" ? sharedCacheControl() : CACHE_HEADERS[policy];
-}
 
 /**
  * The route handlers of one path, wired from its doors: `export const { GET, POST, ..., OPTIONS } =
@@ -76,16 +50,17 @@ export function notServed(request: Request, doorPath: string, methods: readonly 
 
 export async function serveDoor(door: AnyDoor, request: Request, params: Record<string, string | string[] | undefined> = {}): Promise<Response> {
   return answered(door, request, isPublic(door) ? doorGrant(door.method) : null, async () => {
-    const url = new URL(request.url);
-    const counted = await countingQueries(async () => {
-      if (isConstantDocument(door, request)) return serveFromMemory(door, request, await constantDocument(door, request));
-      const raw = { ...(await readInput(door, request, url)), ...flatParams(params) };
-      if (isVersionedRead(door, request)) return serveFromMemory(door, request, await versionedAnswer(door, request, raw));
-      return answerResponse(door, await invokeDoor(door, raw, doorRequestOf(request, request.method)), request);
-    });
+    const counted = await countingQueries(async () => (await wayOf(door, request, params)).response!);
     if (env().CITY_COUNT_QUERIES === "1") counted.value.headers.set("X-City-Queries", String(counted.queries));
     return counted.value;
   });
+}
+
+/** An HTTP request's whole way (way.ts), every stage it took named in its context's trace. */
+export async function wayOf(door: AnyDoor, request: Request, params: Record<string, string | string[] | undefined> = {}): Promise<RequestContext> {
+  const ctx = requestContext(door, doorRequestOf(request, request.method), { http: request, params: flatParams(params) });
+  await runWay(ctx);
+  return ctx;
 }
 
 /** Public doors (no credential, or an optional one) may be read from any origin; others carry no grant. */
@@ -135,141 +110,12 @@ function withHeaders(response: Response, headers: Record<string, string>): Respo
   }
 }
 
-async function readInput(door: AnyDoor, request: Request, url: URL): Promise<Record<string, unknown>> {
-  if (door.method === "GET" || door.method === "DELETE") {
-    const query: Record<string, string | string[]> = {};
-    for (const key of new Set(url.searchParams.keys())) {
-      const values = url.searchParams.getAll(key);
-      query[key] = values.length === 1 ? values[0]! : values;
-    }
-    // The city reads no body here: a signature covers no digest (lib/doors/pipeline/signature.ts).
-    checkSignedBody(request, new Uint8Array());
-    return query;
-  }
-  const bytes = await readBodyBytes(request, door.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
-  // A signed request's Content-Digest is checked over the exact bytes before anything parses them.
-  checkSignedBody(request, bytes);
-  const text = decodeBody(bytes);
-  if (text.trim() === "") return {};
-  const type = request.headers.get("content-type") ?? "";
-  if (!/^application\/([a-z0-9.+-]+\+)?json\s*(;|$)/i.test(type)) {
-    throw new CityError("unsupported_media_type", "Send the body as JSON with Content-Type: application/json.");
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw new CityError("malformed_json", "The body could not be parsed as JSON.");
-  }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-    throw new CityError("bad_request", "The body must be a JSON object.");
-  }
-  return parsed as Record<string, unknown>;
-}
-
-/** Reads at most `limit` bytes: a declared or actual larger body is refused before parsing. */
-export async function readBody(request: Request, limit: number): Promise<string> {
-  return decodeBody(await readBodyBytes(request, limit));
-}
-
-function decodeBody(bytes: Uint8Array): string {
-  return new TextDecoder("utf-8", { fatal: false }).decode(bytes);
-}
-
-/** The exact bytes of a body, at most `limit` of them (see readBody). */
-export async function readBodyBytes(request: Request, limit: number): Promise<Uint8Array> {
-  const tooLarge = () => bodyTooLarge(limit);
-  const declared = Number(request.headers.get("content-length"));
-  if (Number.isFinite(declared) && declared > limit) throw tooLarge();
-  if (!request.body) return new Uint8Array();
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel();
-      throw tooLarge();
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks);
-}
-
 function flatParams(params: Record<string, string | string[] | undefined>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [key, value] of Object.entries(params)) {
     if (typeof value === "string") out[key] = value;
   }
   return out;
-}
-
-async function answerResponse(door: AnyDoor, answer: DoorAnswer, request: Request): Promise<Response> {
-  if (door.signsAnswer && answer.status === 200) {
-    const text = JSON.stringify(answer.body);
-    const signature = await signAnswer(await getDb(), text, request, door.signsAnswer.tag);
-    return sendAnswer(door, request, answer.status, contentHeaders(door, { ...answer.headers, ...signature }), text, contentTag);
-  }
-  if (door.produces === "binary") {
-    const base64 = String(answer.body);
-    return sendAnswer(door, request, answer.status, contentHeaders(door, answer.headers), Buffer.from(base64, "base64"), () => contentTag(base64));
-  }
-  const text = door.produces === "text" ? String(answer.body) : JSON.stringify(answer.body);
-  return sendAnswer(door, request, answer.status, contentHeaders(door, answer.headers), text, contentTag);
-}
-
-function contentHeaders(door: AnyDoor, own: Record<string, string>): Headers {
-  const headers = new Headers({ "Cache-Control": cacheControlOf(door), ...own });
-  // A caller's answer is never kept by a shared cache, whatever the door says of itself.
-  if (door.auth !== "none") headers.set("Cache-Control", CACHE_HEADERS.private);
-  if (door.auth !== "none") headers.set("Vary", "Authorization");
-  if (door.produces === "text") headers.set("Content-Type", "text/plain; charset=utf-8");
-  else if (door.produces === "binary") headers.set("Content-Type", "application/octet-stream");
-  // A door may name a more specific JSON type (application/a2a+json, application/jwk-set+json).
-  else if (!headers.has("Content-Type")) headers.set("Content-Type", "application/json; charset=utf-8");
-  return headers;
-}
-
-/**
- * A reading door's 200 carries an ETag over its content without `now_utc`; a matching
- * If-None-Match answers 304 with no body. Writes are never tagged.
- */
-function sendAnswer(
-  door: AnyDoor,
-  request: Request,
-  status: number,
-  headers: Headers,
-  text: string | Uint8Array<ArrayBuffer>,
-  tag: (text: string) => string,
-): Response {
-  // Only a reading's 200 may be kept; anything else is answered afresh every time.
-  if ((status !== 200 || door.method !== "GET") && !(headers.get("Cache-Control") ?? "").includes("no-store")) headers.set("Cache-Control", CACHE_HEADERS.live);
-  // A binary body brings its own tag function (over its base64); `tag` never sees the bytes.
-  if (door.method === "GET" && status === 200) {
-    const etag = tag(typeof text === "string" ? text : "");
-    headers.set("ETag", etag);
-    if (matchesIfNoneMatch(request.headers.get("if-none-match"), etag)) return notModified(headers);
-  }
-  return new Response(text, { status, headers });
-}
-
-/**
- * An answer from memory: a constant document (lib/doors/pipeline/constant-documents.ts) or a versioned read
- * (lib/doors/pipeline/read-cache.ts); 304 before it is even rendered.
- */
-async function serveFromMemory(door: AnyDoor, request: Request, document: ConstantDocument): Promise<Response> {
-  const headers = contentHeaders(door, document.headers);
-  const { lastModified } = document;
-  if (document.status === 200 && lastModified) headers.set("Last-Modified", lastModified);
-  const unchanged =
-    matchesIfNoneMatch(request.headers.get("if-none-match"), document.tag) || (lastModified !== undefined && notModifiedSince(request, lastModified));
-  if (document.status === 200 && unchanged) {
-    headers.set("ETag", document.tag);
-    return notModified(headers);
-  }
-  return sendAnswer(door, request, document.status, headers, await document.textAt(new Date()), () => document.tag);
 }
 
 export function problemResponse(err: unknown, door: string, instance: string, extra: Record<string, string> = {}): Response {

@@ -3,10 +3,9 @@ import { type Database } from "@/db/client";
 import { getDb } from "@/lib/city/database";
 import { readVersions } from "@/lib/city/versions";
 import { logFailure } from "@/lib/logger";
-import type { ConstantDocument } from "./constant-documents";
 import type { AnyDoor } from "@/lib/doors/door";
+import type { ConstantDocument, DoorAnswer, MemoryKeeper } from "./context";
 import { contentTag } from "./etag";
-import { type DoorAnswer, doorRequestOf, invokeDoor } from "./invoke";
 
 /**
  * Public reading doors declared `versioned` (the directory, the residency log, the ward lane, the
@@ -78,49 +77,58 @@ export function isVersionedRead(door: AnyDoor, request: Request): boolean {
   return !(door.versioned.freshWith ?? []).some((name) => (params.get(name) ?? "").trim() !== "");
 }
 
-/** The door's answer for this request: from memory when nothing it reads has changed since it was built. */
-export async function versionedAnswer(door: AnyDoor, request: Request, raw: Record<string, unknown>): Promise<ConstantDocument> {
+/**
+ * The door's answer for this request as memory holds it (built at the versions read now, or being
+ * built by another request), or the keeper with which this request builds it. Without a database
+ * the door itself answers (a 503 problem); without versions, it is built and served, not kept.
+ */
+export async function heldVersionedAnswer(door: AnyDoor, request: Request): Promise<{ held: Promise<ConstantDocument> } | { keeper: MemoryKeeper }> {
   const db = await getDb().catch(() => null);
-  // Without a database the door itself answers (a 503 problem); without versions, uncached.
-  if (!db) return (await build(door, request, raw)).answer;
+  if (!db) return { keeper: unkept(door) };
   let versions: number[];
   try {
     versions = await readVersions(db, door.versioned!.scopes);
   } catch (err) {
     logFailure(`versions of ${door.name}`, err);
-    return (await build(door, request, raw)).answer;
+    return { keeper: unkept(door) };
   }
   let cache = caches.get(db);
   if (!cache) caches.set(db, (cache = new AnswerCache()));
   const url = new URL(request.url);
   const key = `${door.name} ${url.pathname}${url.search}`;
   const held = cache.get(key);
-  if (held && sameVersions(held.versions, versions) && Date.now() < held.validUntil) return held.answer;
+  if (held && sameVersions(held.versions, versions) && Date.now() < held.validUntil) return { held: held.answer };
 
-  const entry: Entry = { versions, validUntil: Infinity, bytes: 0, answer: Promise.resolve(null as never) };
+  let settle!: { resolve: (document: ConstantDocument) => void; reject: (err: unknown) => void };
+  const entry: Entry = { versions, validUntil: Infinity, bytes: 0, answer: new Promise((resolve, reject) => (settle = { resolve, reject })) };
+  // Nobody else may be waiting: an unhandled rejection of the shared promise is not this request's error.
+  entry.answer.catch(() => undefined);
   const store = cache;
-  entry.answer = build(door, request, raw).then(
-    (built) => {
-      entry.validUntil = built.validUntil;
-      if (built.answer.status === 200 && built.validUntil > Date.now()) store.settle(key, entry, built.bytes);
-      else store.drop(key, entry);
-      return built.answer;
-    },
-    (err: unknown) => {
-      store.drop(key, entry);
-      throw err;
-    },
-  );
   // An answer built at older versions than the one held (a slow request) is served, not kept.
   if (!held || !newerThan(held.versions, versions)) cache.put(key, entry);
-  return entry.answer;
+  return {
+    keeper: {
+      keep: (answer) => {
+        // Held until a write moves the versions, or until the moment the door said it turns by itself.
+        const validUntil = answer.changesAt?.getTime() ?? Infinity;
+        const built = memoryAnswer(answer, door.versioned!.clockFields ?? []);
+        entry.validUntil = validUntil;
+        if (built.answer.status === 200 && validUntil > Date.now()) store.settle(key, entry, built.bytes);
+        else store.drop(key, entry);
+        settle.resolve(built.answer);
+        return built.answer;
+      },
+      fail: (err) => {
+        store.drop(key, entry);
+        settle.reject(err);
+      },
+    },
+  };
 }
 
-async function build(door: AnyDoor, request: Request, raw: Record<string, unknown>) {
-  const answer = await invokeDoor(door, raw, doorRequestOf(request, "GET"));
-  // Held until a write moves the versions, or until the moment the door said it turns by itself.
-  const validUntil = answer.changesAt?.getTime() ?? Infinity;
-  return { ...memoryAnswer(answer, door.versioned!.clockFields ?? []), validUntil };
+/** A keeper that keeps nothing: the answer in its held form, served to this request only. */
+function unkept(door: AnyDoor): MemoryKeeper {
+  return { keep: (answer) => memoryAnswer(answer, door.versioned!.clockFields ?? []).answer, fail: () => undefined };
 }
 
 // Stands in for the clock fields while the answer is held; random, so no content can collide with it.

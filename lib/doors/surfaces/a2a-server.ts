@@ -31,9 +31,10 @@ import { citizenOpenedBy } from "@/lib/doors/pipeline/caller";
 import { type AnyDoor, DEFAULT_MAX_BODY_BYTES, type DoorRequest } from "@/lib/doors/door";
 import { describeA2a } from "./a2a";
 import { A2A_GRANT, preflightAnswer } from "@/lib/doors/pipeline/cors";
-import { answered, notServed, problemResponse, readBodyBytes, routes } from "@/lib/doors/pipeline/http";
+import { answered, notServed, problemResponse, routes } from "@/lib/doors/pipeline/http";
+import { checkBodySize, readBodyBytes } from "@/lib/doors/pipeline/stages/read";
 import { checkSignedBody, signedCaller } from "@/lib/doors/pipeline/signature";
-import { checkBodySize, type DoorAnswer, doorRequestOf, invokeDoor, logUnexpected, spendSignedPost } from "@/lib/doors/pipeline/invoke";
+import { type DoorAnswer, doorRequestOf, invokeDoor, logUnexpected, spendSignedPost } from "@/lib/doors/pipeline/invoke";
 import { CITY_VERSION } from "./openapi";
 import { registry } from "@/lib/doors/registry";
 

@@ -16,7 +16,7 @@ export interface LogTicket {
 
 /**
  * Carries the tickets of a write's appends from appendLog up to the door that answers, without
- * every domain function in between passing them along: invokeDoor runs the door inside
+ * every domain function in between passing them along: the pipeline runs the door inside
  * `withLogAppends` and, once the write committed, waits for each entry's integration
  * (settleLogReceipts) and puts its receipt in the answer where the receipt to come stood.
  */
@@ -30,7 +30,7 @@ const TO_COME = "receipt to come: ";
 
 /**
  * The receipt an answer holds while its write's transaction is open (the answer is checked against
- * its schema there): the shape of a receipt, its checkpoint naming the ticket. invokeDoor replaces
+ * its schema there): the shape of a receipt, its checkpoint naming the ticket. The pipeline's settle stage replaces
  * it with the integrated receipt before anything is sent; no answer ever carries it.
  */
 export function receiptToCome(log: LogDescriptor, ticket: string): LogReceipt {
