@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { type AnyDoor, door } from "@/lib/doors/door";
 import { type ConstantDocument, type DoorAnswer, type RequestContext, requestContext } from "@/lib/doors/pipeline/context";
@@ -8,7 +8,12 @@ import { parseInput } from "@/lib/doors/pipeline/stages/parse";
 import { readRequest } from "@/lib/doors/pipeline/stages/read";
 import { sendAnswer } from "@/lib/doors/pipeline/stages/send";
 import { tagAnswer } from "@/lib/doors/pipeline/stages/tag";
-import type { CityError } from "@/lib/errors";
+import { useDatabase } from "@/lib/city/database";
+import { fromMemory } from "@/lib/doors/pipeline/stages/memory";
+import { runDoor } from "@/lib/doors/pipeline/stages/run";
+import { signOutgoing } from "@/lib/doors/pipeline/stages/sign";
+import { CityError } from "@/lib/errors";
+import { describeOnDatabases } from "../support/databases";
 
 // The stages of the pipeline that touch no database, each alone on a context made for it (the
 // others, and the way as a whole, are in pipeline-way.test.ts and the doors' own suites).
@@ -180,5 +185,56 @@ describe("stages tag and send", () => {
     expect(ctx.response!.status).toBe(202);
     expect(ctx.response!.headers.get("retry-after")).toBe("5");
     expect(ctx.response!.headers.get("content-type")).toBe("application/json; charset=utf-8");
+  });
+});
+
+describeOnDatabases("the stages that touch the database, alone", (t) => {
+  beforeAll(() => useDatabase(t().db));
+  const running = (d: AnyDoor, parsedInput: unknown) => {
+    const ctx = requestContext(d, doorRequestOf(postOf("{}"), "POST"));
+    ctx.parsed = { ok: true, input: parsedInput };
+    ctx.caller = { kind: "visitor" };
+    ctx.handle = t().db;
+    return ctx;
+  };
+
+  it("run: keeps the door's checked answer, a refusal that keeps its writes, and never an answer outside the schema", async () => {
+    const ok = running(writeDoor, { word: "hi" });
+    await runDoor(ok);
+    expect(ok.outcome).toMatchObject({ body: { word: "hi" } });
+    const kept = new CityError("rate_limited", "counted", { keepWrites: true });
+    const counted = running({ ...writeDoor, run: async () => Promise.reject(kept) }, { word: "hi" });
+    await runDoor(counted);
+    expect(counted.outcome).toEqual({ kept });
+    const wrong = running({ ...writeDoor, run: async () => ({ word: 5 }) }, { word: "hi" });
+    expect(await codeOf(runDoor(wrong))).toBe("internal_error");
+    expect(wrong.outcome).toBeNull();
+  });
+
+  it("memory: gives the first request a keeper and the next the held answer, which the keeper's failure drops", async () => {
+    const constant = { ...readDoor, name: `stage-constant-${t().driver}`, cache: "static" as const };
+    const first = contextOf(constant, new Request("http://city.test/api/stage"));
+    await fromMemory(first);
+    expect(first.keeper).not.toBeNull();
+    first.keeper!.fail(new Error("build failed"));
+    const second = contextOf(constant, new Request("http://city.test/api/stage"));
+    await fromMemory(second);
+    expect(second.keeper, "a failed build is not held").not.toBeNull();
+    const document = second.keeper!.keep({ status: 200, headers: {}, body: { word: "kept" }, changesAt: null });
+    const third = contextOf(constant, new Request("http://city.test/api/stage"));
+    await fromMemory(third);
+    expect(third.keeper).toBeNull();
+    expect(third.held).toBe(document);
+    expect(await third.held!.textAt(new Date())).toBe('{"word":"kept"}');
+  });
+
+  it("sign: adds the digest of the exact bytes and the city's signature over them", async () => {
+    const ctx = contextOf({ ...readDoor, signsAnswer: { tag: "stage-test" } }, new Request("http://city.test/api/stage"));
+    ctx.outgoing = { status: 200, headers: new Headers(), body: '{"word":"hi"}', notModified: false };
+    await signOutgoing(ctx);
+    const digest = (await import("node:crypto")).createHash("sha256").update('{"word":"hi"}').digest("base64");
+    expect(ctx.outgoing.headers.get("content-digest")).toBe(`sha-256=:${digest}:`);
+    expect(ctx.outgoing.headers.get("signature-input")).toMatch(/^sig1=\("@authority";req "content-digest"\);.*tag="stage-test"/);
+    expect(ctx.outgoing.headers.get("signature")).toMatch(/^sig1=:[A-Za-z0-9+/]+=*:$/);
   });
 });
