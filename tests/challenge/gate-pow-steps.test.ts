@@ -2,19 +2,11 @@ import { sql } from "drizzle-orm";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { rowsOf } from "@/db/sql";
 import { useDatabase } from "@/lib/city/database";
-import {
-  bidStep,
-  issueNonce,
-  keylessBidWindow,
-  readCeilingStripes,
-  readSuggestedEffort,
-  solvePow,
-  type GateCircumstances,
-  type GateLimits,
-  type Verdict,
-} from "@/lib/city/challenge";
+import { bidStep, issueNonce, readCeilingStripes, solvePow, type GateCircumstances, type GateLimits, type Verdict } from "@/lib/city/challenge";
+import { keylessBidWindow, readSuggestedEffort } from "@/lib/city/challenge/gate-pow";
 import { presentAtGate } from "@/lib/city/gate";
-import { bucketMs, bucketOf, cityWindow, STEP_CYCLE, stepPortion, stepRelease, stripesRetryAfter, stripesRoom, withReach, withSteps } from "@/lib/city/bounds";
+import { bucketMs, bucketOf, cityWindow, STEP_CYCLE, stepPortion, stripesRetryAfter, stripesRoom, withReach, withSteps } from "@/lib/city/bounds";
+import { stepRelease } from "@/lib/city/bounds/rate-stripes";
 import { describeOnDatabases } from "../support/databases";
 import { presentation } from "../support/gate";
 
@@ -77,7 +69,12 @@ describe("the bids' step arithmetic (fixed vectors)", () => {
     // 20 an hour, one stripe per slot: keyless reach 16, open 12. Step 1000 releases slot 12 + 1000 % 4 = 12.
     const w = withSteps(withReach(cityWindow("gate-admissions", 20, 3600), 16), 12);
     const now = new Date(1000 * STEP_MS + 60_000);
-    const row = (s: number, counts: number[]) => ({ subject: `city/${s}`, bucket: 1000, bucket_ms: STEP_MS, counts: [...counts, ...new Array<number>(13 - counts.length).fill(0)] });
+    const row = (s: number, counts: number[]) => ({
+      subject: `city/${s}`,
+      bucket: 1000,
+      bucket_ms: STEP_MS,
+      counts: [...counts, ...new Array<number>(13 - counts.length).fill(0)],
+    });
     // The open share taken a step ago, nothing this step: one bid slot (stripe 12's) is left.
     const open = Array.from({ length: 20 }, (_, s) => row(s, s < 12 ? [0, 1] : [0, 0]));
     expect(stripesRoom(open, w, now)).toBe(1);

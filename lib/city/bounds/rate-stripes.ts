@@ -87,10 +87,17 @@ export function withSteps(window: Window, floor: number): Window {
 
 /**
  * The slots of a stepped part (`part`: reach - floor) released in each step: a STEP_CYCLE-th of it,
- * rounded down, so that STEP_CYCLE steps' portions fit in the part (a slot taken in one step is
- * counted in that step and the RATE_BUCKETS after it, so while it counts, the steps after it
- * release other slots, and every step releases some whatever was taken before); at least one
- * (a part smaller than STEP_CYCLE then fills in `part` steps).
+ * rounded down, at least one (a part smaller than STEP_CYCLE then fills in `part` steps, and waits
+ * for its oldest step to leave). Why every step opens slots, whatever was taken before (per stripe,
+ * with no taker but stepped ones and those kept under the floor): in step j a stripe lets its count
+ * reach at most max(floor, B_j) + r_j (B_j: its count before step j, r_j: what j releases to it), so
+ * its count C_j in step j is at most max(floor - B_j, 0) + r_j. Take the last step j* of the
+ * RATE_BUCKETS before step k with B_j* < floor: B_j* + C_j* <= floor + r_j*, and every later step
+ * adds at most its release, so B_k <= floor + (r over the RATE_BUCKETS steps before k) (and if
+ * there is no such j*, B_k <= that sum). stepRelease releases a stripe, over any STEP_CYCLE steps in
+ * a row, at most its share of the part, so B_k <= reach share - r_k: step k has r_k slots on it.
+ * With a twelfth of the part a step (RATE_BUCKETS portions), a flood would hold the whole part at
+ * every 13th step, and that step would open none.
  */
 export function stepPortion(part: number): number {
   return part > 0 ? Math.max(1, Math.floor(part / STEP_CYCLE)) : 0;
@@ -111,7 +118,7 @@ export function stepRelease(window: Window, step: number): number[] {
   const part = reachOf(window) - floor;
   const portion = stepPortion(part);
   if (portion <= 0) return release;
-  const start = (((step % part) * portion) % part + part) % part;
+  const start = ((((step % part) * portion) % part) + part) % part;
   for (let j = 0; j < portion; j++) release[(floor + ((start + j) % part)) % n]! += 1;
   return release;
 }
@@ -285,8 +292,7 @@ function stripeFreesAt(state: Bucketed, s: number, window: Window, now: Date): n
   // Past the counts' last step nothing is counted; a stripe still waits for a step that releases it a slot.
   for (let at = from; at <= from + 2 * STEP_CYCLE + 1; at++) {
     const released = stepRelease(window, at)[s]!;
-    if (countAt(state, at) < steppedLimit(window, s, countBefore(state, at), released))
-      return at === cur ? now.getTime() : at * bucketMs(window);
+    if (countAt(state, at) < steppedLimit(window, s, countBefore(state, at), released)) return at === cur ? now.getTime() : at * bucketMs(window);
   }
   return now.getTime() + window.windowSeconds * 1000;
 }

@@ -3,18 +3,15 @@
 export { addressRate, consumeNonce, type IssuedNonce, issueNonce, type OfferedNonce, offerNonce, pollNonce, quotaRefusal, spendNonceCtes } from "./gate-nonces";
 export {
   anonymousReach,
-  type BidStep,
   bidStep,
   ceilingPressure,
   ceilingWindow,
   effortFromStripes,
   gatePowShares,
   isBid,
-  keylessBidWindow,
   powBlock,
   powHeaders,
   readCeilingStripes,
-  readSuggestedEffort,
   stepEffort,
 } from "./gate-pow";
 export { shareOf, sourceOf, sourcesToFill } from "./gate-prefixes";

@@ -18,7 +18,19 @@ import {
   POW_MAX_EFFORT,
   stepEffort,
 } from "@/lib/city/challenge";
-import { bucketMs, bucketOf, type Chain, type ChainOutcome, stripesRetryAfter, stripesRoom, takeChain, type Slot, type Window, withReach, withSteps } from "@/lib/city/bounds";
+import {
+  bucketMs,
+  bucketOf,
+  type Chain,
+  type ChainOutcome,
+  stripesRetryAfter,
+  stripesRoom,
+  takeChain,
+  type Slot,
+  type Window,
+  withReach,
+  withSteps,
+} from "@/lib/city/bounds";
 import { normalKey } from "@/lib/city/directory";
 
 /**

@@ -16,7 +16,11 @@ export const PowBlockSchema = z
     step: z
       .object({
         seconds: z.number().int().positive().describe("a step's length: the admissions ceiling's hour cut in 12"),
-        portion: z.number().int().min(0).describe("bid slots past the open share each step releases to keyless bids: (bids - open) / 13, rounded down, at least one"),
+        portion: z
+          .number()
+          .int()
+          .min(0)
+          .describe("bid slots past the open share each step releases to keyless bids: (bids - open) / 13, rounded down, at least one"),
         left: z.number().int().min(0).describe("of them, what keyless bids may still take in this step"),
         next_at: z.string().describe("when the next step opens (ISO 8601)"),
       })
