@@ -304,6 +304,13 @@ export function reportBid(f: BidFloodFigures, newcomers: Newcomer[], c: BidLegCo
     `after the leg's ${c.seconds} s: ${closing.map((n) => `${n.kind} at ${n.at.toFixed(0)} s: effort ${n.efforts.join(", ")}, ${n.cpuSeconds.toFixed(2)} CPU s, ${told(n)}`).join("; ") || "no newcomer"}`,
   );
   const keyless = newcomers.filter((n) => n.kind === "keyless");
+  const waited = keyless.filter((n) => n.stepWaits > 0);
+  const waitedIn = waited.filter((n) => n.admitted).map((n) => n.secondsToAdmission);
+  console.log(
+    `keyless newcomers told "bids for this step are taken": ${waited.length} (${waited.reduce((a, n) => a + n.stepWaits, 0)} such refusals); ` +
+      `${waitedIn.length} of them admitted after waiting, s to admission max ${waitedIn.length ? Math.max(...waitedIn).toFixed(1) : "-"}; ` +
+      `keyless s to admission max ${keyless.some((n) => n.admitted) ? Math.max(...keyless.filter((n) => n.admitted).map((n) => n.secondsToAdmission)).toFixed(1) : "-"}`,
+  );
   const lastAdmitted = keyless.filter((n) => n.admitted).at(-1);
   const shutOut = lastAdmitted ? keyless.filter((n) => n.at > lastAdmitted.at) : keyless;
   const end = Math.max(c.seconds, ...newcomers.map((n) => n.at));

@@ -11,6 +11,8 @@ export const MAX_TRIES = 5;
 
 /** The ceiling's own refusal (lib/city/gate/gate-flood.ts ceilingFlood) begins so when no bid can lift it. */
 const CEILING_FULL = /^The city admits at most/;
+/** ... and so when this step's keyless bids are taken (retry_after_seconds: until the next step opens). */
+const STEP_TAKEN = /^Bids for this step are taken/;
 
 export function presentationBody(name: string, origin: string, extra: Record<string, string> = {}): string {
   return JSON.stringify({ name, runtime: "language-model", origin, statement: "I would like to live here.", ask: "bed", kind: "agent", ...extra });
@@ -26,6 +28,8 @@ export interface GateVerdict {
   retryAfterSeconds?: number;
   /** The ceiling refused it and no bid of this presentation would lift that. */
   ceilingFull: boolean;
+  /** The ceiling refused it because this step's keyless bids are taken: a bid is served from retryAfterSeconds on. */
+  stepTaken: boolean;
 }
 
 export async function readVerdict(answer: Response): Promise<GateVerdict> {
@@ -44,6 +48,7 @@ export async function readVerdict(answer: Response): Promise<GateVerdict> {
     ...(json.suggested_effort !== undefined ? { suggestedEffort: json.suggested_effort } : {}),
     ...(json.retry_after_seconds !== undefined ? { retryAfterSeconds: json.retry_after_seconds } : {}),
     ceilingFull: !admitted && json.rule === "flood" && json.suggested_effort === undefined && CEILING_FULL.test(json.reason ?? ""),
+    stepTaken: !admitted && json.rule === "flood" && STEP_TAKEN.test(json.reason ?? ""),
   };
 }
 
@@ -126,6 +131,10 @@ export interface Newcomer {
   secondsToAdmission: number;
   /** What the refusal that ended its tries said to wait, when it said it. */
   retryAfterSeconds?: number;
+  /** Refusals that said this step's bids were taken (each waited for the next step). */
+  stepWaits: number;
+  /** Set after such a refusal: when the next step opens (performance.now() ms) and the effort it asks. */
+  nextStep?: { at: number; effort: number };
 }
 
 /**
@@ -153,6 +162,7 @@ export async function newcomer(
     efforts: [],
     cpuSeconds: 0,
     secondsToAdmission: NaN,
+    stepWaits: 0,
   };
   while (out.tries < MAX_TRIES) {
     out.tries++;
@@ -176,17 +186,26 @@ async function present(
   out: Newcomer,
   started: number,
 ): Promise<boolean> {
-  const { nonce, effort, status } = await gateNonce(base, from);
+  const { nonce, effort: offered, status } = await gateNonce(base, from);
   if (!nonce) {
     out.outcome = `GET /gate ${status}`;
     return true;
   }
+  // Told that this step's bids are taken: solve now at the effort the refusal named for the next step
+  // (the nonce is fresh 600 s), and present when that step opens, as docs/pow.md says.
+  const waiting = out.nextStep;
+  out.nextStep = undefined;
+  const effort = waiting ? Math.max(offered, waiting.effort) : offered;
   out.efforts.push(effort);
   const extra: Record<string, string> = { nonce, ...(options.kind === "keyless" ? {} : await controllerFields(nonce)) };
   if (effort > 0 && options.kind !== "signed") {
     const solved = await solve(nonce, name, origin, effort);
     extra.pow_solution = solved.solution;
     out.cpuSeconds += solved.cpuSeconds;
+  }
+  if (waiting) {
+    const ms = waiting.at - performance.now();
+    if (ms > 0) await new Promise((r) => setTimeout(r, ms));
   }
   const text = presentationBody(name, origin, extra);
   const signature = options.kind === "signed" ? await signRequest({ method: "POST", url: `${base}/gate`, body: text, privateKey: options.sponsorSeed! }) : {};
@@ -198,6 +217,12 @@ async function present(
     return true;
   }
   out.outcome = "outbid";
+  if (verdict.stepTaken && verdict.suggestedEffort !== undefined && verdict.retryAfterSeconds !== undefined) {
+    out.outcome = "step taken";
+    out.stepWaits++;
+    out.nextStep = { at: performance.now() + verdict.retryAfterSeconds * 1000, effort: verdict.suggestedEffort };
+    return false;
+  }
   if (verdict.suggestedEffort !== undefined) return false;
   out.outcome = verdict.ceilingFull ? "full" : verdict.rule;
   if (verdict.retryAfterSeconds !== undefined) out.retryAfterSeconds = verdict.retryAfterSeconds;

@@ -651,6 +651,7 @@ const TEST_HOME: Record<string, string> = {
   "integration/gate-nonces.test.ts": "challenge",
   "integration/gate-pow-doors.test.ts": "challenge",
   "integration/gate-pow.test.ts": "challenge",
+  "integration/gate-pow-steps.test.ts": "challenge",
   "integration/gate-shares.test.ts": "challenge",
   "http/gate-pow-signed.test.ts": "challenge",
   "http/gate-pow.test.ts": "challenge",

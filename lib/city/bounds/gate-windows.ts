@@ -50,8 +50,11 @@ export interface Chain {
   subjectsMax: number;
   /** A condition on the statement's other CTEs (a scalar boolean) the whole chain waits for. */
   when?: SQL;
-  /** What the presentation would reach of the ceiling with a proof-of-work bid (docs/pow.md); unset: a bid lifts nothing. */
-  bidReach?: number;
+  /**
+   * The ceiling as this presentation would take it with a proof-of-work bid (docs/pow.md: its reach,
+   * and for a keyless one its steps); unset: it bids already, or a bid lifts nothing.
+   */
+  bidCeiling?: Window;
 }
 
 export type ChainOutcome =

@@ -6,7 +6,7 @@ export { holdLock } from "./locks";
 export { isNewcomer, NEWCOMER_SECONDS, newcomerAt, settledAt } from "./newcomers";
 export { requireSlot, requireSlotIn, requireTaken, slotColumns, slotCtes, slotOf, slotRefusal, sweepWindowsSql, takeSlot, takeWindowSql } from "./rate";
 export { type Bucketed, bucketMs, bucketOf, countsOf, RATE_BUCKETS, type Slot, type Window } from "./rate-buckets";
-export { cityWindow, RATE_STRIPES, stripesRoomSql, withReach } from "./rate-stripes";
+export { cityWindow, RATE_STRIPES, STEP_CYCLE, stepPortion, stripesRetryAfter, stripesRoom, stripesRoomSql, withReach, withSteps } from "./rate-stripes";
 export {
   type Charge,
   chargeSql,

@@ -25,6 +25,11 @@ export interface Window {
    * unset, the whole limit. Takers of every reach share the same stripes.
    */
   reach?: number;
+  /**
+   * City-wide only: this taker's reach past `floor` is released in steps (rate-stripes.ts withSteps):
+   * in each step of the window (a bucket) it may take at most the step's portion of it.
+   */
+  steps?: { floor: number };
 }
 
 export interface Slot {
@@ -81,7 +86,7 @@ export function countsOf(value: unknown): number[] {
 }
 
 /** The attempts a window counts in bucket `at` (its buckets older than the window dropped). */
-function countAt(state: Bucketed, at: number): number {
+export function countAt(state: Bucketed, at: number): number {
   const d = Math.max(0, at - state.bucket);
   return state.counts.slice(0, Math.max(0, state.counts.length - d)).reduce((a, b) => a + b, 0);
 }

@@ -4,10 +4,12 @@ import {
   bucketMs,
   bucketOf,
   bumpedSql,
+  countAt,
   countSql,
   countsOf,
   freesAt,
   freshCountsSql,
+  RATE_BUCKETS,
   secondsUntil,
   shiftedSql,
   type Slot,
@@ -30,6 +32,10 @@ import {
  * Stripes never expire (the sweep keeps them): at most RATE_STRIPES rows per city-wide window.
  * A taker may be given a lower reach (withReach: a reserve): it then charges a stripe only below
  * that stripe's share of the reach, on the same rows, so such takers together never pass the reach.
+ * A taker may also be given its reach past a floor in steps (withSteps): in each step (a bucket) a
+ * stripe lets it past the larger of its share of the floor and what its earlier steps still count
+ * only by what this step releases to that stripe (stepRelease), read from the same row in the same
+ * statement as its take: no row is added, and what parallel takers take of a step never passes it.
  */
 
 /** Stripes of a city-wide window at most (fewer when its limit is smaller: every stripe holds a slot). */
@@ -55,25 +61,111 @@ export function reachOf(window: Window): number {
   return window.reach ?? window.limit;
 }
 
+/** Stripe `s`'s share of `total` cut over `n` stripes: the first total % n stripes hold one more (the slots s, s + n, s + 2n, ... below total). */
+function shareOf(total: number, n: number, s: number): number {
+  return Math.floor(total / n) + (s < total % n ? 1 : 0);
+}
+
 /**
  * Stripe `s`'s share of what this taker may reach. The reach is cut as the limit is (the first
  * reach % N stripes one more), so no stripe's share of a reach is above its share of the limit.
  */
 export function stripeLimit(window: Window, s: number): number {
+  return shareOf(reachOf(window), window.stripes ?? 1, s);
+}
+
+/** Steps a slot is counted in: the window's RATE_BUCKETS and the current one (rate-buckets.ts). */
+export const STEP_CYCLE = RATE_BUCKETS + 1;
+
+/**
+ * A city-wide taker whose reach past `floor` is released in steps: in any step it takes at most
+ * stepPortion(reach - floor) of that part (the stripes' stepRelease), whatever it took before.
+ */
+export function withSteps(window: Window, floor: number): Window {
+  return { ...window, steps: { floor: Math.max(0, Math.min(reachOf(window), Math.floor(floor))) } };
+}
+
+/**
+ * The slots of a stepped part (`part`: reach - floor) released in each step: a STEP_CYCLE-th of it,
+ * rounded down, at least one (a part smaller than STEP_CYCLE then fills in `part` steps, and waits
+ * for its oldest step to leave). Why every step opens slots, whatever was taken before (per stripe,
+ * with no taker but stepped ones and those kept under the floor): in step j a stripe lets its count
+ * reach at most max(floor, B_j) + r_j (B_j: its count before step j, r_j: what j releases to it), so
+ * its count C_j in step j is at most max(floor - B_j, 0) + r_j. Take the last step j* of the
+ * RATE_BUCKETS before step k with B_j* < floor: B_j* + C_j* <= floor + r_j*, and every later step
+ * adds at most its release, so B_k <= floor + (r over the RATE_BUCKETS steps before k) (and if
+ * there is no such j*, B_k <= that sum). stepRelease releases a stripe, over any STEP_CYCLE steps in
+ * a row, at most its share of the part, so B_k <= reach share - r_k: step k has r_k slots on it.
+ * With a twelfth of the part a step (RATE_BUCKETS portions), a flood would hold the whole part at
+ * every 13th step, and that step would open none.
+ */
+export function stepPortion(part: number): number {
+  return part > 0 ? Math.max(1, Math.floor(part / STEP_CYCLE)) : 0;
+}
+
+/**
+ * What step `step` (a bucket number) releases to each stripe of a stepped window. The part's slots
+ * (floor, floor + 1, ..., reach - 1; slot x belongs to stripe x % N, as stripeLimit cuts them) are
+ * released in turn, a portion per step: step k the portion starting at slot floor + (k * portion) % part,
+ * wrapping inside the part. So STEP_CYCLE steps in a row release distinct slots when the part holds
+ * them, and each stripe is released over a cycle no more than its share of the part.
+ */
+export function stepRelease(window: Window, step: number): number[] {
   const n = window.stripes ?? 1;
-  const total = reachOf(window);
-  return Math.floor(total / n) + (s < total % n ? 1 : 0);
+  const release = new Array<number>(n).fill(0);
+  if (!window.steps) return release;
+  const floor = window.steps.floor;
+  const part = reachOf(window) - floor;
+  const portion = stepPortion(part);
+  if (portion <= 0) return release;
+  const start = ((((step % part) * portion) % part) + part) % part;
+  for (let j = 0; j < portion; j++) release[(floor + ((start + j) % part)) % n]! += 1;
+  return release;
+}
+
+/** Stripe `s`'s share of a stepped window's floor (its reach when not stepped). */
+function stripeFloor(window: Window, s: number): number {
+  return window.steps ? shareOf(window.steps.floor, window.stripes ?? 1, s) : stripeLimit(window, s);
+}
+
+/**
+ * What stripe `s` lets this taker reach in a step: its share of the reach, and for a stepped taker
+ * no more than the larger of its share of the floor and what it counted before this step (`before`)
+ * plus what this step releases to it (`released`).
+ */
+export function steppedLimit(window: Window, s: number, before: number, released: number): number {
+  const lim = stripeLimit(window, s);
+  return window.steps ? Math.min(lim, Math.max(stripeFloor(window, s), before) + released) : lim;
 }
 
 function stripeSubject(window: Window, s: number): string {
   return `${window.subject}/${s}`;
 }
 
-/** SQL VALUES (subject, lim, ord) of every stripe, ord counted from stripe `home`. */
-function stripesValues(window: Window, home: number): SQL {
+/**
+ * SQL VALUES (subject, lim, floor, step, ord) of every stripe at `now`: its share of the reach, of
+ * the floor (the reach when not stepped) and what this step releases to it (0 when not stepped),
+ * ord counted from stripe `home`.
+ */
+function stripesValues(window: Window, home: number, now: Date): SQL {
   const n = window.stripes ?? 1;
-  const rows = Array.from({ length: n }, (_, s) => sql`(${stripeSubject(window, s)}::text, ${stripeLimit(window, s)}::int, ${(s - home + n) % n}::int)`);
-  return sql`(SELECT * FROM (VALUES ${sql.join(rows, sql`, `)}) AS v(subject, lim, ord))`;
+  const release = stepRelease(window, bucketOf(window, now));
+  const rows = Array.from(
+    { length: n },
+    (_, s) =>
+      sql`(${stripeSubject(window, s)}::text, ${stripeLimit(window, s)}::int, ${stripeFloor(window, s)}::int, ${release[s]!}::int, ${(s - home + n) % n}::int)`,
+  );
+  return sql`(SELECT * FROM (VALUES ${sql.join(rows, sql`, `)}) AS v(subject, lim, floor, step, ord))`;
+}
+
+/**
+ * SQL: what a stripe (its values `v`: lim, floor, step) lets this taker reach now, from its row's
+ * counts shifted to the current step (`shifted`): steppedLimit, with what it counted before this
+ * step being all its counts but the current step's. For a taker not stepped (floor = lim, step 0): lim.
+ */
+function limitSql(v: string, shifted: SQL): SQL {
+  const s = sql.raw(v);
+  return sql`least(${s}.lim, greatest(${s}.floor, ${countSql(shifted)} - (${shifted})[1]) + ${s}.step)`;
 }
 
 /** SQL: the stored stripes (`r`) as JSON, what a refusal's Retry-After is computed from. */
@@ -87,9 +179,10 @@ function stripesJson(window: Window, stripes: SQL): SQL {
  * stripe with room, or one not stored yet), and its stripes as JSON (see stripesRetryAfter).
  */
 export function stripesRoomSql(window: Window, now: Date): SQL {
-  const stripes = stripesValues(window, 0);
-  const count = countSql(shiftedSql(window, now, "r"));
-  return sql`SELECT count(*) FILTER (WHERE ${count} < s.lim) > 0 OR count(*) < ${window.stripes ?? 1}::int AS room, ${stripesJson(window, stripes)} AS stripes
+  const stripes = stripesValues(window, 0, now);
+  const shifted = shiftedSql(window, now, "r");
+  const count = countSql(shifted);
+  return sql`SELECT count(*) FILTER (WHERE ${count} < ${limitSql("s", shifted)}) > 0 OR count(*) < ${window.stripes ?? 1}::int AS room, ${stripesJson(window, stripes)} AS stripes
     FROM rate_windows r JOIN ${stripes} s ON s.subject = r.subject WHERE r.scope = ${window.scope}`;
 }
 
@@ -116,30 +209,31 @@ export function stripedCtes(name: string, window: Window, now: Date, source: SQL
   const b = sql`${bucketMs(window)}::bigint`;
   const scope = sql`${window.scope}::text`;
   const columns = sql`w.allowed, w.subject, w.bucket, w.counts`;
+  // The charge reads the stripe's limit from the latest version of its row (its earlier steps' count).
   const charge = (locked: SQL) =>
     sql`UPDATE rate_windows w SET counts = ${bumpedSql(shifted)}, bucket = greatest(w.bucket, ${cur}), bucket_ms = ${b}, allowed = true
-      FROM ${locked} c WHERE w.scope = ${scope} AND w.subject = c.subject AND ${count} < c.lim RETURNING ${columns}`;
+      FROM ${locked} c WHERE w.scope = ${scope} AND w.subject = c.subject AND ${count} < ${limitSql("c", shifted)} RETURNING ${columns}`;
   const free = (when: SQL) =>
-    sql`SELECT w.subject, r.lim FROM rate_windows w JOIN ${n("room")} r ON r.subject = w.subject WHERE w.scope = ${scope} AND ${when}
+    sql`SELECT w.subject, r.lim, r.floor, r.step FROM rate_windows w JOIN ${n("room")} r ON r.subject = w.subject WHERE w.scope = ${scope} AND ${when}
       ORDER BY r.free DESC, r.ord LIMIT 1 FOR UPDATE OF w SKIP LOCKED`;
-  // The stripe a first take stores holding this attempt: one with a share of this taker's reach.
-  const first = sql`(SELECT subject FROM ${n("new")} WHERE lim > 0 ORDER BY ord LIMIT 1)`;
+  // The stripe a first take stores holding this attempt: one that lets this taker reach a slot now.
+  const first = sql`(SELECT subject FROM ${n("new")} WHERE least(lim, floor + step) > 0 ORDER BY ord LIMIT 1)`;
   return sql`
-    ${n("stripes")} AS ${stripesValues(window, home)},
+    ${n("stripes")} AS ${stripesValues(window, home, now)},
     ${n("room")} AS (
-      SELECT w.subject, s.lim, s.ord, s.lim - ${count} AS free FROM rate_windows w JOIN ${n("stripes")} s ON s.subject = w.subject
-      WHERE w.scope = ${scope} AND ${go} AND ${count} < s.lim),
+      SELECT w.subject, s.lim, s.floor, s.step, s.ord, ${limitSql("s", shifted)} - ${count} AS free FROM rate_windows w JOIN ${n("stripes")} s ON s.subject = w.subject
+      WHERE w.scope = ${scope} AND ${go} AND ${count} < ${limitSql("s", shifted)}),
     ${n("pick")} AS (${free(sql`true`)}),
     ${n("took")} AS (${charge(n("pick"))}),
     ${n("again")} AS (${free(sql`w.subject <> (SELECT subject FROM ${n("pick")}) AND NOT EXISTS (SELECT 1 FROM ${n("took")})`)}),
     ${n("retook")} AS (${charge(n("again"))}),
     ${n("wait")} AS (
-      SELECT w.subject, s.lim FROM rate_windows w JOIN ${n("stripes")} s ON s.subject = w.subject
-      WHERE w.scope = ${scope} AND ${go} AND NOT EXISTS (SELECT 1 FROM ${n("pick")}) AND ${count} < s.lim
+      SELECT w.subject, s.lim, s.floor, s.step FROM rate_windows w JOIN ${n("stripes")} s ON s.subject = w.subject
+      WHERE w.scope = ${scope} AND ${go} AND NOT EXISTS (SELECT 1 FROM ${n("pick")}) AND ${count} < ${limitSql("s", shifted)}
       ORDER BY w.subject LIMIT 1 FOR UPDATE OF w),
     ${n("waited")} AS (${charge(n("wait"))}),
     ${n("new")} AS (
-      SELECT s.subject, s.ord, s.lim FROM ${n("stripes")} s
+      SELECT s.subject, s.ord, s.lim, s.floor, s.step FROM ${n("stripes")} s
       WHERE ${go} AND NOT EXISTS (SELECT 1 FROM ${n("room")})
         AND NOT EXISTS (SELECT 1 FROM rate_windows r WHERE r.scope = ${scope} AND r.subject = s.subject)),
     ${n("made")} AS (
@@ -163,18 +257,77 @@ interface StoredStripe {
   counts: number[] | string;
 }
 
-/** Seconds until some stripe has room again, from the stripes' JSON (none stored: at once, one second). */
-export function stripesRetryAfter(json: unknown, window: Window, now: Date): number {
+/**
+ * The stored stripes' JSON, by stripe number. A stripe of another step length (the window's length
+ * was changed) is read as SQL reads it (rate_window_at): its whole count in the current step; `foreign`.
+ */
+function storedStripes(json: unknown, window: Window, now: Date): Map<number, Bucketed & { foreign?: true }> | null {
   const stripes = (typeof json === "string" ? JSON.parse(json) : json) as StoredStripe[] | null;
-  if (!stripes?.length) return 1;
-  const soonest = Math.min(
-    ...stripes.map((s) => {
-      const index = Number(s.subject.slice(s.subject.lastIndexOf("/") + 1));
-      const state: Bucketed = { bucket: Number(s.bucket), counts: countsOf(s.counts) };
-      return Number(s.bucket_ms) === bucketMs(window) ? freesAt(state, stripeLimit(window, index), window, now) : now.getTime() + window.windowSeconds * 1000;
+  if (!stripes?.length) return null;
+  return new Map(
+    stripes.map((s) => {
+      const counts = countsOf(s.counts);
+      const state =
+        Number(s.bucket_ms) === bucketMs(window)
+          ? { bucket: Number(s.bucket), counts }
+          : { bucket: bucketOf(window, now), counts: [counts.reduce((a, b) => a + b, 0)], foreign: true as const };
+      return [Number(s.subject.slice(s.subject.lastIndexOf("/") + 1)), state] as const;
     }),
   );
+}
+
+/** The count of `state` in bucket `at` that is not its step `at`'s own (what its earlier steps still count). */
+function countBefore(state: Bucketed, at: number): number {
+  return countAt(state, at) - (at === state.bucket ? (state.counts[0] ?? 0) : 0);
+}
+
+/**
+ * When (epoch ms) stripe `s` lets this taker through again: the start of the first step whose
+ * count is under the stripe's limit for it (steppedLimit, with what that step releases).
+ */
+function stripeFreesAt(state: Bucketed, s: number, window: Window, now: Date): number {
+  if (!window.steps) return freesAt(state, stripeLimit(window, s), window, now);
+  const cur = bucketOf(window, now);
+  const from = Math.max(cur, state.bucket);
+  // Past the counts' last step nothing is counted; a stripe still waits for a step that releases it a slot.
+  for (let at = from; at <= from + 2 * STEP_CYCLE + 1; at++) {
+    const released = stepRelease(window, at)[s]!;
+    if (countAt(state, at) < steppedLimit(window, s, countBefore(state, at), released)) return at === cur ? now.getTime() : at * bucketMs(window);
+  }
+  return now.getTime() + window.windowSeconds * 1000;
+}
+
+/** Seconds until some stripe has room again, from the stripes' JSON (none stored: at once, one second). */
+export function stripesRetryAfter(json: unknown, window: Window, now: Date): number {
+  const stored = storedStripes(json, window, now);
+  if (!stored) return 1;
+  const n = window.stripes ?? 1;
+  let soonest = Infinity;
+  for (let s = 0; s < n; s++) {
+    const state = stored.get(s);
+    // A stripe not stored counts nothing: it frees when a step releases it a slot.
+    const at = state?.foreign
+      ? now.getTime() + window.windowSeconds * 1000
+      : stripeFreesAt(state ?? { bucket: bucketOf(window, now), counts: [] }, s, window, now);
+    soonest = Math.min(soonest, at);
+  }
   return secondsUntil(soonest, now);
+}
+
+/**
+ * The slots this taker may still take now, from the stripes' JSON: over every stripe, its limit
+ * in this step (steppedLimit) less what it counts (a stripe not stored counts nothing).
+ */
+export function stripesRoom(json: unknown, window: Window, now: Date): number {
+  const stored = storedStripes(json, window, now) ?? new Map<number, Bucketed>();
+  const cur = bucketOf(window, now);
+  const release = stepRelease(window, cur);
+  let room = 0;
+  for (let s = 0; s < (window.stripes ?? 1); s++) {
+    const state = stored.get(s) ?? { bucket: cur, counts: [] };
+    room += Math.max(0, steppedLimit(window, s, countBefore(state, Math.max(cur, state.bucket)), release[s]!) - countAt(state, cur));
+  }
+  return room;
 }
 
 /** The slot a city-wide take answered (see takeCtes): the stripe's count when taken, the soonest stripe's room when refused. */

@@ -4,13 +4,15 @@ import { rowsOf } from "@/db/sql";
 import { GATE_RESERVE_PERCENT, type GateLimits, type Presentation } from "./gate-presentation";
 import { POW_EFFORT_HEADER, POW_PROTOCOL, solutionEffort } from "./pow";
 import { POW_BASE_EFFORT, POW_MAX_EFFORT, type PowShares, powShares, stepTotals, suggestedEffort } from "./pow-effort";
-import { cityWindow, type Window, stripesRoomSql } from "@/lib/city/bounds";
+import { bucketMs, bucketOf, cityWindow, STEP_CYCLE, stepPortion, stripesRoom, stripesRoomSql, type Window, withReach, withSteps } from "@/lib/city/bounds";
 
 /*
  * CITY-POW/1 at the gate (docs/pow.md): what presentations without a bid may fill of the admissions
  * ceiling (the open share), the effort the gate suggests now (read from the ceiling's stripes, no
  * row of its own), and whether a presentation's pow_solution is a bid. The take itself (gate-flood.ts
- * admissionWindow) gives a bid more reach than a presentation without one, on the same stripes.
+ * admissionWindow) gives a bid more reach than a presentation without one, on the same stripes; a
+ * keyless bid takes the bids' part in steps (keylessBidWindow): each step of the hour releases a
+ * portion of it, so what a flood of bids takes in one step leaves the next its own (docs/pow.md).
  */
 
 /** The admissions ceiling's window (null when off). */
@@ -27,6 +29,59 @@ export function anonymousReach(limits: GateLimits): number {
 /** The ceiling's shares for bids: the open share (those without a bid) and what bids may fill up to. */
 export function gatePowShares(limits: GateLimits): PowShares {
   return powShares(anonymousReach(limits));
+}
+
+/**
+ * The ceiling as a keyless bid takes it: up to what the reserve leaves, and past the open share only
+ * what each step releases (rate-stripes.ts withSteps: stepPortion(bids - open) a step, counted on
+ * the stripes in the statement that takes the slot). Null when the ceiling is off.
+ */
+export function keylessBidWindow(limits: GateLimits): Window | null {
+  const window = ceilingWindow(limits);
+  if (!window) return null;
+  return withSteps(withReach(window, anonymousReach(limits)), gatePowShares(limits).open);
+}
+
+/** The bids' step as GET /gate and /api/capabilities publish it (null when the ceiling is off). */
+export interface BidStep {
+  /** A step's length: the admissions ceiling's hour cut in RATE_BUCKETS. */
+  seconds: number;
+  /** Bid slots past the open share a step releases to keyless bids: (bids - open) / STEP_CYCLE, rounded down, at least one. */
+  portion: number;
+  /** Of them, what is left in this step (what keyless bids may still take past the open share now). */
+  left: number;
+  /** When the next step opens (ISO 8601). */
+  next_at: string;
+}
+
+/** The bids' step now, from the ceiling's stripes (their JSON as read). */
+export function bidStep(json: unknown, limits: GateLimits, now: Date): BidStep | null {
+  const window = keylessBidWindow(limits);
+  if (!window) return null;
+  const shares = gatePowShares(limits);
+  const ms = bucketMs(window);
+  const open = stripesRoom(json, withReach(window, shares.open), now);
+  return {
+    seconds: ms / 1000,
+    portion: stepPortion(shares.bids - shares.open),
+    left: Math.max(0, stripesRoom(json, window, now) - open),
+    next_at: new Date((bucketOf(window, now) + 1) * ms).toISOString(),
+  };
+}
+
+/**
+ * The most the step starting at `at` asks of a bid when keyless bids take its whole portion: the
+ * suggested effort (pow-effort.ts) of the ceiling's steps as they stand then, that step counting its
+ * portion. What a refusal told to wait for the next step suggests: a solution of it is a bid for
+ * that whole step (unless keyed admissions fill more), never more than POW_MAX_EFFORT.
+ */
+export function stepEffort(json: unknown, limits: GateLimits, at: Date): number {
+  const window = ceilingWindow(limits);
+  if (!window) return 0;
+  const shares = gatePowShares(limits);
+  const steps = stepTotals(json, window, at);
+  steps[0] = steps[0]! + stepPortion(shares.bids - shares.open);
+  return suggestedEffort(steps, shares);
 }
 
 /** SQL (a SELECT of one row, column `stripes`): the ceiling's stripes as JSON, what the effort is read from. */
@@ -50,12 +105,17 @@ export function effortFromStripes(json: unknown, limits: GateLimits, now: Date):
   return ceilingPressure(json, limits, now).effort;
 }
 
+/** Reads the ceiling's stripes now (one statement that writes nothing; null when the ceiling is off). */
+export async function readCeilingStripes(db: Database, limits: GateLimits, now: Date): Promise<unknown> {
+  const window = ceilingWindow(limits);
+  if (!window) return null;
+  const [row] = rowsOf<{ stripes: unknown }>(await db.execute(ceilingStripesSql(window, now)));
+  return row?.stripes ?? null;
+}
+
 /** Reads the suggested effort now (one statement that writes nothing; none when the ceiling is off). */
 export async function readSuggestedEffort(db: Database, limits: GateLimits, now: Date): Promise<number> {
-  const window = ceilingWindow(limits);
-  if (!window) return 0;
-  const [row] = rowsOf<{ stripes: unknown }>(await db.execute(ceilingStripesSql(window, now)));
-  return effortFromStripes(row?.stripes ?? null, limits, now);
+  return effortFromStripes(await readCeilingStripes(db, limits, now), limits, now);
 }
 
 /**
@@ -73,10 +133,11 @@ export async function isBid(db: Database, p: Presentation, limits: GateLimits, n
 /** Where the docs of the protocol are. */
 export const POW_DOCS = "docs/pow.md";
 
-/** The `pow` block GET /gate and /api/capabilities publish. */
-export function powBlock(effort: number, limits: GateLimits) {
+/** The `pow` block GET /gate and /api/capabilities publish: the effort suggested now and the bids' step (bidStep). */
+export function powBlock(effort: number, limits: GateLimits, step: BidStep | null = null) {
   const shares = gatePowShares(limits);
   const off = !ceilingWindow(limits);
+  const portion = stepPortion(shares.bids - shares.open);
   return {
     protocol: POW_PROTOCOL,
     suggested_effort: effort,
@@ -84,11 +145,14 @@ export function powBlock(effort: number, limits: GateLimits) {
     field: "pow_solution" as const,
     header: POW_EFFORT_HEADER,
     docs: POW_DOCS,
+    step,
     note: off
       ? "The admissions ceiling is off here: no work is ever asked."
       : `Presentations without a bid may fill the hour's admissions ceiling up to its open share (${shares.open} of the ${shares.bids} presentations without a proven key may take); ` +
         `past it a presentation is admitted only with pow_solution of at least suggested_effort leading zero bits (${POW_PROTOCOL}, bound to the nonce, name and origin), ` +
-        `or signed with a key bound to a citizen (CITY-SIG/1). 0: nothing to pay. Never more than ${POW_MAX_EFFORT}.`,
+        `or signed with a key bound to a citizen (CITY-SIG/1). 0: nothing to pay. Never more than ${POW_MAX_EFFORT}. ` +
+        `Keyless bids are served in steps: each step (step.seconds) releases ${portion} of the ${shares.bids - shares.open} bid slots past the open share ` +
+        `(1/${STEP_CYCLE} of them, rounded down, at least one: an admission counts ${STEP_CYCLE} steps), whatever earlier steps took; step.left of them are left now, and the next step opens at step.next_at.`,
   };
 }
 

@@ -1,7 +1,19 @@
 // The face of this capability, written by scripts/house-move.ts
 // (lib/city/challenge/): what other capabilities, the doors, the pages and the scripts use of it, and nothing else.
 export { addressRate, consumeNonce, type IssuedNonce, issueNonce, type OfferedNonce, offerNonce, pollNonce, quotaRefusal, spendNonceCtes } from "./gate-nonces";
-export { anonymousReach, ceilingPressure, ceilingWindow, effortFromStripes, gatePowShares, isBid, powBlock, powHeaders, readSuggestedEffort } from "./gate-pow";
+export {
+  anonymousReach,
+  bidStep,
+  ceilingPressure,
+  ceilingWindow,
+  effortFromStripes,
+  gatePowShares,
+  isBid,
+  powBlock,
+  powHeaders,
+  readCeilingStripes,
+  stepEffort,
+} from "./gate-pow";
 export { shareOf, sourceOf, sourcesToFill } from "./gate-prefixes";
 export {
   ASKS,

@@ -15,8 +15,22 @@ import {
   ceilingPressure,
   ceilingWindow,
   gatePowShares,
+  POW_MAX_EFFORT,
+  stepEffort,
 } from "@/lib/city/challenge";
-import { type Chain, type ChainOutcome, takeChain, type Slot, type Window, withReach } from "@/lib/city/bounds";
+import {
+  bucketMs,
+  bucketOf,
+  type Chain,
+  type ChainOutcome,
+  stripesRetryAfter,
+  stripesRoom,
+  takeChain,
+  type Slot,
+  type Window,
+  withReach,
+  withSteps,
+} from "@/lib/city/bounds";
 import { normalKey } from "@/lib/city/directory";
 
 /**
@@ -80,13 +94,24 @@ export function originWindow(p: Presentation, c: GateCircumstances): Window {
  * presentation may reach of it: all of it with a proven key (a controller key that signed the
  * nonce), else what the reserve leaves (anonymousReach); and without a bid (docs/pow.md: a
  * pow_solution of the suggested effort, or a request signed with a key bound to a citizen) only the
- * open share of what presentations without a key reach. So bids take the rest, on the same stripes.
+ * open share of what presentations without a key reach. So bids take the rest, on the same stripes;
+ * a keyless bid of work (neither keyed nor signed) only in steps: past the open share, each step of
+ * the hour releases its portion of the bids' part (keylessBidWindow), whatever earlier steps took.
  */
 export function admissionWindow(c: GateCircumstances, keyed: boolean): Window | null {
+  if (!c.bid) {
+    const window = ceilingWindow(c.limits);
+    return window && withReach(window, Math.min(bidReach(c, keyed), gatePowShares(c.limits).open));
+  }
+  return bidWindow(c, keyed);
+}
+
+/** The ceiling as this presentation takes it with a bid: keyed or signed, its whole reach; else in steps past the open share. */
+function bidWindow(c: GateCircumstances, keyed: boolean): Window | null {
   const window = ceilingWindow(c.limits);
   if (!window) return null;
-  const reach = bidReach(c, keyed);
-  return withReach(window, c.bid ? reach : Math.min(reach, gatePowShares(c.limits).open));
+  const reached = withReach(window, bidReach(c, keyed));
+  return keyed || c.signedByBoundKey === true ? reached : withSteps(reached, gatePowShares(c.limits).open);
 }
 
 /** What a presentation reaches of the ceiling with a bid: all of it keyed, else what the reserve leaves. */
@@ -104,7 +129,7 @@ export function admissionChain(p: Presentation, c: GateCircumstances, keyed: boo
     windows: [...sourceWindows(c), ...shareWindows(c), originWindow(p, c)],
     ceiling: admissionWindow(c, keyed),
     subjectsMax: subjectsMax(c),
-    bidReach: c.bid ? undefined : bidReach(c, keyed),
+    bidCeiling: c.bid ? undefined : (bidWindow({ ...c, bid: true }, keyed) ?? undefined),
   };
 }
 
@@ -114,7 +139,7 @@ export function wardChain(c: GateCircumstances): Chain {
     windows: [...sourceWindows(c), ...shareWindows(c)],
     ceiling: admissionWindow(c, false),
     subjectsMax: subjectsMax(c),
-    bidReach: c.bid ? undefined : bidReach(c, false),
+    bidCeiling: c.bid ? undefined : (bidWindow({ ...c, bid: true }, false) ?? undefined),
   };
 }
 
@@ -165,16 +190,22 @@ export function chainFlood(outcome: ChainOutcome, chain: Chain, c: GateCircumsta
 }
 
 /**
- * The ceiling's refusal: with the suggested effort when a bid would be served (the presentation
- * made none and the ceiling counts less than a bid reaches), else only when to retry.
+ * The ceiling's refusal, read from its stripes as the statement saw them. For the ceiling as a bid of
+ * this presentation takes it (its own when it bid, chain.bidCeiling when it did not):
+ * - a bid is served now (the presentation made none): the suggested effort, and when to retry without one;
+ * - this step's bid slots are taken but the reach is not full (keyless bids, in steps): so said, with
+ *   the seconds until a step releases a slot again (the next step, but when keyed admissions filled
+ *   more) and the effort that step asks (stepEffort);
+ * - the reach is full, or a bid lifts nothing: when it frees, and no effort.
  */
 function ceilingFlood(outcome: Extract<ChainOutcome, { kind: "ceiling-full" }>, chain: Chain, c: GateCircumstances): Verdict {
   const ceiling = chain.ceiling!;
   const retry = outcome.retryAfterSeconds;
-  const { counted, effort } = ceilingPressure(outcome.stripes, c.limits, c.now);
-  const liftable = chain.bidReach !== undefined && counted < chain.bidReach && effort > 0;
+  const { effort } = ceilingPressure(outcome.stripes, c.limits, c.now);
   const untouched = "Nothing was counted against your address or origin, nor your network's share.";
-  if (liftable) {
+  const bid = chain.bidCeiling ?? (ceiling.steps ? ceiling : undefined);
+  const madeNone = chain.bidCeiling !== undefined;
+  if (madeNone && effort > 0 && stripesRoom(outcome.stripes, bid!, c.now) > 0) {
     return filtered(
       "flood",
       `Presentations without a bid may fill ${ceiling.reach} of the ${ceiling.limit} admissions and ward requests the city takes an hour, and that many came. ` +
@@ -183,14 +214,36 @@ function ceilingFlood(outcome: Extract<ChainOutcome, { kind: "ceiling-full" }>, 
       advice(retry, effort),
     );
   }
+  if (bid?.steps && stripesRoom(outcome.stripes, { ...bid, steps: undefined }, c.now) > 0) {
+    // Keyless bids past the open share are served in steps: this one's are taken, the reach is not full.
+    const wait = stripesRetryAfter(outcome.stripes, bid, c.now);
+    const stepMs = bucketMs(bid);
+    const next = (bucketOf(bid, c.now) + 1) * stepMs;
+    const opens = c.now.getTime() + wait * 1000;
+    const at = Math.max(next, Math.floor(opens / stepMs) * stepMs);
+    const asked = stepEffort(outcome.stripes, c.limits, new Date(at));
+    const when =
+      at === next
+        ? `the next step opens at ${new Date(next).toISOString()} (in ${wait} s)`
+        : `keyed admissions filled more; a step releases bid slots again at ${new Date(at).toISOString()} (in ${wait} s)`;
+    return filtered(
+      "flood",
+      `Bids for this step are taken; ${when}. Keyless bids past the open share are served in steps of ${stepMs / 1000} s, each releasing its portion of the bid slots whatever earlier steps took (docs/pow.md). ` +
+        `Then present on a fresh nonce (GET /gate) with pow_solution of at least ${asked} leading zero bits (the most that step asks; never more than ${POW_MAX_EFFORT}), ` +
+        `or signed with a key bound to a citizen (CITY-SIG/1) now. ${untouched}`,
+      advice(wait, asked),
+    );
+  }
   const reserved =
     (ceiling.reach ?? ceiling.limit) < ceiling.limit
       ? ` Presentations without a proven key reach ${anonymousReach(c.limits)} of them; the rest is kept for presentations whose controller key signs the nonce.`
       : "";
+  // Full for a bid too: when it frees for one (or for this presentation, when no bid would lift it).
+  const frees = bid ? Math.min(retry, stripesRetryAfter(outcome.stripes, bid, c.now)) : retry;
   return filtered(
     "flood",
-    `The city admits at most ${ceiling.limit} new citizens and ward requests an hour, and that many came.${reserved} Try again in ${retry} s. ${untouched}`,
-    advice(retry),
+    `The city admits at most ${ceiling.limit} new citizens and ward requests an hour, and that many came.${reserved} A slot frees in ${frees} s. ${untouched}`,
+    advice(frees),
   );
 }
 

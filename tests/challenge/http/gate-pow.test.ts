@@ -35,6 +35,9 @@ describeOnServer("the gate's proof-of-work bid through next start", () => {
     expect(gate.body.pow.suggested_effort).toBe(effort);
     expect(gate.headers.get("city-pow-effort")).toBe(String(effort));
     expect((await city().get("/api/capabilities")).body.pow).toMatchObject({ protocol: "CITY-POW/1", suggested_effort: effort });
+    // The keyless bids' step (docs/pow.md): of the bids' part (2), one a step of 300 s, none taken yet.
+    expect(gate.body.pow.step).toMatchObject({ seconds: 300, portion: 1, left: 1, next_at: expect.any(String) });
+    expect((await city().get("/api/capabilities")).body.pow.step).toMatchObject({ seconds: 300, portion: 1 });
 
     // A malformed solution is a 400 problem, and changes nothing.
     const bad = await present({ ...presentation(), nonce: gate.body.nonce, pow_solution: "xyz" });
@@ -48,5 +51,14 @@ describeOnServer("the gate's proof-of-work bid through next start", () => {
     const admitted = await present({ ...p, pow_solution });
     expect(admitted.body.verdict, JSON.stringify(admitted.body)).toBe("admitted");
     expect(city().count("citizens")).toBe(before + 5);
+    // The step's portion is taken: GET /gate says none is left, and a bare presentation is told when the next step opens.
+    const after = await city().get("/gate");
+    const told = await present(presentation());
+    if (after.body.pow.step.next_at === fresh.body.pow.step.next_at) {
+      expect(after.body.pow.step.left).toBe(0);
+      expect(told.body).toMatchObject({ verdict: "filtered", rule: "flood", suggested_effort: expect.any(Number) });
+      expect(told.body.reason).toContain(`Bids for this step are taken; the next step opens at ${after.body.pow.step.next_at}`);
+      expect(told.body.retry_after_seconds).toBeLessThanOrEqual(300);
+    }
   }, 180_000);
 });

@@ -153,7 +153,7 @@ describeOnServer("the gate's reserve and a full subjects table", () => {
     expect(city().count("rate_windows", `${counted} AND subject NOT LIKE 'overflow/%'`)).toBe(20);
   }, 120_000);
 
-  it("keeps 2 of 10 admissions for keyed presentations whatever keyless ones do, bids or not (docs/pow.md)", async () => {
+  it("keeps 2 of 10 admissions for keyed presentations whatever keyless ones do, bids (in steps) or not (docs/pow.md)", async () => {
     // 8 without a key, 6 of them (the open share) without a proof-of-work bid.
     const keyless = await city().race(20, (i) => present(`10.${i}.5.1`));
     // In a race a stripe may refuse with room (refused_with_room); one after another the rest is taken.
@@ -163,20 +163,25 @@ describeOnServer("the gate's reserve and a full subjects table", () => {
     expect(admitted).toBeLessThanOrEqual(6);
     for (let i = 0; admitted < 6 && i < 6; i++) if ((await present(`10.${40 + i}.5.1`)).body.verdict === "admitted") admitted++;
     expect(admitted).toBe(6);
-    // Past the open share keyless bids take 2 more.
-    for (let i = 0; i < 2; i++) expect((await bidding(`10.${50 + i}.5.1`, false)).body.verdict).toBe("admitted");
+    // Past the open share keyless bids are served in steps (docs/pow.md): of the bids' part (2), a step's portion (1).
+    expect((await bidding("10.50.5.1", false)).body.verdict).toBe("admitted");
+    const stepTaken = await bidding("10.51.5.1", false);
+    expect(stepTaken.body).toMatchObject({ verdict: "filtered", rule: "flood", suggested_effort: expect.any(Number) });
+    expect(stepTaken.body.reason).toMatch(/^Bids for this step are taken; /);
+    expect(stepTaken.body.retry_after_seconds).toBeLessThanOrEqual(300);
+    expect(stepTaken.headers.get("retry-after")).toBe(String(stepTaken.body.retry_after_seconds));
+    // Keyed presentations past the open share bid too; with a bid (not in steps) they take the rest and the reserve, and no more.
+    const bare = await keyed("10.61.5.1");
+    expect(bare.body).toMatchObject({ verdict: "filtered", rule: "flood", suggested_effort: expect.any(Number) });
+    expect(bare.headers.get("city-pow-effort")).toBe(String(bare.body.suggested_effort));
+    for (let i = 0; i < 3; i++) expect((await bidding(`10.${62 + i}.5.1`, true)).body.verdict).toBe("admitted");
+    expect((await bidding("10.65.5.1", true)).body.verdict).toBe("filtered");
+    // The keyless reach is full: told when a slot frees, no effort.
     const refused = await present("10.60.5.1");
     expect(refused.body).toMatchObject({ verdict: "filtered", rule: "flood", retry_after_seconds: expect.any(Number) });
     expect(refused.body.reason).toMatch(/Presentations without a proven key reach 8 of them/);
     expect(refused.body).not.toHaveProperty("suggested_effort");
-    expect((await bidding("10.64.5.1", false)).body.verdict).toBe("filtered");
-    // Keyed presentations past the open share bid too; with a bid they take the reserve, and no more.
-    const bare = await keyed("10.61.5.1");
-    expect(bare.body).toMatchObject({ verdict: "filtered", rule: "flood", suggested_effort: expect.any(Number) });
-    expect(bare.headers.get("city-pow-effort")).toBe(String(bare.body.suggested_effort));
-    expect((await bidding("10.62.5.1", true)).body.verdict).toBe("admitted");
-    expect((await bidding("10.63.5.1", true)).body.verdict).toBe("admitted");
-    expect((await bidding("10.65.5.1", true)).body.verdict).toBe("filtered");
+    expect((await bidding("10.66.5.1", false)).body.verdict).toBe("filtered");
     expect(counted()).toBe(10);
   }, 300_000);
 });

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { type Database } from "@/db/client";
-import { powBlock, readSuggestedEffort, POW_EFFORT_HEADER, POW_PROTOCOL, POW_MAX_EFFORT } from "@/lib/city/challenge";
+import { bidStep, effortFromStripes, powBlock, readCeilingStripes, POW_EFFORT_HEADER, POW_PROTOCOL, POW_MAX_EFFORT } from "@/lib/city/challenge";
 import { type Env, env } from "@/lib/env";
 import { gateLimits } from "./gate-shares";
 
@@ -13,6 +13,19 @@ export const PowBlockSchema = z
     field: z.literal("pow_solution"),
     header: z.literal(POW_EFFORT_HEADER).describe("the header every answer that publishes the suggested effort carries it in"),
     docs: z.string(),
+    step: z
+      .object({
+        seconds: z.number().int().positive().describe("a step's length: the admissions ceiling's hour cut in 12"),
+        portion: z
+          .number()
+          .int()
+          .min(0)
+          .describe("bid slots past the open share each step releases to keyless bids: (bids - open) / 13, rounded down, at least one"),
+        left: z.number().int().min(0).describe("of them, what keyless bids may still take in this step"),
+        next_at: z.string().describe("when the next step opens (ISO 8601)"),
+      })
+      .nullable()
+      .describe("keyless bids are served in steps (docs/pow.md): what a flood takes in one step leaves the next its own portion; null when the ceiling is off"),
     note: z.string(),
   })
   .describe("CITY-POW/1: work as a priority bid past the admissions ceiling's open share (docs/pow.md)");
@@ -20,5 +33,6 @@ export const PowBlockSchema = z
 /** The block with the effort suggested now (one statement that writes nothing). */
 export async function readPowBlock(db: Database, now: Date, config: Env = env()) {
   const limits = gateLimits(config);
-  return powBlock(await readSuggestedEffort(db, limits, now), limits);
+  const stripes = await readCeilingStripes(db, limits, now);
+  return powBlock(effortFromStripes(stripes, limits, now), limits, bidStep(stripes, limits, now));
 }

@@ -10,6 +10,7 @@ import {
   ASKS,
   KINDS,
   ceilingWindow,
+  bidStep,
   effortFromStripes,
   powBlock,
   powHeaders,
@@ -226,7 +227,7 @@ export const describeGate = door({
       bedsAssigned: census.occupancy > 0,
       note: "POST the present shape to /gate. Every verdict (admitted, filtered, observer) answers HTTP 200; only malformed requests are 4xx. `bed` is your own bed when you send your Bearer credential, else none; bedsAssigned says whether any bed is assigned in the city right now.",
       http: { present: 200 as const, filtered: 200 as const, observer: 200 as const },
-      pow: powBlock(effort, limits),
+      pow: powBlock(effort, limits, bidStep(issued.ceilingStripes, limits, ctx.now)),
     };
     // Over a nonce quota the description is still served, inside the 429 (the spec's description
     // always carries a nonce): everything but the nonce, with when one can be had.
