@@ -104,7 +104,8 @@ function checkTable(): Array<{ from: string; to: string }> {
     if (PLACE[base]) moves.push({ from: rel, to: `${placeOf(base)}.ts` });
   }
   // A file of the table already moved, but to another place than the table's: say so rather than guess.
-  for (const f of walk(DOORS).filter((x) => x.endsWith(".ts") && x.split("/").length > 3)) {
+  // (pipeline/stages/ holds a file per stage, named as the stage: the `caller` stage beside caller.ts.)
+  for (const f of walk(DOORS).filter((x) => x.endsWith(".ts") && x.split("/").length > 3 && !x.startsWith(`${DOORS}/pipeline/stages/`))) {
     const base = path.posix.basename(f, ".ts");
     if (base in PLACE && `${placeOf(base)}.ts` !== f) fail(`${f} is not where PLACE puts it (${placeOf(base)}.ts).`);
   }
