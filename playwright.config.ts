@@ -45,8 +45,13 @@ process.env.CITY_E2E_PROVIDER_PORT ||= pickFreePort();
 process.env.CITY_E2E_STATES_DB ||= `city_e2e_states_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
 const statesPort = Number(process.env.CITY_E2E_STATES_PORT);
 
+// Playwright's request client keeps idle connections and reuses them; Node closes an idle one after
+// 5 s, and a request sent on it at that moment fails with ECONNRESET (seen: states.spec.ts's
+// request.get("/peers") after some seconds of page work). The test servers keep them two minutes.
+const NEXT_START = "node node_modules/next/dist/bin/next start --keepAliveTimeout 120000 -H 127.0.0.1";
+
 const server = (listen: number, dataDir: string) => ({
-  command: `node node_modules/next/dist/bin/next start -H 127.0.0.1 -p ${listen}`,
+  command: `${NEXT_START} -p ${listen}`,
   url: `http://127.0.0.1:${listen}/beacon.json`,
   reuseExistingServer: false,
   // Boots of 29 s were seen under load on this 2-core machine.
@@ -65,7 +70,7 @@ const server = (listen: number, dataDir: string) => ({
 const states = statesDatabase();
 const statesServer = states && {
   ...server(statesPort, ""),
-  command: `createdb ${states.connection.join(" ")} ${states.name} && npm run --silent db:migrate && exec node node_modules/next/dist/bin/next start -H 127.0.0.1 -p ${statesPort}`,
+  command: `createdb ${states.connection.join(" ")} ${states.name} && npm run --silent db:migrate && exec ${NEXT_START} -p ${statesPort}`,
   env: {
     ...server(statesPort, "").env,
     DATABASE_URL: states.url,
