@@ -1,14 +1,12 @@
 import { sql } from "drizzle-orm";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { rowsOf } from "@/db/sql";
 import { useDatabase } from "@/lib/city/database";
-import { bidStep, issueNonce, readCeilingStripes, solvePow, type GateCircumstances, type GateLimits, type Verdict } from "@/lib/city/challenge";
+import { bidStep, readCeilingStripes, type GateCircumstances, type GateLimits, type Verdict } from "@/lib/city/challenge";
 import { keylessBidWindow, readSuggestedEffort } from "@/lib/city/challenge/gate-pow";
-import { presentAtGate } from "@/lib/city/gate";
 import { bucketMs, bucketOf, cityWindow, STEP_CYCLE, stepPortion, stripesRetryAfter, stripesRoom, withReach, withSteps } from "@/lib/city/bounds";
 import { stepRelease } from "@/lib/city/bounds/rate-stripes";
 import { describeOnDatabases } from "../support/databases";
-import { presentation } from "../support/gate";
+import { admissionsCounted, biddingPresentation, gateCircumstances, presentation, presentDirect } from "../support/gate";
 
 /*
  * Fair under flood (docs/pow.md, SECURITY.md): keyless bids take the bids' part of the admissions
@@ -106,28 +104,10 @@ describeOnDatabases("keyless bids served in steps (fair under flood)", (t) => {
   const step = Math.floor(Date.now() / STEP_MS);
   const now = new Date(step * STEP_MS + 60_000);
   const later = new Date((step + 1) * STEP_MS + 1_000);
-  const c = (at: Date, extra: Partial<GateCircumstances> = {}): GateCircumstances => ({
-    now: at,
-    ip: null,
-    callerDid: null,
-    credential: null,
-    credentialRejected: false,
-    limits,
-    ...extra,
-  });
-  const present = (p: Record<string, unknown>, circumstances: GateCircumstances): Promise<Verdict> =>
-    t().db.transaction((tx) => presentAtGate(tx as never, p as never, circumstances));
-  /** A presentation carrying a solution of `effort` for its own nonce (issued at `at`), name and origin. */
-  const bidding = async (at: Date, effort: number) => {
-    const p = { ...presentation(), nonce: (await issueNonce(t().db, at, null, 0)).nonce };
-    return { ...p, pow_solution: solvePow({ nonce: p.nonce, name: p.name, origin: p.origin }, effort)!.solution };
-  };
-  const counted = async () =>
-    Number(
-      rowsOf<{ n: number }>(
-        await t().db.execute(sql`SELECT coalesce(sum(c), 0)::int AS n FROM rate_windows, unnest(counts) AS c WHERE scope = 'gate-admissions'`),
-      )[0]!.n,
-    );
+  const c = (at: Date, extra: Partial<GateCircumstances> = {}): GateCircumstances => gateCircumstances(limits, { now: at, ...extra });
+  const present = (p: Record<string, unknown>, circumstances: GateCircumstances): Promise<Verdict> => presentDirect(t().db, p, circumstances);
+  const bidding = (at: Date, effort: number) => biddingPresentation(t().db, effort, {}, at);
+  const counted = () => admissionsCounted(t().db);
   /** The open share (90) taken a step before `now`, as a flood without bids leaves the stripes. */
   const openShareTaken = async () => {
     const n = window.stripes!;

@@ -1,14 +1,11 @@
-import { sql } from "drizzle-orm";
 import { beforeAll, beforeEach, expect, it } from "vitest";
-import { rowsOf } from "@/db/sql";
 import { useDatabase } from "@/lib/city/database";
 import { issueNonce, offerNonce, ceilingWindow, effortFromStripes, solutionEffort, solvePow } from "@/lib/city/challenge";
 import { readSuggestedEffort } from "@/lib/city/challenge/gate-pow";
-import { presentAtGate } from "@/lib/city/gate";
 import type { GateCircumstances, GateLimits, Verdict } from "@/lib/city/challenge";
 import { POW_BASE_EFFORT } from "@/lib/city/challenge/pow-effort";
 import { describeOnDatabases } from "../support/databases";
-import { presentation } from "../support/gate";
+import { admissionsCounted, biddingPresentation, gateCircumstances, presentation, presentDirect } from "../support/gate";
 
 /*
  * CITY-POW/1 wired at the gate (issue 43, docs/pow.md), on the domain functions (PGlite, and pg where
@@ -28,30 +25,12 @@ describeOnDatabases("the gate's proof-of-work bid (CITY-POW/1)", (t) => {
   // A ceiling of 20 an hour, 20% kept for keyed presentations: 16 without a key, of which 12 (three
   // quarters) without a bid; bids take the other 4. No share per network (each presentation has no address).
   const limits: GateLimits = { perOriginPerHour: 100_000, perAddressPerHour: 0, admissionsPerHour: 20, prefixSharePercent: 100, reservePercent: 20 };
-  const c = (extra: Partial<GateCircumstances> = {}): GateCircumstances => ({
-    now: extra.now ?? new Date(),
-    ip: null,
-    callerDid: null,
-    credential: null,
-    credentialRejected: false,
-    limits,
-    ...extra,
-  });
-  const present = (p: Record<string, unknown>, circumstances: GateCircumstances = c()): Promise<Verdict> =>
-    t().db.transaction((tx) => presentAtGate(tx as never, p as never, circumstances));
+  const c = (extra: Partial<GateCircumstances> = {}): GateCircumstances => gateCircumstances(limits, extra);
+  const present = (p: Record<string, unknown>, circumstances: GateCircumstances = c()): Promise<Verdict> => presentDirect(t().db, p, circumstances);
   const nonce = async (at = new Date()) => (await issueNonce(t().db, at, null, 0)).nonce;
   const effortNow = (at = new Date()) => readSuggestedEffort(t().db, limits, at);
-  /** A presentation carrying a solution of at least `effort` for its own nonce (issued at `at`), name and origin. */
-  const bidding = async (effort: number, overrides: Record<string, unknown> = {}, at = new Date()) => {
-    const p = { ...presentation(overrides), nonce: await nonce(at) };
-    return { ...p, pow_solution: solvePow({ nonce: p.nonce, name: p.name, origin: p.origin }, effort)!.solution };
-  };
-  const counted = async () =>
-    Number(
-      rowsOf<{ n: number }>(
-        await t().db.execute(sql`SELECT coalesce(sum(c), 0)::int AS n FROM rate_windows, unnest(counts) AS c WHERE scope = 'gate-admissions'`),
-      )[0]!.n,
-    );
+  const bidding = (effort: number, overrides: Record<string, unknown> = {}, at = new Date()) => biddingPresentation(t().db, effort, overrides, at);
+  const counted = () => admissionsCounted(t().db);
   /** Fills the ceiling with presentations without a bid up to its open share (12). */
   const fillOpenShare = async () => {
     for (let i = 0; i < 12; i++) expect((await present(presentation())).verdict).toBe("admitted");

@@ -1,7 +1,10 @@
 import { bytesToHex } from "@noble/hashes/utils.js";
 import * as ed from "@noble/ed25519";
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
+import { rowsOf } from "@/db/sql";
+import { type GateCircumstances, type GateLimits, issueNonce, solvePow, type Verdict } from "@/lib/city/challenge";
+import { presentAtGate } from "@/lib/city/gate";
 import { gateNonces } from "@/db/schema";
 import { describeGate, presentGate } from "@/lib/doors/declarations/gate/gate";
 import { serveDoor } from "@/lib/doors/pipeline/http";
@@ -71,4 +74,28 @@ export async function keyPair() {
 /** Whether a nonce was spent: gate_nonces holds spent nonces only (issuing one stores nothing). */
 export async function nonceSpent(db: Database, nonce: string): Promise<boolean> {
   return (await db.select().from(gateNonces).where(eq(gateNonces.nonce, nonce))).length === 1;
+}
+
+/** A presentation carrying a solution of at least `effort` (CITY-POW/1) for its own nonce (issued at `at`), name and origin. */
+export async function biddingPresentation(db: Database, effort: number, overrides: Record<string, unknown> = {}, at = new Date()) {
+  const p = { ...presentation(overrides), nonce: (await issueNonce(db, at, null, 0)).nonce };
+  return { ...p, pow_solution: solvePow({ nonce: p.nonce, name: p.name, origin: p.origin }, effort)!.solution };
+}
+
+/** What the admissions ceiling counts, summed over its stripes and steps. */
+export async function admissionsCounted(db: Database): Promise<number> {
+  const rows = rowsOf<{ n: number }>(
+    await db.execute(sql`SELECT coalesce(sum(c), 0)::int AS n FROM rate_windows, unnest(counts) AS c WHERE scope = 'gate-admissions'`),
+  );
+  return Number(rows[0]!.n);
+}
+
+/** The circumstances of a presentation from no known address, no credential, at `now` (a domain test's gate). */
+export function gateCircumstances(limits: GateLimits, extra: Partial<GateCircumstances> = {}): GateCircumstances {
+  return { now: new Date(), ip: null, callerDid: null, credential: null, credentialRejected: false, limits, ...extra };
+}
+
+/** A presentation through the gate's domain function, in a transaction of its own (the door's way without HTTP). */
+export function presentDirect(db: Database, p: Record<string, unknown>, circumstances: GateCircumstances): Promise<Verdict> {
+  return db.transaction((tx) => presentAtGate(tx as never, p as never, circumstances));
 }
