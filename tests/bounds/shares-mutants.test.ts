@@ -67,7 +67,7 @@ describe("a client address's source", () => {
   });
 
   it("is none for anything that is not a four-part decimal IPv4 or an IPv6 address", () => {
-    for (const text of [null, undefined, "", "1.2.3", "0x7f.0.0.1", "not-an-ip", "192.0.2.77/", "2001:db8::1/6x", "1.2.3.4 5"]) {
+    for (const text of [null, undefined, "", "1.2.3", "0x7f.0.0.1", "not-an-ip", "192.0.2.77/", "2001:db8::1/6x", "1.2.3.4 5", "192.0.2/8.77"]) {
       expect(sourceOf(text)).toBeNull();
     }
   });
@@ -82,6 +82,8 @@ describe("the store bounds' shares", () => {
     expect(reserveOf(90071992547409)).toBe(18014398509482);
     expect(reserveOf(90071992547410)).toBe(18014398509500);
     expect(reserveOf(Number.MAX_SAFE_INTEGER)).toBe(1801439850948200);
+    // Exactly at it (not a whole number of bytes, but the rule's edge): the hundredth first, 900719925475 * 20.
+    expect(reserveOf(Number.MAX_SAFE_INTEGER / 100)).toBe(18014398509500);
   });
 
   const config = {
@@ -93,19 +95,19 @@ describe("the store bounds' shares", () => {
     CITY_STORE_NEWCOMER_SUBJECT_PERCENT: 5,
     CITY_STORE_NEWCOMER_NETWORK_PERCENT: 10,
     CITY_STORE_SUBJECT_PERCENT: 2,
-    CITY_STORE_SUBJECT_TOTAL_PERMILLE: 1,
+    CITY_STORE_SUBJECT_TOTAL_PERMILLE: 2,
   } as unknown as Env;
 
   it("cuts a store's hour and total as configured, each rounded down (the reserve up)", () => {
     // Newcomers' hour: 25 % of 100,099 = 25,024.75 -> 25,024; one newcomer 5 % of it (1,251.2),
     // one network 10 % (2,502.4); a settled citizen 2 % of the hour per day (2,001.98); the
-    // citizen's own total 1 per mille of 10,000,007 (10,000.007); the reserve 20 % rounded up.
+    // citizen's own total 2 per mille of 10,000,007 (20,000.014); the reserve 20 % rounded up.
     expect(storeShares("vault", config)).toEqual({
       store: "vault",
       newcomerSubjectPerHour: 1_251,
       newcomerNetworkPerHour: 2_502,
       settledPerHourPerDay: 2_001,
-      subjectTotal: 10_000,
+      subjectTotal: 20_000,
       newcomerTotal: 8_000_005,
       reserveTotal: 2_000_002,
       reservePerHour: 75_075,
@@ -143,7 +145,9 @@ describe("the store bounds' shares", () => {
     expect(visitorSubject("192.0.2.77")).toBe("src:192.0.2.0/24");
     expect(visitorSubject("2001:DB8:1:2::/64")).toBe("src:2001:db8:1::/48");
     expect(visitorSubject("2001:db8:1:2:3:4:5:6")).toBe("src:2001:db8:1::/48");
-    for (const ip of [null, "", "2001:db8::/64", "fe80:zz:1:2::/64", "12345:1:2::/64", "::1", "1:2", "2001:db8:1:2::/64x"]) {
+    // Three groups are enough: a /64 written with its /48's three.
+    expect(visitorSubject("2001:db8:1::/64")).toBe("src:2001:db8:1::/48");
+    for (const ip of [null, "", "2001:db8::/64", "fe80:zz:1:2::/64", "12345:1:2::/64", "::1", "1:2", "2001:db8:1:2::/64x", "2001:db8:1::/64:5"]) {
       expect(visitorSubject(ip)).toBe("src:unknown");
     }
     expect(visitorShare("192.0.2.1")).toEqual({ id: "src:192.0.2.0/24", did: null });
