@@ -307,12 +307,25 @@ const ALICE = keyPair();
 const CREATED = SECONDS - 1;
 const EXPIRES = SECONDS + 60;
 
-function signedGet(options: { keyid?: string; authority?: string; path?: string; privateKey?: ReturnType<typeof keyPair>["privateKey"] } = {}) {
+function signedGet(
+  options: {
+    keyid?: string;
+    authority?: string;
+    path?: string;
+    privateKey?: ReturnType<typeof keyPair>["privateKey"];
+    label?: string;
+    extra?: string;
+    alg?: boolean;
+  } = {},
+) {
   const keyid = options.keyid ?? "kid-1";
-  const params = `("@method" "@authority" "@path");created=${CREATED};expires=${EXPIRES};keyid="${keyid}"`;
-  const base = `"@method": GET\n"@authority": ${options.authority ?? "city.example"}\n"@path": ${options.path ?? "/api/x"}\n"@signature-params": ${params}`;
+  const covered = options.extra === undefined ? "" : ' "x-extra"';
+  const params = `("@method" "@authority" "@path"${covered});created=${CREATED};expires=${EXPIRES};keyid="${keyid}"${options.alg ? ';alg="ed25519"' : ""}`;
+  const extraLine = options.extra === undefined ? "" : `"x-extra": ${options.extra}\n`;
+  const base = `"@method": GET\n"@authority": ${options.authority ?? "city.example"}\n"@path": ${options.path ?? "/api/x"}\n${extraLine}"@signature-params": ${params}`;
   const signature = sign(null, Buffer.from(base), options.privateKey ?? ALICE.privateKey).toString("base64");
-  return { input: `sig1=${params}`, signature: `sig1=:${signature}:` };
+  const label = options.label ?? "sig1";
+  return { input: `${label}=${params}`, signature: `${label}=:${signature}:` };
 }
 
 function table(keys: Array<Pick<RequestKey, "thumbprint" | "did" | "publicKey">>) {
@@ -332,6 +345,30 @@ function verifyGet(headers: Record<string, string>, lookup: ReturnType<typeof ta
 }
 
 describe("the chosen signature and its key", () => {
+  it("passes a covered header to the signature base, and an alg of ed25519", async () => {
+    const s = signedGet({ extra: "kept", alg: true });
+    expect((await verifyGet({ "x-extra": "kept", "signature-input": s.input, signature: s.signature }, table([aliceKey]).lookup)).signed.keyid).toBe("kid-1");
+    expect((await refusalOf(verifyGet({ "x-extra": "changed", "signature-input": s.input, signature: s.signature }, table([aliceKey]).lookup))).code).toBe(
+      "signature_invalid",
+    );
+  });
+
+  it("verifies over the Host the client sent as RFC 9421 normalises it (lowercase, the default port left out)", async () => {
+    const s = signedGet();
+    expect((await verifyGet({ host: "City.Example:80", "signature-input": s.input, signature: s.signature }, table([aliceKey]).lookup)).key.did).toBe(
+      "did:key:z6Mkalice",
+    );
+  });
+
+  it("verifies the first known label's key alone when two labels name keys of two citizens", async () => {
+    const bob = keyPair();
+    const first = signedGet();
+    const second = signedGet({ keyid: "kid-2", label: "sig2", privateKey: bob.privateKey });
+    const both = table([aliceKey, { thumbprint: "kid-2", did: "did:key:z6Mkbob", publicKey: bob.hex }]).lookup;
+    const headers = { "signature-input": `${first.input}, ${second.input}`, signature: `${first.signature}, ${second.signature}` };
+    expect((await verifyGet(headers, both)).key.did).toBe("did:key:z6Mkalice");
+  });
+
   it("verifies a signature over the Host the client addressed, not the URL the server was reached at", async () => {
     const s = signedGet();
     const { key, signed } = await verifyGet({ "signature-input": s.input, signature: s.signature }, table([aliceKey]).lookup);
@@ -418,6 +455,8 @@ describe("the chosen signature and its key", () => {
     const tokenKeyid = `sig1=("@method" "@authority" "@path");created=${CREATED};expires=${EXPIRES};keyid=kid`;
     expect(await refusalOf(verifyGet({ "signature-input": tokenKeyid, signature: "sig1=:AAAA:" }, table([]).lookup))).toEqual(noKeyid);
     expect(await refusalOf(verifyGet({ "signature-input": "sig1=1", signature: "sig1=:AAAA:" }, table([]).lookup))).toEqual(noKeyid);
+    // A keyid on an item, not an inner list of components, is none.
+    expect(await refusalOf(verifyGet({ "signature-input": 'sig1=1;keyid="kid-1"', signature: "sig1=:AAAA:" }, table([aliceKey]).lookup))).toEqual(noKeyid);
     const k64 = "k".repeat(64);
     const s = signedGet({ keyid: k64 });
     expect((await verifyGet({ "signature-input": s.input, signature: s.signature }, table([{ ...aliceKey, thumbprint: k64 }]).lookup)).signed.keyid).toBe(k64);
@@ -425,7 +464,14 @@ describe("the chosen signature and its key", () => {
 
   it("refuses an unknown keyid, and a label without a byte sequence in Signature", async () => {
     const s = signedGet();
-    expect((await refusalOf(verifyGet({ "signature-input": s.input, signature: s.signature }, table([]).lookup))).code).toBe("unknown_key");
+    expect(await refusalOf(verifyGet({ "signature-input": s.input, signature: s.signature }, table([]).lookup))).toEqual({
+      code: "unknown_key",
+      detail:
+        "No signature's keyid is the thumbprint of a live citizen's controller key (or of a key rotated away less than 35 s ago, for a signature made before the rotation, on a door that changes no keys, recovery or residency). GET /api/peers/{did}/keys shows a citizen's keys.",
+    });
+    expect((await refusalOf(verifyGet({ signature: s.signature }, table([aliceKey]).lookup))).detail).toBe(
+      "A signed request carries both Signature-Input and Signature; Signature-Input is missing.",
+    );
     const noBytes = { code: "signature_invalid", detail: "Signature has no byte sequence for the label sig1." };
     for (const signature of ["other=:AAAA:", "sig1=(:AAAA:)", 'sig1="AAAA"']) {
       expect(await refusalOf(verifyGet({ "signature-input": s.input, signature }, table([aliceKey]).lookup))).toEqual(noBytes);
