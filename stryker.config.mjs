@@ -35,8 +35,8 @@ export default {
     "lib/doors/pipeline/client-address.ts",
     // Rate windows: reading a taken slot back and the 429 (the rest builds SQL, judged by the
     // database suites).
-    "lib/city/bounds/rate.ts:114-122",
-    "lib/city/bounds/rate.ts:148-164",
+    "lib/city/bounds/rate.ts:125-133",
+    "lib/city/bounds/rate.ts:159-175",
     // Strict Ed25519 (every signed request and key proof) and did:key.
     "lib/city/keys/keys.ts",
     // The gate nonce's format and MAC check (the key's derivation reads the database: left out).
@@ -46,8 +46,20 @@ export default {
     // (the SQL builders between them are judged by the database suites).
     "lib/city/bounds/gcra.ts:20-22",
     "lib/city/bounds/gcra.ts:35-44",
-    "lib/city/bounds/rate-buckets.ts:41-48",
-    "lib/city/bounds/rate-buckets.ts:72-102",
+    "lib/city/bounds/rate-buckets.ts:46-53",
+    "lib/city/bounds/rate-buckets.ts:77-108",
+    // The shares: a gate source's share and source, the admissions ceiling and its keyless reach;
+    // the store bounds' reserve, shares and subjects (the SQL between them is the database suites').
+    "lib/city/challenge/gate-prefixes.ts:23-48",
+    "lib/city/challenge/gate-pow.ts:17-25",
+    "lib/city/bounds/store-shares.ts:46-78",
+    "lib/city/bounds/store-shares.ts:95-116",
+    // CITY-SIG/1's checks: the keyid choice and the verification (its keys looked up by the test),
+    // the fields' parsing, the profile (components, parameters, nonce, times), the authority rule
+    // and Accept-Signature. The rest of the file reads the database or the request's body.
+    "lib/doors/pipeline/signature.ts:210-302",
+    "lib/doors/pipeline/signature.ts:305-367",
+    "lib/doors/pipeline/signature.ts:378-414",
   ],
   // Vitest's own coverage per test picks the tests each mutant runs.
   coverageAnalysis: "perTest",
@@ -55,6 +67,9 @@ export default {
   concurrency: 2,
   timeoutMS: 10_000,
   timeoutFactor: 3,
+  // The first (coverage) run runs every test of the run at once: 5 minutes (Stryker's default) was
+  // not enough on the shared machine with a type check beside it (2026-11-30).
+  dryRunTimeoutMinutes: 20,
   // Static mutants are run, not ignored: the scanner's whole rule table is built when its module
   // loads, so ignoring them would leave every pattern untested (and with vitest a mutant switched
   // on after the module loaded would survive without being judged).

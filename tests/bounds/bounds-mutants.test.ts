@@ -148,6 +148,18 @@ describe("the bucketed window (lib/city/bounds/rate-buckets.ts)", () => {
     expect(freesAt(state, 4, minute, new Date(101 * 5_000 + 7))).toBe(101 * 5_000 + 7);
   });
 
+  it("searches from the later of now's bucket and the row's, up to the bucket that drops the whole row", () => {
+    const state = { bucket: 100, counts: [1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4] };
+    // Now in bucket 113, limit 3: bucket 111 already had room, but the answer is now, not a past bucket.
+    expect(freesAt(state, 3, minute, new Date(113 * 5_000 + 1))).toBe(113 * 5_000 + 1);
+    // A clock behind the row with room: the row's own bucket, not now.
+    expect(freesAt(state, 8, minute, new Date(95 * 5_000))).toBe(100 * 5_000);
+    // Room only from the row's 13th bucket on (bucket 100 + 13): now, when now is inside it.
+    expect(freesAt(state, 1, minute, new Date(113 * 5_000 + 7))).toBe(113 * 5_000 + 7);
+    // Freed by bucket 112 (100 + 12), which drops the 2 and keeps the 0.
+    expect(freesAt({ bucket: 100, counts: [0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] }, 1, minute, new Date(100 * 5_000))).toBe(112 * 5_000);
+  });
+
   it("gives the last bucket's end when a longer row never drops below the limit within the search", () => {
     const state = { bucket: 10, counts: Array.from({ length: 20 }, () => 1) };
     expect(freesAt(state, 1, minute, new Date(10 * 5_000))).toBe((10 + RATE_BUCKETS + 1) * 5_000);

@@ -22,6 +22,17 @@ const counts = (at: Record<number, number>) => Array.from({ length: 13 }, (_, i)
 const CUR = NOW.getTime() / 5000;
 
 describe("a taken slot read back", () => {
+  it("of a city-wide window, counts the stripe charged against its own share of the limit", () => {
+    // 64 an hour over 32 stripes: each stripe lets 2 through; stripe 5 holds one now, so one remains.
+    const city: Window = { scope: "s", subject: "city", limit: 64, windowSeconds: 60, stripes: 32 };
+    expect(slotOf({ slot_allowed: true, slot_subject: "city/5", slot_counts: counts({ 0: 1 }), slot_bucket: CUR }, "slot", city, NOW)).toEqual({
+      allowed: true,
+      used: 1,
+      remaining: 1,
+      retryAfterSeconds: 0,
+    });
+  });
+
   it("is none when the statement took none (allowed null or absent)", () => {
     expect(slotOf({ slot_allowed: null, slot_counts: counts({ 0: 3 }), slot_bucket: CUR }, "slot", WINDOW, NOW)).toBeNull();
     expect(slotOf({}, "slot", WINDOW, NOW)).toBeNull();

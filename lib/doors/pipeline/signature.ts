@@ -207,7 +207,7 @@ export async function verifyWithKeyHistory(db: Database, request: DoorRequest, d
   }
 }
 
-async function verify<K extends VerifiableKey = RequestKey>(
+export async function verify<K extends VerifiableKey = RequestKey>(
   db: Database,
   request: DoorRequest,
   message: CheckedMessage,
@@ -292,7 +292,7 @@ async function verify<K extends VerifiableKey = RequestKey>(
   return { key, signed };
 }
 
-function parsed(value: string | null, field: string, refuse: (code: ErrorCode, detail: string) => CityError): Dictionary {
+export function parsed(value: string | null, field: string, refuse: (code: ErrorCode, detail: string) => CityError): Dictionary {
   if (!value) throw refuse("signature_invalid", `A signed request carries both Signature-Input and Signature; ${field} is missing.`);
   try {
     return parseDictionary(value);
@@ -302,7 +302,7 @@ function parsed(value: string | null, field: string, refuse: (code: ErrorCode, d
 }
 
 /** The CITY-SIG/1 rules on the chosen signature: its covered components and parameters, and its times on the city's clock. */
-function profile(
+export function profile(
   input: InnerList,
   request: DoorRequest,
   message: CheckedMessage,
@@ -375,13 +375,13 @@ function profile(
  * service, another port of this machine, or a development city on the signer's own machine is not
  * accepted here by sending that Host.
  */
-function authorityOf(request: DoorRequest): string | null {
+export function authorityOf(request: DoorRequest): string | null {
   const authority = requestAuthority(request.url, request.headers);
   return authority !== null && isCityAuthority(authority, request.url) ? authority : null;
 }
 
 /** One of the city's authorities (cityAuthorities), or on a loopback city the URL it was reached at. */
-function isCityAuthority(authority: string, url: URL): boolean {
+export function isCityAuthority(authority: string, url: URL): boolean {
   return cityAuthorities().includes(authority) || (cityIsLoopback() && authority === url.host);
 }
 
