@@ -46,12 +46,12 @@ export default {
     // (the SQL builders between them are judged by the database suites).
     "lib/city/bounds/gcra.ts:20-22",
     "lib/city/bounds/gcra.ts:35-44",
-    "lib/city/bounds/rate-buckets.ts:46-53",
-    "lib/city/bounds/rate-buckets.ts:77-108",
+    "lib/city/bounds/rate-buckets.ts:51-58",
+    "lib/city/bounds/rate-buckets.ts:82-112",
     // The shares: a gate source's share and source, the admissions ceiling and its keyless reach;
     // the store bounds' reserve, shares and subjects (the SQL between them is the database suites').
     "lib/city/challenge/gate-prefixes.ts:23-48",
-    "lib/city/challenge/gate-pow.ts:17-25",
+    "lib/city/challenge/gate-pow.ts:19-27",
     "lib/city/bounds/store-shares.ts:46-78",
     "lib/city/bounds/store-shares.ts:95-116",
     // CITY-SIG/1's checks: the keyid choice and the verification (its keys looked up by the test),
