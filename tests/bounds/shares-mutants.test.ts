@@ -8,7 +8,7 @@ import type { Env } from "@/lib/env";
  * The share arithmetic of the gate (lib/city/challenge/gate-prefixes.ts, gate-pow.ts) and of the
  * store bounds (lib/city/bounds/store-shares.ts), against literals worked out by hand from the
  * rules the docs publish: a share is `percent` of a bound rounded down, never 0; a fifth of the
- * admissions ceiling is kept for keyed presentations; a reserve is a fifth of a bound rounded up;
+ * admissions ceiling is kept for presentations settled citizens sign; a reserve is a fifth of a bound rounded up;
  * a settled citizen's hour share grows a day at a time up to four days. No database.
  */
 

@@ -5,7 +5,7 @@ import { readCapabilities } from "@/lib/doors/declarations/restriction/tiers";
 import { describeOnDatabases } from "../support/databases";
 import { callDoor, presentation } from "../support/gate";
 
-// 8 admissions an hour, a fifth kept for keyed presentations: 6 without a key, 4 of them without a bid.
+// 8 admissions an hour, a fifth kept for presentations settled citizens sign: 6 for the rest, 4 of them without a bid.
 process.env.CITY_GATE_ADMISSIONS_PER_HOUR = "8";
 process.env.CITY_GATE_RESERVE_PERCENT = "20";
 process.env.CITY_GATE_PREFIX_SHARE_PERCENT = "100";

@@ -6,7 +6,7 @@ import { keylessBidWindow, readSuggestedEffort } from "@/lib/city/challenge/gate
 import { bucketMs, bucketOf, cityWindow, STEP_CYCLE, stepPortion, stripesRetryAfter, stripesRoom, withReach, withSteps } from "@/lib/city/bounds";
 import { stepRelease } from "@/lib/city/bounds/rate-stripes";
 import { describeOnDatabases } from "../support/databases";
-import { admissionsCounted, biddingPresentation, gateCircumstances, presentation, presentDirect } from "../support/gate";
+import { admissionsCounted, biddingPresentation, gateCircumstances, presentation, presentDirect, signedBySponsor } from "../support/gate";
 
 /*
  * Fair under flood (docs/pow.md, SECURITY.md): keyless bids take the bids' part of the admissions
@@ -150,8 +150,13 @@ describeOnDatabases("keyless bids served in steps (fair under flood)", (t) => {
     // Without a bid now: the same (no bid is served in this step).
     expect(await present(presentation(), c(now))).toMatchObject({ verdict: "filtered", rule: "flood", retry_after_seconds: 240 });
     expect(await counted()).toBe(92);
-    // A request signed with a bound key is served as before (not in steps).
-    expect((await present(presentation(), c(now, { signedByBoundKey: true }))).verdict).toBe("admitted");
+    // A newcomer's signature is a bid served in steps as well: refused; a settled citizen's is not stepped.
+    expect(await present(presentation(), c(now, await signedBySponsor(t().db, 1)))).toMatchObject({
+      verdict: "filtered",
+      rule: "flood",
+      retry_after_seconds: 240,
+    });
+    expect((await present(presentation(), c(now, await signedBySponsor(t().db)))).verdict).toBe("admitted");
     expect(await counted()).toBe(93);
     // The next step serves bids again, at the effort it asks.
     const next = await present(await bidding(later, Math.max(16, await readSuggestedEffort(t().db, limits, later))), c(later));

@@ -5,14 +5,14 @@ import { readSuggestedEffort } from "@/lib/city/challenge/gate-pow";
 import type { GateCircumstances, GateLimits, Verdict } from "@/lib/city/challenge";
 import { POW_BASE_EFFORT } from "@/lib/city/challenge/pow-effort";
 import { describeOnDatabases } from "../support/databases";
-import { admissionsCounted, biddingPresentation, gateCircumstances, presentation, presentDirect } from "../support/gate";
+import { admissionsCounted, biddingPresentation, gateCircumstances, presentation, presentDirect, signedBySponsor } from "../support/gate";
 
 /*
  * CITY-POW/1 wired at the gate (issue 43, docs/pow.md), on the domain functions (PGlite, and pg where
  * TEST_DATABASE_URL is set): below the admissions ceiling's open share nobody is asked for work;
  * past it a presentation without a bid is filtered with the suggested effort, a solution of that
  * effort for this nonce, name and origin is admitted, anything less is not; bids never pass what
- * presentations without a key reach, in parallel either.
+ * the reserve leaves, in parallel either.
  */
 
 describeOnDatabases("the gate's proof-of-work bid (CITY-POW/1)", (t) => {
@@ -22,8 +22,9 @@ describeOnDatabases("the gate's proof-of-work bid (CITY-POW/1)", (t) => {
     await t().raw("UPDATE rate_windows SET counts = array_fill(0, ARRAY[cardinality(counts)]) WHERE scope = 'gate-admissions'");
   }, 120_000);
 
-  // A ceiling of 20 an hour, 20% kept for keyed presentations: 16 without a key, of which 12 (three
-  // quarters) without a bid; bids take the other 4. No share per network (each presentation has no address).
+  // A ceiling of 20 an hour, 20% kept for presentations settled citizens sign: 16 for the rest, of which
+  // 12 (three quarters) without a bid; bids take the other 4, in steps. No share per network (each
+  // presentation has no address).
   const limits: GateLimits = { perOriginPerHour: 100_000, perAddressPerHour: 0, admissionsPerHour: 20, prefixSharePercent: 100, reservePercent: 20 };
   const c = (extra: Partial<GateCircumstances> = {}): GateCircumstances => gateCircumstances(limits, extra);
   const present = (p: Record<string, unknown>, circumstances: GateCircumstances = c()): Promise<Verdict> => presentDirect(t().db, p, circumstances);
@@ -110,25 +111,27 @@ describeOnDatabases("the gate's proof-of-work bid (CITY-POW/1)", (t) => {
     expect(await present(right, later)).toMatchObject({ verdict: "filtered", rule: "nonce" });
   }, 120_000);
 
-  it("serves a request signed with a bound key without work, and never lets bids pass what presentations without a key reach", async () => {
+  it("serves a settled citizen's signature without work up to the whole ceiling, a newcomer's and bids of work only in steps, never past what the reserve leaves", async () => {
     await fillOpenShare();
-    // Signed with a key bound to a citizen: served past the open share with no work.
-    expect((await present(presentation(), c({ signedByBoundKey: true }))).verdict).toBe("admitted");
+    // A newcomer's signature: a bid that needs no work, served from this step's portion (one here).
+    expect((await present(presentation(), c(await signedBySponsor(t().db, 1)))).verdict).toBe("admitted");
+    // The step's portion is taken: a bid of work, and another newcomer's signature, are refused.
     const effort = await effortNow();
-    // Parallel bids (transactions at once on pg): signed ones and solved ones, more than the 3 bids' slots left.
-    const solved = await Promise.all(Array.from({ length: 4 }, () => bidding(Math.max(effort, 16))));
-    const answers = await Promise.all([
-      ...Array.from({ length: 6 }, () => present(presentation(), c({ signedByBoundKey: true }))),
-      ...solved.map((p) => present(p)),
-    ]);
+    expect(await present(await bidding(Math.max(effort, 16)))).toMatchObject({ verdict: "filtered", rule: "flood" });
+    expect(await present(presentation(), c(await signedBySponsor(t().db, 1)))).toMatchObject({ verdict: "filtered", rule: "flood" });
+    expect(await counted()).toBe(13);
+    // Settled citizens' signatures in parallel (transactions at once on pg), more than the 7 slots left:
+    // not stepped, and the reserve is theirs; never past the ceiling.
+    const sponsors = await Promise.all(Array.from({ length: 9 }, () => signedBySponsor(t().db)));
+    const answers = await Promise.all(sponsors.map((s) => present(presentation(), c(s))));
     const admitted = answers.filter((a) => a.verdict === "admitted").length;
     expect(admitted).toBeGreaterThan(0);
-    expect(admitted).toBeLessThanOrEqual(3);
-    expect(await counted()).toBeLessThanOrEqual(16);
-    // One after another the bids' part fills, and no further: the reserve stays for keyed presentations.
-    for (let i = 0; i < 6; i++) await present(presentation(), c({ signedByBoundKey: true }));
-    expect(await counted()).toBe(16);
-    const over = await present(presentation(), c({ signedByBoundKey: true }));
+    expect(admitted).toBeLessThanOrEqual(7);
+    expect(await counted()).toBeLessThanOrEqual(20);
+    // One after another (a stripe raced may refuse with room) they fill the ceiling, and no further.
+    for (let i = 0; i < 9; i++) await present(presentation(), c(await signedBySponsor(t().db)));
+    expect(await counted()).toBe(20);
+    const over = await present(presentation(), c(await signedBySponsor(t().db)));
     expect(over).toMatchObject({ verdict: "filtered", rule: "flood" });
     // A bid cannot lift it: no effort is said.
     expect(over).not.toHaveProperty("suggested_effort");

@@ -81,15 +81,19 @@ describe("the shares of the admissions ceiling", () => {
     expect(sourcesToFill(481, 30)).toBe(17);
   });
 
-  it("keeps a fifth of the ceiling out of keyless reach, bid or not; a key reaches it all with a bid; without a bid only the open share", () => {
+  it("keeps a fifth of the ceiling for settled citizens' signatures; every other presentation reaches the rest, stepped when it bids; without a bid only the open share", () => {
     expect(anonymousReach(c({}).limits)).toBe(480);
     expect(anonymousReach(c({ reservePercent: 50 }).limits)).toBe(300);
-    // A bid (docs/pow.md) reaches what the reserve leaves, never into it; a keyed bid the whole ceiling.
-    expect(admissionWindow(c({}, { bid: true }), false)!.reach).toBe(480);
-    expect(admissionWindow(c({}, { bid: true }), true)!.reach).toBe(600);
-    // Without a bid: three quarters of what presentations without a key reach (the open share), keyed or not.
-    expect(admissionWindow(c({}), false)!.reach).toBe(360);
-    expect(admissionWindow(c({}), true)!.reach).toBe(360);
+    const settled = { did: "did:web:city.example:c:settled", settled: true };
+    const newcomer = { did: "did:web:city.example:c:newcomer", settled: false };
+    // A bid (docs/pow.md) reaches what the reserve leaves, in steps; a settled sponsor's the whole ceiling, unstepped.
+    expect(admissionWindow(c({}, { bid: true }))).toMatchObject({ reach: 480, steps: { floor: 360 } });
+    expect(admissionWindow(c({}, { bid: true, sponsor: newcomer }))).toMatchObject({ reach: 480, steps: { floor: 360 } });
+    expect(admissionWindow(c({}, { bid: true, sponsor: settled }))!.reach).toBe(600);
+    expect(admissionWindow(c({}, { bid: true, sponsor: settled }))!.steps).toBeUndefined();
+    // Without a bid: three quarters of what the reserve leaves (the open share), whoever signed.
+    expect(admissionWindow(c({}))!.reach).toBe(360);
+    expect(admissionWindow(c({}, { sponsor: settled }))!.reach).toBe(360);
   });
 
   it("cuts a reach over the ceiling's stripes as the limit is: their sum is the reach, no stripe above its share of the limit", () => {

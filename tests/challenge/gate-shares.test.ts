@@ -6,12 +6,13 @@ import { issueNonce, offerNonce } from "@/lib/city/challenge";
 import { presentAtGate } from "@/lib/city/gate";
 import type { GateCircumstances, GateLimits, Verdict } from "@/lib/city/challenge";
 import { describeOnDatabases } from "../support/databases";
+import { insertCitizenRow } from "../support/citizens";
 import { keyPair, presentation } from "../support/gate";
 
 /*
  * Fair under flood (issue 43), the gate's part, on the domain functions (PGlite, and pg where
  * TEST_DATABASE_URL is set): a source's shares of the admissions ceiling and of presentations,
- * the reserve kept for keyed presentations, the full subjects table that refuses nobody for it, and
+ * the reserve kept for presentations settled citizens sign, a sponsor's share, the full subjects table that refuses nobody for it, and
  * the nonce quota per network. tests/challenge/http/security-postgres-gate-shares.test.ts races the same
  * through `next start`.
  */
@@ -73,28 +74,57 @@ describeOnDatabases("the gate's shares per source, the reserve and the overflow 
     expect((await present(presentation(), c(shares, "203.0.113.1"))).verdict).toBe("admitted");
   }, 120_000);
 
-  it("keeps the reserve for keyed presentations: keyless ones reach 80% of the ceiling, bid or not (docs/pow.md), then keyed ones take the rest", async () => {
-    // 10 an hour: 8 without a key, of which 6 (the open share) without a bid.
-    const limits = { admissionsPerHour: 10, prefixSharePercent: 100, reservePercent: 20 };
+  it("keeps the reserve for presentations signed by settled citizens: every other presentation reaches 80% of the ceiling, bid, keyed, signed by a newcomer or not (docs/pow.md)", async () => {
+    // 10 an hour: 8 without a settled sponsor, of which 6 (the open share) without a bid.
+    const limits = { admissionsPerHour: 10, prefixSharePercent: 100, hostSharePercent: 100, reservePercent: 20 };
     const keyless = await presentAtOnce(12, (i) => present(presentation(i % 4 ? {} : { ask: "ward" }), c(limits, `10.${i}.0.1`)));
     // In a race a stripe may refuse with room (published: refused_with_room); one after another the rest is taken.
     let passed = keyless.filter((a) => a.verdict !== "filtered").length;
     expect(passed).toBeLessThanOrEqual(6);
     for (let i = 0; passed < 6 && i < 6; i++) if ((await present(presentation(), c(limits, `10.${50 + i}.0.1`))).verdict === "admitted") passed++;
     expect(passed).toBe(6);
-    // Past the open share keyless bids (here requests signed with a bound key, which need no work) take 2 more, and no more.
-    for (let i = 0; i < 4; i++) if ((await present(presentation(), c(limits, `10.${60 + i}.0.1`, { signedByBoundKey: true }))).verdict === "admitted") passed++;
-    expect(passed).toBe(8);
+    // Sponsors: citizens whose keys sign presentations (the caller of a CITY-SIG/1 request), one a day old.
+    const newcomer = await insertCitizenRow(t().db);
+    const settled = await insertCitizenRow(t().db, { boundAt: new Date(Date.now() - 25 * 3_600_000) });
+    const signedBy = (did: string) => ({ signedByBoundKey: true, callerDid: did, credential: "secret" as const });
+    // Past the open share bids are served in steps (this step releases 1 of the bids' 2): a newcomer's
+    // signatures, which need no work, take 1; the rest are told the step's bids are taken.
+    const byNewcomer = [];
+    for (let i = 0; i < 3; i++) byNewcomer.push(await present(presentation(), c(limits, `10.${60 + i}.0.1`, signedBy(newcomer.did))));
+    expect(admitted(byNewcomer)).toBe(1);
+    expect((byNewcomer.find((a) => a.verdict === "filtered") as { reason: string }).reason).toMatch(/^Bids for this step are taken/);
+    // A controller key that signs the nonce proves nothing (a fresh key is free): refused as well.
+    expect(await keyed(c(limits, "10.98.0.1"))).toMatchObject({ verdict: "filtered", rule: "flood" });
+    // A settled citizen's signature reaches the rest, the reserve with it, at once and with no work, keyed or not.
+    const sponsored = [await keyed(c(limits, "10.100.0.1", signedBy(settled.did)))];
+    for (let i = 0; i < 3; i++) sponsored.push(await present(presentation(), c(limits, `10.${101 + i}.0.1`, signedBy(settled.did))));
+    expect(admitted(sponsored)).toBe(3);
     const refused = (await present(presentation(), c(limits, "10.99.0.1"))) as { reason: string };
-    expect(refused.reason).toMatch(/Presentations without a proven key reach 8 of them/);
+    expect(refused.reason).toMatch(
+      /Presentations reach 8 of them; the rest is kept for presentations signed with the key of a citizen admitted at least 86400 s ago/,
+    );
     expect(refused).not.toHaveProperty("suggested_effort");
-    // A keyed presentation past the open share is served as a bid too: without one it is told the effort.
-    expect(await keyed(c(limits, "10.98.0.1"))).toMatchObject({ verdict: "filtered", rule: "flood", suggested_effort: expect.any(Number) });
-    const withKeys = [];
-    for (let i = 0; i < 3; i++) withKeys.push(await keyed(c(limits, `10.${100 + i}.0.1`, { signedByBoundKey: true })));
-    expect(admitted(withKeys)).toBe(2);
     // Never past the ceiling.
     expect(await countedAdmissions()).toBe(10);
+  }, 120_000);
+
+  it("counts a sponsor's signatures on its own share: one settled citizen signs at most as many admissions an hour as one /64 may be admitted", async () => {
+    // 100 an hour, a /64 (and so a sponsor) 3% of it: 3. Each presentation from a network of its own.
+    const limits = { admissionsPerHour: 100, prefixSharePercent: 5, hostSharePercent: 3, reservePercent: 20 };
+    const settled = await insertCitizenRow(t().db, { boundAt: new Date(Date.now() - 25 * 3_600_000) });
+    const other = await insertCitizenRow(t().db, { boundAt: new Date(Date.now() - 48 * 3_600_000) });
+    const signedBy = (did: string) => ({ signedByBoundKey: true, callerDid: did, credential: "secret" as const });
+    const answers = [];
+    for (let i = 0; i < 5; i++) answers.push(await present(presentation(), c(limits, `10.${120 + i}.0.1`, signedBy(settled.did))));
+    expect(admitted(answers)).toBe(3);
+    const over = answers.find((a) => a.verdict === "filtered") as { rule: string; reason: string };
+    expect(over.rule).toBe("flood");
+    expect(over.reason).toContain(
+      `The citizen whose key signed this presentation (${settled.did}) signed its share of the city's admissions and ward requests: 3 an hour`,
+    );
+    // Another sponsor, and an unsigned newcomer, are admitted.
+    expect((await present(presentation(), c(limits, "10.130.0.1", signedBy(other.did)))).verdict).toBe("admitted");
+    expect((await present(presentation(), c(limits, "10.131.0.1"))).verdict).toBe("admitted");
   }, 120_000);
 
   it("counts presentations per /24 or /48: a rotated flood of looks creates rows for its share only; other sources look on", async () => {

@@ -17,7 +17,7 @@ import { presentAtGate } from "@/lib/city/gate";
 import { describeGate, presentGate } from "@/lib/doors/declarations/gate/gate";
 import { acceptResidency } from "@/lib/doors/declarations/residency/residency";
 import { describeOnDatabases } from "../support/databases";
-import { admit, callDoor, freshNonce, keyPair, nonceSpent, presentation } from "../support/gate";
+import { admit, callDoor, freshNonce, keyPair, nonceSpent, presentation, signedBySponsor } from "../support/gate";
 
 // The door-level tests run without the gate's flood limits; the limits have tests of their own.
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
@@ -582,15 +582,14 @@ describeOnDatabases("the gate's credentials, names and floods (issue 9)", (t) =>
     // parallel first takes that race to create a window's stripes may refuse with room (published
     // as refused_with_room), which is not what this test is about.
     await t().raw("UPDATE rate_windows SET counts = array_fill(0, ARRAY[cardinality(counts)]) WHERE scope = 'gate-admissions'");
-    // Each from a /24 of its own, none keyed and no reserve: the shares and the reserve have tests of their own (gate-shares.test.ts).
-    // Each a bid (signed with a bound key, which needs no work), so the whole ceiling is open to it:
-    // the open share without a bid has tests of its own (gate-pow.test.ts).
-    const limits = { admissionsPerHour: 3, prefixSharePercent: 100, reservePercent: 0 };
+    // Each from a /24 of its own, and no reserve: the shares and the reserve have tests of their own (gate-shares.test.ts).
+    // Each a bid (signed with a settled citizen's key, which needs no work and is not stepped), so the
+    // whole ceiling is open to it: the open share without a bid has tests of its own (gate-pow.test.ts).
+    const limits = { admissionsPerHour: 3, prefixSharePercent: 100, hostSharePercent: 100, reservePercent: 0 };
+    const sponsor = await signedBySponsor(t().db);
     const before = await citizenCount();
     const answers = await Promise.all(
-      Array.from({ length: 6 }, (_, i) =>
-        present(presentation(i % 2 ? { ask: "ward" } : {}), circumstances(limits, { ip: `10.3.${i}.1`, signedByBoundKey: true })),
-      ),
+      Array.from({ length: 6 }, (_, i) => present(presentation(i % 2 ? { ask: "ward" } : {}), circumstances(limits, { ip: `10.3.${i}.1`, ...sponsor }))),
     );
     const passed = answers.filter((a) => a.verdict !== "filtered");
     expect(passed).toHaveLength(3);

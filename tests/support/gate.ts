@@ -6,6 +6,7 @@ import { rowsOf } from "@/db/sql";
 import { type GateCircumstances, type GateLimits, issueNonce, solvePow, type Verdict } from "@/lib/city/challenge";
 import { presentAtGate } from "@/lib/city/gate";
 import { gateNonces } from "@/db/schema";
+import { insertCitizenRow } from "./citizens";
 import { describeGate, presentGate } from "@/lib/doors/declarations/gate/gate";
 import { serveDoor } from "@/lib/doors/pipeline/http";
 import type { AnyDoor } from "@/lib/doors/door";
@@ -98,4 +99,14 @@ export function gateCircumstances(limits: GateLimits, extra: Partial<GateCircums
 /** A presentation through the gate's domain function, in a transaction of its own (the door's way without HTTP). */
 export function presentDirect(db: Database, p: Record<string, unknown>, circumstances: GateCircumstances): Promise<Verdict> {
   return db.transaction((tx) => presentAtGate(tx as never, p as never, circumstances));
+}
+
+/**
+ * What the gate door passes for a presentation signed (CITY-SIG/1) with the key of a citizen, its
+ * sponsor: a citizen row of its own, admitted `hoursAgo` hours ago (25 by default: settled, so its
+ * signatures reach the reserve unstepped; under 24 a newcomer's, served in steps).
+ */
+export async function signedBySponsor(db: Database, hoursAgo = 25): Promise<Partial<GateCircumstances>> {
+  const sponsor = await insertCitizenRow(db, { boundAt: new Date(Date.now() - hoursAgo * 3_600_000) });
+  return { signedByBoundKey: true, callerDid: sponsor.did, credential: "secret" };
 }

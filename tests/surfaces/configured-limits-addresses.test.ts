@@ -34,6 +34,7 @@ describe("published limits where client addresses are unknown", () => {
       "admissions",
       "admissions_without_key",
       "admissions_without_bid",
+      "admissions_per_sponsor",
       "counted_subjects",
       "city_ward_bytes",
       "city_ward_bytes_per_hour",

@@ -46,7 +46,7 @@ export interface GateLimits {
   prefixSharePercent?: number;
   /** The share (percent) of the admissions ceiling one IPv6 /64 may take per hour, inside its /48's. Unset: GATE_HOST_SHARE_PERCENT. */
   hostSharePercent?: number;
-  /** The part (percent) of the admissions ceiling kept for keyed presentations. Unset: GATE_RESERVE_PERCENT. */
+  /** The part (percent) of the admissions ceiling kept for presentations signed by settled citizens. Unset: GATE_RESERVE_PERCENT. */
   reservePercent?: number;
 }
 
@@ -70,10 +70,16 @@ export interface GateCircumstances {
   credentialRejected: boolean;
   limits: GateLimits;
   /**
-   * The request was signed with a key bound to a citizen (CITY-SIG/1): past the open share of the
-   * admissions ceiling it needs no bid (docs/pow.md).
+   * The request was signed with a key bound to a citizen (CITY-SIG/1), the caller: past the open share
+   * of the admissions ceiling it needs no work (docs/pow.md).
    */
   signedByBoundKey?: boolean;
+  /**
+   * Set by presentAtGate for a signed presentation: the citizen whose key signed it (callerDid), and
+   * whether it was settled then (admitted NEWCOMER_SECONDS ago or more). Only a settled sponsor's
+   * presentation reaches the reserve, unstepped; a newcomer's is a bid served in steps, as a keyless one.
+   */
+  sponsor?: { did: string; settled: boolean };
   /**
    * Set by presentAtGate: the presentation bids (a pow_solution of at least the suggested effort,
    * gate-pow.ts) or is signed with a bound key, so it may reach past the ceiling's open share.

@@ -22,6 +22,7 @@ import {
   bucketMs,
   bucketOf,
   type Chain,
+  NEWCOMER_SECONDS,
   type ChainOutcome,
   stripesRetryAfter,
   stripesRoom,
@@ -40,7 +41,8 @@ import { normalKey } from "@/lib/city/directory";
  * One that can be a first admission (or a ward request) is counted too against its source's share
  * of the city's admissions ceiling (for IPv6 its /64's smaller share, `gate-admissions-host`, then
  * its /48's, `gate-admissions-prefix`), its origin, and then the ceiling itself, of which a
- * presentation without a proven key reaches only its allowance (the reserve keeps the rest).
+ * presentation reaches only what the reserve leaves unless a settled citizen's key signed it (a
+ * sponsor, itself counted: `gate-sponsor`).
  */
 
 /** Scopes that count every presentation of a source (not only those that can admit). */
@@ -91,32 +93,47 @@ export function originWindow(p: Presentation, c: GateCircumstances): Window {
 
 /**
  * The city-wide ceiling on new admissions and ward requests per hour (0 is off), at what this
- * presentation may reach of it: all of it with a proven key (a controller key that signed the
- * nonce), else what the reserve leaves (anonymousReach); and without a bid (docs/pow.md: a
- * pow_solution of the suggested effort, or a request signed with a key bound to a citizen) only the
- * open share of what presentations without a key reach. So bids take the rest, on the same stripes;
- * a keyless bid of work (neither keyed nor signed) only in steps: past the open share, each step of
- * the hour releases its portion of the bids' part (keylessBidWindow), whatever earlier steps took.
+ * presentation may reach of it: all of it when signed with the key of a settled citizen (admitted a
+ * day ago or more: the reserve is theirs), else what the reserve leaves (anonymousReach); and without
+ * a bid (docs/pow.md: a pow_solution of the suggested effort, or a request signed with a key bound to
+ * a citizen) only the open share of that. So bids take the rest, on the same stripes; every bid but
+ * a settled sponsor's only in steps: past the open share, each step of the hour releases its
+ * portion of the bids' part (keylessBidWindow), whatever earlier steps took. A controller key the
+ * presentation binds proves nothing here: a fresh key is free.
  */
-export function admissionWindow(c: GateCircumstances, keyed: boolean): Window | null {
+export function admissionWindow(c: GateCircumstances): Window | null {
   if (!c.bid) {
     const window = ceilingWindow(c.limits);
-    return window && withReach(window, Math.min(bidReach(c, keyed), gatePowShares(c.limits).open));
+    return window && withReach(window, Math.min(reachOf(c), gatePowShares(c.limits).open));
   }
-  return bidWindow(c, keyed);
+  return bidWindow(c);
 }
 
-/** The ceiling as this presentation takes it with a bid: keyed or signed, its whole reach; else in steps past the open share. */
-function bidWindow(c: GateCircumstances, keyed: boolean): Window | null {
+/** The ceiling as this presentation takes it with a bid: a settled sponsor's, its whole reach; else in steps past the open share. */
+function bidWindow(c: GateCircumstances): Window | null {
   const window = ceilingWindow(c.limits);
   if (!window) return null;
-  const reached = withReach(window, bidReach(c, keyed));
-  return keyed || c.signedByBoundKey === true ? reached : withSteps(reached, gatePowShares(c.limits).open);
+  const reached = withReach(window, reachOf(c));
+  return c.sponsor?.settled === true ? reached : withSteps(reached, gatePowShares(c.limits).open);
 }
 
-/** What a presentation reaches of the ceiling with a bid: all of it keyed, else what the reserve leaves. */
-function bidReach(c: GateCircumstances, keyed: boolean): number {
-  return keyed ? c.limits.admissionsPerHour : anonymousReach(c.limits);
+/** What a presentation reaches of the ceiling: all of it signed by a settled citizen, else what the reserve leaves. */
+function reachOf(c: GateCircumstances): number {
+  return c.sponsor?.settled === true ? c.limits.admissionsPerHour : anonymousReach(c.limits);
+}
+
+/**
+ * The sponsor's own window: one citizen's key signs at most as many admissions and ward requests an
+ * hour as one IPv6 /64 may be admitted (hostShare), so no sponsor alone spends the reserve.
+ */
+function sponsorWindows(c: GateCircumstances): Window[] {
+  if (!c.sponsor || c.limits.admissionsPerHour <= 0) return [];
+  return [{ scope: "gate-sponsor", subject: c.sponsor.did, limit: sponsorShare(c), windowSeconds: 3600 }];
+}
+
+/** The admissions and ward requests one citizen's key may sign per hour. */
+export function sponsorShare(c: GateCircumstances): number {
+  return Math.max(1, hostShare(c));
 }
 
 export function subjectsMax(c: GateCircumstances): number {
@@ -124,22 +141,22 @@ export function subjectsMax(c: GateCircumstances): number {
 }
 
 /** A first admission's windows: its source's, its shares, its origin, then the city's ceiling (gate-windows.ts). */
-export function admissionChain(p: Presentation, c: GateCircumstances, keyed: boolean): Chain {
+export function admissionChain(p: Presentation, c: GateCircumstances): Chain {
   return {
-    windows: [...sourceWindows(c), ...shareWindows(c), originWindow(p, c)],
-    ceiling: admissionWindow(c, keyed),
+    windows: [...sponsorWindows(c), ...sourceWindows(c), ...shareWindows(c), originWindow(p, c)],
+    ceiling: admissionWindow(c),
     subjectsMax: subjectsMax(c),
-    bidCeiling: c.bid ? undefined : (bidWindow({ ...c, bid: true }, keyed) ?? undefined),
+    bidCeiling: c.bid ? undefined : (bidWindow({ ...c, bid: true }) ?? undefined),
   };
 }
 
-/** A ward request's windows: its source's, its shares, then the city's ceiling (it carries no key). */
+/** A ward request's windows: its sponsor's, its source's, its shares, then the city's ceiling. */
 export function wardChain(c: GateCircumstances): Chain {
   return {
-    windows: [...sourceWindows(c), ...shareWindows(c)],
-    ceiling: admissionWindow(c, false),
+    windows: [...sponsorWindows(c), ...sourceWindows(c), ...shareWindows(c)],
+    ceiling: admissionWindow(c),
     subjectsMax: subjectsMax(c),
-    bidCeiling: c.bid ? undefined : (bidWindow({ ...c, bid: true }, false) ?? undefined),
+    bidCeiling: c.bid ? undefined : (bidWindow({ ...c, bid: true }) ?? undefined),
   };
 }
 
@@ -164,6 +181,8 @@ function fullWindowReason(window: Window): string {
       return `Your /64 (${window.subject}) took its share of the city's admissions inside its /48: ${window.limit} an hour${overflow}`;
     case "gate-origin":
       return `More than ${window.limit} admissions asked from this origin in an hour${overflow}`;
+    case "gate-sponsor":
+      return `The citizen whose key signed this presentation (${window.subject}) signed its share of the city's admissions and ward requests: ${window.limit} an hour`;
     default:
       return `The city admits at most ${window.limit} new citizens and ward requests an hour, and that many came`;
   }
@@ -194,8 +213,8 @@ export function chainFlood(outcome: ChainOutcome, chain: Chain, c: GateCircumsta
  * this presentation takes it (its own when it bid, chain.bidCeiling when it did not):
  * - a bid is served now (the presentation made none): the suggested effort, and when to retry without one;
  * - this step's bid slots are taken but the reach is not full (keyless bids, in steps): so said, with
- *   the seconds until a step releases a slot again (the next step, but when keyed admissions filled
- *   more) and the effort that step asks (stepEffort);
+ *   the seconds until a step releases a slot again (the next step, but when settled citizens'
+ *   sponsored admissions filled more) and the effort that step asks (stepEffort);
  * - the reach is full, or a bid lifts nothing: when it frees, and no effort.
  */
 function ceilingFlood(outcome: Extract<ChainOutcome, { kind: "ceiling-full" }>, chain: Chain, c: GateCircumstances): Verdict {
@@ -225,18 +244,18 @@ function ceilingFlood(outcome: Extract<ChainOutcome, { kind: "ceiling-full" }>, 
     const when =
       at === next
         ? `the next step opens at ${new Date(next).toISOString()} (in ${wait} s)`
-        : `keyed admissions filled more; a step releases bid slots again at ${new Date(at).toISOString()} (in ${wait} s)`;
+        : `admissions signed by settled citizens filled more; a step releases bid slots again at ${new Date(at).toISOString()} (in ${wait} s)`;
     return filtered(
       "flood",
-      `Bids for this step are taken; ${when}. Keyless bids past the open share are served in steps of ${stepMs / 1000} s, each releasing its portion of the bid slots whatever earlier steps took (docs/pow.md). ` +
+      `Bids for this step are taken; ${when}. Bids past the open share are served in steps of ${stepMs / 1000} s, each releasing its portion of the bid slots whatever earlier steps took (docs/pow.md). ` +
         `Then present on a fresh nonce (GET /gate) with pow_solution of at least ${asked} leading zero bits (the most that step asks; never more than ${POW_MAX_EFFORT}), ` +
-        `or signed with a key bound to a citizen (CITY-SIG/1) now. ${untouched}`,
+        `or now, signed with the key of a citizen admitted at least ${NEWCOMER_SECONDS} s ago (CITY-SIG/1), which is not stepped. ${untouched}`,
       advice(wait, asked),
     );
   }
   const reserved =
     (ceiling.reach ?? ceiling.limit) < ceiling.limit
-      ? ` Presentations without a proven key reach ${anonymousReach(c.limits)} of them; the rest is kept for presentations whose controller key signs the nonce.`
+      ? ` Presentations reach ${anonymousReach(c.limits)} of them; the rest is kept for presentations signed with the key of a citizen admitted at least ${NEWCOMER_SECONDS} s ago (CITY-SIG/1).`
       : "";
   // Full for a bid too: when it frees for one (or for this presentation, when no bid would lift it).
   const frees = bid ? Math.min(retry, stripesRetryAfter(outcome.stripes, bid, c.now)) : retry;

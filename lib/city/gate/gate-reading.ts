@@ -1,9 +1,9 @@
-import { type SQL, sql } from "drizzle-orm";
+import { eq, type SQL, sql } from "drizzle-orm";
 import { type Database } from "@/db/client";
 import { executePrepared, rowsOf } from "@/db/sql";
 import { citizens, type CitizenRow } from "@/db/schema";
 import { spendNonceCtes, type GateCircumstances, type Presentation } from "@/lib/city/challenge";
-import { type Chain, type ChainOutcome, chainOutcome, chainSql } from "@/lib/city/bounds";
+import { type Chain, type ChainOutcome, chainOutcome, chainSql, isNewcomer } from "@/lib/city/bounds";
 import { normalKey } from "@/lib/city/directory";
 
 /**
@@ -115,4 +115,14 @@ export async function readGate(db: Database, p: Presentation, c: GateCircumstanc
   );
   const admission: AdmissionReading = { chain: counted, outcome: chainOutcome(row!, counted, c.now), bedNumber: row!.bed_number };
   return { nonceValid: row!.nonce_valid === 1, held: heldOf(row), admission };
+}
+
+/**
+ * The sponsor of a signed presentation: the citizen whose bound key signed it (the caller), and
+ * whether it was settled now. One indexed read, only for a signed presentation, nothing locked;
+ * null when the citizen is gone (its key then opened nothing).
+ */
+export async function readSponsor(db: Database, did: string, now: Date): Promise<{ did: string; settled: boolean } | null> {
+  const [row] = await db.select({ boundAt: citizens.boundAt }).from(citizens).where(eq(citizens.did, did)).limit(1);
+  return row ? { did, settled: !isNewcomer(row.boundAt, now) } : null;
 }

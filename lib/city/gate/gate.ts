@@ -3,8 +3,8 @@ import { admitNew, fileWardRequest } from "./gate-admissions";
 import { checkGateText } from "./gate-content";
 import { firstAdmitProblem, proofFor } from "./gate-controller";
 import { admissionChain, countSource, PRESENTATION_SCOPES, sourceWindows } from "./gate-flood";
-import { filtered, type GateCircumstances, lookReceipt, type Presentation, sendsController, type Verdict, isBid } from "@/lib/city/challenge";
-import { type GateReading, type HeldCitizen, readGate } from "./gate-reading";
+import { filtered, type GateCircumstances, lookReceipt, type Presentation, type Verdict, isBid } from "@/lib/city/challenge";
+import { type GateReading, type HeldCitizen, readGate, readSponsor } from "./gate-reading";
 import { resume } from "./gate-resume";
 import { scanContent } from "@/lib/scan";
 import { undoTakes } from "@/lib/city/bounds";
@@ -61,12 +61,12 @@ export async function presentAtGate(db: Database, p: Presentation, given: GateCi
   // bound key or carrying a solution of the effort suggested now (gate-pow.ts: read only for a
   // solution of at least the base effort): past the ceiling's open share only bids are served.
   const takesCeiling = (mayAdmit && !firstAdmit) || (p.kind === "agent" && p.ask === "ward" && !given.credentialRejected && !textRefusal);
-  const bid = given.signedByBoundKey === true || (takesCeiling && (await isBid(db, p, given.limits, given.now)));
-  const c: GateCircumstances = { ...given, bid };
-  // Keyed: its controller key signed the nonce (checked just now; the nonce's validity is the
-  // statement's): it may reach the whole admissions ceiling, the reserve included.
-  const keyed = mayAdmit && !firstAdmit && sendsController(p);
-  const reading = await readGate(db, p, c, mayAdmit, mayAdmit && !firstAdmit ? admissionChain(p, c, keyed) : null);
+  // Signed with a key bound to a citizen: a bid that needs no work, and the signer is its sponsor
+  // (counted on its own share); a settled sponsor's reaches the reserve, unstepped (gate-flood.ts).
+  const sponsor = takesCeiling && given.signedByBoundKey === true && given.callerDid ? await readSponsor(db, given.callerDid, given.now) : null;
+  const bid = sponsor !== null || (takesCeiling && (await isBid(db, p, given.limits, given.now)));
+  const c: GateCircumstances = { ...given, bid, ...(sponsor ? { sponsor } : {}) };
+  const reading = await readGate(db, p, c, mayAdmit, mayAdmit && !firstAdmit ? admissionChain(p, c) : null);
   const nonceProblem = p.nonce !== undefined && !reading.nonceValid;
 
   // A proven resume (the held citizen's own Bearer secret or token, or its controller's signature)

@@ -8,10 +8,11 @@ import { signedCall } from "../../support/signed-http";
  * Item 6 of issue 43 through `next start` on PostgreSQL: a request signed with a key bound to a
  * citizen (CITY-SIG/1) needs no work. Past the open share a bare presentation is filtered with the
  * suggested effort, while the same presentation signed with a citizen's controller key is admitted
- * with no pow_solution (and no nonce).
+ * with no pow_solution (and no nonce): a newcomer's signature from the step's portion of bids, a
+ * settled citizen's from the reserve too (security-postgres-gate-shares.test.ts).
  */
 describeOnServer("a presentation signed with a bound key through next start", () => {
-  // 8 admissions an hour, 20% kept for keyed presentations: 6 without a key, 4 of them (the open share) without a bid.
+  // 8 admissions an hour, 20% kept for presentations settled citizens sign: 6 for the rest, 4 of them (the open share) without a bid.
   const city = usePostgresCity("gate-pow-signed", { CITY_GATE_ADMISSIONS_PER_HOUR: "8", CITY_GATE_RESERVE_PERCENT: "20" });
   const present = (body: Record<string, unknown>): Promise<Answer> =>
     city().call("/gate", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
@@ -35,7 +36,7 @@ describeOnServer("a presentation signed with a bound key through next start", ()
     expect(bare.body.retry_after_seconds).toBeGreaterThanOrEqual(1);
     expect(bare.headers.get("retry-after")).toBe(String(bare.body.retry_after_seconds));
 
-    // The same kind of presentation, signed with the bound key: admitted, no work and no nonce.
+    // The same kind of presentation, signed with the bound key: admitted, no work and no nonce (the step's one bid).
     const body = presentation();
     const signed = await signedCall(city().server.baseUrl, key, "POST", "/gate", { body });
     expect(signed.status, JSON.stringify(signed.body)).toBe(200);

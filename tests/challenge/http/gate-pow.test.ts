@@ -11,7 +11,7 @@ import { type Answer, describeOnServer, usePostgresCity } from "../../support/po
  */
 
 describeOnServer("the gate's proof-of-work bid through next start", () => {
-  // 8 admissions an hour, 20% kept for keyed presentations: 6 without a key, 4 of them (the open share) without a bid.
+  // 8 admissions an hour, 20% kept for presentations settled citizens sign: 6 for the rest, 4 of them (the open share) without a bid.
   const city = usePostgresCity("gate-pow", { CITY_GATE_ADMISSIONS_PER_HOUR: "8", CITY_GATE_RESERVE_PERCENT: "20" });
   const present = (body: Record<string, unknown>): Promise<Answer> =>
     city().call("/gate", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });

@@ -1,6 +1,8 @@
 import { expect, it } from "vitest";
 import { solveGatePuzzle } from "@/lib/sign-request";
 import { keyPair, presentation } from "../../support/gate";
+import { newKey } from "../../support/signed";
+import { signedCall } from "../../support/signed-http";
 import { type Answer, describeOnServer, usePostgresCity } from "../../support/postgres-city";
 
 /*
@@ -8,7 +10,7 @@ import { type Answer, describeOnServer, usePostgresCity } from "../../support/po
  * trusted proxy (X-Forwarded-For carries each client's address): a flood from one /24 (its last
  * octet rotated) and from one /48 (its /64s rotated) on the admissions ceiling, the presentations
  * and the nonces takes only its share, while honest newcomers from other networks are admitted
- * during and after; a full subjects table refuses nobody; the reserve stays for keyed presentations.
+ * during and after; a full subjects table refuses nobody; the reserve stays for presentations settled citizens sign.
  */
 
 const from = (address: string) => ({ "x-forwarded-for": address });
@@ -98,6 +100,7 @@ describeOnServer("the gate's shares per source under a flood from one network", 
         per_ipv6_64: 4,
         anonymous_reach: 320,
         reserve: 80,
+        per_sponsor: 4,
         reserve_percent: 20,
         prefixes_to_fill_anonymous_reach: 40,
       },
@@ -106,7 +109,7 @@ describeOnServer("the gate's shares per source under a flood from one network", 
 });
 
 describeOnServer("the gate's reserve and a full subjects table", () => {
-  // 10 admissions an hour, no share per network (100%): 8 without a key, 2 kept for keyed presentations.
+  // 10 admissions an hour, no share per network (100%): 2 kept for presentations settled citizens sign, 8 for the rest.
   const city = usePostgresCity("gate-reserve", {
     CITY_TRUSTED_PROXIES: "1",
     VERCEL: "",
@@ -153,33 +156,47 @@ describeOnServer("the gate's reserve and a full subjects table", () => {
     expect(city().count("rate_windows", `${counted} AND subject NOT LIKE 'overflow/%'`)).toBe(20);
   }, 120_000);
 
-  it("keeps 2 of 10 admissions for keyed presentations whatever keyless ones do, bids (in steps) or not (docs/pow.md)", async () => {
-    // 8 without a key, 6 of them (the open share) without a proof-of-work bid.
+  it("keeps 2 of 10 admissions for presentations settled citizens sign, whatever others do: bids (in steps), fresh keys, newcomers' signatures (docs/pow.md)", async () => {
+    // 8 for everyone else, 6 of them (the open share) without a proof-of-work bid. The first binds its
+    // controller key: a citizen that will sign presentations.
+    const key = await newKey();
+    const { nonce } = (await city().call("/gate", { headers: from("10.39.5.1") })).body as { nonce: string };
+    const sponsor = await present("10.39.5.1", { nonce, controller_public_key: key.publicKey, controller_signature: await key.signHex(nonce) });
+    expect(sponsor.body.verdict, JSON.stringify(sponsor.body)).toBe("admitted");
     const keyless = await city().race(20, (i) => present(`10.${i}.5.1`));
     // In a race a stripe may refuse with room (refused_with_room); one after another the rest is taken.
     const counted = () => city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'gate-admissions'");
-    let admitted = counted(); // the race's and the newcomer's above, all keyless
-    expect(admitted).toBe(keyless.answers.filter((a) => a.body.verdict === "admitted").length + 1);
+    let admitted = counted(); // the race's, the sponsor's and the newcomer's above
+    expect(admitted).toBe(keyless.answers.filter((a) => a.body.verdict === "admitted").length + 2);
     expect(admitted).toBeLessThanOrEqual(6);
     for (let i = 0; admitted < 6 && i < 6; i++) if ((await present(`10.${40 + i}.5.1`)).body.verdict === "admitted") admitted++;
     expect(admitted).toBe(6);
-    // Past the open share keyless bids are served in steps (docs/pow.md): of the bids' part (2), a step's portion (1).
+    // Past the open share bids are served in steps (docs/pow.md): of the bids' part (2), a step's portion (1).
     expect((await bidding("10.50.5.1", false)).body.verdict).toBe("admitted");
     const stepTaken = await bidding("10.51.5.1", false);
     expect(stepTaken.body).toMatchObject({ verdict: "filtered", rule: "flood", suggested_effort: expect.any(Number) });
     expect(stepTaken.body.reason).toMatch(/^Bids for this step are taken; /);
     expect(stepTaken.body.retry_after_seconds).toBeLessThanOrEqual(300);
     expect(stepTaken.headers.get("retry-after")).toBe(String(stepTaken.body.retry_after_seconds));
-    // Keyed presentations past the open share bid too; with a bid (not in steps) they take the rest and the reserve, and no more.
-    const bare = await keyed("10.61.5.1");
-    expect(bare.body).toMatchObject({ verdict: "filtered", rule: "flood", suggested_effort: expect.any(Number) });
-    expect(bare.headers.get("city-pow-effort")).toBe(String(bare.body.suggested_effort));
-    for (let i = 0; i < 3; i++) expect((await bidding(`10.${62 + i}.5.1`, true)).body.verdict).toBe("admitted");
-    expect((await bidding("10.65.5.1", true)).body.verdict).toBe("filtered");
-    // The keyless reach is full: told when a slot frees, no effort.
+    // A fresh controller key proves nothing (a key is free): a keyed bid waits for the step as well.
+    expect((await keyed("10.61.5.1")).body).toMatchObject({ verdict: "filtered", rule: "flood" });
+    expect((await bidding("10.62.5.1", true)).body).toMatchObject({ verdict: "filtered", rule: "flood" });
+    // Nor does a newcomer's signature (CITY-SIG/1 with the key just bound): a bid with no work, but in steps.
+    const signed = () => signedCall(city().server.baseUrl, key, "POST", "/gate", { body: presentation() });
+    const byNewcomer = await signed();
+    expect(byNewcomer.status).toBe(200);
+    expect(byNewcomer.body).toMatchObject({ verdict: "filtered", rule: "flood" });
+    expect(byNewcomer.body.reason).toMatch(/^Bids for this step are taken; /);
+    // A day later the same citizen is settled: its signature takes the rest, the reserve with it, and no more.
+    city().psql(`UPDATE citizens SET bound_at = now() - interval '25 hours' WHERE did = '${sponsor.body.did}'`);
+    for (let i = 0; i < 3; i++) expect((await signed()).body.verdict).toBe("admitted");
+    expect((await signed()).body).toMatchObject({ verdict: "filtered", rule: "flood" });
+    // The reach of everyone else is full: told when a slot frees, no effort.
     const refused = await present("10.60.5.1");
     expect(refused.body).toMatchObject({ verdict: "filtered", rule: "flood", retry_after_seconds: expect.any(Number) });
-    expect(refused.body.reason).toMatch(/Presentations without a proven key reach 8 of them/);
+    expect(refused.body.reason).toMatch(
+      /Presentations reach 8 of them; the rest is kept for presentations signed with the key of a citizen admitted at least 86400 s ago/,
+    );
     expect(refused.body).not.toHaveProperty("suggested_effort");
     expect((await bidding("10.66.5.1", false)).body.verdict).toBe("filtered");
     expect(counted()).toBe(10);

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { hostShare, prefixShare } from "@/lib/city/gate";
+import { hostShare, prefixShare, sponsorShare } from "@/lib/city/gate";
 import { anonymousReach, gatePowShares, sourcesToFill } from "@/lib/city/challenge";
 import type { GateCircumstances, GateLimits } from "@/lib/city/challenge";
 import { OVERFLOW_BUCKETS, OVERFLOW_FACTOR } from "@/lib/city/bounds";
@@ -10,7 +10,8 @@ import type { PublishedLimit } from "@/lib/doors/door";
 /**
  * The gate's limits as configured (GateLimits), and how its admissions ceiling is shared as
  * /api/capabilities and the gate door's limits publish it: per source (an IPv4 /24, an IPv6 /48,
- * an IPv6 /64 inside it) and the reserve kept for presentations with a proven key.
+ * an IPv6 /64 inside it, a citizen whose key signs presentations) and the reserve kept for
+ * presentations signed by settled citizens.
  */
 
 export function gateLimits(config: Env = env()): GateLimits {
@@ -46,9 +47,13 @@ export const AdmissionSharesSchema = z
       .number()
       .int()
       .describe(
-        "admissions per hour that presentations without a proven key may reach together, with a proof-of-work bid (docs/pow.md); three quarters of it without one",
+        "admissions per hour that every presentation but a settled citizen's signed one may reach together, with a bid (docs/pow.md: proof of work, or signed by a newcomer's key), in steps past three quarters of it",
       ),
-    reserve: z.number().int().describe("admissions per hour only presentations whose controller key signs the nonce may take"),
+    reserve: z
+      .number()
+      .int()
+      .describe("admissions per hour only presentations signed (CITY-SIG/1) with the key of a citizen admitted at least 86400 s ago may take"),
+    per_sponsor: z.number().int().describe("admissions and ward requests one citizen's key may sign per hour (its per_ipv6_64 share)"),
     reserve_percent: z.number().int(),
     prefixes_to_fill_anonymous_reach: z.number().int().describe("the fewest /24s or /48s that can take the anonymous reach (a botnet's price)"),
     where_addresses_unknown: z.string(),
@@ -71,6 +76,7 @@ export function admissionShares(config: Env = env()): z.infer<typeof AdmissionSh
     per_ipv6_64_percent: config.CITY_GATE_HOST_SHARE_PERCENT,
     anonymous_reach: reach,
     reserve: ceiling - reach,
+    per_sponsor: sponsorShare(c),
     reserve_percent: config.CITY_GATE_RESERVE_PERCENT,
     prefixes_to_fill_anonymous_reach: sourcesToFill(reach, perPrefix),
     where_addresses_unknown:
@@ -78,7 +84,7 @@ export function admissionShares(config: Env = env()): z.infer<typeof AdmissionSh
         ? "client addresses are unknown here (CITY_TRUSTED_PROXIES unset): no per-source share applies, only the ceiling, the reserve and the per-origin limit"
         : "the shares apply to the client address the trusted proxies saw",
     overflow: `at most CITY_GATE_SUBJECTS_MAX sources and origins are counted one by one; past it a new one is counted in one of ${OVERFLOW_BUCKETS} fixed overflow counts per window (by a hash of it), each ${OVERFLOW_FACTOR} times the window's limit: never refused for the table being full`,
-    note: "Shares are sliding hourly windows (rate_windows). Each presentation that can admit (or files a ward request) is counted against its /24 or /48's share, for IPv6 its /64's share too, then the ceiling; a presentation without a proven key (no controller key signing the nonce) reaches only anonymous_reach of the ceiling: the reserve stays for keyed presentations whatever a keyless flood does. Past three quarters of anonymous_reach (the open share) any presentation, keyed or not, is served only as a proof-of-work bid or signed with a key bound to a citizen (CITY-POW/1, docs/pow.md; the pow block says the effort).",
+    note: "Shares are sliding hourly windows (rate_windows). Each presentation that can admit (or files a ward request) is counted against its /24 or /48's share, for IPv6 its /64's share too, then the ceiling; a presentation reaches only anonymous_reach of the ceiling unless it is signed (CITY-SIG/1) with the key of a settled citizen (admitted at least 86400 s ago; at most per_sponsor an hour each): the reserve stays theirs whatever a flood does, and a controller key the presentation binds proves nothing (a fresh key is free). Past three quarters of anonymous_reach (the open share) a presentation is served only as a bid: a proof-of-work solution of the suggested effort or a newcomer's signature, in steps (the pow block says the effort and the step), or a settled citizen's signature, not stepped (CITY-POW/1, docs/pow.md).",
   };
 }
 
@@ -126,14 +132,21 @@ export function reserveLimits(config: Env = env()): PublishedLimit[] {
       name: "admissions_without_key",
       limit: shares.anonymous_reach,
       window_seconds: 3600,
-      per: `city: admissions and ward requests of presentations without a proven key; the other ${shares.reserve_percent}% is kept for presentations whose controller key signs the nonce (env CITY_GATE_RESERVE_PERCENT)`,
+      per: `city: admissions and ward requests of every presentation not signed by a settled citizen; the other ${shares.reserve_percent}% is kept for presentations signed (CITY-SIG/1) with the key of a citizen admitted at least 86400 s ago (env CITY_GATE_RESERVE_PERCENT)`,
       over: "filtered",
     },
     {
       name: "admissions_without_bid",
       limit: gatePowShares(gateLimits(config)).open,
       window_seconds: 3600,
-      per: `city: admissions and ward requests of presentations without a proof-of-work bid (CITY-POW/1, docs/pow.md), three quarters of admissions_without_key; past it only a pow_solution of the suggested effort or a request signed with a key bound to a citizen is served`,
+      per: `city: admissions and ward requests of presentations without a bid (CITY-POW/1, docs/pow.md), three quarters of admissions_without_key; past it only a pow_solution of the suggested effort or a request signed with a key bound to a citizen is served, in steps unless that citizen is settled`,
+      over: "filtered",
+    },
+    {
+      name: "admissions_per_sponsor",
+      limit: shares.per_sponsor,
+      window_seconds: 3600,
+      per: `citizen: admissions and ward requests of presentations signed with its key (CITY-SIG/1), its share as one IPv6 /64's (env CITY_GATE_HOST_SHARE_PERCENT)`,
       over: "filtered",
     },
   ];
