@@ -112,9 +112,10 @@ export async function controllerFields(nonce: string, seed = crypto.getRandomVal
 }
 
 /**
- * How a newcomer presents: without a key; with a fresh controller key signing the nonce (it may
- * reach the reserve, and bids past the open share like anyone); or that and the request signed
- * (CITY-SIG/1) with the bound key of a citizen vouching for it, which is a bid with no work.
+ * How a newcomer presents: without a key; with a fresh controller key signing the nonce (it bids
+ * past the open share like anyone, in steps: a fresh key buys nothing at the ceiling); or that and
+ * the request signed (CITY-SIG/1) with the bound key of a settled citizen vouching for it, which
+ * needs no work, is not stepped and reaches the reserve.
  */
 export type NewcomerKind = "keyless" | "keyed" | "signed";
 

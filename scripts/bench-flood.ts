@@ -14,7 +14,8 @@
 //   present), so it competes for the bids' part of the window (scripts/bench-flood-bid.ts), in
 //   `--flood-processes` processes of its own. Every `--keyed-every`-th newcomer presents with a key
 //   instead, in turn a fresh controller key signing the nonce (it bids like anyone) and that signed
-//   with the bound key of a citizen admitted before the flood (CITY-SIG/1: a bid with no work).
+//   with the bound key of a citizen admitted before the flood and dated a day back, so settled
+//   (CITY-SIG/1: no work, not stepped, the reserve in reach).
 // - In both, honest newcomers, one every `--every` seconds, each from a /24 of its own, doing what
 //   the README and docs/pow.md tell a client (scripts/bench-flood-gate.ts newcomer): GET /gate,
 //   solve at the suggested effort when there is one, present; present again on a fresh nonce when a
@@ -26,6 +27,7 @@
 // synchronous), the server's from /proc (its process group). Prints the figures as tables,
 // the load average beside them (the machine may be shared). BENCHMARKS.md has a run.
 import { spawn } from "node:child_process";
+import pg from "pg";
 import { randomInt } from "node:crypto";
 import { loadavg } from "node:os";
 import { drive, nearestRank } from "./bench-drive";
@@ -112,14 +114,26 @@ function spawnFlood(base: string, mode: Leg, legStart: number): Promise<unknown>
   );
 }
 
-/** A citizen admitted with a controller key before the flood (its open share is free): the key signed newcomers are vouched for with. */
-async function admitSponsor(base: string): Promise<Uint8Array> {
+/**
+ * A citizen admitted with a controller key before the flood (its open share is free), then dated a
+ * day back, as a settled citizen of a city that has lived a day: the key signed newcomers are
+ * vouched for with (a newcomer's signature would be a bid served in steps, like a solution).
+ */
+async function admitSponsor(base: string, databaseUrl: string): Promise<Uint8Array> {
   const seed = crypto.getRandomValues(new Uint8Array(32));
   const from = { "x-forwarded-for": "40.0.0.7" };
   const { nonce } = await gateNonce(base, from);
-  const body = presentationBody(`sponsor-${process.pid}`, "sponsor.example", { nonce: nonce!, ...(await controllerFields(nonce!, seed)) });
+  const name = `sponsor-${process.pid}`;
+  const body = presentationBody(name, "sponsor.example", { nonce: nonce!, ...(await controllerFields(nonce!, seed)) });
   const verdict = await readVerdict(await fetch(`${base}/gate`, { method: "POST", headers: { "content-type": "application/json", ...from }, body }));
   if (!verdict.admitted) throw new Error(`admitting the sponsor citizen: ${verdict.rule}`);
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    await client.query("UPDATE citizens SET bound_at = bound_at - interval '25 hours' WHERE name = $1", [name]);
+  } finally {
+    await client.end();
+  }
   return seed;
 }
 
@@ -137,7 +151,7 @@ async function runLeg(leg: Leg): Promise<void> {
     throw err;
   });
   try {
-    const sponsorSeed = leg === "bid" ? await admitSponsor(server.base) : undefined;
+    const sponsorSeed = leg === "bid" ? await admitSponsor(server.base, database.url) : undefined;
     const load = loadavg();
     const serverCpu = await readCpu({ serverGroup: server.pid });
     const legStart = performance.now();

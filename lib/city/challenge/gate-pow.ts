@@ -32,7 +32,7 @@ export function gatePowShares(limits: GateLimits): PowShares {
 }
 
 /**
- * The ceiling as a keyless bid takes it: up to what the reserve leaves, and past the open share only
+ * The ceiling as a bid takes it (all but a settled citizen's signed one): up to what the reserve leaves, and past the open share only
  * what each step releases (rate-stripes.ts withSteps: stepPortion(bids - open) a step, counted on
  * the stripes in the statement that takes the slot). Null when the ceiling is off.
  */
@@ -148,10 +148,10 @@ export function powBlock(effort: number, limits: GateLimits, step: BidStep | nul
     step,
     note: off
       ? "The admissions ceiling is off here: no work is ever asked."
-      : `Presentations without a bid may fill the hour's admissions ceiling up to its open share (${shares.open} of the ${shares.bids} presentations without a proven key may take); ` +
+      : `Presentations without a bid may fill the hour's admissions ceiling up to its open share (${shares.open} of the ${shares.bids} all but settled citizens' signed presentations may take); ` +
         `past it a presentation is admitted only with pow_solution of at least suggested_effort leading zero bits (${POW_PROTOCOL}, bound to the nonce, name and origin), ` +
         `or signed with a key bound to a citizen (CITY-SIG/1). 0: nothing to pay. Never more than ${POW_MAX_EFFORT}. ` +
-        `Keyless bids are served in steps: each step (step.seconds) releases ${portion} of the ${shares.bids - shares.open} bid slots past the open share ` +
+        `Bids are served in steps, but for a settled citizen's signature (admitted 86400 s ago or more: it reaches the reserve too): each step (step.seconds) releases ${portion} of the ${shares.bids - shares.open} bid slots past the open share ` +
         `(1/${STEP_CYCLE} of them, rounded down, at least one: an admission counts ${STEP_CYCLE} steps), whatever earlier steps took; step.left of them are left now, and the next step opens at step.next_at.`,
   };
 }

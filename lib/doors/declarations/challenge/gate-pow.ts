@@ -20,12 +20,16 @@ export const PowBlockSchema = z
           .number()
           .int()
           .min(0)
-          .describe("bid slots past the open share each step releases to keyless bids: (bids - open) / 13, rounded down, at least one"),
-        left: z.number().int().min(0).describe("of them, what keyless bids may still take in this step"),
+          .describe(
+            "bid slots past the open share each step releases to bids (all but settled citizens' signatures): (bids - open) / 13, rounded down, at least one",
+          ),
+        left: z.number().int().min(0).describe("of them, what bids may still take in this step"),
         next_at: z.string().describe("when the next step opens (ISO 8601)"),
       })
       .nullable()
-      .describe("keyless bids are served in steps (docs/pow.md): what a flood takes in one step leaves the next its own portion; null when the ceiling is off"),
+      .describe(
+        "bids are served in steps (docs/pow.md), but for a settled citizen's signature: what a flood takes in one step leaves the next its own portion; null when the ceiling is off",
+      ),
     note: z.string(),
   })
   .describe("CITY-POW/1: work as a priority bid past the admissions ceiling's open share (docs/pow.md)");
