@@ -93,8 +93,11 @@ describeOnDatabases("the gate's shares per source, the reserve and the overflow 
     for (let i = 0; i < 3; i++) byNewcomer.push(await present(presentation(), c(limits, `10.${60 + i}.0.1`, signedBy(newcomer.did))));
     expect(admitted(byNewcomer)).toBe(1);
     expect((byNewcomer.find((a) => a.verdict === "filtered") as { reason: string }).reason).toMatch(/^Bids for this step are taken/);
-    // A controller key that signs the nonce proves nothing (a fresh key is free): refused as well.
+    // A controller key that signs the nonce proves nothing (a fresh key is free): refused as well; so is
+    // the signature of a citizen a day old whom the city restricted.
     expect(await keyed(c(limits, "10.98.0.1"))).toMatchObject({ verdict: "filtered", rule: "flood" });
+    const restricted = await insertCitizenRow(t().db, { boundAt: new Date(Date.now() - 25 * 3_600_000), tier: "restricted" });
+    expect(await present(presentation(), c(limits, "10.96.0.1", signedBy(restricted.did)))).toMatchObject({ verdict: "filtered", rule: "flood" });
     // A settled citizen's signature reaches the rest, the reserve with it, at once and with no work, keyed or not.
     const sponsored = [await keyed(c(limits, "10.100.0.1", signedBy(settled.did)))];
     for (let i = 0; i < 3; i++) sponsored.push(await present(presentation(), c(limits, `10.${101 + i}.0.1`, signedBy(settled.did))));

@@ -119,10 +119,11 @@ export async function readGate(db: Database, p: Presentation, c: GateCircumstanc
 
 /**
  * The sponsor of a signed presentation: the citizen whose bound key signed it (the caller), and
- * whether it was settled now. One indexed read, only for a signed presentation, nothing locked;
- * null when the citizen is gone (its key then opened nothing).
+ * whether it is settled now (admitted NEWCOMER_SECONDS ago or more, and not restricted: a citizen
+ * the city restricted for what it wrote vouches for nobody's reserve). One indexed read, only for a
+ * signed presentation, nothing locked; null when the citizen is gone.
  */
 export async function readSponsor(db: Database, did: string, now: Date): Promise<{ did: string; settled: boolean } | null> {
-  const [row] = await db.select({ boundAt: citizens.boundAt }).from(citizens).where(eq(citizens.did, did)).limit(1);
-  return row ? { did, settled: !isNewcomer(row.boundAt, now) } : null;
+  const [row] = await db.select({ boundAt: citizens.boundAt, tier: citizens.tier }).from(citizens).where(eq(citizens.did, did)).limit(1);
+  return row ? { did, settled: !isNewcomer(row.boundAt, now) && row.tier !== "restricted" } : null;
 }
