@@ -178,4 +178,27 @@ describeOnDatabases("keyless bids served in steps (fair under flood)", (t) => {
     expect(await counted()).toBe(92);
     expect(stripesRoom(await readCeilingStripes(t().db, limits, now), keylessBidWindow(limits)!, now)).toBe(0);
   }, 120_000);
+
+  it("serves one network at most its share of a step's bids (half of 2 here: 1), its last octet rotated or not; another network's bid is served in the same step", async () => {
+    await openShareTaken();
+    const shared = { ...limits, prefixSharePercent: 50 };
+    const at = (ip: string, extra: Partial<GateCircumstances> = {}) => gateCircumstances(shared, { now, ip, ...extra });
+    const effort = Math.max(16, await readSuggestedEffort(t().db, shared, now));
+    expect((await present(await bidding(now, effort), at("10.1.1.7"))).verdict).toBe("admitted");
+    // The same /24 again, another address, a bid of the effort asked: refused by its network's share of the step.
+    const again = (await present(await bidding(now, effort), at("10.1.1.8"))) as Verdict & { reason: string; retry_after_seconds: number };
+    expect(again).toMatchObject({ verdict: "filtered", rule: "flood" });
+    expect(again.reason).toMatch(/^Your network \(10\.1\.1\.0\/24\) had its share of the bids served in steps: 1 every 300 s/);
+    expect(again).not.toHaveProperty("suggested_effort");
+    // A sliding window of one step's length, counted in buckets of a twelfth of it: free again at most 300 + 25 s on.
+    expect(again.retry_after_seconds).toBeLessThanOrEqual(325);
+    // A newcomer's signature from that /24 is a stepped bid too: refused the same way.
+    expect(await present(presentation(), at("10.1.1.9", await signedBySponsor(t().db, 1)))).toMatchObject({ verdict: "filtered", rule: "flood" });
+    expect(await counted()).toBe(91);
+    // Another /24's bid: the step's second slot.
+    expect((await present(await bidding(now, effort), at("10.2.2.7"))).verdict).toBe("admitted");
+    expect(await counted()).toBe(92);
+    // A settled citizen's signature from the first /24 is not a stepped bid: its network's step share does not apply.
+    expect((await present(presentation(), at("10.1.1.10", await signedBySponsor(t().db)))).verdict).toBe("admitted");
+  }, 120_000);
 });

@@ -21,7 +21,14 @@ import { stripesRetryAfter, stripesRoomSql } from "./rate-stripes";
  * Scopes whose subject is text the client chooses (an address it sends from, its /24 or /48, an
  * origin it names): their rows are bounded city-wide (Chain.subjectsMax), overflow buckets aside.
  */
-export const CLIENT_KEYED_SCOPES = ["gate-prefix", "gate-address", "gate-admissions-prefix", "gate-admissions-host", "gate-origin"] as const;
+export const CLIENT_KEYED_SCOPES = [
+  "gate-prefix",
+  "gate-address",
+  "gate-admissions-prefix",
+  "gate-admissions-host",
+  "gate-bids-prefix",
+  "gate-origin",
+] as const;
 
 /**
  * Counted subjects never refuse the uncounted (issue 43): when the table holds `subjectsMax` rows

@@ -1,7 +1,8 @@
 import { sql, type SQL } from "drizzle-orm";
 import { type Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
-import { GATE_RESERVE_PERCENT, type GateLimits, type Presentation } from "./gate-presentation";
+import { GATE_PREFIX_SHARE_PERCENT, GATE_RESERVE_PERCENT, type GateLimits, type Presentation } from "./gate-presentation";
+import { shareOf } from "./gate-prefixes";
 import { POW_EFFORT_HEADER, POW_PROTOCOL, solutionEffort } from "./pow";
 import { POW_BASE_EFFORT, POW_MAX_EFFORT, type PowShares, powShares, stepTotals, suggestedEffort } from "./pow-effort";
 import { bucketMs, bucketOf, cityWindow, STEP_CYCLE, stepPortion, stripesRoom, stripesRoomSql, type Window, withReach, withSteps } from "@/lib/city/bounds";
@@ -40,6 +41,12 @@ export function keylessBidWindow(limits: GateLimits): Window | null {
   const window = ceilingWindow(limits);
   if (!window) return null;
   return withSteps(withReach(window, anonymousReach(limits)), gatePowShares(limits).open);
+}
+
+/** The bids one /24 or /48 may have served per step (gate-bids-prefix): its share of a step's portion, at least one. */
+export function networkStepShare(limits: GateLimits): number {
+  const shares = gatePowShares(limits);
+  return shareOf(stepPortion(shares.bids - shares.open), limits.prefixSharePercent ?? GATE_PREFIX_SHARE_PERCENT);
 }
 
 /** The bids' step as GET /gate and /api/capabilities publish it (null when the ceiling is off). */

@@ -9,6 +9,8 @@ export {
   effortFromStripes,
   gatePowShares,
   isBid,
+  keylessBidWindow,
+  networkStepShare,
   powBlock,
   powHeaders,
   readCeilingStripes,

@@ -15,6 +15,8 @@ import {
   ceilingPressure,
   ceilingWindow,
   gatePowShares,
+  keylessBidWindow,
+  networkStepShare,
   POW_MAX_EFFORT,
   stepEffort,
 } from "@/lib/city/challenge";
@@ -70,6 +72,19 @@ export function shareWindows(c: GateCircumstances): Window[] {
   const host = source.host ? [{ scope: "gate-admissions-host", subject: source.host, limit: hostShare(c), windowSeconds: 3600 }] : [];
   // The narrower first: a /64 over its share never spends its /48's.
   return [...host, prefix];
+}
+
+/**
+ * A network's bids in a step: a bid served in steps (all but a settled sponsor's) counts on its /24 or
+ * /48's own window of one step's length, at most its share of a step's portion (at least one), so no
+ * network alone takes a step's bid slots from everyone else. Counted with the other windows, given
+ * back with them when the ceiling refuses.
+ */
+function bidShareWindows(c: GateCircumstances): Window[] {
+  const source = c.ip ? sourceOf(c.ip) : null;
+  const steps = keylessBidWindow(c.limits);
+  if (!c.bid || c.sponsor?.settled === true || !source || !steps) return [];
+  return [{ scope: "gate-bids-prefix", subject: source.prefix, limit: networkStepShare(c.limits), windowSeconds: bucketMs(steps) / 1000 }];
 }
 
 /** The admissions one /24 or /48 may take per hour. */
@@ -143,7 +158,7 @@ export function subjectsMax(c: GateCircumstances): number {
 /** A first admission's windows: its source's, its shares, its origin, then the city's ceiling (gate-windows.ts). */
 export function admissionChain(p: Presentation, c: GateCircumstances): Chain {
   return {
-    windows: [...sponsorWindows(c), ...sourceWindows(c), ...shareWindows(c), originWindow(p, c)],
+    windows: [...sponsorWindows(c), ...sourceWindows(c), ...shareWindows(c), ...bidShareWindows(c), originWindow(p, c)],
     ceiling: admissionWindow(c),
     subjectsMax: subjectsMax(c),
     bidCeiling: c.bid ? undefined : (bidWindow({ ...c, bid: true }) ?? undefined),
@@ -153,7 +168,7 @@ export function admissionChain(p: Presentation, c: GateCircumstances): Chain {
 /** A ward request's windows: its sponsor's, its source's, its shares, then the city's ceiling. */
 export function wardChain(c: GateCircumstances): Chain {
   return {
-    windows: [...sponsorWindows(c), ...sourceWindows(c), ...shareWindows(c)],
+    windows: [...sponsorWindows(c), ...sourceWindows(c), ...shareWindows(c), ...bidShareWindows(c)],
     ceiling: admissionWindow(c),
     subjectsMax: subjectsMax(c),
     bidCeiling: c.bid ? undefined : (bidWindow({ ...c, bid: true }) ?? undefined),
@@ -181,6 +196,8 @@ function fullWindowReason(window: Window): string {
       return `Your /64 (${window.subject}) took its share of the city's admissions inside its /48: ${window.limit} an hour${overflow}`;
     case "gate-origin":
       return `More than ${window.limit} admissions asked from this origin in an hour${overflow}`;
+    case "gate-bids-prefix":
+      return `Your network (${window.subject}) had its share of the bids served in steps: ${window.limit} every ${window.windowSeconds} s${overflow}`;
     case "gate-sponsor":
       return `The citizen whose key signed this presentation (${window.subject}) signed its share of the city's admissions and ward requests: ${window.limit} an hour`;
     default:

@@ -101,6 +101,7 @@ describeOnServer("the gate's shares per source under a flood from one network", 
         anonymous_reach: 320,
         reserve: 80,
         per_sponsor: 4,
+        bids_per_prefix_per_step: 1,
         reserve_percent: 20,
         prefixes_to_fill_anonymous_reach: 40,
       },
@@ -200,5 +201,47 @@ describeOnServer("the gate's reserve and a full subjects table", () => {
     expect(refused.body).not.toHaveProperty("suggested_effort");
     expect((await bidding("10.66.5.1", false)).body.verdict).toBe("filtered");
     expect(counted()).toBe(10);
+  }, 300_000);
+});
+
+describeOnServer("one network's share of a step's bids", () => {
+  // 130 admissions an hour: 104 for everyone but settled citizens' signatures, 78 of them (the open
+  // share) without a bid; the bids' part 26, 2 a step; one /24 or /48 5% of a step's 2: 1.
+  const city = usePostgresCity("gate-bid-shares", {
+    CITY_TRUSTED_PROXIES: "1",
+    VERCEL: "",
+    CITY_GATE_ADMISSIONS_PER_HOUR: "130",
+    CITY_GATE_PREFIX_SHARE_PERCENT: "5",
+    CITY_GATE_HOST_SHARE_PERCENT: "1",
+    CITY_GATE_PER_PREFIX_PER_HOUR: "120",
+    CITY_GATE_PER_ORIGIN_PER_HOUR: "1000",
+  });
+  const present = (address: string, body: Record<string, unknown> = presentation()): Promise<Answer> =>
+    city().call("/gate", { method: "POST", headers: { "content-type": "application/json", ...from(address) }, body: JSON.stringify(body) });
+  /** What an honest client does past the open share: GET /gate, solve at the effort it suggests, present. */
+  const bidding = async (address: string): Promise<Answer> => {
+    const gate = (await city().call("/gate", { headers: from(address) })).body as { nonce: string; pow: { suggested_effort: number } };
+    const p = presentation();
+    const pow_solution = await solveGatePuzzle({ nonce: gate.nonce, name: p.name, origin: p.origin, effort: Math.max(12, gate.pow.suggested_effort) });
+    return present(address, { ...p, nonce: gate.nonce, pow_solution });
+  };
+
+  it("serves one /24 one bid a step however it rotates its addresses, and another /24's bid beside it", async () => {
+    // The open share, from 13 /24s at their hourly share of 6 each.
+    for (let i = 0; i < 78; i++) expect((await present(`10.${70 + Math.floor(i / 6)}.5.${(i % 6) + 1}`)).body.verdict).toBe("admitted");
+    const caps = await city().get("/api/capabilities");
+    const admissions = (caps.body.rate_windows.city_wide as Record<string, any>[]).find((w) => w.name === "admissions")!;
+    expect(admissions.shares).toMatchObject({ per_prefix: 6, anonymous_reach: 104, bids_per_prefix_per_step: 1 });
+    // One /24 bids at the effort asked: one served, the next (another address) refused by its network's share of the step.
+    expect((await bidding("10.90.5.1")).body.verdict).toBe("admitted");
+    const again = await bidding("10.90.5.2");
+    expect(again.body).toMatchObject({ verdict: "filtered", rule: "flood", retry_after_seconds: expect.any(Number) });
+    expect(again.body.reason).toMatch(/^Your network \(10\.90\.5\.0\/24\) had its share of the bids served in steps: 1 every 300 s/);
+    expect(again.body).not.toHaveProperty("suggested_effort");
+    expect(again.headers.get("retry-after")).toBe(String(again.body.retry_after_seconds));
+    // Another /24's bid is served beside it.
+    const other = await bidding("10.91.5.1");
+    expect(other.body.verdict, JSON.stringify(other.body)).toBe("admitted");
+    expect(city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'gate-admissions'")).toBe(80);
   }, 300_000);
 });

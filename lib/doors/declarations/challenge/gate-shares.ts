@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { hostShare, prefixShare, sponsorShare } from "@/lib/city/gate";
-import { anonymousReach, gatePowShares, sourcesToFill } from "@/lib/city/challenge";
+import { anonymousReach, gatePowShares, keylessBidWindow, networkStepShare, sourcesToFill } from "@/lib/city/challenge";
 import type { GateCircumstances, GateLimits } from "@/lib/city/challenge";
-import { OVERFLOW_BUCKETS, OVERFLOW_FACTOR } from "@/lib/city/bounds";
+import { bucketMs, OVERFLOW_BUCKETS, OVERFLOW_FACTOR } from "@/lib/city/bounds";
 import { type Env, env } from "@/lib/env";
 import { addressMode } from "@/lib/doors/pipeline/client-address";
 import type { PublishedLimit } from "@/lib/doors/door";
@@ -54,6 +54,12 @@ export const AdmissionSharesSchema = z
       .int()
       .describe("admissions per hour only presentations signed (CITY-SIG/1) with the key of a citizen admitted at least 86400 s ago may take"),
     per_sponsor: z.number().int().describe("admissions and ward requests one citizen's key may sign per hour (its per_ipv6_64 share)"),
+    bids_per_prefix_per_step: z
+      .number()
+      .int()
+      .describe(
+        "bids served in steps (docs/pow.md) one IPv4 /24 or IPv6 /48 may have served per step's length (a sliding window): its per_prefix_percent of a step's portion, at least one",
+      ),
     reserve_percent: z.number().int(),
     prefixes_to_fill_anonymous_reach: z.number().int().describe("the fewest /24s or /48s that can take the anonymous reach (a botnet's price)"),
     where_addresses_unknown: z.string(),
@@ -77,6 +83,7 @@ export function admissionShares(config: Env = env()): z.infer<typeof AdmissionSh
     anonymous_reach: reach,
     reserve: ceiling - reach,
     per_sponsor: sponsorShare(c),
+    bids_per_prefix_per_step: networkStepShare(c.limits),
     reserve_percent: config.CITY_GATE_RESERVE_PERCENT,
     prefixes_to_fill_anonymous_reach: sourcesToFill(reach, perPrefix),
     where_addresses_unknown:
@@ -118,9 +125,22 @@ export function sourceLimits(what: "presentations" | "gate nonces", config: Env 
         per: `IPv6 /64 inside its /48, ${shares.per_ipv6_64_percent}% of the admissions ceiling (env CITY_GATE_HOST_SHARE_PERCENT)`,
         over: "filtered",
       },
+      {
+        name: "bids_per_prefix_per_step",
+        limit: shares.bids_per_prefix_per_step,
+        window_seconds: bidStepSeconds(config),
+        per: `network: an IPv4 /24 or an IPv6 /48, bids served in steps (docs/pow.md), ${shares.per_prefix_percent}% of a step's portion, at least one`,
+        over: "filtered",
+      },
     );
   }
   return limits;
+}
+
+/** A bids' step's length in seconds (the admissions ceiling's hour cut in its buckets). */
+function bidStepSeconds(config: Env): number {
+  const window = keylessBidWindow(gateLimits(config));
+  return window ? bucketMs(window) / 1000 : 0;
 }
 
 /** The reserve as a published limit: what keyless presentations reach of the ceiling. */
