@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { bidStep, readCeilingStripes, type GateCircumstances, type GateLimits, type Verdict } from "@/lib/city/challenge";
-import { keylessBidWindow, readSuggestedEffort } from "@/lib/city/challenge/gate-pow";
+import { steppedBidWindow, readSuggestedEffort } from "@/lib/city/challenge/gate-pow";
 import { bucketMs, bucketOf, cityWindow, STEP_CYCLE, stepPortion, stripesRetryAfter, stripesRoom, withReach, withSteps } from "@/lib/city/bounds";
 import { stepRelease } from "@/lib/city/bounds/rate-stripes";
 import { describeOnDatabases } from "../support/databases";
@@ -176,7 +176,7 @@ describeOnDatabases("keyless bids served in steps (fair under flood)", (t) => {
     // What is left of the step is taken one after another, and no more.
     for (let i = admitted; i < 4; i++) await present(await bidding(now, effort), c(now));
     expect(await counted()).toBe(92);
-    expect(stripesRoom(await readCeilingStripes(t().db, limits, now), keylessBidWindow(limits)!, now)).toBe(0);
+    expect(stripesRoom(await readCeilingStripes(t().db, limits, now), steppedBidWindow(limits)!, now)).toBe(0);
   }, 120_000);
 
   it("serves one network at most its share of a step's bids (half of 2 here: 1), its last octet rotated or not; another network's bid is served in the same step", async () => {

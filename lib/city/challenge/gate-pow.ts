@@ -12,7 +12,7 @@ import { bucketMs, bucketOf, cityWindow, STEP_CYCLE, stepPortion, stripesRoom, s
  * ceiling (the open share), the effort the gate suggests now (read from the ceiling's stripes, no
  * row of its own), and whether a presentation's pow_solution is a bid. The take itself (gate-flood.ts
  * admissionWindow) gives a bid more reach than a presentation without one, on the same stripes; a
- * keyless bid takes the bids' part in steps (keylessBidWindow): each step of the hour releases a
+ * keyless bid takes the bids' part in steps (steppedBidWindow): each step of the hour releases a
  * portion of it, so what a flood of bids takes in one step leaves the next its own (docs/pow.md).
  */
 
@@ -37,7 +37,7 @@ export function gatePowShares(limits: GateLimits): PowShares {
  * what each step releases (rate-stripes.ts withSteps: stepPortion(bids - open) a step, counted on
  * the stripes in the statement that takes the slot). Null when the ceiling is off.
  */
-export function keylessBidWindow(limits: GateLimits): Window | null {
+export function steppedBidWindow(limits: GateLimits): Window | null {
   const window = ceilingWindow(limits);
   if (!window) return null;
   return withSteps(withReach(window, anonymousReach(limits)), gatePowShares(limits).open);
@@ -63,7 +63,7 @@ export interface BidStep {
 
 /** The bids' step now, from the ceiling's stripes (their JSON as read). */
 export function bidStep(json: unknown, limits: GateLimits, now: Date): BidStep | null {
-  const window = keylessBidWindow(limits);
+  const window = steppedBidWindow(limits);
   if (!window) return null;
   const shares = gatePowShares(limits);
   const ms = bucketMs(window);

@@ -9,7 +9,7 @@ export {
   effortFromStripes,
   gatePowShares,
   isBid,
-  keylessBidWindow,
+  steppedBidWindow,
   networkStepShare,
   powBlock,
   powHeaders,

@@ -15,7 +15,7 @@ import {
   ceilingPressure,
   ceilingWindow,
   gatePowShares,
-  keylessBidWindow,
+  steppedBidWindow,
   networkStepShare,
   POW_MAX_EFFORT,
   stepEffort,
@@ -82,7 +82,7 @@ export function shareWindows(c: GateCircumstances): Window[] {
  */
 function bidShareWindows(c: GateCircumstances): Window[] {
   const source = c.ip ? sourceOf(c.ip) : null;
-  const steps = keylessBidWindow(c.limits);
+  const steps = steppedBidWindow(c.limits);
   if (!c.bid || c.sponsor?.settled === true || !source || !steps) return [];
   return [{ scope: "gate-bids-prefix", subject: source.prefix, limit: networkStepShare(c.limits), windowSeconds: bucketMs(steps) / 1000 }];
 }
@@ -113,7 +113,7 @@ export function originWindow(p: Presentation, c: GateCircumstances): Window {
  * a bid (docs/pow.md: a pow_solution of the suggested effort, or a request signed with a key bound to
  * a citizen) only the open share of that. So bids take the rest, on the same stripes; every bid but
  * a settled sponsor's only in steps: past the open share, each step of the hour releases its
- * portion of the bids' part (keylessBidWindow), whatever earlier steps took. A controller key the
+ * portion of the bids' part (steppedBidWindow), whatever earlier steps took. A controller key the
  * presentation binds proves nothing here: a fresh key is free.
  */
 export function admissionWindow(c: GateCircumstances): Window | null {
@@ -148,14 +148,17 @@ function sponsorWindows(c: GateCircumstances): Window[] {
 
 /** The admissions and ward requests one citizen's key may sign per hour. */
 export function sponsorShare(c: GateCircumstances): number {
-  return Math.max(1, hostShare(c));
+  return hostShare(c);
 }
 
 export function subjectsMax(c: GateCircumstances): number {
   return c.limits.subjectsMax ?? GATE_SUBJECTS_MAX;
 }
 
-/** A first admission's windows: its source's, its shares, its origin, then the city's ceiling (gate-windows.ts). */
+/**
+ * A first admission's windows: its sponsor's, its source's, its shares (and for a stepped bid its
+ * network's share of the step), its origin, then the city's ceiling (gate-windows.ts).
+ */
 export function admissionChain(p: Presentation, c: GateCircumstances): Chain {
   return {
     windows: [...sponsorWindows(c), ...sourceWindows(c), ...shareWindows(c), ...bidShareWindows(c), originWindow(p, c)],

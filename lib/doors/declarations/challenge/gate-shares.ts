@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { hostShare, prefixShare, sponsorShare } from "@/lib/city/gate";
-import { anonymousReach, gatePowShares, keylessBidWindow, networkStepShare, sourcesToFill } from "@/lib/city/challenge";
+import { anonymousReach, gatePowShares, steppedBidWindow, networkStepShare, sourcesToFill } from "@/lib/city/challenge";
 import type { GateCircumstances, GateLimits } from "@/lib/city/challenge";
 import { bucketMs, OVERFLOW_BUCKETS, OVERFLOW_FACTOR } from "@/lib/city/bounds";
 import { type Env, env } from "@/lib/env";
@@ -139,7 +139,7 @@ export function sourceLimits(what: "presentations" | "gate nonces", config: Env 
 
 /** A bids' step's length in seconds (the admissions ceiling's hour cut in its buckets). */
 function bidStepSeconds(config: Env): number {
-  const window = keylessBidWindow(gateLimits(config));
+  const window = steppedBidWindow(gateLimits(config));
   return window ? bucketMs(window) / 1000 : 0;
 }
 
