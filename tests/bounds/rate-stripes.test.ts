@@ -6,6 +6,7 @@ import { useDatabase } from "@/lib/city/database";
 import { cityWindow, RATE_STRIPES, takeSlot, type Window } from "@/lib/city/bounds";
 import { stripeLimit } from "@/lib/city/bounds/rate-stripes";
 import { describeOnDatabases } from "../support/databases";
+import { HEAVY_TEST_MS } from "../support/limits";
 import { countedAttempts } from "../support/rate";
 
 /*
@@ -61,24 +62,28 @@ describeOnDatabases("rate windows at their edge, and city-wide windows over stri
     expect((await takeSlot(t().db, window, now)).retryAfterSeconds).toBe(HOUR + 300);
   });
 
-  it("never lets more than the limit through a city-wide window, and refuses none while a stripe has room", async () => {
-    const window = cityWindow(fresh("ceiling"), 45, HOUR);
-    expect(window.stripes).toBe(RATE_STRIPES);
-    const now = bucketStart(20);
-    // The stripes are stored by the first take (the migration stores those of the city's own windows).
-    expect((await takeSlot(t().db, window, now)).allowed).toBe(true);
-    expect(await stripeRows(window.scope)).toHaveLength(RATE_STRIPES);
-    // 90 takers of distinct subjects: exactly the 44 left pass, at once.
-    expect(await parallelTakes(90, () => window, now)).toBe(44);
-    const rows = await stripeRows(window.scope);
-    expect(rows.reduce((a, r) => a + r.n, 0)).toBe(45);
-    // Every stripe holds its share exactly: the limit cut in 32 (13 stripes of 2, 19 of 1).
-    for (const r of rows) expect(r.n, r.subject).toBe(stripeLimit(window, Number(r.subject.split("/")[1])));
-    // Refused: Retry-After is when the stripes' bucket leaves the window.
-    expect(await takeSlot(t().db, window, now)).toMatchObject({ allowed: false, retryAfterSeconds: HOUR + 300 });
-    // A window and a bucket later, the whole limit again, and no more.
-    expect(await parallelTakes(60, () => window, new Date(now.getTime() + (HOUR + 300) * 1000))).toBe(45);
-  });
+  it(
+    "never lets more than the limit through a city-wide window, and refuses none while a stripe has room",
+    async () => {
+      const window = cityWindow(fresh("ceiling"), 45, HOUR);
+      expect(window.stripes).toBe(RATE_STRIPES);
+      const now = bucketStart(20);
+      // The stripes are stored by the first take (the migration stores those of the city's own windows).
+      expect((await takeSlot(t().db, window, now)).allowed).toBe(true);
+      expect(await stripeRows(window.scope)).toHaveLength(RATE_STRIPES);
+      // 90 takers of distinct subjects: exactly the 44 left pass, at once.
+      expect(await parallelTakes(90, () => window, now)).toBe(44);
+      const rows = await stripeRows(window.scope);
+      expect(rows.reduce((a, r) => a + r.n, 0)).toBe(45);
+      // Every stripe holds its share exactly: the limit cut in 32 (13 stripes of 2, 19 of 1).
+      for (const r of rows) expect(r.n, r.subject).toBe(stripeLimit(window, Number(r.subject.split("/")[1])));
+      // Refused: Retry-After is when the stripes' bucket leaves the window.
+      expect(await takeSlot(t().db, window, now)).toMatchObject({ allowed: false, retryAfterSeconds: HOUR + 300 });
+      // A window and a bucket later, the whole limit again, and no more.
+      expect(await parallelTakes(60, () => window, new Date(now.getTime() + (HOUR + 300) * 1000))).toBe(45);
+    },
+    HEAVY_TEST_MS,
+  );
 
   it("creates a city-wide window's stripes when none is stored, and counts the first take in one", async () => {
     const window = cityWindow(fresh("unstored"), 10, HOUR);

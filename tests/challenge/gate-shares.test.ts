@@ -130,6 +130,51 @@ describeOnDatabases("the gate's shares per source, the reserve and the overflow 
     expect((await present(presentation(), c(limits, "10.131.0.1"))).verdict).toBe("admitted");
   }, 120_000);
 
+  it("keeps counting a sponsor's presentations per address past its share, and gives back what a refused presentation's other windows took", async () => {
+    // 100 an hour, a /64 (and a sponsor) 3: 3; a /24 5: 5; each address 30 presentations an hour.
+    const limits = { admissionsPerHour: 100, prefixSharePercent: 5, hostSharePercent: 3, reservePercent: 20, perAddressPerHour: 30, perPrefixPerHour: 120 };
+    const settled = await insertCitizenRow(t().db, { boundAt: new Date(Date.now() - 25 * 3_600_000) });
+    const signedBy = { signedByBoundKey: true, callerDid: settled.did, credential: "secret" as const };
+    const sum = async (scope: string, subject: string) =>
+      Number(
+        rowsOf<{ n: number }>(
+          await t().db.execute(
+            sql`SELECT coalesce(sum((SELECT sum(x) FROM unnest(counts) AS x)), 0)::int AS n FROM rate_windows WHERE scope = ${scope} AND subject = ${subject}`,
+          ),
+        )[0]!.n,
+      );
+    const answers = [];
+    for (let i = 0; i < 5; i++) answers.push(await present(presentation(), c(limits, "10.140.0.1", signedBy)));
+    expect(admitted(answers)).toBe(3);
+    // Every presentation counted against its address and its /24, the two refused by the sponsor's share too.
+    expect(await sum("gate-address", "10.140.0.1")).toBe(5);
+    expect(await sum("gate-prefix", "10.140.0.0/24")).toBe(5);
+    // What the refused ones took of the /24's share of admissions was given back: 3 taken, by the 3 admitted.
+    expect(await sum("gate-admissions-prefix", "10.140.0.0/24")).toBe(3);
+    expect(await sum("gate-sponsor", settled.did)).toBe(3);
+    // A presentation refused by its origin's window gives back its sponsor's and its network's shares.
+    const other = await insertCitizenRow(t().db, { boundAt: new Date(Date.now() - 25 * 3_600_000) });
+    const byOther = { signedByBoundKey: true, callerDid: other.did, credential: "secret" as const };
+    const origin = { origin: "crowded.example" };
+    const tight = { ...limits, perOriginPerHour: 1 };
+    expect((await present(presentation(origin), c(tight, "10.141.0.1"))).verdict).toBe("admitted");
+    const refused = (await present(presentation(origin), c(tight, "10.142.0.1", byOther))) as { verdict: string; reason: string };
+    expect(refused.verdict).toBe("filtered");
+    expect(refused.reason).toMatch(/admissions asked from this origin/);
+    expect(await sum("gate-sponsor", other.did)).toBe(0);
+    expect(await sum("gate-admissions-prefix", "10.142.0.0/24")).toBe(0);
+    expect(await sum("gate-address", "10.142.0.1")).toBe(1);
+  }, 120_000);
+
+  it("counts no bid on its network's share of a step while the open share has room: three newcomer's signatures from one /24 in an idle city", async () => {
+    // A /24 and a sponsor may take 5 an hour; a step's bids are 1 a network (gate-bids-prefix), but no step is open yet.
+    const limits = { admissionsPerHour: 100, prefixSharePercent: 5, hostSharePercent: 5, reservePercent: 20 };
+    const newcomer = await insertCitizenRow(t().db);
+    const signedBy = { signedByBoundKey: true, callerDid: newcomer.did, credential: "secret" as const };
+    for (let i = 0; i < 3; i++) expect((await present(presentation(), c(limits, `10.150.0.${i + 1}`, signedBy))).verdict).toBe("admitted");
+    expect(await rows("scope = 'gate-bids-prefix'")).toBe(0);
+  }, 120_000);
+
   it("counts presentations per /24 or /48: a rotated flood of looks creates rows for its share only; other sources look on", async () => {
     const limits = { perPrefixPerHour: 5, perAddressPerHour: 30 };
     const looks = await presentAtOnce(15, (i) => present(presentation({ ask: "look" }), c(limits, `198.18.7.${i}`)));

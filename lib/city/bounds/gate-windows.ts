@@ -58,6 +58,12 @@ export interface Chain {
   /** A condition on the statement's other CTEs (a scalar boolean) the whole chain waits for. */
   when?: SQL;
   /**
+   * Scopes that count every attempt whatever a later window says (a source's presentations). Set, a
+   * refusal by a window gives back what the windows before it took of every other scope (settle),
+   * so a refused attempt spends no share; unset, what they took stays counted.
+   */
+  keeps?: readonly string[];
+  /**
    * The ceiling as this presentation would take it with a proof-of-work bid (docs/pow.md: its reach,
    * and for a keyless one its steps); unset: it bids already, or a bid lifts nothing.
    */
@@ -74,7 +80,8 @@ export type ChainOutcome =
    * suggested effort is read from (gate-pow.ts).
    */
   | { kind: "ceiling-full"; retryAfterSeconds: number; undo: Window[]; stripes: unknown }
-  | { kind: "refused"; window: Window; slot: Slot };
+  /** `undo`: what the windows before the refusing one took and give back (Chain.keeps). */
+  | { kind: "refused"; window: Window; slot: Slot; undo: Window[] };
 
 const name = (i: number) => `take_${i}`;
 const isKeyed = (w: Window) => (CLIENT_KEYED_SCOPES as readonly string[]).includes(w.scope);
@@ -158,7 +165,10 @@ export function chainOutcome(row: Record<string, unknown>, chain: Chain, now: Da
   const counted = chain.windows.map((w, i) => countedIn(row, i, w));
   for (const [i, window] of counted.entries()) {
     const slot = slotOf(row, name(i), window, now);
-    if (slot && !slot.allowed) return { kind: "refused", window, slot };
+    if (slot && !slot.allowed) {
+      const undo = chain.keeps ? counted.slice(0, i).filter((w) => !chain.keeps!.includes(w.scope)) : [];
+      return { kind: "refused", window, slot, undo };
+    }
   }
   if (!chain.ceiling) return { kind: "taken", rows: counted };
   const ceiling = name(chain.windows.length);
@@ -179,7 +189,7 @@ export async function takeChain(db: Database, chain: Chain, now: Date): Promise<
 
 /** Undoes what a refused chain spent per subject (see undoTakes), then answers its outcome. */
 export async function settle(db: Database, outcome: ChainOutcome, now: Date): Promise<ChainOutcome> {
-  if (outcome.kind === "ceiling-full" && outcome.undo.length) await undoTakes(db, outcome.undo);
+  if ((outcome.kind === "ceiling-full" || outcome.kind === "refused") && outcome.undo.length) await undoTakes(db, outcome.undo);
   return outcome;
 }
 

@@ -126,15 +126,30 @@ export async function readSuggestedEffort(db: Database, limits: GateLimits, now:
 }
 
 /**
- * Whether a presentation's pow_solution is a bid: its effort (bound to the nonce, the name and the
- * origin) at least the effort suggested now. One under POW_BASE_EFFORT (the least ever asked), or
- * one without a nonce, is no bid, known with no statement; only one at or above it reads the stripes.
+ * Whether a presentation that may take the ceiling bids, and whether its bid is served in steps now.
+ * A signature by a citizen's key (its sponsor) is a bid with no work; a pow_solution is one when its
+ * effort (bound to the nonce, the name and the origin) is at least the effort suggested now. A
+ * settled sponsor's is never stepped; any other bid is, once the open share is taken (a suggested
+ * effort above 0). Known with no statement for a settled sponsor, and for a solution under
+ * POW_BASE_EFFORT (the least ever asked), without a nonce or with the ceiling off (no bid); else the
+ * stripes are read once.
  */
-export async function isBid(db: Database, p: Presentation, limits: GateLimits, now: Date): Promise<boolean> {
-  if (p.pow_solution === undefined || p.nonce === undefined || !ceilingWindow(limits)) return false;
-  const effort = solutionEffort({ nonce: p.nonce, name: p.name, origin: p.origin }, p.pow_solution);
-  if (effort < POW_BASE_EFFORT) return false;
-  return effort >= (await readSuggestedEffort(db, limits, now));
+export async function bidOf(
+  db: Database,
+  p: Presentation,
+  limits: GateLimits,
+  now: Date,
+  sponsor: { settled: boolean } | null,
+): Promise<{ bid: boolean; stepped: boolean }> {
+  if (sponsor?.settled) return { bid: true, stepped: false };
+  const offered =
+    sponsor || p.pow_solution === undefined || p.nonce === undefined || !ceilingWindow(limits)
+      ? null
+      : solutionEffort({ nonce: p.nonce, name: p.name, origin: p.origin }, p.pow_solution);
+  if (!sponsor && (offered === null || offered < POW_BASE_EFFORT)) return { bid: false, stepped: false };
+  const asked = await readSuggestedEffort(db, limits, now);
+  const bid = sponsor !== null || offered! >= asked;
+  return { bid, stepped: bid && asked > 0 };
 }
 
 /** Where the docs of the protocol are. */

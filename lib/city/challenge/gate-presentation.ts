@@ -81,6 +81,12 @@ export interface GateCircumstances {
    */
   sponsor?: { did: string; settled: boolean };
   /**
+   * Set by presentAtGate: a bid served in steps now, the ceiling's open share being taken as read (a
+   * suggested effort above 0) and the bid not a settled sponsor's; it counts on its network's share
+   * of a step (gate-flood.ts). Below the open share a bid takes what anyone may and counts on none.
+   */
+  stepped?: boolean;
+  /**
    * Set by presentAtGate: the presentation bids (a pow_solution of at least the suggested effort,
    * gate-pow.ts) or is signed with a bound key, so it may reach past the ceiling's open share.
    */

@@ -8,7 +8,7 @@ export {
   ceilingWindow,
   effortFromStripes,
   gatePowShares,
-  isBid,
+  bidOf,
   steppedBidWindow,
   networkStepShare,
   powBlock,

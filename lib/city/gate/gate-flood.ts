@@ -83,7 +83,7 @@ export function shareWindows(c: GateCircumstances): Window[] {
 function bidShareWindows(c: GateCircumstances): Window[] {
   const source = c.ip ? sourceOf(c.ip) : null;
   const steps = steppedBidWindow(c.limits);
-  if (!c.bid || c.sponsor?.settled === true || !source || !steps) return [];
+  if (c.stepped !== true || !source || !steps) return [];
   return [{ scope: "gate-bids-prefix", subject: source.prefix, limit: networkStepShare(c.limits), windowSeconds: bucketMs(steps) / 1000 }];
 }
 
@@ -156,22 +156,25 @@ export function subjectsMax(c: GateCircumstances): number {
 }
 
 /**
- * A first admission's windows: its sponsor's, its source's, its shares (and for a stepped bid its
- * network's share of the step), its origin, then the city's ceiling (gate-windows.ts).
+ * A first admission's windows: its source's (kept whatever follows: they count every presentation),
+ * for a stepped bid its network's share of the step, its sponsor's, its shares, its origin, then the
+ * city's ceiling (gate-windows.ts); a refusal gives back what the others took.
  */
 export function admissionChain(p: Presentation, c: GateCircumstances): Chain {
   return {
-    windows: [...sponsorWindows(c), ...sourceWindows(c), ...shareWindows(c), ...bidShareWindows(c), originWindow(p, c)],
+    windows: [...sourceWindows(c), ...bidShareWindows(c), ...sponsorWindows(c), ...shareWindows(c), originWindow(p, c)],
+    keeps: PRESENTATION_SCOPES,
     ceiling: admissionWindow(c),
     subjectsMax: subjectsMax(c),
     bidCeiling: c.bid ? undefined : (bidWindow({ ...c, bid: true }) ?? undefined),
   };
 }
 
-/** A ward request's windows: its sponsor's, its source's, its shares, then the city's ceiling. */
+/** A ward request's windows: as a first admission's (admissionChain), its origin aside. */
 export function wardChain(c: GateCircumstances): Chain {
   return {
-    windows: [...sponsorWindows(c), ...sourceWindows(c), ...shareWindows(c), ...bidShareWindows(c)],
+    windows: [...sourceWindows(c), ...bidShareWindows(c), ...sponsorWindows(c), ...shareWindows(c)],
+    keeps: PRESENTATION_SCOPES,
     ceiling: admissionWindow(c),
     subjectsMax: subjectsMax(c),
     bidCeiling: c.bid ? undefined : (bidWindow({ ...c, bid: true }) ?? undefined),

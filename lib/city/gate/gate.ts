@@ -3,7 +3,7 @@ import { admitNew, fileWardRequest } from "./gate-admissions";
 import { checkGateText } from "./gate-content";
 import { firstAdmitProblem, proofFor } from "./gate-controller";
 import { admissionChain, countSource, PRESENTATION_SCOPES, sourceWindows } from "./gate-flood";
-import { filtered, type GateCircumstances, lookReceipt, type Presentation, type Verdict, isBid } from "@/lib/city/challenge";
+import { bidOf, filtered, type GateCircumstances, lookReceipt, type Presentation, type Verdict } from "@/lib/city/challenge";
 import { type GateReading, type HeldCitizen, readGate, readSponsor } from "./gate-reading";
 import { resume } from "./gate-resume";
 import { scanContent } from "@/lib/scan";
@@ -64,8 +64,8 @@ export async function presentAtGate(db: Database, p: Presentation, given: GateCi
   // Signed with a key bound to a citizen: a bid that needs no work, and the signer is its sponsor
   // (counted on its own share); a settled sponsor's reaches the reserve, unstepped (gate-flood.ts).
   const sponsor = takesCeiling && given.signedByBoundKey === true && given.callerDid ? await readSponsor(db, given.callerDid, given.now) : null;
-  const bid = sponsor !== null || (takesCeiling && (await isBid(db, p, given.limits, given.now)));
-  const c: GateCircumstances = { ...given, bid, ...(sponsor ? { sponsor } : {}) };
+  const { bid, stepped } = takesCeiling ? await bidOf(db, p, given.limits, given.now, sponsor) : { bid: false, stepped: false };
+  const c: GateCircumstances = { ...given, bid, stepped, sponsor: sponsor ?? undefined };
   const reading = await readGate(db, p, c, mayAdmit, mayAdmit && !firstAdmit ? admissionChain(p, c) : null);
   const nonceProblem = p.nonce !== undefined && !reading.nonceValid;
 

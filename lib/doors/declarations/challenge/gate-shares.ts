@@ -88,7 +88,7 @@ export function admissionShares(config: Env = env()): z.infer<typeof AdmissionSh
     prefixes_to_fill_anonymous_reach: sourcesToFill(reach, perPrefix),
     where_addresses_unknown:
       addressMode() === 0
-        ? "client addresses are unknown here (CITY_TRUSTED_PROXIES unset): no per-source share applies, only the ceiling, the reserve and the per-origin limit"
+        ? "client addresses are unknown here (CITY_TRUSTED_PROXIES unset): no per-source share applies, only the ceiling, the reserve, the per-sponsor and the per-origin limits"
         : "the shares apply to the client address the trusted proxies saw",
     overflow: `at most CITY_GATE_SUBJECTS_MAX sources and origins are counted one by one; past it a new one is counted in one of ${OVERFLOW_BUCKETS} fixed overflow counts per window (by a hash of it), each ${OVERFLOW_FACTOR} times the window's limit: never refused for the table being full`,
     note: "Shares are sliding hourly windows (rate_windows). Each presentation that can admit (or files a ward request) is counted against its /24 or /48's share, for IPv6 its /64's share too, then the ceiling; a presentation reaches only anonymous_reach of the ceiling unless it is signed (CITY-SIG/1) with the key of a settled citizen (admitted at least 86400 s ago; at most per_sponsor an hour each): the reserve stays theirs whatever a flood does, and a controller key the presentation binds proves nothing (a fresh key is free). Past three quarters of anonymous_reach (the open share) a presentation is served only as a bid: a proof-of-work solution of the suggested effort or a newcomer's signature, in steps (the pow block says the effort and the step), or a settled citizen's signature, not stepped (CITY-POW/1, docs/pow.md).",
