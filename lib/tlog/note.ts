@@ -1,3 +1,4 @@
+import { createPrivateKey, createPublicKey, type KeyObject, sign as nodeSign } from "node:crypto";
 import * as ed from "@noble/ed25519";
 import { sha256, sha512 } from "@noble/hashes/sha2.js";
 
@@ -69,11 +70,45 @@ export function signatureLine(name: string, keyId: Uint8Array, signature: Uint8A
   return `${DASH} ${name} ${b64(new Uint8Array([...keyId, ...signature]))}\n`;
 }
 
+/** PKCS#8 DER of an Ed25519 private key, up to its 32-byte seed (RFC 8410). */
+const PKCS8_ED25519_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");
+
+/** An Ed25519 seed as Node's key (OpenSSL) and its public key, made once per seed array. */
+interface SeedKey {
+  privateKey: KeyObject;
+  publicKey: Uint8Array;
+}
+const seedKeys = new WeakMap<Uint8Array, { bytes: string; key: SeedKey }>();
+
+function seedKey(seed: Uint8Array): SeedKey {
+  if (seed.length !== 32) throw new Error("an Ed25519 seed is 32 bytes");
+  // Keyed by the array, checked by its bytes (an array changed in place is a new key).
+  const bytes = Buffer.from(seed).toString("hex");
+  const held = seedKeys.get(seed);
+  if (held && held.bytes === bytes) return held.key;
+  const privateKey = createPrivateKey({ key: Buffer.concat([PKCS8_ED25519_PREFIX, seed]), format: "der", type: "pkcs8" });
+  const x = createPublicKey(privateKey).export({ format: "jwk" }).x!;
+  const key = { privateKey, publicKey: new Uint8Array(Buffer.from(x, "base64url")) };
+  seedKeys.set(seed, { bytes, key });
+  return key;
+}
+
+/**
+ * An Ed25519 signature (RFC 8032: deterministic, the same bytes whoever computes it) by Node's
+ * OpenSSL: about 0.08 ms where the pure-JS one, with the public key derived again, took 1.3 ms,
+ * paid by every batch of a log's integration (one checkpoint each). The note vectors of
+ * tests/tlog/tlog-vectors.test.ts are signed again byte for byte.
+ */
+function signWithSeed(message: Uint8Array, seed: Uint8Array): { signature: Uint8Array; publicKey: Uint8Array } {
+  const key = seedKey(seed);
+  return { signature: new Uint8Array(nodeSign(null, message, key.privateKey)), publicKey: key.publicKey };
+}
+
 /** Signs a checkpoint as a signed note with an Ed25519 seed (32 bytes). */
 export function signCheckpoint(checkpoint: Checkpoint, name: string, seed: Uint8Array): string {
   const body = checkpointBody(checkpoint);
-  const publicKey = ed.getPublicKey(seed);
-  return `${body}\n${signatureLine(name, keyIdOf(name, NOTE_SIGNATURE, publicKey), ed.sign(utf8.encode(body), seed))}`;
+  const { signature, publicKey } = signWithSeed(utf8.encode(body), seed);
+  return `${body}\n${signatureLine(name, keyIdOf(name, NOTE_SIGNATURE, publicKey), signature)}`;
 }
 
 /** The message a tlog-cosignature/v1 signs. */
@@ -83,10 +118,9 @@ export function cosignedMessage(body: string, timestamp: number): Uint8Array {
 
 /** A witness's cosignature line over a checkpoint body. */
 export function cosign(body: string, name: string, seed: Uint8Array, timestamp: number): string {
-  const publicKey = ed.getPublicKey(seed);
   const time = new Uint8Array(8);
   new DataView(time.buffer).setBigUint64(0, BigInt(timestamp));
-  const signature = ed.sign(cosignedMessage(body, timestamp), seed);
+  const { signature, publicKey } = signWithSeed(cosignedMessage(body, timestamp), seed);
   return signatureLine(name, keyIdOf(name, COSIGNATURE, publicKey), new Uint8Array([...time, ...signature]));
 }
 

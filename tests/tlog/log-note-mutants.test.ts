@@ -108,6 +108,15 @@ describe("checkpoints and signatures (fixed vectors)", () => {
     expect(cosign(BODY, WITNESS, SEED, COSIGNED_AT)).toBe(COSIGNATURE_LINE);
   });
 
+  it("signs with a seed's bytes as they are when it signs: one array changed in place signs with its new key", () => {
+    const reused = new Uint8Array(32).fill(9);
+    expect(signCheckpoint({ origin: ORIGIN, size: 42, root: ROOT }, ORIGIN, reused)).not.toBe(NOTE);
+    reused.fill(7);
+    expect(signCheckpoint({ origin: ORIGIN, size: 42, root: ROOT }, ORIGIN, reused)).toBe(NOTE);
+    expect(cosign(BODY, WITNESS, reused, COSIGNED_AT)).toBe(COSIGNATURE_LINE);
+    expect(() => signCheckpoint({ origin: ORIGIN, size: 42, root: ROOT }, ORIGIN, new Uint8Array(31))).toThrow(/32 bytes/);
+  });
+
   it("verifies Go's signed-note example with its vkey, and ours", () => {
     expect(hasValidSignature(parseNote(GO_NOTE), parseVkey(GO_VKEY))).toBe(true);
     expect(hasValidSignature(parseNote(NOTE), parseVkey(VKEY))).toBe(true);

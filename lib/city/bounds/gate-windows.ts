@@ -5,7 +5,7 @@ import { sha256 } from "@noble/hashes/sha2.js";
 import { utf8ToBytes } from "@noble/hashes/utils.js";
 import { type Slot, type Window } from "./rate-buckets";
 import { slotColumns, slotOf, sweepWindowsSql, takeCtes } from "./rate";
-import { stripesRetryAfter, stripesRoomSql } from "./rate-stripes";
+import { stripesJsonSql, stripesRetryAfter, stripesRoomSql } from "./rate-stripes";
 
 /**
  * The gate's windows counted as one chain: the per-subject windows (the
@@ -102,8 +102,12 @@ export function chainSql(chain: Chain, now: Date): { ctes: SQL; allTaken: SQL; c
     gates.push("chain_when.ok");
   }
   if (chain.ceiling) {
-    ctes.push(sql`ceiling_room AS (${stripesRoomSql(chain.ceiling, now)})`);
-    columns.push(sql.raw(`(SELECT room FROM ceiling_room) AS ceiling_room, (SELECT stripes FROM ceiling_room) AS ceiling_stripes`));
+    // The stripes' JSON is read only when there is no room (chainOutcome reads it only then): an
+    // admission the ceiling lets through does not aggregate and parse its 32 stripes.
+    ctes.push(sql`ceiling_room AS (${stripesRoomSql(chain.ceiling, now, { stripes: false })})`);
+    columns.push(
+      sql`(SELECT room FROM ceiling_room) AS ceiling_room, CASE WHEN (SELECT room FROM ceiling_room) THEN NULL ELSE ${stripesJsonSql(chain.ceiling, now)} END AS ceiling_stripes`,
+    );
     gates.push("ceiling_room.room");
   }
   if (overflows.length) {

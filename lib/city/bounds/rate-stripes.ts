@@ -142,20 +142,28 @@ function stripeSubject(window: Window, s: number): string {
   return `${window.subject}/${s}`;
 }
 
+/** A PostgreSQL array literal of these values (each element quoted: a subject is text). */
+function arrayLiteral(values: readonly (string | number)[]): string {
+  return `{${values.map((v) => (typeof v === "number" ? String(v) : `"${v.replace(/[\\"]/g, "\\$&")}"`)).join(",")}}`;
+}
+
 /**
- * SQL VALUES (subject, lim, floor, step, ord) of every stripe at `now`: its share of the reach, of
+ * SQL rows (subject, lim, floor, step, ord) of every stripe at `now`: its share of the reach, of
  * the floor (the reach when not stepped) and what this step releases to it (0 when not stepped),
- * ord counted from stripe `home`.
+ * ord counted from stripe `home`. Sent as five arrays (five parameters, each a literal), unnested
+ * in stripe order: the ceiling's 32 stripes were 160 parameters, each its own SQL fragment built,
+ * walked and bound on every admission.
  */
 function stripesValues(window: Window, home: number, now: Date): SQL {
   const n = window.stripes ?? 1;
   const release = stepRelease(window, bucketOf(window, now));
-  const rows = Array.from(
-    { length: n },
-    (_, s) =>
-      sql`(${stripeSubject(window, s)}::text, ${stripeLimit(window, s)}::int, ${stripeFloor(window, s)}::int, ${release[s]!}::int, ${(s - home + n) % n}::int)`,
-  );
-  return sql`(SELECT * FROM (VALUES ${sql.join(rows, sql`, `)}) AS v(subject, lim, floor, step, ord))`;
+  const stripes = Array.from({ length: n }, (_, s) => s);
+  const subjects = arrayLiteral(stripes.map((s) => stripeSubject(window, s)));
+  const lims = arrayLiteral(stripes.map((s) => stripeLimit(window, s)));
+  const floors = arrayLiteral(stripes.map((s) => stripeFloor(window, s)));
+  const steps = arrayLiteral(release);
+  const ords = arrayLiteral(stripes.map((s) => (s - home + n) % n));
+  return sql`(SELECT * FROM unnest(${subjects}::text[], ${lims}::int[], ${floors}::int[], ${steps}::int[], ${ords}::int[]) AS v(subject, lim, floor, step, ord))`;
 }
 
 /**
@@ -168,6 +176,22 @@ function limitSql(v: string, shifted: SQL): SQL {
   return sql`least(${s}.lim, greatest(${s}.floor, ${countSql(shifted)} - (${shifted})[1]) + ${s}.step)`;
 }
 
+/**
+ * SQL (FROM items): the window's stored stripes as `row`, joined with their values `s` (lim,
+ * floor, step, ord), and `k`: each stripe's count now (k.count: countSql of its counts shifted to
+ * the current step) and what it lets this taker reach now (k.reach: limitSql). Each is computed
+ * once per stripe, in a LATERAL subquery behind OFFSET 0 (the planner does not flatten it): written
+ * inline, a stripe's shifted counts were computed again for every use of them, six times a stripe
+ * in a room's filter and columns (the rows and values are the same).
+ */
+function stripesNow(window: Window, now: Date, stripes: SQL, row: string): SQL {
+  const r = sql.raw(row);
+  return sql`rate_windows ${r} JOIN ${stripes} s ON s.subject = ${r}.subject
+    CROSS JOIN LATERAL (SELECT a.count, least(s.lim, greatest(s.floor, a.count - a.first) + s.step) AS reach FROM (
+      SELECT ${countSql(sql.raw("shifted.counts"))} AS count, (shifted.counts)[1] AS first
+      FROM (SELECT ${shiftedSql(window, now, row)} AS counts OFFSET 0) shifted OFFSET 0) a) k`;
+}
+
 /** SQL: the stored stripes (`r`) as JSON, what a refusal's Retry-After is computed from. */
 function stripesJson(window: Window, stripes: SQL): SQL {
   return sql`(SELECT json_agg(json_build_object('subject', r.subject, 'bucket', r.bucket, 'bucket_ms', r.bucket_ms, 'counts', r.counts))
@@ -176,14 +200,19 @@ function stripesJson(window: Window, stripes: SQL): SQL {
 
 /**
  * SQL (a SELECT of one row): whether the window has room, read from the statement's snapshot (a
- * stripe with room, or one not stored yet), and its stripes as JSON (see stripesRetryAfter).
+ * stripe with room, or one not stored yet), and its stripes as JSON (see stripesRetryAfter); with
+ * `stripes: false` the room alone (a caller that reads the stripes only when there is none:
+ * stripesJsonSql).
  */
-export function stripesRoomSql(window: Window, now: Date): SQL {
-  const stripes = stripesValues(window, 0, now);
-  const shifted = shiftedSql(window, now, "r");
-  const count = countSql(shifted);
-  return sql`SELECT count(*) FILTER (WHERE ${count} < ${limitSql("s", shifted)}) > 0 OR count(*) < ${window.stripes ?? 1}::int AS room, ${stripesJson(window, stripes)} AS stripes
-    FROM rate_windows r JOIN ${stripes} s ON s.subject = r.subject WHERE r.scope = ${window.scope}`;
+export function stripesRoomSql(window: Window, now: Date, options: { stripes?: boolean } = {}): SQL {
+  const json = options.stripes === false ? sql`` : sql`, ${stripesJsonSql(window, now)} AS stripes`;
+  return sql`SELECT count(*) FILTER (WHERE k.count < k.reach) > 0 OR count(*) < ${window.stripes ?? 1}::int AS room${json}
+    FROM ${stripesNow(window, now, stripesValues(window, 0, now), "r")} WHERE r.scope = ${window.scope}`;
+}
+
+/** SQL (a scalar subquery): the window's stored stripes as JSON, as stripesRoomSql's `stripes` reads them. */
+export function stripesJsonSql(window: Window, now: Date): SQL {
+  return stripesJson(window, stripesValues(window, 0, now));
 }
 
 /**
@@ -221,8 +250,8 @@ export function stripedCtes(name: string, window: Window, now: Date, source: SQL
   return sql`
     ${n("stripes")} AS ${stripesValues(window, home, now)},
     ${n("room")} AS (
-      SELECT w.subject, s.lim, s.floor, s.step, s.ord, ${limitSql("s", shifted)} - ${count} AS free FROM rate_windows w JOIN ${n("stripes")} s ON s.subject = w.subject
-      WHERE w.scope = ${scope} AND ${go} AND ${count} < ${limitSql("s", shifted)}),
+      SELECT w.subject, s.lim, s.floor, s.step, s.ord, k.reach - k.count AS free FROM ${stripesNow(window, now, n("stripes"), "w")}
+      WHERE w.scope = ${scope} AND ${go} AND k.count < k.reach),
     ${n("pick")} AS (${free(sql`true`)}),
     ${n("took")} AS (${charge(n("pick"))}),
     ${n("again")} AS (${free(sql`w.subject <> (SELECT subject FROM ${n("pick")}) AND NOT EXISTS (SELECT 1 FROM ${n("took")})`)}),

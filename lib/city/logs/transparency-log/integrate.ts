@@ -1,4 +1,5 @@
-import { asc, inArray, type SQL, sql } from "drizzle-orm";
+import { asc, inArray, is, type SQL, sql } from "drizzle-orm";
+import { PgTransaction } from "drizzle-orm/pg-core";
 import type { Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
 import { checkpointOf, edgeOf, growTree, type LogReceipt, type StoredNode, unhex } from "@/lib/tlog/append";
@@ -98,7 +99,26 @@ async function integrateBatch(
     return { head, edge, rows, nodes: grown.nodes, checkpoint: c };
   });
   if (outcome === "busy" || !("rows" in outcome)) return outcome;
-  return { integrated: outcome.rows.length, receipts: await batchReceipts(outcome) };
+  const receipts = await batchReceipts(outcome);
+  // Committed (unless this ran inside a caller's transaction, which may yet roll back): this
+  // instance's writers waiting for an entry of the batch take its receipt from here.
+  if (!is(db, PgTransaction)) handOut(log, receipts);
+  return { integrated: outcome.rows.length, receipts };
+}
+
+/**
+ * This instance's writers waiting for their entry's integration, by log and ticket: whoever of its
+ * requests integrates a batch hands each the receipt the batch worked out (the same receipt a poll
+ * would read back: its row's proof in the batch's checkpoint), so a writer whose entry this
+ * instance integrated needs no more polls, nor the read of its proof's nodes. An entry another
+ * instance integrates is found by the polls, as before.
+ */
+const waiterHandles = globalThis as unknown as { __cityLogWaiters?: Map<string, (receipt: LogReceipt) => void> };
+const waiters = () => (waiterHandles.__cityLogWaiters ??= new Map());
+const waiterKey = (log: LogDescriptor, ticket: string) => `${log.name}\n${ticket}`;
+
+function handOut(log: LogDescriptor, receipts: Map<string, LogReceipt>): void {
+  for (const [ticket, receipt] of receipts) waiters().get(waiterKey(log, ticket))?.(receipt);
 }
 
 /**
@@ -189,8 +209,6 @@ async function pollIntegration(log: LogDescriptor, db: Database, ticket: string)
   return { head: Number(row?.head ?? 0), found };
 }
 
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /**
  * After the write that recorded it committed: integrates the entry (with every other pending one)
  * or waits for whoever holds the head to, and gives its receipt. A writer that finds the head taken
@@ -199,28 +217,48 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * head moved without its entry (the holder's batch was read before this entry committed) or after
  * INTEGRATION_RETRY_POLLS polls without a move; past INTEGRATION_WAIT_MS it waits for the head
  * itself (then integrates whatever is left, its own entry included), so a crashed integrator
- * delays it at most that long.
+ * delays it at most that long. When a request of this instance integrates the entry, it hands the
+ * writer its receipt (handOut): the writer stops waiting then, with no more statements.
  */
 export async function awaitIntegration(log: LogDescriptor, db: Database, ticket: string, now = new Date()): Promise<LogReceipt> {
-  const deadline = Date.now() + INTEGRATION_WAIT_MS;
-  for (;;) {
-    const outcome = await integrateBatch(log, db, now, { wait: Date.now() >= deadline });
-    if (outcome !== "busy") {
-      const mine = outcome.receipts.get(ticket);
-      if (mine) return mine;
-      // Held the head and this entry was not pending: integrated before, or never committed.
-      const receipt = await integratedReceipt(log, db, ticket);
-      if (receipt) return receipt;
-      if (outcome.integrated === 0) throw new Error(`the ${log.name} holds no entry with this ticket, pending or integrated`);
-      continue; // More were pending than one batch takes: the next batch.
+  const key = waiterKey(log, ticket);
+  const handed: { receipt: LogReceipt | null; wake: (() => void) | null } = { receipt: null, wake: null };
+  waiters().set(key, (receipt: LogReceipt) => {
+    handed.receipt = receipt;
+    handed.wake?.();
+  });
+  // A pause between polls that ends at once when this instance hands the receipt over.
+  const pauseOrHanded = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      handed.wake = () => (clearTimeout(timer), resolve());
+    }).finally(() => (handed.wake = null));
+  try {
+    const deadline = Date.now() + INTEGRATION_WAIT_MS;
+    for (;;) {
+      if (handed.receipt) return handed.receipt;
+      const outcome = await integrateBatch(log, db, now, { wait: Date.now() >= deadline });
+      if (outcome !== "busy") {
+        const mine = outcome.receipts.get(ticket);
+        if (mine) return mine;
+        // Held the head and this entry was not pending: integrated before, or never committed.
+        const receipt = await integratedReceipt(log, db, ticket);
+        if (receipt) return receipt;
+        if (outcome.integrated === 0) throw new Error(`the ${log.name} holds no entry with this ticket, pending or integrated`);
+        continue; // More were pending than one batch takes: the next batch.
+      }
+      let seen: number | null = null;
+      for (let polls = 1, wait = FIRST_POLL_MS; ; polls++, wait = Math.min(wait * 2, INTEGRATION_POLL_MS)) {
+        await pauseOrHanded(wait);
+        if (handed.receipt) return handed.receipt;
+        const { head, found } = await pollIntegration(log, db, ticket);
+        if (handed.receipt) return handed.receipt;
+        if (found) return receiptOf(log, db, found);
+        if ((seen !== null && head !== seen) || polls >= INTEGRATION_RETRY_POLLS || Date.now() >= deadline) break;
+        seen = head;
+      }
     }
-    let seen: number | null = null;
-    for (let polls = 1, wait = FIRST_POLL_MS; ; polls++, wait = Math.min(wait * 2, INTEGRATION_POLL_MS)) {
-      await pause(wait);
-      const { head, found } = await pollIntegration(log, db, ticket);
-      if (found) return receiptOf(log, db, found);
-      if ((seen !== null && head !== seen) || polls >= INTEGRATION_RETRY_POLLS || Date.now() >= deadline) break;
-      seen = head;
-    }
+  } finally {
+    waiters().delete(key);
   }
 }
