@@ -3,18 +3,18 @@
 export { addressRate, consumeNonce, type IssuedNonce, issueNonce, type OfferedNonce, offerNonce, pollNonce, quotaRefusal, spendNonceCtes } from "./gate-nonces";
 export {
   anonymousReach,
+  bidOf,
   bidStep,
   ceilingPressure,
   ceilingWindow,
   effortFromStripes,
   gatePowShares,
-  bidOf,
-  steppedBidWindow,
   networkStepShare,
   powBlock,
   powHeaders,
   readCeilingStripes,
   stepEffort,
+  steppedBidWindow,
 } from "./gate-pow";
 export { shareOf, sourceOf, sourcesToFill } from "./gate-prefixes";
 export {
