@@ -143,14 +143,18 @@ describe("the profile's times on the city's clock", () => {
     expect(refusal(() => checkProfile(`;created=${SECONDS};expires="${SECONDS + 10}"`))).toEqual(invalid);
   });
 
-  it("refuses a key's signature created after its rotation, takes one created at it or before", () => {
-    const rotated = { ...KEY, rotatedAt: new Date(SECONDS * 1000 - 1), exp: new Date(SECONDS * 1000 + 35_000) };
+  it("refuses a key's signature created in or after its rotation's second, takes one whose second was over by then", () => {
+    // Rotated half a second into the signature's second: it may have been made after the rotation.
+    const rotated = { ...KEY, rotatedAt: new Date(SECONDS * 1000 + 500), exp: new Date(SECONDS * 1000 + 35_000) };
     expect(refusal(() => checkProfile(times(SECONDS, SECONDS + 10), { key: rotated }))).toEqual({
       code: "unknown_key",
-      detail: `That key was rotated away at ${new Date(SECONDS * 1000 - 1).toISOString()}: only a signature made before then is accepted with it, until ${new Date(SECONDS * 1000 + 35_000).toISOString()}. Sign with the controller key now.`,
+      detail: `That key was rotated away at ${new Date(SECONDS * 1000 + 500).toISOString()}: only a signature made before then is accepted with it, until ${new Date(SECONDS * 1000 + 35_000).toISOString()}. Sign with the controller key now.`,
     });
-    const atIt = { ...rotated, rotatedAt: new Date(SECONDS * 1000) };
-    expect(checkProfile(times(SECONDS, SECONDS + 10), { key: atIt }).keyid).toBe("kid-1");
+    expect(refusal(() => checkProfile(times(SECONDS + 1, SECONDS + 10), { key: rotated })).code).toBe("unknown_key");
+    // Rotated as the signature's second ended, or later: made before it.
+    const atItsEnd = { ...rotated, rotatedAt: new Date((SECONDS + 1) * 1000) };
+    expect(checkProfile(times(SECONDS, SECONDS + 10), { key: atItsEnd }).keyid).toBe("kid-1");
+    expect(checkProfile(times(SECONDS - 1, SECONDS + 10), { key: rotated }).keyid).toBe("kid-1");
   });
 
   it("answers the key's citizen and thumbprint, the times as dates", () => {

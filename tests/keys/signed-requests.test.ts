@@ -237,8 +237,8 @@ describeOnDatabases(
       const name = presentation().name;
       const me = await admitWithKey({ name });
       const next = await newKey();
-      // Signed before the rotation, sent after it.
-      const early = await signFor(writeVault, me.key, { body: { content: "signed before" } });
+      // Signed before the rotation (in a second over before it: one stamped with the rotation's own second is refused), sent after it.
+      const early = await signFor(writeVault, me.key, { body: { content: "signed before" }, sign: { created: nowSeconds() - 1 } });
       const rotated = await rotateAtGate(me, name, next);
       expect(rotated.body.verdict, JSON.stringify(rotated.body)).toBe("admitted");
       expect((await t().db.select({ key: citizens.controllerPublicKey }).from(citizens).where(eq(citizens.did, me.did)))[0]!.key).toBe(next.publicKey);

@@ -112,7 +112,9 @@ export interface VerifiedSignature {
  * nothing from a key rotated away, whenever its signature was made.
  */
 export function keyStillValidSql(signed: VerifiedSignature, now: Date, current = false): SQL {
-  const rotatedAfter = current ? sql`false` : sql`(k.rotated_at >= ${signed.created.toISOString()}::timestamptz AND k.exp > ${now.toISOString()}::timestamptz)`;
+  // `created` is a whole second: the key was rotated away after the signature only if after that whole second.
+  const madeBefore = new Date(signed.created.getTime() + 1000).toISOString();
+  const rotatedAfter = current ? sql`false` : sql`(k.rotated_at >= ${madeBefore}::timestamptz AND k.exp > ${now.toISOString()}::timestamptz)`;
   // With `current`, the key is compared with the citizen row's own controller as well: a lock wait's
   // re-check (EvalPlanQual) re-reads that row, while request_keys is read as the statement began.
   const onRow = current ? sql` AND city_key_thumbprint(citizens.controller_public_key) = ${signed.keyid}` : sql``;

@@ -357,7 +357,9 @@ export function profile(
       "signature_expired",
       `The signature expired ${seconds - e + 1} s ago: sign the request again (expires at most ${SIGNATURE_MAX_SECONDS} s after created).`,
     );
-  if (key.rotatedAt && c * 1000 > key.rotatedAt.getTime()) {
+  // `created` is a whole second: a signature is known to be made before the rotation only when its
+  // second was over by then (one stamped with the rotation's own second may have been made after it).
+  if (key.rotatedAt && (c + 1) * 1000 > key.rotatedAt.getTime()) {
     throw refuse(
       "unknown_key",
       `That key was rotated away at ${key.rotatedAt.toISOString()}: only a signature made before then is accepted with it, until ${key.exp?.toISOString()}. Sign with the controller key now.`,
