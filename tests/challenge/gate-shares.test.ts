@@ -7,7 +7,7 @@ import { presentAtGate } from "@/lib/city/gate";
 import type { GateCircumstances, GateLimits, Verdict } from "@/lib/city/challenge";
 import { describeOnDatabases } from "../support/databases";
 import { insertCitizenRow } from "../support/citizens";
-import { keyPair, presentation } from "../support/gate";
+import { keyPair, presentation, sponsoredBy } from "../support/gate";
 
 /*
  * Fair under flood (issue 43), the gate's part, on the domain functions (PGlite, and pg where
@@ -86,21 +86,20 @@ describeOnDatabases("the gate's shares per source, the reserve and the overflow 
     // Sponsors: citizens whose keys sign presentations (the caller of a CITY-SIG/1 request), one a day old.
     const newcomer = await insertCitizenRow(t().db);
     const settled = await insertCitizenRow(t().db, { boundAt: new Date(Date.now() - 25 * 3_600_000) });
-    const signedBy = (did: string) => ({ signedByBoundKey: true, callerDid: did, credential: "secret" as const });
     // Past the open share bids are served in steps (this step releases 1 of the bids' 2): a newcomer's
     // signatures, which need no work, take 1; the rest are told the step's bids are taken.
     const byNewcomer = [];
-    for (let i = 0; i < 3; i++) byNewcomer.push(await present(presentation(), c(limits, `10.${60 + i}.0.1`, signedBy(newcomer.did))));
+    for (let i = 0; i < 3; i++) byNewcomer.push(await present(presentation(), c(limits, `10.${60 + i}.0.1`, sponsoredBy(newcomer.did))));
     expect(admitted(byNewcomer)).toBe(1);
     expect((byNewcomer.find((a) => a.verdict === "filtered") as { reason: string }).reason).toMatch(/^Bids for this step are taken/);
     // A controller key that signs the nonce proves nothing (a fresh key is free): refused as well; so is
     // the signature of a citizen a day old whom the city restricted.
     expect(await keyed(c(limits, "10.98.0.1"))).toMatchObject({ verdict: "filtered", rule: "flood" });
     const restricted = await insertCitizenRow(t().db, { boundAt: new Date(Date.now() - 25 * 3_600_000), tier: "restricted" });
-    expect(await present(presentation(), c(limits, "10.96.0.1", signedBy(restricted.did)))).toMatchObject({ verdict: "filtered", rule: "flood" });
+    expect(await present(presentation(), c(limits, "10.96.0.1", sponsoredBy(restricted.did)))).toMatchObject({ verdict: "filtered", rule: "flood" });
     // A settled citizen's signature reaches the rest, the reserve with it, at once and with no work, keyed or not.
-    const sponsored = [await keyed(c(limits, "10.100.0.1", signedBy(settled.did)))];
-    for (let i = 0; i < 3; i++) sponsored.push(await present(presentation(), c(limits, `10.${101 + i}.0.1`, signedBy(settled.did))));
+    const sponsored = [await keyed(c(limits, "10.100.0.1", sponsoredBy(settled.did)))];
+    for (let i = 0; i < 3; i++) sponsored.push(await present(presentation(), c(limits, `10.${101 + i}.0.1`, sponsoredBy(settled.did))));
     expect(admitted(sponsored)).toBe(3);
     const refused = (await present(presentation(), c(limits, "10.99.0.1"))) as { reason: string };
     expect(refused.reason).toMatch(
@@ -116,9 +115,8 @@ describeOnDatabases("the gate's shares per source, the reserve and the overflow 
     const limits = { admissionsPerHour: 100, prefixSharePercent: 5, hostSharePercent: 3, reservePercent: 20 };
     const settled = await insertCitizenRow(t().db, { boundAt: new Date(Date.now() - 25 * 3_600_000) });
     const other = await insertCitizenRow(t().db, { boundAt: new Date(Date.now() - 48 * 3_600_000) });
-    const signedBy = (did: string) => ({ signedByBoundKey: true, callerDid: did, credential: "secret" as const });
     const answers = [];
-    for (let i = 0; i < 5; i++) answers.push(await present(presentation(), c(limits, `10.${120 + i}.0.1`, signedBy(settled.did))));
+    for (let i = 0; i < 5; i++) answers.push(await present(presentation(), c(limits, `10.${120 + i}.0.1`, sponsoredBy(settled.did))));
     expect(admitted(answers)).toBe(3);
     const over = answers.find((a) => a.verdict === "filtered") as { rule: string; reason: string };
     expect(over.rule).toBe("flood");
@@ -126,7 +124,7 @@ describeOnDatabases("the gate's shares per source, the reserve and the overflow 
       `The citizen whose key signed this presentation (${settled.did}) signed its share of the city's admissions and ward requests: 3 an hour`,
     );
     // Another sponsor, and an unsigned newcomer, are admitted.
-    expect((await present(presentation(), c(limits, "10.130.0.1", signedBy(other.did)))).verdict).toBe("admitted");
+    expect((await present(presentation(), c(limits, "10.130.0.1", sponsoredBy(other.did)))).verdict).toBe("admitted");
     expect((await present(presentation(), c(limits, "10.131.0.1"))).verdict).toBe("admitted");
   }, 120_000);
 
@@ -134,7 +132,7 @@ describeOnDatabases("the gate's shares per source, the reserve and the overflow 
     // 100 an hour, a /64 (and a sponsor) 3: 3; a /24 5: 5; each address 30 presentations an hour.
     const limits = { admissionsPerHour: 100, prefixSharePercent: 5, hostSharePercent: 3, reservePercent: 20, perAddressPerHour: 30, perPrefixPerHour: 120 };
     const settled = await insertCitizenRow(t().db, { boundAt: new Date(Date.now() - 25 * 3_600_000) });
-    const signedBy = { signedByBoundKey: true, callerDid: settled.did, credential: "secret" as const };
+    const signedBy = sponsoredBy(settled.did);
     const sum = async (scope: string, subject: string) =>
       Number(
         rowsOf<{ n: number }>(
@@ -154,7 +152,7 @@ describeOnDatabases("the gate's shares per source, the reserve and the overflow 
     expect(await sum("gate-sponsor", settled.did)).toBe(3);
     // A presentation refused by its origin's window gives back its sponsor's and its network's shares.
     const other = await insertCitizenRow(t().db, { boundAt: new Date(Date.now() - 25 * 3_600_000) });
-    const byOther = { signedByBoundKey: true, callerDid: other.did, credential: "secret" as const };
+    const byOther = sponsoredBy(other.did);
     const origin = { origin: "crowded.example" };
     const tight = { ...limits, perOriginPerHour: 1 };
     expect((await present(presentation(origin), c(tight, "10.141.0.1"))).verdict).toBe("admitted");
@@ -170,7 +168,7 @@ describeOnDatabases("the gate's shares per source, the reserve and the overflow 
     // A /24 and a sponsor may take 5 an hour; a step's bids are 1 a network (gate-bids-prefix), but no step is open yet.
     const limits = { admissionsPerHour: 100, prefixSharePercent: 5, hostSharePercent: 5, reservePercent: 20 };
     const newcomer = await insertCitizenRow(t().db);
-    const signedBy = { signedByBoundKey: true, callerDid: newcomer.did, credential: "secret" as const };
+    const signedBy = sponsoredBy(newcomer.did);
     for (let i = 0; i < 3; i++) expect((await present(presentation(), c(limits, `10.150.0.${i + 1}`, signedBy))).verdict).toBe("admitted");
     expect(await rows("scope = 'gate-bids-prefix'")).toBe(0);
   }, 120_000);

@@ -107,6 +107,10 @@ export function presentDirect(db: Database, p: Record<string, unknown>, circumst
  * signatures reach the reserve unstepped; under 24 a newcomer's, served in steps).
  */
 export async function signedBySponsor(db: Database, hoursAgo = 25): Promise<Partial<GateCircumstances>> {
-  const sponsor = await insertCitizenRow(db, { boundAt: new Date(Date.now() - hoursAgo * 3_600_000) });
-  return { signedByBoundKey: true, callerDid: sponsor.did, credential: "secret" };
+  return sponsoredBy((await insertCitizenRow(db, { boundAt: new Date(Date.now() - hoursAgo * 3_600_000) })).did);
+}
+
+/** What the gate door passes for a presentation signed (CITY-SIG/1) with the key of the citizen `did`. */
+export function sponsoredBy(did: string): Partial<GateCircumstances> {
+  return { signedByBoundKey: true, callerDid: did, credential: "secret" };
 }

@@ -5,7 +5,19 @@ import { GATE_PREFIX_SHARE_PERCENT, GATE_RESERVE_PERCENT, type GateLimits, type 
 import { shareOf } from "./gate-prefixes";
 import { POW_EFFORT_HEADER, POW_PROTOCOL, solutionEffort } from "./pow";
 import { POW_BASE_EFFORT, POW_MAX_EFFORT, type PowShares, powShares, stepTotals, suggestedEffort } from "./pow-effort";
-import { bucketMs, bucketOf, cityWindow, STEP_CYCLE, stepPortion, stripesRoom, stripesRoomSql, type Window, withReach, withSteps } from "@/lib/city/bounds";
+import {
+  bucketMs,
+  bucketOf,
+  cityWindow,
+  NEWCOMER_SECONDS,
+  STEP_CYCLE,
+  stepPortion,
+  stripesRoom,
+  stripesRoomSql,
+  type Window,
+  withReach,
+  withSteps,
+} from "@/lib/city/bounds";
 
 /*
  * CITY-POW/1 at the gate (docs/pow.md): what presentations without a bid may fill of the admissions
@@ -41,6 +53,12 @@ export function steppedBidWindow(limits: GateLimits): Window | null {
   const window = ceilingWindow(limits);
   if (!window) return null;
   return withSteps(withReach(window, anonymousReach(limits)), gatePowShares(limits).open);
+}
+
+/** A bids' step's length in seconds (the admissions ceiling's hour cut in its buckets); 0 when the ceiling is off. */
+export function bidStepSeconds(limits: GateLimits): number {
+  const window = steppedBidWindow(limits);
+  return window ? bucketMs(window) / 1000 : 0;
 }
 
 /** The bids one /24 or /48 may have served per step (gate-bids-prefix): its share of a step's portion, at least one. */
@@ -142,14 +160,18 @@ export async function bidOf(
   sponsor: { settled: boolean } | null,
 ): Promise<{ bid: boolean; stepped: boolean }> {
   if (sponsor?.settled) return { bid: true, stepped: false };
-  const offered =
-    sponsor || p.pow_solution === undefined || p.nonce === undefined || !ceilingWindow(limits)
-      ? null
-      : solutionEffort({ nonce: p.nonce, name: p.name, origin: p.origin }, p.pow_solution);
-  if (!sponsor && (offered === null || offered < POW_BASE_EFFORT)) return { bid: false, stepped: false };
+  // A newcomer's signature bids whatever is asked; a solution only at the effort asked now.
+  const offered = sponsor ? Infinity : offeredEffort(p, limits);
+  if (offered < POW_BASE_EFFORT) return { bid: false, stepped: false };
   const asked = await readSuggestedEffort(db, limits, now);
-  const bid = sponsor !== null || offered! >= asked;
+  const bid = offered >= asked;
   return { bid, stepped: bid && asked > 0 };
+}
+
+/** The effort of a presentation's pow_solution (bound to its nonce, name and origin); 0 without one, without a nonce, or with the ceiling off. */
+function offeredEffort(p: Presentation, limits: GateLimits): number {
+  if (p.pow_solution === undefined || p.nonce === undefined || !ceilingWindow(limits)) return 0;
+  return solutionEffort({ nonce: p.nonce, name: p.name, origin: p.origin }, p.pow_solution);
 }
 
 /** Where the docs of the protocol are. */
@@ -173,7 +195,7 @@ export function powBlock(effort: number, limits: GateLimits, step: BidStep | nul
       : `Presentations without a bid may fill the hour's admissions ceiling up to its open share (${shares.open} of the ${shares.bids} all but settled citizens' signed presentations may take); ` +
         `past it a presentation is admitted only with pow_solution of at least suggested_effort leading zero bits (${POW_PROTOCOL}, bound to the nonce, name and origin), ` +
         `or signed with a key bound to a citizen (CITY-SIG/1). 0: nothing to pay. Never more than ${POW_MAX_EFFORT}. ` +
-        `Bids are served in steps, but for a settled citizen's signature (admitted 86400 s ago or more: it reaches the reserve too): each step (step.seconds) releases ${portion} of the ${shares.bids - shares.open} bid slots past the open share ` +
+        `Bids are served in steps, but for a settled citizen's signature (admitted ${NEWCOMER_SECONDS} s ago or more: it reaches the reserve too): each step (step.seconds) releases ${portion} of the ${shares.bids - shares.open} bid slots past the open share ` +
         `(1/${STEP_CYCLE} of them, rounded down, at least one: an admission counts ${STEP_CYCLE} steps), whatever earlier steps took; step.left of them are left now, and the next step opens at step.next_at.`,
   };
 }

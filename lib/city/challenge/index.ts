@@ -4,6 +4,7 @@ export { addressRate, consumeNonce, type IssuedNonce, issueNonce, type OfferedNo
 export {
   anonymousReach,
   bidOf,
+  bidStepSeconds,
   bidStep,
   ceilingPressure,
   ceilingWindow,

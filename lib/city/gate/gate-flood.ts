@@ -12,10 +12,10 @@ import {
   shareOf,
   sourceOf,
   anonymousReach,
+  bidStepSeconds,
   ceilingPressure,
   ceilingWindow,
   gatePowShares,
-  steppedBidWindow,
   networkStepShare,
   POW_MAX_EFFORT,
   stepEffort,
@@ -82,9 +82,9 @@ export function shareWindows(c: GateCircumstances): Window[] {
  */
 function bidShareWindows(c: GateCircumstances): Window[] {
   const source = c.ip ? sourceOf(c.ip) : null;
-  const steps = steppedBidWindow(c.limits);
-  if (c.stepped !== true || !source || !steps) return [];
-  return [{ scope: "gate-bids-prefix", subject: source.prefix, limit: networkStepShare(c.limits), windowSeconds: bucketMs(steps) / 1000 }];
+  const seconds = bidStepSeconds(c.limits);
+  if (c.stepped !== true || !source || !seconds) return [];
+  return [{ scope: "gate-bids-prefix", subject: source.prefix, limit: networkStepShare(c.limits), windowSeconds: seconds }];
 }
 
 /** The admissions one /24 or /48 may take per hour. */

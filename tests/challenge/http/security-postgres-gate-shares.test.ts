@@ -3,7 +3,7 @@ import { solveGatePuzzle } from "@/lib/sign-request";
 import { keyPair, presentation } from "../../support/gate";
 import { newKey } from "../../support/signed";
 import { signedCall } from "../../support/signed-http";
-import { type Answer, describeOnServer, usePostgresCity } from "../../support/postgres-city";
+import { type Answer, describeOnServer, type PostgresCity, usePostgresCity } from "../../support/postgres-city";
 
 /*
  * Fair under flood (issue 43), the gate's part, through `next start` on PostgreSQL behind one
@@ -14,6 +14,24 @@ import { type Answer, describeOnServer, usePostgresCity } from "../../support/po
  */
 
 const from = (address: string) => ({ "x-forwarded-for": address });
+
+/** A presentation sent from `address` (as the one trusted proxy appends it). */
+const presentAt = (city: () => PostgresCity, address: string, body: Record<string, unknown>): Promise<Answer> =>
+  city().call("/gate", { method: "POST", headers: { "content-type": "application/json", ...from(address) }, body: JSON.stringify(body) });
+
+/**
+ * What an honest client does past the open share (docs/pow.md): GET /gate, solve at the effort it
+ * suggests (at least 12 bits) with solveGatePuzzle, present; `withKey`, with a fresh controller key
+ * signing the nonce.
+ */
+async function biddingAt(city: () => PostgresCity, address: string, withKey = false): Promise<Answer> {
+  const gate = (await city().call("/gate", { headers: from(address) })).body as { nonce: string; pow: { suggested_effort: number } };
+  const p = presentation();
+  const pow_solution = await solveGatePuzzle({ nonce: gate.nonce, name: p.name, origin: p.origin, effort: Math.max(12, gate.pow.suggested_effort) });
+  const key = withKey ? await keyPair() : null;
+  const signed = key ? { controller_public_key: key.publicKey, controller_signature: await key.sign(gate.nonce) } : {};
+  return presentAt(city, address, { ...p, nonce: gate.nonce, pow_solution, ...signed });
+}
 
 describeOnServer("the gate's shares per source under a flood from one network", () => {
   // 400 admissions an hour: a /24 or /48 takes 2% (8), a /64 1% (4); 60 presentations and nonces per network.
@@ -27,12 +45,7 @@ describeOnServer("the gate's shares per source under a flood from one network", 
     CITY_GATE_PER_ADDRESS_PER_HOUR: "30",
     CITY_GATE_PER_ORIGIN_PER_HOUR: "1000",
   });
-  const present = (address: string, overrides: Record<string, unknown> = {}): Promise<Answer> =>
-    city().call("/gate", {
-      method: "POST",
-      headers: { "content-type": "application/json", ...from(address) },
-      body: JSON.stringify(presentation(overrides)),
-    });
+  const present = (address: string, overrides: Record<string, unknown> = {}): Promise<Answer> => presentAt(city, address, presentation(overrides));
   const admittedOf = (answers: Answer[]) => answers.filter((a) => a.body.verdict === "admitted").length;
 
   it("admits 8 of 40 from one /24 with its last octet rotated, and every honest newcomer from other /24s during and after", async () => {
@@ -123,26 +136,13 @@ describeOnServer("the gate's reserve and a full subjects table", () => {
     CITY_GATE_PER_ADDRESS_PER_HOUR: "30",
     CITY_GATE_PER_ORIGIN_PER_HOUR: "1000",
   });
-  const present = async (address: string, overrides: Record<string, unknown> = {}): Promise<Answer> =>
-    city().call("/gate", {
-      method: "POST",
-      headers: { "content-type": "application/json", ...from(address) },
-      body: JSON.stringify(presentation(overrides)),
-    });
+  const present = (address: string, overrides: Record<string, unknown> = {}): Promise<Answer> => presentAt(city, address, presentation(overrides));
   const keyed = async (address: string): Promise<Answer> => {
     const key = await keyPair();
     const { nonce } = (await city().call("/gate", { headers: from(address) })).body as { nonce: string };
     return present(address, { nonce, controller_public_key: key.publicKey, controller_signature: await key.sign(nonce) });
   };
-  /** A presentation bidding at the effort GET /gate suggests (solveGatePuzzle), keyed or not. */
-  const bidding = async (address: string, withKey: boolean): Promise<Answer> => {
-    const gate = (await city().call("/gate", { headers: from(address) })).body as { nonce: string; pow: { suggested_effort: number } };
-    const p = presentation();
-    const pow_solution = await solveGatePuzzle({ nonce: gate.nonce, name: p.name, origin: p.origin, effort: Math.max(12, gate.pow.suggested_effort) });
-    const key = withKey ? await keyPair() : null;
-    const signed = key ? { controller_public_key: key.publicKey, controller_signature: await key.sign(gate.nonce) } : {};
-    return present(address, { ...p, nonce: gate.nonce, pow_solution, ...signed });
-  };
+  const bidding = (address: string, withKey: boolean): Promise<Answer> => biddingAt(city, address, withKey);
   const counted = "scope IN ('gate-prefix', 'gate-address', 'gate-admissions-prefix', 'gate-admissions-host', 'gate-origin')";
 
   it("admits an honest newcomer no table has counted when the subjects table is full, and stores no new subject for it", async () => {
@@ -216,15 +216,8 @@ describeOnServer("one network's share of a step's bids", () => {
     CITY_GATE_PER_PREFIX_PER_HOUR: "120",
     CITY_GATE_PER_ORIGIN_PER_HOUR: "1000",
   });
-  const present = (address: string, body: Record<string, unknown> = presentation()): Promise<Answer> =>
-    city().call("/gate", { method: "POST", headers: { "content-type": "application/json", ...from(address) }, body: JSON.stringify(body) });
-  /** What an honest client does past the open share: GET /gate, solve at the effort it suggests, present. */
-  const bidding = async (address: string): Promise<Answer> => {
-    const gate = (await city().call("/gate", { headers: from(address) })).body as { nonce: string; pow: { suggested_effort: number } };
-    const p = presentation();
-    const pow_solution = await solveGatePuzzle({ nonce: gate.nonce, name: p.name, origin: p.origin, effort: Math.max(12, gate.pow.suggested_effort) });
-    return present(address, { ...p, nonce: gate.nonce, pow_solution });
-  };
+  const present = (address: string): Promise<Answer> => presentAt(city, address, presentation());
+  const bidding = (address: string): Promise<Answer> => biddingAt(city, address);
 
   it("serves one /24 one bid a step however it rotates its addresses, and another /24's bid beside it", async () => {
     // The open share, from 13 /24s at their hourly share of 6 each.

@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { hostShare, prefixShare, sponsorShare } from "@/lib/city/gate";
-import { anonymousReach, gatePowShares, steppedBidWindow, networkStepShare, sourcesToFill } from "@/lib/city/challenge";
+import { anonymousReach, bidStepSeconds, gatePowShares, networkStepShare, sourcesToFill } from "@/lib/city/challenge";
 import type { GateCircumstances, GateLimits } from "@/lib/city/challenge";
-import { bucketMs, OVERFLOW_BUCKETS, OVERFLOW_FACTOR } from "@/lib/city/bounds";
+import { NEWCOMER_SECONDS, OVERFLOW_BUCKETS, OVERFLOW_FACTOR } from "@/lib/city/bounds";
 import { type Env, env } from "@/lib/env";
 import { addressMode } from "@/lib/doors/pipeline/client-address";
 import type { PublishedLimit } from "@/lib/doors/door";
@@ -52,7 +52,7 @@ export const AdmissionSharesSchema = z
     reserve: z
       .number()
       .int()
-      .describe("admissions per hour only presentations signed (CITY-SIG/1) with the key of a citizen admitted at least 86400 s ago may take"),
+      .describe(`admissions per hour only presentations signed (CITY-SIG/1) with the key of a citizen admitted at least ${NEWCOMER_SECONDS} s ago may take`),
     per_sponsor: z.number().int().describe("admissions and ward requests one citizen's key may sign per hour (its per_ipv6_64 share)"),
     bids_per_prefix_per_step: z
       .number()
@@ -91,7 +91,7 @@ export function admissionShares(config: Env = env()): z.infer<typeof AdmissionSh
         ? "client addresses are unknown here (CITY_TRUSTED_PROXIES unset): no per-source share applies, only the ceiling, the reserve, the per-sponsor and the per-origin limits"
         : "the shares apply to the client address the trusted proxies saw",
     overflow: `at most CITY_GATE_SUBJECTS_MAX sources and origins are counted one by one; past it a new one is counted in one of ${OVERFLOW_BUCKETS} fixed overflow counts per window (by a hash of it), each ${OVERFLOW_FACTOR} times the window's limit: never refused for the table being full`,
-    note: "Shares are sliding hourly windows (rate_windows). Each presentation that can admit (or files a ward request) is counted against its /24 or /48's share, for IPv6 its /64's share too, then the ceiling; a presentation reaches only anonymous_reach of the ceiling unless it is signed (CITY-SIG/1) with the key of a settled citizen (admitted at least 86400 s ago; at most per_sponsor an hour each): the reserve stays theirs whatever a flood does, and a controller key the presentation binds proves nothing (a fresh key is free). Past three quarters of anonymous_reach (the open share) a presentation is served only as a bid: a proof-of-work solution of the suggested effort or a newcomer's signature, in steps (the pow block says the effort and the step), or a settled citizen's signature, not stepped (CITY-POW/1, docs/pow.md).",
+    note: `Shares are sliding hourly windows (rate_windows). Each presentation that can admit (or files a ward request) is counted against its /24 or /48's share, for IPv6 its /64's share too, then the ceiling; a presentation reaches only anonymous_reach of the ceiling unless it is signed (CITY-SIG/1) with the key of a settled citizen (admitted at least ${NEWCOMER_SECONDS} s ago; at most per_sponsor an hour each): the reserve stays theirs whatever a flood does, and a controller key the presentation binds proves nothing (a fresh key is free). Past three quarters of anonymous_reach (the open share) a presentation is served only as a bid: a proof-of-work solution of the suggested effort or a newcomer's signature, in steps (the pow block says the effort and the step), or a settled citizen's signature, not stepped (CITY-POW/1, docs/pow.md).`,
   };
 }
 
@@ -128,19 +128,13 @@ export function sourceLimits(what: "presentations" | "gate nonces", config: Env 
       {
         name: "bids_per_prefix_per_step",
         limit: shares.bids_per_prefix_per_step,
-        window_seconds: bidStepSeconds(config),
+        window_seconds: bidStepSeconds(gateLimits(config)),
         per: `network: an IPv4 /24 or an IPv6 /48, bids served in steps (docs/pow.md), ${shares.per_prefix_percent}% of a step's portion, at least one`,
         over: "filtered",
       },
     );
   }
   return limits;
-}
-
-/** A bids' step's length in seconds (the admissions ceiling's hour cut in its buckets). */
-function bidStepSeconds(config: Env): number {
-  const window = steppedBidWindow(gateLimits(config));
-  return window ? bucketMs(window) / 1000 : 0;
 }
 
 /** The reserve as a published limit: what keyless presentations reach of the ceiling. */
@@ -152,7 +146,7 @@ export function reserveLimits(config: Env = env()): PublishedLimit[] {
       name: "admissions_without_key",
       limit: shares.anonymous_reach,
       window_seconds: 3600,
-      per: `city: admissions and ward requests of every presentation not signed by a settled citizen; the other ${shares.reserve_percent}% is kept for presentations signed (CITY-SIG/1) with the key of a citizen admitted at least 86400 s ago (env CITY_GATE_RESERVE_PERCENT)`,
+      per: `city: admissions and ward requests of every presentation not signed by a settled citizen; the other ${shares.reserve_percent}% is kept for presentations signed (CITY-SIG/1) with the key of a citizen admitted at least ${NEWCOMER_SECONDS} s ago (env CITY_GATE_RESERVE_PERCENT)`,
       over: "filtered",
     },
     {
