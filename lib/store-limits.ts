@@ -63,6 +63,20 @@ export const STORE_NEWCOMER_SUBJECT_PERCENT = 5;
  */
 export const STORE_NEWCOMER_NETWORK_PERCENT = 20;
 
+/**
+ * Default share of a store's hour that the citizens admitted from one network (newcomers and settled
+ * alike) may take together, in percent: one network's citizens never fill an hour, whatever their
+ * standing. Above a settled citizen's share at full standing, so a network's one citizen never
+ * meets it alone.
+ */
+export const STORE_NETWORK_PERCENT = 10;
+
+/**
+ * Default share of an append-only store's total that the citizens admitted from one network may hold
+ * together, in percent: one network's citizens never fill a store for good.
+ */
+export const STORE_NETWORK_TOTAL_PERCENT = 10;
+
 /** Default share of a store's hour that a settled citizen may take per day in the city, in percent. */
 export const STORE_SUBJECT_PERCENT = 2;
 

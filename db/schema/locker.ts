@@ -72,25 +72,23 @@ export const cityStoreSubjects = pgTable(
     index("city_store_subjects_visitors_by_hour")
       .on(t.store, t.hourStart)
       .where(sql`${t.subject} LIKE 'src:%'`),
-    // Newcomers' networks by their hour: a newcomer's charge removes two whose hour is over (migration 0053).
+    // Networks holding no total, by their hour: a networked citizen's charge removes two whose hour is
+    // over (migrations 0053, 0055); a network's row that holds a total is kept for good.
     index("city_store_subjects_networks_by_hour")
       .on(t.store, t.hourStart)
-      .where(sql`${t.subject} LIKE 'net:%'`),
+      .where(sql`${t.subject} LIKE 'net:%' AND ${t.totalBytes} = 0`),
   ],
 );
 
 /**
- * The network (an IPv4 /24, an IPv6 /48) a citizen was admitted from, kept one day (migration
- * 0053): while the citizen is a newcomer its store writes also charge its network's share of each
- * store's newcomers' hour. Only the store charge reads it; rows past the day are swept by later
- * admissions. Recorded only where the client address is known (CITY_TRUSTED_PROXIES, Vercel).
+ * The network (an IPv4 /24, an IPv6 /48) a citizen was admitted from, kept as long as the citizen
+ * (migrations 0053, 0055; never the address): its store writes also charge its network's share of
+ * each store (newcomers of the newcomers' hour, settled citizens of the whole hour and, in
+ * append-only stores, of the total). Only the store charge reads it; no answer carries it.
+ * Recorded only where the client address is known (CITY_TRUSTED_PROXIES, Vercel).
  */
-export const newcomerNetworks = pgTable(
-  "newcomer_networks",
-  {
-    did: text("did").primaryKey(),
-    network: text("network").notNull(),
-    admittedAt: timestamp("admitted_at", { withTimezone: true, mode: "date" }).notNull(),
-  },
-  (t) => [index("newcomer_networks_by_admission").on(t.admittedAt)],
-);
+export const admissionNetworks = pgTable("admission_networks", {
+  did: text("did").primaryKey(),
+  network: text("network").notNull(),
+  admittedAt: timestamp("admitted_at", { withTimezone: true, mode: "date" }).notNull(),
+});

@@ -145,6 +145,8 @@ describeOnDatabases("A2A tasks hold bounded bytes", (t) => {
       // Issue 43: the newcomers' line of the total (a fifth is the reserve) and one subject's share of the hour; no own total (tasks are swept).
       expect.objectContaining({ name: "city_a2a_tasks_newcomer_bytes", limit: 429_496_729, over: "refused" }),
       expect.objectContaining({ name: "city_a2a_tasks_subject_bytes_per_hour", limit: 419_430, window_seconds: 3600, over: "refused" }),
+      // One network's citizens together, a tenth of the hour; no network total either.
+      expect.objectContaining({ name: "city_a2a_tasks_network_bytes_per_hour", limit: 3_355_443, window_seconds: 3600, over: "refused" }),
     ]);
     const doc = buildOpenApi(registry, "https://city.test") as { paths: Record<string, Record<string, Record<string, unknown>>> };
     expect(doc.paths["/api/a2a"]!.get!["x-city-limits"]).toEqual(describe.limits);

@@ -10,11 +10,15 @@ import { describeOnDatabases } from "../support/databases";
 import { setStripeCounters, stripeCounters } from "../support/store-stripes";
 import { admit, callDoor, presentation } from "../support/gate";
 
-// Shares per network (issue 43, item 1, migration 0053): the newcomers admitted from one network
-// (an IPv4 /24, an IPv6 /48) together add at most CITY_STORE_NEWCOMER_NETWORK_PERCENT of a store's
-// newcomers' hour. The oracle is the published arithmetic with fixed vectors: of 100,000 bytes an
-// hour newcomers share 25,000; one newcomer 5 % of that, 1,250; one network's newcomers 20 %, 5,000:
-// four newcomers at their whole share, a note of 1,250 bytes each (1,186 of text and 64).
+// Shares per network (issue 43, item 1, migrations 0053 and 0055): the newcomers admitted from one
+// network (an IPv4 /24, an IPv6 /48) together add at most CITY_STORE_NEWCOMER_NETWORK_PERCENT of a
+// store's newcomers' hour; all its citizens, settled ones too, at most CITY_STORE_NETWORK_PERCENT of
+// the hour and CITY_STORE_NETWORK_TOTAL_PERCENT of an append-only store's total. The oracle is the
+// published arithmetic with fixed vectors: of 100,000 bytes an hour newcomers share 25,000; one
+// newcomer 5 % of that, 1,250; one network's newcomers 20 %, 5,000: four newcomers at their whole
+// share, a note of 1,250 bytes each (1,186 of text and 64). A settled citizen a day old 2 % of the
+// hour, 2,000; one network's citizens together 10 % of it, 10,000: five of them at their whole
+// share. One network's citizens hold at most 10 % of the vault's 10,000,000: 1,000,000.
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
 process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
 process.env.CITY_GATE_ADMISSIONS_PER_HOUR = "0";
@@ -24,8 +28,13 @@ process.env.CITY_STORE_NEWCOMER_PERCENT = "25";
 process.env.CITY_STORE_NEWCOMER_SUBJECT_PERCENT = "5";
 process.env.CITY_STORE_NEWCOMER_NETWORK_PERCENT = "20";
 process.env.CITY_STORE_SUBJECT_PERCENT = "2";
+process.env.CITY_STORE_NETWORK_PERCENT = "10";
+process.env.CITY_STORE_NETWORK_TOTAL_PERCENT = "10";
 const NOTE = 1_250;
 const NETWORK_SHARE = 5_000;
+const SETTLED_NOTE = 2_000;
+const SETTLED_NETWORK_SHARE = 10_000;
+const NETWORK_TOTAL = 1_000_000;
 
 describeOnDatabases("the newcomers of one network share one part of a store's newcomers' hour (issue 43)", (t) => {
   beforeAll(() => useDatabase(t().db));
@@ -35,14 +44,27 @@ describeOnDatabases("the newcomers of one network share one part of a store's ne
     expect(status).toBe(200);
     return body as { did: string; citizen_secret: string };
   };
-  const write = (secret: string, ip: string) =>
-    callDoor(writeVault, { bearer: secret, ip, body: { content: `note ${randomBytes(4).toString("hex")} `.padEnd(NOTE - 64, "x") } });
+  const write = (secret: string, ip: string, bytes = NOTE) =>
+    callDoor(writeVault, { bearer: secret, ip, body: { content: `note ${randomBytes(4).toString("hex")} `.padEnd(bytes - 64, "x") } });
   const networkOf = async (did: string) =>
-    rowsOf<{ network: string }>(await t().db.execute(sql`SELECT network FROM newcomer_networks WHERE did = ${did}`))[0]?.network ?? "";
-
-  it("one /24's newcomers fill exactly the network's share (429 past it); another /24's newcomer, a settled citizen of the /24 and one of no known network still write", async () => {
+    rowsOf<{ network: string }>(await t().db.execute(sql`SELECT network FROM admission_networks WHERE did = ${did}`))[0]?.network ?? "";
+  const networkRow = async (network: string) =>
+    rowsOf<{ hour_bytes: string; total_bytes: string }>(
+      await t().db.execute(sql`SELECT hour_bytes, total_bytes FROM city_store_subjects WHERE store = 'vault' AND subject = ${`net:${network}`}`),
+    ).map((r) => ({ hour: Number(r.hour_bytes), total: Number(r.total_bytes) }))[0];
+  /** Citizens admitted a day and an hour ago: their admission and their network's record dated back alike. */
+  const settle = async (dids: string[]) => {
+    const list = dids.map((d) => `'${d}'`).join(", ");
+    await t().raw(`UPDATE citizens SET bound_at = now() - interval '25 hours' WHERE did IN (${list})`);
+    await t().raw(`UPDATE admission_networks SET admitted_at = now() - interval '25 hours' WHERE did IN (${list})`);
+  };
+  const waitOutHourTurn = async () => {
     const left = 3_600_000 - (Date.now() % 3_600_000);
     if (left < 30_000) await new Promise((r) => setTimeout(r, left + 200));
+  };
+
+  it("one /24's newcomers fill exactly the network's share (429 past it); another /24's newcomer, a settled citizen of the /24 and one of no known network still write", async () => {
+    await waitOutHourTurn();
     await setStripeCounters(t().db, "vault", { total: 0, hour: 0, newcomer: 0 }, { total: 10_000_000, perHour: 100_000, newcomerPerHour: 25_000 });
     const flooders = [];
     for (let k = 0; k < NETWORK_SHARE / NOTE; k++) flooders.push(await admitFrom(`198.18.53.${k + 1}`));
@@ -60,22 +82,63 @@ describeOnDatabases("the newcomers of one network share one part of a store's ne
     const v6 = await admitFrom("2001:db8:53:1::1");
     expect(await networkOf(v6.did)).toBe("2001:db8:53::/48");
     expect((await write(v6.citizen_secret, "2001:db8:53:1::1")).status).toBe(200);
-    // A settled citizen admitted from the same /24 is charged for no network.
+    // A settled citizen admitted from the same /24 writes within the network's whole part of the
+    // hour, on the same row as its newcomers.
     const settled = await admitFrom("198.18.53.77");
-    await t().raw(`UPDATE citizens SET bound_at = now() - interval '25 hours' WHERE did = '${settled.did}'`);
+    await settle([settled.did]);
     expect((await write(settled.citizen_secret, "198.18.53.77")).status).toBe(200);
+    expect(await networkRow("198.18.53.0/24")).toEqual({ hour: NETWORK_SHARE + NOTE, total: NETWORK_SHARE + NOTE });
     // A newcomer whose address the city did not know has no network recorded.
     const unknown = await admit();
     expect(await networkOf(unknown.did)).toBe("");
     expect((await write(unknown.citizen_secret, "198.18.53.78")).status).toBe(200);
   });
 
-  it("an admission sweeps networks kept past their day, two at a time", async () => {
-    await t().raw(
-      `INSERT INTO newcomer_networks (did, network, admitted_at) SELECT 'did:old:' || g, '203.0.113.0/24', now() - interval '25 hours' - g * interval '1 second' FROM generate_series(1, 3) g`,
-    );
-    await admitFrom("192.0.2.8");
-    const [left] = rowsOf<{ n: string }>(await t().db.execute(sql`SELECT count(*) AS n FROM newcomer_networks WHERE did LIKE 'did:old:%'`));
-    expect(Number(left!.n)).toBe(1);
+  it("one /24's settled citizens together fill exactly the network's part of the hour (429 past it), kept past their first day; another /24's settled citizen still writes", async () => {
+    await waitOutHourTurn();
+    await setStripeCounters(t().db, "vault", { total: 0, hour: 0, newcomer: 0 }, { total: 10_000_000, perHour: 100_000, newcomerPerHour: 25_000 });
+    const flooders = [];
+    for (let k = 0; k <= SETTLED_NETWORK_SHARE / SETTLED_NOTE; k++) flooders.push(await admitFrom(`198.18.54.${k + 1}`));
+    const other = await admitFrom("192.0.2.54");
+    await settle([...flooders.map((f) => f.did), other.did]);
+    // Later admissions keep every network past its day (they swept them before).
+    await admitFrom("192.0.2.55");
+    await admitFrom("192.0.2.56");
+    for (const f of flooders) expect(await networkOf(f.did)).toBe("198.18.54.0/24");
+    const results = [];
+    for (const f of flooders) results.push(await write(f.citizen_secret, "203.0.113.9", SETTLED_NOTE));
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 429]);
+    const problem = expectProblem(results[5]!, 429, "rate_limited");
+    expect(problem.limit).toMatchObject({ name: "city_vault_network_bytes_per_hour", limit: SETTLED_NETWORK_SHARE, window_seconds: 3600, remaining: 0 });
+    expect(problem.detail).toContain("198.18.54.0/24");
+    expect(problem.detail).toContain("CITY_STORE_NETWORK_PERCENT");
+    expect(await networkRow("198.18.54.0/24")).toEqual({ hour: SETTLED_NETWORK_SHARE, total: SETTLED_NETWORK_SHARE });
+    expect(await stripeCounters(t().db, "vault")).toEqual({ total: SETTLED_NETWORK_SHARE, hour: SETTLED_NETWORK_SHARE, newcomer: 0 });
+    // A settled citizen of another /24 writes its whole share.
+    expect((await write(other.citizen_secret, "192.0.2.54", SETTLED_NOTE)).status).toBe(200);
+  });
+
+  it("one /24's citizens hold at most the network's part of an append-only store's total (409 past it, not full); a stale network row without a total is swept, one holding a total is kept", async () => {
+    await waitOutHourTurn();
+    await setStripeCounters(t().db, "vault", { total: 0, hour: 0, newcomer: 0 }, { total: 10_000_000, perHour: 100_000, newcomerPerHour: 25_000 });
+    const settled = await admitFrom("198.18.55.1");
+    await settle([settled.did]);
+    // Held by the network's citizens on earlier days; two other networks' rows of an hour gone by.
+    await t().raw(`DELETE FROM city_store_subjects WHERE store = 'vault' AND subject LIKE 'net:%'`);
+    await t().raw(`INSERT INTO city_store_subjects (store, subject, hour_start, hour_bytes, total_bytes) VALUES
+        ('vault', 'net:198.18.55.0/24', date_trunc('hour', now()) - interval '2 hours', 700, ${NETWORK_TOTAL - 1_000}),
+        ('vault', 'net:198.18.56.0/24', date_trunc('hour', now()) - interval '2 hours', 500, 5000),
+        ('vault', 'net:198.18.57.0/24', date_trunc('hour', now()) - interval '2 hours', 500, 0)`);
+    const refused = await write(settled.citizen_secret, "198.18.55.1", NOTE);
+    const problem = expectProblem(refused, 409, "limit_reached");
+    expect(problem.limit).toMatchObject({ name: "city_vault_network_bytes", limit: NETWORK_TOTAL, remaining: 1_000 });
+    expect(problem.detail).toContain("198.18.55.0/24");
+    expect(problem.detail).toContain("not full");
+    expect(await stripeCounters(t().db, "vault")).toEqual({ total: 0, hour: 0, newcomer: 0 });
+    // Exactly the rest fits.
+    expect((await write(settled.citizen_secret, "198.18.55.1", 1_000)).status).toBe(200);
+    expect(await networkRow("198.18.55.0/24")).toEqual({ hour: 1_000, total: NETWORK_TOTAL });
+    expect(await networkRow("198.18.56.0/24")).toEqual({ hour: 500, total: 5000 });
+    expect(await networkRow("198.18.57.0/24")).toBeUndefined();
   });
 });

@@ -164,9 +164,11 @@ async function startOnce(extraEnv: Record<string, string>): Promise<CityServer> 
         CITY_CONTACT: "operator@city.test",
         // Every HTTP test comes from 127.0.0.1; the address limit has tests of its own.
         CITY_GATE_PER_ADDRESS_PER_HOUR: "1000",
-        // ... so every newcomer is of one network (127.0.0.0/24): the newcomers' share per network
-        // (migration 0053) has tests of its own (security-postgres-floods sets it).
+        // ... so every citizen is of one network (127.0.0.0/24): the shares per network (migrations
+        // 0053, 0055) have tests of their own (security-postgres-floods sets them).
         CITY_STORE_NEWCOMER_NETWORK_PERCENT: "100",
+        CITY_STORE_NETWORK_PERCENT: "100",
+        CITY_STORE_NETWORK_TOTAL_PERCENT: "100",
         NEXT_TELEMETRY_DISABLED: "1",
         ...extraEnv,
       },

@@ -15,7 +15,15 @@ import {
   storePerHourVariable,
 } from "@/lib/store-limits";
 import { newcomerAt, NEWCOMER_SECONDS, settledAt } from "./newcomers";
-import { NETWORK_SUBJECT_PREFIX, networkSubjectSql, type StoreShares, storeShares, subjectHourShare, subjectHourShareSql } from "./store-shares";
+import {
+  NETWORK_SUBJECT_PREFIX,
+  networkHourShareSql,
+  networkSubjectSql,
+  type StoreShares,
+  storeShares,
+  subjectHourShare,
+  subjectHourShareSql,
+} from "./store-shares";
 
 /*
  * City-wide store bounds. A citizen costs one anonymous POST, so every
@@ -156,10 +164,12 @@ function callShareCharge(
   shares: StoreShares,
 ): SQL {
   const home = randomInt(STORE_STRIPES);
-  // `network`: a newcomer citizen's admission network (migration 0053), charged only while it is a newcomer.
+  // `network`: the citizen's admission network (migration 0055), bounded by its newcomers' part of
+  // the hour for a newcomer, by the network's whole part otherwise, and by its total where the store has one.
+  const networkTotal = shares.networkTotal === null ? sql`NULL::bigint` : sql`${shares.networkTotal}::bigint`;
   return sql`city_store_charge_share(${store}::text, ${subject.id}::text, ${network}, ${bytes}, ${newcomer}, ${hourOf(now).toISOString()}::timestamptz,
     ${home}::int, ${bound.total}::bigint, ${bound.perHour}::bigint, ${bound.newcomerPerHour}::bigint, ${bound.newcomerTotal}::bigint,
-    ${share}, ${subjectTotalOf(subject, shares)}::bigint, ${shares.newcomerNetworkPerHour}::bigint)`;
+    ${share}, ${subjectTotalOf(subject, shares)}::bigint, ${networkHourShareSql(shares, newcomer)}, ${networkTotal})`;
 }
 
 /**
@@ -215,8 +225,9 @@ async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused:
         (SELECT m.total_bytes FROM city_store_subjects m WHERE m.store = ${charge.store} AND m.subject = ${subject.id}) AS mine_total,
         (SELECT c.bound_at FROM citizens c WHERE c.did = ${subject.did}) AS bound_at,
         ${hourBytes(network)} AS net_hour,
+        (SELECT m.total_bytes FROM city_store_subjects m WHERE m.store = ${charge.store} AND m.subject = ${network}) AS net_total,
         ${network} AS net`
-    : sql`NULL AS share, NULL AS mine_hour, NULL AS mine_total, NULL AS bound_at, NULL AS net_hour, NULL AS net`;
+    : sql`NULL AS share, NULL AS mine_hour, NULL AS mine_total, NULL AS bound_at, NULL AS net_hour, NULL AS net_total, NULL AS net`;
   type Row = {
     total: number;
     hour: number;
@@ -228,9 +239,10 @@ async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused:
     mineTotal: number;
     /** A citizen writer's admission, when it settles (null: a visitor, who never does). */
     boundAt: Date | null;
-    /** A newcomer citizen's admission network subject ("net:..."), null without one, and its bytes this hour. */
+    /** A citizen's admission network subject ("net:..."), null without one, its bytes this hour and held. */
     net: string | null;
     netHour: number;
+    netTotal: number;
   };
   let row: Row | undefined;
   try {
@@ -250,6 +262,7 @@ async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused:
       boundAt: r.bound_at === null || r.bound_at === undefined ? null : new Date(r.bound_at as string),
       net: typeof r.net === "string" ? r.net : null,
       netHour: Number(r.net_hour ?? 0),
+      netTotal: Number(r.net_total ?? 0),
     }));
   } catch {
     row = undefined;
@@ -258,6 +271,8 @@ async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused:
   const nothing = "Nothing was stored, nobody was evicted and nothing was deleted.";
   const retry = secondsToNextHour(charge.now);
   const ownTotal = subject?.did ? shares.subjectTotal : null;
+  // The network's part of the hour this writer is bounded by (a newcomer's, or the whole network's).
+  const networkHour = row?.n ? shares.newcomerNetworkPerHour : shares.networkPerHour;
   // Unreadable, the look-ahead stands aside: the charge itself decides.
   if (!refused && !row) return null;
   if (
@@ -267,7 +282,8 @@ async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused:
     row.hour + row.b <= bound.perHour &&
     (!row.n || (row.newcomer + row.b <= bound.newcomerPerHour && row.total + row.b <= bound.newcomerTotal)) &&
     (row.share === null || row.mineHour + row.b <= row.share) &&
-    (!row.n || row.net === null || row.netHour + row.b <= shares.newcomerNetworkPerHour) &&
+    (row.net === null || row.netHour + row.b <= networkHour) &&
+    (row.net === null || shares.networkTotal === null || row.netTotal + row.b <= shares.networkTotal) &&
     (ownTotal === null || row.mineTotal + row.b <= ownTotal)
   )
     return null;
@@ -283,6 +299,14 @@ async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused:
       "limit_reached",
       `This citizen holds ${row.mineTotal} bytes in the ${charge.store} store (${what}), and each citizen may hold at most ${ownTotal} there (${shares.subjectTotal} of its ${bound.total}: CITY_STORE_SUBJECT_TOTAL_PERMILLE); this write needs ${row.b}. ${nothing} The store is not full: other citizens still write.`,
       { limit: { name: `city_${charge.store}_citizen_bytes`, limit: ownTotal, remaining: Math.max(0, ownTotal - row.mineTotal) } },
+    );
+  }
+  if (row && row.net !== null && shares.networkTotal !== null && row.netTotal + row.b > shares.networkTotal) {
+    const most = shares.networkTotal;
+    return new CityError(
+      "limit_reached",
+      `The citizens admitted from one network (this citizen's, ${row.net.slice(NETWORK_SUBJECT_PREFIX.length)}) hold ${row.netTotal} bytes in the ${charge.store} store (${what}) together, and they may hold at most ${most} there (CITY_STORE_NETWORK_TOTAL_PERCENT of its ${bound.total}); this write needs ${row.b}. ${nothing} The store is not full: citizens of other networks still write.`,
+      { limit: { name: `city_${charge.store}_network_bytes`, limit: most, remaining: Math.max(0, most - row.netTotal) } },
     );
   }
   if (row && row.n && row.total + row.b > bound.newcomerTotal) {
@@ -317,12 +341,15 @@ async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused:
       },
     );
   }
-  if (row && row.n && row.net !== null && row.netHour + row.b > shares.newcomerNetworkPerHour) {
+  if (row && row.net !== null && row.netHour + row.b > networkHour) {
     const network = row.net.slice(NETWORK_SUBJECT_PREFIX.length);
-    const most = shares.newcomerNetworkPerHour;
+    const most = networkHour;
+    const part = row.n
+      ? `The newcomers admitted from one network (this citizen's, ${network}) may add at most ${most} bytes per clock hour to the ${charge.store} store (CITY_STORE_NEWCOMER_NETWORK_PERCENT of its newcomers' hour, ${bound.newcomerPerHour}), counting what the network's settled citizens added`
+      : `The citizens admitted from one network (this citizen's, ${network}) may add at most ${most} bytes per clock hour to the ${charge.store} store together (CITY_STORE_NETWORK_PERCENT of its hour, ${bound.perHour}), however long they have lived here`;
     return new CityError(
       "rate_limited",
-      `The newcomers admitted from one network (this citizen's, ${network}) may add at most ${most} bytes per clock hour to the ${charge.store} store together (CITY_STORE_NEWCOMER_NETWORK_PERCENT of its newcomers' hour, ${bound.newcomerPerHour}), and they added ${row.netHour}; this write needs ${row.b}. ${nothing} Newcomers from other networks and settled citizens still write. Try again in ${retry} s, when the hour turns.`,
+      `${part}, and they added ${row.netHour}; this write needs ${row.b}. ${nothing} Citizens of other networks still write. Try again in ${retry} s, when the hour turns.`,
       {
         limit: { name: `city_${charge.store}_network_bytes_per_hour`, limit: most, window_seconds: 3600, remaining: Math.max(0, most - row.netHour) },
         retryAfterSeconds: retry,
@@ -391,6 +418,8 @@ export function storeLimits(config: Env = env()) {
             newcomer_percent: "CITY_STORE_NEWCOMER_PERCENT",
             newcomer_subject_percent: "CITY_STORE_NEWCOMER_SUBJECT_PERCENT",
             newcomer_network_percent: "CITY_STORE_NEWCOMER_NETWORK_PERCENT",
+            network_percent: "CITY_STORE_NETWORK_PERCENT",
+            network_total_percent: "CITY_STORE_NETWORK_TOTAL_PERCENT",
             subject_percent: "CITY_STORE_SUBJECT_PERCENT",
             subject_total_permille: "CITY_STORE_SUBJECT_TOTAL_PERMILLE",
           },
@@ -422,8 +451,16 @@ export interface StoreGauge {
   newcomer_bound_bytes: number;
   reserve_bytes: number;
   reserve_bytes_per_hour: number;
-  subject_bytes_per_hour: { newcomer: number; newcomer_network: number; settled_per_day: number; standing_days: number; settled_most: number };
+  subject_bytes_per_hour: {
+    newcomer: number;
+    newcomer_network: number;
+    network: number;
+    settled_per_day: number;
+    standing_days: number;
+    settled_most: number;
+  };
   citizen_bytes: number | null;
+  network_bytes: number | null;
 }
 
 /**
@@ -471,10 +508,12 @@ function publishedShares(shares: StoreShares) {
     subject_bytes_per_hour: {
       newcomer: shares.newcomerSubjectPerHour,
       newcomer_network: shares.newcomerNetworkPerHour,
+      network: shares.networkPerHour,
       settled_per_day: shares.settledPerHourPerDay,
       standing_days: STORE_STANDING_DAYS,
       settled_most: subjectHourShare(shares, STORE_STANDING_DAYS),
     },
     citizen_bytes: shares.subjectTotal,
+    network_bytes: shares.networkTotal,
   };
 }

@@ -17,9 +17,12 @@ import { NEWCOMER_SECONDS } from "./newcomers";
  * - newcomers and visitors together fill at most the newcomers' line of the total (the total less
  *   the reserve, at least a fifth), and of the hour at most the newcomers' share (at most 80 %):
  *   the reserve is kept for settled citizens;
- * - the newcomers admitted from one network (the gate keeps a newcomer's /24 or /48 for its first
- *   day, migration 0053) together take at most CITY_STORE_NEWCOMER_NETWORK_PERCENT of the
- *   newcomers' hour: one network's admissions of an hour never fill it for everyone else.
+ * - the citizens admitted from one network (the gate keeps each citizen's /24 or /48, migrations
+ *   0053 and 0055) share one part of each store: its newcomers together take at most
+ *   CITY_STORE_NEWCOMER_NETWORK_PERCENT of the newcomers' hour, all its citizens together at most
+ *   CITY_STORE_NETWORK_PERCENT of the hour and, in an append-only store,
+ *   CITY_STORE_NETWORK_TOTAL_PERCENT of the total: one network's citizens, newcomers or settled,
+ *   never fill an hour or a store for everyone else.
  *
  * Each subject's bytes are counted on its own row (city_store_subjects, migration 0051), locked only
  * by its own writes, in the write's statement before the store's stripes: exact, no shared row.
@@ -31,6 +34,10 @@ export interface StoreShares {
   newcomerSubjectPerHour: number;
   /** Bytes the newcomers admitted from one network (IPv4 /24, IPv6 /48) may add together per clock hour. */
   newcomerNetworkPerHour: number;
+  /** Bytes the citizens admitted from one network, newcomers and settled, may add together per clock hour. */
+  networkPerHour: number;
+  /** Bytes the citizens admitted from one network may hold together (append-only stores), or null: none. */
+  networkTotal: number | null;
   /** Bytes a settled citizen may add per clock hour for each day in the city, up to STORE_STANDING_DAYS. */
   settledPerHourPerDay: number;
   /** Bytes one citizen may hold in the store (append-only stores), or null: none of its own. */
@@ -48,7 +55,7 @@ export function reserveOf(bound: number): number {
   return Math.ceil((bound * STORE_RESERVE_PERCENT) / 100);
 }
 
-/** A store's shares as configured now (env CITY_STORE_NEWCOMER_SUBJECT_PERCENT, _NEWCOMER_NETWORK_PERCENT, _SUBJECT_PERCENT, _SUBJECT_TOTAL_PERMILLE). */
+/** A store's shares as configured now (env CITY_STORE_NEWCOMER_SUBJECT_PERCENT, _NEWCOMER_NETWORK_PERCENT, _NETWORK_PERCENT, _NETWORK_TOTAL_PERCENT, _SUBJECT_PERCENT, _SUBJECT_TOTAL_PERMILLE). */
 export function storeShares(store: StoreName, config: Env = env()): StoreShares {
   const part = CITY_STORES[store].env;
   const total = config[storeBytesVariable(part)];
@@ -59,6 +66,8 @@ export function storeShares(store: StoreName, config: Env = env()): StoreShares 
     store,
     newcomerSubjectPerHour: Math.floor((newcomerPerHour * config.CITY_STORE_NEWCOMER_SUBJECT_PERCENT) / 100),
     newcomerNetworkPerHour: Math.floor((newcomerPerHour * config.CITY_STORE_NEWCOMER_NETWORK_PERCENT) / 100),
+    networkPerHour: Math.floor((perHour * config.CITY_STORE_NETWORK_PERCENT) / 100),
+    networkTotal: CITY_STORES[store].subjectTotal ? Math.floor((total * config.CITY_STORE_NETWORK_TOTAL_PERCENT) / 100) : null,
     settledPerHourPerDay: Math.floor((perHour * config.CITY_STORE_SUBJECT_PERCENT) / 100),
     subjectTotal: CITY_STORES[store].subjectTotal ? Math.floor((total * config.CITY_STORE_SUBJECT_TOTAL_PERMILLE) / 1000) : null,
     newcomerTotal: total - reserveTotal,
@@ -119,11 +128,16 @@ export function visitorShare(ip: string | null): { id: string; did: null } {
 export const NETWORK_SUBJECT_PREFIX = "net:";
 
 /**
- * A newcomer citizen's admission network subject, in SQL: "net:<network>" from newcomer_networks,
- * or null (no network recorded: its address was not known; or a visitor). The charge takes it only
- * while the writer is a newcomer.
+ * A citizen's admission network subject, in SQL: "net:<network>" from admission_networks, or null
+ * (no network recorded: its address was not known, or its first day was over before networks were
+ * kept for good; or a visitor).
  */
 export function networkSubjectSql(did: string | null): SQL {
   if (did === null) return sql`NULL::text`;
-  return sql`(SELECT ${NETWORK_SUBJECT_PREFIX} || n.network FROM newcomer_networks n WHERE n.did = ${did})`;
+  return sql`(SELECT ${NETWORK_SUBJECT_PREFIX} || n.network FROM admission_networks n WHERE n.did = ${did})`;
+}
+
+/** The part of the network's hour a writer is bounded by, in SQL: its newcomers' part for a newcomer, else the network's whole part. */
+export function networkHourShareSql(shares: StoreShares, newcomer: SQL): SQL {
+  return sql`(CASE WHEN ${newcomer} THEN ${shares.newcomerNetworkPerHour}::bigint ELSE ${shares.networkPerHour}::bigint END)`;
 }

@@ -8,7 +8,7 @@ import { hashCredential, mintCredential, jwkThumbprint } from "@/lib/city/keys";
 import { chainFlood, wardChain } from "./gate-flood";
 import { type GateCircumstances, lookReceipt, type Presentation, sendsController, sourceOf, type Verdict } from "@/lib/city/challenge";
 import type { GateReading } from "./gate-reading";
-import { type Chain, settle, takeChain, type Charge, chargeSql, cityFull, NEWCOMER_SECONDS, newcomerSql, rowBytes, visitorShare } from "@/lib/city/bounds";
+import { type Chain, settle, takeChain, type Charge, chargeSql, cityFull, newcomerSql, rowBytes, visitorShare } from "@/lib/city/bounds";
 import { appended, prepareAppend } from "@/lib/city/logs/residency-log";
 import { identityLog } from "@/lib/city/logs/identity-log";
 
@@ -118,18 +118,14 @@ export async function admitNew(db: Database, p: Presentation, c: GateCircumstanc
 }
 
 /**
- * The new citizen's admission network (its IPv4 /24 or IPv6 /48), kept one day for the stores'
- * per-network shares of the newcomers' hour (lib/city/bounds/store-shares.ts, migration 0053), as
- * CTEs of the admission's statement; with it two rows past their day are swept (SKIP LOCKED: never
- * waits), so the table holds about one day of admissions. None where the client address is unknown.
+ * The new citizen's admission network (its IPv4 /24 or IPv6 /48), kept as long as the citizen for
+ * the stores' per-network shares (lib/city/bounds/store-shares.ts, migration 0055), as a CTE of
+ * the admission's statement. None where the client address is unknown.
  */
 function admissionNetwork(c: GateCircumstances, did: string, at: SQL): SQL {
   const source = c.ip ? sourceOf(c.ip) : null;
   if (!source) return sql``;
   return sql`,
     networked AS (
-      INSERT INTO newcomer_networks (did, network, admitted_at) SELECT ${did}, ${source.prefix}, ${at} FROM admitted ON CONFLICT DO NOTHING),
-    network_swept AS (
-      DELETE FROM newcomer_networks WHERE did IN (SELECT did FROM newcomer_networks
-        WHERE admitted_at < ${at} - make_interval(secs => ${NEWCOMER_SECONDS}) ORDER BY admitted_at LIMIT 2 FOR UPDATE SKIP LOCKED))`;
+      INSERT INTO admission_networks (did, network, admitted_at) SELECT ${did}, ${source.prefix}, ${at} FROM admitted ON CONFLICT DO NOTHING)`;
 }

@@ -24,7 +24,10 @@ import { type Admitted, type Answer, describeOnServer, usePostgresCity } from ".
  *   each percent rounded down; a row counts its text's UTF-8 bytes plus 64 (a parked write: its
  *   payload's jsonb as stored plus 64; a kept A2A task: its jsonb as stored plus 64);
  * - the newcomers admitted from one network (/24, /48) add together at most
- *   CITY_STORE_NEWCOMER_NETWORK_PERCENT of a store's newcomers' hour.
+ *   CITY_STORE_NEWCOMER_NETWORK_PERCENT of a store's newcomers' hour;
+ * - a settled citizen adds at most CITY_STORE_SUBJECT_PERCENT of a store's hour per day in the
+ *   city, and all the citizens admitted from one network, settled or not, together at most
+ *   CITY_STORE_NETWORK_PERCENT of it.
  */
 
 const ADMISSIONS_PER_HOUR = 400;
@@ -35,6 +38,8 @@ const WARD_SOURCE_PERCENT = 5;
 const NEWCOMER_PERCENT = 25;
 const NEWCOMER_SUBJECT_PERCENT = 5;
 const NEWCOMER_NETWORK_PERCENT = 20; // the default: one network's newcomers 20,000 of a newcomers' hour of 100,000
+const SUBJECT_PERCENT = 2; // the default: a citizen a day old 8,000 of an hour of 400,000
+const NETWORK_PERCENT = 10; // the default: one network's citizens 40,000 of an hour of 400,000
 // Small hours, so that a share is a few rows: 400,000 an hour leaves newcomers 100,000 and one of them 5,000.
 const STORE_PER_HOUR = 400_000;
 const SEALS_PER_HOUR = 40_960; // newcomers 10,240, one of them 512: four seals of 128 bytes
@@ -48,6 +53,8 @@ const newcomersHour = (perHour: number) => pct(perHour, NEWCOMER_PERCENT);
 const subjectShare = (perHour: number) => pct(newcomersHour(perHour), NEWCOMER_SUBJECT_PERCENT);
 const SHARE = subjectShare(STORE_PER_HOUR);
 const NETWORK_SHARE = pct(newcomersHour(STORE_PER_HOUR), NEWCOMER_NETWORK_PERCENT);
+const SETTLED_SHARE = pct(STORE_PER_HOUR, SUBJECT_PERCENT);
+const SETTLED_NETWORK_SHARE = pct(STORE_PER_HOUR, NETWORK_PERCENT);
 const SEAL_SHARE = subjectShare(SEALS_PER_HOUR);
 
 const from = (address: string) => ({ "x-forwarded-for": address });
@@ -66,6 +73,8 @@ describeOnServer("fair under flood after the gate: the ward, the stores, the A2A
     CITY_STORE_NEWCOMER_PERCENT: String(NEWCOMER_PERCENT),
     CITY_STORE_NEWCOMER_SUBJECT_PERCENT: String(NEWCOMER_SUBJECT_PERCENT),
     CITY_STORE_NEWCOMER_NETWORK_PERCENT: String(NEWCOMER_NETWORK_PERCENT),
+    CITY_STORE_SUBJECT_PERCENT: String(SUBJECT_PERCENT),
+    CITY_STORE_NETWORK_PERCENT: String(NETWORK_PERCENT),
     CITY_STORE_VAULT_BYTES_PER_HOUR: String(STORE_PER_HOUR),
     CITY_STORE_MAIL_BYTES_PER_HOUR: String(STORE_PER_HOUR),
     CITY_STORE_POSTS_BYTES_PER_HOUR: String(STORE_PER_HOUR),
@@ -127,7 +136,7 @@ describeOnServer("fair under flood after the gate: the ward, the stores, the A2A
       expect(caps.stores.gauges[store], store).toMatchObject({
         bound_bytes_per_hour: STORE_PER_HOUR,
         newcomer_bytes_per_hour: newcomersHour(STORE_PER_HOUR),
-        subject_bytes_per_hour: { newcomer: SHARE, newcomer_network: NETWORK_SHARE },
+        subject_bytes_per_hour: { newcomer: SHARE, newcomer_network: NETWORK_SHARE, network: SETTLED_NETWORK_SHARE, settled_per_day: SETTLED_SHARE },
       });
     }
     expect(caps.stores.gauges.seals.subject_bytes_per_hour.newcomer).toBe(SEAL_SHARE);
@@ -498,10 +507,56 @@ describeOnServer("fair under flood after the gate: the ward, the stores, the A2A
       // The newcomers' hour is not full: a newcomer from another /24 writes its whole share.
       const elsewhere = await admitFrom(honestV4());
       expect((await send("/api/vault", honestV4(), { content: text(999, BYTES - ROW) }, elsewhere.citizen_secret)).status).toBe(200);
-      // A flooder refused for its network's share, once settled, is charged for no network.
+      // A flooder refused for its network's newcomers' part, once settled, writes within the network's whole part.
       const settled = flooders[stored.indexOf(0)]!;
       city().psql(`UPDATE citizens SET bound_at = now() - interval '25 hours' WHERE did = '${settled.did}'`);
       expect((await send("/api/vault", "198.18.46.3", { content: "a settled citizen's note" }, settled.citizen_secret)).status).toBe(200);
+    },
+    HEAVY_TEST_MS,
+  );
+  // ---- Settled citizens of one network: a day later they share the network's part of the hour ----
+
+  it(
+    `the settled citizens admitted from one /24, and from one /48, take together only their network's part of the vault's hour (${SETTLED_NETWORK_SHARE} bytes, 429 past it); settled citizens of other networks write during and after`,
+    async () => {
+      await awayFromTheTurn();
+      // Each settled citizen's note is its whole share of the hour (7,936 bytes and 64): five fill a network's part.
+      const BYTES = SETTLED_SHARE;
+      const fits = Math.floor(SETTLED_NETWORK_SHARE / BYTES);
+      const v4 = await admitAll(fits + 3, (k) => `198.18.47.${k + 1}`);
+      const v6 = await admitAll(fits + 3, (k) => `2001:db8:4747:${(k + 1).toString(16)}::1`);
+      const honestOnes = [await admitFrom(honestV4()), await admitFrom(honestV6()), await admitFrom(honestV4()), await admitFrom(honestV6())];
+      const all = [...v4, ...v6, ...honestOnes];
+      city().psql(`UPDATE citizens SET bound_at = now() - interval '25 hours' WHERE did IN (${all.map((c) => `'${c.did}'`).join(",")})`);
+      // Each writes one note from an address of its own network's (the charge follows where it was admitted from).
+      const writers = [...v4, ...v6, ...honestOnes.slice(0, 2)];
+      const race = await city().race(writers.length, (n) =>
+        send("/api/vault", n < v4.length ? `198.18.47.${200 + n}` : `2001:db8:4747:ff::${n}`, { content: text(n, BYTES - ROW) }, writers[n]!.citizen_secret),
+      );
+      for (const [flood, network] of [
+        [race.answers.slice(0, v4.length), "198.18.47.0/24"],
+        [race.answers.slice(v4.length, v4.length + v6.length), "2001:db8:4747::/48"],
+      ] as const) {
+        expect(flood.filter(ok)).toHaveLength(fits);
+        for (const a of flood.filter((x) => !ok(x))) {
+          expect(a.status, JSON.stringify(a.body).slice(0, 300)).toBe(429);
+          expect(a.body).toMatchObject({
+            code: "rate_limited",
+            limit: { name: "city_vault_network_bytes_per_hour", limit: SETTLED_NETWORK_SHARE, remaining: 0 },
+          });
+          expect(a.body.detail).toContain(network);
+          expect(Number(a.headers.get("retry-after"))).toBeGreaterThan(0);
+        }
+      }
+      // Settled citizens of other networks: during the flood, and after it.
+      expect(race.answers.slice(v4.length + v6.length).map((a) => a.status)).toEqual([200, 200]);
+      for (const c of honestOnes.slice(2))
+        expect((await send("/api/vault", honestV4(), { content: text(998, BYTES - ROW) }, c.citizen_secret)).status).toBe(200);
+      const stored = (flood: Admitted[]) => flood.reduce((sum, c) => sum + city().count("vault_notes", `did = '${c.did}'`), 0);
+      expect([stored(v4), stored(v6)]).toEqual([fits, fits]);
+      // After: a flooder that stored nothing is still refused this hour, from any address.
+      const idle = v4.find((c) => city().count("vault_notes", `did = '${c.did}'`) === 0)!;
+      expect((await send("/api/vault", honestV4(), { content: "again" }, idle.citizen_secret)).status).toBe(429);
     },
     HEAVY_TEST_MS,
   );

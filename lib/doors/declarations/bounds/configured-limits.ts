@@ -98,6 +98,13 @@ export function storeBoundLimits(store: StoreName, config: Env = env()): Publish
       per: `subject: bytes one newcomer, or one visitor source (an IPv4 /24, an IPv6 /48), may add to ${store} per clock hour (env CITY_STORE_NEWCOMER_SUBJECT_PERCENT of the newcomers' share); a settled citizen ${shares.settledPerHourPerDay} per day in the city, up to ${STORE_STANDING_DAYS} days (env CITY_STORE_SUBJECT_PERCENT of the hour's bound)`,
       over: "refused",
     },
+    {
+      name: `city_${store}_network_bytes_per_hour`,
+      limit: shares.networkPerHour,
+      window_seconds: 3600,
+      per: `network: bytes the citizens admitted from one network (an IPv4 /24, an IPv6 /48) may add to ${store} per clock hour together, however long they have lived here (env CITY_STORE_NETWORK_PERCENT of the hour's bound); its newcomers ${shares.newcomerNetworkPerHour} of it (env CITY_STORE_NEWCOMER_NETWORK_PERCENT of the newcomers' share)`,
+      over: "refused",
+    },
     ...(shares.subjectTotal === null
       ? []
       : [
@@ -105,6 +112,16 @@ export function storeBoundLimits(store: StoreName, config: Env = env()): Publish
             name: `city_${store}_citizen_bytes`,
             limit: shares.subjectTotal,
             per: `citizen: bytes one citizen may hold in ${store} (env CITY_STORE_SUBJECT_TOTAL_PERMILLE of its total)`,
+            over: "refused" as const,
+          },
+        ]),
+    ...(shares.networkTotal === null
+      ? []
+      : [
+          {
+            name: `city_${store}_network_bytes`,
+            limit: shares.networkTotal,
+            per: `network: bytes the citizens admitted from one network may hold in ${store} together (env CITY_STORE_NETWORK_TOTAL_PERCENT of its total)`,
             over: "refused" as const,
           },
         ]),
