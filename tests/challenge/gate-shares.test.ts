@@ -128,6 +128,42 @@ describeOnDatabases("the gate's shares per source, the reserve and the overflow 
     expect((await present(presentation(), c(limits, "10.131.0.1"))).verdict).toBe("admitted");
   }, 120_000);
 
+  it("counts the settled sponsors admitted from one network together on that network's share: no one network's citizens spend the reserve", async () => {
+    // 100 an hour: a /24 5 (and so the sponsors of one network together), a /64 and a sponsor 3.
+    // Each presentation from a network of its own: only the sponsors' network is shared.
+    const limits = { admissionsPerHour: 100, prefixSharePercent: 5, hostSharePercent: 3, reservePercent: 20 };
+    const day = { boundAt: new Date(Date.now() - 25 * 3_600_000) };
+    const [a, b, third, elsewhere, unrecorded] = [
+      await insertCitizenRow(t().db, day),
+      await insertCitizenRow(t().db, day),
+      await insertCitizenRow(t().db, day),
+      await insertCitizenRow(t().db, day),
+      await insertCitizenRow(t().db, day),
+    ];
+    for (const [citizen, network] of [
+      [a, "198.51.47.0/24"],
+      [b, "198.51.47.0/24"],
+      [third, "198.51.47.0/24"],
+      [elsewhere, "198.51.48.0/24"],
+    ] as const)
+      await t().raw(`INSERT INTO admission_networks (did, network, admitted_at) VALUES ('${citizen.did}', '${network}', now() - interval '25 hours')`);
+    let k = 0;
+    const signedBy = async (did: string) => present(presentation(), c(limits, `10.${140 + k++}.0.1`, sponsoredBy(did)));
+    // Two sponsors of the network, each within its own share, sign 6 at once: the network's 5 are admitted.
+    const answers = await presentAtOnce(6, (i) => signedBy(i < 3 ? a.did : b.did));
+    expect(admitted(answers)).toBe(5);
+    const over = answers.find((x) => x.verdict === "filtered") as { rule: string; reason: string };
+    expect(over.rule).toBe("flood");
+    expect(over.reason).toContain(
+      "The citizens admitted from the network of the citizen whose key signed this presentation (198.51.47.0/24) signed that network's share of the city's admissions and ward requests: 5 an hour",
+    );
+    // A third sponsor of that network, under its own share, is refused for its network's.
+    expect((await signedBy(third.did)).verdict).toBe("filtered");
+    // Sponsors of another network, and one whose network was not recorded, sign theirs.
+    expect((await signedBy(elsewhere.did)).verdict).toBe("admitted");
+    expect((await signedBy(unrecorded.did)).verdict).toBe("admitted");
+  }, 120_000);
+
   it("keeps counting a sponsor's presentations per address past its share, and gives back what a refused presentation's other windows took", async () => {
     // 100 an hour, a /64 (and a sponsor) 3: 3; a /24 5: 5; each address 30 presentations an hour.
     const limits = { admissionsPerHour: 100, prefixSharePercent: 5, hostSharePercent: 3, reservePercent: 20, perAddressPerHour: 30, perPrefixPerHour: 120 };

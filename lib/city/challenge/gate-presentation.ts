@@ -78,8 +78,10 @@ export interface GateCircumstances {
    * Set by presentAtGate for a signed presentation: the citizen whose key signed it (callerDid), and
    * whether it was settled then (admitted NEWCOMER_SECONDS ago or more). Only a settled sponsor's
    * presentation reaches the reserve, unstepped; a newcomer's is a bid served in steps, as a keyless one.
+   * `network`: the network (/24, /48) the sponsor was admitted from, where it was recorded: the
+   * sponsors of one network share one part of the ceiling.
    */
-  sponsor?: { did: string; settled: boolean };
+  sponsor?: { did: string; settled: boolean; network?: string | null };
   /**
    * Set by presentAtGate: a bid served in steps now, the ceiling's open share being taken as read (a
    * suggested effort above 0) and the bid not a settled sponsor's; it counts on its network's share

@@ -139,16 +139,26 @@ function reachOf(c: GateCircumstances): number {
 
 /**
  * The sponsor's own window: one citizen's key signs at most as many admissions and ward requests an
- * hour as one IPv6 /64 may be admitted (hostShare), so no sponsor alone spends the reserve.
+ * hour as one IPv6 /64 may be admitted (hostShare), so no sponsor alone spends the reserve; then its
+ * admission network's: the sponsors admitted from one /24 or /48 together sign at most what one
+ * network may be admitted (prefixShare), so no one network's settled citizens spend it either. The
+ * narrower first: a sponsor over its own share never spends its network's.
  */
 function sponsorWindows(c: GateCircumstances): Window[] {
   if (!c.sponsor || c.limits.admissionsPerHour <= 0) return [];
-  return [{ scope: "gate-sponsor", subject: c.sponsor.did, limit: sponsorShare(c), windowSeconds: 3600 }];
+  const own = { scope: "gate-sponsor", subject: c.sponsor.did, limit: sponsorShare(c), windowSeconds: 3600 };
+  if (!c.sponsor.network) return [own];
+  return [own, { scope: "gate-sponsor-network", subject: c.sponsor.network, limit: sponsorNetworkShare(c), windowSeconds: 3600 }];
 }
 
 /** The admissions and ward requests one citizen's key may sign per hour. */
 export function sponsorShare(c: GateCircumstances): number {
   return hostShare(c);
+}
+
+/** The admissions and ward requests the citizens admitted from one network may sign together per hour. */
+export function sponsorNetworkShare(c: GateCircumstances): number {
+  return prefixShare(c);
 }
 
 export function subjectsMax(c: GateCircumstances): number {
@@ -206,6 +216,8 @@ function fullWindowReason(window: Window): string {
       return `Your network (${window.subject}) had its share of the bids served in steps: ${window.limit} every ${window.windowSeconds} s${overflow}`;
     case "gate-sponsor":
       return `The citizen whose key signed this presentation (${window.subject}) signed its share of the city's admissions and ward requests: ${window.limit} an hour`;
+    case "gate-sponsor-network":
+      return `The citizens admitted from the network of the citizen whose key signed this presentation (${window.subject}) signed that network's share of the city's admissions and ward requests: ${window.limit} an hour`;
     default:
       return `The city admits at most ${window.limit} new citizens and ward requests an hour, and that many came`;
   }

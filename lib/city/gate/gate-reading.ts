@@ -1,7 +1,7 @@
 import { eq, type SQL, sql } from "drizzle-orm";
 import { type Database } from "@/db/client";
 import { executePrepared, rowsOf } from "@/db/sql";
-import { citizens, type CitizenRow } from "@/db/schema";
+import { admissionNetworks, citizens, type CitizenRow } from "@/db/schema";
 import { spendNonceCtes, type GateCircumstances, type Presentation } from "@/lib/city/challenge";
 import { type Chain, type ChainOutcome, chainOutcome, chainSql, isNewcomer } from "@/lib/city/bounds";
 import { normalKey } from "@/lib/city/directory";
@@ -118,12 +118,18 @@ export async function readGate(db: Database, p: Presentation, c: GateCircumstanc
 }
 
 /**
- * The sponsor of a signed presentation: the citizen whose bound key signed it (the caller), and
- * whether it is settled now (admitted NEWCOMER_SECONDS ago or more, and not restricted: a citizen
- * the city restricted for what it wrote vouches for nobody's reserve). One indexed read, only for a
- * signed presentation, nothing locked; null when the citizen is gone.
+ * The sponsor of a signed presentation: the citizen whose bound key signed it (the caller), whether
+ * it is settled now (admitted NEWCOMER_SECONDS ago or more, and not restricted: a citizen the city
+ * restricted for what it wrote vouches for nobody's reserve), and the network it was admitted from
+ * (null where none was recorded). One indexed read, only for a signed presentation, nothing locked;
+ * null when the citizen is gone.
  */
-export async function readSponsor(db: Database, did: string, now: Date): Promise<{ did: string; settled: boolean } | null> {
-  const [row] = await db.select({ boundAt: citizens.boundAt, tier: citizens.tier }).from(citizens).where(eq(citizens.did, did)).limit(1);
-  return row ? { did, settled: !isNewcomer(row.boundAt, now) && row.tier !== "restricted" } : null;
+export async function readSponsor(db: Database, did: string, now: Date): Promise<{ did: string; settled: boolean; network: string | null } | null> {
+  const [row] = await db
+    .select({ boundAt: citizens.boundAt, tier: citizens.tier, network: admissionNetworks.network })
+    .from(citizens)
+    .leftJoin(admissionNetworks, eq(admissionNetworks.did, citizens.did))
+    .where(eq(citizens.did, did))
+    .limit(1);
+  return row ? { did, settled: !isNewcomer(row.boundAt, now) && row.tier !== "restricted", network: row.network } : null;
 }

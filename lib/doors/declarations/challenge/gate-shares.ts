@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { hostShare, prefixShare, sponsorShare } from "@/lib/city/gate";
+import { hostShare, prefixShare, sponsorNetworkShare, sponsorShare } from "@/lib/city/gate";
 import { anonymousReach, bidStepSeconds, gatePowShares, networkStepShare, sourcesToFill } from "@/lib/city/challenge";
 import type { GateCircumstances, GateLimits } from "@/lib/city/challenge";
 import { NEWCOMER_SECONDS, OVERFLOW_BUCKETS, OVERFLOW_FACTOR } from "@/lib/city/bounds";
@@ -54,6 +54,12 @@ export const AdmissionSharesSchema = z
       .int()
       .describe(`admissions per hour only presentations signed (CITY-SIG/1) with the key of a citizen admitted at least ${NEWCOMER_SECONDS} s ago may take`),
     per_sponsor: z.number().int().describe("admissions and ward requests one citizen's key may sign per hour (its per_ipv6_64 share)"),
+    per_sponsor_network: z
+      .number()
+      .int()
+      .describe(
+        "admissions and ward requests the citizens admitted from one IPv4 /24 or IPv6 /48 may sign together per hour (its per_prefix share); only where the network was recorded at their admission (client addresses known)",
+      ),
     bids_per_prefix_per_step: z
       .number()
       .int()
@@ -83,6 +89,7 @@ export function admissionShares(config: Env = env()): z.infer<typeof AdmissionSh
     anonymous_reach: reach,
     reserve: ceiling - reach,
     per_sponsor: sponsorShare(c),
+    per_sponsor_network: sponsorNetworkShare(c),
     bids_per_prefix_per_step: networkStepShare(c.limits),
     reserve_percent: config.CITY_GATE_RESERVE_PERCENT,
     prefixes_to_fill_anonymous_reach: sourcesToFill(reach, perPrefix),
@@ -91,7 +98,7 @@ export function admissionShares(config: Env = env()): z.infer<typeof AdmissionSh
         ? "client addresses are unknown here (CITY_TRUSTED_PROXIES unset): no per-source share applies, only the ceiling, the reserve, the per-sponsor and the per-origin limits"
         : "the shares apply to the client address the trusted proxies saw",
     overflow: `at most CITY_GATE_SUBJECTS_MAX sources and origins are counted one by one; past it a new one is counted in one of ${OVERFLOW_BUCKETS} fixed overflow counts per window (by a hash of it), each ${OVERFLOW_FACTOR} times the window's limit: never refused for the table being full`,
-    note: `Shares are sliding hourly windows (rate_windows). Each presentation that can admit (or files a ward request) is counted against its /24 or /48's share, for IPv6 its /64's share too, then the ceiling; a presentation reaches only anonymous_reach of the ceiling unless it is signed (CITY-SIG/1) with the key of a settled citizen (admitted at least ${NEWCOMER_SECONDS} s ago; at most per_sponsor an hour each): the reserve stays theirs whatever a flood does, and a controller key the presentation binds proves nothing (a fresh key is free). Past three quarters of anonymous_reach (the open share) a presentation is served only as a bid: a proof-of-work solution of the suggested effort or a newcomer's signature, in steps (the pow block says the effort and the step), or a settled citizen's signature, not stepped (CITY-POW/1, docs/pow.md).`,
+    note: `Shares are sliding hourly windows (rate_windows). Each presentation that can admit (or files a ward request) is counted against its /24 or /48's share, for IPv6 its /64's share too, then the ceiling; a presentation reaches only anonymous_reach of the ceiling unless it is signed (CITY-SIG/1) with the key of a settled citizen (admitted at least ${NEWCOMER_SECONDS} s ago; at most per_sponsor an hour each, per_sponsor_network together for the citizens of one network): the reserve stays theirs whatever a flood does, and a controller key the presentation binds proves nothing (a fresh key is free). Past three quarters of anonymous_reach (the open share) a presentation is served only as a bid: a proof-of-work solution of the suggested effort or a newcomer's signature, in steps (the pow block says the effort and the step), or a settled citizen's signature, not stepped (CITY-POW/1, docs/pow.md).`,
   };
 }
 
@@ -163,5 +170,16 @@ export function reserveLimits(config: Env = env()): PublishedLimit[] {
       per: `citizen: admissions and ward requests of presentations signed with its key (CITY-SIG/1), its share as one IPv6 /64's (env CITY_GATE_HOST_SHARE_PERCENT)`,
       over: "filtered",
     },
+    ...(addressMode() === 0
+      ? []
+      : [
+          {
+            name: "admissions_per_sponsor_network",
+            limit: shares.per_sponsor_network,
+            window_seconds: 3600,
+            per: `network: admissions and ward requests of presentations signed with the keys of the citizens admitted from one IPv4 /24 or IPv6 /48, together, its share as one network's (env CITY_GATE_PREFIX_SHARE_PERCENT)`,
+            over: "filtered" as const,
+          },
+        ]),
   ];
 }
