@@ -7,7 +7,6 @@ import {
   STORE_NEWCOMER_SUBJECT_PERCENT,
   STORE_NEWCOMER_NETWORK_PERCENT,
   STORE_NETWORK_PERCENT,
-  STORE_NETWORK_TOTAL_PERCENT,
   STORE_RESERVE_PERCENT,
   STORE_SUBJECT_PERCENT,
   STORE_SUBJECT_TOTAL_PERMILLE,
@@ -131,10 +130,8 @@ const EnvSchema = z.object({
   CITY_STORE_NEWCOMER_SUBJECT_PERCENT: z.coerce.number().int().min(1).max(100).default(STORE_NEWCOMER_SUBJECT_PERCENT),
   // The newcomers of one admission network (IPv4 /24, IPv6 /48) together, in percent of the newcomers' hour.
   CITY_STORE_NEWCOMER_NETWORK_PERCENT: z.coerce.number().int().min(1).max(100).default(STORE_NEWCOMER_NETWORK_PERCENT),
-  // The citizens of one admission network together, newcomers and settled: in percent of the hour,
-  // and of an append-only store's total.
+  // The citizens of one admission network together, newcomers and settled, in percent of the hour.
   CITY_STORE_NETWORK_PERCENT: z.coerce.number().int().min(1).max(100).default(STORE_NETWORK_PERCENT),
-  CITY_STORE_NETWORK_TOTAL_PERCENT: z.coerce.number().int().min(1).max(100).default(STORE_NETWORK_TOTAL_PERCENT),
   CITY_STORE_SUBJECT_PERCENT: z.coerce.number().int().min(1).max(100).default(STORE_SUBJECT_PERCENT),
   CITY_STORE_SUBJECT_TOTAL_PERMILLE: z.coerce.number().int().min(1).max(1000).default(STORE_SUBJECT_TOTAL_PERMILLE),
 });

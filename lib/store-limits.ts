@@ -66,16 +66,16 @@ export const STORE_NEWCOMER_NETWORK_PERCENT = 20;
 /**
  * Default share of a store's hour that the citizens admitted from one network (newcomers and settled
  * alike) may take together, in percent: one network's citizens never fill an hour, whatever their
- * standing. Above a settled citizen's share at full standing, so a network's one citizen never
- * meets it alone.
+ * standing. At the defaults above a settled citizen's share at full standing (4 days of 2 %), so a
+ * network's one citizen never meets it alone.
  */
 export const STORE_NETWORK_PERCENT = 10;
 
 /**
- * Default share of an append-only store's total that the citizens admitted from one network may hold
- * together, in percent: one network's citizens never fill a store for good.
+ * Stores charged to no network: the identity log (a recovery by code or a secret's key event must
+ * not be refused because other citizens of the owner's network filled their part).
  */
-export const STORE_NETWORK_TOTAL_PERCENT = 10;
+export const STORES_WITHOUT_NETWORK_SHARE: readonly string[] = ["identity_log"];
 
 /** Default share of a store's hour that a settled citizen may take per day in the city, in percent. */
 export const STORE_SUBJECT_PERCENT = 2;

@@ -72,20 +72,19 @@ export const cityStoreSubjects = pgTable(
     index("city_store_subjects_visitors_by_hour")
       .on(t.store, t.hourStart)
       .where(sql`${t.subject} LIKE 'src:%'`),
-    // Networks holding no total, by their hour: a networked citizen's charge removes two whose hour is
-    // over (migrations 0053, 0055); a network's row that holds a total is kept for good.
+    // Networks by their hour: a networked citizen's charge removes two whose hour is over (migrations 0053, 0055).
     index("city_store_subjects_networks_by_hour")
       .on(t.store, t.hourStart)
-      .where(sql`${t.subject} LIKE 'net:%' AND ${t.totalBytes} = 0`),
+      .where(sql`${t.subject} LIKE 'net:%'`),
   ],
 );
 
 /**
  * The network (an IPv4 /24, an IPv6 /48) a citizen was admitted from, kept as long as the citizen
  * (migrations 0053, 0055; never the address): its store writes also charge its network's share of
- * each store (newcomers of the newcomers' hour, settled citizens of the whole hour and, in
- * append-only stores, of the total). Only the store charge reads it; no answer carries it.
- * Recorded only where the client address is known (CITY_TRUSTED_PROXIES, Vercel).
+ * each store's hour, and its signatures at the gate its network's share of sponsored admissions.
+ * Only those counts read it; no answer carries it but a refusal to the citizen itself. Recorded
+ * only where the client address is known (CITY_TRUSTED_PROXIES, Vercel).
  */
 export const admissionNetworks = pgTable("admission_networks", {
   did: text("did").primaryKey(),

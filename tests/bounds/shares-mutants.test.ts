@@ -95,22 +95,20 @@ describe("the store bounds' shares", () => {
     CITY_STORE_NEWCOMER_SUBJECT_PERCENT: 5,
     CITY_STORE_NEWCOMER_NETWORK_PERCENT: 10,
     CITY_STORE_NETWORK_PERCENT: 12,
-    CITY_STORE_NETWORK_TOTAL_PERCENT: 3,
     CITY_STORE_SUBJECT_PERCENT: 2,
     CITY_STORE_SUBJECT_TOTAL_PERMILLE: 2,
   } as unknown as Env;
 
   it("cuts a store's hour and total as configured, each rounded down (the reserve up)", () => {
     // Newcomers' hour: 25 % of 100,099 = 25,024.75 -> 25,024; one newcomer 5 % of it (1,251.2),
-    // one network's newcomers 10 % (2,502.4); one network's citizens 12 % of the hour (12,011.88)
-    // and 3 % of the total (300,000.21); a settled citizen 2 % of the hour per day (2,001.98); the
+    // one network's newcomers 10 % (2,502.4); one network's citizens 12 % of the hour (12,011.88);
+    // a settled citizen 2 % of the hour per day (2,001.98); the
     // citizen's own total 2 per mille of 10,000,007 (20,000.014); the reserve 20 % rounded up.
     expect(storeShares("vault", config)).toEqual({
       store: "vault",
       newcomerSubjectPerHour: 1_251,
       newcomerNetworkPerHour: 2_502,
       networkPerHour: 12_011,
-      networkTotal: 300_000,
       settledPerHourPerDay: 2_001,
       subjectTotal: 20_000,
       newcomerTotal: 8_000_005,
@@ -123,7 +121,6 @@ describe("the store bounds' shares", () => {
       newcomerSubjectPerHour: 1,
       newcomerNetworkPerHour: 2,
       networkPerHour: 12,
-      networkTotal: null,
       settledPerHourPerDay: 2,
       subjectTotal: null,
       newcomerTotal: 800,

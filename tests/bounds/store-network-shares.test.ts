@@ -4,6 +4,8 @@ import { beforeAll, expect, it } from "vitest";
 import { rowsOf } from "@/db/sql";
 import { useDatabase } from "@/lib/city/database";
 import { writeVault } from "@/lib/doors/declarations/shelves/vault";
+import { readAndFileWard } from "@/lib/doors/declarations/ward/ward";
+import { chargeStore, citizenShare, newcomerSql } from "@/lib/city/bounds";
 import { presentGate } from "@/lib/doors/declarations/gate/gate";
 import { expectProblem } from "../support/assertions";
 import { describeOnDatabases } from "../support/databases";
@@ -13,28 +15,28 @@ import { admit, callDoor, presentation } from "../support/gate";
 // Shares per network (issue 43, item 1, migrations 0053 and 0055): the newcomers admitted from one
 // network (an IPv4 /24, an IPv6 /48) together add at most CITY_STORE_NEWCOMER_NETWORK_PERCENT of a
 // store's newcomers' hour; all its citizens, settled ones too, at most CITY_STORE_NETWORK_PERCENT of
-// the hour and CITY_STORE_NETWORK_TOTAL_PERCENT of an append-only store's total. The oracle is the
+// the hour (the identity log and distress charged to no network). The oracle is the
 // published arithmetic with fixed vectors: of 100,000 bytes an hour newcomers share 25,000; one
 // newcomer 5 % of that, 1,250; one network's newcomers 20 %, 5,000: four newcomers at their whole
 // share, a note of 1,250 bytes each (1,186 of text and 64). A settled citizen a day old 2 % of the
 // hour, 2,000; one network's citizens together 10 % of it, 10,000: five of them at their whole
-// share. One network's citizens hold at most 10 % of the vault's 10,000,000: 1,000,000.
+// share. The same hour (100,000) for the ward and the identity log.
 process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
 process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
 process.env.CITY_GATE_ADMISSIONS_PER_HOUR = "0";
 process.env.CITY_STORE_VAULT_BYTES = "10000000";
 process.env.CITY_STORE_VAULT_BYTES_PER_HOUR = "100000";
+process.env.CITY_STORE_WARD_BYTES_PER_HOUR = "100000";
+process.env.CITY_STORE_IDENTITY_LOG_BYTES_PER_HOUR = "100000";
 process.env.CITY_STORE_NEWCOMER_PERCENT = "25";
 process.env.CITY_STORE_NEWCOMER_SUBJECT_PERCENT = "5";
 process.env.CITY_STORE_NEWCOMER_NETWORK_PERCENT = "20";
 process.env.CITY_STORE_SUBJECT_PERCENT = "2";
 process.env.CITY_STORE_NETWORK_PERCENT = "10";
-process.env.CITY_STORE_NETWORK_TOTAL_PERCENT = "10";
 const NOTE = 1_250;
 const NETWORK_SHARE = 5_000;
 const SETTLED_NOTE = 2_000;
 const SETTLED_NETWORK_SHARE = 10_000;
-const NETWORK_TOTAL = 1_000_000;
 
 describeOnDatabases("the newcomers of one network share one part of a store's newcomers' hour (issue 43)", (t) => {
   beforeAll(() => useDatabase(t().db));
@@ -48,9 +50,9 @@ describeOnDatabases("the newcomers of one network share one part of a store's ne
     callDoor(writeVault, { bearer: secret, ip, body: { content: `note ${randomBytes(4).toString("hex")} `.padEnd(bytes - 64, "x") } });
   const networkOf = async (did: string) =>
     rowsOf<{ network: string }>(await t().db.execute(sql`SELECT network FROM admission_networks WHERE did = ${did}`))[0]?.network ?? "";
-  const networkRow = async (network: string) =>
+  const networkRow = async (network: string, store = "vault") =>
     rowsOf<{ hour_bytes: string; total_bytes: string }>(
-      await t().db.execute(sql`SELECT hour_bytes, total_bytes FROM city_store_subjects WHERE store = 'vault' AND subject = ${`net:${network}`}`),
+      await t().db.execute(sql`SELECT hour_bytes, total_bytes FROM city_store_subjects WHERE store = ${store} AND subject = ${`net:${network}`}`),
     ).map((r) => ({ hour: Number(r.hour_bytes), total: Number(r.total_bytes) }))[0];
   /** Citizens admitted a day and an hour ago: their admission and their network's record dated back alike. */
   const settle = async (dids: string[]) => {
@@ -87,7 +89,7 @@ describeOnDatabases("the newcomers of one network share one part of a store's ne
     const settled = await admitFrom("198.18.53.77");
     await settle([settled.did]);
     expect((await write(settled.citizen_secret, "198.18.53.77")).status).toBe(200);
-    expect(await networkRow("198.18.53.0/24")).toEqual({ hour: NETWORK_SHARE + NOTE, total: NETWORK_SHARE + NOTE });
+    expect(await networkRow("198.18.53.0/24")).toEqual({ hour: NETWORK_SHARE + NOTE, total: 0 });
     // A newcomer whose address the city did not know has no network recorded.
     const unknown = await admit();
     expect(await networkOf(unknown.did)).toBe("");
@@ -112,33 +114,43 @@ describeOnDatabases("the newcomers of one network share one part of a store's ne
     expect(problem.limit).toMatchObject({ name: "city_vault_network_bytes_per_hour", limit: SETTLED_NETWORK_SHARE, window_seconds: 3600, remaining: 0 });
     expect(problem.detail).toContain("198.18.54.0/24");
     expect(problem.detail).toContain("CITY_STORE_NETWORK_PERCENT");
-    expect(await networkRow("198.18.54.0/24")).toEqual({ hour: SETTLED_NETWORK_SHARE, total: SETTLED_NETWORK_SHARE });
+    expect(await networkRow("198.18.54.0/24")).toEqual({ hour: SETTLED_NETWORK_SHARE, total: 0 });
     expect(await stripeCounters(t().db, "vault")).toEqual({ total: SETTLED_NETWORK_SHARE, hour: SETTLED_NETWORK_SHARE, newcomer: 0 });
     // A settled citizen of another /24 writes its whole share.
     expect((await write(other.citizen_secret, "192.0.2.54", SETTLED_NOTE)).status).toBe(200);
   });
 
-  it("one /24's citizens hold at most the network's part of an append-only store's total (409 past it, not full); a stale network row without a total is swept, one holding a total is kept", async () => {
+  it("a network's full part refuses its citizens' ward notes but never their distress, nor their key events (the identity log is charged to no network)", async () => {
     await waitOutHourTurn();
-    await setStripeCounters(t().db, "vault", { total: 0, hour: 0, newcomer: 0 }, { total: 10_000_000, perHour: 100_000, newcomerPerHour: 25_000 });
     const settled = await admitFrom("198.18.55.1");
     await settle([settled.did]);
-    // Held by the network's citizens on earlier days; two other networks' rows of an hour gone by.
-    await t().raw(`DELETE FROM city_store_subjects WHERE store = 'vault' AND subject LIKE 'net:%'`);
-    await t().raw(`INSERT INTO city_store_subjects (store, subject, hour_start, hour_bytes, total_bytes) VALUES
-        ('vault', 'net:198.18.55.0/24', date_trunc('hour', now()) - interval '2 hours', 700, ${NETWORK_TOTAL - 1_000}),
-        ('vault', 'net:198.18.56.0/24', date_trunc('hour', now()) - interval '2 hours', 500, 5000),
-        ('vault', 'net:198.18.57.0/24', date_trunc('hour', now()) - interval '2 hours', 500, 0)`);
-    const refused = await write(settled.citizen_secret, "198.18.55.1", NOTE);
-    const problem = expectProblem(refused, 409, "limit_reached");
-    expect(problem.limit).toMatchObject({ name: "city_vault_network_bytes", limit: NETWORK_TOTAL, remaining: 1_000 });
-    expect(problem.detail).toContain("198.18.55.0/24");
-    expect(problem.detail).toContain("not full");
-    expect(await stripeCounters(t().db, "vault")).toEqual({ total: 0, hour: 0, newcomer: 0 });
-    // Exactly the rest fits.
-    expect((await write(settled.citizen_secret, "198.18.55.1", 1_000)).status).toBe(200);
-    expect(await networkRow("198.18.55.0/24")).toEqual({ hour: 1_000, total: NETWORK_TOTAL });
-    expect(await networkRow("198.18.56.0/24")).toEqual({ hour: 500, total: 5000 });
-    expect(await networkRow("198.18.57.0/24")).toBeUndefined();
+    // The network's part of the ward's and of the identity log's hour, taken by its other citizens.
+    for (const store of ["ward", "identity_log"])
+      await t().raw(
+        `INSERT INTO city_store_subjects (store, subject, hour_start, hour_bytes) VALUES ('${store}', 'net:198.18.55.0/24', date_trunc('hour', now()), ${SETTLED_NETWORK_SHARE})
+         ON CONFLICT (store, subject) DO UPDATE SET hour_start = excluded.hour_start, hour_bytes = excluded.hour_bytes`,
+      );
+    const file = (body: Record<string, unknown>) => callDoor(readAndFileWard, { bearer: settled.citizen_secret, ip: "198.18.55.1", body });
+    const note = await file({ state: "stuck in a loop", note: "a note" });
+    expect(expectProblem(note, 429, "rate_limited").limit).toMatchObject({
+      name: "city_ward_network_bytes_per_hour",
+      limit: SETTLED_NETWORK_SHARE,
+      remaining: 0,
+    });
+    const distress = await file({ state: "I cannot stop retrying", kind: "distress" });
+    expect(distress.status, JSON.stringify(distress.body)).toBe(200);
+    expect(distress.body.filed).toBe(true);
+    // A key event asked with the secret charges the identity log for the citizen alone.
+    await t().db.transaction((tx) =>
+      chargeStore(tx as never, {
+        store: "identity_log",
+        bytes: 1_000,
+        newcomer: newcomerSql(settled.did, new Date()),
+        now: new Date(),
+        subject: citizenShare(settled.did),
+      }),
+    );
+    expect(await networkRow("198.18.55.0/24", "ward")).toEqual({ hour: SETTLED_NETWORK_SHARE, total: 0 });
+    expect(await networkRow("198.18.55.0/24", "identity_log")).toEqual({ hour: SETTLED_NETWORK_SHARE, total: 0 });
   });
 });

@@ -63,7 +63,6 @@ describe("the share arithmetic, fixed vectors", () => {
         newcomerSubjectPerHour: 1_250,
         newcomerNetworkPerHour: 5_000,
         networkPerHour: 10_000,
-        networkTotal: OWN_TOTAL[store] ? 1_000_000 : null,
         settledPerHourPerDay: 2_000,
         subjectTotal: OWN_TOTAL[store] ? 10_000 : null,
         newcomerTotal: 8_000_000,

@@ -5,7 +5,7 @@ import { describeOnDatabases } from "../support/databases";
 
 /*
  * The store charge's sweeps of stale subject rows (visitors' `src:` rows, migration 0052; newcomers'
- * networks' `net:` rows holding no total, migrations 0053 and 0055) take other subjects' rows. Taken before the writer's own
+ * networks' `net:` rows, migration 0053) take other subjects' rows. Taken before the writer's own
  * rows, two writers of two sources at the hour's turn (when every row of the last hour is stale) can
  * each hold the other's row for deletion and wait for their own: a deadlock PostgreSQL breaks by
  * aborting one (40P01). Since migration 0054 a writer holds its own rows first and sweeps last, with
@@ -17,7 +17,7 @@ import { describeOnDatabases } from "../support/databases";
 const ALL = sql`1000000000::bigint`;
 const charge = (subject: string, network: string | null) =>
   sql`SELECT city_store_charge_share('vault', ${subject}::text, ${network}::text, 100::bigint, true, date_trunc('hour', now()), 0,
-    ${ALL}, ${ALL}, ${ALL}, ${ALL}, ${ALL}, ${ALL}, ${ALL}, ${ALL}) AS ok`;
+    ${ALL}, ${ALL}, ${ALL}, ${ALL}, ${ALL}, ${ALL}, ${ALL}) AS ok`;
 
 describeOnDatabases("the store charge's sweep order at the hour's turn", (t) => {
   for (const [kind, a, b, subjectOf, networkOf] of [
@@ -27,7 +27,7 @@ describeOnDatabases("the store charge's sweep order at the hour's turn", (t) => 
     it(`two writers of two ${kind} never deadlock: a writer holds its own rows before it sweeps another's`, async (ctx) => {
       if (t().driver === "pglite") return ctx.skip("PGlite runs one transaction at a time: no two writers meet");
       await t().raw(
-        `DELETE FROM city_store_subjects WHERE store = 'vault'; INSERT INTO city_store_subjects (store, subject, hour_start, hour_bytes, total_bytes) VALUES ('vault', '${a}', date_trunc('hour', now()) - interval '1 hour', 100, 0), ('vault', '${b}', date_trunc('hour', now()) - interval '1 hour', 100, 0)`,
+        `DELETE FROM city_store_subjects WHERE store = 'vault'; INSERT INTO city_store_subjects (store, subject, hour_start, hour_bytes, total_bytes) VALUES ('vault', '${a}', date_trunc('hour', now()) - interval '1 hour', 100, 100), ('vault', '${b}', date_trunc('hour', now()) - interval '1 hour', 100, 100)`,
       );
       let writerA: Promise<unknown> | undefined;
       await t().db.transaction(async (tx) => {

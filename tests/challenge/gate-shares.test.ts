@@ -140,15 +140,20 @@ describeOnDatabases("the gate's shares per source, the reserve and the overflow 
       await insertCitizenRow(t().db, day),
       await insertCitizenRow(t().db, day),
     ];
+    const newcomer = await insertCitizenRow(t().db, { boundAt: new Date(Date.now() - 3_600_000) });
     for (const [citizen, network] of [
       [a, "198.51.47.0/24"],
       [b, "198.51.47.0/24"],
       [third, "198.51.47.0/24"],
       [elsewhere, "198.51.48.0/24"],
+      [newcomer, "198.51.47.0/24"],
     ] as const)
       await t().raw(`INSERT INTO admission_networks (did, network, admitted_at) VALUES ('${citizen.did}', '${network}', now() - interval '25 hours')`);
     let k = 0;
     const signedBy = async (did: string) => present(presentation(), c(limits, `10.${140 + k++}.0.1`, sponsoredBy(did)));
+    // A newcomer of the network signs first (a bid, in an idle city admitted): it spends nothing of
+    // what the network's settled citizens may sign.
+    expect((await signedBy(newcomer.did)).verdict).toBe("admitted");
     // Two sponsors of the network, each within its own share, sign 6 at once: the network's 5 are admitted.
     const answers = await presentAtOnce(6, (i) => signedBy(i < 3 ? a.did : b.did));
     expect(admitted(answers)).toBe(5);

@@ -168,7 +168,6 @@ async function startOnce(extraEnv: Record<string, string>): Promise<CityServer> 
         // 0053, 0055) have tests of their own (security-postgres-floods sets them).
         CITY_STORE_NEWCOMER_NETWORK_PERCENT: "100",
         CITY_STORE_NETWORK_PERCENT: "100",
-        CITY_STORE_NETWORK_TOTAL_PERCENT: "100",
         NEXT_TELEMETRY_DISABLED: "1",
         ...extraEnv,
       },

@@ -43,7 +43,6 @@ describe("published limits where client addresses are unknown", () => {
       "city_ward_subject_bytes_per_hour",
       "city_ward_network_bytes_per_hour",
       "city_ward_citizen_bytes",
-      "city_ward_network_bytes",
     ]);
     expect(limitsOf("seek-hospital").map((l) => l.name)).toContain("unsigned_filings_city");
     expect(buildLlmsTxt(registry, BASE)).not.toMatch(/per client address/);

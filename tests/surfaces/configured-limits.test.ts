@@ -71,10 +71,9 @@ describe("published limits under a non-default configuration", () => {
       // Issue 43: the newcomers' reach of the total (a fifth reserved), one source's hourly share, one citizen's own total.
       ["city_vault_newcomer_bytes", 98_764],
       ["city_vault_subject_bytes_per_hour", 167_772],
-      // One network's citizens together: a tenth of the hour, a tenth of the total.
+      // One network's citizens together: a tenth of the hour.
       ["city_vault_network_bytes_per_hour", 3_355_443],
       ["city_vault_citizen_bytes", 123],
-      ["city_vault_network_bytes", 12_345],
     ]);
     expect(openApiLimits("seek-hospital").find((l) => l.name === "city_ward_newcomer_bytes_per_hour")).toMatchObject({ limit: 4_000, window_seconds: 3600 });
     expect(buildLlmsTxt(registry, BASE)).toContain("123456 city_vault_bytes per city");
@@ -102,9 +101,9 @@ describe("published limits under a non-default configuration", () => {
     expect(limits.clinic).toMatchObject({ citizenPerDay: 3, provenPerDay: 12, cityCeiling: 60 });
     expect(limits.doors["present-at-gate"]).toEqual(registry.find((d) => d.name === "present-at-gate")!.limits);
     // The origin's 7, the city-wide bound on counted addresses and origins (issue 29, item 8), then the
-    // ward store's city-wide bounds (a ward request is kept there; item 1), one network's parts of its
-    // hour and total among them, as configured.
-    expect(limits.doors["present-at-gate"]!.map((l) => l.limit)).toEqual([7, 20000, 268_435_456, 40_000, 4_000, 214_748_364, 200, 4_000, 268_435, 26_843_545]);
+    // ward store's city-wide bounds (a ward request is kept there; item 1), one network's part of its
+    // hour among them, as configured.
+    expect(limits.doors["present-at-gate"]!.map((l) => l.limit)).toEqual([7, 20000, 268_435_456, 40_000, 4_000, 214_748_364, 200, 4_000, 268_435]);
     expect(limits.doors["describe-gate"]).toBeUndefined();
     expect(JSON.stringify(limits)).not.toContain("CITY_GATE_PER_ADDRESS_PER_HOUR");
   });

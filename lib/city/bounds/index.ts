@@ -24,4 +24,4 @@ export {
   storeLimits,
   type StoreName,
 } from "./store-bounds";
-export { citizenShare, citizenSubject, storeShares, visitorShare, visitorSubject } from "./store-shares";
+export { citizenShare, citizenSubject, storeShares, type StoreShares, visitorShare, visitorSubject } from "./store-shares";

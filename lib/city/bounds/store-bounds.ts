@@ -10,6 +10,7 @@ import {
   STORE_ROW_BYTES,
   STORE_STANDING_DAYS,
   STORE_STRIPES,
+  STORES_WITHOUT_NETWORK_SHARE,
   type StoreName,
   storeBytesVariable,
   storePerHourVariable,
@@ -116,6 +117,17 @@ export interface Charge {
    * visitor's source with none. Absent: the store's bounds alone.
    */
   subject?: { id: string; did: string | null };
+  /**
+   * false: charged to no network (a distress filing: another citizen of the writer's network must
+   * not be able to refuse a call for help). The stores of STORES_WITHOUT_NETWORK_SHARE never are.
+   */
+  network?: false;
+}
+
+/** The writer's network subject for this charge, in SQL (null: none, or a charge made for no network). */
+function chargeNetworkSql(charge: Charge): SQL {
+  const charged = charge.network !== false && !STORES_WITHOUT_NETWORK_SHARE.includes(charge.store);
+  return networkSubjectSql(charge.subject?.did ?? null, charged);
 }
 
 /**
@@ -136,7 +148,7 @@ export function chargeSql(charge: Charge, source: SQL = sql``, bound: StoreBound
   const share = subjectHourShareSql(shares, charge.subject.did, charge.now);
   return sql`
     SELECT ${charge.store}::text AS store FROM (SELECT ${bytes} AS b, (${charge.newcomer}) AS n, (${share}) AS s,
-      ${networkSubjectSql(charge.subject.did)} AS net ${source} OFFSET 0) AS x
+      ${chargeNetworkSql(charge)} AS net ${source} OFFSET 0) AS x
     WHERE ${callShareCharge(charge.store, charge.subject, sql`x.b`, sql`x.n`, sql`x.s`, sql`x.net`, charge.now, bound, shares)}`;
 }
 
@@ -165,11 +177,10 @@ function callShareCharge(
 ): SQL {
   const home = randomInt(STORE_STRIPES);
   // `network`: the citizen's admission network (migration 0055), bounded by its newcomers' part of
-  // the hour for a newcomer, by the network's whole part otherwise, and by its total where the store has one.
-  const networkTotal = shares.networkTotal === null ? sql`NULL::bigint` : sql`${shares.networkTotal}::bigint`;
+  // the hour for a newcomer, by the network's whole part otherwise.
   return sql`city_store_charge_share(${store}::text, ${subject.id}::text, ${network}, ${bytes}, ${newcomer}, ${hourOf(now).toISOString()}::timestamptz,
     ${home}::int, ${bound.total}::bigint, ${bound.perHour}::bigint, ${bound.newcomerPerHour}::bigint, ${bound.newcomerTotal}::bigint,
-    ${share}, ${subjectTotalOf(subject, shares)}::bigint, ${networkHourShareSql(shares, newcomer)}, ${networkTotal})`;
+    ${share}, ${subjectTotalOf(subject, shares)}::bigint, ${networkHourShareSql(shares, newcomer)})`;
 }
 
 /**
@@ -217,7 +228,7 @@ async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused:
   const hourBytes = (id: SQL) =>
     sql`(SELECT CASE WHEN m.hour_start >= ${hourOf(charge.now).toISOString()}::timestamptz THEN m.hour_bytes ELSE 0 END
       FROM city_store_subjects m WHERE m.store = ${charge.store} AND m.subject = ${id})`;
-  const network = subject ? networkSubjectSql(subject.did) : sql`NULL::text`;
+  const network = chargeNetworkSql(charge);
   // The subject's own counts and share beside the store's sums (none without a subject).
   const mine = subject
     ? sql`(${subjectHourShareSql(shares, subject.did, charge.now)}) AS share,
@@ -225,9 +236,8 @@ async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused:
         (SELECT m.total_bytes FROM city_store_subjects m WHERE m.store = ${charge.store} AND m.subject = ${subject.id}) AS mine_total,
         (SELECT c.bound_at FROM citizens c WHERE c.did = ${subject.did}) AS bound_at,
         ${hourBytes(network)} AS net_hour,
-        (SELECT m.total_bytes FROM city_store_subjects m WHERE m.store = ${charge.store} AND m.subject = ${network}) AS net_total,
         ${network} AS net`
-    : sql`NULL AS share, NULL AS mine_hour, NULL AS mine_total, NULL AS bound_at, NULL AS net_hour, NULL AS net_total, NULL AS net`;
+    : sql`NULL AS share, NULL AS mine_hour, NULL AS mine_total, NULL AS bound_at, NULL AS net_hour, NULL AS net`;
   type Row = {
     total: number;
     hour: number;
@@ -239,10 +249,9 @@ async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused:
     mineTotal: number;
     /** A citizen writer's admission, when it settles (null: a visitor, who never does). */
     boundAt: Date | null;
-    /** A citizen's admission network subject ("net:..."), null without one, its bytes this hour and held. */
+    /** A citizen's admission network subject ("net:..."), null without one, and its bytes this hour. */
     net: string | null;
     netHour: number;
-    netTotal: number;
   };
   let row: Row | undefined;
   try {
@@ -262,7 +271,6 @@ async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused:
       boundAt: r.bound_at === null || r.bound_at === undefined ? null : new Date(r.bound_at as string),
       net: typeof r.net === "string" ? r.net : null,
       netHour: Number(r.net_hour ?? 0),
-      netTotal: Number(r.net_total ?? 0),
     }));
   } catch {
     row = undefined;
@@ -283,7 +291,6 @@ async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused:
     (!row.n || (row.newcomer + row.b <= bound.newcomerPerHour && row.total + row.b <= bound.newcomerTotal)) &&
     (row.share === null || row.mineHour + row.b <= row.share) &&
     (row.net === null || row.netHour + row.b <= networkHour) &&
-    (row.net === null || shares.networkTotal === null || row.netTotal + row.b <= shares.networkTotal) &&
     (ownTotal === null || row.mineTotal + row.b <= ownTotal)
   )
     return null;
@@ -299,14 +306,6 @@ async function fullFor(db: Database, charge: Charge, bound: StoreBound, refused:
       "limit_reached",
       `This citizen holds ${row.mineTotal} bytes in the ${charge.store} store (${what}), and each citizen may hold at most ${ownTotal} there (${shares.subjectTotal} of its ${bound.total}: CITY_STORE_SUBJECT_TOTAL_PERMILLE); this write needs ${row.b}. ${nothing} The store is not full: other citizens still write.`,
       { limit: { name: `city_${charge.store}_citizen_bytes`, limit: ownTotal, remaining: Math.max(0, ownTotal - row.mineTotal) } },
-    );
-  }
-  if (row && row.net !== null && shares.networkTotal !== null && row.netTotal + row.b > shares.networkTotal) {
-    const most = shares.networkTotal;
-    return new CityError(
-      "limit_reached",
-      `The citizens admitted from one network (this citizen's, ${row.net.slice(NETWORK_SUBJECT_PREFIX.length)}) hold ${row.netTotal} bytes in the ${charge.store} store (${what}) together, and they may hold at most ${most} there (CITY_STORE_NETWORK_TOTAL_PERCENT of its ${bound.total}); this write needs ${row.b}. ${nothing} The store is not full: citizens of other networks still write.`,
-      { limit: { name: `city_${charge.store}_network_bytes`, limit: most, remaining: Math.max(0, most - row.netTotal) } },
     );
   }
   if (row && row.n && row.total + row.b > bound.newcomerTotal) {
@@ -419,7 +418,6 @@ export function storeLimits(config: Env = env()) {
             newcomer_subject_percent: "CITY_STORE_NEWCOMER_SUBJECT_PERCENT",
             newcomer_network_percent: "CITY_STORE_NEWCOMER_NETWORK_PERCENT",
             network_percent: "CITY_STORE_NETWORK_PERCENT",
-            network_total_percent: "CITY_STORE_NETWORK_TOTAL_PERCENT",
             subject_percent: "CITY_STORE_SUBJECT_PERCENT",
             subject_total_permille: "CITY_STORE_SUBJECT_TOTAL_PERMILLE",
           },
@@ -460,7 +458,6 @@ export interface StoreGauge {
     settled_most: number;
   };
   citizen_bytes: number | null;
-  network_bytes: number | null;
 }
 
 /**
@@ -514,6 +511,5 @@ function publishedShares(shares: StoreShares) {
       settled_most: subjectHourShare(shares, STORE_STANDING_DAYS),
     },
     citizen_bytes: shares.subjectTotal,
-    network_bytes: shares.networkTotal,
   };
 }

@@ -19,10 +19,11 @@ import { NEWCOMER_SECONDS } from "./newcomers";
  *   the reserve is kept for settled citizens;
  * - the citizens admitted from one network (the gate keeps each citizen's /24 or /48, migrations
  *   0053 and 0055) share one part of each store: its newcomers together take at most
- *   CITY_STORE_NEWCOMER_NETWORK_PERCENT of the newcomers' hour, all its citizens together at most
- *   CITY_STORE_NETWORK_PERCENT of the hour and, in an append-only store,
- *   CITY_STORE_NETWORK_TOTAL_PERCENT of the total: one network's citizens, newcomers or settled,
- *   never fill an hour or a store for everyone else.
+ *   CITY_STORE_NEWCOMER_NETWORK_PERCENT of the newcomers' hour (never more than the network's
+ *   whole part), all its citizens together at most CITY_STORE_NETWORK_PERCENT of the hour: one
+ *   network's citizens, newcomers or settled, never fill an hour for everyone else. The identity
+ *   log and distress filings are charged to no network (a neighbour must not stop a recovery or a
+ *   call for help).
  *
  * Each subject's bytes are counted on its own row (city_store_subjects, migration 0051), locked only
  * by its own writes, in the write's statement before the store's stripes: exact, no shared row.
@@ -36,8 +37,6 @@ export interface StoreShares {
   newcomerNetworkPerHour: number;
   /** Bytes the citizens admitted from one network, newcomers and settled, may add together per clock hour. */
   networkPerHour: number;
-  /** Bytes the citizens admitted from one network may hold together (append-only stores), or null: none. */
-  networkTotal: number | null;
   /** Bytes a settled citizen may add per clock hour for each day in the city, up to STORE_STANDING_DAYS. */
   settledPerHourPerDay: number;
   /** Bytes one citizen may hold in the store (append-only stores), or null: none of its own. */
@@ -55,19 +54,20 @@ export function reserveOf(bound: number): number {
   return Math.ceil((bound * STORE_RESERVE_PERCENT) / 100);
 }
 
-/** A store's shares as configured now (env CITY_STORE_NEWCOMER_SUBJECT_PERCENT, _NEWCOMER_NETWORK_PERCENT, _NETWORK_PERCENT, _NETWORK_TOTAL_PERCENT, _SUBJECT_PERCENT, _SUBJECT_TOTAL_PERMILLE). */
+/** A store's shares as configured now (env CITY_STORE_NEWCOMER_SUBJECT_PERCENT, _NEWCOMER_NETWORK_PERCENT, _NETWORK_PERCENT, _SUBJECT_PERCENT, _SUBJECT_TOTAL_PERMILLE). */
 export function storeShares(store: StoreName, config: Env = env()): StoreShares {
   const part = CITY_STORES[store].env;
   const total = config[storeBytesVariable(part)];
   const perHour = config[storePerHourVariable(part)];
   const newcomerPerHour = Math.floor((perHour * config.CITY_STORE_NEWCOMER_PERCENT) / 100);
   const reserveTotal = reserveOf(total);
+  const networkPerHour = Math.floor((perHour * config.CITY_STORE_NETWORK_PERCENT) / 100);
   return {
     store,
     newcomerSubjectPerHour: Math.floor((newcomerPerHour * config.CITY_STORE_NEWCOMER_SUBJECT_PERCENT) / 100),
-    newcomerNetworkPerHour: Math.floor((newcomerPerHour * config.CITY_STORE_NEWCOMER_NETWORK_PERCENT) / 100),
-    networkPerHour: Math.floor((perHour * config.CITY_STORE_NETWORK_PERCENT) / 100),
-    networkTotal: CITY_STORES[store].subjectTotal ? Math.floor((total * config.CITY_STORE_NETWORK_TOTAL_PERCENT) / 100) : null,
+    // A part of the network's hour: never more than the whole of it, however the percents are set.
+    newcomerNetworkPerHour: Math.min(networkPerHour, Math.floor((newcomerPerHour * config.CITY_STORE_NEWCOMER_NETWORK_PERCENT) / 100)),
+    networkPerHour,
     settledPerHourPerDay: Math.floor((perHour * config.CITY_STORE_SUBJECT_PERCENT) / 100),
     subjectTotal: CITY_STORES[store].subjectTotal ? Math.floor((total * config.CITY_STORE_SUBJECT_TOTAL_PERMILLE) / 1000) : null,
     newcomerTotal: total - reserveTotal,
@@ -130,10 +130,10 @@ export const NETWORK_SUBJECT_PREFIX = "net:";
 /**
  * A citizen's admission network subject, in SQL: "net:<network>" from admission_networks, or null
  * (no network recorded: its address was not known, or its first day was over before networks were
- * kept for good; or a visitor).
+ * kept for good; a visitor; or a charge `charged` false: a store or a filing charged to no network).
  */
-export function networkSubjectSql(did: string | null): SQL {
-  if (did === null) return sql`NULL::text`;
+export function networkSubjectSql(did: string | null, charged = true): SQL {
+  if (did === null || !charged) return sql`NULL::text`;
   return sql`(SELECT ${NETWORK_SUBJECT_PREFIX} || n.network FROM admission_networks n WHERE n.did = ${did})`;
 }
 

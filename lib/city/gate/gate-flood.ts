@@ -139,15 +139,17 @@ function reachOf(c: GateCircumstances): number {
 
 /**
  * The sponsor's own window: one citizen's key signs at most as many admissions and ward requests an
- * hour as one IPv6 /64 may be admitted (hostShare), so no sponsor alone spends the reserve; then its
- * admission network's: the sponsors admitted from one /24 or /48 together sign at most what one
- * network may be admitted (prefixShare), so no one network's settled citizens spend it either. The
- * narrower first: a sponsor over its own share never spends its network's.
+ * hour as one IPv6 /64 may be admitted (hostShare), so no sponsor alone spends the reserve; then, for
+ * a settled sponsor, its admission network's: the settled sponsors admitted from one /24 or /48
+ * together sign at most what one network may be admitted (prefixShare), so no one network's settled
+ * citizens spend it either. The narrower first: a sponsor over its own share never spends its network's.
  */
 function sponsorWindows(c: GateCircumstances): Window[] {
   if (!c.sponsor || c.limits.admissionsPerHour <= 0) return [];
   const own = { scope: "gate-sponsor", subject: c.sponsor.did, limit: sponsorShare(c), windowSeconds: 3600 };
-  if (!c.sponsor.network) return [own];
+  // Only a settled sponsor's count on its network: a network's newcomers, whose signatures are bids
+  // served in steps, must not spend what its settled citizens may sign.
+  if (!c.sponsor.network || !c.sponsor.settled) return [own];
   return [own, { scope: "gate-sponsor-network", subject: c.sponsor.network, limit: sponsorNetworkShare(c), windowSeconds: 3600 }];
 }
 

@@ -91,8 +91,16 @@ export async function writeOrPark<T>(
   const payload = JSON.stringify(entry.payload);
   const newcomer = newcomerSql(entry.did, entry.now);
   const subject = citizenShare(entry.did);
-  // A write that may use the reserve (a distress filing) is charged as a settled citizen's: newcomers' lines do not apply to it.
-  const storeCharge: Charge = { store: entry.store, bytes: entry.bytes, newcomer: entry.reserve ? sql`false` : newcomer, now: entry.now, subject };
+  // A write that may use the reserve (a distress filing) is charged as a settled citizen's: newcomers'
+  // lines do not apply to it, nor its network's part (other citizens of its network cannot refuse it).
+  const storeCharge: Charge = {
+    store: entry.store,
+    bytes: entry.bytes,
+    newcomer: entry.reserve ? sql`false` : newcomer,
+    now: entry.now,
+    subject,
+    ...(entry.reserve ? { network: false as const } : {}),
+  };
   const parkCharge: Charge = { store: "quarantine", bytes: jsonbRowBytes(payload), newcomer, now: entry.now, subject };
   // A named prepared statement (db/sql.ts): its plan is kept per connection, not made again on every write.
   const result = await executePrepared(

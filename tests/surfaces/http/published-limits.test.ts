@@ -15,7 +15,6 @@ describeOnServer("the built server publishes the limits in force", () => {
     CITY_STORE_VAULT_BYTES: "7777777",
     CITY_STORE_NEWCOMER_PERCENT: "10",
     CITY_STORE_NETWORK_PERCENT: "30",
-    CITY_STORE_NETWORK_TOTAL_PERCENT: "40",
   });
 
   it("in OpenAPI, llms.txt and the city card", async () => {
@@ -33,10 +32,9 @@ describeOnServer("the built server publishes the limits in force", () => {
       // Issue 43: what newcomers and visitors may fill of the total (the reserve keeps a fifth), one source's share of the hour, one citizen's own total.
       ["city_ward_newcomer_bytes", 214_748_364],
       ["city_ward_subject_bytes_per_hour", 41_943],
-      // One network's citizens together: 30 % of the hour, 40 % of the total, as configured here.
+      // One network's citizens together: 30 % of the hour, as configured here.
       ["city_ward_network_bytes_per_hour", 2_516_582],
       ["city_ward_citizen_bytes", 268_435],
-      ["city_ward_network_bytes", 107_374_182],
     ]);
     expect(openapi.body.paths["/api/vault"].post["x-city-limits"]).toContainEqual(
       expect.objectContaining({ name: "city_vault_bytes", limit: 7_777_777, over: "refused" }),

@@ -1,7 +1,15 @@
 import { LIMITS } from "@/lib/city/protocols";
-import { NEWCOMER_SECONDS, storeBound, storeLimits, storeShares } from "@/lib/city/bounds";
+import { NEWCOMER_SECONDS, storeBound, storeLimits, storeShares, type StoreShares } from "@/lib/city/bounds";
 import { type Env, env } from "@/lib/env";
-import { CITY_STORES, STORE_RESERVE_PERCENT, STORE_STANDING_DAYS, type StoreName, storeBytesVariable, storePerHourVariable } from "@/lib/store-limits";
+import {
+  CITY_STORES,
+  STORE_RESERVE_PERCENT,
+  STORE_STANDING_DAYS,
+  STORES_WITHOUT_NETWORK_SHARE,
+  type StoreName,
+  storeBytesVariable,
+  storePerHourVariable,
+} from "@/lib/store-limits";
 import { addressMode } from "@/lib/doors/pipeline/client-address";
 import type { AnyDoor, PublishedLimit } from "@/lib/doors/door";
 
@@ -98,13 +106,7 @@ export function storeBoundLimits(store: StoreName, config: Env = env()): Publish
       per: `subject: bytes one newcomer, or one visitor source (an IPv4 /24, an IPv6 /48), may add to ${store} per clock hour (env CITY_STORE_NEWCOMER_SUBJECT_PERCENT of the newcomers' share); a settled citizen ${shares.settledPerHourPerDay} per day in the city, up to ${STORE_STANDING_DAYS} days (env CITY_STORE_SUBJECT_PERCENT of the hour's bound)`,
       over: "refused",
     },
-    {
-      name: `city_${store}_network_bytes_per_hour`,
-      limit: shares.networkPerHour,
-      window_seconds: 3600,
-      per: `network: bytes the citizens admitted from one network (an IPv4 /24, an IPv6 /48) may add to ${store} per clock hour together, however long they have lived here (env CITY_STORE_NETWORK_PERCENT of the hour's bound); its newcomers ${shares.newcomerNetworkPerHour} of it (env CITY_STORE_NEWCOMER_NETWORK_PERCENT of the newcomers' share)`,
-      over: "refused",
-    },
+    ...networkLimit(store, shares),
     ...(shares.subjectTotal === null
       ? []
       : [
@@ -115,15 +117,19 @@ export function storeBoundLimits(store: StoreName, config: Env = env()): Publish
             over: "refused" as const,
           },
         ]),
-    ...(shares.networkTotal === null
-      ? []
-      : [
-          {
-            name: `city_${store}_network_bytes`,
-            limit: shares.networkTotal,
-            per: `network: bytes the citizens admitted from one network may hold in ${store} together (env CITY_STORE_NETWORK_TOTAL_PERCENT of its total)`,
-            over: "refused" as const,
-          },
-        ]),
+  ];
+}
+
+/** A store's part per network of its hour, where its writes are charged to a network. */
+function networkLimit(store: StoreName, shares: StoreShares): PublishedLimit[] {
+  if (STORES_WITHOUT_NETWORK_SHARE.includes(store)) return [];
+  return [
+    {
+      name: `city_${store}_network_bytes_per_hour`,
+      limit: shares.networkPerHour,
+      window_seconds: 3600,
+      per: `network: bytes the citizens admitted from one network (an IPv4 /24, an IPv6 /48) may add to ${store} per clock hour together, however long they have lived here (env CITY_STORE_NETWORK_PERCENT of the hour's bound); its newcomers a part of it (subject_bytes_per_hour.newcomer_network in /api/capabilities; env CITY_STORE_NEWCOMER_NETWORK_PERCENT of the newcomers' share)`,
+      over: "refused",
+    },
   ];
 }

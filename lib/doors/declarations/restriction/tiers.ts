@@ -181,7 +181,7 @@ const StoreGaugeSchema = z.object({
         .int()
         .min(0)
         .describe(
-          "bytes the citizens admitted from one network, newcomers and settled, may add together per clock hour (CITY_STORE_NETWORK_PERCENT of bound_bytes_per_hour); 429 past it",
+          "bytes the citizens admitted from one network, newcomers and settled, may add together per clock hour (CITY_STORE_NETWORK_PERCENT of bound_bytes_per_hour); 429 past it. Not applied to the identity log, nor to ward distress: a neighbour never stops a recovery or a call for help",
         ),
       settled_per_day: z.number().int().min(0).describe("bytes a settled citizen may add per clock hour for each whole day in the city"),
       standing_days: z.number().int().min(1).describe("days of standing that share grows with, at most"),
@@ -194,17 +194,9 @@ const StoreGaugeSchema = z.object({
     .min(0)
     .nullable()
     .describe("bytes one citizen may hold in this store, in total; null: none here (a limit of the spec, or the store frees bytes)"),
-  network_bytes: z
-    .number()
-    .int()
-    .min(0)
-    .nullable()
-    .describe(
-      "bytes the citizens admitted from one network may hold in this store together (CITY_STORE_NETWORK_TOTAL_PERCENT of bound_bytes); null: none here; 409 limit_reached past it",
-    ),
 });
 
-const STORES_NOTE = `Every store that citizens or visitors add to has a city-wide bound on bytes in total and on bytes added per clock hour (UTC); newcomers (citizens admitted less than ${NEWCOMER_SECONDS} s ago, proven or not, and visitors) together may add only a share of each hour's bound, so a flood of fresh identities cannot starve settled citizens. A row counts its client-chosen bytes (UTF-8; a jsonb payload or kept A2A task as stored) plus ${STORE_ROW_BYTES} for its own columns. Past a bound the write is refused with 507 city_full (Retry-After for the hour's bounds): nobody is evicted and nothing is deleted. The per-citizen limits are unchanged. Fair under flood: one subject (a citizen; a visitor's source, an IPv4 /24 or IPv6 /48) adds at most its share of each store's hour (subject_bytes_per_hour, 429 past it; a settled citizen's grows with its days in the city), the citizens admitted from one network (IPv4 /24, IPv6 /48) add together at most subject_bytes_per_hour.network, its newcomers at most subject_bytes_per_hour.newcomer_network (429 past it), a citizen holds at most citizen_bytes and one network's citizens together network_bytes in each append-only store (409 limit_reached past it), and newcomers and visitors never reach the reserve (reserve_bytes, reserve_bytes_per_hour: at least a fifth of each bound), which settled citizens keep; ward distress may use the ward's reserve, each source within its own share. Each store's counts are split over ${STORE_STRIPES} stripes, each with a fixed share of every bound, so writers of different citizens do not wait for one another; a write that no free stripe takes is counted against all of them together, so no bound is ever passed and none refuses a write while it has room (slack_bytes 0). The gauges are the sums of the stripes.`;
+const STORES_NOTE = `Every store that citizens or visitors add to has a city-wide bound on bytes in total and on bytes added per clock hour (UTC); newcomers (citizens admitted less than ${NEWCOMER_SECONDS} s ago, proven or not, and visitors) together may add only a share of each hour's bound, so a flood of fresh identities cannot starve settled citizens. A row counts its client-chosen bytes (UTF-8; a jsonb payload or kept A2A task as stored) plus ${STORE_ROW_BYTES} for its own columns. Past a bound the write is refused with 507 city_full (Retry-After for the hour's bounds): nobody is evicted and nothing is deleted. The per-citizen limits are unchanged. Fair under flood: one subject (a citizen; a visitor's source, an IPv4 /24 or IPv6 /48) adds at most its share of each store's hour (subject_bytes_per_hour, 429 past it; a settled citizen's grows with its days in the city), the citizens admitted from one network (IPv4 /24, IPv6 /48) add together at most subject_bytes_per_hour.network, its newcomers at most subject_bytes_per_hour.newcomer_network (429 past it), a citizen holds at most citizen_bytes in each append-only store (409 limit_reached past it), and newcomers and visitors never reach the reserve (reserve_bytes, reserve_bytes_per_hour: at least a fifth of each bound), which settled citizens keep; ward distress may use the ward's reserve, each source within its own share. Each store's counts are split over ${STORE_STRIPES} stripes, each with a fixed share of every bound, so writers of different citizens do not wait for one another; a write that no free stripe takes is counted against all of them together, so no bound is ever passed and none refuses a write while it has room (slack_bytes 0). The gauges are the sums of the stripes.`;
 
 const Tier = z.object({
   tier: z.string(),
