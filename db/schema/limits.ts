@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { bigint, boolean, index, integer, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+import { bigint, boolean, index, integer, pgTable, primaryKey, smallint, text, timestamp } from "drizzle-orm/pg-core";
 
 /**
  * One row per rate window (gate floods, hourly write limits) and per stripe of a city-wide window:
@@ -31,3 +31,13 @@ export const rateWindows = pgTable(
   },
   (t) => [primaryKey({ columns: [t.scope, t.subject] }), index("rate_windows_expires_at").on(t.expiresAt)],
 );
+
+/**
+ * The client-keyed rows of rate_windows (the gate's addresses, networks and origins; overflow
+ * buckets aside), counted as they come and go by triggers of migration 0056 on one of 16 stripes
+ * (by backend): their sum is what the gate's bound on counted subjects reads, not a count of the rows.
+ */
+export const countedSubjects = pgTable("counted_subjects", {
+  stripe: smallint("stripe").primaryKey(),
+  n: bigint("n", { mode: "number" }).notNull().default(0),
+});

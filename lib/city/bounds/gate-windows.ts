@@ -112,14 +112,9 @@ export function chainSql(chain: Chain, now: Date): { ctes: SQL; allTaken: SQL; c
   }
   if (overflows.length) {
     // Whether the table has room for a new subject's row (overflow rows aside), read only when a
-    // subject has none (an OR is evaluated left to right and stops at true).
-    const scopes = sql.join(
-      CLIENT_KEYED_SCOPES.map((s) => sql`${s}`),
-      sql`, `,
-    );
-    ctes.push(sql`subjects_room AS (
-      SELECT (SELECT count(*) FROM (SELECT 1 FROM rate_windows WHERE scope IN (${scopes}) AND subject NOT LIKE ${`${OVERFLOW_PREFIX}%`}
-        LIMIT ${chain.subjectsMax}) kept) < ${chain.subjectsMax}::int AS room)`);
+    // subject has none (an OR is evaluated left to right and stops at true): the rows as counted by
+    // migration 0056's triggers on 16 stripes, not a count of the table (4 to 10 ms at 19,000 rows).
+    ctes.push(sql`subjects_room AS (SELECT coalesce((SELECT sum(n) FROM counted_subjects), 0) < ${chain.subjectsMax}::int AS room)`);
   }
   const first = gates.length ? sql.raw(`FROM ${gates.map((g) => g.split(".")[0]).join(", ")} WHERE ${gates.join(" AND ")}`) : sql``;
   all.forEach((w, i) => {
