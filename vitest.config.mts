@@ -7,13 +7,22 @@ const root = path.dirname(fileURLToPath(import.meta.url));
 const alias = { "@": root };
 
 // The domain suites split in two projects by what a file does. A file that mocks modules, spies,
-// stubs, fakes timers, or reads or writes process.env or globalThis runs isolated ("domain", a fresh
-// module graph per file, as every file ran before). Every other file runs in "domain-shared",
-// without isolation: each worker thread imports the city's modules once and its files reuse them
-// (importing them cost about 1.5 CPU-s a file). Its setup file (tests/support/shared-setup.ts)
-// gives each file the environment the worker started with and a freshly parsed env().
+// stubs, fakes timers, calls forgetEnv, touches globalThis, or writes process.env anywhere but at
+// its top level runs isolated ("domain", a fresh module graph per file, as every file ran before).
+// Every other file runs in "domain-shared", without isolation: each worker thread imports the
+// city's modules once and its files reuse them (importing them cost about 1.5 CPU-s a file). Its
+// setup file (tests/support/shared-setup.ts) gives each file the environment the worker started
+// with and a freshly parsed env(), before the file loads: a file's top-level writes to process.env
+// (its configuration) then hold for that file alone, as in isolation (the city reads its
+// configuration through env() when it needs it). Reading process.env changes nothing.
 // `--project domain --project domain-shared` runs both (npm test, npm run test:domain).
-const keepsModuleState = /vi\.(mock|doMock|unmock|stubEnv|stubGlobal|resetModules|useFakeTimers|spyOn)|process\.env|forgetEnv|globalThis/;
+const keepsModuleState = /vi\.(mock|doMock|unmock|stubEnv|stubGlobal|resetModules|useFakeTimers|spyOn)|forgetEnv|globalThis/;
+// process.env written inside a block (the formatter starts every top-level statement at column 0,
+// so an indented write runs in a function, a hook or a loop) or deleted from.
+const writesEnvInside = /^[ \t]+[^\n]*(process\.env(\.\w+|\[[^\]\n]+\])\s*(\?\?=|\|\|=|=(?![=>]))|Object\.assign\(process\.env\b)|delete process\.env/m;
+// A variable some module's state outlives a file with: db/pglite-prepared.ts keeps every text it
+// was told to prepare, so a file that sets CITY_PREPARED_STATEMENTS=0 must start without them.
+const setsEnvModulesKeep = /CITY_PREPARED_STATEMENTS/;
 // tests/ has a folder per room of the code (docs/architecture.md): a capability's domain tests in
 // tests/<capability>/, its tests against a real `next start` in tests/<capability>/http/. So the
 // kind is the path's last folder and each project is one pattern: "http" takes every http/ folder,
@@ -23,29 +32,42 @@ const isHttpTest = (file: string) => file.split("/").includes("http");
 const domainFiles = readdirSync(path.join(root, "tests"), { recursive: true, encoding: "utf8" })
   .map((file) => `tests/${file.split(path.sep).join("/")}`)
   .filter((file) => file.endsWith(".test.ts") && !isHttpTest(file));
-// A support module that sets process.env when it loads (tests/support/gate.ts) would set it only
-// for the first file of a worker that imports it: its importers, direct or not, stay isolated too.
-// (An assignment to one variable: not a comparison, not an arrow after a read.)
+// A support module that sets process.env when it loads would set it only for the first file of a
+// worker that imports it: its importers, direct or not, stay isolated too. (An assignment to one
+// variable: not a comparison, not an arrow after a read.) Except a default given at its top level,
+// `process.env.NAME ??= "value";` (tests/support/gate.ts): shared-setup gives it to each file that
+// imports the module, directly or not, before the file loads (supportEnv below), as the module's
+// loading does in isolation.
 const writesEnv = /process\.env(\.\w+|\[[^\]\n]+\])\s*(\?\?=|\|\|=|=(?![=>]))/;
+const envDefault = /^process\.env\.(\w+) \?\?= "([^"\n]*)";$/gm;
 // Relative specifiers (`../../support/gate`) and the alias's (`@/tests/support/gate`) alike.
 const localImports = (file: string) =>
   [...readFileSync(file, "utf8").matchAll(/from "(\.{1,2}\/[^"]+|@\/tests\/[^"]+)"/g)]
     .map((m) => (m[1]!.startsWith("@/") ? path.join(root, `${m[1]!.slice(2)}.ts`) : path.resolve(path.dirname(file), `${m[1]}.ts`)))
     .filter((imported) => imported.includes(`${path.sep}tests${path.sep}`));
-function loadsEnvWriter(file: string, seen = new Set<string>()): boolean {
-  return localImports(file).some((imported) => {
-    if (seen.has(imported)) return false;
+/** The defaults the support modules `file` loads give process.env, or null when one writes it otherwise. */
+function supportEnvOf(file: string, seen = new Set<string>(), defaults: Record<string, string> = {}): Record<string, string> | null {
+  for (const imported of localImports(file)) {
+    if (seen.has(imported)) continue;
     seen.add(imported);
-    return writesEnv.test(readFileSync(imported, "utf8")) || loadsEnvWriter(imported, seen);
-  });
+    const text = readFileSync(imported, "utf8");
+    for (const [, name, value] of text.matchAll(envDefault)) defaults[name!] ??= value!;
+    if (writesEnv.test(text.replace(envDefault, "")) || !supportEnvOf(imported, seen, defaults)) return null;
+  }
+  return defaults;
 }
 // Files a run leaves out of both domain projects (CITY_TEST_EXCLUDE, comma-separated paths from the
 // repository's root: scripts/test.sh runs two of them in another lane). The command line's
 // `--exclude` cannot do it: a project's own `exclude` and `include` override it.
 const excludedByRun = (process.env.CITY_TEST_EXCLUDE ?? "").split(",").filter(Boolean);
+const supportEnv: Record<string, Record<string, string>> = {};
 const sharedFiles = domainFiles.filter((file) => {
   const full = path.join(root, file);
-  return !excludedByRun.includes(file) && !keepsModuleState.test(readFileSync(full, "utf8")) && !loadsEnvWriter(full);
+  const text = readFileSync(full, "utf8");
+  if (excludedByRun.includes(file) || keepsModuleState.test(text) || writesEnvInside.test(text) || setsEnvModulesKeep.test(text)) return false;
+  const defaults = supportEnvOf(full);
+  if (defaults && Object.keys(defaults).length) supportEnv[full] = defaults;
+  return defaults !== null;
 });
 
 // The order tests run in inside every suite of describeOnDatabases that is not `ordered`
@@ -115,6 +137,8 @@ export default defineConfig({
           isolate: false,
           include: sharedFiles,
           setupFiles: ["tests/support/setup.ts", "tests/support/shared-setup.ts"],
+          // Per file (its full path): the defaults its support modules give process.env.
+          provide: { supportEnv },
           // Migrates one PGlite and one server database per run; every suite starts from a copy.
           globalSetup: ["tests/support/database-template.ts"],
           environment: "node",

@@ -3,6 +3,7 @@ import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
 import { bidStep, readCeilingStripes, type GateCircumstances, type GateLimits, type Verdict, steppedBidWindow } from "@/lib/city/challenge";
 import { readSuggestedEffort } from "@/lib/city/challenge/gate-pow";
+import { POW_BASE_EFFORT } from "@/lib/city/challenge/pow-effort";
 import { bucketMs, bucketOf, cityWindow, STEP_CYCLE, stepPortion, stripesRetryAfter, stripesRoom, withReach, withSteps } from "@/lib/city/bounds";
 import { stepRelease } from "@/lib/city/bounds/rate-stripes";
 import { describeOnDatabases } from "../support/databases";
@@ -108,6 +109,9 @@ describeOnDatabases("keyless bids served in steps (fair under flood)", (t) => {
   const present = (p: Record<string, unknown>, circumstances: GateCircumstances): Promise<Verdict> => presentDirect(t().db, p, circumstances);
   const bidding = (at: Date, effort: number) => biddingPresentation(t().db, effort, {}, at);
   const counted = () => admissionsCounted(t().db);
+  // What an honest client solves at (docs/pow.md): the effort suggested now, at least the least ever
+  // asked. The rule under test is the steps, not the work: no margin above it (each bit doubles the CPU).
+  const asked = async (l: GateLimits, at: Date) => Math.max(POW_BASE_EFFORT, await readSuggestedEffort(t().db, l, at));
   /** The open share (90) taken a step before `now`, as a flood without bids leaves the stripes. */
   const openShareTaken = async () => {
     const n = window.stripes!;
@@ -136,13 +140,17 @@ describeOnDatabases("keyless bids served in steps (fair under flood)", (t) => {
     });
     // The step's two bids are admitted, one after another.
     for (let i = 0; i < 2; i++) {
-      const bid = await present(await bidding(now, Math.max(16, await readSuggestedEffort(t().db, limits, now))), c(now));
+      const bid = await present(await bidding(now, await asked(limits, now)), c(now));
       expect(bid.verdict, JSON.stringify(bid)).toBe("admitted");
     }
     expect(await counted()).toBe(92);
     expect(bidStep(await readCeilingStripes(t().db, limits, now), limits, now)!.left).toBe(0);
     // A third bid of this step is refused: told so, retry at the next step (240 s), and the effort it asks.
-    const third = (await present(await bidding(now, 16), c(now))) as Verdict & { reason: string; retry_after_seconds: number; suggested_effort: number };
+    const third = (await present(await bidding(now, await asked(limits, now)), c(now))) as Verdict & {
+      reason: string;
+      retry_after_seconds: number;
+      suggested_effort: number;
+    };
     expect(third).toMatchObject({ verdict: "filtered", rule: "flood", retry_after_seconds: 240 });
     expect(third.reason).toContain(`Bids for this step are taken; the next step opens at ${new Date((step + 1) * STEP_MS).toISOString()}`);
     expect(third.suggested_effort).toBeGreaterThanOrEqual(effort);
@@ -159,22 +167,24 @@ describeOnDatabases("keyless bids served in steps (fair under flood)", (t) => {
     expect((await present(presentation(), c(now, await signedBySponsor(t().db)))).verdict).toBe("admitted");
     expect(await counted()).toBe(93);
     // The next step serves bids again, at the effort it asks.
-    const next = await present(await bidding(later, Math.max(16, await readSuggestedEffort(t().db, limits, later))), c(later));
+    const next = await present(await bidding(later, await asked(limits, later)), c(later));
     expect(next.verdict, JSON.stringify(next)).toBe("admitted");
     expect(await counted()).toBe(94);
   }, 120_000);
 
   it("never serves more than the step's portion to bids presented in parallel", async () => {
     await openShareTaken();
-    const effort = Math.max(16, await readSuggestedEffort(t().db, limits, now));
+    const effort = await asked(limits, now);
     const bids = await Promise.all(Array.from({ length: 8 }, () => bidding(now, effort)));
     const answers = await Promise.all(bids.map((p) => present(p, c(now))));
     const admitted = answers.filter((a) => a.verdict === "admitted").length;
     expect(admitted, JSON.stringify(answers)).toBeGreaterThan(0);
     expect(admitted).toBeLessThanOrEqual(2);
+    // Each was a bid at the effort asked: none refused for want of one (solved at the least effort that counts).
+    for (const a of answers) if (a.verdict !== "admitted") expect((a as { reason: string }).reason).not.toMatch(/^Presentations without a bid/);
     expect(await counted()).toBe(90 + admitted);
     // What is left of the step is taken one after another, and no more.
-    for (let i = admitted; i < 4; i++) await present(await bidding(now, effort), c(now));
+    for (let i = admitted; i < 4; i++) await present(await bidding(now, await asked(limits, now)), c(now));
     expect(await counted()).toBe(92);
     expect(stripesRoom(await readCeilingStripes(t().db, limits, now), steppedBidWindow(limits)!, now)).toBe(0);
   }, 120_000);
@@ -183,7 +193,7 @@ describeOnDatabases("keyless bids served in steps (fair under flood)", (t) => {
     await openShareTaken();
     const shared = { ...limits, prefixSharePercent: 50 };
     const at = (ip: string, extra: Partial<GateCircumstances> = {}) => gateCircumstances(shared, { now, ip, ...extra });
-    const effort = Math.max(16, await readSuggestedEffort(t().db, shared, now));
+    const effort = await asked(shared, now);
     expect((await present(await bidding(now, effort), at("10.1.1.7"))).verdict).toBe("admitted");
     // The same /24 again, another address, a bid of the effort asked: refused by its network's share of the step.
     const again = (await present(await bidding(now, effort), at("10.1.1.8"))) as Verdict & { reason: string; retry_after_seconds: number };

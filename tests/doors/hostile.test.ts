@@ -9,6 +9,8 @@ import { admit } from "../support/gate";
 import { hostileInput, hostileRawBody, type HostileRequest, schemaInput, sendHostile } from "../support/hostile";
 import { tableDigests } from "../support/table-state";
 import { activeSigningKey, forgetSigningKey } from "@/lib/city/signing";
+import { identityLog } from "@/lib/city/logs/identity-log";
+import { checkLogIdentity } from "@/lib/city/logs/residency-log";
 import { recordFigures } from "../support/figures";
 
 // Many citizens are admitted here; the gate's flood limits have tests of their own.
@@ -42,6 +44,11 @@ describeOnDatabases(
       // order would change signing_keys from no row to one (seen with VITEST_SEED=178561078).
       forgetSigningKey();
       await activeSigningKey(t().db);
+      // So are both logs' identities (recorded on a new city by the first write's readySigning, even
+      // one refused after it): otherwise a refused write can record them (seen with
+      // VITEST_SEED=1828054047 on PGlite, at the operator's appeal door).
+      await checkLogIdentity(t().db);
+      await identityLog.checkLogIdentity(t().db);
     });
     afterAll(() => recordFigures(`hostile-${t().driver}`, { [`hostile_inputs_${t().driver}`]: inputs, doors_covered: registry.length }));
 

@@ -33,6 +33,18 @@ async function biddingAt(city: () => PostgresCity, address: string, withKey = fa
   return presentAt(city, address, { ...p, nonce: gate.nonce, pow_solution, ...signed });
 }
 
+/**
+ * SQL that leaves the admissions ceiling's 32 stripes (city/0 to city/31) counting `taken` in the
+ * current step (5 minutes), stripe s its part (taken / 32, one more for the first taken % 32): what
+ * as many admissions in a row leave. Every earlier count is dropped.
+ */
+const openShareTakenSql = (taken: number) => `
+  INSERT INTO rate_windows (scope, subject, bucket, bucket_ms, counts, expires_at, allowed)
+  SELECT 'gate-admissions', 'city/' || s, floor(extract(epoch FROM clock_timestamp()) * 1000 / 300000)::bigint, 300000,
+    ARRAY[${taken} / 32 + (s < ${taken} % 32)::int] || array_fill(0, ARRAY[12]), 'infinity', true
+  FROM generate_series(0, 31) AS s
+  ON CONFLICT (scope, subject) DO UPDATE SET bucket = excluded.bucket, bucket_ms = excluded.bucket_ms, counts = excluded.counts`;
+
 describeOnServer("the gate's shares per source under a flood from one network", () => {
   // 400 admissions an hour: a /24 or /48 takes 2% (8), a /64 1% (4); 60 presentations and nonces per network.
   const city = usePostgresCity("gate-shares", {
@@ -47,6 +59,7 @@ describeOnServer("the gate's shares per source under a flood from one network", 
   });
   const present = (address: string, overrides: Record<string, unknown> = {}): Promise<Answer> => presentAt(city, address, presentation(overrides));
   const admittedOf = (answers: Answer[]) => answers.filter((a) => a.body.verdict === "admitted").length;
+  const bidding = (address: string): Promise<Answer> => biddingAt(city, address);
 
   it("admits 8 of 40 from one /24 with its last octet rotated, and every honest newcomer from other /24s during and after", async () => {
     const race = await city().race(48, (i) => (i < 40 ? present(`203.0.113.${i + 1}`) : present(`198.51.${i}.7`)));
@@ -120,6 +133,29 @@ describeOnServer("the gate's shares per source under a flood from one network", 
       },
     });
   });
+
+  // Last in this block: it fills the open share. Its 240 admissions (3/4 of the 320 keyless reach)
+  // are written to the ceiling's stripes by SQL, each stripe its part (so 240 presentations in a row
+  // leave them); one /24's presentations over HTTP take the last 8, at its hourly share.
+  it("serves one /24 one bid a step however it rotates its addresses, and another /24's bid beside it", async () => {
+    // The bids' part: 80, 6 a step; one /24's 2% of a step's 6: 1 (bids_per_prefix_per_step above).
+    city().psql(openShareTakenSql(232));
+    for (let i = 0; i < 8; i++) expect((await present(`10.70.5.${i + 1}`)).body.verdict).toBe("admitted");
+    expect(city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'gate-admissions'")).toBe(240);
+    // The open share is taken: a presentation without a bid is refused, a bid asked for.
+    expect((await present("10.71.5.1")).body).toMatchObject({ verdict: "filtered", rule: "flood", suggested_effort: expect.any(Number) });
+    // One /24 bids at the effort asked: one served, the next (another address) refused by its network's share of the step.
+    expect((await bidding("10.90.5.1")).body.verdict).toBe("admitted");
+    const again = await bidding("10.90.5.2");
+    expect(again.body).toMatchObject({ verdict: "filtered", rule: "flood", retry_after_seconds: expect.any(Number) });
+    expect(again.body.reason).toMatch(/^Your network \(10\.90\.5\.0\/24\) had its share of the bids served in steps: 1 every 300 s/);
+    expect(again.body).not.toHaveProperty("suggested_effort");
+    expect(again.headers.get("retry-after")).toBe(String(again.body.retry_after_seconds));
+    // Another /24's bid is served beside it.
+    const other = await bidding("10.91.5.1");
+    expect(other.body.verdict, JSON.stringify(other.body)).toBe("admitted");
+    expect(city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'gate-admissions'")).toBe(242);
+  }, 120_000);
 });
 
 describeOnServer("the gate's reserve and a full subjects table", () => {
@@ -201,40 +237,5 @@ describeOnServer("the gate's reserve and a full subjects table", () => {
     expect(refused.body).not.toHaveProperty("suggested_effort");
     expect((await bidding("10.66.5.1", false)).body.verdict).toBe("filtered");
     expect(counted()).toBe(10);
-  }, 300_000);
-});
-
-describeOnServer("one network's share of a step's bids", () => {
-  // 130 admissions an hour: 104 for everyone but settled citizens' signatures, 78 of them (the open
-  // share) without a bid; the bids' part 26, 2 a step; one /24 or /48 5% of a step's 2: 1.
-  const city = usePostgresCity("gate-bid-shares", {
-    CITY_TRUSTED_PROXIES: "1",
-    VERCEL: "",
-    CITY_GATE_ADMISSIONS_PER_HOUR: "130",
-    CITY_GATE_PREFIX_SHARE_PERCENT: "5",
-    CITY_GATE_HOST_SHARE_PERCENT: "1",
-    CITY_GATE_PER_PREFIX_PER_HOUR: "120",
-    CITY_GATE_PER_ORIGIN_PER_HOUR: "1000",
-  });
-  const present = (address: string): Promise<Answer> => presentAt(city, address, presentation());
-  const bidding = (address: string): Promise<Answer> => biddingAt(city, address);
-
-  it("serves one /24 one bid a step however it rotates its addresses, and another /24's bid beside it", async () => {
-    // The open share, from 13 /24s at their hourly share of 6 each.
-    for (let i = 0; i < 78; i++) expect((await present(`10.${70 + Math.floor(i / 6)}.5.${(i % 6) + 1}`)).body.verdict).toBe("admitted");
-    const caps = await city().get("/api/capabilities");
-    const admissions = (caps.body.rate_windows.city_wide as Record<string, any>[]).find((w) => w.name === "admissions")!;
-    expect(admissions.shares).toMatchObject({ per_prefix: 6, anonymous_reach: 104, bids_per_prefix_per_step: 1 });
-    // One /24 bids at the effort asked: one served, the next (another address) refused by its network's share of the step.
-    expect((await bidding("10.90.5.1")).body.verdict).toBe("admitted");
-    const again = await bidding("10.90.5.2");
-    expect(again.body).toMatchObject({ verdict: "filtered", rule: "flood", retry_after_seconds: expect.any(Number) });
-    expect(again.body.reason).toMatch(/^Your network \(10\.90\.5\.0\/24\) had its share of the bids served in steps: 1 every 300 s/);
-    expect(again.body).not.toHaveProperty("suggested_effort");
-    expect(again.headers.get("retry-after")).toBe(String(again.body.retry_after_seconds));
-    // Another /24's bid is served beside it.
-    const other = await bidding("10.91.5.1");
-    expect(other.body.verdict, JSON.stringify(other.body)).toBe("admitted");
-    expect(city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'gate-admissions'")).toBe(80);
   }, 300_000);
 });
