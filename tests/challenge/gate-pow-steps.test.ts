@@ -1,8 +1,8 @@
 import { sql } from "drizzle-orm";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { useDatabase } from "@/lib/city/database";
-import { bidStep, readCeilingStripes, type GateCircumstances, type GateLimits, type Verdict, steppedBidWindow } from "@/lib/city/challenge";
-import { readSuggestedEffort } from "@/lib/city/challenge/gate-pow";
+import { bidStep, readCeilingStripes, type GateCircumstances, type GateLimits, type Verdict } from "@/lib/city/challenge";
+import { steppedBidWindow, readSuggestedEffort } from "@/lib/city/challenge/gate-pow";
 import { POW_BASE_EFFORT } from "@/lib/city/challenge/pow-effort";
 import { bucketMs, bucketOf, cityWindow, STEP_CYCLE, stepPortion, stripesRetryAfter, stripesRoom, withReach, withSteps } from "@/lib/city/bounds";
 import { stepRelease } from "@/lib/city/bounds/rate-stripes";

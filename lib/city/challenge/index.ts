@@ -4,8 +4,8 @@ export { addressRate, consumeNonce, type IssuedNonce, issueNonce, type OfferedNo
 export {
   anonymousReach,
   bidOf,
-  bidStepSeconds,
   bidStep,
+  bidStepSeconds,
   ceilingPressure,
   ceilingWindow,
   effortFromStripes,
@@ -15,7 +15,6 @@ export {
   powHeaders,
   readCeilingStripes,
   stepEffort,
-  steppedBidWindow,
 } from "./gate-pow";
 export { shareOf, sourceOf, sourcesToFill } from "./gate-prefixes";
 export {
