@@ -14,10 +14,6 @@ import { type Answer, describeOnServer, type PostgresCity, usePostgresCity } fro
 
 const ROUNDS = 4;
 
-// The invariants are read with psql between rounds (the harness lets idle sockets go first, see
-// tests/support/postgres-city.ts); each round ends with a pause in which the loop sees the closes.
-const settle = () => new Promise((resolve) => setTimeout(resolve, 600));
-
 /** The invariants of issue 19, read from the database after a round. */
 function expectInvariants(city: PostgresCity) {
   expect(city.count("citizens", "residency_status = 'exported' AND bed_id IS NOT NULL"), "exported rows holding a bed").toBe(0);
@@ -79,7 +75,6 @@ function exportRaces(driver: "pg" | "neon") {
         const again = await city().post("/gate", citizen.shown);
         expect(again.body.verdict, JSON.stringify(again.body)).toBe("admitted");
         expectInvariants(city());
-        await settle();
       }
     }, 180_000);
 
@@ -108,13 +103,12 @@ function exportRaces(driver: "pg" | "neon") {
         expect(city().count("vault_notes", `did = '${citizen.did}'`)).toBe(notes.size);
         expect(city().count("quarantine", `did = '${citizen.did}'`)).toBe(0);
         expectInvariants(city());
-        await settle();
       }
     }, 180_000);
 
     it(`chains the log through one citizen's own leaves, returns, gate resumes and export at once, and admits a name once among 8 presenters, ${ROUNDS} rounds`, async () => {
       for (let round = 0; round < ROUNDS; round++) {
-        const [stays, goes] = [await admitNamed(city()), await admitNamed(city())];
+        const [stays, goes] = await Promise.all([admitNamed(city()), admitNamed(city())]);
         const before = Number(city().psql("SELECT max(seq) FROM residency_log"));
         const send = (i: number) => {
           const who = i % 2 ? goes : stays;
@@ -149,7 +143,6 @@ function exportRaces(driver: "pg" | "neon") {
         ).toBe("t");
         expect((await city().get("/api/residency/log/verify")).body).toMatchObject({ intact: true, rows_checked: before + appended + 1 });
         expectInvariants(city());
-        await settle();
       }
     }, 180_000);
   });
