@@ -5,7 +5,7 @@ import { readSuggestedEffort } from "@/lib/city/challenge/gate-pow";
 import type { GateCircumstances, GateLimits, Verdict } from "@/lib/city/challenge";
 import { POW_BASE_EFFORT } from "@/lib/city/challenge/pow-effort";
 import { describeOnDatabases } from "../support/databases";
-import { admissionsCounted, biddingPresentation, gateCircumstances, presentation, presentDirect, signedBySponsor } from "../support/gate";
+import { admissionsCounted, awayFromStepTurn, biddingPresentation, gateCircumstances, presentation, presentDirect, signedBySponsor } from "../support/gate";
 
 /*
  * CITY-POW/1 wired at the gate (issue 43, docs/pow.md), on the domain functions (PGlite, and pg where
@@ -112,6 +112,8 @@ describeOnDatabases("the gate's proof-of-work bid (CITY-POW/1)", (t) => {
   }, 120_000);
 
   it("serves a settled citizen's signature without work up to the whole ceiling, a newcomer's and bids of work only in steps, never past what the reserve leaves", async () => {
+    // One step's portion is taken below and the next bid expected refused: no step may open between.
+    await awayFromStepTurn(limits);
     await fillOpenShare();
     // A newcomer's signature: a bid that needs no work, served from this step's portion (one here).
     expect((await present(presentation(), c(await signedBySponsor(t().db, 1)))).verdict).toBe("admitted");

@@ -3,7 +3,7 @@ import * as ed from "@noble/ed25519";
 import { eq, sql } from "drizzle-orm";
 import type { Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
-import { type GateCircumstances, type GateLimits, issueNonce, solvePow, type Verdict } from "@/lib/city/challenge";
+import { bidStepSeconds, type GateCircumstances, type GateLimits, issueNonce, solvePow, type Verdict } from "@/lib/city/challenge";
 import { presentAtGate } from "@/lib/city/gate";
 import { gateNonces } from "@/db/schema";
 import { insertCitizenRow } from "./citizens";
@@ -113,4 +113,16 @@ export async function signedBySponsor(db: Database, hoursAgo = 25): Promise<Part
 /** What the gate door passes for a presentation signed (CITY-SIG/1) with the key of the citizen `did`. */
 export function sponsoredBy(did: string): Partial<GateCircumstances> {
   return { signedByBoundKey: true, callerDid: did, credential: "secret" };
+}
+
+/**
+ * Waits, when fewer than `marginMs` are left of the bids' current step (steps are cut from the
+ * epoch), for the next one: a test that fills a step's portion with the clock running and then
+ * expects the next bid refused must not see a new step open in between.
+ */
+export async function awayFromStepTurn(limits: GateLimits, marginMs = 60_000): Promise<void> {
+  const stepMs = bidStepSeconds(limits) * 1000;
+  if (!stepMs) return;
+  const left = stepMs - (Date.now() % stepMs);
+  if (left < marginMs) await new Promise((resolve) => setTimeout(resolve, left + 200));
 }

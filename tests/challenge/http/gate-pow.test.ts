@@ -1,6 +1,6 @@
 import { expect, it } from "vitest";
 import { solveGatePuzzle } from "@/lib/sign-request";
-import { presentation } from "../../support/gate";
+import { awayFromStepTurn, presentation } from "../../support/gate";
 import { type Answer, describeOnServer, usePostgresCity } from "../../support/postgres-city";
 
 /*
@@ -17,6 +17,8 @@ describeOnServer("the gate's proof-of-work bid through next start", () => {
     city().call("/gate", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
 
   it("asks no work below the open share, then filters a bare presentation with the effort and admits one that solves it", async () => {
+    // The step's portion is taken below and then said to be: no step may open between.
+    await awayFromStepTurn({ perOriginPerHour: 1, perAddressPerHour: 0, admissionsPerHour: 8, reservePercent: 20 });
     const before = city().count("citizens");
     const idle = await city().get("/gate");
     expect(idle.status).toBe(200);

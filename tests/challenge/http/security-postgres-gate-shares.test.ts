@@ -1,6 +1,6 @@
 import { expect, it } from "vitest";
 import { solveGatePuzzle } from "@/lib/sign-request";
-import { keyPair, presentation } from "../../support/gate";
+import { awayFromStepTurn, keyPair, presentation } from "../../support/gate";
 import { newKey } from "../../support/signed";
 import { signedCall } from "../../support/signed-http";
 import { type Answer, describeOnServer, type PostgresCity, usePostgresCity } from "../../support/postgres-city";
@@ -195,7 +195,9 @@ describeOnServer("the gate's reserve and a full subjects table", () => {
 
   it("keeps 2 of 10 admissions for presentations settled citizens sign, whatever others do: bids (in steps), fresh keys, newcomers' signatures (docs/pow.md)", async () => {
     // 8 for everyone else, 6 of them (the open share) without a proof-of-work bid. The first binds its
-    // controller key: a citizen that will sign presentations.
+    // controller key: a citizen that will sign presentations. A step's bids are taken below and the
+    // next expected refused: no step may open between.
+    await awayFromStepTurn({ perOriginPerHour: 1, perAddressPerHour: 0, admissionsPerHour: 10, reservePercent: 20 });
     const key = await newKey();
     const { nonce } = (await city().call("/gate", { headers: from("10.39.5.1") })).body as { nonce: string };
     const sponsor = await present("10.39.5.1", { nonce, controller_public_key: key.publicKey, controller_signature: await key.signHex(nonce) });
