@@ -75,7 +75,7 @@ export const STORE_NETWORK_PERCENT = 10;
  * Stores charged to no network: the identity log (a recovery by code or a secret's key event must
  * not be refused because other citizens of the owner's network filled their part).
  */
-export const STORES_WITHOUT_NETWORK_SHARE: readonly string[] = ["identity_log"];
+export const STORES_WITHOUT_NETWORK_SHARE: readonly StoreName[] = ["identity_log"];
 
 /** Default share of a store's hour that a settled citizen may take per day in the city, in percent. */
 export const STORE_SUBJECT_PERCENT = 2;

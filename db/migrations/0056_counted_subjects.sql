@@ -11,9 +11,15 @@ CREATE TABLE "counted_subjects" (
 	"n" bigint DEFAULT 0 NOT NULL
 );--> statement-breakpoint
 INSERT INTO "counted_subjects" ("stripe") SELECT g FROM generate_series(0, 15) g;--> statement-breakpoint
-UPDATE "counted_subjects" SET "n" = (SELECT count(*) FROM "rate_windows"
-  WHERE "scope" IN ('gate-prefix', 'gate-address', 'gate-admissions-prefix', 'gate-admissions-host', 'gate-bids-prefix', 'gate-origin')
-    AND "subject" NOT LIKE 'overflow/%') WHERE "stripe" = 0;--> statement-breakpoint
+-- Whether a row of rate_windows is a counted subject: a client-keyed scope (lib/city/bounds/
+-- gate-windows.ts's CLIENT_KEYED_SCOPES; tests/bounds/counted-subjects.test.ts checks they agree),
+-- overflow buckets aside. One definition for the first count and both triggers (a SQL function the
+-- triggers' conditions inline).
+CREATE FUNCTION counted_subject(p_scope text, p_subject text) RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
+  SELECT p_scope IN ('gate-prefix', 'gate-address', 'gate-admissions-prefix', 'gate-admissions-host', 'gate-bids-prefix', 'gate-origin')
+    AND p_subject NOT LIKE 'overflow/%'
+$$;--> statement-breakpoint
+UPDATE "counted_subjects" SET "n" = (SELECT count(*) FROM "rate_windows" WHERE counted_subject("scope", "subject")) WHERE "stripe" = 0;--> statement-breakpoint
 CREATE FUNCTION counted_subjects_track() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   UPDATE counted_subjects SET n = n + CASE WHEN TG_OP = 'INSERT' THEN 1 ELSE -1 END WHERE stripe = pg_backend_pid() % 16;
@@ -24,13 +30,8 @@ BEGIN
   UPDATE counted_subjects SET n = 0;
   RETURN NULL;
 END $$;--> statement-breakpoint
--- The scopes are lib/city/bounds/gate-windows.ts's CLIENT_KEYED_SCOPES (tests/bounds/counted-subjects.test.ts checks they agree).
 CREATE TRIGGER counted_subjects_insert AFTER INSERT ON "rate_windows" FOR EACH ROW
-  WHEN (NEW.scope IN ('gate-prefix', 'gate-address', 'gate-admissions-prefix', 'gate-admissions-host', 'gate-bids-prefix', 'gate-origin')
-    AND NEW.subject NOT LIKE 'overflow/%')
-  EXECUTE FUNCTION counted_subjects_track();--> statement-breakpoint
+  WHEN (counted_subject(NEW.scope, NEW.subject)) EXECUTE FUNCTION counted_subjects_track();--> statement-breakpoint
 CREATE TRIGGER counted_subjects_delete AFTER DELETE ON "rate_windows" FOR EACH ROW
-  WHEN (OLD.scope IN ('gate-prefix', 'gate-address', 'gate-admissions-prefix', 'gate-admissions-host', 'gate-bids-prefix', 'gate-origin')
-    AND OLD.subject NOT LIKE 'overflow/%')
-  EXECUTE FUNCTION counted_subjects_track();--> statement-breakpoint
+  WHEN (counted_subject(OLD.scope, OLD.subject)) EXECUTE FUNCTION counted_subjects_track();--> statement-breakpoint
 CREATE TRIGGER counted_subjects_truncate AFTER TRUNCATE ON "rate_windows" FOR EACH STATEMENT EXECUTE FUNCTION counted_subjects_reset();
