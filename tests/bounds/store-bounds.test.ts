@@ -21,6 +21,7 @@ import { expectProblem } from "../support/assertions";
 import { describeOnDatabases, type TestDatabase } from "../support/databases";
 import { type Counters, setStripeCounters, stripeCounters } from "../support/store-stripes";
 import { admit, callDoor, presentation } from "../support/gate";
+import { awayFromHourTurn } from "../support/clock";
 
 // City-wide store bounds (issue 29, item 1). Every store of this file gets the same small bounds
 // (env() reads them on first use), so each test sets its store's counters to where a write just
@@ -49,13 +50,9 @@ type Answer = { status: number; body: Record<string, any>; headers: Headers };
 type Citizen = Awaited<ReturnType<typeof admit>>;
 
 const utf8 = (text: string) => Buffer.byteLength(text, "utf8");
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The hourly bounds are clock hours: a test that sets the hour's counters does not start in the last 5 s of one. */
-async function awayFromTheHour() {
-  const left = 3_600_000 - (Date.now() % 3_600_000);
-  if (left < 5_000) await sleep(left + 200);
-}
+const awayFromTheHour = () => awayFromHourTurn(5_000);
 
 function storeHelpers(t: () => TestDatabase) {
   const counters = (store: string): Promise<Counters> => stripeCounters(t().db, store);

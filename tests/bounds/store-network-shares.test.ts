@@ -11,6 +11,7 @@ import { expectProblem } from "../support/assertions";
 import { describeOnDatabases } from "../support/databases";
 import { setStripeCounters, stripeCounters } from "../support/store-stripes";
 import { admit, callDoor, presentation } from "../support/gate";
+import { awayFromHourTurn } from "../support/clock";
 
 // Shares per network (issue 43, item 1, migrations 0053 and 0055): the newcomers admitted from one
 // network (an IPv4 /24, an IPv6 /48) together add at most CITY_STORE_NEWCOMER_NETWORK_PERCENT of a
@@ -60,13 +61,9 @@ describeOnDatabases("the newcomers of one network share one part of a store's ne
     await t().raw(`UPDATE citizens SET bound_at = now() - interval '25 hours' WHERE did IN (${list})`);
     await t().raw(`UPDATE admission_networks SET admitted_at = now() - interval '25 hours' WHERE did IN (${list})`);
   };
-  const waitOutHourTurn = async () => {
-    const left = 3_600_000 - (Date.now() % 3_600_000);
-    if (left < 30_000) await new Promise((r) => setTimeout(r, left + 200));
-  };
 
   it("one /24's newcomers fill exactly the network's share (429 past it); another /24's newcomer, a settled citizen of the /24 and one of no known network still write", async () => {
-    await waitOutHourTurn();
+    await awayFromHourTurn(30_000);
     await setStripeCounters(t().db, "vault", { total: 0, hour: 0, newcomer: 0 }, { total: 10_000_000, perHour: 100_000, newcomerPerHour: 25_000 });
     const flooders = [];
     for (let k = 0; k < NETWORK_SHARE / NOTE; k++) flooders.push(await admitFrom(`198.18.53.${k + 1}`));
@@ -97,7 +94,7 @@ describeOnDatabases("the newcomers of one network share one part of a store's ne
   });
 
   it("one /24's settled citizens together fill exactly the network's part of the hour (429 past it), kept past their first day; another /24's settled citizen still writes", async () => {
-    await waitOutHourTurn();
+    await awayFromHourTurn(30_000);
     await setStripeCounters(t().db, "vault", { total: 0, hour: 0, newcomer: 0 }, { total: 10_000_000, perHour: 100_000, newcomerPerHour: 25_000 });
     const flooders = [];
     for (let k = 0; k <= SETTLED_NETWORK_SHARE / SETTLED_NOTE; k++) flooders.push(await admitFrom(`198.18.54.${k + 1}`));
@@ -121,7 +118,7 @@ describeOnDatabases("the newcomers of one network share one part of a store's ne
   });
 
   it("a network's full part refuses its citizens' ward notes but never their distress, nor their key events (the identity log is charged to no network)", async () => {
-    await waitOutHourTurn();
+    await awayFromHourTurn(30_000);
     const settled = await admitFrom("198.18.55.1");
     await settle([settled.did]);
     // The network's part of the ward's and of the identity log's hour, taken by its other citizens.

@@ -17,6 +17,7 @@ import { expectProblem } from "../support/assertions";
 import { describeOnDatabases } from "../support/databases";
 import { setStripeCounters, stripeCounters } from "../support/store-stripes";
 import { admit, callDoor, presentation } from "../support/gate";
+import { awayFromHourTurn } from "../support/clock";
 
 // Shares per subject, the reserve and the per-citizen totals (issue 43). Every store gets the same
 // small bounds (env() reads them on first use); the oracle is the published arithmetic with fixed
@@ -117,8 +118,7 @@ describeOnDatabases("shares per subject, the reserve and each citizen's own tota
   beforeAll(() => useDatabase(t().db));
   const bounds = { total: TOTAL, perHour: PER_HOUR, newcomerPerHour: SHARE };
   const set = async (store: string, c: { total: number; hour: number; newcomer: number }) => {
-    const left = 3_600_000 - (Date.now() % 3_600_000);
-    if (left < 5_000) await new Promise((r) => setTimeout(r, left + 200));
+    await awayFromHourTurn(5_000);
     await setStripeCounters(t().db, store, c, bounds);
   };
   const note = (n: number) => `note ${randomBytes(4).toString("hex")} `.padEnd(n, "x");

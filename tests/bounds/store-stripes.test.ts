@@ -8,6 +8,7 @@ import { chargeStore, storeBound, storeGauges } from "@/lib/city/bounds";
 import { CityError } from "@/lib/errors";
 import { createTestDatabase, describeMissingServer, type TestDatabase } from "../support/databases";
 import { type Bounds, setStripeCounters, stripeCounters, stripesOf } from "../support/store-stripes";
+import { awayFromHourTurn } from "../support/clock";
 
 /*
  * The store bounds' stripes (migration 0044) under real parallel transactions on PostgreSQL: the
@@ -27,10 +28,7 @@ const IN_FLIGHT = 48;
 const NAME = "store stripes on PostgreSQL: parallel charges at a bound's edge";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function awayFromTheHour() {
-  const left = 3_600_000 - (Date.now() % 3_600_000);
-  if (left < 10_000) await sleep(left + 200);
-}
+const awayFromTheHour = () => awayFromHourTurn(10_000);
 
 if (!process.env.TEST_DATABASE_URL) describeMissingServer(NAME);
 else

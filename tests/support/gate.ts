@@ -10,6 +10,7 @@ import { insertCitizenRow } from "./citizens";
 import { describeGate, presentGate } from "@/lib/doors/declarations/gate/gate";
 import { serveDoor } from "@/lib/doors/pipeline/http";
 import type { AnyDoor } from "@/lib/doors/door";
+import { awayFromTurn } from "./clock";
 
 // callDoor's `ip` travels as X-Forwarded-For, as one proxy in front would write it: these suites
 // run as a city behind one reverse proxy (unset, the city trusts no forwarded header at all).
@@ -122,7 +123,5 @@ export function sponsoredBy(did: string): Partial<GateCircumstances> {
  */
 export async function awayFromStepTurn(limits: GateLimits, marginMs = 60_000): Promise<void> {
   const stepMs = bidStepSeconds(limits) * 1000;
-  if (!stepMs) return;
-  const left = stepMs - (Date.now() % stepMs);
-  if (left < marginMs) await new Promise((resolve) => setTimeout(resolve, left + 200));
+  if (stepMs) await awayFromTurn(stepMs, marginMs);
 }

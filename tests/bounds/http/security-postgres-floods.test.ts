@@ -3,6 +3,7 @@ import { expect, it } from "vitest";
 import { presentation } from "../../support/gate";
 import { HEAVY_TEST_MS } from "../../support/limits";
 import { type Admitted, type Answer, describeOnServer, usePostgresCity } from "../../support/postgres-city";
+import { awayFromHourTurn } from "../../support/clock";
 
 /*
  * Fair under flood (issue 43) after the gate, through `next start` on PostgreSQL behind one trusted
@@ -115,10 +116,7 @@ describeOnServer("fair under flood after the gate: the ward, the stores, the A2A
     return all;
   };
   /** The hourly bounds are clock hours: a test that fills one starts at least 90 s before the turn. */
-  const awayFromTheTurn = async () => {
-    const away = 3_600_000 - (Date.now() % 3_600_000);
-    if (away < 90_000) await new Promise((r) => setTimeout(r, away + 1_000));
-  };
+  const awayFromTheTurn = () => awayFromHourTurn(90_000, 1_000);
   const expectShareRefusal = (a: Answer, store: string, share: number) => {
     expect(a.status, JSON.stringify(a.body).slice(0, 300)).toBe(429);
     expect(a.body).toMatchObject({ code: "rate_limited", limit: { name: `city_${store}_subject_bytes_per_hour`, limit: share } });

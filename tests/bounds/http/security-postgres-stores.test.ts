@@ -1,5 +1,6 @@
 import { expect, it } from "vitest";
 import { type Answer, describeOnServer, usePostgresCity, useSecondInstance } from "../../support/postgres-city";
+import { awayFromHourTurn } from "../../support/clock";
 
 /*
  * Issue 42, direction 2, through real HTTP: the vault's city-wide bounds, counted over stripes
@@ -58,8 +59,7 @@ describeOnServer("the vault's city-wide bounds on two `next start` instances ove
   }
 
   it("48 newcomers' notes at the newcomers' share, then 48 settled citizens' at the hour's bound: exactly those that fit, never past a bound, gauges equal SQL on both instances", async () => {
-    const away = 3_600_000 - (Date.now() % 3_600_000);
-    if (away < 60_000) await new Promise((r) => setTimeout(r, away + 500));
+    await awayFromHourTurn(60_000, 500);
     const writers = [];
     for (let i = 0; i < WRITERS; i++) writers.push(await city().admit());
     const dids = writers.map((w) => `'${w.did}'`).join(",");
@@ -118,8 +118,7 @@ describeOnServer("the vault's city-wide bounds on two `next start` instances ove
   }, 300_000);
 
   it("3 newcomers flooding the vault (30 notes each, more than the newcomers' share) store only their own shares; a 4th newcomer still writes; with the share full a settled citizen writes on (the reserve) (issue 43)", async () => {
-    const away = 3_600_000 - (Date.now() % 3_600_000);
-    if (away < 60_000) await new Promise((r) => setTimeout(r, away + 500));
+    await awayFromHourTurn(60_000, 500);
     city().psql(
       `UPDATE city_store_stripes SET total_bytes = 0, hour_bytes = 0, newcomer_bytes = 0, hour_start = date_trunc('hour', now()), bound_total = -1 WHERE store = 'vault'`,
     );
