@@ -1,6 +1,9 @@
-import { count, sql } from "drizzle-orm";
+import { count, is, sql } from "drizzle-orm";
+import { getTableConfig, PgTable } from "drizzle-orm/pg-core";
 import { expect, it } from "vitest";
+import * as schema from "@/db/schema";
 import { citizens, residencyLog } from "@/db/schema";
+import { rowsOf } from "@/db/sql";
 import { expectAppendOnly } from "../support/assertions";
 import { describeOnDatabases } from "../support/databases";
 import { insertCitizenRow } from "../support/citizens";
@@ -12,6 +15,35 @@ describeOnDatabases(
       const result = await t().db.execute(sql`SELECT to_regclass('public.citizens') AS citizens, to_regclass('public.residency_log') AS log`);
       const row = ((result as { rows?: unknown[] }).rows ?? result) as { citizens: string | null; log: string | null }[];
       expect(row[0]).toEqual({ citizens: "citizens", log: "residency_log" });
+    });
+
+    it("holds exactly the relations db/schema declares, each with its columns (no table or view left behind)", async () => {
+      const declared = new Map<string, string[]>();
+      // A table is exported as it is or in a group (each log's tables: logTables).
+      const exported = Object.values(schema).flatMap((value) =>
+        is(value, PgTable) ? [value] : typeof value === "object" && value ? Object.values(value) : [],
+      );
+      for (const table of exported.filter((value) => is(value, PgTable))) {
+        const config = getTableConfig(table);
+        declared.set(config.name, config.columns.map((c) => c.name).sort());
+      }
+      const result = await t().db.execute(
+        sql`SELECT c.table_name, t.table_type, array_agg(c.column_name::text ORDER BY c.column_name) AS columns
+              FROM information_schema.columns c JOIN information_schema.tables t USING (table_schema, table_name)
+             WHERE c.table_schema = 'public' GROUP BY c.table_name, t.table_type`,
+      );
+      const present = new Map(
+        rowsOf<{ table_name: string; table_type: string; columns: string[] | string }>(result).map((r) => [
+          `${r.table_type === "VIEW" ? "view " : ""}${r.table_name}`,
+          (Array.isArray(r.columns)
+            ? r.columns
+            : String(r.columns)
+                .replace(/^\{|\}$/g, "")
+                .split(",")
+          ).sort(),
+        ]),
+      );
+      expect(Object.fromEntries(present)).toEqual(Object.fromEntries(declared));
     });
 
     it("rolls back an earlier insert when the transaction throws", async () => {
