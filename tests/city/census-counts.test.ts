@@ -170,6 +170,56 @@ describeOnDatabases(
       expect(stripes!.moved).toBeGreaterThanOrEqual(2);
     });
 
+    it("gives two transactions in flight at once two stripes even when their backends would share one, each kept to its end", async (ctx) => {
+      if (t().driver === "pglite") return ctx.skip("PGlite has one connection: one transaction at a time");
+      // 17 transactions open at once on 17 backends (two pools of 10): two of the backends' pids are
+      // equal modulo 16 (pigeonhole). By backend (pg_backend_pid() % 16) those two would share a
+      // stripe and wait for each other's commit on every write; by transaction they do not.
+      const other = (await t().openAnotherInstance())!;
+      const handles = [t().db, other.db];
+      let release!: () => void;
+      const holding = new Promise<void>((resolve) => (release = resolve));
+      const open: { pid: Promise<number>; take: (go: boolean) => void; stripes: Promise<number[]> }[] = [];
+      const done: Promise<unknown>[] = [];
+      try {
+        for (let i = 0; i < 17; i++) {
+          let pid!: (n: number) => void;
+          let take!: (go: boolean) => void;
+          let stripes!: (s: number[]) => void;
+          const told = new Promise<boolean>((resolve) => (take = resolve));
+          open.push({ pid: new Promise((resolve) => (pid = resolve)), take, stripes: new Promise((resolve) => (stripes = resolve)) });
+          done.push(
+            handles[i % 2]!.transaction(async (tx) => {
+              pid(Number(rowsOf<{ pid: number }>(await tx.execute(sql`SELECT pg_backend_pid() AS pid`))[0]!.pid));
+              const stripe = async () => Number(rowsOf<{ s: number }>(await tx.execute(sql`SELECT city_stripe() AS s`))[0]!.s);
+              // The stripe taken first is the one for the rest of the transaction.
+              stripes((await told) ? [await stripe(), await stripe()] : []);
+              await holding;
+            }),
+          );
+        }
+        const pids = await Promise.all(open.map((o) => o.pid));
+        const first = pids.findIndex((p, i) => pids.some((q, j) => j > i && q % 16 === p % 16));
+        const second = pids.findIndex((q, j) => j > first && q % 16 === pids[first]! % 16);
+        open[first]!.take(true);
+        const [a, again] = await open[first]!.stripes;
+        expect(again).toBe(a);
+        open[second]!.take(true);
+        const [b] = await open[second]!.stripes;
+        expect(b, `backends ${pids[first]} and ${pids[second]}`).not.toBe(a);
+        for (const o of open) o.take(false);
+      } finally {
+        for (const o of open) o.take(false);
+        release();
+        await Promise.all(done);
+        await other.close();
+      }
+      // Held to their transactions' end only: with none held, a transaction takes the first stripe
+      // it tries, its transaction id's.
+      const [free] = rowsOf<{ first: boolean }>(await t().db.execute(sql`SELECT city_stripe() = txid_current() % 16 AS first`));
+      expect(free!.first).toBe(true);
+    });
+
     it("zeroes the counts with TRUNCATE citizens, in the truncating transaction", async () => {
       await admit();
       const rolledBack = new Error("rolled back on purpose");
