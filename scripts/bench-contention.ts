@@ -239,7 +239,10 @@ export function formatContentionRow(row: ContentionRow): string {
   const r = row.result;
   const statuses = [...r.statuses.entries()].map(([s, n]) => `${s}:${n}`).join(" ");
   const build = row.rev ? ` [baseline ${row.rev}]` : "";
-  return `${row.db.padEnd(6)} ${(row.leg + build).padEnd(60)} ${String(row.inFlight).padStart(2)} in flight ${r.rate.toFixed(0).padStart(5)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms  refused ${r.refused}/${r.answered} (${statuses})  lock wait ${pct(row.locks?.share)} of ${row.locks ? row.locks.meanActive.toFixed(1) : "–"} active  CPU ms/req ${cpuText(row.cpu)}${r.ranOut ? "  (ran out of citizens early)" : ""}`;
+  const line = `${row.db.padEnd(6)} ${(row.leg + build).padEnd(60)} ${String(row.inFlight).padStart(2)} in flight ${r.rate.toFixed(0).padStart(5)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms  refused ${r.refused}/${r.answered} (${statuses})  lock wait ${pct(row.locks?.share)} of ${row.locks ? row.locks.meanActive.toFixed(1) : "–"} active  CPU ms/req ${cpuText(row.cpu)}${r.ranOut ? "  (ran out of citizens early)" : ""}`;
+  // What the waiting backends waited for, the most seen first: which row a share above nothing is.
+  const waits = (row.locks?.waits ?? []).map((w) => `\n         waited ${w.seen}x on ${w.lock}: ${w.waiting}\n           blocked by ${w.blocker}`);
+  return line + waits.join("");
 }
 
 /** The contention table (markdown), then with a baseline the ratios of each leg and load. */

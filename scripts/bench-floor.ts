@@ -88,6 +88,6 @@ function buildIn(root: string, dir: string, what: string): void {
   if (built.status !== 0) throw new Error(`${what} build failed`);
 }
 
-export function removeCopies(root: string): void {
-  for (const folder of [FLOOR_DIR, BASELINE_DIR]) rmSync(path.join(root, folder), { recursive: true, force: true });
+export function removeCopies(root: string, { keepBaseline = false } = {}): void {
+  for (const folder of keepBaseline ? [FLOOR_DIR] : [FLOOR_DIR, BASELINE_DIR]) rmSync(path.join(root, folder), { recursive: true, force: true });
 }

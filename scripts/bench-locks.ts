@@ -5,7 +5,9 @@
  * `everyMs`: the client backends of `database` whose state is 'active', and of those the ones whose
  * wait_event_type is 'Lock' (a heavyweight lock: a row, a transaction, a tuple, a relation; not an
  * LWLock nor I/O). A backend waiting for another caller's row lock shows as Lock/transactionid
- * or Lock/tuple. A sample with no active backend says nothing and is left out.
+ * or Lock/tuple. A sample with no active backend says nothing and is left out. A sample with a
+ * waiting backend also reads what it waits for: its lock's kind, the head of its statement and of
+ * the statement its blocker ran last (pg_blocking_pids), so a share above nothing names its row.
  */
 import pg from "pg";
 
@@ -21,18 +23,48 @@ export interface LockShare {
   share: number | null;
   /** The mean number of active backends over every sample. */
   meanActive: number;
+  /** The three waits most seen (none when no backend waited). */
+  waits: LockWaitCount[];
 }
 
 export const LOCK_SAMPLE_SQL = `SELECT count(*) FILTER (WHERE state = 'active')::int AS active,
   count(*) FILTER (WHERE state = 'active' AND wait_event_type = 'Lock')::int AS waiting
   FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend' AND pid <> pg_backend_pid()`;
 
-/** The share of a set of samples (the pure part of the sampler). */
-export function lockShareOf(samples: readonly LockSample[]): LockShare {
+/** One waiting backend as a sample saw it: its lock's kind, its statement's head, its blocker's. */
+export interface LockWait {
+  lock: string;
+  waiting: string;
+  blocker: string;
+}
+
+/** A kind of wait and how many times the samples saw it. */
+export interface LockWaitCount extends LockWait {
+  seen: number;
+}
+
+/** The waits of a leg's samples, the most seen first (statements cut to their first 100 characters). */
+export const LOCK_WAITS_SQL = `SELECT w.wait_event AS lock,
+  left(regexp_replace(w.query, '\\s+', ' ', 'g'), 100) AS waiting,
+  b.state || ': ' || left(regexp_replace(b.query, '\\s+', ' ', 'g'), 100) AS blocker
+  FROM pg_stat_activity w CROSS JOIN LATERAL unnest(pg_blocking_pids(w.pid)) AS blocking(pid)
+  JOIN pg_stat_activity b ON b.pid = blocking.pid
+  WHERE w.datname = $1 AND w.state = 'active' AND w.wait_event_type = 'Lock' AND w.pid <> pg_backend_pid()`;
+
+/** The share of a set of samples (the pure part of the sampler), and the waits most seen in them. */
+export function lockShareOf(samples: readonly LockSample[], waits: readonly LockWait[] = []): LockShare {
   const busy = samples.filter((s) => s.active > 0);
   const share = busy.length ? busy.reduce((sum, s) => sum + s.waiting / s.active, 0) / busy.length : null;
   const meanActive = samples.length ? samples.reduce((sum, s) => sum + s.active, 0) / samples.length : 0;
-  return { samples: busy.length, share, meanActive };
+  const counted = new Map<string, LockWaitCount>();
+  for (const wait of waits) {
+    const key = JSON.stringify([wait.lock, wait.waiting, wait.blocker]);
+    const seen = counted.get(key);
+    if (seen) seen.seen += 1;
+    else counted.set(key, { ...wait, seen: 1 });
+  }
+  const mostSeen = [...counted.values()].sort((a, b) => b.seen - a.seen).slice(0, 3);
+  return { samples: busy.length, share, meanActive, waits: mostSeen };
 }
 
 export interface LockSampler {
@@ -47,9 +79,12 @@ export interface LockSampler {
 export async function openLockSampler(serverUrl: string, database: string, everyMs = 50): Promise<LockSampler> {
   const client = new pg.Client({ connectionString: serverUrl });
   await client.connect();
+  let waits: LockWait[] = [];
   const read = async (): Promise<LockSample> => {
     const { rows } = await client.query<LockSample>(LOCK_SAMPLE_SQL, [database]);
-    return { active: Number(rows[0]!.active), waiting: Number(rows[0]!.waiting) };
+    const sample = { active: Number(rows[0]!.active), waiting: Number(rows[0]!.waiting) };
+    if (sample.waiting > 0) waits.push(...(await client.query<LockWait>(LOCK_WAITS_SQL, [database])).rows);
+    return sample;
   };
   let samples: LockSample[] = [];
   let running: Promise<void> | null = null;
@@ -64,6 +99,7 @@ export async function openLockSampler(serverUrl: string, database: string, every
   };
   return {
     start: async () => {
+      waits = [];
       samples = [await read()];
       on = true;
       running = loop();
@@ -72,7 +108,7 @@ export async function openLockSampler(serverUrl: string, database: string, every
       on = false;
       await running;
       running = null;
-      return lockShareOf(samples);
+      return lockShareOf(samples, waits);
     },
     close: async () => {
       on = false;

@@ -177,7 +177,8 @@ async function main(): Promise<void> {
       relateToStaticAndGate(rows.filter((r) => r.db === db && r.baseline));
     }
   } finally {
-    if (floorDir || (baselineDir && !flag("keep-baseline"))) removeCopies(process.cwd());
+    // --keep-baseline keeps the baseline's copy whether or not the floor's is removed.
+    if (floorDir || (baselineDir && !flag("keep-baseline"))) removeCopies(process.cwd(), { keepBaseline: flag("keep-baseline") });
   }
   console.log(
     `\n| db | path | req/s | ratio to static | ratio to GET /gate | p50 ms | p99 ms | errors | non-2xx | bytes/req | db round trips | server CPU ms/req | PostgreSQL CPU ms/req | CPU ms/req | CPU to GET /gate |`,

@@ -113,8 +113,29 @@ describe("the lock share", () => {
       { active: 2, waiting: 0 },
       { active: 0, waiting: 0 },
     ]);
-    expect(share).toEqual({ samples: 2, share: 0.375, meanActive: 1.5 });
-    expect(lockShareOf([{ active: 0, waiting: 0 }])).toEqual({ samples: 0, share: null, meanActive: 0 });
+    expect(share).toEqual({ samples: 2, share: 0.375, meanActive: 1.5, waits: [] });
+    expect(lockShareOf([{ active: 0, waiting: 0 }])).toEqual({ samples: 0, share: null, meanActive: 0, waits: [] });
+  });
+
+  it("names the three waits most seen, the most seen first", () => {
+    const wait = (lock: string, waiting: string) => ({ lock, waiting, blocker: "idle in transaction: INSERT" });
+    const { waits } = lockShareOf(
+      [{ active: 2, waiting: 2 }],
+      [
+        wait("tuple", "a"),
+        wait("transactionid", "b"),
+        wait("transactionid", "b"),
+        wait("advisory", "c"),
+        wait("transactionid", "b"),
+        wait("tuple", "a"),
+        wait("relation", "d"),
+      ],
+    );
+    expect(waits).toEqual([
+      { ...wait("transactionid", "b"), seen: 3 },
+      { ...wait("tuple", "a"), seen: 2 },
+      { ...wait("advisory", "c"), seen: 1 },
+    ]);
   });
 
   it("is compared leg by leg and load by load with the baseline's", () => {
@@ -136,7 +157,7 @@ describe("the lock share", () => {
       rev,
       inFlight: 32,
       result: { ...result, rate },
-      locks: { samples: 5, share, meanActive: 8 },
+      locks: { samples: 5, share, meanActive: 8, waits: [] },
       cpu: null,
     });
     const lines = contentionTables([row("", 300, 0.1), row("abc123", 100, 0.8)]);

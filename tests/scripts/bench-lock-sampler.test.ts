@@ -7,7 +7,8 @@ import { describeMissingServer } from "../support/databases";
 /*
  * The benchmark's lock sampler (scripts/bench-locks.ts) on PostgreSQL: a backend that waits for
  * another's row lock is counted as waiting, the holder idle in its transaction is not counted at
- * all, and a backend that is busy without waiting on a lock (pg_sleep) is active and not waiting.
+ * all, and a backend that is busy without waiting on a lock (pg_sleep) is active and not waiting;
+ * what a waiting backend waits for is named (its lock, its statement, its blocker's last one).
  * The contention legs' "share of active backends waiting on a Lock" rests on this.
  */
 const name = "the bench's lock sampler reads the backends waiting on a Lock from pg_stat_activity";
@@ -59,10 +60,19 @@ else
       const waiting = await sampler.stop();
       expect(waiting.samples).toBeGreaterThan(0);
       expect(waiting).toMatchObject({ share: 1, meanActive: 1 });
+      // What it waited for, seen in every sample: the holder's transaction, and both statements.
+      expect(waiting.waits).toEqual([
+        {
+          lock: "transactionid",
+          waiting: "UPDATE contended SET v = 2 WHERE id = 1",
+          blocker: "idle in transaction: UPDATE contended SET v = 1 WHERE id = 1",
+          seen: waiting.samples,
+        },
+      ]);
       await holder.query("COMMIT");
       await blocked;
       await sampler.start();
-      expect(await sampler.stop()).toMatchObject({ share: null, meanActive: 0 });
+      expect(await sampler.stop()).toMatchObject({ share: null, meanActive: 0, waits: [] });
     });
 
     it("counts a busy backend that waits on no lock as active and not waiting", async () => {
@@ -74,6 +84,6 @@ else
       await admin.query("SELECT pg_cancel_backend($1)", [waiterPid]);
       expect(await sleeping).toBeInstanceOf(Error);
       expect(busy.samples).toBeGreaterThan(0);
-      expect(busy).toMatchObject({ share: 0, meanActive: 1 });
+      expect(busy).toMatchObject({ share: 0, meanActive: 1, waits: [] });
     });
   });
