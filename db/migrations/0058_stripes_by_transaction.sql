@@ -9,8 +9,9 @@
 -- other lock of the city is in that space), starting at its transaction id's stripe so that
 -- transactions begun one after another start apart, and keeps the one it got for the rest of the
 -- transaction (a transaction-local setting), so it still moves one stripe only, the same in every
--- table. Only when all 16 are held (more than 16 writers at once) does it take its backend's, and
--- wait, as before.
+-- table. Only when all 16 are held (more than 16 writers at once) does it wait, for the lock of its
+-- first stripe, before it touches any stripe's row: a stripe's rows are only ever moved by the one
+-- transaction holding its lock, so two writers never hold one stripe's rows in two tables each.
 CREATE OR REPLACE FUNCTION city_stripe() RETURNS smallint LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   kept text := current_setting('city.stripe', true);
@@ -28,7 +29,8 @@ BEGIN
       RETURN s;
     END IF;
   END LOOP;
-  s := (pg_backend_pid() % 16)::smallint;
+  s := first::smallint;
+  PERFORM pg_advisory_xact_lock(17225, s);
   PERFORM set_config('city.stripe', s::text, true);
   RETURN s;
 END $$;--> statement-breakpoint

@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { beforeAll, expect, it } from "vitest";
+import { type Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
 import { useDatabase } from "@/lib/city/database";
 import { readCensus } from "@/lib/city/census";
@@ -218,6 +219,58 @@ describeOnDatabases(
       // it tries, its transaction id's.
       const [free] = rowsOf<{ first: boolean }>(await t().db.execute(sql`SELECT city_stripe() = txid_current() % 16 AS first`));
       expect(free!.first).toBe(true);
+    });
+
+    it("makes a 17th writer wait for the stripe it first tried when all 16 are held, before it moves any stripe's row", async (ctx) => {
+      if (t().driver === "pglite") return ctx.skip("PGlite has one connection: one transaction at a time");
+      const other = (await t().openAnotherInstance())!;
+      const handles = [t().db, other.db];
+      const holders: { stripe: Promise<number>; release: () => void }[] = [];
+      const done: Promise<unknown>[] = [];
+      const stripeOf = async (tx: Parameters<Parameters<Database["transaction"]>[0]>[0]) =>
+        Number(rowsOf<{ s: number }>(await tx.execute(sql`SELECT city_stripe() AS s`))[0]!.s);
+      try {
+        for (let i = 0; i < 16; i++) {
+          let took!: (s: number) => void;
+          let release!: () => void;
+          const released = new Promise<void>((resolve) => (release = resolve));
+          holders.push({ stripe: new Promise((resolve) => (took = resolve)), release });
+          done.push(
+            handles[i % 2]!.transaction(async (tx) => {
+              took(await stripeOf(tx));
+              await released;
+            }),
+          );
+        }
+        const held = await Promise.all(holders.map((h) => h.stripe));
+        expect(new Set(held).size).toBe(16);
+        let first!: (n: number) => void;
+        const firstTried = new Promise<number>((resolve) => (first = resolve));
+        let pid!: (n: number) => void;
+        const late = new Promise<number>((resolve) => (pid = resolve));
+        const seventeenth = handles[0]!.transaction(async (tx) => {
+          const [me] = rowsOf<{ pid: number; xid: string }>(await tx.execute(sql`SELECT pg_backend_pid() AS pid, txid_current()::text AS xid`));
+          pid(Number(me!.pid));
+          first(Number(BigInt(me!.xid) % 16n));
+          return stripeOf(tx);
+        });
+        const stripe = await firstTried;
+        // It waits on that stripe's lock (pg_stat_activity says so), not on any stripe's row, and
+        // does not take a stripe until that stripe's holder ends.
+        const ended = seventeenth.then(() => "ended" as const);
+        for (;;) {
+          const [state] = rowsOf<{ wait_event: string | null }>(await other.db.execute(sql`SELECT wait_event FROM pg_stat_activity WHERE pid = ${await late}`));
+          if (state?.wait_event === "advisory") break;
+          const next = await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, 20, "waiting"))]);
+          expect(next, "the 17th writer took a stripe while all 16 were held").toBe("waiting");
+        }
+        holders[held.indexOf(stripe)]!.release();
+        expect(await seventeenth).toBe(stripe);
+      } finally {
+        for (const h of holders) h.release();
+        await Promise.all(done);
+        await other.close();
+      }
     });
 
     it("zeroes the counts with TRUNCATE citizens, in the truncating transaction", async () => {
