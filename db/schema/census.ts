@@ -5,8 +5,8 @@ import { bigint, check, integer, pgTable, smallint } from "drizzle-orm/pg-core";
  * The census counts of citizens, kept by statement-level triggers on `citizens` in the same
  * transaction as every write that changes them (migration 0014), so reading the census costs a
  * sum of 16 rows, not a count over the whole city. Striped (migration 0047): a transaction moves
- * its own backend's stripe, so writes of different citizens do not queue on one row; only the sum
- * of the stripes is a count.
+ * a stripe no other transaction holds (city_stripe(), migration 0058), so writes of different
+ * citizens do not queue on one row; only the sum of the stripes is a count.
  */
 export const censusCounts = pgTable(
   "census_counts",

@@ -35,7 +35,7 @@ export const rateWindows = pgTable(
 /**
  * The client-keyed rows of rate_windows (the gate's addresses, networks and origins; overflow
  * buckets aside), counted as they come and go by triggers of migration 0056 on one of 16 stripes
- * (by backend): their sum is what the gate's bound on counted subjects reads, not a count of the rows.
+ * (the writing transaction's own: city_stripe(), migration 0058): their sum is what the gate's bound on counted subjects reads, not a count of the rows.
  */
 export const countedSubjects = pgTable("counted_subjects", {
   stripe: smallint("stripe").primaryKey(),
