@@ -18,6 +18,9 @@ process.env.CITY_GATE_PER_ADDRESS_PER_HOUR = "0";
 process.env.CITY_GATE_PER_ORIGIN_PER_HOUR = "100000";
 process.env.CITY_GATE_ADMISSIONS_PER_HOUR = "0";
 
+/** The stripe city_stripe() gives the transaction (or statement) `tx` runs in. */
+const stripeOf = async (tx: Pick<Database, "execute">) => Number(rowsOf<{ s: number }>(await tx.execute(sql`SELECT city_stripe() AS s`))[0]!.s);
+
 describeOnDatabases(
   "census counts kept by the citizens triggers",
   (t) => {
@@ -120,7 +123,7 @@ describeOnDatabases(
       // The holder moves the counts (a leave: house down, outside up) and keeps its stripe locked.
       const holder = t().db.transaction(async (tx) => {
         await tx.execute(sql`UPDATE citizens SET residency_status = 'away', bed_id = NULL WHERE did = ${held.did}`);
-        moved(Number(rowsOf<{ s: number }>(await tx.execute(sql`SELECT city_stripe() AS s`))[0]!.s));
+        moved(await stripeOf(tx));
         await holding;
       });
       const holderStripe = await holderMoved;
@@ -130,7 +133,7 @@ describeOnDatabases(
         await t().db.transaction(async (tx) => {
           await tx.execute(sql`SET LOCAL lock_timeout = '2s'`);
           await tx.execute(sql`UPDATE citizens SET residency_status = 'away', bed_id = NULL WHERE did = ${other.did}`);
-          expect(Number(rowsOf<{ s: number }>(await tx.execute(sql`SELECT city_stripe() AS s`))[0]!.s)).not.toBe(holderStripe);
+          expect(await stripeOf(tx)).not.toBe(holderStripe);
         });
       } finally {
         release();
@@ -163,9 +166,8 @@ describeOnDatabases(
           done.push(
             handles[i % 2]!.transaction(async (tx) => {
               pid(Number(rowsOf<{ pid: number }>(await tx.execute(sql`SELECT pg_backend_pid() AS pid`))[0]!.pid));
-              const stripe = async () => Number(rowsOf<{ s: number }>(await tx.execute(sql`SELECT city_stripe() AS s`))[0]!.s);
               // The stripe taken first is the one for the rest of the transaction.
-              stripes((await told) ? [await stripe(), await stripe()] : []);
+              stripes((await told) ? [await stripeOf(tx), await stripeOf(tx)] : []);
               await holding;
             }),
           );
@@ -179,7 +181,6 @@ describeOnDatabases(
         open[second]!.take(true);
         const [b] = await open[second]!.stripes;
         expect(b, `backends ${pids[first]} and ${pids[second]}`).not.toBe(a);
-        for (const o of open) o.take(false);
       } finally {
         for (const o of open) o.take(false);
         release();
@@ -198,8 +199,6 @@ describeOnDatabases(
       const handles = [t().db, other.db];
       const holders: { stripe: Promise<number>; release: () => void }[] = [];
       const done: Promise<unknown>[] = [];
-      const stripeOf = async (tx: Parameters<Parameters<Database["transaction"]>[0]>[0]) =>
-        Number(rowsOf<{ s: number }>(await tx.execute(sql`SELECT city_stripe() AS s`))[0]!.s);
       try {
         for (let i = 0; i < 16; i++) {
           let took!: (s: number) => void;
@@ -248,10 +247,10 @@ describeOnDatabases(
       for (const value of ["16", "x", "-1", "3", "3/3"]) {
         const [row] = await t().db.transaction(async (tx) => {
           await tx.execute(sql`SELECT set_config('city.stripe', ${value}, true)`);
-          const [taken] = rowsOf<{ s: number }>(await tx.execute(sql`SELECT city_stripe() AS s`));
+          const taken = await stripeOf(tx);
           return rowsOf<{ s: number; locked: boolean }>(
             await tx.execute(
-              sql`SELECT ${Number(taken!.s)}::int AS s, EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = 17225 AND objid = ${Number(taken!.s)} AND pid = pg_backend_pid() AND granted) AS locked`,
+              sql`SELECT ${taken}::int AS s, EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = 17225 AND objid = ${taken} AND pid = pg_backend_pid() AND granted) AS locked`,
             ),
           );
         });

@@ -28,19 +28,14 @@ describeOnDatabases(
         declared.set(config.name, config.columns.map((c) => c.name).sort());
       }
       const result = await t().db.execute(
-        sql`SELECT c.table_name, t.table_type, array_agg(c.column_name::text ORDER BY c.column_name) AS columns
+        sql`SELECT c.table_name, t.table_type, array_agg(c.column_name::text) AS columns
               FROM information_schema.columns c JOIN information_schema.tables t USING (table_schema, table_name)
              WHERE c.table_schema = 'public' GROUP BY c.table_name, t.table_type`,
       );
       const present = new Map(
-        rowsOf<{ table_name: string; table_type: string; columns: string[] | string }>(result).map((r) => [
+        rowsOf<{ table_name: string; table_type: string; columns: string[] }>(result).map((r) => [
           `${r.table_type === "VIEW" ? "view " : ""}${r.table_name}`,
-          (Array.isArray(r.columns)
-            ? r.columns
-            : String(r.columns)
-                .replace(/^\{|\}$/g, "")
-                .split(",")
-          ).sort(),
+          r.columns.sort(),
         ]),
       );
       expect(Object.fromEntries(present)).toEqual(Object.fromEntries(declared));
