@@ -1,6 +1,7 @@
 import { execFile, execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { promisify } from "node:util";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject } from "vitest";
 import { describeMissingServer } from "./databases";
 import { recordFigures } from "./figures";
@@ -12,7 +13,8 @@ import { BOOT_HOOK_TIMEOUT_MS, type CityServer, startCityServer } from "./next-s
  * The built server (`next start`) on a fresh PostgreSQL database reached through the Neon driver
  * (the production path; a local relay stands in for Neon's WebSocket proxy), for the HTTP proofs
  * that race the limits. Each file gets a server and a database of its own; the database is read
- * directly (psql) to check that stored rows match the answers.
+ * directly (one node-postgres connection of the file's own, not the server's) to check that stored
+ * rows match the answers.
  */
 
 /** Set in CI: the PostgreSQL server the proofs create their databases on (an empty value is unset). */
@@ -55,12 +57,14 @@ export interface PostgresCity {
   database: string;
   /** The environment that points a server at this database (DATABASE_URL and the Neon relay), for a second instance. */
   databaseEnv: Record<string, string>;
-  /** One SQL statement run directly on the server's database; its rows as text (psql -tA). */
-  psql: (sql: string) => string;
-  /** The same without blocking this process, so requests already sent keep going meanwhile. */
-  psqlAsync: (sql: string) => Promise<string>;
+  /**
+   * SQL run directly on the server's database (several statements: the last one's rows); its rows
+   * as text, as `psql -tA` prints them: columns joined by `|`, rows by newlines, NULL empty (a
+   * statement without rows, an UPDATE, gives "", not psql's command tag). Throws on an SQL error.
+   */
+  psql: (sql: string) => Promise<string>;
   /** Rows of a table, optionally only those matching a WHERE clause. */
-  count: (table: string, where?: string) => number;
+  count: (table: string, where?: string) => Promise<number>;
   call: (path: string, init?: RequestInit) => Promise<Answer>;
   get: (path: string, bearer?: string) => Promise<Answer>;
   post: (path: string, body: unknown, bearer?: string) => Promise<Answer>;
@@ -81,12 +85,23 @@ export interface PostgresCity {
  * called when the server starts, after the hooks registered before this one ran).
  */
 export function usePostgresCity(fragment: string, env: Record<string, string> | (() => Record<string, string>) = {}): () => PostgresCity {
-  const pg = new URL(postgresUrl ?? "postgres://postgres@127.0.0.1:5432/postgres");
+  const postgresAt = new URL(postgresUrl ?? "postgres://postgres@127.0.0.1:5432/postgres");
   const database = `city_${fragment.replace(/\W/g, "_")}_${process.pid}_${randomBytes(3).toString("hex")}`;
-  const psqlArgs = ["-h", pg.hostname, "-p", pg.port || "5432", "-U", decodeURIComponent(pg.username || "postgres")];
-  const psqlCommand = (sql: string) => [...psqlArgs, "-d", database, "-v", "ON_ERROR_STOP=1", "-tAc", sql];
-  const psql = (sql: string) => execFileSync("psql", psqlCommand(sql), { encoding: "utf8" }).trim();
-  const psqlAsync = async (sql: string) => (await promisify(execFile)("psql", psqlCommand(sql), { encoding: "utf8" })).stdout.trim();
+  const psqlArgs = ["-h", postgresAt.hostname, "-p", postgresAt.port || "5432", "-U", decodeURIComponent(postgresAt.username || "postgres")];
+  // One connection for the file's own reads (a backend started once, not a psql per statement): one
+  // only, so a test that ends every other backend of the database (pid <> pg_backend_pid()) ends
+  // none of it; every value as PostgreSQL's text (no parser), as psql prints it.
+  let reader: pg.Pool | undefined;
+  const psql = async (sql: string) => {
+    if (!reader) throw new Error("the PostgreSQL city is not running");
+    // Several statements (the simple protocol, no parameters) answer a result each: the last one's rows.
+    const answer = (await reader.query({ text: sql, rowMode: "array" })) as pg.QueryResult<unknown[]> | pg.QueryResult<unknown[]>[];
+    const last: pg.QueryResult<unknown[]> = Array.isArray(answer) ? answer.at(-1)! : answer;
+    return last.rows
+      .map((row) => row.map((value) => (value === null ? "" : String(value))).join("|"))
+      .join("\n")
+      .trim();
+  };
   const figures = { parallel_requests_postgres: 0, faults_injected: 0 };
   let relay: Awaited<ReturnType<typeof startNeonRelay>> | undefined;
   let city: PostgresCity | undefined;
@@ -96,10 +111,22 @@ export function usePostgresCity(fragment: string, env: Record<string, string> | 
     // `npm run db:migrate` costs seconds of CPU per file, and the deploy check runs it for real.
     const template = inject("serverTemplate");
     execFileSync("createdb", [...psqlArgs, ...(template ? ["-T", template] : []), database]);
+    reader = new pg.Pool({
+      host: postgresAt.hostname,
+      port: Number(postgresAt.port || "5432"),
+      user: decodeURIComponent(postgresAt.username || "postgres"),
+      database,
+      max: 1,
+      idleTimeoutMillis: 0,
+      types: { getTypeParser: () => (value: string) => value },
+    });
+    // A connection ended under the pool (an idle one) is dropped and opened again on the next read.
+    reader.on("error", () => {});
+    await reader.query("SELECT 1");
     relay = await startNeonRelay();
     const port = relay.port;
     const databaseEnv = {
-      DATABASE_URL: `postgres://${pg.username || "postgres"}@${pg.hostname}:${pg.port || "5432"}/${database}`,
+      DATABASE_URL: `postgres://${postgresAt.username || "postgres"}@${postgresAt.hostname}:${postgresAt.port || "5432"}/${database}`,
       CITY_NEON_WS_PROXY: `127.0.0.1:${port}/v1?address={host}:{port}`,
     };
     if (!template) {
@@ -139,8 +166,7 @@ export function usePostgresCity(fragment: string, env: Record<string, string> | 
       database,
       databaseEnv,
       psql,
-      psqlAsync,
-      count: (table, where) => Number(psql(`SELECT count(*) FROM ${table}${where ? ` WHERE ${where}` : ""}`)),
+      count: async (table, where) => Number(await psql(`SELECT count(*) FROM ${table}${where ? ` WHERE ${where}` : ""}`)),
       call,
       get: (path, bearer) => call(path, { headers: auth(bearer) }),
       post,
@@ -183,6 +209,8 @@ export function usePostgresCity(fragment: string, env: Record<string, string> | 
   afterAll(async () => {
     await city?.server.stop();
     await relay?.close();
+    await reader?.end();
+    reader = undefined;
     execFileSync("dropdb", [...psqlArgs, "--if-exists", "--force", database]);
     recordFigures(fragment, figures);
   }, 60_000);

@@ -163,7 +163,7 @@ describeOnServer("fair under flood after the gate: the ward, the stores, the A2A
       }
       expect(filed(race.answers.slice(40)), JSON.stringify(race.answers.slice(40).map((a) => a.body))).toHaveLength(8);
       const seals = filed(race.answers).map((a) => a.body.ward_seal as number);
-      expect(city().count("ward_notes", `kind = 'ward-request' AND sealed AND seal IN (${seals.join(",")})`)).toBe(networkAdmissions + 8);
+      expect(await city().count("ward_notes", `kind = 'ward-request' AND sealed AND seal IN (${seals.join(",")})`)).toBe(networkAdmissions + 8);
       // After: the flood's network stays at its share; a ward request from elsewhere is filed.
       expect((await present("198.18.40.250", { ask: "ward" })).body.verdict).toBe("filtered");
       expect((await present(honestV4(), { ask: "ward" })).body.ward_seal).toEqual(expect.any(Number));
@@ -211,7 +211,7 @@ describeOnServer("fair under flood after the gate: the ward, the stores, the A2A
       }
       expect(race.answers.slice(40).every((a) => a.body.filed === true)).toBe(true);
       const seals = race.answers.filter((a) => a.body.filed === true).map((a) => a.body.seal as number);
-      expect(city().count("ward_notes", `kind = 'note' AND did IS NULL AND seal IN (${seals.join(",")})`)).toBe(2 * networkNotes + 6);
+      expect(await city().count("ward_notes", `kind = 'note' AND did IS NULL AND seal IN (${seals.join(",")})`)).toBe(2 * networkNotes + 6);
       // After: both floods stay at their shares; notes from other networks are filed.
       expect((await note("198.18.41.250", 99)).body.filed).toBe(false);
       expect((await note("2001:db8:4141:fff::1", 99)).body.filed).toBe(false);
@@ -244,11 +244,10 @@ describeOnServer("fair under flood after the gate: the ward, the stores, the A2A
       expect(race.answers.slice(24).map((a) => a.body.filed)).toEqual([true, true, true, true]);
       // The ward's newcomers' hour full (as many networks' notes would leave it): a visitor's note is
       // refused, distress from a network of its own is still filed (it is charged as a settled citizen's).
-      const [hourBefore, newcomerBefore] = city()
-        .psql(`SELECT sum(hour_bytes), sum(newcomer_bytes) FROM city_store_stripes WHERE store = 'ward'`)
+      const [hourBefore, newcomerBefore] = (await city().psql(`SELECT sum(hour_bytes), sum(newcomer_bytes) FROM city_store_stripes WHERE store = 'ward'`))
         .split("|")
         .map(Number);
-      city().psql(
+      await city().psql(
         `UPDATE city_store_stripes s SET newcomer_bytes = city_store_spread(${newcomersHour(STORE_PER_HOUR)}, ${newcomersHour(STORE_PER_HOUR)}, 64, s.stripe),
           hour_bytes = city_store_spread(${STORE_PER_HOUR}, ${newcomersHour(STORE_PER_HOUR)}, 64, s.stripe), hour_start = date_trunc('hour', now()) WHERE store = 'ward'`,
       );
@@ -259,7 +258,7 @@ describeOnServer("fair under flood after the gate: the ward, the stores, the A2A
       expect((await distress(honestV6(), 102)).body.filed).toBe(true);
       expectShareRefusal(await distress("198.18.42.250", 103), "ward", SHARE);
       // The ward's hour as it was, for the other ward tests of this file.
-      city().psql(
+      await city().psql(
         `UPDATE city_store_stripes s SET newcomer_bytes = city_store_spread(${newcomersHour(STORE_PER_HOUR)}, ${newcomerBefore}, 64, s.stripe),
           hour_bytes = city_store_spread(${STORE_PER_HOUR}, ${hourBefore}, 64, s.stripe) WHERE store = 'ward'`,
       );
@@ -281,7 +280,7 @@ describeOnServer("fair under flood after the gate: the ward, the stores, the A2A
     flood: (k: number) => string;
     honest: () => string;
     write: (who: Admitted, i: number, address: string) => Promise<Answer>;
-    stored: (did: string) => number;
+    stored: (did: string) => Promise<number>;
     each?: number;
     refusal?: (a: Answer) => void;
     /** Run for each citizen once admitted, before it writes. */
@@ -300,19 +299,19 @@ describeOnServer("fair under flood after the gate: the ward, the stores, the A2A
     const fits = Math.floor(o.share / o.rowBytes);
     expect(fits, "the share holds more than one write and fewer than sent").toBeGreaterThan(1);
     expect(fits).toBeLessThan(each);
-    for (const f of flooders) expect(o.stored(f.did), f.did).toBe(fits);
+    for (const f of flooders) expect(await o.stored(f.did), f.did).toBe(fits);
     const refused = race.answers.slice(0, 3 * each).filter((a) => !ok(a));
     expect(refused).toHaveLength(3 * (each - fits));
     for (const a of refused) (o.refusal ?? ((x: Answer) => expectShareRefusal(x, o.store, o.share)))(a);
     expect(race.answers.slice(3 * each).map((a) => a.status)).toEqual([200, 200]);
-    expect(o.stored(honestOne.did)).toBe(2);
+    expect(await o.stored(honestOne.did)).toBe(2);
     // After: a flooder is still refused; a newcomer from another network writes.
     (o.refusal ?? ((x: Answer) => expectShareRefusal(x, o.store, o.share)))(await o.write(flooders[0]!, 999, o.flood(0)));
     const laterAddress = o.honest();
     const later = await admitFrom(laterAddress);
     await o.prepare?.(later, laterAddress);
     expect((await o.write(later, 998, laterAddress)).status).toBe(200);
-    expect(o.stored(later.did)).toBe(1);
+    expect(await o.stored(later.did)).toBe(1);
   }
 
   const BODY = 1_000 - ROW;
@@ -394,7 +393,7 @@ describeOnServer("fair under flood after the gate: the ward, the stores, the A2A
     async () => {
       const content = (i: number) => text(i, 900);
       // A parked write counts its payload's jsonb as stored (pg_column_size) plus 64: the database says how much.
-      const rowBytes = Number(city().psql(`SELECT pg_column_size('${JSON.stringify({ content: content(0) })}'::jsonb) + ${ROW}`));
+      const rowBytes = Number(await city().psql(`SELECT pg_column_size('${JSON.stringify({ content: content(0) })}'::jsonb) + ${ROW}`));
       const key = `-----BEGIN PRIVATE KEY-----\n${"MC4CAQAwBQYDK2VwBCIEIH".padEnd(64, "A")}\n-----END PRIVATE KEY-----`;
       /** Three fail-closed refusals restrict a citizen (the published mechanic); from then on its writes park. */
       const restrict = async (w: Admitted, address: string) => {
@@ -444,7 +443,7 @@ describeOnServer("fair under flood after the gate: the ward, the stores, the A2A
       calls.push({ w: honestOne, i: 900, address: honestAddress });
       const race = await city().race(calls.length, (n) => a2a(calls[n]!.w, calls[n]!.i, calls[n]!.address));
       for (const [k, f] of flooders.entries()) {
-        const [count, bytes] = kept(f.did).split(",").map(Number) as [number, number];
+        const [count, bytes] = (await kept(f.did)).split(",").map(Number) as [number, number];
         // Each kept task within the flooder's share, and at least two fit: the share, not the store, stopped it.
         expect(count, f.did).toBeGreaterThanOrEqual(2);
         expect(count).toBeLessThan(12);
@@ -460,13 +459,13 @@ describeOnServer("fair under flood after the gate: the ward, the stores, the A2A
           });
       }
       expect(race.answers[36]!.body.result?.task, JSON.stringify(race.answers[36]!.body).slice(0, 400)).toBeDefined();
-      expect(kept(honestOne.did).split(",")[0]).toBe("1");
+      expect((await kept(honestOne.did)).split(",")[0]).toBe("1");
       // After: a flooder is refused before its skill runs; a newcomer from another /48 is served.
       expect(problemOf(await a2a(flooders[0]!, 999, "2001:db8:4545:1::1"))).toMatchObject({ status: 429, code: "rate_limited" });
       const laterAddress = honestV6();
       const later = await admitFrom(laterAddress);
       expect((await a2a(later, 998, laterAddress)).body.result?.task).toBeDefined();
-      expect(kept(later.did).split(",")[0]).toBe("1");
+      expect((await kept(later.did)).split(",")[0]).toBe("1");
     },
     HEAVY_TEST_MS,
   );
@@ -491,7 +490,7 @@ describeOnServer("fair under flood after the gate: the ward, the stores, the A2A
       const networkNotes = Math.floor(NETWORK_SHARE / BYTES);
       expect(networkNotes).toBeLessThan(networkAdmissions);
       expect(race.accepted).toBe(networkNotes);
-      const stored = flooders.map((f) => city().count("vault_notes", `did = '${f.did}'`));
+      const stored = await Promise.all(flooders.map((f) => city().count("vault_notes", `did = '${f.did}'`)));
       expect(stored.reduce((a, b) => a + b, 0)).toBe(networkNotes);
       for (const a of race.answers.filter((x) => !ok(x))) {
         expect(a.status, JSON.stringify(a.body).slice(0, 300)).toBe(429);
@@ -507,7 +506,7 @@ describeOnServer("fair under flood after the gate: the ward, the stores, the A2A
       expect((await send("/api/vault", honestV4(), { content: text(999, BYTES - ROW) }, elsewhere.citizen_secret)).status).toBe(200);
       // A flooder refused for its network's newcomers' part, once settled, writes within the network's whole part.
       const settled = flooders[stored.indexOf(0)]!;
-      city().psql(`UPDATE citizens SET bound_at = now() - interval '25 hours' WHERE did = '${settled.did}'`);
+      await city().psql(`UPDATE citizens SET bound_at = now() - interval '25 hours' WHERE did = '${settled.did}'`);
       expect((await send("/api/vault", "198.18.46.3", { content: "a settled citizen's note" }, settled.citizen_secret)).status).toBe(200);
     },
     HEAVY_TEST_MS,
@@ -525,7 +524,7 @@ describeOnServer("fair under flood after the gate: the ward, the stores, the A2A
       const v6 = await admitAll(fits + 3, (k) => `2001:db8:4747:${(k + 1).toString(16)}::1`);
       const honestOnes = [await admitFrom(honestV4()), await admitFrom(honestV6()), await admitFrom(honestV4()), await admitFrom(honestV6())];
       const all = [...v4, ...v6, ...honestOnes];
-      city().psql(`UPDATE citizens SET bound_at = now() - interval '25 hours' WHERE did IN (${all.map((c) => `'${c.did}'`).join(",")})`);
+      await city().psql(`UPDATE citizens SET bound_at = now() - interval '25 hours' WHERE did IN (${all.map((c) => `'${c.did}'`).join(",")})`);
       // Each writes one note from an address of its own network's (the charge follows where it was admitted from).
       const writers = [...v4, ...v6, ...honestOnes.slice(0, 2)];
       const race = await city().race(writers.length, (n) =>
@@ -550,10 +549,11 @@ describeOnServer("fair under flood after the gate: the ward, the stores, the A2A
       expect(race.answers.slice(v4.length + v6.length).map((a) => a.status)).toEqual([200, 200]);
       for (const c of honestOnes.slice(2))
         expect((await send("/api/vault", honestV4(), { content: text(998, BYTES - ROW) }, c.citizen_secret)).status).toBe(200);
-      const stored = (flood: Admitted[]) => flood.reduce((sum, c) => sum + city().count("vault_notes", `did = '${c.did}'`), 0);
-      expect([stored(v4), stored(v6)]).toEqual([fits, fits]);
+      const stored = async (flood: Admitted[]) =>
+        (await Promise.all(flood.map((c) => city().count("vault_notes", `did = '${c.did}'`)))).reduce((sum, n) => sum + n, 0);
+      expect([await stored(v4), await stored(v6)]).toEqual([fits, fits]);
       // After: a flooder that stored nothing is still refused this hour, from any address.
-      const idle = v4.find((c) => city().count("vault_notes", `did = '${c.did}'`) === 0)!;
+      const idle = v4[(await Promise.all(v4.map((c) => city().count("vault_notes", `did = '${c.did}'`)))).indexOf(0)]!;
       expect((await send("/api/vault", honestV4(), { content: "again" }, idle.citizen_secret)).status).toBe(429);
     },
     HEAVY_TEST_MS,

@@ -33,11 +33,12 @@ describeOnServer("the vault's city-wide bounds on two `next start` instances ove
   const BYTES = 400 + ROW;
 
   /** The vault's counts as the SQL sums of its stripes (this clock hour's). */
-  const sums = () => {
-    const [total, hour, newcomer] = city()
-      .psql(
+  const sums = async () => {
+    const [total, hour, newcomer] = (
+      await city().psql(
         `SELECT sum(total_bytes), sum(CASE WHEN hour_start >= date_trunc('hour', now()) THEN hour_bytes ELSE 0 END), sum(CASE WHEN hour_start >= date_trunc('hour', now()) THEN newcomer_bytes ELSE 0 END) FROM city_store_stripes WHERE store = 'vault'`,
       )
+    )
       .split("|")
       .map(Number);
     return { total: total!, hour: hour!, newcomer: newcomer! };
@@ -67,7 +68,7 @@ describeOnServer("the vault's city-wide bounds on two `next start` instances ove
     // Round 1, as migration 0044 leaves a store (every byte on stripe 0, the shares never split):
     // 20 notes and 100 bytes of the newcomers' share left.
     const start = SHARE - (20 * BYTES + 100);
-    city().psql(
+    await city().psql(
       `UPDATE city_store_stripes SET total_bytes = CASE WHEN stripe = 0 THEN ${start} ELSE 0 END, hour_bytes = CASE WHEN stripe = 0 THEN ${start} ELSE 0 END,
         newcomer_bytes = CASE WHEN stripe = 0 THEN ${start} ELSE 0 END, hour_start = date_trunc('hour', now()), bound_total = -1, bound_hour = -1, bound_newcomer = -1 WHERE store = 'vault'`,
     );
@@ -80,16 +81,16 @@ describeOnServer("the vault's city-wide bounds on two `next start` instances ove
       expect(a.body.limit).toMatchObject({ name: "city_vault_newcomer_bytes_per_hour", limit: SHARE });
       expect(Number(a.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
     }
-    expect(city().count("vault_notes", `did IN (${dids})`)).toBe(20);
-    expect(sums()).toEqual({ total: start + 20 * BYTES, hour: start + 20 * BYTES, newcomer: SHARE - 100 });
+    expect(await city().count("vault_notes", `did IN (${dids})`)).toBe(20);
+    expect(await sums()).toEqual({ total: start + 20 * BYTES, hour: start + 20 * BYTES, newcomer: SHARE - 100 });
 
     // Round 2: the same citizens, settled now, with 15 notes and 50 bytes of the hour left. The
     // stripes are as round 1 left them (the shares split), the hour's bytes set again around them.
-    city().psql(`UPDATE citizens SET bound_at = now() - interval '25 hours' WHERE did IN (${dids})`);
+    await city().psql(`UPDATE citizens SET bound_at = now() - interval '25 hours' WHERE did IN (${dids})`);
     const hourStart = PER_HOUR - (15 * BYTES + 50);
-    const before = sums();
-    city().psql(`UPDATE city_store_stripes s SET hour_bytes = city_store_spread(${PER_HOUR}, ${hourStart}, 64, s.stripe) WHERE store = 'vault'`);
-    expect(sums().hour).toBe(hourStart);
+    const before = await sums();
+    await city().psql(`UPDATE city_store_stripes s SET hour_bytes = city_store_spread(${PER_HOUR}, ${hourStart}, 64, s.stripe) WHERE store = 'vault'`);
+    expect((await sums()).hour).toBe(hourStart);
     const second = await race(writers);
     const stored2 = second.filter((a) => a.status === 200 || a.status === 201);
     expect(stored2, second.map((a) => a.status).join(",")).toHaveLength(15);
@@ -97,8 +98,8 @@ describeOnServer("the vault's city-wide bounds on two `next start` instances ove
       expect(a.status).toBe(507);
       expect(a.body.limit).toMatchObject({ name: "city_vault_bytes_per_hour", limit: PER_HOUR });
     }
-    expect(city().count("vault_notes", `did IN (${dids})`)).toBe(35);
-    const after = sums();
+    expect(await city().count("vault_notes", `did IN (${dids})`)).toBe(35);
+    const after = await sums();
     expect(after).toEqual({ total: before.total + 15 * BYTES, hour: PER_HOUR - 50, newcomer: SHARE - 100 });
 
     // Both instances publish the same gauges, equal to the SQL sums.
@@ -119,7 +120,7 @@ describeOnServer("the vault's city-wide bounds on two `next start` instances ove
 
   it("3 newcomers flooding the vault (30 notes each, more than the newcomers' share) store only their own shares; a 4th newcomer still writes; with the share full a settled citizen writes on (the reserve) (issue 43)", async () => {
     await awayFromHourTurn(60_000, 500);
-    city().psql(
+    await city().psql(
       `UPDATE city_store_stripes SET total_bytes = 0, hour_bytes = 0, newcomer_bytes = 0, hour_start = date_trunc('hour', now()), bound_total = -1 WHERE store = 'vault'`,
     );
     const flooders = [await city().admit(), await city().admit(), await city().admit()];
@@ -134,14 +135,14 @@ describeOnServer("the vault's city-wide bounds on two `next start` instances ove
       ),
     );
     // One newcomer's share of the newcomers' hour: 5 % of 25,000 = 1,250 bytes, two notes of 464.
-    for (const f of flooders) expect(city().count("vault_notes", `did = '${f.did}'`), f.did).toBe(2);
+    for (const f of flooders) expect(await city().count("vault_notes", `did = '${f.did}'`), f.did).toBe(2);
     const refused = answers.filter((a) => a.status !== 200 && a.status !== 201);
     expect(refused).toHaveLength(84);
     for (const a of refused) {
       expect(a.status, JSON.stringify(a.body).slice(0, 300)).toBe(429);
       expect(a.body.limit).toMatchObject({ name: "city_vault_subject_bytes_per_hour", limit: 1_250 });
     }
-    expect(sums()).toEqual({ total: 6 * BYTES, hour: 6 * BYTES, newcomer: 6 * BYTES });
+    expect(await sums()).toEqual({ total: 6 * BYTES, hour: 6 * BYTES, newcomer: 6 * BYTES });
     const honest = await city().admit();
     const written = await call(0, "/api/vault", {
       method: "POST",
@@ -151,7 +152,7 @@ describeOnServer("the vault's city-wide bounds on two `next start` instances ove
     expect(written.status, JSON.stringify(written.body)).toBe(200);
 
     // The newcomers' share full (as many newcomers' floods would leave it): a newcomer is refused, a settled citizen writes.
-    city().psql(`UPDATE city_store_stripes s SET newcomer_bytes = city_store_spread(${SHARE}, ${SHARE}, 64, s.stripe),
+    await city().psql(`UPDATE city_store_stripes s SET newcomer_bytes = city_store_spread(${SHARE}, ${SHARE}, 64, s.stripe),
       hour_bytes = city_store_spread(${PER_HOUR}, ${SHARE}, 64, s.stripe) WHERE store = 'vault'`);
     const late = await city().admit();
     const full = await call(1, "/api/vault", {
@@ -162,7 +163,7 @@ describeOnServer("the vault's city-wide bounds on two `next start` instances ove
     expect(full.status).toBe(507);
     expect(full.body.limit).toMatchObject({ name: "city_vault_newcomer_bytes_per_hour", limit: SHARE });
     const settled = await city().admit();
-    city().psql(`UPDATE citizens SET bound_at = now() - interval '25 hours' WHERE did = '${settled.did}'`);
+    await city().psql(`UPDATE citizens SET bound_at = now() - interval '25 hours' WHERE did = '${settled.did}'`);
     const kept = await call(0, "/api/vault", {
       method: "POST",
       headers: { "content-type": "application/json", authorization: `Bearer ${settled.citizen_secret}` },

@@ -27,20 +27,20 @@ describeOnServer("the built server on PostgreSQL: the windows and triggers under
   const city = usePostgresCity("security-postgres-windows");
 
   /** Over a parking window: exactly the window stored, exactly the parked cap parked, the rest refused 429 and kept nowhere. */
-  function expectWindow(race: Race, perHour: number, parkedCap: number, table: { stored: string; storedWhere: string; door: string; did: string }) {
+  async function expectWindow(race: Race, perHour: number, parkedCap: number, table: { stored: string; storedWhere: string; door: string; did: string }) {
     const sent = race.answers.length;
     expect(race.accepted, race.statuses.join(",")).toBe(perHour);
     expect(race.parked).toBe(parkedCap);
     expect(race.refused).toBe(sent - perHour - parkedCap);
     for (const answer of race.answers.filter((a) => a.status >= 400)) expect(answer.body.code).toBe("rate_limited");
-    const stored = sortedRows(city().psql(`SELECT id FROM ${table.stored} WHERE ${table.storedWhere}`));
+    const stored = sortedRows(await city().psql(`SELECT id FROM ${table.stored} WHERE ${table.storedWhere}`));
     expect(stored).toEqual(
       idsOf(
         race.answers.filter((a) => a.status === 200),
         "id",
       ),
     );
-    const parked = sortedRows(city().psql(`SELECT id FROM quarantine WHERE did = '${table.did}' AND door = '${table.door}'`));
+    const parked = sortedRows(await city().psql(`SELECT id FROM quarantine WHERE did = '${table.did}' AND door = '${table.door}'`));
     expect(parked).toEqual(
       idsOf(
         race.answers.filter((a) => a.status === 202),
@@ -51,15 +51,15 @@ describeOnServer("the built server on PostgreSQL: the windows and triggers under
 
   it("lets one gate nonce presented 30 times at once admit exactly one citizen", async () => {
     const { nonce } = (await city().get("/gate")).body as { nonce: string };
-    const before = city().count("citizens");
+    const before = await city().count("citizens");
     const race = await city().race(30, () => city().post("/gate", presentation({ nonce })));
     // Filtered is a verdict, not a failure (200): one admission, 29 spent-nonce filters.
     const admitted = race.answers.filter((a) => a.body.verdict === "admitted");
     expect(admitted).toHaveLength(1);
     expect(race.answers.filter((a) => a.body.verdict === "filtered" && a.body.rule === "nonce")).toHaveLength(29);
-    expect(city().count("citizens")).toBe(before + 1);
-    expect(city().count("citizens", `did = '${admitted[0]!.body.did}'`)).toBe(1);
-    expect(city().count("gate_nonces", `nonce = '${nonce}'`)).toBe(1);
+    expect(await city().count("citizens")).toBe(before + 1);
+    expect(await city().count("citizens", `did = '${admitted[0]!.body.did}'`)).toBe(1);
+    expect(await city().count("gate_nonces", `nonce = '${nonce}'`)).toBe(1);
   });
 
   it(
@@ -68,7 +68,7 @@ describeOnServer("the built server on PostgreSQL: the windows and triggers under
       const [sender, recipient] = [await city().admit(), await city().admit()];
       const sent = SPEC.mail + PUBLISHED_PARKED.mail + 10;
       const race = await city().race(sent, (i) => city().post("/api/message", { to: recipient.did, body: `mail ${i}` }, sender.citizen_secret));
-      expectWindow(race, SPEC.mail, PUBLISHED_PARKED.mail, {
+      await expectWindow(race, SPEC.mail, PUBLISHED_PARKED.mail, {
         stored: "messages",
         storedWhere: `from_did = '${sender.did}'`,
         door: "send-message",
@@ -76,7 +76,7 @@ describeOnServer("the built server on PostgreSQL: the windows and triggers under
       });
       // A refused mail is stored nowhere: neither delivered nor parked.
       const bodies = race.answers.flatMap((a, i) => (a.status === 429 ? [`'mail ${i}'`] : [])).join(",");
-      expect(city().count("messages", `body IN (${bodies})`) + city().count("quarantine", `payload->>'body' IN (${bodies})`)).toBe(0);
+      expect((await city().count("messages", `body IN (${bodies})`)) + (await city().count("quarantine", `payload->>'body' IN (${bodies})`))).toBe(0);
     },
     HEAVY_TEST_MS,
   );
@@ -98,7 +98,7 @@ describeOnServer("the built server on PostgreSQL: the windows and triggers under
           parked: statuses.filter((s) => s === 202).length,
           refused: statuses.filter((s) => s >= 400).length,
         };
-        expectWindow(onBoard, SPEC[board], PUBLISHED_PARKED[board], {
+        await expectWindow(onBoard, SPEC[board], PUBLISHED_PARKED[board], {
           stored: "posts",
           storedWhere: `did = '${poster.did}' AND board = '${board}'`,
           door: `post-${board}`,
@@ -121,24 +121,26 @@ describeOnServer("the built server on PostgreSQL: the windows and triggers under
         expect(answer.status).toBe(429);
         expect(Number(answer.headers.get("retry-after"))).toBeGreaterThan(0);
       }
-      const held = sortedRows(city().psql(`SELECT lot FROM lot_locks WHERE did = '${holder.did}' AND released_at IS NULL`));
+      const held = sortedRows(await city().psql(`SELECT lot FROM lot_locks WHERE did = '${holder.did}' AND released_at IS NULL`));
       expect(held).toEqual(
         race.answers
           .filter((a) => a.status === 200)
           .map((a) => a.body.lot as string)
           .sort(),
       );
-      expect(city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", `scope = 'lock-lot' AND subject = '${holder.did}'`)).toBe(SPEC.lotLocks);
+      expect(await city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", `scope = 'lock-lot' AND subject = '${holder.did}'`)).toBe(
+        SPEC.lotLocks,
+      );
 
       const rivals = await Promise.all(Array.from({ length: 8 }, () => city().admit()));
       const contest = await city().race(rivals.length, (i) => city().post("/api/lot", { lot: "lot-40", action: "lock" }, rivals[i]!.citizen_secret));
       expect(contest.accepted).toBe(1);
       expect(contest.statuses.filter((s) => s === 409)).toHaveLength(rivals.length - 1);
       const winner = contest.answers.find((a) => a.status === 200)!.body.holder;
-      expect(city().psql("SELECT string_agg(did, ',') FROM lot_locks WHERE lot = 'lot-40' AND released_at IS NULL")).toBe(winner);
+      expect(await city().psql("SELECT string_agg(did, ',') FROM lot_locks WHERE lot = 'lot-40' AND released_at IS NULL")).toBe(winner);
       // A lost lock gives its window slot back: only the winner's attempt is counted.
       expect(
-        city().count(
+        await city().count(
           "rate_windows, unnest(counts) AS c, generate_series(1, c)",
           `scope = 'lock-lot' AND subject IN (${rivals.map((r) => `'${r.did}'`).join(",")})`,
         ),
@@ -182,14 +184,14 @@ describeOnServer("the built server on PostgreSQL: the windows and triggers under
         const proven = proofAnswers.filter((a) => a.status === 200).length;
         expect(proofAnswers.filter((a) => a.status === 403)).toHaveLength(12 - proven);
         for (const answer of proofAnswers.filter((a) => a.status === 403)) expect(answer.body.code).toBe("forbidden");
-        expect(city().psql(`SELECT tier FROM citizens WHERE did = '${who.did}'`)).toBe("restricted");
-        expect(city().count("content_refusals", `did = '${who.did}'`)).toBe(3);
-        expect(city().count("tier_events", `did = '${who.did}' AND event = 'restrict'`)).toBe(1);
+        expect(await city().psql(`SELECT tier FROM citizens WHERE did = '${who.did}'`)).toBe("restricted");
+        expect(await city().count("content_refusals", `did = '${who.did}'`)).toBe(3);
+        expect(await city().count("tier_events", `did = '${who.did}' AND event = 'restrict'`)).toBe(1);
         // Stored proofs are exactly the accepted ones, all before the restriction, and nothing leaves restricted.
-        expect(city().count("tier_events", `did = '${who.did}' AND event = 'prove'`)).toBe(proven);
-        expect(city().count("tier_events", `did = '${who.did}' AND from_tier = 'restricted'`)).toBe(0);
-        const restrictId = Number(city().psql(`SELECT id FROM tier_events WHERE did = '${who.did}' AND event = 'restrict'`));
-        expect(city().count("tier_events", `did = '${who.did}' AND event = 'prove' AND id > ${restrictId}`)).toBe(0);
+        expect(await city().count("tier_events", `did = '${who.did}' AND event = 'prove'`)).toBe(proven);
+        expect(await city().count("tier_events", `did = '${who.did}' AND from_tier = 'restricted'`)).toBe(0);
+        const restrictId = Number(await city().psql(`SELECT id FROM tier_events WHERE did = '${who.did}' AND event = 'restrict'`));
+        expect(await city().count("tier_events", `did = '${who.did}' AND event = 'prove' AND id > ${restrictId}`)).toBe(0);
       }
     },
     HEAVY_TEST_MS,
@@ -216,8 +218,8 @@ describeOnServer("the built server on PostgreSQL: the windows and triggers under
         expect(answer.body.code).toBe("signature_replayed");
         expect(answer.headers.get("accept-signature")).toContain('"content-digest"');
       }
-      expect(city().count("vault_notes", `did = '${did}'`)).toBe(1);
-      expect(city().count("signature_nonces", `keyid = '${key.keyid}'`)).toBe(1);
+      expect(await city().count("vault_notes", `did = '${did}'`)).toBe(1);
+      expect(await city().count("signature_nonces", `keyid = '${key.keyid}'`)).toBe(1);
       // The plat's directory row: it signs with a key, the keyid's first characters shown.
       const page = await city().call(`/peers?q=${encodeURIComponent(name)}`);
       expect(page.status).toBe(200);
@@ -264,8 +266,8 @@ describeOnServer("two instances at the edge of the city-wide admissions ceiling"
   const stripeCount = () => city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'gate-admissions'");
 
   it(`admits exactly ${OPEN} of 60 keyless presentations without a bid (3/4 of ${CEILING} less the reserve) from 60 addresses raced over both instances, and charges nothing per subject for the rest`, async () => {
-    const citizensBefore = city().count("citizens");
-    expect(stripeCount()).toBe(0);
+    const citizensBefore = await city().count("citizens");
+    expect(await stripeCount()).toBe(0);
     const race = await city().race(60, present);
     const admitted = race.answers.filter((a) => a.body.verdict === "admitted");
     expect(admitted, JSON.stringify(race.answers.map((a) => a.body.rule ?? a.body.verdict))).toHaveLength(OPEN);
@@ -273,12 +275,12 @@ describeOnServer("two instances at the edge of the city-wide admissions ceiling"
       expect(refused.body).toMatchObject({ verdict: "filtered", rule: "flood" });
       expect(String(refused.body.reason)).toMatch(/Nothing was counted against your address or origin/);
     }
-    expect(city().count("citizens")).toBe(citizensBefore + OPEN);
+    expect(await city().count("citizens")).toBe(citizensBefore + OPEN);
     // Every published count equals SQL: the ceiling's stripes hold the admissions, one each.
-    expect(stripeCount()).toBe(OPEN);
-    expect(city().count("rate_windows", "scope = 'gate-admissions' AND (SELECT sum(c) FROM unnest(counts) AS c) = 1")).toBe(OPEN);
+    expect(await stripeCount()).toBe(OPEN);
+    expect(await city().count("rate_windows", "scope = 'gate-admissions' AND (SELECT sum(c) FROM unnest(counts) AS c) = 1")).toBe(OPEN);
     // Only the admitted presentations' addresses and origins are counted (a refused one's takes were given back).
-    expect(city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'gate-address'")).toBe(OPEN);
-    expect(city().count("rate_windows", "scope = 'gate-origin'")).toBe(OPEN);
+    expect(await city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'gate-address'")).toBe(OPEN);
+    expect(await city().count("rate_windows", "scope = 'gate-origin'")).toBe(OPEN);
   }, 120_000);
 });

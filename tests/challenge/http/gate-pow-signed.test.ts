@@ -24,7 +24,7 @@ describeOnServer("a presentation signed with a bound key through next start", ()
     const owner = await present(presentation({ nonce, controller_public_key: key.publicKey, controller_signature: await key.signHex(nonce) }));
     expect(owner.body.verdict, JSON.stringify(owner.body)).toBe("admitted");
     for (let i = 0; i < 3; i++) expect((await present(presentation())).body.verdict).toBe("admitted");
-    const before = city().count("citizens");
+    const before = await city().count("citizens");
 
     const bare = await present(presentation());
     expect(bare.status).toBe(200);
@@ -42,13 +42,13 @@ describeOnServer("a presentation signed with a bound key through next start", ()
     expect(signed.status, JSON.stringify(signed.body)).toBe(200);
     expect(signed.body.verdict, JSON.stringify(signed.body)).toBe("admitted");
     expect(signed.body.name ?? body.name).toBe(body.name);
-    expect(city().count("citizens")).toBe(before + 1);
-    expect(city().count("citizens", `name = '${body.name}'`)).toBe(1);
+    expect(await city().count("citizens")).toBe(before + 1);
+    expect(await city().count("citizens", `name = '${body.name}'`)).toBe(1);
 
     // A key bound to no citizen proves nothing: its signed presentation is no bid.
     const stranger = await signedCall(city().server.baseUrl, await newKey(), "POST", "/gate", { body: presentation() });
     expect(stranger.status, JSON.stringify(stranger.body)).toBe(401);
     expect(stranger.body.code).toBe("unknown_key");
-    expect(city().count("citizens")).toBe(before + 1);
+    expect(await city().count("citizens")).toBe(before + 1);
   }, 180_000);
 });

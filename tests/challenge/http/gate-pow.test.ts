@@ -19,7 +19,7 @@ describeOnServer("the gate's proof-of-work bid through next start", () => {
   it("asks no work below the open share, then filters a bare presentation with the effort and admits one that solves it", async () => {
     // The step's portion is taken below and then said to be: no step may open between.
     await awayFromStepTurn({ perOriginPerHour: 1, perAddressPerHour: 0, admissionsPerHour: 8, reservePercent: 20 });
-    const before = city().count("citizens");
+    const before = await city().count("citizens");
     const idle = await city().get("/gate");
     expect(idle.status).toBe(200);
     expect(idle.body.pow).toMatchObject({ protocol: "CITY-POW/1", suggested_effort: 0, max_effort: 22, field: "pow_solution", header: "City-Pow-Effort" });
@@ -52,7 +52,7 @@ describeOnServer("the gate's proof-of-work bid through next start", () => {
     const pow_solution = await solveGatePuzzle({ nonce: p.nonce, name: p.name, origin: p.origin, effort: fresh.body.pow.suggested_effort });
     const admitted = await present({ ...p, pow_solution });
     expect(admitted.body.verdict, JSON.stringify(admitted.body)).toBe("admitted");
-    expect(city().count("citizens")).toBe(before + 5);
+    expect(await city().count("citizens")).toBe(before + 5);
     // The step's portion is taken: GET /gate says none is left, and a bare presentation is told when the next step opens.
     const after = await city().get("/gate");
     const told = await present(presentation());

@@ -73,7 +73,9 @@ describeOnServer("the gate's shares per source under a flood from one network", 
     // After: the flood stays at its share, a newcomer from elsewhere is admitted.
     expect((await present("203.0.113.200")).body.verdict).toBe("filtered");
     expect((await present("192.0.2.44")).body.verdict).toBe("admitted");
-    expect(city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'gate-admissions-prefix' AND subject = '203.0.113.0/24'")).toBe(8);
+    expect(
+      await city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'gate-admissions-prefix' AND subject = '203.0.113.0/24'"),
+    ).toBe(8);
   }, 120_000);
 
   it("admits 8 of 40 from one /48 with its /64s rotated, at most 4 from one /64, and honest newcomers from other /48s", async () => {
@@ -139,9 +141,9 @@ describeOnServer("the gate's shares per source under a flood from one network", 
   // leave them); one /24's presentations over HTTP take the last 8, at its hourly share.
   it("serves one /24 one bid a step however it rotates its addresses, and another /24's bid beside it", async () => {
     // The bids' part: 80, 6 a step; one /24's 2% of a step's 6: 1 (bids_per_prefix_per_step above).
-    city().psql(openShareTakenSql(232));
+    await city().psql(openShareTakenSql(232));
     for (let i = 0; i < 8; i++) expect((await present(`10.70.5.${i + 1}`)).body.verdict).toBe("admitted");
-    expect(city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'gate-admissions'")).toBe(240);
+    expect(await city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'gate-admissions'")).toBe(240);
     // The open share is taken: a presentation without a bid is refused, a bid asked for.
     expect((await present("10.71.5.1")).body).toMatchObject({ verdict: "filtered", rule: "flood", suggested_effort: expect.any(Number) });
     // One /24 bids at the effort asked: one served, the next (another address) refused by its network's share of the step.
@@ -154,7 +156,7 @@ describeOnServer("the gate's shares per source under a flood from one network", 
     // Another /24's bid is served beside it.
     const other = await bidding("10.91.5.1");
     expect(other.body.verdict, JSON.stringify(other.body)).toBe("admitted");
-    expect(city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'gate-admissions'")).toBe(242);
+    expect(await city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'gate-admissions'")).toBe(242);
   }, 120_000);
 });
 
@@ -183,14 +185,14 @@ describeOnServer("the gate's reserve and a full subjects table", () => {
 
   it("admits an honest newcomer no table has counted when the subjects table is full, and stores no new subject for it", async () => {
     for (let i = 0; i < 12; i++) expect((await present(`10.77.${i}.1`, { ask: "look" })).body.verdict).toBe("observer");
-    expect(city().count("rate_windows", `${counted} AND subject NOT LIKE 'overflow/%'`)).toBe(20);
+    expect(await city().count("rate_windows", `${counted} AND subject NOT LIKE 'overflow/%'`)).toBe(20);
     const newcomer = await present("192.0.2.99", { origin: "never-counted.example" });
     expect(newcomer.body.verdict, JSON.stringify(newcomer.body)).toBe("admitted");
-    expect(city().count("rate_windows", `${counted} AND subject NOT LIKE 'overflow/%'`)).toBe(20);
-    expect(city().count("rate_windows", `${counted} AND subject LIKE 'overflow/%'`)).toBeGreaterThan(0);
+    expect(await city().count("rate_windows", `${counted} AND subject NOT LIKE 'overflow/%'`)).toBe(20);
+    expect(await city().count("rate_windows", `${counted} AND subject LIKE 'overflow/%'`)).toBeGreaterThan(0);
     const looks = await city().race(20, (i) => present(`10.78.${i}.1`, { ask: "look" }));
     expect(looks.answers.every((a) => a.body.verdict === "observer")).toBe(true);
-    expect(city().count("rate_windows", `${counted} AND subject NOT LIKE 'overflow/%'`)).toBe(20);
+    expect(await city().count("rate_windows", `${counted} AND subject NOT LIKE 'overflow/%'`)).toBe(20);
   }, 120_000);
 
   it("keeps 2 of 10 admissions for presentations settled citizens sign, whatever others do: bids (in steps), fresh keys, newcomers' signatures (docs/pow.md)", async () => {
@@ -205,7 +207,7 @@ describeOnServer("the gate's reserve and a full subjects table", () => {
     const keyless = await city().race(20, (i) => present(`10.${i}.5.1`));
     // In a race a stripe may refuse with room (refused_with_room); one after another the rest is taken.
     const counted = () => city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'gate-admissions'");
-    let admitted = counted(); // the race's, the sponsor's and the newcomer's above
+    let admitted = await counted(); // the race's, the sponsor's and the newcomer's above
     expect(admitted).toBe(keyless.answers.filter((a) => a.body.verdict === "admitted").length + 2);
     expect(admitted).toBeLessThanOrEqual(6);
     for (let i = 0; admitted < 6 && i < 6; i++) if ((await present(`10.${40 + i}.5.1`)).body.verdict === "admitted") admitted++;
@@ -227,7 +229,7 @@ describeOnServer("the gate's reserve and a full subjects table", () => {
     expect(byNewcomer.body).toMatchObject({ verdict: "filtered", rule: "flood" });
     expect(byNewcomer.body.reason).toMatch(/^Bids for this step are taken; /);
     // A day later the same citizen is settled: its signature takes the rest, the reserve with it, and no more.
-    city().psql(`UPDATE citizens SET bound_at = now() - interval '25 hours' WHERE did = '${sponsor.body.did}'`);
+    await city().psql(`UPDATE citizens SET bound_at = now() - interval '25 hours' WHERE did = '${sponsor.body.did}'`);
     for (let i = 0; i < 3; i++) expect((await signed()).body.verdict).toBe("admitted");
     expect((await signed()).body).toMatchObject({ verdict: "filtered", rule: "flood" });
     // The reach of everyone else is full: told when a slot frees, no effort.
@@ -238,6 +240,6 @@ describeOnServer("the gate's reserve and a full subjects table", () => {
     );
     expect(refused.body).not.toHaveProperty("suggested_effort");
     expect((await bidding("10.66.5.1", false)).body.verdict).toBe("filtered");
-    expect(counted()).toBe(10);
+    expect(await counted()).toBe(10);
   }, 300_000);
 });

@@ -44,7 +44,7 @@ function clinicExportRaces(driver: "pg" | "neon") {
     const consult = (who: Admitted, i: number) => city().post("/api/clinic", { words: `a question while leaving ${i}` }, who.citizen_secret);
     /** Backends of this database waiting for a lock (the test's own holder is not waiting). */
     const waiting = async () =>
-      Number(await city().psqlAsync("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"));
+      Number(await city().psql("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"));
     async function untilWaiting(n: number) {
       // A failure bound only: the test counts waiters, it never times the server.
       for (let tries = 0; tries < 1200; tries++) {
@@ -81,8 +81,8 @@ function clinicExportRaces(driver: "pg" | "neon") {
           await head.end();
         }
         after.physicianCalls += openai.received.length - calls;
-        after.attempts += city().count("clinic_attempts", `did = '${who.did}'`);
-        expect(city().psql(`SELECT residency_status FROM citizens WHERE did = '${who.did}'`)).toBe("exported");
+        after.attempts += await city().count("clinic_attempts", `did = '${who.did}'`);
+        expect(await city().psql(`SELECT residency_status FROM citizens WHERE did = '${who.did}'`)).toBe("exported");
       }
       expect(after).toEqual({ sent: ROUNDS * CALLS, notRefused: 0, physicianCalls: 0, attempts: 0 });
     }, 240_000);
@@ -101,11 +101,11 @@ function clinicExportRaces(driver: "pg" | "neon") {
         }
         const ok = clinic.filter((a) => a.status === 200).length;
         expect(openai.received.length - calls).toBe(ok);
-        expect(city().count("clinic_attempts", `did = '${who.did}' AND verdict = 'admitted'`)).toBe(ok);
+        expect(await city().count("clinic_attempts", `did = '${who.did}' AND verdict = 'admitted'`)).toBe(ok);
         // Afterwards: refused, nothing counted.
-        const attempts = city().count("clinic_attempts", `did = '${who.did}'`);
+        const attempts = await city().count("clinic_attempts", `did = '${who.did}'`);
         expect(refusedAsExported(await consult(who, 99))).toBe(true);
-        expect(city().count("clinic_attempts", `did = '${who.did}'`)).toBe(attempts);
+        expect(await city().count("clinic_attempts", `did = '${who.did}'`)).toBe(attempts);
       }
     }, 240_000);
   });

@@ -52,9 +52,9 @@ describeOnServer("the built server on PostgreSQL: the clinic's caps under parall
       expect(answer.body.limit).toMatchObject({ name: "clinic_calls", limit: cap });
     }
     expect(providerCalls() - calls).toBe(cap);
-    expect(city().count("clinic_attempts", `did = '${who.did}'`)).toBe(n);
-    expect(city().count("clinic_attempts", `did = '${who.did}' AND verdict = 'admitted'`)).toBe(cap);
-    expect(city().count("clinic_outcomes o JOIN clinic_attempts a ON a.id = o.attempt_id", `a.did = '${who.did}' AND o.outcome = 'answered'`)).toBe(cap);
+    expect(await city().count("clinic_attempts", `did = '${who.did}'`)).toBe(n);
+    expect(await city().count("clinic_attempts", `did = '${who.did}' AND verdict = 'admitted'`)).toBe(cap);
+    expect(await city().count("clinic_outcomes o JOIN clinic_attempts a ON a.id = o.attempt_id", `a.did = '${who.did}' AND o.outcome = 'answered'`)).toBe(cap);
   }
 
   it(`calls a provider exactly ${CAPS.citizenPerDay} times for a citizen's 8 parallel consultations`, async () => {
@@ -76,19 +76,19 @@ describeOnServer("the built server on PostgreSQL: the clinic's caps under parall
     `holds the newcomers' share of ${CAPS.newcomerShare} under 60 parallel consultations from 20 citizens admitted a moment ago`,
     async () => {
       const newcomers = await Promise.all(Array.from({ length: 20 }, () => city().admit()));
-      const left = CAPS.newcomerShare - newcomerSpent();
+      const left = CAPS.newcomerShare - (await newcomerSpent());
       const callsBefore = providerCalls();
-      const cityBefore = city().count("clinic_attempts", "verdict = 'admitted'");
+      const cityBefore = await city().count("clinic_attempts", "verdict = 'admitted'");
       expect(20 * CAPS.citizenPerDay).toBeGreaterThan(left);
       const race = await city().race(60, (i) => consult(newcomers[i % 20]!, i));
       expect(race.accepted, race.statuses.join(",")).toBe(left);
       expect(race.answers.filter((a) => a.status === 429).every((a) => ["clinic_newcomer_share", "clinic_calls"].includes(a.body.limit?.name))).toBe(true);
       expect(race.answers.filter((a) => a.body.limit?.name === "clinic_newcomer_share").length).toBeGreaterThan(0);
       expect(providerCalls() - callsBefore).toBe(left);
-      expect(newcomerSpent()).toBe(CAPS.newcomerShare);
+      expect(await newcomerSpent()).toBe(CAPS.newcomerShare);
       // The reserve is still there for one who has stayed.
       const stayed = await city().admit();
-      settle([stayed]);
+      await settle([stayed]);
       expect((await consult(stayed, 1)).status).toBe(200);
       const gauges = (await city().get("/api/clinic")).body.gauges.city_window;
       expect(gauges).toMatchObject({ spent: cityBefore + left + 1, newcomer_share: CAPS.newcomerShare, newcomer_spent: CAPS.newcomerShare, counted: true });
@@ -100,9 +100,9 @@ describeOnServer("the built server on PostgreSQL: the clinic's caps under parall
     `stops at the city ceiling of ${CAPS.cityCeiling} under 64 parallel consultations from 16 citizens, and counts every attempt at the desk`,
     async () => {
       const people = await Promise.all(Array.from({ length: 16 }, () => city().admit()));
-      settle(people);
-      const answeredBefore = city().count("clinic_attempts", "verdict = 'admitted'");
-      const attemptsBefore = city().count("clinic_attempts");
+      await settle(people);
+      const answeredBefore = await city().count("clinic_attempts", "verdict = 'admitted'");
+      const attemptsBefore = await city().count("clinic_attempts");
       const callsBefore = providerCalls();
       expect(answeredBefore).toBe(callsBefore);
       // 16 citizens x 3 calls = 48 allowed by the citizen caps, more than the ceiling leaves: the ceiling binds.
@@ -113,9 +113,10 @@ describeOnServer("the built server on PostgreSQL: the clinic's caps under parall
       expect(race.refused).toBe(64 - left);
       expect(race.answers.filter((a) => a.body.limit?.name === "clinic_city_ceiling").length).toBeGreaterThan(0);
       expect(providerCalls()).toBe(CAPS.cityCeiling);
-      expect(city().count("clinic_attempts")).toBe(attemptsBefore + 64);
-      expect(city().count("clinic_attempts", "verdict = 'admitted'")).toBe(CAPS.cityCeiling);
-      for (const p of people) expect(city().count("clinic_attempts", `did = '${p.did}' AND verdict = 'admitted'`)).toBeLessThanOrEqual(CAPS.citizenPerDay);
+      expect(await city().count("clinic_attempts")).toBe(attemptsBefore + 64);
+      expect(await city().count("clinic_attempts", "verdict = 'admitted'")).toBe(CAPS.cityCeiling);
+      for (const p of people)
+        expect(await city().count("clinic_attempts", `did = '${p.did}' AND verdict = 'admitted'`)).toBeLessThanOrEqual(CAPS.citizenPerDay);
 
       const gauges = (await city().get("/api/capabilities")).body.clinic_last_24h;
       // hits counts every attempt at the desk; spent is what the desk held to the ceiling: they agree with the rows.

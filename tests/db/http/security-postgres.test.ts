@@ -34,28 +34,30 @@ describeOnServer("the built server on PostgreSQL under parallel load and faults"
     // admit fewer; every admission is a citizen.
     expect(admitted, JSON.stringify(answers.map((x) => x.body.verdict))).toBeLessThanOrEqual(2);
     expect(admitted).toBeGreaterThanOrEqual(1);
-    expect(count("citizens")).toBe(2 + admitted);
+    expect(await count("citizens")).toBe(2 + admitted);
   });
 
   it("keeps exactly 30 of 40 parallel vault notes (30 an hour) and parks the other 10", async () => {
     const { accepted, statuses } = await city().race(40, (i) => post("/api/vault", { content: `note ${i}` }, a.citizen_secret));
     expect(accepted).toBe(30);
     expect(statuses.filter((s) => s === 202)).toHaveLength(10);
-    expect(count("vault_notes", `did = '${a.did}'`)).toBe(30);
-    expect(count("quarantine", `did = '${a.did}'`)).toBe(10);
+    expect(await count("vault_notes", `did = '${a.did}'`)).toBe(30);
+    expect(await count("quarantine", `did = '${a.did}'`)).toBe(10);
   });
 
   it("keeps exactly 12 of 20 parallel checkpoint versions, numbered 1 to 12", async () => {
     const { accepted, statuses } = await city().race(20, (i) => post("/api/checkpoint", { content: `version ${i}` }, b.citizen_secret));
     expect(accepted).toBe(12);
     expect(statuses.filter((s) => s === 409)).toHaveLength(8);
-    expect(city().psql(`SELECT string_agg(version::text, ',' ORDER BY version) FROM checkpoints WHERE did = '${b.did}'`)).toBe("1,2,3,4,5,6,7,8,9,10,11,12");
+    expect(await city().psql(`SELECT string_agg(version::text, ',' ORDER BY version) FROM checkpoints WHERE did = '${b.did}'`)).toBe(
+      "1,2,3,4,5,6,7,8,9,10,11,12",
+    );
   });
 
   it("keeps exactly 16 of 24 parallel new locker bags", async () => {
     const { accepted } = await city().race(24, (i) => post("/api/locker", { bag: `bag-${i}`, content: "x" }, b.citizen_secret));
     expect(accepted).toBe(16);
-    expect(count("locker_bags", `did = '${b.did}'`)).toBe(16);
+    expect(await count("locker_bags", `did = '${b.did}'`)).toBe(16);
   });
 
   it("redeems one recovery code once when it is sent ten times at once", async () => {
@@ -68,7 +70,7 @@ describeOnServer("the built server on PostgreSQL under parallel load and faults"
   it(
     "answers 503 problems while the database is away, changes nothing half-way, and serves again by itself",
     async () => {
-      const before = count("vault_notes");
+      const before = await count("vault_notes");
       // Past the admission ceiling by now (the first test filled it): b writes.
       const bearer = b.citizen_secret;
 
@@ -84,7 +86,7 @@ describeOnServer("the built server on PostgreSQL under parallel load and faults"
       }
       await city().startRelay();
       await expect.poll(async () => (await city().call("/city.json")).status, { timeout: 20_000, interval: 250 }).toBe(200);
-      expect(count("vault_notes")).toBe(before);
+      expect(await count("vault_notes")).toBe(before);
 
       // Fault 2: every backend of the server is terminated while requests run, round after round
       // until a cut lands mid-request (a 503): a fault that never landed proves nothing.
@@ -93,7 +95,7 @@ describeOnServer("the built server on PostgreSQL under parallel load and faults"
       for (let round = 0; round < 10 && !statuses.includes(503); round++) {
         const writes = Promise.all(Array.from({ length: 8 }, (_, i) => post("/api/vault", { content: `racing ${round} ${i}` }, bearer)));
         city().figures.parallel_requests_postgres += 8;
-        const ended = await city().psqlAsync(
+        const ended = await city().psql(
           `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '${city().database}' AND pid <> pg_backend_pid()`,
         );
         const answers = await writes;
@@ -104,7 +106,7 @@ describeOnServer("the built server on PostgreSQL under parallel load and faults"
       }
       expect(statuses, "no cut landed mid-request in 10 rounds").toContain(503);
       city().figures.faults_injected += 1;
-      expect(count("vault_notes")).toBe(before + kept);
+      expect(await count("vault_notes")).toBe(before + kept);
       await expect.poll(async () => (await post("/api/vault", { content: "after" }, bearer)).status, { timeout: 20_000, interval: 250 }).toBe(200);
     },
     HEAVY_TEST_MS,

@@ -57,14 +57,14 @@ describeOnServer("client addresses: `next start` alone, no proxy configured", ()
   it(
     `files exactly the city-wide ceiling of unsigned ward notes when every one of 40 parallel filings forges a new X-Forwarded-For`,
     async () => {
-      const used = city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'ward-unsigned'");
-      const notesBefore = city().count("ward_notes");
+      const used = await city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'ward-unsigned'");
+      const notesBefore = await city().count("ward_notes");
       const race = await city().race(40, (i) => post("/api/hospital", note(i), forged(i)));
       const filed = race.answers.filter((a) => a.body.filed === true);
       expect(filed).toHaveLength(WARD_CEILING - used);
       for (const a of race.answers.filter((x) => x.body.filed === false))
         expect(a.body.note).toMatch(new RegExp(`at most ${WARD_CEILING} unsigned notes an hour`));
-      expect(city().count("ward_notes")).toBe(notesBefore + WARD_CEILING - used);
+      expect(await city().count("ward_notes")).toBe(notesBefore + WARD_CEILING - used);
       // Signed filings are not under the ceiling.
       const me = await city().admit();
       const signed = await city().post("/api/hospital", note(999), me.citizen_secret);
@@ -76,14 +76,14 @@ describeOnServer("client addresses: `next start` alone, no proxy configured", ()
   it(
     "admits no more than the city-wide ceiling when every presentation forges a new X-Forwarded-For",
     async () => {
-      const used = city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'gate-admissions'");
+      const used = await city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'gate-admissions'");
       const race = await city().race(40, (i) => post("/gate", presentation({ origin: `forger-${i}.example` }), forged(i)));
       const admitted = race.answers.filter((a) => a.body.verdict === "admitted");
       // Keyless presentations reach 4/5 of the ceiling (issue 43: the reserve). Over one-slot stripes
       // a racer may be refused with room (published: refused_with_room), never let past the bound.
       expect(admitted.length).toBeLessThanOrEqual(Math.floor(ADMISSIONS_CEILING * 0.8) - used);
       expect(admitted.length).toBeGreaterThan(0);
-      expect(city().count("citizens")).toBeLessThanOrEqual(ADMISSIONS_CEILING);
+      expect(await city().count("citizens")).toBeLessThanOrEqual(ADMISSIONS_CEILING);
     },
     HEAVY_TEST_MS,
   );
@@ -152,7 +152,7 @@ describeOnServer("client addresses: behind two reverse proxies (CITY_TRUSTED_PRO
         viaProxies("/api/hospital", { method: "POST", headers: { "content-type": "application/json", ...forged(i) }, body: JSON.stringify(note(i)) }),
       );
       expect(notes.answers.filter((a) => a.body.filed === true)).toHaveLength(4);
-      expect(city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'ward-address' AND subject = '127.0.0.1'")).toBe(4);
+      expect(await city().count("rate_windows, unnest(counts) AS c, generate_series(1, c)", "scope = 'ward-address' AND subject = '127.0.0.1'")).toBe(4);
     },
     HEAVY_TEST_MS,
   );

@@ -41,13 +41,13 @@ describeOnServer("the gate on two `next start` instances over one PostgreSQL dat
 
   /** Every table's rows, hashed in one statement: what requests that write nothing leave as it was. */
   const everyTable = async () =>
-    city().psqlAsync(
+    city().psql(
       `SELECT string_agg(tablename || ':' || (xpath('/row/h/text()', query_to_xml(format('SELECT md5(coalesce(string_agg(x::text, ''|'' ORDER BY x::text), '''')) AS h FROM %I x', tablename), false, true, '')))[1]::text, ',' ORDER BY tablename) FROM pg_tables WHERE schemaname = 'public'`,
     );
 
   /** Backends of this database waiting for a lock right now. */
   const waiting = async () =>
-    Number(await city().psqlAsync("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"));
+    Number(await city().psql("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"));
 
   async function victimOf() {
     const shown = presentation({ origin: `victim-${Date.now()}.example` });
@@ -166,7 +166,7 @@ describeOnServer("the gate on two `next start` instances over one PostgreSQL dat
         expect((await look(nonces[made]!)).body.verdict).toBe("observer");
         expect((await look(nonces[made]!)).body).toMatchObject({ verdict: "filtered", rule: "nonce" });
       }
-      expect(city().count("gate_nonces", `nonce IN ('${nonces[0]}', '${nonces[1]}')`)).toBe(2);
+      expect(await city().count("gate_nonces", `nonce IN ('${nonces[0]}', '${nonces[1]}')`)).toBe(2);
     },
     HEAVY_TEST_MS,
   );
@@ -191,14 +191,14 @@ describeOnServer("the gate on two `next start` instances over one PostgreSQL dat
       const admitted = answers.filter((a) => a.body.verdict === "admitted");
       expect(admitted, JSON.stringify(answers.map((a) => a.body.rule ?? a.body.verdict))).toHaveLength(1);
       expect(answers.filter((a) => a.body.verdict === "filtered" && a.body.rule === "nonce")).toHaveLength(RACERS - 1);
-      expect(city().count("gate_nonces", `nonce = '${nonce}'`)).toBe(1);
-      expect(city().count("citizens", `did = '${admitted[0]!.body.did}' AND controller_public_key IS NOT NULL`)).toBe(1);
+      expect(await city().count("gate_nonces", `nonce = '${nonce}'`)).toBe(1);
+      expect(await city().count("citizens", `did = '${admitted[0]!.body.did}' AND controller_public_key IS NOT NULL`)).toBe(1);
       // Forged (no MAC of the city's) and altered (one hex digit of a real one): unknown, and nothing recorded.
       const fresh = (await call(1, "/gate")).body.nonce as string;
       const altered = `${fresh.slice(0, 20)}${fresh[20] === "0" ? "1" : "0"}${fresh.slice(21)}`;
       for (const bad of ["0123456789abcdef0123456789abcdef", altered]) {
         expect((await post(0, "/gate", presentation({ ask: "look", nonce: bad }))).body).toMatchObject({ verdict: "filtered", rule: "nonce" });
-        expect(city().count("gate_nonces", `nonce = '${bad}'`)).toBe(0);
+        expect(await city().count("gate_nonces", `nonce = '${bad}'`)).toBe(0);
       }
     },
     HEAVY_TEST_MS,

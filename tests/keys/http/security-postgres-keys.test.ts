@@ -60,7 +60,7 @@ describeOnServer("keys a thief cannot take: signed requests and the key lifecycl
   const authority = () => new URL(base()).host;
   const q = (did: string) => `'${did.replace(/'/g, "")}'`;
   const lockWaiters = async () =>
-    Number(await city().psqlAsync("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"));
+    Number(await city().psql("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"));
   /** Until n backends wait on a lock (at most 10 s: a request that does not wait lets the test go on). */
   const waitForLockWaiters = async (n: number) => {
     for (let tries = 0; tries < 200 && (await lockWaiters()) < n; tries++) await new Promise((resolve) => setTimeout(resolve, 50));
@@ -117,7 +117,7 @@ describeOnServer("keys a thief cannot take: signed requests and the key lifecycl
   const delay = (did: string, hours: number, secret: string) => city().post("/api/keys/delay", { hours }, secret);
   const hashesOf = (did: string) => city().psql(`SELECT coalesce(array_to_string(next_key_hashes, ','), '-') FROM citizens WHERE did = ${q(did)}`);
   const controllerOf = (did: string) => city().psql(`SELECT coalesce(controller_public_key, '-') FROM citizens WHERE did = ${q(did)}`);
-  const delayOf = (did: string) => Number(city().psql(`SELECT recovery_delay_hours FROM citizens WHERE did = ${q(did)}`));
+  const delayOf = async (did: string) => Number(await city().psql(`SELECT recovery_delay_hours FROM citizens WHERE did = ${q(did)}`));
   /** Every open step of the citizen: its window moved into the past, so only the rules can stop a completion. */
   const windowsPast = (did: string) => city().psql(`UPDATE recoveries SET opens_after = now() - interval '1 second' WHERE did = ${q(did)} AND state = 'open'`);
   const mint = async (secret: string) => {
@@ -141,7 +141,7 @@ describeOnServer("keys a thief cannot take: signed requests and the key lifecycl
   const noOpenStep = async (did: string) => {
     const { recovery } = await publicRecovery(did);
     expect(recovery?.state ?? "none", JSON.stringify(recovery)).not.toBe("open");
-    expect(city().count("recoveries", `did = ${q(did)} AND state = 'open'`), "open steps in the database").toBe(0);
+    expect(await city().count("recoveries", `did = ${q(did)} AND state = 'open'`), "open steps in the database").toBe(0);
   };
 
   describe("A. who outranks whom: code < secret < current key < committed next key", () => {
@@ -149,13 +149,13 @@ describeOnServer("keys a thief cannot take: signed requests and the key lifecycl
       const me = await admitKeyed();
       const [n1, thief] = [await newKey(), await newKey()];
       expectOk(await city().post("/api/keys/commit", { next_key_hashes: [keyHash(n1)] }, me.citizen_secret), "first commitment by the secret");
-      const standing = hashesOf(me.did);
+      const standing = await hashesOf(me.did);
       expect(standing).toBe(keyHash(n1));
       expectProblem(await city().post("/api/keys/commit", { next_key_hashes: [keyHash(thief)] }, me.citizen_secret), 403, "forbidden");
       expectProblem(await city().post("/api/keys/commit", { next_key_hashes: [] }, me.citizen_secret), 403, "forbidden");
       expectProblem(await signed(me.key, "POST", "/api/keys/commit", { next_key_hashes: [keyHash(thief)] }), 403, "forbidden");
       expectProblem(await signed(me.key, "POST", "/api/keys/commit", { next_key_hashes: [] }), 403, "forbidden");
-      expect(hashesOf(me.did)).toBe(standing);
+      expect(await hashesOf(me.did)).toBe(standing);
       expect((await publicRecovery(me.did)).pre_rotation).toBe(true);
       // With no commitment standing, a signed request commits as before.
       const fresh = await admitKeyed();
@@ -181,14 +181,14 @@ describeOnServer("keys a thief cannot take: signed requests and the key lifecycl
       expect(Math.abs(opensAfter - (Date.parse(lowered.body.now_utc as string) + 48 * 3_600_000)), "opens_after = now + the standing 48 h").toBeLessThan(
         60_000,
       );
-      expect(delayOf(me.did)).toBe(48);
+      expect(await delayOf(me.did)).toBe(48);
       const shown = await publicRecovery(me.did);
       expect(shown.delay_hours).toBe(48);
       expect(shown.recovery).toMatchObject({ state: "open", step: "lower-delay", via: "secret" });
       const early = await city().post(`/api/recover/${me.did}/complete`, { ticket: lowered.body.pending.ticket });
       expectProblem(early, 409);
-      expect(delayOf(me.did)).toBe(48);
-      windowsPast(me.did);
+      expect(await delayOf(me.did)).toBe(48);
+      await windowsPast(me.did);
       const done = await city().post(`/api/recover/${me.did}/complete`, { ticket: lowered.body.pending.ticket });
       expectOk(done, "completion of the lowering");
       expect(done.body.delay_hours).toBe(24);
@@ -264,8 +264,8 @@ describeOnServer("keys a thief cannot take: signed requests and the key lifecycl
       await noOpenStep(me.did);
       // Withdrawing the commitment is a weakening: refused while the delay stands, nothing changed.
       expectProblem(await rotate(me.did, n2, n3, []), 409, "conflict");
-      expect(controllerOf(me.did)).toBe(n2.publicKey);
-      expect(hashesOf(me.did)).toBe(keyHash(n3));
+      expect(await controllerOf(me.did)).toBe(n2.publicKey);
+      expect(await hashesOf(me.did)).toBe(keyHash(n3));
     });
 
     it("A6 thief with the secret alone: sets nothing the owner's committed key cannot undo", async () => {
@@ -291,17 +291,17 @@ describeOnServer("keys a thief cannot take: signed requests and the key lifecycl
       const redeemed = await city().post("/api/recover", { did: owner.did, code: codes[0] });
       if (redeemed.status === 200) tickets.push(openedTicket(redeemed));
       else expectProblem(redeemed, 409, "conflict");
-      expect(delayOf(owner.did)).toBe(24);
+      expect(await delayOf(owner.did)).toBe(24);
       // 6. the owner's committed key rotates: everything the thief opened is cancelled.
       expectOk(await rotate(owner.did, owner.key, n1, [keyHash(n2)]), "the owner's rotation");
       const after = await publicRecovery(owner.did);
       expect(after).toMatchObject({ delay_hours: 24, pre_rotation: true });
-      expect(hashesOf(owner.did)).toBe(keyHash(n2));
+      expect(await hashesOf(owner.did)).toBe(keyHash(n2));
       await noOpenStep(owner.did);
-      windowsPast(owner.did);
+      await windowsPast(owner.did);
       for (const ticket of tickets) await expectTicketDead(owner.did, ticket);
-      expect(delayOf(owner.did)).toBe(24);
-      expect(controllerOf(owner.did)).toBe(n1.publicKey);
+      expect(await delayOf(owner.did)).toBe(24);
+      expect(await controllerOf(owner.did)).toBe(n1.publicKey);
     });
 
     it("A7 thief with the current key alone: opens only what the owner's committed key cancels, then its key opens nothing", async () => {
@@ -331,10 +331,10 @@ describeOnServer("keys a thief cannot take: signed requests and the key lifecycl
       // 5. the owner's committed key rotates: what the thief opened is cancelled.
       expectOk(await rotate(owner.did, stolen, n1, [keyHash(n2)]), "the owner's rotation");
       await noOpenStep(owner.did);
-      windowsPast(owner.did);
+      await windowsPast(owner.did);
       for (const ticket of tickets) await expectTicketDead(owner.did, ticket);
-      expect(delayOf(owner.did)).toBe(168);
-      expect(controllerOf(owner.did)).toBe(n1.publicKey);
+      expect(await delayOf(owner.did)).toBe(168);
+      expect(await controllerOf(owner.did)).toBe(n1.publicKey);
       // 6. the stolen key opens no door now.
       const doors: [string, string, unknown][] = [
         ["POST", "/api/vault", { content: "the thief's note" }],
@@ -347,7 +347,7 @@ describeOnServer("keys a thief cannot take: signed requests and the key lifecycl
         ["POST", "/api/residency/export", {}],
       ];
       for (const [method, path, body] of doors) expectProblem(await signed(stolen, method, path, body), 401);
-      expect(city().psql(`SELECT residency_status FROM citizens WHERE did = ${q(owner.did)}`)).toBe("bound");
+      expect(await city().psql(`SELECT residency_status FROM citizens WHERE did = ${q(owner.did)}`)).toBe("bound");
     });
   });
 
@@ -357,8 +357,8 @@ describeOnServer("keys a thief cannot take: signed requests and the key lifecycl
       const old = { created: nowSeconds() - 60, lifetimeSeconds: 300 };
       expectProblem(await signed(me.key, "POST", "/api/vault", { content: "backdated" }, { sign: old }), 401, "signature_expired");
       expectProblem(await signed(me.key, "POST", "/api/keys/commit", { next_key_hashes: [keyHash(await newKey())] }, { sign: old }), 401, "signature_expired");
-      expect(city().count("vault_notes", `did = ${q(me.did)}`)).toBe(0);
-      expect(hashesOf(me.did)).toBe("-");
+      expect(await city().count("vault_notes", `did = ${q(me.did)}`)).toBe(0);
+      expect(await hashesOf(me.did)).toBe("-");
     });
 
     it("B2 refuses the old key's signatures made before a rotation on every door that changes keys, recovery or residency (401 unknown_key); an ordinary write still within 30 s", async () => {
@@ -393,9 +393,9 @@ describeOnServer("keys a thief cannot take: signed requests and the key lifecycl
         if (answer.status >= 400) expect(answer.type).toMatch(PROBLEM);
       }
       expect(answers, "each door's answer to the rotated key").toEqual(Object.fromEntries(doors.map(([path]) => [path, "401 unknown_key"])));
-      expect(city().psql(`SELECT residency_status || ',' || recovery_delay_hours FROM citizens WHERE did = ${q(me.did)}`)).toBe("bound,24");
-      expect(hashesOf(me.did)).toBe(keyHash(n2));
-      expect(city().count("recovery_codes", `did = ${q(me.did)}`), "codes minted (8 before the rotation)").toBe(8);
+      expect(await city().psql(`SELECT residency_status || ',' || recovery_delay_hours FROM citizens WHERE did = ${q(me.did)}`)).toBe("bound,24");
+      expect(await hashesOf(me.did)).toBe(keyHash(n2));
+      expect(await city().count("recovery_codes", `did = ${q(me.did)}`), "codes minted (8 before the rotation)").toBe(8);
     });
   });
 
@@ -420,16 +420,16 @@ describeOnServer("keys a thief cannot take: signed requests and the key lifecycl
         } else expectProblem(answer, 401);
       });
       expect(lost, `round ${round}: writes answered 200 but not in the export`).toEqual([]);
-      expect(city().count("vault_notes", `did = ${q(me.did)}`), `round ${round}: vault rows beside the export's`).toBe(notes.size);
+      expect(await city().count("vault_notes", `did = ${q(me.did)}`), `round ${round}: vault rows beside the export's`).toBe(notes.size);
       // The citizen's row is the export's: exported, its bed released. (The log row is now written by
       // the batch's integrator after the export's commit, so the row's xmin can no longer be matched
       // against the export row's to show that no commitment landed after it.)
-      expect(city().psql(`SELECT residency_status || ',' || coalesce(bed_id, '-') FROM citizens WHERE did = ${q(me.did)}`), `round ${round}`).toBe(
+      expect(await city().psql(`SELECT residency_status || ',' || coalesce(bed_id, '-') FROM citizens WHERE did = ${q(me.did)}`), `round ${round}`).toBe(
         "exported,-",
       );
       const committed = race.answers[7]!.status === 200;
-      expect(city().count("identity_log", `did = ${q(me.did)} AND event = 'next-keys-committed'`)).toBe(committed ? 1 : 0);
-      expect(hashesOf(me.did)).toBe(committed ? keyHash(me.key) : "-");
+      expect(await city().count("identity_log", `did = ${q(me.did)} AND event = 'next-keys-committed'`)).toBe(committed ? 1 : 0);
+      expect(await hashesOf(me.did)).toBe(committed ? keyHash(me.key) : "-");
       await new Promise((resolve) => setTimeout(resolve, 300));
     }
   }, 120_000);
@@ -441,17 +441,17 @@ describeOnServer("keys a thief cannot take: signed requests and the key lifecycl
     expectOk(await delay(me.did, 24, me.citizen_secret));
     const ticket = openedTicket(await openWithNextKey(me.did, n1));
     expectOk(await rotate(me.did, null, n2, [keyHash(n3)]), "n2's rotation");
-    city().psql(`UPDATE recoveries SET opens_after = now() - interval '1 second' WHERE did = ${q(me.did)}`);
+    await city().psql(`UPDATE recoveries SET opens_after = now() - interval '1 second' WHERE did = ${q(me.did)}`);
     const done = await city().post(`/api/recover/${me.did}/complete`, { ticket });
     expect([401, 409], `n1's recovery completed after n1 was withdrawn: ${JSON.stringify(done.body)}`).toContain(done.status);
     expect(done.type).toMatch(PROBLEM);
-    expect(controllerOf(me.did)).toBe(n2.publicKey);
-    expect(hashesOf(me.did)).toBe(keyHash(n3));
+    expect(await controllerOf(me.did)).toBe(n2.publicKey);
+    expect(await hashesOf(me.did)).toBe(keyHash(n3));
   });
 
   it("E. rates one citizen's key events: 429 rate_limited after at most 20 in an hour, no identity log row for a refused one", async () => {
     const me = await city().admit();
-    const before = city().count("identity_log", `did = ${q(me.did)}`);
+    const before = await city().count("identity_log", `did = ${q(me.did)}`);
     const statuses: number[] = [];
     for (let hours = 24; hours < 24 + 26; hours++) {
       const answer = await delay(me.did, hours, me.citizen_secret);
@@ -462,7 +462,7 @@ describeOnServer("keys a thief cannot take: signed requests and the key lifecycl
     expect(accepted, `statuses: ${statuses.join(",")}`).toBeLessThanOrEqual(20);
     expect(statuses[0]).toBe(200);
     expect(statuses.indexOf(429), `statuses: ${statuses.join(",")}`).toBeGreaterThan(0);
-    expect(city().count("identity_log", `did = ${q(me.did)}`) - before, "identity log rows the delays appended").toBe(accepted);
+    expect((await city().count("identity_log", `did = ${q(me.did)}`)) - before, "identity log rows the delays appended").toBe(accepted);
   });
 
   describe("F. replays", () => {
@@ -494,7 +494,7 @@ describeOnServer("keys a thief cannot take: signed requests and the key lifecycl
       const again = await signed(me.key, "POST", "/api/a2a", message, { extra, headers: first.sent });
       expect(refusedAs(again), `the replay: ${again.status} ${JSON.stringify(again.body).slice(0, 400)}`).toBe("signature_replayed");
       const owner = createHash("sha256").update(`CITY-A2A-TASK/1|${me.did}`).digest("hex");
-      expect(city().count("a2a_tasks", `owner_hash = '${owner}'`), "tasks kept for the signer").toBe(1);
+      expect(await city().count("a2a_tasks", `owner_hash = '${owner}'`), "tasks kept for the signer").toBe(1);
     });
 
     it("F3 spends a refused signed write's nonce: the same headers again are 401 signature_replayed", async () => {
@@ -519,7 +519,7 @@ describeOnServer("keys a thief cannot take: signed requests and the key lifecycl
     const elsewhere = `127.0.0.1:${Number(port) === 9999 ? 9998 : 9999}`;
     expectProblem(await signed(me.key, "GET", "/api/vault", undefined, { authority: elsewhere }), 401);
     expectProblem(await signed(me.key, "POST", "/api/vault", { content: "for another port" }, { authority: elsewhere }), 401);
-    expect(city().count("vault_notes", `did = ${q(me.did)}`)).toBe(0);
+    expect(await city().count("vault_notes", `did = ${q(me.did)}`)).toBe(0);
     expectOk(await signed(me.key, "GET", "/api/vault", undefined, { authority: `localhost:${port}` }), "signed for localhost:<port>");
     expectOk(await signed(me.key, "POST", "/api/vault", { content: "for localhost" }, { authority: `localhost:${port}` }), "signed write for localhost:<port>");
   });
@@ -581,9 +581,9 @@ describeOnServer("keys a thief cannot take: signed requests and the key lifecycl
       const [code] = await mint(me.citizen_secret);
       openedTicket(await city().post("/api/recover", { did: me.did, code }));
       expectOk(await city().post("/api/residency/export", {}, me.citizen_secret), "export");
-      const rows = city().count("identity_log", `did = ${q(me.did)}`);
+      const rows = await city().count("identity_log", `did = ${q(me.did)}`);
       expectProblem(await city().post(`/api/recover/${me.did}/hold`, { reason: "suspected-theft" }), 404);
-      expect(city().count("identity_log", `did = ${q(me.did)}`), "identity log rows appended after the export").toBe(rows);
+      expect(await city().count("identity_log", `did = ${q(me.did)}`), "identity log rows appended after the export").toBe(rows);
 
       const raced = await city().admit();
       expectOk(await delay(raced.did, 24, raced.citizen_secret));
@@ -606,7 +606,7 @@ describeOnServer("keys a thief cannot take: signed requests and the key lifecycl
         const exporting = city()
           .post("/api/residency/export", {}, raced.citizen_secret)
           .then(async (answer) => {
-            afterExport = Number(await city().psqlAsync(`SELECT count(*) FROM identity_log WHERE did = ${q(raced.did)}`));
+            afterExport = Number(await city().psql(`SELECT count(*) FROM identity_log WHERE did = ${q(raced.did)}`));
             return answer;
           });
         const holding = Array.from({ length: 4 }, (_, i) =>
@@ -633,7 +633,7 @@ describeOnServer("keys a thief cannot take: signed requests and the key lifecycl
       expect(holds!.every((h) => h.status < 500)).toBe(true);
       expect(afterExport, "the export's answer was seen").toBeDefined();
       expect(
-        city().count("identity_log", `did = ${q(raced.did)}`) - afterExport!,
+        (await city().count("identity_log", `did = ${q(raced.did)}`)) - afterExport!,
         `identity log rows appended after the export answered (holds: ${holds!.map((h) => `${h.status} ${h.body.code ?? ""}`).join(", ")})`,
       ).toBe(0);
     },

@@ -37,7 +37,7 @@ describeOnServer("recovery with a public window on two `next start` instances ov
   }
 
   const waiting = async () =>
-    Number(await city().psqlAsync("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"));
+    Number(await city().psql("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"));
 
   /** Holds `lock` in a transaction of its own while `send` starts its requests; lets go once `n` backends wait. */
   async function whileHeld(lock: string, params: unknown[], n: number, send: () => Promise<Answer>[]): Promise<Answer[]> {
@@ -73,7 +73,7 @@ describeOnServer("recovery with a public window on two `next start` instances ov
 
   it("lets exactly one of a completion and a hold landing together win, with the window just past", async () => {
     const me = await opened();
-    city().psql(`UPDATE recoveries SET opens_after = now() - interval '1 second' WHERE did = '${me.did}'`);
+    await city().psql(`UPDATE recoveries SET opens_after = now() - interval '1 second' WHERE did = '${me.did}'`);
     const [done, held] = await whileHeld("SELECT id FROM recoveries WHERE did = $1 FOR UPDATE", [me.did], 2, () => [
       call(0, `/api/recover/${me.did}/complete`, { ticket: me.ticket }),
       call(1, `/api/recover/${me.did}/hold`, { reason: "suspected-theft" }),
@@ -82,7 +82,7 @@ describeOnServer("recovery with a public window on two `next start` instances ov
       [done!.status, held!.status].filter((s) => s === 200),
       JSON.stringify([done!.body, held!.body]),
     ).toHaveLength(1);
-    expect(state(me.did)).toBe(done!.status === 200 ? "completed,0" : "open,1");
+    expect(await state(me.did)).toBe(done!.status === 200 ? "completed,0" : "open,1");
     if (done!.status === 200) expect(held!.status).toBe(404);
     else expect(done!.body.code).toBe("conflict");
     // The secret changed only if the completion won.
@@ -92,11 +92,11 @@ describeOnServer("recovery with a public window on two `next start` instances ov
   it("lets exactly one of a completion and a cancel landing together win", async () => {
     const me = await opened();
     // The window ends in a moment: the cancel is sent before it ends, the completion after.
-    city().psql(`UPDATE recoveries SET opens_after = now() + interval '1500 milliseconds' WHERE did = '${me.did}'`);
+    await city().psql(`UPDATE recoveries SET opens_after = now() + interval '1500 milliseconds' WHERE did = '${me.did}'`);
     const [cancelled, done] = await whileHeld("SELECT did FROM citizens WHERE did = $1 FOR UPDATE", [me.did], 2, () => {
       const cancel = call(0, `/api/recover/${me.did}/cancel`, {}, me.citizen_secret);
       const complete = (async () => {
-        while (city().psql(`SELECT opens_after <= now() FROM recoveries WHERE did = '${me.did}'`) !== "t") await new Promise((r) => setTimeout(r, 100));
+        while ((await city().psql(`SELECT opens_after <= now() FROM recoveries WHERE did = '${me.did}'`)) !== "t") await new Promise((r) => setTimeout(r, 100));
         return call(1, `/api/recover/${me.did}/complete`, { ticket: me.ticket });
       })();
       return [cancel, complete];
@@ -105,7 +105,7 @@ describeOnServer("recovery with a public window on two `next start` instances ov
       [cancelled!.status, done!.status].filter((s) => s === 200),
       JSON.stringify([cancelled!.body, done!.body]),
     ).toHaveLength(1);
-    expect(state(me.did)).toBe(done!.status === 200 ? "completed,0" : "cancelled,0");
+    expect(await state(me.did)).toBe(done!.status === 200 ? "completed,0" : "cancelled,0");
   });
 
   it("makes one recovery of two opens at once, spending one code", async () => {
@@ -115,14 +115,16 @@ describeOnServer("recovery with a public window on two `next start` instances ov
       call(1, "/api/recover", { did: me.did, code: me.codes[2] }),
     ]);
     expect(answers.map((a) => a.status).sort()).toEqual([200, 409]);
-    expect(city().count("recoveries", `did = '${me.did}'`)).toBe(1);
-    expect(city().count("recovery_codes", `did = '${me.did}' AND used_at IS NOT NULL`)).toBe(1);
+    expect(await city().count("recoveries", `did = '${me.did}'`)).toBe(1);
+    expect(await city().count("recovery_codes", `did = '${me.did}' AND used_at IS NOT NULL`)).toBe(1);
   });
 
   it("shows a citizen's key history and its open recovery with its clock on the plat, and nothing secret", async () => {
     const me = await opened();
     await call(1, `/api/recover/${me.did}/hold`, { reason: "verifying-owner" });
-    const opensAfter = city().psql(`SELECT to_char(opens_after AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') FROM recoveries WHERE did = '${me.did}'`);
+    const opensAfter = await city().psql(
+      `SELECT to_char(opens_after AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') FROM recoveries WHERE did = '${me.did}'`,
+    );
     const page = await (await fetch(`${city().server.baseUrl}/peers/${me.did}`)).text();
     expect(page).toContain("A recovery is open");
     expect(page).toContain(`data-recovery-open="${opensAfter}"`);
@@ -170,7 +172,7 @@ describeOnServer("recovery with a public window on two `next start` instances ov
     for (const admitted of answers.slice(0, 2)) expect(admitted.body).toMatchObject({ verdict: "admitted", identity_log_receipt: { seq: expect.any(Number) } });
     // Every row chained in turn, and the latest checkpoint is the whole log.
     expect(
-      city().psql("SELECT (count(*) = max(seq))::text || ',' || (max(seq) = (SELECT max(size) FROM identity_log_checkpoints))::text FROM identity_log"),
+      await city().psql("SELECT (count(*) = max(seq))::text || ',' || (max(seq) = (SELECT max(size) FROM identity_log_checkpoints))::text FROM identity_log"),
     ).toBe("true,true");
   });
 
@@ -205,7 +207,7 @@ describeOnServer("recovery with a public window on two `next start` instances ov
       second.map((a) => a.status).filter((s) => s !== 200),
       JSON.stringify(second.find((a) => a.status !== 200)?.body),
     ).toEqual([]);
-    for (const me of flood) expect(state(me.did)).toBe("open,2");
+    for (const me of flood) expect(await state(me.did)).toBe("open,2");
 
     // An honest watcher (no credential) still holds another citizen's recovery; a third anonymous hold is refused.
     const victim = await opened();
@@ -216,6 +218,6 @@ describeOnServer("recovery with a public window on two `next start` instances ov
     const own = await call(1, `/api/recover/${victim.did}/hold`, { reason: "not-the-owner" }, victim.citizen_secret, "192.0.2.10");
     expect(own.status, JSON.stringify(own.body)).toBe(200);
     expect(own.body.holds).toBe(2);
-    expect(state(victim.did)).toBe("open,2");
+    expect(await state(victim.did)).toBe("open,2");
   }, 300_000);
 });

@@ -63,7 +63,7 @@ function useNetwork(): () => Net {
 }
 
 /** Every check of the suite, against the city at `base()`; `psql` only where the database can be edited beside the server. */
-function originSuite(net: () => Net, base: () => string, psql?: () => (sql: string) => string) {
+function originSuite(net: () => Net, base: () => string, psql?: () => (sql: string) => Promise<string>) {
   let n = 0;
   const label = (what: string) => `${what}-${++n}-${Math.random().toString(36).slice(2, 7)}`;
 
@@ -397,7 +397,7 @@ function originSuite(net: () => Net, base: () => string, psql?: () => (sql: stri
       const citizen = await admit(site.origin);
       did = citizen.did;
       expect((await verify(citizen.citizen_secret, "https")).status).toBe(200);
-      psql()(`UPDATE citizens SET origin_verified_at = now() - interval '31 days', origin_expires_at = now() - interval '1 day' WHERE did = '${did}'`);
+      await psql()(`UPDATE citizens SET origin_verified_at = now() - interval '31 days', origin_expires_at = now() - interval '1 day' WHERE did = '${did}'`);
       const proof = (await call(`/api/peers/${did}`)).body.peer.origin_proof;
       expect(proof).toMatchObject({ domain: site.host, method: "https" });
       expect(Date.parse(proof.expires_at)).toBeLessThan(Date.now());

@@ -15,19 +15,19 @@ import { type Answer, describeOnServer, type PostgresCity, usePostgresCity } fro
 const ROUNDS = 4;
 
 /** The invariants of issue 19, read from the database after a round. */
-function expectInvariants(city: PostgresCity) {
-  expect(city.count("citizens", "residency_status = 'exported' AND bed_id IS NOT NULL"), "exported rows holding a bed").toBe(0);
-  const [beds, house] = city.psql("SELECT sum(beds) || ',' || sum(house) FROM census_counts").split(",").map(Number);
-  const realBeds = city.count("citizens", "bed_id IS NOT NULL");
-  const realHouse = city.count("citizens", "residency_status = 'bound' AND bed_id IS NOT NULL");
+async function expectInvariants(city: PostgresCity) {
+  expect(await city.count("citizens", "residency_status = 'exported' AND bed_id IS NOT NULL"), "exported rows holding a bed").toBe(0);
+  const [beds, house] = (await city.psql("SELECT sum(beds) || ',' || sum(house) FROM census_counts")).split(",").map(Number);
+  const realBeds = await city.count("citizens", "bed_id IS NOT NULL");
+  const realHouse = await city.count("citizens", "residency_status = 'bound' AND bed_id IS NOT NULL");
   // occupancy and hotel guests are both the kept beds count (lib/city/census.ts).
   expect({ beds, house }).toEqual({ beds: realBeds, house: realHouse });
   expect(beds, "occupancy = house = hotel guests").toBe(house);
   expect(
-    city.psql("SELECT count(*) FROM (SELECT name, origin FROM citizens WHERE bed_id IS NOT NULL GROUP BY 1, 2 HAVING count(*) > 1) twice"),
+    await city.psql("SELECT count(*) FROM (SELECT name, origin FROM citizens WHERE bed_id IS NOT NULL GROUP BY 1, 2 HAVING count(*) > 1) twice"),
     "one bed per name and origin",
   ).toBe("0");
-  expect(city.count("citizens", "bed_id IS NOT NULL AND residency_status <> 'bound'"), "a bed only for the bound").toBe(0);
+  expect(await city.count("citizens", "bed_id IS NOT NULL AND residency_status <> 'bound'"), "a bed only for the bound").toBe(0);
 }
 
 /** A citizen admitted under a name of its own, so the name and origin can be presented again. */
@@ -60,10 +60,10 @@ function exportRaces(driver: "pg" | "neon") {
           if (answer.status === 200) expect(answer.body.residency_status, JSON.stringify(answer.body)).toBe("bound");
           else expect(refusedAsExported(answer), JSON.stringify(answer.body)).toBe(true);
         }
-        expect(city().psql(`SELECT residency_status || ',' || coalesce(bed_id, '-') FROM citizens WHERE did = '${citizen.did}'`)).toBe("exported,-");
+        expect(await city().psql(`SELECT residency_status || ',' || coalesce(bed_id, '-') FROM citizens WHERE did = '${citizen.did}'`)).toBe("exported,-");
         // Every bed handed out by a return is on the log, and the export's release names the last.
         const returned = returns.filter((a) => a.status === 200 && a.body.returned === true);
-        expect(city().count("residency_log", `did = '${citizen.did}' AND event = 'return'`)).toBe(returned.length);
+        expect(await city().count("residency_log", `did = '${citizen.did}' AND event = 'return'`)).toBe(returned.length);
         const lastBed = returned.length
           ? returned
               .map((a) => a.body.bed_id as string)
@@ -74,7 +74,7 @@ function exportRaces(driver: "pg" | "neon") {
         // The name and origin go free: presented again, a new citizen with one bed.
         const again = await city().post("/gate", citizen.shown);
         expect(again.body.verdict, JSON.stringify(again.body)).toBe("admitted");
-        expectInvariants(city());
+        await expectInvariants(city());
       }
     }, 180_000);
 
@@ -99,17 +99,17 @@ function exportRaces(driver: "pg" | "neon") {
           else expect(notes.has(`vault ${round} ${i}`), `vault write ${i} acknowledged but not exported`).toBe(true);
         });
         // Nothing landed after the export: the shelves hold exactly what it carried out.
-        expect(city().count("locker_bags", `did = '${citizen.did}'`)).toBe(bags.size);
-        expect(city().count("vault_notes", `did = '${citizen.did}'`)).toBe(notes.size);
-        expect(city().count("quarantine", `did = '${citizen.did}'`)).toBe(0);
-        expectInvariants(city());
+        expect(await city().count("locker_bags", `did = '${citizen.did}'`)).toBe(bags.size);
+        expect(await city().count("vault_notes", `did = '${citizen.did}'`)).toBe(notes.size);
+        expect(await city().count("quarantine", `did = '${citizen.did}'`)).toBe(0);
+        await expectInvariants(city());
       }
     }, 180_000);
 
     it(`chains the log through one citizen's own leaves, returns, gate resumes and export at once, and admits a name once among 8 presenters, ${ROUNDS} rounds`, async () => {
       for (let round = 0; round < ROUNDS; round++) {
         const [stays, goes] = await Promise.all([admitNamed(city()), admitNamed(city())]);
-        const before = Number(city().psql("SELECT max(seq) FROM residency_log"));
+        const before = Number(await city().psql("SELECT max(seq) FROM residency_log"));
         const send = (i: number) => {
           const who = i % 2 ? goes : stays;
           if (i === 13) return city().post("/api/residency/export", {}, goes.citizen_secret);
@@ -128,21 +128,21 @@ function exportRaces(driver: "pg" | "neon") {
         const receipts = race.answers.flatMap((a) => (a.body.log_receipt ? [a.body.log_receipt as { seq: number; tree_size: number }] : []));
         for (const r of receipts) expect(r.tree_size).toBeGreaterThanOrEqual(r.seq);
         const seqs = receipts.map((r) => r.seq).sort((x, y) => x - y);
-        const appended = Number(city().psql("SELECT max(seq) FROM residency_log")) - before;
+        const appended = Number(await city().psql("SELECT max(seq) FROM residency_log")) - before;
         expect(seqs).toEqual(Array.from({ length: appended }, (_, k) => before + 1 + k));
         const rival = presentation();
         const rivals = await city().race(8, () => city().post("/gate", rival));
         expect(rivals.answers.map((a) => a.body.verdict).sort()).toEqual(["admitted", ...Array(7).fill("filtered")]);
-        expect(city().psql("SELECT count(*) FROM residency_log l JOIN residency_log p ON p.seq = l.seq - 1 WHERE l.prev_hash <> p.hash OR l.at < p.at")).toBe(
-          "0",
-        );
         expect(
-          city().psql(
+          await city().psql("SELECT count(*) FROM residency_log l JOIN residency_log p ON p.seq = l.seq - 1 WHERE l.prev_hash <> p.hash OR l.at < p.at"),
+        ).toBe("0");
+        expect(
+          await city().psql(
             "SELECT h.seq = l.seq AND h.hash = l.hash AND h.edge = c.edge FROM log_head h, (SELECT * FROM residency_log ORDER BY seq DESC LIMIT 1) l, log_checkpoints c WHERE c.size = l.seq",
           ),
         ).toBe("t");
         expect((await city().get("/api/residency/log/verify")).body).toMatchObject({ intact: true, rows_checked: before + appended + 1 });
-        expectInvariants(city());
+        await expectInvariants(city());
       }
     }, 180_000);
   });

@@ -58,22 +58,22 @@ describeOnServer("admissions on two `next start` instances over one PostgreSQL d
   }
 
   it(`chains ${ADMISSIONS} parallel admissions through two instances into one gap-free log per log, with fewer checkpoints than appends, every receipt verifying offline`, async () => {
-    const counts = () => ({
-      rows: city().count("residency_log"),
-      checkpoints: city().count("log_checkpoints"),
-      identityRows: city().count("identity_log"),
-      identityCheckpoints: city().count("identity_log_checkpoints"),
+    const counts = async () => ({
+      rows: await city().count("residency_log"),
+      checkpoints: await city().count("log_checkpoints"),
+      identityRows: await city().count("identity_log"),
+      identityCheckpoints: await city().count("identity_log_checkpoints"),
     });
-    const before = counts();
+    const before = await counts();
     const answers = await Promise.all(Array.from({ length: ADMISSIONS }, (_, i) => admit(i)));
     for (const a of answers) expect(a.body.verdict, JSON.stringify(a.body).slice(0, 300)).toBe("admitted");
-    const after = counts();
+    const after = await counts();
     const bound = answers.filter((a) => a.body.identity_log_receipt);
     expect(bound).toHaveLength(ADMISSIONS / 4);
     // Every entry integrated: as many rows as admissions, nothing left pending.
     expect(after.rows - before.rows).toBe(ADMISSIONS);
     expect(after.identityRows - before.identityRows).toBe(ADMISSIONS / 4);
-    expect(city().count("log_pending") + city().count("identity_log_pending")).toBe(0);
+    expect((await city().count("log_pending")) + (await city().count("identity_log_pending"))).toBe(0);
     // Batches: the parallel admissions shared checkpoints (one signature per batch, not per append).
     const signed = after.checkpoints - before.checkpoints;
     console.log(
@@ -84,8 +84,7 @@ describeOnServer("admissions on two `next start` instances over one PostgreSQL d
     expect(after.identityCheckpoints - before.identityCheckpoints).toBeLessThanOrEqual(ADMISSIONS / 4);
 
     // One gap-free chain: seqs 1..n, each row's prev_hash the hash of the row before (no fork).
-    const chain = city()
-      .psql("SELECT seq || ' ' || prev_hash || ' ' || hash FROM residency_log ORDER BY seq")
+    const chain = (await city().psql("SELECT seq || ' ' || prev_hash || ' ' || hash FROM residency_log ORDER BY seq"))
       .split("\n")
       .map((line) => line.split(" "));
     chain.forEach(([seq, prev, hash], i) => {
@@ -121,16 +120,16 @@ describeOnServer("admissions on two `next start` instances over one PostgreSQL d
 
   it("integrates what a writer left pending after its commit (a crash before integration) at the next admission, on the other instance", async () => {
     // As a writer that crashed between its commit and the integration: an entry recorded pending, no one waiting for it.
-    const rowsBefore = city().count("residency_log");
-    city().psql(
+    const rowsBefore = await city().count("residency_log");
+    await city().psql(
       `INSERT INTO log_pending (ticket, event, did, at, details) VALUES (gen_random_uuid(), 'exit', '${"c".repeat(64)}', now(), '{"bed_released": null}'::jsonb)`,
     );
-    expect(city().count("log_pending")).toBe(1);
+    expect(await city().count("log_pending")).toBe(1);
     const next = await admit(1);
     expect(next.body.verdict).toBe("admitted");
-    expect(city().count("log_pending")).toBe(0);
-    expect(city().count("residency_log")).toBe(rowsBefore + 2);
-    expect(city().psql(`SELECT event FROM residency_log WHERE seq = ${rowsBefore + 1}`)).toBe("exit");
+    expect(await city().count("log_pending")).toBe(0);
+    expect(await city().count("residency_log")).toBe(rowsBefore + 2);
+    expect(await city().psql(`SELECT event FROM residency_log WHERE seq = ${rowsBefore + 1}`)).toBe("exit");
     expect((next.body.log_receipt as LogReceipt).seq).toBe(rowsBefore + 2);
   });
 });

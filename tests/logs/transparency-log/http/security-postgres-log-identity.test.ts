@@ -45,9 +45,8 @@ describeOnServer("two instances with different CITY_BASE_URL on one PostgreSQL d
     return { origin: log.origin, vkey: log.verifier_key };
   };
   /** Every note the database holds, read directly (hex, so psql's lines stay one a row). */
-  const heldNotes = () =>
-    city()
-      .psql("SELECT encode(convert_to(note, 'UTF8'), 'hex') FROM log_checkpoints ORDER BY size")
+  const heldNotes = async () =>
+    (await city().psql("SELECT encode(convert_to(note, 'UTF8'), 'hex') FROM log_checkpoints ORDER BY size"))
       .split("\n")
       .filter(Boolean)
       .map((hex) => Buffer.from(hex, "hex").toString("utf8"));
@@ -56,7 +55,7 @@ describeOnServer("two instances with different CITY_BASE_URL on one PostgreSQL d
     const first = city().server.baseUrl;
     const second = other!.baseUrl;
     expect(new URL(first).host).not.toBe(new URL(second).host);
-    const recorded = city().psql("SELECT origin || ' ' || vkey FROM log_identity").split(" ");
+    const recorded = (await city().psql("SELECT origin || ' ' || vkey FROM log_identity")).split(" ");
     expect(recorded[0]).toBe(`${new URL(first).host}/residency-log`);
 
     // At start: the first instance names its identity, the second says loudly that it is not the log's.
@@ -70,7 +69,7 @@ describeOnServer("two instances with different CITY_BASE_URL on one PostgreSQL d
     expect(firstLog).toEqual({ origin: recorded[0], vkey: recorded[1] });
     expect(secondLog).toEqual(firstLog);
 
-    const logBefore = city().count("residency_log");
+    const logBefore = await city().count("residency_log");
     // Admissions at both at once, with checkpoint reads at both among them.
     const sent = await Promise.all(
       Array.from({ length: ADMISSIONS_EACH * 3 }, (_, i) => {
@@ -97,7 +96,7 @@ describeOnServer("two instances with different CITY_BASE_URL on one PostgreSQL d
       expect(a.body.detail).toContain(`${new URL(second).host}/residency-log`);
     }
     // Nothing the second instance was asked to append is in the log: only the first's admissions.
-    expect(city().count("residency_log")).toBe(logBefore + atFirst.length);
+    expect(await city().count("residency_log")).toBe(logBefore + atFirst.length);
 
     // Every checkpoint served during the race and after it, by either instance, verifies against both cards.
     const served = [
@@ -112,7 +111,7 @@ describeOnServer("two instances with different CITY_BASE_URL on one PostgreSQL d
     // And every checkpoint the database holds: one tree, one origin, one key.
     // (One per batch since the logs integrate in batches, issue 42: the first citizen's, and at least
     // one of the race's admissions, at most one per admission.)
-    const notes = heldNotes();
+    const notes = await heldNotes();
     expect(notes.length).toBeGreaterThanOrEqual(2);
     expect(notes.length).toBeLessThanOrEqual(1 + atFirst.length);
     for (const note of notes) expect(noteVerifies(note, firstLog), note).toBe(true);
