@@ -8,8 +8,9 @@ import { CLINIC_API_KEY, statesDatabase } from "./tests/e2e/states-city";
 // Debian's Chromium headless shell: Playwright's own browser download does not work on our
 // machines. The shell is Chromium's engine without the browser around it, what Playwright itself
 // runs headless tests on; the whole browser's headless mode (/usr/bin/chromium, still accepted as
-// CHROMIUM_PATH) spent 396 CPU-s on this suite where the shell spends 82 (process accounting, one
-// run each, 2026-11-30), the same 60 tests passing.
+// CHROMIUM_PATH) spent 431 CPU-s in Chromium on this suite where the shell spends 216 (process
+// accounting, the suite alone, back to back on a quiet machine, 2026-11-30: 5.1 against 3.1 min),
+// the same 60 tests passing.
 const chromium = process.env.CHROMIUM_PATH || "/usr/bin/chromium-headless-shell";
 if (!existsSync(chromium)) {
   throw new Error(

@@ -1,6 +1,6 @@
 // Before `npm test` (and in CI's set-up): the browser tests need Debian's Chromium headless shell
 // (Playwright's own download does not work on our machines; the shell is what Playwright itself
-// runs headless tests on, and costs a fifth of the CPU of the whole browser's headless mode:
+// runs headless tests on, and costs half the CPU of the whole browser's headless mode:
 // playwright.config.ts). Install it when missing and we are root on Debian;
 // otherwise say how. apt's output (some 500 lines) goes to a log file; the terminal gets one line
 // before, saying what is done and where the log is, and one after, naming every package that was
