@@ -65,6 +65,8 @@ export interface PostgresCity {
   psql: (sql: string) => Promise<string>;
   /** Rows of a table, optionally only those matching a WHERE clause. */
   count: (table: string, where?: string) => Promise<number>;
+  /** Backends of this database waiting for a lock right now (the file's own reading connection never is). */
+  lockWaiters: () => Promise<number>;
   call: (path: string, init?: RequestInit) => Promise<Answer>;
   get: (path: string, bearer?: string) => Promise<Answer>;
   post: (path: string, body: unknown, bearer?: string) => Promise<Answer>;
@@ -167,6 +169,7 @@ export function usePostgresCity(fragment: string, env: Record<string, string> | 
       databaseEnv,
       psql,
       count: async (table, where) => Number(await psql(`SELECT count(*) FROM ${table}${where ? ` WHERE ${where}` : ""}`)),
+      lockWaiters: async () => Number(await psql("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")),
       call,
       get: (path, bearer) => call(path, { headers: auth(bearer) }),
       post,

@@ -42,13 +42,10 @@ function clinicExportRaces(driver: "pg" | "neon") {
     }));
 
     const consult = (who: Admitted, i: number) => city().post("/api/clinic", { words: `a question while leaving ${i}` }, who.citizen_secret);
-    /** Backends of this database waiting for a lock (the test's own holder is not waiting). */
-    const waiting = async () =>
-      Number(await city().psql("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"));
     async function untilWaiting(n: number) {
       // A failure bound only: the test counts waiters, it never times the server.
       for (let tries = 0; tries < 1200; tries++) {
-        if ((await waiting()) >= n) return;
+        if ((await city().lockWaiters()) >= n) return;
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
       throw new Error(`fewer than ${n} requests came to wait for a lock`);

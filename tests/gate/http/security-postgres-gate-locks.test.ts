@@ -40,14 +40,10 @@ describeOnServer("the gate on two `next start` instances over one PostgreSQL dat
     });
 
   /** Every table's rows, hashed in one statement: what requests that write nothing leave as it was. */
-  const everyTable = async () =>
+  const everyTable = () =>
     city().psql(
       `SELECT string_agg(tablename || ':' || (xpath('/row/h/text()', query_to_xml(format('SELECT md5(coalesce(string_agg(x::text, ''|'' ORDER BY x::text), '''')) AS h FROM %I x', tablename), false, true, '')))[1]::text, ',' ORDER BY tablename) FROM pg_tables WHERE schemaname = 'public'`,
     );
-
-  /** Backends of this database waiting for a lock right now. */
-  const waiting = async () =>
-    Number(await city().psql("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"));
 
   async function victimOf() {
     const shown = presentation({ origin: `victim-${Date.now()}.example` });
@@ -73,13 +69,13 @@ describeOnServer("the gate on two `next start` instances over one PostgreSQL dat
       await holder.query("SELECT seq FROM log_head WHERE id = 1 FOR UPDATE");
       // The control: the victim's own proven resume must take its row, so it waits (the probe sees waits).
       proven = post(1, "/gate", presentation({ name: victim.name, origin: victim.origin }), victim.secret);
-      for (let tries = 0; tries < 1200 && (await waiting()) < 1; tries++) await new Promise((r) => setTimeout(r, 50));
-      expect(await waiting(), "the proven resume waits for the row the holder took").toBe(1);
+      for (let tries = 0; tries < 1200 && (await city().lockWaiters()) < 1; tries++) await new Promise((r) => setTimeout(r, 50));
+      expect(await city().lockWaiters(), "the proven resume waits for the row the holder took").toBe(1);
       let settled = 0;
       const sent = Array.from({ length: LOOPS }, (_, i) => post(i, "/gate", unproven(victim, i)).finally(() => (settled += 1)));
       // Until every one is answered, or one waits (a failure bound only: the test counts, never times).
       for (let tries = 0; tries < 2400 && settled < LOOPS; tries++) {
-        mostWaiting = Math.max(mostWaiting, (await waiting()) - 1);
+        mostWaiting = Math.max(mostWaiting, (await city().lockWaiters()) - 1);
         if (mostWaiting > 0) break;
         await new Promise((r) => setTimeout(r, 25));
       }
@@ -113,7 +109,7 @@ describeOnServer("the gate on two `next start` instances over one PostgreSQL dat
       });
       const sampler = (async () => {
         while (!stop) {
-          mostWaiting = Math.max(mostWaiting, await waiting());
+          mostWaiting = Math.max(mostWaiting, await city().lockWaiters());
           await new Promise((r) => setTimeout(r, 20));
         }
       })();

@@ -59,11 +59,9 @@ describeOnServer("keys a thief cannot take: signed requests and the key lifecycl
   /** The city's authority (CITY_BASE_URL's): what every signed request names, whichever instance it reaches. */
   const authority = () => new URL(base()).host;
   const q = (did: string) => `'${did.replace(/'/g, "")}'`;
-  const lockWaiters = async () =>
-    Number(await city().psql("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"));
   /** Until n backends wait on a lock (at most 10 s: a request that does not wait lets the test go on). */
   const waitForLockWaiters = async (n: number) => {
-    for (let tries = 0; tries < 200 && (await lockWaiters()) < n; tries++) await new Promise((resolve) => setTimeout(resolve, 50));
+    for (let tries = 0; tries < 200 && (await city().lockWaiters()) < n; tries++) await new Promise((resolve) => setTimeout(resolve, 50));
   };
 
   /** A signed request to instance 1 (or 2), named as the city. */
@@ -619,7 +617,7 @@ describeOnServer("keys a thief cannot take: signed requests and the key lifecycl
           ).finally(() => (settled += 1)),
         );
         for (let tries = 0; tries < 300; tries++) {
-          const waiting = await lockWaiters();
+          const waiting = await city().lockWaiters();
           if (waiting >= 4 - settled + 1 || (afterExport !== undefined && waiting >= 4 - settled)) break;
           await new Promise((resolve) => setTimeout(resolve, 50));
         }

@@ -36,9 +36,6 @@ describeOnServer("recovery with a public window on two `next start` instances ov
     return { status: response.status, type, headers: response.headers, body: text && type.includes("json") ? JSON.parse(text) : { text } };
   }
 
-  const waiting = async () =>
-    Number(await city().psql("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"));
-
   /** Holds `lock` in a transaction of its own while `send` starts its requests; lets go once `n` backends wait. */
   async function whileHeld(lock: string, params: unknown[], n: number, send: () => Promise<Answer>[]): Promise<Answer[]> {
     const holder = new pg.Client({ connectionString: city().databaseEnv.DATABASE_URL });
@@ -47,8 +44,8 @@ describeOnServer("recovery with a public window on two `next start` instances ov
       await holder.query("BEGIN");
       await holder.query(lock, params);
       const sent = send();
-      for (let tries = 0; tries < 2400 && (await waiting()) < n; tries++) await new Promise((r) => setTimeout(r, 50));
-      expect(await waiting(), `${n} requests wait for the held row`).toBe(n);
+      for (let tries = 0; tries < 2400 && (await city().lockWaiters()) < n; tries++) await new Promise((r) => setTimeout(r, 50));
+      expect(await city().lockWaiters(), `${n} requests wait for the held row`).toBe(n);
       await holder.query("COMMIT");
       return await Promise.all(sent);
     } finally {
