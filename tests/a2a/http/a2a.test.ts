@@ -3,7 +3,7 @@ import { type Client, ClientFactory, JsonRpcTransportFactory } from "@a2a-js/sdk
 import { isJsonRpcError, type JsonRpcA2AError } from "@a2a-js/sdk/errors";
 import canonicalize from "canonicalize";
 import { base64url, createRemoteJWKSet, flattenedVerify, importJWK } from "jose";
-import { describe, expect, it, vi } from "vitest";
+import { describe, expect, it, onTestFinished, vi } from "vitest";
 import { AgentCardSchema } from "@/lib/doors/surfaces/a2a-card";
 import { registry } from "@/lib/doors/registry";
 import { HEAVY_TEST_MS } from "../../support/limits";
@@ -126,9 +126,9 @@ describe("the agent card", () => {
     );
     await expect(verify(card as unknown as AgentCard)).resolves.toBeUndefined();
     const logged = vi.spyOn(console, "debug").mockImplementation(() => {}); // the SDK logs the failure, with a stack
+    onTestFinished(() => logged.mockRestore()); // failed or not: the next file of this worker shares console
     await expect(verify({ ...card, name: "NOT-CITY" } as unknown as AgentCard)).rejects.toThrow();
     expect(logged).toHaveBeenCalled();
-    logged.mockRestore();
   });
 
   it("verifies through the SDK client's getAgentCard with the card turned back into JSON; the SDK's direct path fails on its own defect (issue 33, item 11)", async () => {
@@ -148,13 +148,13 @@ describe("the agent card", () => {
     const tampered = { ...card, securitySchemes: {} };
     // The SDK logs each failed signature (with a stack) before it throws: kept out of the run's output.
     const logged = vi.spyOn(console, "debug").mockImplementation(() => {});
+    onTestFinished(() => logged.mockRestore());
     await expect(verify(AgentCard.toJSON(tampered) as AgentCard)).rejects.toThrow("No valid signatures");
     // The SDK's defect (@a2a-js/sdk 1.3.0): verifyAgentCardSignature re-parses the already parsed card
     // (AgentCard.fromJSON of the parsed form), which drops securitySchemes, so it checks the signature
     // over a card the city never published. When this starts to pass, the SDK is fixed: update README.
     await expect((await clientFor()).getAgentCard(undefined, verify)).rejects.toThrow("No valid signatures");
     expect(logged).toHaveBeenCalled();
-    logged.mockRestore();
   });
 
   it("signs /city-card.json the same way, and points to the bridge and the card", async () => {
