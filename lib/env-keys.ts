@@ -1,5 +1,6 @@
 import { createPrivateKey, createPublicKey, type KeyObject } from "node:crypto";
 import { z } from "zod";
+import { privateKeyOfSeed } from "./ed25519-seed";
 
 /** An Ed25519 key as the city holds it: the private key with its public half, or a public key alone. */
 export interface Ed25519PrivateJwk {
@@ -71,12 +72,23 @@ function importPrivate(value: string): KeyObject | null {
   try {
     if (value.startsWith("{")) {
       const jwk = parseJson(value);
-      return jwk && typeof jwk === "object" ? createPrivateKey({ key: jwk as never, format: "jwk" }) : null;
+      return jwk && typeof jwk === "object" ? importPrivateJwk(jwk) : null;
     }
     return createPrivateKey({ key: value.replace(/\\n/g, "\n"), format: "pem" });
   } catch {
     return null;
   }
+}
+
+/**
+ * A private JWK imported from its `d` alone, so that its `x` is checked by the caller on every
+ * Node: Node 24 refuses a JWK whose `x` is not `d`'s public half while importing it, with no word
+ * of which member is wrong, where Node 20 and 22 import it.
+ */
+function importPrivateJwk(jwk: Record<string, unknown>): KeyObject | null {
+  const { kty, crv, d, x } = jwk;
+  if (kty !== "OKP" || crv !== "Ed25519" || typeof x !== "string" || typeof d !== "string" || !/^[A-Za-z0-9_-]{43}$/.test(d)) return null;
+  return privateKeyOfSeed(Buffer.from(d, "base64url"));
 }
 
 /** Only the public members are imported, so a retired entry that still carries its `d` publishes its public half. */

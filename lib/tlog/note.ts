@@ -1,6 +1,7 @@
-import { createPrivateKey, createPublicKey, type KeyObject, sign as nodeSign } from "node:crypto";
+import { createPublicKey, type KeyObject, sign as nodeSign } from "node:crypto";
 import * as ed from "@noble/ed25519";
 import { sha256, sha512 } from "@noble/hashes/sha2.js";
+import { privateKeyOfSeed } from "../ed25519-seed";
 
 ed.hashes.sha512 ??= sha512;
 
@@ -70,9 +71,6 @@ export function signatureLine(name: string, keyId: Uint8Array, signature: Uint8A
   return `${DASH} ${name} ${b64(new Uint8Array([...keyId, ...signature]))}\n`;
 }
 
-/** PKCS#8 DER of an Ed25519 private key, up to its 32-byte seed (RFC 8410). */
-const PKCS8_ED25519_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");
-
 /** An Ed25519 seed as Node's key (OpenSSL) and its public key, made once per seed array. */
 interface SeedKey {
   privateKey: KeyObject;
@@ -86,7 +84,7 @@ function seedKey(seed: Uint8Array): SeedKey {
   const bytes = Buffer.from(seed).toString("hex");
   const held = seedKeys.get(seed);
   if (held && held.bytes === bytes) return held.key;
-  const privateKey = createPrivateKey({ key: Buffer.concat([PKCS8_ED25519_PREFIX, seed]), format: "der", type: "pkcs8" });
+  const privateKey = privateKeyOfSeed(seed);
   const x = createPublicKey(privateKey).export({ format: "jwk" }).x!;
   const key = { privateKey, publicKey: new Uint8Array(Buffer.from(x, "base64url")) };
   seedKeys.set(seed, { bytes, key });
