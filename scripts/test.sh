@@ -16,7 +16,7 @@
 #
 # Most of the time is spent waiting on PostgreSQL and on `next start` servers, so the lanes share
 # two cores well. CITY_TEST_NODE runs the build and the HTTP suites on another Node binary (CI
-# passes Node 22, what Vercel runs; scripts/node.sh 22); CITY_TEST_NODE24 the domain lane and two
+# passes Node 22, one of Vercel's runtimes; scripts/node.sh 22); CITY_TEST_NODE24 the domain lane and two
 # HTTP suites (CI passes Node 24, the current LTS); everything else runs on `node`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -129,7 +129,7 @@ DOMAIN_IN_SERVED=(tests/doors/hostile.test.ts tests/logs/transparency-log/log-wi
 # (DOMAIN_NODE, Node 24 in CI, whose OpenSSL 3.5 refuses small-order Ed25519 keys and a private
 # JWK with a wrong x by itself), the served lane runs them again on the machine's node, so the
 # city's own strict Ed25519 guard and its key import are shown on an OpenSSL that lets those
-# through (3.0, as Node 20 and 22, what Vercel runs, have).
+# through (3.0, as Node 20 and 22 have: both are among Vercel's runtimes).
 NODE_OPENSSL_SUITES=(tests/keys/keys-mutants.test.ts tests/ground/sign-request.test.ts tests/ground/env.test.ts)
 
 domain_lane() {
