@@ -16,7 +16,9 @@ const alias = { "@": root };
 // (its configuration) then hold for that file alone, as in isolation (the city reads its
 // configuration through env() when it needs it). Reading process.env changes nothing.
 // `--project domain --project domain-shared` runs both (npm test, npm run test:domain).
-const keepsModuleState = /vi\.(mock|doMock|unmock|stubEnv|stubGlobal|resetModules|useFakeTimers|spyOn)|forgetEnv|globalThis/;
+// (The HTTP project's check below takes the same calls but a spy, which its files restore.)
+const MODULE_STATE_CALLS = "mock|doMock|unmock|stubEnv|stubGlobal|resetModules|useFakeTimers";
+const keepsModuleState = new RegExp(`vi\\.(${MODULE_STATE_CALLS}|spyOn)|forgetEnv|globalThis`);
 // process.env written inside a block (the formatter starts every top-level statement at column 0,
 // so an indented write runs in a function, a hook or a loop) or deleted from.
 const writesEnvInside = /^[ \t]+[^\n]*(process\.env(\.\w+|\[[^\]\n]+\])\s*(\?\?=|\|\|=|=(?![=>]))|Object\.assign\(process\.env\b)|delete process\.env/m;
@@ -75,7 +77,7 @@ const sharedFiles = domainFiles.filter((file) => {
 // leave module state behind for the next file of its worker: no module mocked, no timer faked, no
 // global stubbed, no process.env written (a server's configuration is its environment, given when
 // it starts). A spy is restored when its test finishes (onTestFinished), passed or failed.
-const httpModuleState = /vi\.(mock|doMock|unmock|stubEnv|stubGlobal|resetModules|useFakeTimers)|forgetEnv|globalThis/;
+const httpModuleState = new RegExp(`vi\\.(${MODULE_STATE_CALLS})|forgetEnv|globalThis`);
 for (const file of testFiles.filter(isHttpTest)) {
   const text = readFileSync(path.join(root, file), "utf8");
   const found = httpModuleState.exec(text) ?? writesEnv.exec(text);
