@@ -6,22 +6,26 @@ import { defineConfig } from "vitest/config";
 const root = path.dirname(fileURLToPath(import.meta.url));
 const alias = { "@": root };
 
-// The domain suites split in two projects by what a file does. A file that mocks modules, spies,
-// stubs, fakes timers, calls forgetEnv, touches globalThis, or writes process.env anywhere but at
-// its top level runs isolated ("domain", a fresh module graph per file, as every file ran before).
+// The domain suites split in two projects by what a file does. A file that mocks modules, stubs,
+// resets the module registry or touches globalThis runs isolated ("domain", a fresh module graph
+// per file), as does one that fakes timers or spies without restoring them when each test ends.
 // Every other file runs in "domain-shared", without isolation: each worker thread imports the
-// city's modules once and its files reuse them (importing them cost about 1.5 CPU-s a file). Its
-// setup file (tests/support/shared-setup.ts) gives each file the environment the worker started
-// with and a freshly parsed env(), before the file loads: a file's top-level writes to process.env
-// (its configuration) then hold for that file alone, as in isolation (the city reads its
-// configuration through env() when it needs it). Reading process.env changes nothing.
-// `--project domain --project domain-shared` runs both (npm test, npm run test:domain).
-// (The HTTP project's check below takes the same calls but a spy, which its files restore.)
-const MODULE_STATE_CALLS = "mock|doMock|unmock|stubEnv|stubGlobal|resetModules|useFakeTimers";
-const keepsModuleState = new RegExp(`vi\\.(${MODULE_STATE_CALLS}|spyOn)|forgetEnv|globalThis`);
-// process.env written inside a block (the formatter starts every top-level statement at column 0,
-// so an indented write runs in a function, a hook or a loop) or deleted from.
-const writesEnvInside = /^[ \t]+[^\n]*(process\.env(\.\w+|\[[^\]\n]+\])\s*(\?\?=|\|\|=|=(?![=>]))|Object\.assign\(process\.env\b)|delete process\.env/m;
+// city's modules once and its files reuse them (importing them cost about 1.5 CPU-s a file; an
+// isolated file's worker, about 7 CPU-s on the slower machine here, most of it Node resolving
+// node_modules afresh). Its setup file (tests/support/shared-setup.ts) gives each file the
+// environment the worker started with and a freshly parsed env(), before the file loads: whatever a
+// file writes to process.env (its configuration, at its top level or in a hook or a test) or makes
+// env() forget holds for that file alone, as in isolation (the city reads its configuration
+// through env() when it needs it). `--project domain --project domain-shared` runs both (npm test,
+// npm run test:domain). (The HTTP project's check below is stricter: no fake timers at all.)
+const MODULE_STATE_CALLS = "mock|doMock|unmock|stubEnv|stubGlobal|resetModules";
+const keepsModuleState = new RegExp(`vi\\.(${MODULE_STATE_CALLS})\\b|globalThis`);
+/** Every spy taken back when its test ends, passed or failed: each by onTestFinished, or all in a finally. */
+const spiesRestored = (text: string) =>
+  /finally \{\s*vi\.restoreAllMocks\(\);/.test(text) ||
+  (text.match(/vi\.spyOn\(/g) ?? []).length <= (text.match(/onTestFinished\(\(\) => \w+\.mockRestore\(\)\)/g) ?? []).length;
+/** Fake timers a file's every test ends without, passed or failed. */
+const timersRestored = (text: string) => !/vi\.useFakeTimers\(/.test(text) || /(afterEach|onTestFinished)\(\(\) => vi\.useRealTimers\(\)\)/.test(text);
 // A variable some module's state outlives a file with: db/pglite-prepared.ts keeps every text it
 // was told to prepare, so a file that sets CITY_PREPARED_STATEMENTS=0 must start without them.
 const setsEnvModulesKeep = /CITY_PREPARED_STATEMENTS/;
@@ -67,7 +71,8 @@ const supportEnv: Record<string, Record<string, string>> = {};
 const sharedFiles = domainFiles.filter((file) => {
   const full = path.join(root, file);
   const text = readFileSync(full, "utf8");
-  if (excludedByRun.includes(file) || keepsModuleState.test(text) || writesEnvInside.test(text) || setsEnvModulesKeep.test(text)) return false;
+  if (excludedByRun.includes(file) || keepsModuleState.test(text) || !spiesRestored(text) || !timersRestored(text) || setsEnvModulesKeep.test(text))
+    return false;
   const defaults = supportEnvOf(full);
   if (defaults && Object.keys(defaults).length) supportEnv[full] = defaults;
   return defaults !== null;
@@ -77,7 +82,7 @@ const sharedFiles = domainFiles.filter((file) => {
 // leave module state behind for the next file of its worker: no module mocked, no timer faked, no
 // global stubbed, no process.env written (a server's configuration is its environment, given when
 // it starts). A spy is restored when its test finishes (onTestFinished), passed or failed.
-const httpModuleState = new RegExp(`vi\\.(${MODULE_STATE_CALLS})|forgetEnv|globalThis`);
+const httpModuleState = new RegExp(`vi\\.(${MODULE_STATE_CALLS}|useFakeTimers)\\b|forgetEnv|globalThis`);
 for (const file of testFiles.filter(isHttpTest)) {
   const text = readFileSync(path.join(root, file), "utf8");
   const found = httpModuleState.exec(text) ?? writesEnv.exec(text);
@@ -85,7 +90,7 @@ for (const file of testFiles.filter(isHttpTest)) {
     throw new Error(
       `${file}: "${found[0]}" would carry over to the next file of its worker (the HTTP project shares modules); keep the city's state in its server`,
     );
-  if (/vi\.spyOn\(/.test(text) && !/onTestFinished\(\(\) => \w+\.mockRestore\(\)\)/.test(text))
+  if (!spiesRestored(text))
     throw new Error(`${file}: a spy the HTTP project's shared modules would keep: restore it with onTestFinished(() => spy.mockRestore())`);
 }
 

@@ -2,7 +2,7 @@ import { generateKeyPairSync } from "node:crypto";
 import { canonicalizeAgentCard, verifyAgentCardSignature } from "@a2a-js/sdk";
 import canonicalize from "canonicalize";
 import { createLocalJWKSet, flattenedVerify, base64url, exportJWK, generateKeyPair } from "jose";
-import { describe, expect, it, vi } from "vitest";
+import { describe, expect, it, onTestFinished, vi } from "vitest";
 import type { Database } from "@/db/client";
 import { AgentCardSchema, buildAgentCard } from "@/lib/doors/surfaces/a2a-card";
 import { registry } from "@/lib/doors/registry";
@@ -70,8 +70,8 @@ describe("signing", () => {
     await expect(flattenedVerify({ ...signature!, payload: base64url.encode(signingPayload(tampered)) }, jwks)).rejects.toThrow();
     // The SDK logs the failed verification (with a stack) before it throws: kept out of the run's output.
     const logged = vi.spyOn(console, "debug").mockImplementation(() => {});
+    onTestFinished(() => logged.mockRestore());
     await expect(sdkVerify(tampered as never)).rejects.toThrow();
     expect(logged).toHaveBeenCalled();
-    logged.mockRestore();
   });
 });

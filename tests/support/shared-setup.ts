@@ -14,9 +14,10 @@ declare module "vitest" {
  * the same worker is put back here, before each file: process.env as the worker had it before its
  * first file ran, plus the defaults the support modules this file imports give it when they load
  * (`process.env.NAME ??= "value"`: loaded once per worker, they would give them to the first file
- * only), and env() parsed again from it. A file's own top-level writes come after, when it loads.
- * (Files that mock, spy, stub, fake timers, call forgetEnv, touch globalThis or write process.env
- * inside a block run isolated in the domain project.)
+ * only), and env() parsed again from it. A file's own writes come after (at its top level when it
+ * loads, in its hooks and tests when they run) and hold until the next file's turn. (Files that mock
+ * or stub, reset modules, touch globalThis, or leave a spy or fake timers behind a test run isolated
+ * in the domain project: vitest.config.mts.)
  */
 const kept = globalThis as { cityWorkerEnv?: Record<string, string | undefined> };
 kept.cityWorkerEnv ??= { ...process.env };
