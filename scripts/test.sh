@@ -35,6 +35,9 @@ BUILD_NODE="${CITY_TEST_NODE:-$(command -v node)}"
 DOMAIN_NODE="${CITY_TEST_NODE24:-$(command -v node)}"
 
 LOGS="$(mktemp -d "${TMPDIR:-/tmp}/city-test.XXXXXX")"
+# The migrated PGlite every vitest run of this one starts its databases and servers from, made once
+# by the first run that needs it (tests/support/database-template.ts); it goes with the logs.
+export CITY_TEST_TEMPLATES="$LOGS/templates"
 TIMES="$LOGS/times"
 STARTED=$(date +%s)
 : >"$TIMES"

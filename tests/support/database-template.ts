@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { TestProject } from "vitest/node";
@@ -57,27 +57,10 @@ function provideAll(project: TestProject, provided: Provided): void {
 }
 
 async function makeTemplates(kind: "http" | "domain"): Promise<Made> {
-  const provided: Provided = {};
-  const folder = mkdtempSync(path.join(os.tmpdir(), "city-template-"));
-  if (kind === "http") {
-    const serverFolder = path.join(folder, "pglite");
-    const pglite = await openPglite(serverFolder);
-    await upgradeDatabase(pglite);
-    await slimForCopies(pglite);
-    await pglite.close();
-    provided.pgliteServerTemplate = serverFolder;
-    // The shared server is started by the next global setup, in this process (next-server.ts).
-    process.env.CITY_TEST_PGLITE_TEMPLATE = serverFolder;
-  } else {
-    const pglite = await openPglite("memory://");
-    await upgradeDatabase(pglite);
-    await slimForCopies(pglite);
-    const dump = await (pglite.db as unknown as { $client: { dumpDataDir: (c: "none") => Promise<Blob> } }).$client.dumpDataDir("none");
-    const dumpFile = path.join(folder, "pglite.tar");
-    writeFileSync(dumpFile, Buffer.from(await dump.arrayBuffer()));
-    await pglite.close();
-    provided.pgliteTemplate = dumpFile;
-  }
+  const pglite = await pgliteTemplates();
+  const provided: Provided = { pgliteTemplate: pglite.dump, pgliteServerTemplate: pglite.folder };
+  // The shared server is started by the next global setup, in this process (next-server.ts).
+  if (kind === "http") process.env.CITY_TEST_PGLITE_TEMPLATE = pglite.folder;
 
   let dropTemplate = async () => undefined as unknown;
   const serverUrl = process.env.TEST_DATABASE_URL;
@@ -102,9 +85,50 @@ async function makeTemplates(kind: "http" | "domain"): Promise<Made> {
     provided,
     teardown: async () => {
       await dropTemplate();
-      rmSync(folder, { recursive: true, force: true });
+      pglite.remove();
     },
   };
+}
+
+/**
+ * The run's migrated PGlite, as a folder (each `next start` of the HTTP suites starts on a copy) and
+ * as a dump of it (each domain suite loads it in memory), from one migration. `npm test` runs vitest
+ * four times (scripts/test.sh): it names one CITY_TEST_TEMPLATES folder for all of them, and the
+ * first that needs the templates makes them there for the others (migrating a PGlite cost about
+ * 12 CPU-s a run on the slower machine here); the folder goes with the run. Without it (vitest run by
+ * hand), each run makes its own and removes it at the end.
+ */
+async function pgliteTemplates(): Promise<{ folder: string; dump: string; remove: () => void }> {
+  const layout = (made: string) => ({ folder: path.join(made, "data"), dump: path.join(made, "pglite.tar") });
+  const runFolder = process.env.CITY_TEST_TEMPLATES;
+  if (!runFolder) {
+    const made = mkdtempSync(path.join(os.tmpdir(), "city-template-"));
+    await makePglite(layout(made));
+    return { ...layout(made), remove: () => rmSync(made, { recursive: true, force: true }) };
+  }
+  // Made aside, then renamed into place (atomic): a run finds it whole or not at all. Two runs that
+  // make it at once both succeed; the second rename fails on the first's folder, and its copy goes.
+  const made = path.join(runFolder, "pglite");
+  if (!existsSync(made)) {
+    mkdirSync(runFolder, { recursive: true });
+    const making = mkdtempSync(path.join(runFolder, "making-"));
+    await makePglite(layout(making));
+    try {
+      renameSync(making, made);
+    } catch {
+      rmSync(making, { recursive: true, force: true });
+    }
+  }
+  return { ...layout(made), remove: () => undefined };
+}
+
+async function makePglite({ folder, dump }: { folder: string; dump: string }): Promise<void> {
+  const pglite = await openPglite(folder);
+  await upgradeDatabase(pglite);
+  await slimForCopies(pglite);
+  const tar = await (pglite.db as unknown as { $client: { dumpDataDir: (c: "none") => Promise<Blob> } }).$client.dumpDataDir("none");
+  writeFileSync(dump, Buffer.from(await tar.arrayBuffer()));
+  await pglite.close();
 }
 
 /**
