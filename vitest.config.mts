@@ -6,9 +6,10 @@ import { defineConfig } from "vitest/config";
 const root = path.dirname(fileURLToPath(import.meta.url));
 const alias = { "@": root };
 
-// The domain suites split in two projects by what a file does. A file that mocks modules, stubs,
-// resets the module registry or touches globalThis runs isolated ("domain", a fresh module graph
-// per file), as does one that fakes timers or spies without restoring them when each test ends.
+// The domain suites split in two projects by what a file does. A file that mocks modules, stubs a
+// global, resets the module registry or touches globalThis runs isolated ("domain", a fresh module
+// graph per file), as does one that spies, fakes timers or stubs the environment without undoing
+// it when each test ends.
 // Every other file runs in "domain-shared", without isolation: each worker thread imports the
 // city's modules once and its files reuse them (importing them cost about 1.5 CPU-s a file; an
 // isolated file's worker, about 7 CPU-s on the slower machine here, most of it Node resolving
@@ -18,7 +19,7 @@ const alias = { "@": root };
 // env() forget holds for that file alone, as in isolation (the city reads its configuration
 // through env() when it needs it). `--project domain --project domain-shared` runs both (npm test,
 // npm run test:domain). (The HTTP project's check below is stricter: no fake timers at all.)
-const MODULE_STATE_CALLS = "mock|doMock|unmock|stubEnv|stubGlobal|resetModules";
+const MODULE_STATE_CALLS = "mock|doMock|unmock|stubGlobal|resetModules";
 const keepsModuleState = new RegExp(`vi\\.(${MODULE_STATE_CALLS})\\b|globalThis`);
 /** Every spy taken back when its test ends, passed or failed: each by onTestFinished, or all in a finally. */
 const spiesRestored = (text: string) =>
@@ -26,6 +27,8 @@ const spiesRestored = (text: string) =>
   (text.match(/vi\.spyOn\(/g) ?? []).length <= (text.match(/onTestFinished\(\(\) => \w+\.mockRestore\(\)\)/g) ?? []).length;
 /** Fake timers a file's every test ends without, passed or failed. */
 const timersRestored = (text: string) => !/vi\.useFakeTimers\(/.test(text) || /(afterEach|onTestFinished)\(\(\) => vi\.useRealTimers\(\)\)/.test(text);
+/** Environment stubs a file's every test ends without (shared-setup would undo them before the next file anyway). */
+const envStubsRestored = (text: string) => !/vi\.stubEnv\(/.test(text) || /afterEach\(\(\) => vi\.unstubAllEnvs\(\)\)/.test(text);
 // A variable some module's state outlives a file with: db/pglite-prepared.ts keeps every text it
 // was told to prepare, so a file that sets CITY_PREPARED_STATEMENTS=0 must start without them.
 const setsEnvModulesKeep = /CITY_PREPARED_STATEMENTS/;
@@ -71,7 +74,14 @@ const supportEnv: Record<string, Record<string, string>> = {};
 const sharedFiles = domainFiles.filter((file) => {
   const full = path.join(root, file);
   const text = readFileSync(full, "utf8");
-  if (excludedByRun.includes(file) || keepsModuleState.test(text) || !spiesRestored(text) || !timersRestored(text) || setsEnvModulesKeep.test(text))
+  if (
+    excludedByRun.includes(file) ||
+    keepsModuleState.test(text) ||
+    !spiesRestored(text) ||
+    !timersRestored(text) ||
+    !envStubsRestored(text) ||
+    setsEnvModulesKeep.test(text)
+  )
     return false;
   const defaults = supportEnvOf(full);
   if (defaults && Object.keys(defaults).length) supportEnv[full] = defaults;
@@ -82,7 +92,7 @@ const sharedFiles = domainFiles.filter((file) => {
 // leave module state behind for the next file of its worker: no module mocked, no timer faked, no
 // global stubbed, no process.env written (a server's configuration is its environment, given when
 // it starts). A spy is restored when its test finishes (onTestFinished), passed or failed.
-const httpModuleState = new RegExp(`vi\\.(${MODULE_STATE_CALLS}|useFakeTimers)\\b|forgetEnv|globalThis`);
+const httpModuleState = new RegExp(`vi\\.(${MODULE_STATE_CALLS}|useFakeTimers|stubEnv)\\b|forgetEnv|globalThis`);
 for (const file of testFiles.filter(isHttpTest)) {
   const text = readFileSync(path.join(root, file), "utf8");
   const found = httpModuleState.exec(text) ?? writesEnv.exec(text);

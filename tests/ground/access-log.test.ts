@@ -8,10 +8,12 @@ function linesUnder(env: { NODE_ENV: string; CITY_ACCESS_LOG?: string }): Record
   vi.stubEnv("NODE_ENV", env.NODE_ENV);
   vi.stubEnv("CITY_ACCESS_LOG", env.CITY_ACCESS_LOG ?? "");
   const printed = vi.spyOn(console, "log").mockImplementation(() => {});
-  logAnswer(ANSWER);
-  const lines = printed.mock.calls.map(([line]) => JSON.parse(String(line)) as Record<string, unknown>);
-  printed.mockRestore();
-  return lines;
+  try {
+    logAnswer(ANSWER);
+    return printed.mock.calls.map(([line]) => JSON.parse(String(line)) as Record<string, unknown>);
+  } finally {
+    vi.restoreAllMocks();
+  }
 }
 
 afterEach(() => vi.unstubAllEnvs());
