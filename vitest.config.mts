@@ -12,7 +12,7 @@ const alias = { "@": root };
 // it when each test ends.
 // Every other file runs in "domain-shared", without isolation: each worker thread imports the
 // city's modules once and its files reuse them (importing them cost about 1.5 CPU-s a file; an
-// isolated file's worker, about 7 CPU-s on the slower machine here, most of it Node resolving
+// isolated file's worker, about 2 CPU-s more on the slower machine here, most of it Node resolving
 // node_modules afresh). Its setup file (tests/support/shared-setup.ts) gives each file the
 // environment the worker started with and a freshly parsed env(), before the file loads: whatever a
 // file writes to process.env (its configuration, at its top level or in a hook or a test) or makes
