@@ -25,8 +25,10 @@ const keepsModuleState = new RegExp(`vi\\.(${MODULE_STATE_CALLS})\\b|globalThis`
 const spiesRestored = (text: string) =>
   /finally \{\s*vi\.restoreAllMocks\(\);/.test(text) ||
   (text.match(/vi\.spyOn\(/g) ?? []).length <= (text.match(/onTestFinished\(\(\) => \w+\.mockRestore\(\)\)/g) ?? []).length;
-/** Fake timers a file's every test ends without, passed or failed. */
-const timersRestored = (text: string) => !/vi\.useFakeTimers\(/.test(text) || /(afterEach|onTestFinished)\(\(\) => vi\.useRealTimers\(\)\)/.test(text);
+/** Fake timers a file's every test ends without, passed or failed: all by afterEach, or each by onTestFinished. */
+const timersRestored = (text: string) =>
+  /afterEach\(\(\) => vi\.useRealTimers\(\)\)/.test(text) ||
+  (text.match(/vi\.useFakeTimers\(/g) ?? []).length <= (text.match(/onTestFinished\(\(\) => vi\.useRealTimers\(\)\)/g) ?? []).length;
 /** Environment stubs a file's every test ends without (shared-setup would undo them before the next file anyway). */
 const envStubsRestored = (text: string) => !/vi\.stubEnv\(/.test(text) || /afterEach\(\(\) => vi\.unstubAllEnvs\(\)\)/.test(text);
 // A variable some module's state outlives a file with: db/pglite-prepared.ts keeps every text it
