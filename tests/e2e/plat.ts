@@ -39,33 +39,61 @@ export const CENSUS_KEYS = ["occupancy", "citizens", "house", "outside", "hotelG
  */
 export async function seriousViolations(page: Page): Promise<string[]> {
   expect(page.frames(), "a plat page holds no frame (axe runs in legacy mode)").toHaveLength(1);
-  const { violations } = await new AxeBuilder({ page }).setLegacyMode(true).analyze();
+  const { violations } = await new AxeBuilder({ page })
+    .setLegacyMode(true)
+    .options({ resultTypes: ["violations"] })
+    .analyze();
   return violations
     .filter((v) => v.impact === "serious" || v.impact === "critical")
     .map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
 }
 
 /**
- * One axe-core test per colour scheme over the plat's pages (all of them and the 404 page unless
- * told otherwise: a list, or a function that gives it when the test runs), on one page: a new browser context costs more than a page load here. axe runs
- * in the page, so these tests turn JavaScript on (the pages need none).
+ * One page with JavaScript on for every axe test of a worker: a test's own page is a new browser
+ * context and renderer process, which cost 14 CPU-s over the suite's 32 axe tests here (100 against
+ * 86 CPU-s for them all, process accounting, back to back) where a page load costs a fraction of one.
+ */
+const axeTest = test.extend<object, { axePage: Page }>({
+  axePage: [
+    async ({ browser }, use, workerInfo) => {
+      const context = await browser.newContext({ javaScriptEnabled: true, baseURL: workerInfo.project.use.baseURL });
+      await use(await context.newPage());
+      await context.close();
+    },
+    { scope: "worker" },
+  ],
+});
+
+/**
+ * axe-core over the plat's pages (all of them and the 404 page unless told otherwise), in each colour
+ * scheme: one test per page and scheme, so that a slow page (/doors: 4,200 elements, 7 s of axe idle
+ * here) spends its own time limit and not its neighbours' (both six-page loops of the seeded city ran
+ * out of 180 s in a CI run on a loaded machine). Paths known only once a seed ran are given as a
+ * function and walked in one test. axe runs in the page, so these tests turn JavaScript on (the pages
+ * need none).
  */
 export function axeTests(label: string, paths: readonly string[] | (() => readonly string[]) = [...PLAT_PATHS, MISSING_PATH]): void {
   for (const colorScheme of SCHEMES) {
-    test.describe(() => {
-      test.use({ javaScriptEnabled: true });
-      test(`axe finds no serious or critical violation on any ${label} page in the ${colorScheme} scheme`, async ({ page }) => {
-        test.setTimeout(LOOP_TIMEOUT);
-        await page.emulateMedia({ colorScheme });
-        // Paths known only once a seed ran are given as a function, read when the test runs.
-        for (const path of typeof paths === "function" ? paths() : paths) {
-          await page.goto(path);
-          // <details> hides the chart's table until opened; axe checks it open.
-          await page.locator("details").evaluateAll((all) => all.forEach((d) => d.setAttribute("open", "")));
-          expect(await seriousViolations(page), `${path} in the ${colorScheme} scheme`).toEqual([]);
-        }
+    const check = async (page: Page, path: string) => {
+      await page.emulateMedia({ colorScheme });
+      await page.goto(path);
+      // <details> hides the chart's table and each door's words until opened; axe checks them open.
+      await page.locator("details").evaluateAll((all) => all.forEach((d) => d.setAttribute("open", "")));
+      expect(await seriousViolations(page), `${path} in the ${colorScheme} scheme`).toEqual([]);
+    };
+    if (typeof paths === "function") {
+      axeTest(`axe finds no serious or critical violation on any ${label} page in the ${colorScheme} scheme`, async ({ axePage }) => {
+        axeTest.setTimeout(LOOP_TIMEOUT);
+        for (const path of paths()) await check(axePage, path);
       });
-    });
+      continue;
+    }
+    for (const path of paths) {
+      axeTest(`axe finds no serious or critical violation on the ${label} ${path} in the ${colorScheme} scheme`, async ({ axePage }) => {
+        axeTest.setTimeout(LOOP_TIMEOUT);
+        await check(axePage, path);
+      });
+    }
   }
 }
 

@@ -1,3 +1,4 @@
+import { Fragment } from "react";
 import { z } from "zod";
 import type { AnyDoor, PublishedLimit, WhenRestricted } from "@/lib/doors/door";
 import { type RequestField, requestFields } from "@/lib/doors/surfaces/openapi";
@@ -31,14 +32,19 @@ const METHOD_LOOK: Record<string, string> = {
   DELETE: "bg-rose-100 text-rose-900 dark:bg-rose-900 dark:text-rose-100",
 };
 
-/** A long name that may wrap after each underscore (a phone cannot hold CITY_STORE_NEWCOMER_PERCENT on one line). */
+/**
+ * A long name that may wrap after each underscore (a phone cannot hold CITY_STORE_NEWCOMER_PERCENT on
+ * one line). Bare text and <wbr>, no element around each part: /doors holds some 1,900 such parts,
+ * and a span each made its page half spans (6,320 elements), which every browser lays out and
+ * axe's colour-contrast check walks one by one.
+ */
 function Breakable({ text }: { text: string }) {
   const parts = breakParts(text);
   return parts.map((part, i) => (
-    <span key={i}>
+    <Fragment key={i}>
       {part}
       {i < parts.length - 1 ? <wbr /> : null}
-    </span>
+    </Fragment>
   ));
 }
 
