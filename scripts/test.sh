@@ -9,10 +9,10 @@
 #     lane http:   the HTTP suites against `next start`; then, with CITY_TEST_NODE24 (a Node 24
 #                  binary; CI passes scripts/node.sh 24's), those of NODE24_HTTP again, the same
 #                  build served by Node 24
-#     lane served: the lint (formatter, import rules) -> the browser tests -> the benchmark's smoke
-#                  run -> with TEST_DATABASE_URL, the deploy path on PostgreSQL -> the official MCP
-#                  conformance suite -> two domain suites moved here from the domain lane
-#                  (DOMAIN_IN_SERVED)
+#     lane served: the lint (formatter, import rules) -> the browser tests, then side by side
+#       lane served-servers: the benchmark's smoke run -> with TEST_DATABASE_URL, the deploy path
+#                  on PostgreSQL -> the official MCP conformance suite
+#       lane served-domain: two domain suites moved here from the domain lane (DOMAIN_IN_SERVED)
 #
 # Most of the time is spent waiting on PostgreSQL and on `next start` servers, so the lanes share
 # two cores well. CITY_TEST_NODE runs the build and the HTTP suites on another Node binary (CI
@@ -122,11 +122,10 @@ wait_lanes() {
   return "$failed"
 }
 
-# Domain suites the served lane runs instead, after its own steps: the domain lane is the longest
-# (measured in the clean-clone run of ea11826: domain 477 s, the built lane 424 s), and these two
-# spend most of their time on one worker, hostile.test.ts on CPU (57 s there) and
-# log-witness-client.test.ts waiting out witnesses' time budgets (33 s there), which the served
-# lane has room for once the browser tests are done.
+# Domain suites the served lane runs instead, beside its servers once the browser tests are done:
+# the domain lane was the longest (measured in the clean-clone run of ea11826: domain 477 s, the
+# built lane 424 s), and these two spend most of their time on one worker, hostile.test.ts on CPU
+# (57 s there) and log-witness-client.test.ts waiting out witnesses' time budgets (33 s there).
 DOMAIN_IN_SERVED=(tests/doors/hostile.test.ts tests/logs/transparency-log/log-witness-client.test.ts)
 # Domain suites whose answers come from Node's OpenSSL: when the domain lane runs on another Node
 # (DOMAIN_NODE, Node 24 in CI, whose OpenSSL 3.5 refuses small-order Ed25519 keys and a private
@@ -158,9 +157,21 @@ http_lane_node24() {
 }
 
 served_lane() {
+  # This lane runs in a subshell that inherited its parent's lanes, which are not its children.
+  PIDS=()
+  NAMES=()
   # The formatter's check and the import rules (docs/architecture.md): the shortest lane has room.
   step served "lint (prettier, dependency-cruiser)" npm run --silent lint
   step served "playwright" npx playwright test
+  # Then two lanes of their own, once the browser tests (the tightest time limits) are done: run one
+  # after the other, the domain suites ran alone at the end of the whole run, on one core (the
+  # clean-clone run of 5459a4d: the other lanes had ended 74 s before this one).
+  lane served-servers served_servers_lane
+  lane served-domain served_domain_lane
+  wait_lanes --status-only
+}
+
+served_servers_lane() {
   # The benchmark's smoke run (PGlite, a small city): no 5xx, no lost write, a table.
   step served "bench --smoke" npm run --silent bench -- --smoke
   if [ -n "${TEST_DATABASE_URL:-}" ]; then
@@ -169,6 +180,9 @@ served_lane() {
     step served "deploy-check" bash scripts/deploy-check.sh
   fi
   step served "mcp-conformance" bash scripts/mcp-conformance.sh
+}
+
+served_domain_lane() {
   local files=("${DOMAIN_IN_SERVED[@]}")
   [ "$DOMAIN_NODE" = "$(command -v node)" ] || files+=("${NODE_OPENSSL_SUITES[@]}")
   step served "vitest domain: ${files[*]##*/} (node $(node -v))" npx vitest run --project domain --project domain-shared "${files[@]}"
@@ -202,7 +216,7 @@ export CITY_FIGURES_CLEARED=1
 # or step, with its lane. fd 3 is this script's own output, which the lanes' redirections keep.
 exec 3>&1
 watch_progress() {
-  tail -n +1 -q -F "$LOGS"/domain.log "$LOGS"/built.log "$LOGS"/http.log "$LOGS"/served.log 2>/dev/null |
+  tail -n +1 -q -F "$LOGS"/{domain,built,http,served,served-servers,served-domain}.log 2>/dev/null |
     sed -u 's/\x1b\[[0-9;]*m//g' |
     awk -v started="$STARTED" '
       function stamp(  now) { "date +%s" | getline now; close("date +%s"); return sprintf("[%4ds]", now - started) }
@@ -218,7 +232,7 @@ lane built built_lane
 LANES_FAILED=0
 wait_lanes || LANES_FAILED=1
 # The lanes the built lane started, each log once.
-for nested in http served; do
+for nested in http served served-servers served-domain; do
   [ -f "$LOGS/$nested.log" ] || continue
   echo "===== lane $nested (in lane built)"
   cat "$LOGS/$nested.log"

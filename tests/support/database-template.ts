@@ -5,6 +5,7 @@ import path from "node:path";
 import type { TestProject } from "vitest/node";
 import { upgradeDatabase } from "@/lib/city/upgrade";
 import { type OpenDatabase, openPg, openPglite } from "@/db/client";
+import { pgliteLayout as layout, runPgliteTemplate } from "./template-folder";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -99,7 +100,6 @@ async function makeTemplates(kind: "http" | "domain"): Promise<Made> {
  * hand), each run makes its own and removes it at the end.
  */
 async function pgliteTemplates(): Promise<{ folder: string; dump: string; remove: () => void }> {
-  const layout = (made: string) => ({ folder: path.join(made, "data"), dump: path.join(made, "pglite.tar") });
   const runFolder = process.env.CITY_TEST_TEMPLATES;
   if (!runFolder) {
     const made = mkdtempSync(path.join(os.tmpdir(), "city-template-"));
@@ -108,7 +108,7 @@ async function pgliteTemplates(): Promise<{ folder: string; dump: string; remove
   }
   // Made aside, then renamed into place (atomic): a run finds it whole or not at all. Two runs that
   // make it at once both succeed; the second rename fails on the first's folder, and its copy goes.
-  const made = path.join(runFolder, "pglite");
+  const made = runPgliteTemplate(runFolder);
   if (!existsSync(made)) {
     mkdirSync(runFolder, { recursive: true });
     const making = mkdtempSync(path.join(runFolder, "making-"));
