@@ -21,16 +21,21 @@ const alias = { "@": root };
 // npm run test:domain). (The HTTP project's check below is stricter: no fake timers at all.)
 const MODULE_STATE_CALLS = "mock|doMock|unmock|stubGlobal|resetModules";
 const keepsModuleState = new RegExp(`vi\\.(${MODULE_STATE_CALLS})\\b|globalThis`);
-/** Every spy taken back when its test ends, passed or failed: each by onTestFinished, or all in a finally. */
+const count = (text: string, pattern: RegExp) => (text.match(pattern) ?? []).length;
+/**
+ * Whether a file's every test ends with what `made` starts undone, passed or failed: all of it by
+ * `undoAll`, or each one by its own `undoEach` (none without one).
+ */
+const undone = (text: string, made: RegExp, undoAll: RegExp, undoEach?: RegExp) =>
+  undoAll.test(text) || count(text, made) <= (undoEach ? count(text, undoEach) : 0);
+/** Spies: all restored in a finally, or each by onTestFinished. */
 const spiesRestored = (text: string) =>
-  /finally \{\s*vi\.restoreAllMocks\(\);/.test(text) ||
-  (text.match(/vi\.spyOn\(/g) ?? []).length <= (text.match(/onTestFinished\(\(\) => \w+\.mockRestore\(\)\)/g) ?? []).length;
-/** Fake timers a file's every test ends without, passed or failed: all by afterEach, or each by onTestFinished. */
+  undone(text, /vi\.spyOn\(/g, /finally \{\s*vi\.restoreAllMocks\(\);/, /onTestFinished\(\(\) => \w+\.mockRestore\(\)\)/g);
+/** Fake timers: all by afterEach, or each by onTestFinished. */
 const timersRestored = (text: string) =>
-  /afterEach\(\(\) => vi\.useRealTimers\(\)\)/.test(text) ||
-  (text.match(/vi\.useFakeTimers\(/g) ?? []).length <= (text.match(/onTestFinished\(\(\) => vi\.useRealTimers\(\)\)/g) ?? []).length;
-/** Environment stubs a file's every test ends without (shared-setup would undo them before the next file anyway). */
-const envStubsRestored = (text: string) => !/vi\.stubEnv\(/.test(text) || /afterEach\(\(\) => vi\.unstubAllEnvs\(\)\)/.test(text);
+  undone(text, /vi\.useFakeTimers\(/g, /afterEach\(\(\) => vi\.useRealTimers\(\)\)/, /onTestFinished\(\(\) => vi\.useRealTimers\(\)\)/g);
+/** Environment stubs: all by afterEach (shared-setup would undo them before the next file anyway). */
+const envStubsRestored = (text: string) => undone(text, /vi\.stubEnv\(/g, /afterEach\(\(\) => vi\.unstubAllEnvs\(\)\)/);
 // A variable some module's state outlives a file with: db/pglite-prepared.ts keeps every text it
 // was told to prepare, so a file that sets CITY_PREPARED_STATEMENTS=0 must start without them.
 const setsEnvModulesKeep = /CITY_PREPARED_STATEMENTS/;

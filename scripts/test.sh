@@ -160,7 +160,7 @@ served_lane() {
   # This lane runs in a subshell that inherited its parent's lanes, which are not its children.
   PIDS=()
   NAMES=()
-  # The formatter's check and the import rules (docs/architecture.md): the shortest lane has room.
+  # The formatter's check and the import rules (docs/architecture.md).
   step served "lint (prettier, dependency-cruiser)" npm run --silent lint
   step served "playwright" npx playwright test
   # Then two lanes of their own, once the browser tests (the tightest time limits) are done: run one

@@ -34,8 +34,8 @@ const METHOD_LOOK: Record<string, string> = {
 
 /**
  * A long name that may wrap after each underscore (a phone cannot hold CITY_STORE_NEWCOMER_PERCENT on
- * one line). Bare text and <wbr>, no element around each part: /doors holds some 1,900 such parts,
- * and a span each made its page half spans (6,320 elements), which every browser lays out and
+ * one line). Bare text and <wbr>, no element around each part: /doors holds some 2,100 such parts,
+ * and a span each made its page half spans (2,667 of 6,319 elements), which every browser lays out and
  * axe's colour-contrast check walks one by one.
  */
 function Breakable({ text }: { text: string }) {
