@@ -28,6 +28,11 @@ fi
 PORT="$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
 DATA="$(mktemp -d "${TMPDIR:-/tmp}/city-mcp-conformance-data.XXXXXX")"
 LOG="$DATA.log"
+# On a copy of `npm test`'s migrated PGlite when the run has made it (CITY_TEST_TEMPLATES:
+# tests/support/template-folder.ts), as the HTTP suites' and the seeded browser city's servers do:
+# migrating a fresh folder is most of a boot's work. Run alone, the city migrates its folder itself.
+TEMPLATE="${CITY_TEST_TEMPLATES:+$CITY_TEST_TEMPLATES/pglite/data}"
+if [ -n "$TEMPLATE" ] && [ -d "$TEMPLATE" ]; then cp -R "$TEMPLATE/." "$DATA/"; fi
 CITY_NEXT_DIST_DIR="$DIST" DATABASE_URL="" CITY_DATA_DIR="$DATA" CITY_BASE_URL="http://127.0.0.1:$PORT" NEXT_TELEMETRY_DISABLED=1 \
   node node_modules/next/dist/bin/next start -H 127.0.0.1 -p "$PORT" >"$LOG" 2>&1 &
 SERVER=$!
