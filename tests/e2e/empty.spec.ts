@@ -1,5 +1,4 @@
-import { expect, test } from "@playwright/test";
-import { CENSUS_KEYS, censusOnPage, axeTests, cspTests, MISSING_PATH, PLAT_PATHS, screenshotTests } from "./plat";
+import { CENSUS_KEYS, censusOnPage, axeTests, cspTests, expect, MISSING_PATH, PLAT_PATHS, screenshotTests, test } from "./plat";
 
 // This project's server has never admitted anyone: the plat must look honest, not broken.
 

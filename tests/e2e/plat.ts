@@ -1,5 +1,5 @@
 import AxeBuilder from "@axe-core/playwright";
-import { expect, type Page, test, type TestInfo } from "@playwright/test";
+import { test as base, expect, type Page, type TestInfo } from "@playwright/test";
 
 /** Every page of the plat, and an address that is none of them (the 404 page). */
 export const PLAT_PATHS = ["/", "/peers", "/ward", "/log", "/doors"] as const;
@@ -49,11 +49,15 @@ export async function seriousViolations(page: Page): Promise<string[]> {
 }
 
 /**
- * One page with JavaScript on for every axe test of a worker: a test's own page is a new browser
+ * The plat's `test`, which every spec file takes (with its `expect`): Playwright's, plus one page
+ * with JavaScript on for every axe test of a worker (axeTests). A test's own page is a new browser
  * context and renderer process, which cost 14 CPU-s over the suite's 32 axe tests here (100 against
  * 86 CPU-s for them all, process accounting, back to back) where a page load costs a fraction of one.
+ * One `test` for all: a worker serves tests of one set of worker fixtures only, so while the axe
+ * tests had an extended `test` of their own and the other tests Playwright's, a project mixing both
+ * started a new worker (a Node process and a browser) at each switch between them.
  */
-const axeTest = test.extend<object, { axePage: Page }>({
+export const test = base.extend<object, { axePage: Page }>({
   axePage: [
     async ({ browser }, use, workerInfo) => {
       const context = await browser.newContext({ javaScriptEnabled: true, baseURL: workerInfo.project.use.baseURL });
@@ -63,6 +67,7 @@ const axeTest = test.extend<object, { axePage: Page }>({
     { scope: "worker" },
   ],
 });
+export { expect };
 
 /**
  * axe-core over the plat's pages (all of them and the 404 page unless told otherwise), in each colour
@@ -82,15 +87,15 @@ export function axeTests(label: string, paths: readonly string[] | (() => readon
       expect(await seriousViolations(page), `${path} in the ${colorScheme} scheme`).toEqual([]);
     };
     if (typeof paths === "function") {
-      axeTest(`axe finds no serious or critical violation on any ${label} page in the ${colorScheme} scheme`, async ({ axePage }) => {
-        axeTest.setTimeout(LOOP_TIMEOUT);
+      test(`axe finds no serious or critical violation on any ${label} page in the ${colorScheme} scheme`, async ({ axePage }) => {
+        test.setTimeout(LOOP_TIMEOUT);
         for (const path of paths()) await check(axePage, path);
       });
       continue;
     }
     for (const path of paths) {
-      axeTest(`axe finds no serious or critical violation on the ${label} ${path} in the ${colorScheme} scheme`, async ({ axePage }) => {
-        axeTest.setTimeout(LOOP_TIMEOUT);
+      test(`axe finds no serious or critical violation on the ${label} ${path} in the ${colorScheme} scheme`, async ({ axePage }) => {
+        test.setTimeout(LOOP_TIMEOUT);
         await check(axePage, path);
       });
     }

@@ -1,6 +1,5 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { expect, test } from "@playwright/test";
 import {
   CENSUS_KEYS,
   CITIZENS,
@@ -8,10 +7,12 @@ import {
   censusOnPage,
   axeTests,
   cspTests,
+  expect,
   MISSING_PATH,
   PLAT_PATHS,
   type Seed,
   screenshotTests,
+  test,
   textSmallerThan,
   walkPages,
   wordsBrokenAcrossLines,

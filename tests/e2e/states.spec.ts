@@ -1,7 +1,6 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { expect, test } from "@playwright/test";
-import { axeTests, CENSUS_KEYS, censusOnPage, screenshotTests, type StatesSeed } from "./plat";
+import { axeTests, CENSUS_KEYS, censusOnPage, expect, screenshotTests, type StatesSeed, test } from "./plat";
 
 // Runs after states.setup.ts: four citizens (present, away, returned, exported), a ward note and a
 // disputed one, four visits to an open clinic, and residency log row #2 changed by the owner.
