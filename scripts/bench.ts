@@ -12,7 +12,7 @@
 // only, a fixed number of requests per door instead of seconds at full load, so it costs CI little
 // CPU) fails on any 5xx or an empty table: CI runs it.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import autocannon from "autocannon";
@@ -494,6 +494,11 @@ async function prepareDatabase(db: string): Promise<PreparedCity> {
   const { upgradeDatabase } = await import("@/lib/city/upgrade");
   if (db === "pglite") {
     const dir = mkdtempSync(path.join(tmpdir(), "city-bench-"));
+    // Under `npm test`, a copy of the run's migrated PGlite when the run has made it (as the MCP
+    // conformance city and the test servers start: tests/support/template-folder.ts), so the smoke
+    // run does not migrate a folder of its own; upgradeDatabase below then finds nothing to do.
+    const migrated = process.env.CITY_TEST_TEMPLATES && path.join(process.env.CITY_TEST_TEMPLATES, "pglite", "data");
+    if (migrated && existsSync(migrated)) cpSync(migrated, dir, { recursive: true });
     const open = await openPglite(dir);
     await upgradeDatabase(open);
     const started = Date.now();
