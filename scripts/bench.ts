@@ -36,6 +36,7 @@ import {
 import { openLockSampler } from "./bench-locks";
 import { runMixedLoad, runOpenLoad } from "./bench-mixed";
 import { seedCity } from "./bench-seed";
+import { madePgliteFolder } from "@/tests/support/template-folder";
 import { optionOr } from "./options";
 import { type BenchServer, migratedDatabase, startNextServer } from "./bench-server";
 
@@ -495,10 +496,10 @@ async function prepareDatabase(db: string): Promise<PreparedCity> {
   if (db === "pglite") {
     const dir = mkdtempSync(path.join(tmpdir(), "city-bench-"));
     // Under `npm test`, a copy of the run's migrated PGlite when the run has made it (as the MCP
-    // conformance city and the test servers start: tests/support/template-folder.ts), so the smoke
-    // run does not migrate a folder of its own; upgradeDatabase below then finds nothing to do.
-    const migrated = process.env.CITY_TEST_TEMPLATES && path.join(process.env.CITY_TEST_TEMPLATES, "pglite", "data");
-    if (migrated && existsSync(migrated)) cpSync(migrated, dir, { recursive: true });
+    // conformance city and the test servers start), so the smoke run does not migrate a folder of
+    // its own; upgradeDatabase below then finds nothing to do.
+    const migrated = madePgliteFolder();
+    if (migrated) cpSync(migrated, dir, { recursive: true });
     const open = await openPglite(dir);
     await upgradeDatabase(open);
     const started = Date.now();

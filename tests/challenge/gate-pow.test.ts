@@ -5,7 +5,7 @@ import { readSuggestedEffort } from "@/lib/city/challenge/gate-pow";
 import type { GateCircumstances, GateLimits, Verdict } from "@/lib/city/challenge";
 import { POW_BASE_EFFORT } from "@/lib/city/challenge/pow-effort";
 import { describeOnDatabases } from "../support/databases";
-import { admissionsCounted, biddingPresentation, clockClearOfStepTurn, gateCircumstances, presentation, presentDirect, signedBySponsor } from "../support/gate";
+import { admissionsCounted, biddingPresentation, gateCircumstances, presentation, presentDirect, signedBySponsor, useGateClock } from "../support/gate";
 
 /*
  * CITY-POW/1 wired at the gate (issue 43, docs/pow.md), on the domain functions (PGlite, and pg where
@@ -17,10 +17,8 @@ import { admissionsCounted, biddingPresentation, clockClearOfStepTurn, gateCircu
 
 describeOnDatabases("the gate's proof-of-work bid (CITY-POW/1)", (t) => {
   beforeAll(() => useDatabase(t().db));
-  // The moment presentations are made at: real time, unless a test sets its clock clear of a step's turn.
-  let clock = () => new Date();
+  const clock = useGateClock();
   beforeEach(async () => {
-    clock = () => new Date();
     await t().raw("DELETE FROM rate_windows WHERE scope <> 'gate-admissions'");
     await t().raw("UPDATE rate_windows SET counts = array_fill(0, ARRAY[cardinality(counts)]) WHERE scope = 'gate-admissions'");
   }, 120_000);
@@ -29,11 +27,11 @@ describeOnDatabases("the gate's proof-of-work bid (CITY-POW/1)", (t) => {
   // 12 (three quarters) without a bid; bids take the other 4, in steps. No share per network (each
   // presentation has no address).
   const limits: GateLimits = { perOriginPerHour: 100_000, perAddressPerHour: 0, admissionsPerHour: 20, prefixSharePercent: 100, reservePercent: 20 };
-  const c = (extra: Partial<GateCircumstances> = {}): GateCircumstances => gateCircumstances(limits, { now: clock(), ...extra });
+  const c = (extra: Partial<GateCircumstances> = {}): GateCircumstances => gateCircumstances(limits, { now: clock.now(), ...extra });
   const present = (p: Record<string, unknown>, circumstances: GateCircumstances = c()): Promise<Verdict> => presentDirect(t().db, p, circumstances);
-  const nonce = async (at = clock()) => (await issueNonce(t().db, at, null, 0)).nonce;
-  const effortNow = (at = clock()) => readSuggestedEffort(t().db, limits, at);
-  const bidding = (effort: number, overrides: Record<string, unknown> = {}, at = clock()) => biddingPresentation(t().db, effort, overrides, at);
+  const nonce = async (at = clock.now()) => (await issueNonce(t().db, at, null, 0)).nonce;
+  const effortNow = (at = clock.now()) => readSuggestedEffort(t().db, limits, at);
+  const bidding = (effort: number, overrides: Record<string, unknown> = {}, at = clock.now()) => biddingPresentation(t().db, effort, overrides, at);
   const counted = () => admissionsCounted(t().db);
   /** Fills the ceiling with presentations without a bid up to its open share (12). */
   const fillOpenShare = async () => {
@@ -116,7 +114,7 @@ describeOnDatabases("the gate's proof-of-work bid (CITY-POW/1)", (t) => {
 
   it("serves a settled citizen's signature without work up to the whole ceiling, a newcomer's and bids of work only in steps, never past what the reserve leaves", async () => {
     // One step's portion is taken below and the next bid expected refused: no step may open between.
-    clock = clockClearOfStepTurn(limits);
+    clock.clearOfStepTurn(limits);
     await fillOpenShare();
     // A newcomer's signature: a bid that needs no work, served from this step's portion (one here).
     expect((await present(presentation(), c(await signedBySponsor(t().db, 1)))).verdict).toBe("admitted");

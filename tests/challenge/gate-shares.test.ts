@@ -7,7 +7,7 @@ import { presentAtGate } from "@/lib/city/gate";
 import type { GateCircumstances, GateLimits, Verdict } from "@/lib/city/challenge";
 import { describeOnDatabases } from "../support/databases";
 import { insertCitizenRow } from "../support/citizens";
-import { clockClearOfStepTurn, keyPair, presentation, sponsoredBy } from "../support/gate";
+import { keyPair, presentation, sponsoredBy, useGateClock } from "../support/gate";
 
 /*
  * Fair under flood (issue 43), the gate's part, on the domain functions (PGlite, and pg where
@@ -19,16 +19,14 @@ import { clockClearOfStepTurn, keyPair, presentation, sponsoredBy } from "../sup
 
 describeOnDatabases("the gate's shares per source, the reserve and the overflow (issue 43)", (t) => {
   beforeAll(() => useDatabase(t().db));
-  // The moment presentations are made at: real time, unless a test sets its clock clear of a step's turn.
-  let clock = () => new Date();
+  const clock = useGateClock();
   // Every test starts with empty windows (the ceiling's stripes emptied, not deleted: a city has them from its migration).
   beforeEach(async () => {
-    clock = () => new Date();
     await t().raw("DELETE FROM rate_windows WHERE scope <> 'gate-admissions'");
     await t().raw("UPDATE rate_windows SET counts = array_fill(0, ARRAY[cardinality(counts)]) WHERE scope = 'gate-admissions'");
   }, 120_000);
   const c = (limits: Partial<GateLimits>, ip: string | null, extra: Partial<GateCircumstances> = {}): GateCircumstances => ({
-    now: clock(),
+    now: clock.now(),
     ip,
     callerDid: null,
     credential: null,
@@ -41,7 +39,7 @@ describeOnDatabases("the gate's shares per source, the reserve and the overflow 
   const admitted = (answers: Verdict[]) => answers.filter((a) => a.verdict === "admitted").length;
   const keyed = async (circumstances: GateCircumstances) => {
     const key = await keyPair();
-    const { nonce } = await issueNonce(t().db, clock(), null, 0);
+    const { nonce } = await issueNonce(t().db, clock.now(), null, 0);
     return present(presentation({ nonce, controller_public_key: key.publicKey, controller_signature: await key.sign(nonce) }), circumstances);
   };
   const rows = async (where: string) =>
@@ -81,7 +79,7 @@ describeOnDatabases("the gate's shares per source, the reserve and the overflow 
     // 10 an hour: 8 without a settled sponsor, of which 6 (the open share) without a bid.
     const limits = { admissionsPerHour: 10, prefixSharePercent: 100, hostSharePercent: 100, reservePercent: 20 };
     // This step's bids are taken below and the next refused: no step may open between.
-    clock = clockClearOfStepTurn(c(limits, null).limits);
+    clock.clearOfStepTurn(c(limits, null).limits);
     const keyless = await presentAtOnce(12, (i) => present(presentation(i % 4 ? {} : { ask: "ward" }), c(limits, `10.${i}.0.1`)));
     // In a race a stripe may refuse with room (published: refused_with_room); one after another the rest is taken.
     let passed = keyless.filter((a) => a.verdict !== "filtered").length;

@@ -1,6 +1,7 @@
 import { bytesToHex } from "@noble/hashes/utils.js";
 import * as ed from "@noble/ed25519";
 import { eq, sql } from "drizzle-orm";
+import { beforeEach } from "vitest";
 import type { Database } from "@/db/client";
 import { rowsOf } from "@/db/sql";
 import { bidStepSeconds, type GateCircumstances, type GateLimits, issueNonce, solvePow, type Verdict } from "@/lib/city/challenge";
@@ -131,7 +132,25 @@ export async function awayFromStepTurn(limits: GateLimits, marginMs = 60_000): P
  * a clock set ahead past the turn instead (up to a minute: a nonce issued on it lives ten). Steps
  * are 300 s long in these tests, so the wait came one time in five, for 30 s on average.
  */
-export function clockClearOfStepTurn(limits: GateLimits, marginMs = 60_000): () => Date {
+function clockClearOfStepTurn(limits: GateLimits, marginMs = 60_000): () => Date {
   const stepMs = bidStepSeconds(limits) * 1000;
   return stepMs ? clockClearOfTurn(stepMs, marginMs) : () => new Date();
+}
+
+/**
+ * The moment a domain suite's presentations are made at (registers a hook in the surrounding
+ * describe block): real time, unless a test sets it clear of a bids' step's turn
+ * (clockClearOfStepTurn); real time again before each test.
+ */
+export function useGateClock(): { now: () => Date; clearOfStepTurn: (limits: GateLimits) => void } {
+  let clock = () => new Date();
+  beforeEach(() => {
+    clock = () => new Date();
+  });
+  return {
+    now: () => clock(),
+    clearOfStepTurn: (limits) => {
+      clock = clockClearOfStepTurn(limits);
+    },
+  };
 }
