@@ -13,6 +13,12 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 
 const PACKAGE = "chromium-headless-shell";
+// What Chromium needs and nothing it merely recommends: Debian's recommends for it are a desktop's
+// (udev, upower, a printer dialog with CUPS, Samba and Perl's web stack, Mesa's GPU drivers,
+// notifications), 104 packages among them systemd upgraded, none of which a headless browser with
+// --disable-gpu uses. The one recommend a page's rendering uses, the Liberation fonts (metrics of
+// Arial, Times and Courier), is named.
+const INSTALL = ["--no-upgrade", "--no-install-recommends", PACKAGE, "fonts-liberation"];
 const wanted = process.env.CHROMIUM_PATH || `/usr/bin/${PACKAGE}`;
 if (!existsSync(wanted)) {
   const canInstall = process.getuid?.() === 0 && existsSync("/usr/bin/apt-get") && !process.env.CHROMIUM_PATH;
@@ -29,10 +35,10 @@ if (!existsSync(wanted)) {
   try {
     execFileSync("apt-get", ["update"], { stdio: ["ignore", fd, fd], env });
     // What apt is about to do, first: the installed packages it upgrades ("Inst name [old] (new ...").
-    const plan = execFileSync("apt-get", ["install", "-s", "--no-upgrade", PACKAGE], { env, encoding: "utf8" });
+    const plan = execFileSync("apt-get", ["install", "-s", ...INSTALL], { env, encoding: "utf8" });
     const upgraded = [...plan.matchAll(/^Inst (\S+) \[([^\]]+)\] \((\S+)/gm)].map(([, name, from, to]) => `${name} ${from} -> ${to}`);
     const added = [...plan.matchAll(/^Inst (\S+) \(/gm)].length;
-    execFileSync("apt-get", ["install", "-y", "--no-upgrade", PACKAGE], { stdio: ["ignore", fd, fd], env });
+    execFileSync("apt-get", ["install", "-y", ...INSTALL], { stdio: ["ignore", fd, fd], env });
     console.log(
       `Chromium's headless shell installed: ${added} new package${added === 1 ? "" : "s"}` +
         (upgraded.length
