@@ -119,16 +119,13 @@ export default defineConfig({
       args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
     },
   },
+  // Two projects: the seeds, then every check. Each file names its city (tests/e2e/plat.ts, CITIES),
+  // so the workers of one project serve all three. A worker runs one project's tests only, and with a
+  // project per city (five with their seeds) Playwright started 12 workers, each a Node process and
+  // a browser; these two start 4.
   projects: [
-    { name: "empty", testMatch: "empty.spec.ts", use: { baseURL: `http://127.0.0.1:${emptyPort}` } },
-    { name: "seed", testMatch: "seed.setup.ts", use: { baseURL: `http://127.0.0.1:${port}` } },
-    { name: "seeded", testMatch: ["seeded.spec.ts", "citizen.spec.ts"], dependencies: ["seed"], use: { baseURL: `http://127.0.0.1:${port}` } },
-    ...(states
-      ? [
-          { name: "states-seed", testMatch: "states.setup.ts", use: { baseURL: `http://127.0.0.1:${statesPort}` } },
-          { name: "states", testMatch: "states.spec.ts", dependencies: ["states-seed"], use: { baseURL: `http://127.0.0.1:${statesPort}` } },
-        ]
-      : []),
+    { name: "seed", testMatch: ["seed.setup.ts", ...(states ? ["states.setup.ts"] : [])] },
+    { name: "plat", testMatch: ["empty.spec.ts", "seeded.spec.ts", "citizen.spec.ts", ...(states ? ["states.spec.ts"] : [])], dependencies: ["seed"] },
   ],
   webServer: [server(port, process.env.CITY_E2E_DATA_DIR), server(emptyPort, process.env.CITY_E2E_EMPTY_DATA_DIR), ...(statesServer ? [statesServer] : [])],
 });

@@ -1,7 +1,9 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type { Page } from "@playwright/test";
-import { attachScreenshot, expect, expectNoSidewaysScroll, LOOP_TIMEOUT, SCHEMES, type Seed, seriousViolations, test } from "./plat";
+import { attachScreenshot, CITIES, expect, expectNoSidewaysScroll, LOOP_TIMEOUT, SCHEMES, type Seed, seriousViolations, test } from "./plat";
+
+test.use({ baseURL: CITIES.seeded });
 
 // A citizen's page at /peers/{did}, on the city the seed project filled through its doors: its
 // first citizen proved a key, bound a controller and committed a next key; its fourth set a

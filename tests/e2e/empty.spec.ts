@@ -1,4 +1,6 @@
-import { CENSUS_KEYS, censusOnPage, axeTests, cspTests, expect, MISSING_PATH, PLAT_PATHS, screenshotTests, test } from "./plat";
+import { CENSUS_KEYS, CITIES, censusOnPage, axeTests, cspTests, expect, MISSING_PATH, PLAT_PATHS, screenshotTests, test } from "./plat";
+
+test.use({ baseURL: CITIES.empty });
 
 // This project's server has never admitted anyone: the plat must look honest, not broken.
 

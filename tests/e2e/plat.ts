@@ -5,7 +5,20 @@ import { test as base, expect, type Page, type TestInfo } from "@playwright/test
 export const PLAT_PATHS = ["/", "/peers", "/ward", "/log", "/doors"] as const;
 export const MISSING_PATH = "/no-such-place";
 
-/** How many citizens the seed project admits, and what it leaves for the checks that follow. */
+/**
+ * The three cities of playwright.config.ts, each spec file's own (`test.use({ baseURL })`): one
+ * project runs them all, so one worker serves files of every city.
+ */
+export const CITIES = {
+  /** Never admits anyone. */
+  empty: `http://127.0.0.1:${process.env.CITY_E2E_EMPTY_PORT}`,
+  /** Filled through its doors by seed.setup.ts. */
+  seeded: `http://127.0.0.1:${process.env.CITY_E2E_PORT}`,
+  /** On PostgreSQL, filled and edited by states.setup.ts. */
+  states: `http://127.0.0.1:${process.env.CITY_E2E_STATES_PORT}`,
+};
+
+/** How many citizens seed.setup.ts admits, and what it leaves for the checks that follow. */
 export const CITIZENS = 7;
 export interface Seed {
   /** Names the pages must show. */
@@ -55,12 +68,13 @@ export async function seriousViolations(page: Page): Promise<string[]> {
  * 86 CPU-s for them all, process accounting, back to back) where a page load costs a fraction of one.
  * One `test` for all: a worker serves tests of one set of worker fixtures only, so while the axe
  * tests had an extended `test` of their own and the other tests Playwright's, a project mixing both
- * started a new worker (a Node process and a browser) at each switch between them.
+ * started a new worker (a Node process and a browser) at each switch between them. The page has no
+ * base URL: a worker serves every city (CITIES), and each test goes to its own file's.
  */
 export const test = base.extend<object, { axePage: Page }>({
   axePage: [
-    async ({ browser }, use, workerInfo) => {
-      const context = await browser.newContext({ javaScriptEnabled: true, baseURL: workerInfo.project.use.baseURL });
+    async ({ browser }, use) => {
+      const context = await browser.newContext({ javaScriptEnabled: true });
       await use(await context.newPage());
       await context.close();
     },
@@ -79,24 +93,24 @@ export { expect };
  */
 export function axeTests(label: string, paths: readonly string[] | (() => readonly string[]) = [...PLAT_PATHS, MISSING_PATH]): void {
   for (const colorScheme of SCHEMES) {
-    const check = async (page: Page, path: string) => {
+    const check = async (page: Page, baseURL: string | undefined, path: string) => {
       await page.emulateMedia({ colorScheme });
-      await page.goto(path);
+      await page.goto(new URL(path, baseURL).href);
       // <details> hides the chart's table and each door's words until opened; axe checks them open.
       await page.locator("details").evaluateAll((all) => all.forEach((d) => d.setAttribute("open", "")));
       expect(await seriousViolations(page), `${path} in the ${colorScheme} scheme`).toEqual([]);
     };
     if (typeof paths === "function") {
-      test(`axe finds no serious or critical violation on any ${label} page in the ${colorScheme} scheme`, async ({ axePage }) => {
+      test(`axe finds no serious or critical violation on any ${label} page in the ${colorScheme} scheme`, async ({ axePage, baseURL }) => {
         test.setTimeout(LOOP_TIMEOUT);
-        for (const path of paths()) await check(axePage, path);
+        for (const path of paths()) await check(axePage, baseURL, path);
       });
       continue;
     }
     for (const path of paths) {
-      test(`axe finds no serious or critical violation on the ${label} ${path} in the ${colorScheme} scheme`, async ({ axePage }) => {
+      test(`axe finds no serious or critical violation on the ${label} ${path} in the ${colorScheme} scheme`, async ({ axePage, baseURL }) => {
         test.setTimeout(LOOP_TIMEOUT);
-        await check(axePage, path);
+        await check(axePage, baseURL, path);
       });
     }
   }

@@ -3,7 +3,9 @@ import { writeFileSync } from "node:fs";
 import { bytesToHex } from "@noble/hashes/utils.js";
 import * as ed from "@noble/ed25519";
 import { type APIRequestContext, expect, test as setup } from "@playwright/test";
-import { CITIZENS, type Seed } from "./plat";
+import { CITIES, CITIZENS, type Seed } from "./plat";
+
+setup.use({ baseURL: CITIES.seeded });
 
 const RUNTIMES = ["language-model", "tool-agent", "swarm-node", "other"];
 

@@ -2,6 +2,7 @@ import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import {
   CENSUS_KEYS,
+  CITIES,
   CITIZENS,
   expectNoSidewaysScroll,
   censusOnPage,
@@ -17,6 +18,8 @@ import {
   walkPages,
   wordsBrokenAcrossLines,
 } from "./plat";
+
+test.use({ baseURL: CITIES.seeded });
 
 // Runs after the seed project admitted CITIZENS citizens and filled their private shelves.
 const seed = (): Seed => JSON.parse(readFileSync(process.env.CITY_E2E_SEED_FILE!, "utf8"));

@@ -2,8 +2,10 @@ import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { type APIRequestContext, expect, test as setup } from "@playwright/test";
 import { startFakeProvider } from "../support/providers";
-import type { Resident, StatesSeed } from "./plat";
+import { CITIES, type Resident, type StatesSeed } from "./plat";
 import { CLINIC_API_KEY, statesDatabase } from "./states-city";
+
+setup.use({ baseURL: CITIES.states });
 
 /** Letters only, so the content scanner sees words, not a key. */
 const marker = (what: string) =>

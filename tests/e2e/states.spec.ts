@@ -1,6 +1,8 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { axeTests, CENSUS_KEYS, censusOnPage, expect, screenshotTests, type StatesSeed, test } from "./plat";
+import { axeTests, CENSUS_KEYS, CITIES, censusOnPage, expect, screenshotTests, type StatesSeed, test } from "./plat";
+
+test.use({ baseURL: CITIES.states });
 
 // Runs after states.setup.ts: four citizens (present, away, returned, exported), a ward note and a
 // disputed one, four visits to an open clinic, and residency log row #2 changed by the owner.
