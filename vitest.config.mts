@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
+import ClockWaitersFirst from "./tests/support/clock-sequencer";
 
 const root = path.dirname(fileURLToPath(import.meta.url));
 const alias = { "@": root };
@@ -141,8 +142,9 @@ export default defineConfig({
     maxWorkers: 2,
     // Vitest's own, then every skipped test's reason and the slowest files (tests/support/run-summary.ts).
     reporters: ["default", "./tests/support/run-summary.ts"],
-    // Root level only: vitest ignores a project's `sequence`.
-    sequence: { seed },
+    // Root level only: vitest ignores a project's `sequence`. Files that may wait on the real clock
+    // first (tests/support/clock-sequencer.ts), so that a wait does not end the run.
+    sequence: { seed, sequencer: ClockWaitersFirst },
     onConsoleLog(log) {
       if (shown || !cityLogLine.test(log)) return;
       kept.cityLogLinesKept! += 1;

@@ -5,7 +5,10 @@
  */
 export async function awayFromTurn(periodMs: number, marginMs: number, afterMs = 200): Promise<void> {
   const ahead = aheadOfTurn(periodMs, marginMs, afterMs);
-  if (ahead) await new Promise((resolve) => setTimeout(resolve, ahead));
+  if (!ahead) return;
+  // Said, so that a slow file in a run's summary is known for a wait, not for its work.
+  console.log(`waiting ${(ahead / 1000).toFixed(1)} s for the turn of a ${periodMs / 1000} s period (tests/support/clock.ts)`);
+  await new Promise((resolve) => setTimeout(resolve, ahead));
 }
 
 /**
