@@ -7,11 +7,10 @@ const waitsOnClock = /\bawayFrom(Step|Hour)?Turn\(/;
 /**
  * vitest's own order (project by project; in each, files that failed last time first, then the
  * longest, then the largest), except that a file that may wait on the real clock goes first in its
- * project. Such a wait (up to a
- * minute, one time in five for the gate's 300 s bid steps) costs nothing while the other lanes keep
- * both cores busy, but at the end of a run it is the run's own end: gate-pow.test.ts, small and so
- * last of the HTTP files, waited 47 s there in a clean-clone run of 2026-12-01 (59.0 s against
- * 11.4 and 11.9 in the two runs before).
+ * project. Such a wait (up to a minute, one time in five for the gate's 300 s bid steps) costs
+ * nothing while the other lanes keep both cores busy, but at the end of a run it is the run's own
+ * end: gate-pow.test.ts, small and so last of the HTTP files, waited 47 s there in a clean-clone
+ * run of 2026-12-01 (59.0 s against 11.4 and 11.9 in the two runs before).
  */
 export default class ClockWaitersFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
