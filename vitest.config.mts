@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
-import ClockWaitersFirst from "./tests/support/clock-sequencer";
+import ClockWaitersFirst from "./tests/support/clock-sequencer.mts";
 
 const root = path.dirname(fileURLToPath(import.meta.url));
 const alias = { "@": root };
@@ -58,10 +58,14 @@ const domainFiles = testFiles.filter((file) => !isHttpTest(file));
 // loading does in isolation.
 const writesEnv = /process\.env(\.\w+|\[[^\]\n]+\])\s*(\?\?=|\|\|=|=(?![=>]))/;
 const envDefault = /^process\.env\.(\w+) \?\?= "([^"\n]*)";$/gm;
-// Relative specifiers (`../../support/gate`) and the alias's (`@/tests/support/gate`) alike.
+// Relative specifiers (`../../support/gate`) and the alias's (`@/tests/support/gate`) alike; a
+// specifier with TypeScript's output extension names its source (`../support/clock-sequencer.mjs`:
+// clock-sequencer.mts, which the config itself loads as an ES module).
+const sourceOf = (specifier: string) => (/\.m?js$/.test(specifier) ? specifier.replace(/js$/, "ts") : `${specifier}.ts`);
 const localImports = (file: string) =>
   [...readFileSync(file, "utf8").matchAll(/from "(\.{1,2}\/[^"]+|@\/tests\/[^"]+)"/g)]
-    .map((m) => (m[1]!.startsWith("@/") ? path.join(root, `${m[1]!.slice(2)}.ts`) : path.resolve(path.dirname(file), `${m[1]}.ts`)))
+    .map((m) => sourceOf(m[1]!))
+    .map((source) => (source.startsWith("@/") ? path.join(root, source.slice(2)) : path.resolve(path.dirname(file), source)))
     .filter((imported) => imported.includes(`${path.sep}tests${path.sep}`));
 /** The defaults the support modules `file` loads give process.env, or null when one writes it otherwise. */
 function supportEnvOf(file: string, seen = new Set<string>(), defaults: Record<string, string> = {}): Record<string, string> | null {
@@ -143,7 +147,7 @@ export default defineConfig({
     // Vitest's own, then every skipped test's reason and the slowest files (tests/support/run-summary.ts).
     reporters: ["default", "./tests/support/run-summary.ts"],
     // Root level only: vitest ignores a project's `sequence`. Files that may wait on the real clock
-    // first (tests/support/clock-sequencer.ts), so that a wait does not end the run.
+    // first (tests/support/clock-sequencer.mts), so that a wait does not end the run.
     sequence: { seed, sequencer: ClockWaitersFirst },
     onConsoleLog(log) {
       if (shown || !cityLogLine.test(log)) return;

@@ -1,9 +1,9 @@
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { TestSpecification } from "vitest/node";
-import ClockWaitersFirst from "../support/clock-sequencer";
+import ClockWaitersFirst from "../support/clock-sequencer.mjs";
 
-// The run's file order (tests/support/clock-sequencer.ts) on real files of this repository: two that
+// The run's file order (tests/support/clock-sequencer.mts) on real files of this repository: two that
 // may wait on the clock (awayFromStepTurn, awayFromHourTurn) and three that do not, with the sizes
 // vitest would otherwise order them by (larger first).
 const root = process.cwd();
