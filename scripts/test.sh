@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `npm test`: every test of the city, independent steps side by side, each step's wall time
-# printed at the end whatever the outcome.
+# `npm test`: every test of the city, independent steps side by side, each step's wall time and
+# the machine's busy CPU-s over the run (scripts/machine-cpu.sh) printed at the end whatever the
+# outcome.
 #
 #   lane domain: the unit and integration suites (vitest projects "domain" and "domain-shared"; no
 #                build needed), on CITY_TEST_NODE24 when set (CI), else on `node`
@@ -40,6 +41,9 @@ LOGS="$(mktemp -d "${TMPDIR:-/tmp}/city-test.XXXXXX")"
 export CITY_TEST_TEMPLATES="$LOGS/templates"
 TIMES="$LOGS/times"
 STARTED=$(date +%s)
+# The machine's CPU time at the start, so that the end says how much work the run was
+# (scripts/machine-cpu.sh): the same run's wall time differs by the machine, and by its other work.
+CPU_STARTED="$(bash scripts/machine-cpu.sh now)"
 : >"$TIMES"
 
 # The failed tests of every lane again, at the very end (a CI page often keeps only its tail, and
@@ -81,6 +85,7 @@ print_times() {
   echo "step wall times (seconds; steps of different lanes ran side by side):"
   sort -t'|' -k1,1n "$TIMES" | awk -F'|' '{ printf "  %-8s %-44s %5d  %s\n", $2, $3, $4, $5 }'
   echo "  npm test total                                        $(( $(date +%s) - STARTED ))"
+  bash scripts/machine-cpu.sh since "$CPU_STARTED" || true
   rm -rf "$LOGS"
   exit "$rc"
 }
