@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { serverDriverFor } from "@/db/client";
+import { sql } from "drizzle-orm";
+import { openPglite, serverDriverFor } from "@/db/client";
+import { rowsOf } from "@/db/sql";
 import { LIMITS } from "@/lib/city/protocols";
 import { LOCKER_BYTES_CITY_WIDE } from "@/lib/spec-limits";
 
@@ -28,5 +30,17 @@ describe("configuration stands on nothing of the domain", () => {
   it("keeps the spec's city-wide locker bound of 2147483648 bytes in the leaf module the domain reads", () => {
     expect(LOCKER_BYTES_CITY_WIDE).toBe(2147483648);
     expect(LIMITS.locker.bytesCityWide).toBe(2147483648);
+  });
+});
+
+describe("the embedded PGlite", () => {
+  it("is made with WAL segments of 1 MB, not PostgreSQL's 16 (db/client.ts PGLITE_INITDB)", async () => {
+    const open = await openPglite("memory://");
+    try {
+      const rows = rowsOf<{ wal_segment_size: string }>(await open.db.execute(sql`SHOW wal_segment_size`));
+      expect(rows).toEqual([{ wal_segment_size: "1MB" }]);
+    } finally {
+      await open.close();
+    }
   });
 });
