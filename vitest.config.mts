@@ -3,7 +3,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 import ClockWaitersFirst from "./tests/support/clock-sequencer.mts";
-// First, before any WebAssembly is compiled: V8's collector of WebAssembly code off (the module says why).
+// V8's collector of WebAssembly code off, in this process and its worker threads (the module says why).
 import "./tests/support/keep-wasm-code.mjs";
 
 const root = path.dirname(fileURLToPath(import.meta.url));

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 // tests/support/keep-wasm-code.mjs turns V8's WebAssembly code collector off for every vitest run
 // (Node 24's V8 can abort a process that frees WebAssembly code: see that module). Shown in a bare
 // Node that V8 itself tells about its collector (--trace-wasm-code-gc), on a workload where the
-// collector must run: a function of eight bytes of WebAssembly tiered up at its first call
+// collector must run: a WebAssembly function that adds one, tiered up at its first call
 // (--wasm-tiering-budget=1, synchronously), which leaves its first code unused, with V8 told to
 // collect at the first unused byte (--stress-wasm-code-gc).
 const root = path.resolve(__dirname, "../..");
