@@ -41,7 +41,7 @@ describe("V8's WebAssembly code collector in test runs", () => {
     expect(withModule).not.toMatch(collections);
   });
 
-  it("is turned off by vitest.config.mts, which every vitest run loads first", () => {
+  it("is turned off by vitest.config.mts, which every vitest run loads", () => {
     expect(readFileSync(path.join(root, "vitest.config.mts"), "utf8")).toMatch(/^import "\.\/tests\/support\/keep-wasm-code\.mjs";$/m);
   });
 });

@@ -7,9 +7,7 @@
 // whose worker threads each make and close hundreds of PGlite instances. That function is reached
 // only when V8 frees WebAssembly code it found dead, and only its code collector finds code dead.
 // With the collector off, code that tiering replaced stays until its module is freed whole (by a
-// different path). Measured on 2026-12-01, alternating with and without: the domain lane on its
-// three drivers took 232 and 234 CPU-s with it, 236 and 231 without, and peaked at 1.86 and 1.94
-// GB against 1.89; on PGlite alone, 2.06 and 1.99 GB against 1.92 and 1.92.
+// different path), at no CPU or memory cost measured (docs/testing.md has the figures).
 //
 // The city's own processes (`next start`, `npm run dev`: one PGlite for their life) keep V8's
 // default. A plain JavaScript module, so that a test can load it in a bare Node
