@@ -3,11 +3,11 @@
 //
 // Why: Node 24's V8 (13.6) sometimes aborts the whole process with `Check failed:
 // jit_page_->allocations_.erase(addr) == 1` in ThreadIsolation::UnregisterWasmAllocation: exit 133,
-// with every test passed. On our machines, three times in about twenty runs of the domain suites,
-// whose worker threads each make and close hundreds of PGlite instances. That function is reached
-// only when V8 frees WebAssembly code it found dead, and only its code collector finds code dead.
-// With the collector off, code that tiering replaced stays until its module is freed whole (by a
-// different path), at no CPU or memory cost measured (docs/testing.md has the figures).
+// with every test passed, in the domain suites, whose worker threads each make and close hundreds
+// of PGlite instances (how often: docs/testing.md). That function is reached only when V8 frees
+// WebAssembly code it found dead, and only its code collector finds code dead. With the collector
+// off, code that tiering replaced stays until its module is freed whole (by a different path), at
+// no CPU or memory cost measured (the figures are in docs/testing.md too).
 //
 // The city's own processes (`next start`, `npm run dev`: one PGlite for their life) keep V8's
 // default. A plain JavaScript module, so that a test can load it in a bare Node
